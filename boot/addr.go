@@ -1,0 +1,5 @@
+package boot
+
+import "unsafe"
+
+func addrOf(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }

@@ -1,0 +1,26 @@
+package boot
+
+// StackSize is the size of the boot stack. The boot context runs the kernel's
+// initialisation on it and later becomes CPU 0's idle task.
+const StackSize = 64 << 10
+
+// Stack is the boot stack. It holds no Go pointers, so the collector ignores
+// it.
+var Stack [StackSize]byte
+
+// PageTables is room for the early page tables built by the 32-bit entry: one
+// PML4, one PDPT and four page directories mapping the first 4 GiB with 2 MiB
+// pages, plus one page of slack for 4 KiB alignment. The kernel keeps using
+// these tables (one address space) and adds its own mappings to them.
+var PageTables [7 * 4096]byte
+
+// PageTableRoot returns the physical (= virtual) address of the PML4.
+func PageTableRoot() uintptr {
+	return (addrOf(&PageTables[0]) + 4095) &^ 4095
+}
+
+// StackBounds returns the boot stack's [lo, hi).
+func StackBounds() (lo, hi uintptr) {
+	lo = addrOf(&Stack[0])
+	return lo, lo + StackSize
+}

@@ -1,0 +1,85 @@
+// Package lapic drives the local APIC in xAPIC (MMIO) mode: enable, end of
+// interrupt, the one-shot timer and inter-processor interrupts.
+//
+// Kernel-context: no allocation, no runtime calls. The register page must be
+// mapped uncached (the boot page tables map the top GiB so).
+package lapic
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"yolk/drivers/x86"
+)
+
+// Register offsets.
+const (
+	regID      = 0x020
+	regEOI     = 0x0B0
+	regSVR     = 0x0F0
+	regICRLow  = 0x300
+	regICRHigh = 0x310
+	regLVTTmr  = 0x320
+	regLINT0   = 0x350
+	regLINT1   = 0x360
+	regTmrInit = 0x380
+	regTmrCur  = 0x390
+	regTmrDiv  = 0x3E0
+
+	lvtMasked = 1 << 16
+)
+
+var base uintptr
+
+func reg(off uintptr) *uint32 {
+	a := base + off
+	return (*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&a)))
+}
+
+func read(off uintptr) uint32     { return atomic.LoadUint32(reg(off)) }
+func write(off uintptr, v uint32) { atomic.StoreUint32(reg(off), v) }
+
+// Init enables this CPU's local APIC with the given spurious vector and
+// masks its timer and local interrupt pins.
+func Init(spurious uint8) {
+	msr := x86.Rdmsr(x86.MSR_APIC_BASE)
+	x86.Wrmsr(x86.MSR_APIC_BASE, msr|1<<11) // global enable
+	base = uintptr(msr & 0xfffff000)
+	write(regSVR, 0x100|uint32(spurious))
+	write(regLVTTmr, lvtMasked)
+	write(regTmrDiv, 0xB) // divide by 1
+}
+
+// ID returns this CPU's APIC ID.
+func ID() uint32 { return read(regID) >> 24 }
+
+// EOI signals the end of the current interrupt.
+func EOI() { write(regEOI, 0) }
+
+// OneShot starts the timer: vector fires after count ticks.
+func OneShot(vector uint8, count uint32) {
+	write(regLVTTmr, uint32(vector))
+	write(regTmrInit, count)
+}
+
+// Count starts the timer counting down from count with its interrupt
+// masked (for calibration).
+func Count(count uint32) {
+	write(regLVTTmr, lvtMasked)
+	write(regTmrInit, count)
+}
+
+// Stop cancels the timer.
+func Stop() {
+	write(regTmrInit, 0)
+	write(regLVTTmr, lvtMasked)
+}
+
+// Current reads the timer's current count.
+func Current() uint32 { return read(regTmrCur) }
+
+// IPI sends vector to the CPU with APIC ID dest.
+func IPI(dest uint32, vector uint8) {
+	write(regICRHigh, dest<<24)
+	write(regICRLow, uint32(vector))
+}

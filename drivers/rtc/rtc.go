@@ -1,0 +1,51 @@
+// Package rtc reads the wall-clock time from the MC146818 CMOS real-time
+// clock (ports 0x70/0x71), once at boot.
+//
+// Kernel-context: no allocation, no runtime calls.
+package rtc
+
+import "yolk/drivers/x86"
+
+func cmos(reg uint8) uint8 {
+	x86.Outb(0x70, reg)
+	return x86.Inb(0x71)
+}
+
+// Unix returns the RTC time as seconds since 1970 (the RTC is assumed to
+// keep UTC, as QEMU's does by default).
+func Unix() int64 {
+	// Wait for an update to finish, then read twice until stable.
+	for cmos(0x0A)&0x80 != 0 {
+	}
+	var s, m, h, d, mo, y uint8
+	for {
+		s, m, h, d, mo, y = cmos(0), cmos(2), cmos(4), cmos(7), cmos(8), cmos(9)
+		if s == cmos(0) && m == cmos(2) && h == cmos(4) && d == cmos(7) && mo == cmos(8) && y == cmos(9) {
+			break
+		}
+	}
+	b := cmos(0x0B)
+	if b&0x04 == 0 { // BCD
+		bcd := func(v uint8) uint8 { return v&0x0F + v>>4*10 }
+		s, m, d, mo, y = bcd(s), bcd(m), bcd(d), bcd(mo), bcd(y)
+		h = bcd(h&0x7F) | h&0x80
+	}
+	if b&0x02 == 0 && h&0x80 != 0 { // 12-hour clock, PM
+		h = (h&0x7F + 12) % 24
+	}
+	year := 2000 + int64(y)
+	return daysFromCivil(year, int64(mo), int64(d))*86400 + int64(h)*3600 + int64(m)*60 + int64(s)
+}
+
+// daysFromCivil counts days from 1970-01-01 to y-m-d (proleptic Gregorian).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}

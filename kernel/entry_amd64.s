@@ -1,0 +1,194 @@
+// Kernel entry points: the 64-bit start from boot, SYSCALL, traps, and the
+// return to user code. All run with interrupts off.
+
+#include "textflag.h"
+
+// Regs frame, as pushed (see regs.go): FSBase, R15..AX, Vector, Error,
+// IP, CS, Flags, SP, SS.
+#define PUSHALL \
+	PUSHQ AX; PUSHQ BX; PUSHQ CX; PUSHQ DX; PUSHQ SI; PUSHQ DI; PUSHQ BP; \
+	PUSHQ R8; PUSHQ R9; PUSHQ R10; PUSHQ R11; PUSHQ R12; PUSHQ R13; PUSHQ R14; PUSHQ R15
+
+#define POPALL \
+	POPQ R15; POPQ R14; POPQ R13; POPQ R12; POPQ R11; POPQ R10; POPQ R9; POPQ R8; \
+	POPQ BP; POPQ DI; POPQ SI; POPQ DX; POPQ CX; POPQ BX; POPQ AX
+
+// SETFS_AX sets the FS base to AX (clobbers CX, DX).
+#define SETFS_AX \
+	CMPB	·fsgsbase(SB), $0; \
+	JEQ	3(PC); \
+	WRFSBASEQ	AX; \
+	JMP	5(PC); \
+	MOVQ	AX, DX; \
+	SHRQ	$32, DX; \
+	MOVL	$0xC0000100, CX; \
+	WRMSR
+
+// GETFS_AX reads the FS base into AX (clobbers CX, DX).
+#define GETFS_AX \
+	CMPB	·fsgsbase(SB), $0; \
+	JEQ	3(PC); \
+	RDFSBASEQ	AX; \
+	JMP	5(PC); \
+	MOVL	$0xC0000100, CX; \
+	RDMSR; \
+	SHLQ	$32, DX; \
+	ORQ	DX, AX
+
+// start64 is entered from boot in 64-bit mode on the boot stack with BX
+// holding the PVH start-info address.
+TEXT ·start64(SB),NOSPLIT|NOFRAME,$0
+	// SSE: CR4.OSFXSR | OSXMMEXCPT (boot cleared CR0.EM and set CR0.MP).
+	MOVQ	CR4, AX
+	ORQ	$0x600, AX
+	MOVQ	AX, CR4
+	BYTE $0xDB; BYTE $0xE3		// FNINIT
+
+	// A g for the boot stack, and an FS base whose -8 slot names it, so
+	// that Go function prologues work before the scheduler exists.
+	LEAQ	·bootG(SB), AX
+	MOVQ	AX, ·bootTLS(SB)
+	LEAQ	yolk∕boot·Stack(SB), CX
+	MOVQ	CX, 0(AX)
+	LEAQ	65536(CX), DX
+	MOVQ	DX, 8(AX)
+	ADDQ	$1024, CX
+	MOVQ	CX, 16(AX)
+	MOVQ	CX, 24(AX)
+	LEAQ	·bootTLS+8(SB), AX
+	MOVQ	AX, DX
+	SHRQ	$32, DX
+	MOVL	$0xC0000100, CX
+	WRMSR
+
+	SUBQ	$16, SP
+	MOVQ	BX, 0(SP)
+	CALL	·kmain(SB)
+hang:
+	CLI
+	HLT
+	JMP	hang
+
+// syscallEntry is the SYSCALL target (LSTAR). RCX holds the return RIP, R11
+// the flags; SP is still the caller's. It builds a Regs frame on the current
+// task's kernel stack, switches FS to the CPU's kernel TLS block and calls
+// syscall(r). Everything but RAX (the result), RCX and R11 is preserved, as
+// the Linux ABI promises.
+TEXT ·syscallEntry(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	SP, 8(GS)
+	MOVQ	16(GS), SP
+	PUSHQ	$0x10
+	PUSHQ	8(GS)
+	PUSHQ	R11
+	PUSHQ	$0x08
+	PUSHQ	CX
+	PUSHQ	$0
+	PUSHQ	$-1
+	PUSHALL
+	PUSHQ	$0
+	MOVQ	0(GS), AX
+	ADDQ	$32, AX
+	SETFS_AX
+	MOVQ	SP, AX
+	SUBQ	$16, SP
+	MOVQ	AX, 0(SP)
+	CALL	·syscall(SB)
+	ADDQ	$16, SP
+	JMP	·userReturn(SB)
+
+// userReturn returns to user code from the Regs frame at SP: FS base from
+// the frame, registers, then a plain jump (no SYSRET: we stay in ring 0).
+TEXT ·userReturn(SB),NOSPLIT|NOFRAME,$0
+	POPQ	AX
+	SETFS_AX
+	POPALL
+	ADDQ	$16, SP
+	MOVQ	0(SP), CX
+	MOVQ	16(SP), R11
+	MOVQ	24(SP), SP
+	JMP	CX
+
+// forkret is where a new task first runs: its kernel stack holds a Regs
+// frame for its user context. Run the pending switch finalizer, then enter
+// user code.
+TEXT ·forkret(SB),NOSPLIT|NOFRAME,$0
+	CALL	·taskEntry(SB)
+	JMP	·userReturn(SB)
+
+// trapCommon is reached from the vector stubs on the IST stack with the
+// vector and error code pushed. It saves everything, switches FS to the
+// CPU's trap TLS block, calls trap(r) and returns with IRETQ.
+TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
+	PUSHALL
+	GETFS_AX
+	PUSHQ	AX
+	MOVQ	0(GS), AX
+	ADDQ	$48, AX
+	SETFS_AX
+	MOVQ	SP, AX
+	SUBQ	$16, SP
+	MOVQ	AX, 0(SP)
+	CALL	·trap(SB)
+	ADDQ	$16, SP
+	POPQ	AX
+	SETFS_AX
+	POPALL
+	ADDQ	$16, SP
+	IRETQ
+
+// func reloadSegments()
+TEXT ·reloadSegments(SB),NOSPLIT,$0
+	MOVL	$0x10, AX
+	BYTE $0x8e; BYTE $0xd8		// MOV DS, AX
+	BYTE $0x8e; BYTE $0xc0		// MOV ES, AX
+	BYTE $0x8e; BYTE $0xd0		// MOV SS, AX
+	// Reload CS with a far return.
+	POPQ	AX
+	PUSHQ	$0x08
+	PUSHQ	AX
+	BYTE $0x48; BYTE $0xcb		// RETFQ
+	
+// func setFS(base uintptr)
+TEXT ·setFS(SB),NOSPLIT,$0-8
+	MOVQ	base+0(FP), AX
+	SETFS_AX
+	RET
+
+TEXT ·syscallEntryPC(SB),NOSPLIT,$0-8
+	MOVQ	$·syscallEntry(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+TEXT ·forkretPC(SB),NOSPLIT,$0-8
+	MOVQ	$·forkret(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+TEXT ·rt0PC(SB),NOSPLIT,$0-8
+	MOVQ	$_rt0_amd64_linux(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+TEXT ·imageEnd(SB),NOSPLIT,$0-8
+	MOVQ	$runtime·end(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+TEXT ·vectorPC(SB),NOSPLIT,$0-16
+	MOVQ	v+0(FP), AX
+	LEAQ	·vectorTable(SB), BX
+	MOVQ	(BX)(AX*8), AX
+	MOVQ	AX, ret+8(FP)
+	RET
+
+// func getbp() uintptr: the caller's frame pointer.
+TEXT ·getbp(SB),NOSPLIT,$0-8
+	MOVQ	BP, AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func getcallerpc() uintptr: the return address of the caller's frame.
+TEXT ·getcallerpc(SB),NOSPLIT,$0-8
+	MOVQ	8(BP), AX
+	MOVQ	AX, ret+0(FP)
+	RET

@@ -1,0 +1,227 @@
+package kernel
+
+// The command line and the Linux-style initial stack of the first task.
+//
+// Command line grammar (written by the host tool): whitespace-separated
+// tokens, a token may be double-quoted with \" and \\ escapes. Tokens
+// "yolk.NAME=VALUE" are kernel options; other NAME=VALUE tokens before a
+// lone "--" are environment variables; everything else, and everything after
+// "--", is an argument.
+
+const (
+	maxArgs = 64
+	maxEnv  = 64
+)
+
+var (
+	cmdBuf [4096]byte // tokens, NUL-terminated, unquoted
+	argOff [maxArgs]int
+	envOff [maxEnv]int
+	nargs  int
+	nenv   int
+	// godebugOff is the GODEBUG entry, if the command line set one.
+	godebugOff = -1
+)
+
+const argv0 = "yolk"
+
+func parseCmdline(p uintptr) {
+	n := 0
+	put := func(c byte) bool {
+		if n >= len(cmdBuf) {
+			return false
+		}
+		cmdBuf[n] = c
+		n++
+		return true
+	}
+	// argv[0]
+	argOff[0] = 0
+	for i := 0; i < len(argv0); i++ {
+		put(argv0[i])
+	}
+	put(0)
+	nargs = 1
+	if p == 0 {
+		return
+	}
+	s := at[[4096]byte](p)
+	afterDashes := false
+	i := 0
+	for {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n') {
+			i++
+		}
+		if i >= len(s) || s[i] == 0 {
+			return
+		}
+		start := n
+		quoted := false
+		for i < len(s) && s[i] != 0 {
+			c := s[i]
+			if c == '"' {
+				quoted = !quoted
+				i++
+				continue
+			}
+			if quoted && c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\') {
+				i++
+				c = s[i]
+			} else if !quoted && (c == ' ' || c == '\t' || c == '\n') {
+				break
+			}
+			put(c)
+			i++
+		}
+		if !put(0) {
+			return
+		}
+		tok := cmdBuf[start : n-1]
+		switch {
+		case !afterDashes && string(tok) == "--":
+			afterDashes = true
+			n = start
+		case !afterDashes && hasPrefix(tok, "yolk."):
+			kernelOption(tok[5:])
+			n = start
+		case !afterDashes && isEnv(tok):
+			if hasPrefix(tok, "GODEBUG=") {
+				godebugOff = start
+			}
+			if nenv < maxEnv {
+				envOff[nenv] = start
+				nenv++
+			}
+		default:
+			if nargs < maxArgs {
+				argOff[nargs] = start
+				nargs++
+			}
+		}
+	}
+}
+
+func hasPrefix(b []byte, p string) bool {
+	return len(b) >= len(p) && string(b[:len(p)]) == p
+}
+
+// isEnv reports whether tok looks like NAME=VALUE.
+func isEnv(tok []byte) bool {
+	for i, c := range tok {
+		switch {
+		case c == '=':
+			return i > 0
+		case c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9':
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func kernelOption(opt []byte) {
+	switch string(opt) {
+	case "strace=1":
+		strace = true
+	}
+}
+
+func cstr(off int) []byte {
+	e := off
+	for cmdBuf[e] != 0 {
+		e++
+	}
+	return cmdBuf[off:e]
+}
+
+// Initial stack: an 8 MiB lazily backed mapping, like Linux's main-thread
+// stack; the runtime uses its top 64 KiB as g0's stack.
+const (
+	stackTop  = 0x7fffffff0000
+	stackSize = 8 << 20
+
+	atNull   = 0
+	atPagesz = 6
+	atClktck = 17
+	atHwcap  = 16
+	atSecure = 23
+	atRandom = 25
+)
+
+const godebugAdd = "asyncpreemptoff=1"
+
+func buildInitStack() uintptr {
+	if _, err := vmMap(stackTop-stackSize, stackSize, protRead|protWrite, true); err != 0 {
+		outOfMemory()
+	}
+	sp := uintptr(stackTop)
+	pushStr := func(parts ...[]byte) uintptr {
+		n := 1
+		for _, p := range parts {
+			n += len(p)
+		}
+		sp -= uintptr(n)
+		b := bytesAt(sp, n)
+		k := 0
+		for _, p := range parts {
+			k += copy(b[k:], p)
+		}
+		b[k] = 0
+		return sp
+	}
+	var argv [maxArgs]uintptr
+	var envp [maxEnv + 1]uintptr
+	for i := 0; i < nargs; i++ {
+		argv[i] = pushStr(cstr(argOff[i]))
+	}
+	ne := 0
+	for i := 0; i < nenv; i++ {
+		if argOff := envOff[i]; argOff == godebugOff {
+			continue
+		}
+		envp[ne] = pushStr(cstr(envOff[i]))
+		ne++
+	}
+	if godebugOff >= 0 {
+		envp[ne] = pushStr(cstr(godebugOff), []byte(","), []byte(godebugAdd))
+	} else {
+		envp[ne] = pushStr([]byte("GODEBUG="), []byte(godebugAdd))
+	}
+	ne++
+	sp -= 16
+	rnd := sp
+	*at[uint64](rnd), *at[uint64](rnd + 8) = random64(), random64()
+	sp &^= 15
+
+	auxv := [...]uintptr{
+		atPagesz, pageSize,
+		atClktck, 100,
+		atHwcap, uintptr(cpuidEDX1),
+		atSecure, 0,
+		atRandom, rnd,
+		atNull, 0,
+	}
+	words := 1 + nargs + 1 + ne + 1 + len(auxv)
+	if words%2 != 0 {
+		sp -= 8
+	}
+	sp -= uintptr(words) * 8
+	w := sp
+	put := func(v uintptr) {
+		*at[uintptr](w) = v
+		w += 8
+	}
+	put(uintptr(nargs))
+	for i := 0; i < nargs; i++ {
+		put(argv[i])
+	}
+	put(0)
+	for i := 0; i < ne; i++ {
+		put(envp[i])
+	}
+	put(0)
+	for _, v := range auxv {
+		put(v)
+	}
+	return sp
+}

@@ -1,0 +1,103 @@
+package kernel
+
+import (
+	"unsafe"
+
+	"yolk/boot"
+	"yolk/sched"
+)
+
+var (
+	bootInfo boot.Info
+	bootG    sched.G
+	bootTLS  [2]uintptr
+)
+
+// entryPC keeps the PVH entry in the image (nothing else refers to it: the
+// host tool finds it in the symbol table) and is printed at boot.
+var entryPC uintptr
+
+func init() { entryPC = boot.EntryPC() }
+
+// kmain is the kernel's Go entry, called by start64 on the boot stack with
+// the PVH start-info address. It never returns: the boot context becomes CPU
+// 0's idle task once the Go runtime's first thread is ready to run.
+func kmain(info uintptr) {
+	consoleInit()
+	klog("boot: yolk kernel, PVH entry\n")
+	if !boot.ParsePVH(info, &bootInfo) {
+		fatal("boot: no PVH start-info block (boot with QEMU -kernel and a PVH note)")
+	}
+	probeCPU()
+	c := sched.InitCPU(0)
+	setupCPU(0)
+	framesInit(&bootInfo)
+	timeInit()
+	parseCmdline(bootInfo.Cmdline)
+	lo, hi := boot.StackBounds()
+	idle := sched.Init(1, nanotime, lo, hi)
+	if idle == nil {
+		fatal("sched: init failed")
+	}
+	sched.SetFatal(fatal)
+	// From here on the kernel TLS block of CPU 0 names the current task's g.
+	setFS(c.KernelTLS())
+	syscallInit()
+	filesInit()
+	rngState = tscBase
+
+	klog("boot: ")
+	kprintDec(framesAll * pageSize >> 20)
+	kprint(" MiB RAM free, TSC ")
+	kprintDec(int64(tscHz / 1e6))
+	kprint(" MHz, LAPIC timer ")
+	kprintDec(int64(lapicHz / 1e6))
+	kprint(" MHz, boot ")
+	kprintDec(nanotime() / 1e3)
+	kprint(" µs\n")
+
+	startInit()
+	sched.Idle(idleWait)
+}
+
+// startInit creates the first user task: the Go runtime's entry point on a
+// Linux-style initial stack.
+func startInit() {
+	t := sched.Alloc()
+	lo, hi, ok := allocKStack(t.Index())
+	if !ok {
+		outOfMemory()
+	}
+	t.SetStack(lo, hi)
+	sp := buildInitStack()
+	fr := at[Regs](hi - regsSize)
+	*fr = Regs{IP: uint64(rt0PC()), SP: uint64(sp), CS: selCode, SS: selData, Flags: 2}
+	t.Prepare(hi-regsSize, forkretPC())
+	sched.Ready(t)
+}
+
+// kernelStats is what sysYolkStats copies out (mirrored in the self-tests).
+type kernelStats struct {
+	FramesAll, FramesFree, PagesMapped int64
+	Tasks                              int64
+	NodesInUse, NodeBound              int64
+	TSCHz, LAPICHz                     int64
+	Syscalls                           int64
+}
+
+func sysStats(p uintptr) Errno {
+	if !userOK(p, unsafe.Sizeof(kernelStats{})) {
+		return EFAULT
+	}
+	s := sched.ReadStats()
+	*at[kernelStats](p) = kernelStats{
+		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
+		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
+		TSCHz: int64(tscHz), LAPICHz: int64(lapicHz),
+	}
+	return 0
+}
+
+func runKtest(n int, out uintptr) (uintptr, Errno) {
+	return 0, ENOSYS
+}

@@ -1,0 +1,115 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/sched"
+)
+
+// timespec is struct timespec.
+type timespec struct{ sec, nsec int64 }
+
+func readTimespec(p uintptr) (int64, Errno) {
+	if !userOK(p, 16) {
+		return 0, EFAULT
+	}
+	ts := at[timespec](p)
+	if ts.nsec < 0 || ts.nsec >= 1e9 || ts.sec < 0 {
+		return 0, EINVAL
+	}
+	if ts.sec > 1<<32 {
+		return 1 << 62, 0
+	}
+	return ts.sec*1e9 + ts.nsec, 0
+}
+
+func writeTimespec(p uintptr, ns int64) Errno {
+	if !userOK(p, 16) {
+		return EFAULT
+	}
+	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9}
+	return 0
+}
+
+func sysNanosleep(req uintptr) Errno {
+	d, err := readTimespec(req)
+	if err != 0 {
+		return err
+	}
+	if d > 0 {
+		sched.Block(nil, 0, 0, 0, nanotime()+d)
+	}
+	return 0
+}
+
+func sysClockGettime(clock int, p uintptr) Errno {
+	switch clock {
+	case unix.CLOCK_REALTIME, unix.CLOCK_REALTIME_COARSE, unix.CLOCK_TAI:
+		return writeTimespec(p, walltime())
+	}
+	return writeTimespec(p, nanotime())
+}
+
+func sysClockGetres(p uintptr) Errno {
+	if p == 0 {
+		return 0
+	}
+	return writeTimespec(p, 1)
+}
+
+func sysGettimeofday(p uintptr) Errno {
+	if p == 0 {
+		return 0
+	}
+	if !userOK(p, 16) {
+		return EFAULT
+	}
+	ns := walltime()
+	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9 / 1e3}
+	return 0
+}
+
+// Futexes: waiters hash by address into wait queues.
+var futexQ [64]sched.WaitQueue
+
+// Futex operations (linux/futex.h; not in x/sys/unix).
+const (
+	futexWait          = 0
+	futexWake          = 1
+	futexPrivateFlag   = 128
+	futexClockRealtime = 256
+)
+
+func sysFutex(addr uintptr, op int, val uint32, timeout uintptr) (uintptr, Errno) {
+	if addr&3 != 0 || !userOK(addr, 4) {
+		return 0, EFAULT
+	}
+	q := &futexQ[(addr>>2)%uintptr(len(futexQ))]
+	switch op &^ (futexPrivateFlag | futexClockRealtime) {
+	case futexWait:
+		if atomic.LoadUint32(at[uint32](addr)) != val {
+			return 0, EAGAIN
+		}
+		var deadline int64
+		if timeout != 0 {
+			d, err := readTimespec(timeout)
+			if err != 0 {
+				return 0, err
+			}
+			if d == 0 {
+				return 0, ETIMEDOUT
+			}
+			deadline = nanotime() + d
+		}
+		if sched.Block(q, addr, addr, val, deadline) {
+			return 0, ETIMEDOUT
+		}
+		return 0, 0
+	case futexWake:
+		return uintptr(q.Wake(addr, int(val))), 0
+	}
+	logENOSYS(unix.SYS_FUTEX)
+	return 0, ENOSYS
+}

@@ -1,0 +1,384 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/drivers/x86"
+	"yolk/sched"
+)
+
+// Errno is a Linux error number; system calls return its negation.
+type Errno uintptr
+
+const (
+	EPERM     = Errno(unix.EPERM)
+	ENOENT    = Errno(unix.ENOENT)
+	EAGAIN    = Errno(unix.EAGAIN)
+	EBADF     = Errno(unix.EBADF)
+	ENOMEM    = Errno(unix.ENOMEM)
+	EFAULT    = Errno(unix.EFAULT)
+	EEXIST    = Errno(unix.EEXIST)
+	EINVAL    = Errno(unix.EINVAL)
+	EMFILE    = Errno(unix.EMFILE)
+	ENODEV    = Errno(unix.ENODEV)
+	ENOSYS    = Errno(unix.ENOSYS)
+	ETIMEDOUT = Errno(unix.ETIMEDOUT)
+)
+
+// Yolk's own system calls, for the self-tests (outside Linux's numbering).
+const (
+	sysYolkStats    = 0x1000 // copy kernel counters to a0
+	sysYolkKtest    = 0x1001 // run kernel-context self-test a0, result to a1
+	sysYolkUnmapped = 0x1002 // number of syscalls answered ENOSYS so far
+)
+
+var (
+	strace     bool
+	enosysSeen [512 / 64]uint64 // numbers already logged
+	enosysN    uint64
+)
+
+// syscall dispatches the system call in r (number in AX, arguments in DI,
+// SI, DX, R10, R8, R9) and leaves the result in r.AX.
+func syscall(r *Regs) {
+	t := sched.Current()
+	nr := uintptr(r.AX)
+	a0, a1, a2 := uintptr(r.DI), uintptr(r.SI), uintptr(r.DX)
+	a3, a4 := uintptr(r.R10), uintptr(r.R8)
+	var ret uintptr
+	var err Errno
+	switch nr {
+	case unix.SYS_READ:
+		ret, err = sysRead(int(a0), a1, a2)
+	case unix.SYS_WRITE:
+		ret, err = sysWrite(int(a0), a1, a2)
+	case unix.SYS_CLOSE:
+		err = sysClose(int(a0))
+	case unix.SYS_MMAP:
+		ret, err = sysMmap(a0, a1, a2, a3)
+	case unix.SYS_MUNMAP:
+		err = checkPage(a0, a1)
+		if err == 0 {
+			err = vmUnmap(a0, pageRound(a1))
+		}
+	case unix.SYS_MPROTECT:
+		err = checkPage(a0, a1)
+		if err == 0 {
+			err = vmProtect(a0, pageRound(a1), uint32(a2&7))
+		}
+	case unix.SYS_MADVISE:
+		err = sysMadvise(a0, a1, int(a2))
+	case unix.SYS_RT_SIGACTION:
+		err = zeroUser(a2, 32)
+	case unix.SYS_RT_SIGPROCMASK:
+		err = zeroUser(a2, 8)
+	case unix.SYS_SIGALTSTACK:
+		if err = zeroUser(a1, 24); err == 0 && a1 != 0 {
+			*at[int32](a1 + 8) = 2 // SS_DISABLE
+		}
+	case unix.SYS_SCHED_YIELD:
+		sched.Yield()
+	case unix.SYS_NANOSLEEP:
+		err = sysNanosleep(a0)
+	case unix.SYS_GETPID:
+		ret = 1
+	case unix.SYS_GETPPID, unix.SYS_GETUID, unix.SYS_GETEUID, unix.SYS_GETGID, unix.SYS_GETEGID:
+		ret = 0
+	case unix.SYS_GETTID:
+		ret = uintptr(t.TID)
+	case unix.SYS_CLONE:
+		ret, err = sysClone(r, a0, a1, a4)
+	case unix.SYS_EXIT:
+		sched.Exit()
+	case unix.SYS_EXIT_GROUP:
+		exitQEMU(uint8(a0))
+	case unix.SYS_UNAME:
+		err = sysUname(a0)
+	case unix.SYS_FCNTL:
+		ret, err = sysFcntl(int(a0), int(a1))
+	case unix.SYS_ARCH_PRCTL:
+		err = sysArchPrctl(t, a0, a1)
+	case unix.SYS_GETTIMEOFDAY:
+		err = sysGettimeofday(a0)
+	case unix.SYS_CLOCK_GETTIME:
+		err = sysClockGettime(int(a0), a1)
+	case unix.SYS_CLOCK_GETRES:
+		err = sysClockGetres(a1)
+	case unix.SYS_FUTEX:
+		ret, err = sysFutex(a0, int(a1), uint32(a2), a3)
+	case unix.SYS_SCHED_GETAFFINITY:
+		ret, err = sysSchedGetaffinity(a1, a2)
+	case unix.SYS_EPOLL_CREATE1, unix.SYS_EPOLL_CREATE:
+		ret, err = newFile(fileEpoll, 0)
+	case unix.SYS_EPOLL_CTL:
+		err = sysEpollCtl(int(a0), int(a1), int(a2), a3)
+	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_WAIT:
+		ret, err = sysEpollWait(int(a0), a1, int(a2), int(int32(a3)))
+	case unix.SYS_EVENTFD2, unix.SYS_EVENTFD:
+		ret, err = newFile(fileEventfd, uint64(a0))
+	case unix.SYS_OPENAT, unix.SYS_OPEN:
+		err = ENOENT
+	case unix.SYS_PRCTL:
+		err = EINVAL
+	case unix.SYS_PRLIMIT64:
+		err = sysPrlimit(int(a1), a3)
+	case unix.SYS_GETRANDOM:
+		ret, err = sysGetrandom(a0, a1)
+	case sysYolkStats:
+		err = sysStats(a0)
+	case sysYolkKtest:
+		ret, err = runKtest(int(a0), a1)
+	case sysYolkUnmapped:
+		ret = uintptr(atomic.LoadUint64(&enosysN))
+	default:
+		err = ENOSYS
+		logENOSYS(nr)
+	}
+	if err != 0 {
+		ret = -uintptr(err)
+	}
+	if strace {
+		traceSyscall(t, nr, a0, a1, a2, ret)
+	}
+	r.AX = uint64(ret)
+	r.FSBase = uint64(t.UserFS)
+}
+
+func sysName(nr uintptr) string {
+	if nr < uintptr(len(sysNames)) && sysNames[nr] != "" {
+		return sysNames[nr]
+	}
+	return "?"
+}
+
+// logENOSYS reports an unimplemented system call the first time it is used.
+func logENOSYS(nr uintptr) {
+	atomic.AddUint64(&enosysN, 1)
+	if nr < 512 {
+		w, bit := &enosysSeen[nr/64], uint64(1)<<(nr%64)
+		if atomic.LoadUint64(w)&bit != 0 {
+			return
+		}
+		atomic.OrUint64(w, bit)
+	}
+	conLock.Lock()
+	klog("syscall ")
+	kprint(sysName(nr))
+	kprint(" (")
+	kprintDec(int64(nr))
+	kprint(") not implemented: ENOSYS\n")
+	conLock.Unlock()
+}
+
+func traceSyscall(t *sched.Task, nr, a0, a1, a2, ret uintptr) {
+	conLock.Lock()
+	klog("strace [")
+	kprintDec(int64(t.TID))
+	kprint("] ")
+	kprint(sysName(nr))
+	kprint("(")
+	kprintHex(uint64(a0), 1)
+	kprint(", ")
+	kprintHex(uint64(a1), 1)
+	kprint(", ")
+	kprintHex(uint64(a2), 1)
+	kprint(") = ")
+	kprintDec(int64(ret))
+	kprint("\n")
+	conLock.Unlock()
+}
+
+func pageRound(n uintptr) uintptr { return (n + pageSize - 1) &^ (pageSize - 1) }
+
+func checkPage(addr, n uintptr) Errno {
+	if addr&(pageSize-1) != 0 || n == 0 {
+		return EINVAL
+	}
+	return 0
+}
+
+// userOK reports whether [p, p+n) is memory the program may hand the kernel:
+// the identity-mapped image and RAM, or accessible mappings.
+func userOK(p, n uintptr) bool {
+	if p < pageSize || p+n < p {
+		return false
+	}
+	if p+n <= 1<<32 {
+		return true
+	}
+	vmLock.Lock()
+	defer vmLock.Unlock()
+	for p < p+n {
+		i := findVMA(p)
+		if i >= nvmas || vmas[i].start > p || vmas[i].prot == 0 {
+			return false
+		}
+		if vmas[i].end >= p+n {
+			return true
+		}
+		n -= vmas[i].end - p
+		p = vmas[i].end
+	}
+	return true
+}
+
+func zeroUser(p, n uintptr) Errno {
+	if p == 0 {
+		return 0
+	}
+	if !userOK(p, n) {
+		return EFAULT
+	}
+	clear(bytesAt(p, int(n)))
+	return 0
+}
+
+func sysMmap(addr, n, prot, flags uintptr) (uintptr, Errno) {
+	if flags&unix.MAP_ANONYMOUS == 0 {
+		return 0, ENODEV
+	}
+	if n == 0 || addr&(pageSize-1) != 0 {
+		return 0, EINVAL
+	}
+	return vmMap(addr, pageRound(n), uint32(prot&7), flags&unix.MAP_FIXED != 0)
+}
+
+func sysMadvise(addr, n uintptr, advice int) Errno {
+	if err := checkPage(addr, n); err != 0 {
+		return err
+	}
+	switch advice {
+	case unix.MADV_DONTNEED, unix.MADV_FREE:
+		return vmDontNeed(addr, pageRound(n))
+	}
+	return 0 // hints (huge pages, collapse, ...) need no action
+}
+
+func sysArchPrctl(t *sched.Task, code, addr uintptr) Errno {
+	switch code {
+	case archSetFS:
+		t.UserFS = addr
+	case archGetFS:
+		if !userOK(addr, 8) {
+			return EFAULT
+		}
+		*at[uintptr](addr) = t.UserFS
+	default:
+		return EINVAL
+	}
+	return 0
+}
+
+func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
+	const need = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD
+	if flags&need != need {
+		return 0, EINVAL // threads only: there is one process
+	}
+	t := sched.Alloc()
+	if t == nil {
+		return 0, EAGAIN
+	}
+	if t.KStackHi == 0 {
+		lo, hi, ok := allocKStack(t.Index())
+		if !ok {
+			outOfMemory()
+		}
+		t.SetStack(lo, hi)
+	}
+	t.UserFS = sched.Current().UserFS
+	if flags&unix.CLONE_SETTLS != 0 {
+		t.UserFS = tls
+	}
+	fr := at[Regs](t.KStackHi - regsSize)
+	*fr = *r
+	fr.AX = 0
+	fr.SP = uint64(stack)
+	fr.FSBase = uint64(t.UserFS)
+	t.Prepare(t.KStackHi-regsSize, forkretPC())
+	sched.Ready(t)
+	return uintptr(t.TID), 0
+}
+
+// taskEntry is the first Go code a new task runs (from forkret).
+func taskEntry() { sched.FinishSwitch() }
+
+func sysSchedGetaffinity(size, mask uintptr) (uintptr, Errno) {
+	if size < 8 {
+		return 0, EINVAL
+	}
+	if !userOK(mask, 8) {
+		return 0, EFAULT
+	}
+	*at[uint64](mask) = 1<<uint(sched.NumCPU()) - 1
+	return 8, 0
+}
+
+func sysPrlimit(res int, old uintptr) Errno {
+	if old == 0 {
+		return 0
+	}
+	if !userOK(old, 16) {
+		return EFAULT
+	}
+	cur, max := ^uint64(0), ^uint64(0)
+	switch res {
+	case unix.RLIMIT_NOFILE:
+		cur, max = uint64(len(files)), uint64(len(files))
+	case unix.RLIMIT_STACK:
+		cur = 8 << 20
+	}
+	*at[uint64](old), *at[uint64](old + 8) = cur, max
+	return 0
+}
+
+func sysUname(p uintptr) Errno {
+	if !userOK(p, 6*65) {
+		return EFAULT
+	}
+	clear(bytesAt(p, 6*65))
+	for i, s := range [...]string{"Linux", "yolk", "6.1.0-yolk", "#1 yolk", "x86_64", "(none)"} {
+		copy(bytesAt(p+uintptr(i)*65, 64), s)
+	}
+	return 0
+}
+
+// rngState backs getrandom when the CPU has no RDRAND.
+var rngState uint64
+
+func random64() uint64 {
+	if hasRDRAND {
+		for i := 0; i < 10; i++ {
+			if v, ok := x86.Rdrand(); ok {
+				return v
+			}
+		}
+	}
+	// splitmix64 over the TSC-seeded state: not cryptographic.
+	z := atomic.AddUint64(&rngState, 0x9e3779b97f4a7c15)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+func sysGetrandom(p, n uintptr) (uintptr, Errno) {
+	if !userOK(p, n) {
+		return 0, EFAULT
+	}
+	b := bytesAt(p, int(n))
+	for i := 0; i < len(b); i += 8 {
+		v := random64()
+		for j := i; j < i+8 && j < len(b); j++ {
+			b[j] = byte(v)
+			v >>= 8
+		}
+	}
+	return n, 0
+}
+
+// arch_prctl codes (asm/prctl.h; not in x/sys/unix).
+const (
+	archSetFS = 0x1002
+	archGetFS = 0x1003
+)

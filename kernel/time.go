@@ -1,0 +1,95 @@
+package kernel
+
+import (
+	"math/bits"
+
+	"yolk/drivers/lapic"
+	"yolk/drivers/pit"
+	"yolk/drivers/rtc"
+	"yolk/drivers/x86"
+)
+
+// Time: a monotonic clock from the TSC, calibrated at boot against the PIT
+// (or the hypervisor's TSC-frequency leaf when there is no PIT), the wall
+// clock from the RTC at boot, and one-shot local-APIC timer interrupts for
+// waking the idle loop at the earliest deadline.
+
+const (
+	vecTimer    = 0x20
+	vecPICBase  = 0x30
+	vecSpurious = 0xFF
+)
+
+var (
+	tscHz    uint64
+	tscBase  uint64
+	tscMult  uint64 // ns = (ticks * tscMult) >> 32
+	wallBase int64  // Unix ns at tscBase
+	lapicHz  uint64
+)
+
+// nanotime is monotonic nanoseconds since boot.
+func nanotime() int64 {
+	hi, lo := bits.Mul64(x86.Rdtsc()-tscBase, tscMult)
+	return int64(hi<<32 | lo>>32)
+}
+
+// walltime is Unix nanoseconds.
+func walltime() int64 { return wallBase + nanotime() }
+
+func timeInit() {
+	tscHz = calibrateTSC()
+	tscMult = (1e9 << 32) / tscHz
+	tscBase = x86.Rdtsc()
+	wallBase = rtc.Unix() * 1e9
+
+	pit.MaskPIC(vecPICBase)
+	lapic.Init(vecSpurious)
+	// LAPIC timer ticks per second, against the now-calibrated TSC.
+	start := nanotime()
+	lapic.Count(0xFFFFFFFF)
+	for nanotime()-start < 10e6 {
+	}
+	lapicHz = uint64(0xFFFFFFFF-lapic.Current()) * 100
+	lapic.Stop()
+}
+
+func calibrateTSC() uint64 {
+	if hypervisor {
+		if max, _, _, _ := x86.Cpuid(0x40000000, 0); max >= 0x40000010 {
+			if khz, _, _, _ := x86.Cpuid(0x40000010, 0); khz != 0 {
+				return uint64(khz) * 1000
+			}
+		}
+	}
+	if d, ok := pit.Measure(20, x86.Rdtsc, 1<<36); ok && d > 0 {
+		return d * 50
+	}
+	if max, _, _, _ := x86.Cpuid(0, 0); max >= 0x16 {
+		if mhz, _, _, _ := x86.Cpuid(0x16, 0); mhz != 0 {
+			return uint64(mhz) * 1e6
+		}
+	}
+	klog("no PIT and no CPUID frequency: assuming a 1 GHz TSC\n")
+	return 1e9
+}
+
+// idleWait arms the timer for deadline (0: none) and halts until an
+// interrupt.
+func idleWait(deadline int64) {
+	if deadline != 0 {
+		d := deadline - nanotime()
+		if d <= 0 {
+			return
+		}
+		hi, lo := bits.Mul64(uint64(d), lapicHz)
+		ticks := uint64(0xFFFFFFFF)
+		if hi < 1e9 {
+			if q, _ := bits.Div64(hi, lo, 1e9); q < ticks {
+				ticks = q
+			}
+		}
+		lapic.OneShot(vecTimer, uint32(ticks)+1)
+	}
+	x86.StiHlt()
+}

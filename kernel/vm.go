@@ -1,0 +1,321 @@
+package kernel
+
+import (
+	"yolk/boot"
+	"yolk/drivers/x86"
+)
+
+// Virtual memory. One address space: the boot page tables identity-map the
+// first 4 GiB with 2 MiB pages (kernel image, RAM, MMIO); user mappings live
+// above it, described by a sorted array of areas (vmas) and backed lazily,
+// one zeroed 4 KiB frame per page on first touch. Kernel stacks live in the
+// upper half with unmapped guard gaps.
+
+const (
+	ptePresent = 1 << 0
+	pteWrite   = 1 << 1
+	ptePS      = 1 << 7
+	pteAddr    = 0x000ffffffffff000
+
+	userMin   = 1 << 32
+	userMax   = 0x7ffffffff000
+	mmapStart = 0x7f0000000000 // top of the region for mappings without a usable hint
+
+	protRead  = 1
+	protWrite = 2
+	protExec  = 4
+)
+
+type vma struct {
+	start, end uintptr
+	prot       uint32
+}
+
+var (
+	vmLock     spinlock
+	vmas       [4096]vma
+	nvmas      int
+	mmapCursor uintptr = mmapStart
+	// pagesMapped counts user pages backed by frames.
+	pagesMapped int64
+)
+
+// walk returns the address of va's page-table entry, creating the
+// intermediate tables if create; 0 if absent (or inside a 2 MiB page).
+func walk(va uintptr, create bool) uintptr {
+	table := boot.PageTableRoot()
+	for shift := uint(39); shift > 12; shift -= 9 {
+		e := at[uint64](table + (va>>shift)&511*8)
+		if *e&ptePresent == 0 {
+			if !create {
+				return 0
+			}
+			f := allocFrame()
+			if f == 0 {
+				return 0
+			}
+			*e = uint64(f) | ptePresent | pteWrite
+		} else if *e&ptePS != 0 {
+			return 0
+		}
+		table = uintptr(*e & pteAddr)
+	}
+	return table + (va>>12)&511*8
+}
+
+// mapPage maps va to frame f.
+func mapPage(va, f uintptr) bool {
+	pte := walk(va, true)
+	if pte == 0 {
+		return false
+	}
+	*at[uint64](pte) = uint64(f) | ptePresent | pteWrite
+	return true
+}
+
+// unbackRange frees the frames behind [start, end) and clears their entries,
+// skipping absent tables a whole table at a time. vmLock is held.
+func unbackRange(start, end uintptr) {
+	for va := start; va < end; {
+		pte := walk(va, false)
+		if pte == 0 {
+			// No page table here: skip to the next 2 MiB boundary.
+			va = (va + 1<<21) &^ (1<<21 - 1)
+			continue
+		}
+		if e := at[uint64](pte); *e&ptePresent != 0 {
+			f := uintptr(*e & pteAddr)
+			*e = 0
+			x86.Invlpg(va)
+			freeFrame(f)
+			pagesMapped--
+		}
+		va += pageSize
+	}
+}
+
+// findVMA returns the index of the first area that ends above a.
+func findVMA(a uintptr) int {
+	lo, hi := 0, nvmas
+	for lo < hi {
+		m := (lo + hi) / 2
+		if vmas[m].end <= a {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// overlaps reports whether any area intersects [start, end).
+func overlaps(start, end uintptr) bool {
+	i := findVMA(start)
+	return i < nvmas && vmas[i].start < end
+}
+
+// insertVMA records [start, end) with prot; the range must be free.
+func insertVMA(start, end uintptr, prot uint32) bool {
+	i := findVMA(start)
+	if i > 0 && vmas[i-1].end == start && vmas[i-1].prot == prot {
+		vmas[i-1].end = end
+		if i < nvmas && vmas[i].start == end && vmas[i].prot == prot {
+			vmas[i-1].end = vmas[i].end
+			copy(vmas[i:nvmas-1], vmas[i+1:nvmas])
+			nvmas--
+		}
+		return true
+	}
+	if i < nvmas && vmas[i].start == end && vmas[i].prot == prot {
+		vmas[i].start = start
+		return true
+	}
+	if nvmas == len(vmas) {
+		return false
+	}
+	copy(vmas[i+1:nvmas+1], vmas[i:nvmas])
+	vmas[i] = vma{start, end, prot}
+	nvmas++
+	return true
+}
+
+// removeVMA forgets [start, end), splitting areas that straddle it.
+func removeVMA(start, end uintptr) bool {
+	i := findVMA(start)
+	for i < nvmas && vmas[i].start < end {
+		v := vmas[i]
+		switch {
+		case v.start < start && v.end > end: // split in two
+			if nvmas == len(vmas) {
+				return false
+			}
+			copy(vmas[i+1:nvmas+1], vmas[i:nvmas])
+			nvmas++
+			vmas[i].end = start
+			vmas[i+1].start = end
+			return true
+		case v.start < start:
+			vmas[i].end = start
+			i++
+		case v.end > end:
+			vmas[i].start = end
+			return true
+		default:
+			copy(vmas[i:nvmas-1], vmas[i+1:nvmas])
+			nvmas--
+		}
+	}
+	return true
+}
+
+// findFree picks a free range of n bytes below the mmap cursor.
+func findFree(n uintptr) uintptr {
+	cand := mmapCursor - n
+	for cand >= userMin {
+		i := findVMA(cand)
+		if i >= nvmas || vmas[i].start >= cand+n {
+			mmapCursor = cand
+			return cand
+		}
+		cand = vmas[i].start - n
+		if vmas[i].start < n {
+			break
+		}
+	}
+	return 0
+}
+
+func inUser(start, end uintptr) bool {
+	return start >= userMin && end <= userMax && start < end
+}
+
+// vmMap creates an anonymous mapping; see sysMmap.
+func vmMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, Errno) {
+	vmLock.Lock()
+	defer vmLock.Unlock()
+	switch {
+	case fixed:
+		if !inUser(addr, addr+n) {
+			return 0, ENOMEM
+		}
+		unbackRange(addr, addr+n)
+		if !removeVMA(addr, addr+n) {
+			return 0, ENOMEM
+		}
+	case addr != 0 && inUser(addr, addr+n) && !overlaps(addr, addr+n):
+	default:
+		if addr = findFree(n); addr == 0 {
+			return 0, ENOMEM
+		}
+	}
+	if !insertVMA(addr, addr+n, prot) {
+		return 0, ENOMEM
+	}
+	return addr, 0
+}
+
+// vmUnmap removes [addr, addr+n).
+func vmUnmap(addr, n uintptr) Errno {
+	if !inUser(addr, addr+n) {
+		return EINVAL
+	}
+	vmLock.Lock()
+	defer vmLock.Unlock()
+	unbackRange(addr, addr+n)
+	if !removeVMA(addr, addr+n) {
+		return ENOMEM
+	}
+	return 0
+}
+
+// vmDontNeed drops the frames behind [addr, addr+n): the next touch sees
+// zeroes, as MADV_DONTNEED promises for private anonymous memory.
+func vmDontNeed(addr, n uintptr) Errno {
+	if !inUser(addr, addr+n) {
+		return EINVAL
+	}
+	vmLock.Lock()
+	unbackRange(addr, addr+n)
+	vmLock.Unlock()
+	return 0
+}
+
+// vmProtect changes the protection of [addr, addr+n); pages made
+// inaccessible lose their frames.
+func vmProtect(addr, n uintptr, prot uint32) Errno {
+	if !inUser(addr, addr+n) {
+		return EINVAL
+	}
+	vmLock.Lock()
+	defer vmLock.Unlock()
+	if prot == 0 {
+		unbackRange(addr, addr+n)
+	}
+	if !removeVMA(addr, addr+n) || !insertVMA(addr, addr+n, prot) {
+		return ENOMEM
+	}
+	return 0
+}
+
+// pageFault backs the page at addr if an accessible area covers it.
+func pageFault(addr uintptr, code uint64) bool {
+	if code&1 != 0 { // protection violation on a present page
+		return false
+	}
+	page := addr &^ (pageSize - 1)
+	vmLock.Lock()
+	defer vmLock.Unlock()
+	i := findVMA(page)
+	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 {
+		return false
+	}
+	pte := walk(page, true)
+	if pte == 0 {
+		outOfMemory()
+	}
+	if *at[uint64](pte)&ptePresent == 0 {
+		f := allocFrame()
+		if f == 0 {
+			outOfMemory()
+		}
+		*at[uint64](pte) = uint64(f) | ptePresent | pteWrite
+		pagesMapped++
+	}
+	return true
+}
+
+// readable reports whether the 8 bytes at a can be read without faulting
+// (for the fault reporter's stack walk).
+func readable(a uintptr) bool {
+	if a&7 != 0 || a < 4096 {
+		return false
+	}
+	if a < 1<<32 {
+		return true
+	}
+	pte := walk(a, false)
+	return pte != 0 && *at[uint64](pte)&ptePresent != 0
+}
+
+// Kernel stacks: slot i gets [kstackBase + i*kstackStride + kstackGuard,
+// kstackBase + (i+1)*kstackStride), mapped eagerly; the gap below is a
+// guard that faults.
+const (
+	kstackBase   = 0xffff800000000000
+	kstackStride = 64 << 10
+	kstackSize   = 32 << 10
+)
+
+func allocKStack(slot int) (lo, hi uintptr, ok bool) {
+	hi = kstackBase + uintptr(slot+1)*kstackStride
+	lo = hi - kstackSize
+	vmLock.Lock()
+	defer vmLock.Unlock()
+	for va := lo; va < hi; va += pageSize {
+		f := allocFrame()
+		if f == 0 || !mapPage(va, f) {
+			return 0, 0, false
+		}
+	}
+	return lo, hi, true
+}

@@ -1,0 +1,76 @@
+#include "textflag.h"
+
+// func This() *CPU
+TEXT ·This(SB),NOSPLIT,$0-8
+	MOVQ	0(GS), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+// func swtch(from, to *Context, g uintptr)
+//
+// The minimal switch: Go's ABI has no callee-saved registers besides SP, BP
+// and the g register, and switches happen only at calls into this function,
+// so SP (which holds the return PC) and BP are all there is to save. The
+// kernel TLS g slot is pointed at the resumed task's g; the compiler reloads
+// R14 from it after every call to an assembly function.
+TEXT ·swtch(SB),NOSPLIT,$0-24
+	MOVQ	from+0(FP), AX
+	MOVQ	to+8(FP), BX
+	MOVQ	gp+16(FP), CX
+	MOVQ	SP, 0(AX)
+	MOVQ	BP, 8(AX)
+	MOVQ	CX, 24(GS)
+	MOVQ	0(BX), SP
+	MOVQ	8(BX), BP
+	RET
+
+// func swtchAll(from, to *Context, g uintptr)
+//
+// The save-everything variant, for comparison only: pushes every general
+// register and the FP/SSE state (FXSAVE) as a conventional kernel does.
+TEXT ·swtchAll(SB),NOSPLIT,$0-24
+	MOVQ	from+0(FP), AX
+	MOVQ	to+8(FP), BX
+	MOVQ	gp+16(FP), CX
+	PUSHQ	BP
+	PUSHQ	BX
+	PUSHQ	DX
+	PUSHQ	SI
+	PUSHQ	DI
+	PUSHQ	R8
+	PUSHQ	R9
+	PUSHQ	R10
+	PUSHQ	R11
+	PUSHQ	R12
+	PUSHQ	R13
+	PUSHQ	R15
+	PUSHFQ
+	SUBQ	$528, SP
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXSAVE64	(DX)
+	MOVQ	SP, 0(AX)
+	MOVQ	BP, 8(AX)
+	MOVQ	CX, 24(GS)
+	MOVQ	0(BX), SP
+	MOVQ	8(BX), BP
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXRSTOR64	(DX)
+	ADDQ	$528, SP
+	POPFQ
+	POPQ	R15
+	POPQ	R13
+	POPQ	R12
+	POPQ	R11
+	POPQ	R10
+	POPQ	R9
+	POPQ	R8
+	POPQ	DI
+	POPQ	SI
+	POPQ	DX
+	POPQ	BX
+	POPQ	BP
+	RET
