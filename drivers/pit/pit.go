@@ -9,24 +9,35 @@ import "yolk/drivers/x86"
 // Hz is the PIT's input clock.
 const Hz = 1193182
 
-// Measure runs f's counter across a gated channel-2 countdown of ms
-// milliseconds and returns the counter difference. ok is false if the
-// countdown never finished within limit counter ticks (no PIT).
-func Measure(ms int, counter func() uint64, limit uint64) (delta uint64, ok bool) {
-	latch := Hz * ms / 1000
-	// Gate on, speaker off.
-	x86.Outb(0x61, x86.Inb(0x61)&^0x02|0x01)
-	// Channel 2, lobyte/hibyte, mode 0 (interrupt on terminal count).
-	x86.Outb(0x43, 0xB0)
-	x86.Outb(0x42, uint8(latch))
-	x86.Outb(0x42, uint8(latch>>8))
-	t0 := counter()
-	for x86.Inb(0x61)&0x20 == 0 {
-		if counter()-t0 > limit {
+// Measure counts f's counter against channel 0 of the PIT for about
+// 40 ms and returns the counter's rate in Hz. Channel 0's gate is always
+// open (channel 2's needs port 0x61, which QEMU's microvm lacks), and the
+// count is polled through latch commands, so the PIC line it drives may stay
+// masked. ok is false if the PIT's count does not move within limit counter
+// ticks (no PIT).
+func Measure(counter func() uint64, limit uint64) (hz uint64, ok bool) {
+	const span = 48000   // PIT ticks, ~40 ms
+	x86.Outb(0x43, 0x30) // channel 0, lobyte/hibyte, mode 0
+	x86.Outb(0x40, 0xFF)
+	x86.Outb(0x40, 0xFF)
+	c0, t0 := read0(), counter()
+	for {
+		c, t := read0(), counter()
+		if c0-c >= span && c0 > c {
+			return (t - t0) * Hz / uint64(c0-c), true
+		}
+		if t-t0 > limit {
 			return 0, false
 		}
 	}
-	return counter() - t0, true
+}
+
+// read0 latches and reads channel 0's count.
+func read0() uint64 {
+	x86.Outb(0x43, 0x00)
+	lo := x86.Inb(0x40)
+	hi := x86.Inb(0x40)
+	return uint64(hi)<<8 | uint64(lo)
 }
 
 // MaskPIC remaps the legacy 8259 PICs to vectors base..base+15 and masks
