@@ -1,0 +1,154 @@
+// Command yolk builds unmodified Go main packages into bootable yolk images
+// and boots them in QEMU.
+//
+//	yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+//	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35] [-m 128M] [-smp 1]
+//	         [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+//
+// run prints "yolk: accel ..." first, streams the guest's serial output to
+// stdout (kernel backtraces symbolized), writes its own notes to stderr and
+// exits with the guest program's exit status; 124 on timeout, 125 when the
+// guest reset without reporting, 126 when QEMU failed, 127 when QEMU is not
+// installed, 130 when interrupted.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"yolk/qemu"
+	"yolk/qemu/image"
+)
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage:
+  yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+  yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35] [-m 128M] [-smp 1]
+           [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+`)
+	os.Exit(2)
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "build":
+		os.Exit(build(os.Args[2:]))
+	case "run":
+		os.Exit(run(os.Args[2:]))
+	case "help", "-h", "-help", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "yolk: unknown command %q\n", os.Args[1])
+		usage()
+	}
+}
+
+func build(args []string) int {
+	fs := flag.NewFlagSet("yolk build", flag.ExitOnError)
+	out := fs.String("o", "", "output image (default: <package dir>.elf)")
+	tags := fs.String("tags", "", "build tags, as for go build")
+	ldflags := fs.String("ldflags", "", "linker flags, as for go build")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg")
+		fs.PrintDefaults()
+	}
+	fs.Parse(args)
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := image.Build(ctx, fs.Arg(0), image.Options{Output: *out, Tags: *tags, LDFlags: *ldflags})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "yolk: built %s (PVH entry %s at %#x)\n", res.Output, res.Patch.Symbol, res.Patch.Entry)
+	return 0
+}
+
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, " ") }
+func (e *envFlag) Set(s string) error {
+	if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+		return errors.New("want KEY=VALUE")
+	}
+	*e = append(*e, s)
+	return nil
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("yolk run", flag.ExitOnError)
+	accel := fs.String("accel", "auto", "accelerator: auto (KVM if a probe boot works), kvm or tcg")
+	machine := fs.String("machine", "microvm", "QEMU machine: microvm, pc or q35")
+	mem := fs.String("m", "128M", "guest RAM, as for QEMU -m")
+	smp := fs.Int("smp", 1, "guest CPUs")
+	timeout := fs.Duration("timeout", 10*time.Minute, "kill the guest after this long (0: never)")
+	var env envFlag
+	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]")
+		fs.PrintDefaults()
+	}
+	fs.Parse(args)
+	if fs.NArg() < 1 {
+		fs.Usage()
+		return 2
+	}
+	if _, err := os.Stat(fs.Arg(0)); err != nil {
+		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	qemuBin, err := qemu.FindQEMU()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+		return 127
+	}
+	choice, err := qemu.ChooseAccel(ctx, qemu.AccelOptions{Mode: *accel, Machine: *machine, QEMU: qemuBin})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+		return 2
+	}
+	fmt.Fprintln(os.Stderr, choice)
+
+	res, err := qemu.Run(ctx, qemu.Config{
+		QEMU:    qemuBin,
+		Image:   fs.Arg(0),
+		Machine: *machine,
+		Accel:   choice.Accel,
+		Memory:  *mem,
+		SMP:     *smp,
+		Timeout: *timeout,
+		Env:     env,
+		Args:    fs.Args()[1:],
+		Stdout:  os.Stdout,
+		Stderr:  os.Stderr,
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stderr, "yolk: interrupted")
+		return 130
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+		return qemu.ExitQEMU
+	}
+	for _, m := range res.Messages {
+		fmt.Fprintln(os.Stderr, m)
+	}
+	return res.ExitCode
+}

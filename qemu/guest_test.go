@@ -1,0 +1,185 @@
+package qemu
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"yolk/qemu/image"
+	"yolk/qemu/report"
+)
+
+// SelftestPackage is the guest self-test main package TestGuest boots.
+const SelftestPackage = "yolk/kernel/selftest"
+
+// guestMachines are the machines TestGuest boots the self-test image on
+// unless $YOLK_MACHINE names others (comma-separated).
+var guestMachines = []string{"microvm"}
+
+// defaultGuestTimeout bounds one boot of the self-test image unless
+// $YOLK_TIMEOUT says otherwise.
+const defaultGuestTimeout = 10 * time.Minute
+
+// TestGuest builds the self-test image, boots it on each machine (accelerator
+// from $YOLK_ACCEL: auto, kvm or tcg), and turns the guest's report into
+// subtests: TestGuest/<machine>/<guest test>[/<subtest>]. The serial log goes
+// to out/selftest-<machine>.log and benchmark lines to
+// out/bench-<machine>.txt at the module root. A run fails on a failed guest
+// test and on every problem report.Problems names (timeout, fault report,
+// panic, missing summary, inconsistent exit status).
+//
+// $YOLK_SELFTEST_IMAGE boots a prebuilt image instead of building one, and
+// $YOLK_OUT moves the logs out of <root>/out.
+func TestGuest(t *testing.T) {
+	root, err := image.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := os.Getenv("YOLK_SELFTEST_IMAGE")
+	pkgDir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(SelftestPackage, image.ModulePath+"/")))
+	if m, _ := filepath.Glob(filepath.Join(pkgDir, "*.go")); len(m) == 0 && img == "" {
+		t.Fatalf("the guest self-test package %s (%s) does not exist yet; it is the kernel side's main package "+
+			"that prints the go test -v report and exits through yolk/kernel", SelftestPackage, pkgDir)
+	}
+	if _, err := FindQEMU(); err != nil {
+		t.Fatal(err)
+	}
+
+	machines := guestMachines
+	if env := os.Getenv("YOLK_MACHINE"); env != "" {
+		machines = strings.Split(env, ",")
+	}
+	for _, m := range machines {
+		if !contains(Machines, m) {
+			t.Fatalf("YOLK_MACHINE: unknown machine %q (want %s)", m, strings.Join(Machines, ", "))
+		}
+	}
+	timeout := defaultGuestTimeout
+	if env := os.Getenv("YOLK_TIMEOUT"); env != "" {
+		if timeout, err = time.ParseDuration(env); err != nil || timeout <= 0 {
+			t.Fatalf("YOLK_TIMEOUT=%q: want a positive duration such as 10m", env)
+		}
+	}
+
+	outDir := cmp.Or(os.Getenv("YOLK_OUT"), filepath.Join(root, "out"))
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if img == "" {
+		img = filepath.Join(outDir, "selftest.elf")
+		var buildLog bytes.Buffer
+		start := time.Now()
+		res, err := image.Build(t.Context(), SelftestPackage, image.Options{Output: img, Stderr: &buildLog})
+		if err != nil {
+			t.Fatalf("building the self-test image: %v\n%s", err, buildLog.String())
+		}
+		t.Logf("built %s in %v (PVH entry %s at %#x)", img, time.Since(start).Round(time.Millisecond), res.Patch.Symbol, res.Patch.Entry)
+	}
+
+	for _, m := range machines {
+		t.Run(m, func(t *testing.T) {
+			bootSelftest(t, img, m, timeout, outDir)
+		})
+	}
+}
+
+func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outDir string) {
+	// Leave the go test binary time to report when its -timeout is near.
+	if deadline, ok := t.Deadline(); ok {
+		if left := time.Until(deadline) - 30*time.Second; left < timeout {
+			t.Logf("boot timeout cut from %v to %v by go test -timeout", timeout, left.Round(time.Second))
+			timeout = max(left, time.Second)
+		}
+	}
+	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Machine: machine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(choice)
+
+	logPath := filepath.Join(outDir, "selftest-"+machine+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(logFile, choice)
+	rep := report.New()
+	res, err := Run(t.Context(), Config{
+		Image:   img,
+		Machine: machine,
+		Accel:   choice.Accel,
+		Timeout: timeout,
+		Stdout:  logFile,
+		Stderr:  logFile,
+		OnLine:  rep.Line,
+	})
+	if err != nil {
+		logFile.Close()
+		t.Fatal(err)
+	}
+	for _, msg := range res.Messages {
+		fmt.Fprintln(logFile, msg)
+		t.Log(msg)
+	}
+	if err := logFile.Close(); err != nil {
+		t.Error(err)
+	}
+	t.Logf("%s: guest exit %d after %v; serial log in %s", machine, res.ExitCode, res.Elapsed.Round(time.Millisecond), logPath)
+
+	for _, gt := range rep.Children("") {
+		guestSubtest(t, rep, gt, "")
+	}
+	if len(rep.Benchmarks) > 0 {
+		benchPath := filepath.Join(outDir, "bench-"+machine+".txt")
+		var b strings.Builder
+		for _, l := range rep.Config {
+			b.WriteString(l + "\n")
+		}
+		fmt.Fprintf(&b, "machine: %s\naccel: %s\n", machine, choice.Accel)
+		for _, l := range rep.Benchmarks {
+			b.WriteString(l + "\n")
+		}
+		if err := os.WriteFile(benchPath, []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+		t.Logf("%d benchmark lines in %s", len(rep.Benchmarks), benchPath)
+	}
+	for _, p := range rep.Problems(report.Outcome{TimedOut: res.TimedOut, Timeout: timeout, ExitCode: res.ExitCode}) {
+		t.Error(p)
+	}
+	if t.Failed() {
+		if log, err := os.ReadFile(logPath); err == nil {
+			t.Logf("serial log %s:\n%s", logPath, log)
+		}
+	}
+}
+
+// guestSubtest reports guest test gt, and its subtests inside it, as a
+// subtest of t named by the last part of its name.
+func guestSubtest(t *testing.T, rep *report.Report, gt *report.Test, parent string) {
+	name := strings.TrimPrefix(gt.Name, parent+"/")
+	if parent == "" {
+		name = gt.Name
+	}
+	t.Run(name, func(t *testing.T) {
+		if len(gt.Output) > 0 {
+			t.Log("guest output:\n" + strings.Join(gt.Output, "\n"))
+		}
+		for _, c := range rep.Children(gt.Name) {
+			guestSubtest(t, rep, c, gt.Name)
+		}
+		switch gt.Result {
+		case report.Fail:
+			t.Errorf("guest: --- FAIL: %s (%s)", gt.Name, gt.Elapsed)
+		case report.Skip:
+			t.Skipf("guest: --- SKIP: %s (%s)", gt.Name, gt.Elapsed)
+		case report.Running:
+			t.Errorf("guest test %s never reported a result", gt.Name)
+		}
+	})
+}

@@ -1,0 +1,102 @@
+package qemu
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGuestHarness runs TestGuest in a child test process on stub images
+// that print recorded guest reports, and checks what the harness makes of
+// them: which subtests pass, fail or skip, and which run-level problems it
+// names.
+func TestGuestHarness(t *testing.T) {
+	needQEMU(t)
+	cases := []struct {
+		entry    string
+		fail     bool
+		want     []string // lines (trimmed) that must appear in the child's output
+		benchOut bool
+	}{
+		{"stubReportPass", false, []string{
+			"--- PASS: TestGuest/microvm/TestMemoryReserveCommit (0.00s)",
+			"--- PASS: TestGuest/microvm/TestTimers/20us (0.00s)",
+			"--- PASS: TestGuest/microvm/TestTimers/1ms (0.00s)",
+			"--- SKIP: TestGuest/microvm/TestKVMClock (0.00s)",
+			"--- PASS: TestGuest (",
+		}, true},
+		{"stubReportFail", true, []string{
+			"--- PASS: TestGuest/microvm/TestFutexTimeout (0.00s)",
+			"--- FAIL: TestGuest/microvm/TestSched/NoTaskLost (0.00s)",
+			"--- PASS: TestGuest/microvm/TestSched/NodeBound (0.00s)",
+			"--- FAIL: TestGuest/microvm/TestSched (0.00s)",
+			"sched_test.go:88: task 17 ran twice",
+			"guest: --- FAIL: TestSched/NoTaskLost (0.03s)",
+		}, false},
+		{"stubReportHang", true, []string{
+			"--- PASS: TestGuest/microvm/TestMemoryReserveCommit (0.00s)",
+			"--- FAIL: TestGuest/microvm/TestGoroutines10k (0.00s)",
+			"yolk: timeout after 2s",
+			"timeout after 2s while guest test TestGoroutines10k was running",
+			"no final PASS/FAIL summary line from the guest",
+		}, false},
+		{"stubReportFault", true, []string{
+			"kernel fault report:",
+			"yolk: fault: vector 14 (#PF) error 0x2 cr2 0x00000000dead0000",
+			"guest test TestFault never reported a result",
+		}, false},
+		{"stubReportPanic", true, []string{
+			"--- PASS: TestGuest/microvm/TestMaps (0.00s)",
+			"Go panic in the guest:",
+			"panic: boom [recovered, repanicked]",
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.entry, func(t *testing.T) {
+			out := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestGuest$", "-test.v", "-test.timeout=2m")
+			cmd.Env = append(os.Environ(),
+				"YOLK_SELFTEST_IMAGE="+stubImage(t, c.entry),
+				"YOLK_OUT="+out, "YOLK_ACCEL=tcg", "YOLK_MACHINE=microvm", "YOLK_TIMEOUT=2s")
+			b, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if c.fail != (errors.As(err, &ee) && ee.ExitCode() == 1) || (!c.fail && err != nil) {
+				t.Errorf("child test: err = %v, want failure %v", err, c.fail)
+			}
+			lines := strings.Split(string(b), "\n")
+			for _, w := range c.want {
+				found := false
+				for _, l := range lines {
+					found = found || strings.Contains(l, w)
+				}
+				if !found {
+					t.Errorf("child output lacks %q", w)
+				}
+			}
+			if !strings.Contains(string(b), "yolk: accel tcg (forced)") {
+				t.Errorf("child output lacks the accelerator line")
+			}
+			log, err := os.ReadFile(filepath.Join(out, "selftest-microvm.log"))
+			if err != nil || !strings.HasPrefix(string(log), "yolk: accel tcg (forced)\n") {
+				t.Errorf("serial log: %v %.80q", err, log)
+			}
+			bench, err := os.ReadFile(filepath.Join(out, "bench-microvm.txt"))
+			if c.benchOut {
+				want := "goos: linux\ngoarch: amd64\npkg: yolk/kernel/selftest\ncpu: QEMU TCG CPU version 2.5+\n" +
+					"machine: microvm\naccel: tcg\n" +
+					"BenchmarkTaskSwitch/minimal-1         \t 1000000\t       512.0 ns/op\n"
+				if err != nil || !strings.HasPrefix(string(bench), want) || strings.Count(string(bench), "\nBenchmark") != 3 {
+					t.Errorf("bench file %v:\n%s", err, bench)
+				}
+			} else if err == nil {
+				t.Errorf("bench file written without benchmarks")
+			}
+			if t.Failed() {
+				t.Logf("child output:\n%s", b)
+			}
+		})
+	}
+}

@@ -1,0 +1,333 @@
+// Package qemu boots yolk images in QEMU (amd64) and reads what they report.
+//
+// Run starts qemu-system-x86_64 on an image built by package image, streams
+// the guest's serial output (backtrace lines symbolized from the image), and
+// derives the program's exit status from the guest's "yolk: exit N" line,
+// cross-checked against QEMU's isa-debug-exit status. ChooseAccel picks KVM
+// only when a probe boot proves that KVM runs the kernel, TCG otherwise.
+// Cmdline encodes the environment and arguments the guest receives.
+//
+// The package drives QEMU as a host process only; it never installs QEMU and
+// never changes the image. The guest self-test harness is TestGuest.
+package qemu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"yolk/qemu/image"
+)
+
+// Binary is the QEMU system emulator Run starts (unless $YOLK_QEMU names
+// another one).
+const Binary = "qemu-system-x86_64"
+
+// InstallHint is the command that installs QEMU on Debian.
+const InstallHint = "apt-get update && apt-get install -y qemu-system-x86"
+
+// Machines are the QEMU machine types the runner supports.
+var Machines = []string{"microvm", "pc", "q35"}
+
+// Exit codes of Run that are not the guest's own status.
+const (
+	ExitTimeout = 124 // the guest did not finish in time
+	ExitReset   = 125 // QEMU ended without a report (guest reset, e.g. a triple fault)
+	ExitQEMU    = 126 // QEMU itself failed (bad option, unloadable image, signal)
+)
+
+// ErrNoQEMU is returned when QEMU is not installed.
+var ErrNoQEMU = errors.New(Binary + " not found; install it with: " + InstallHint)
+
+// FindQEMU returns the path of the QEMU binary: $YOLK_QEMU if set, else
+// qemu-system-x86_64 from $PATH. A missing QEMU yields an error wrapping
+// ErrNoQEMU that says how to install it.
+func FindQEMU() (string, error) {
+	if p := os.Getenv("YOLK_QEMU"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$YOLK_QEMU: %w", err)
+		}
+		return p, nil
+	}
+	p, err := exec.LookPath(Binary)
+	if err != nil {
+		return "", ErrNoQEMU
+	}
+	return p, nil
+}
+
+// Config describes one boot.
+type Config struct {
+	QEMU    string        // QEMU binary; default FindQEMU()
+	Image   string        // ELF image (patched by image.Patch)
+	Machine string        // "microvm" (default), "pc" or "q35"
+	Accel   string        // "tcg" (default) or "kvm"; see ChooseAccel
+	Memory  string        // -m; default "128M"
+	SMP     int           // -smp; default 1
+	Timeout time.Duration // 0: none
+	Env     []string      // KEY=VALUE pairs for the guest
+	Args    []string      // guest program arguments
+	Extra   []string      // more QEMU arguments, appended last
+
+	Stdout io.Writer         // the serial stream, symbolized; default io.Discard
+	Stderr io.Writer         // QEMU's own stderr; default os.Stderr
+	OnLine func(line string) // each complete serial line as written to Stdout, without "\n"
+}
+
+// Result is the outcome of a boot.
+type Result struct {
+	ExitCode   int  // the status for the caller: the guest's, or ExitTimeout/ExitReset/ExitQEMU
+	Marker     bool // a "yolk: exit N" line arrived
+	GuestExit  int  // N of the last such line
+	QEMUStatus int  // QEMU's exit status; -1 if killed by a signal
+	TimedOut   bool // QEMU was killed at the timeout
+	Elapsed    time.Duration
+	Messages   []string // "yolk: ..." notes for the user (warnings, timeout, reset)
+	QEMUStderr string   // the first 4 KiB of QEMU's stderr
+}
+
+// QEMUArgs returns the QEMU command-line arguments for c (without the binary).
+func QEMUArgs(c Config) ([]string, error) {
+	machine := c.Machine
+	if machine == "" {
+		machine = "microvm"
+	}
+	if !contains(Machines, machine) {
+		return nil, fmt.Errorf("machine %q: want one of %s", machine, strings.Join(Machines, ", "))
+	}
+	accel, cpu := c.Accel, "max"
+	switch accel {
+	case "", "tcg":
+		accel = "tcg"
+	case "kvm":
+		cpu = "host"
+	default:
+		return nil, fmt.Errorf("accelerator %q: want kvm or tcg", accel)
+	}
+	mem := c.Memory
+	if mem == "" {
+		mem = "128M"
+	}
+	smp := c.SMP
+	if smp == 0 {
+		smp = 1
+	}
+	if c.Image == "" {
+		return nil, errors.New("no image")
+	}
+	cmdline, err := Cmdline(c.Env, c.Args)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"-machine", machine,
+		"-accel", accel,
+		"-cpu", cpu,
+		"-m", mem,
+		"-smp", fmt.Sprint(smp),
+		"-nodefaults", "-no-user-config",
+		"-display", "none",
+		"-no-reboot",
+		"-serial", "stdio",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+		"-kernel", c.Image,
+		"-append", cmdline,
+	}
+	return append(args, c.Extra...), nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Run boots c.Image and waits for QEMU to end or the timeout to pass. The
+// error is non-nil only when QEMU could not be started at all; every outcome
+// of a started QEMU is in Result (ExitCode, Messages).
+func Run(ctx context.Context, c Config) (*Result, error) {
+	if c.QEMU == "" {
+		q, err := FindQEMU()
+		if err != nil {
+			return nil, err
+		}
+		c.QEMU = q
+	}
+	if _, err := os.Stat(c.Image); err != nil {
+		return nil, err
+	}
+	args, err := QEMUArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	stdout := c.Stdout
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	stderr := c.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+
+	res := &Result{}
+	var mu sync.Mutex // guards res.Marker/GuestExit against the copying goroutine
+	stream := &serialStream{
+		out:       stdout,
+		symbolize: lazySymbolizer(c.Image),
+		onLine: func(line string) {
+			if n, ok := ParseExitLine(line); ok {
+				mu.Lock()
+				res.Marker, res.GuestExit = true, n
+				mu.Unlock()
+			}
+			if c.OnLine != nil {
+				c.OnLine(line)
+			}
+		},
+	}
+	head := &headBuffer{max: 4096}
+
+	cmd := exec.Command(c.QEMU, args...)
+	cmd.Stdin = nil // /dev/null: the guest gets no input, the terminal stays untouched
+	cmd.Stdout = stream
+	cmd.Stderr = io.MultiWriter(stderr, head)
+	cmd.WaitDelay = 2 * time.Second
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", c.QEMU, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-timeout:
+		res.TimedOut = true
+		cmd.Process.Kill()
+		waitErr = <-done
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-done
+		stream.Close()
+		return nil, ctx.Err()
+	}
+	res.Elapsed = time.Since(start)
+	stream.Close()
+	_ = waitErr // the status is read from ProcessState below
+	res.QEMUStatus = cmd.ProcessState.ExitCode()
+	res.QEMUStderr = head.String()
+
+	mu.Lock()
+	defer mu.Unlock()
+	decide(res, c.Timeout, filepath.Base(c.QEMU))
+	return res, nil
+}
+
+// decide sets res.ExitCode and res.Messages from the marker, QEMU's status
+// and the timeout, following the exit protocol: the guest prints
+// "yolk: exit N" and writes N to isa-debug-exit, so QEMU exits (N<<1)|1.
+func decide(res *Result, timeout time.Duration, qemuName string) {
+	s := res.QEMUStatus
+	switch {
+	case res.TimedOut:
+		res.ExitCode = ExitTimeout
+		res.Messages = append(res.Messages, fmt.Sprintf("yolk: timeout after %v", timeout))
+	case res.Marker:
+		res.ExitCode = res.GuestExit
+		if want := (res.GuestExit<<1 | 1) & 0xff; s != want {
+			res.Messages = append(res.Messages, fmt.Sprintf(
+				"yolk: warning: guest reported exit %d but QEMU exited with status %d (isa-debug-exit gives %d)",
+				res.GuestExit, s, want))
+		}
+	case s > 0 && s%2 == 1 && !qemuComplained(res.QEMUStderr, qemuName):
+		res.ExitCode = (s - 1) / 2
+		res.Messages = append(res.Messages, fmt.Sprintf(
+			"yolk: warning: no \"yolk: exit N\" line; exit status %d taken from QEMU's status %d",
+			res.ExitCode, s))
+	case s == 0:
+		res.ExitCode = ExitReset
+		res.Messages = append(res.Messages, "yolk: guest reset without an exit report (triple fault?)")
+	default:
+		res.ExitCode = ExitQEMU
+		msg := fmt.Sprintf("yolk: QEMU failed (status %d)", s)
+		if s < 0 {
+			msg = "yolk: QEMU was killed by a signal"
+		}
+		if first := firstLine(res.QEMUStderr); first != "" {
+			msg += ": " + first
+		}
+		res.Messages = append(res.Messages, msg)
+	}
+}
+
+// qemuComplained reports whether QEMU printed an error of its own
+// ("qemu-system-x86_64: ..."): then an odd status is QEMU's exit(1), not
+// isa-debug-exit.
+func qemuComplained(stderr, name string) bool {
+	for _, l := range strings.Split(stderr, "\n") {
+		if (strings.HasPrefix(l, name+":") || strings.HasPrefix(l, Binary+":")) &&
+			!strings.Contains(l, "warning:") {
+			return true
+		}
+	}
+	return false
+}
+
+// lazySymbolizer opens the image's line table on the first backtrace line.
+func lazySymbolizer(path string) func(uint64, bool) string {
+	var (
+		once sync.Once
+		sym  *image.Symbolizer
+	)
+	return func(pc uint64, first bool) string {
+		once.Do(func() { sym, _ = image.OpenSymbolizer(path) })
+		if sym == nil {
+			return ""
+		}
+		fr, ok := sym.Lookup(pc, first)
+		if !ok {
+			return ""
+		}
+		return fr.String()
+	}
+}
+
+// headBuffer keeps the first max bytes written to it.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.max - len(h.b); n > 0 {
+		h.b = append(h.b, p[:min(n, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.b)
+}

@@ -1,0 +1,304 @@
+package qemu
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"yolk/qemu/image"
+)
+
+func TestQEMUArgs(t *testing.T) {
+	got, err := QEMUArgs(Config{Image: "app.elf", Machine: "q35", Accel: "kvm", Memory: "256M", SMP: 2,
+		Env: []string{"A=1"}, Args: []string{"x y"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"-machine", "q35", "-accel", "kvm", "-cpu", "host", "-m", "256M", "-smp", "2",
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial", "stdio",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+		"-kernel", "app.elf", "-append", `A=1 -- "x y"`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("QEMUArgs =\n%q\nwant\n%q", got, want)
+	}
+	got, _ = QEMUArgs(Config{Image: "app.elf"})
+	if strings.Join(got[:10], " ") != "-machine microvm -accel tcg -cpu max -m 128M -smp 1" {
+		t.Errorf("defaults: %q", got[:10])
+	}
+	for _, bad := range []Config{
+		{Image: "a", Machine: "isapc"},
+		{Image: "a", Accel: "hvf"},
+		{Image: "a", Env: []string{"NOEQUALS"}},
+		{Machine: "pc"},
+	} {
+		if _, err := QEMUArgs(bad); err == nil {
+			t.Errorf("QEMUArgs(%+v) accepted", bad)
+		}
+	}
+}
+
+func TestParseExitLine(t *testing.T) {
+	for line, want := range map[string]int{
+		"yolk: exit 0": 0, "yolk: exit 3": 3, "yolk: exit 255": 255, "yolk: exit 125\r": 125,
+		"yolk: exit 256": -1, "yolk: exit -1": -1, "yolk: exit +1": -1, "yolk: exit 03": -1,
+		"yolk: exit ": -1, "yolk: exit 1 ": -1, " yolk: exit 1": -1, "yolk: exit 1x": -1,
+	} {
+		n, ok := ParseExitLine(line)
+		if (want >= 0) != ok || (ok && n != want) {
+			t.Errorf("ParseExitLine(%q) = %d, %v; want %d", line, n, ok, want)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	cases := []struct {
+		name string
+		in   Result
+		code int
+		msg  string // substring of the only message; "" for none
+	}{
+		{"marker agrees", Result{Marker: true, GuestExit: 3, QEMUStatus: 7}, 3, ""},
+		{"marker 200 wraps", Result{Marker: true, GuestExit: 200, QEMUStatus: 145}, 200, ""},
+		{"marker disagrees", Result{Marker: true, GuestExit: 0, QEMUStatus: 5}, 0, "but QEMU exited with status 5"},
+		{"no marker, odd", Result{QEMUStatus: 11}, 5, "exit status 5 taken from QEMU's status 11"},
+		{"no marker, 1", Result{QEMUStatus: 1}, 0, "taken from QEMU's status 1"},
+		{"qemu error 1", Result{QEMUStatus: 1, QEMUStderr: "qemu-system-x86_64: -kernel x: No such file\n"}, ExitQEMU, "QEMU failed (status 1): qemu-system-x86_64: -kernel x"},
+		{"qemu warning, odd", Result{QEMUStatus: 7, QEMUStderr: "qemu-system-x86_64: warning: foo\n"}, 3, "taken from"},
+		{"reset", Result{QEMUStatus: 0}, ExitReset, "guest reset without an exit report (triple fault?)"},
+		{"signal", Result{QEMUStatus: -1, QEMUStderr: "qemu-system-x86_64: kvm.c: Assertion failed.\n"}, ExitQEMU, "killed by a signal: qemu-system-x86_64: kvm.c"},
+		{"even", Result{QEMUStatus: 2}, ExitQEMU, "QEMU failed (status 2)"},
+		{"timeout", Result{TimedOut: true, Marker: true, GuestExit: 0, QEMUStatus: -1}, ExitTimeout, "yolk: timeout after 1m30s"},
+	}
+	for _, c := range cases {
+		r := c.in
+		decide(&r, 90*time.Second, "qemu-system-x86_64")
+		if r.ExitCode != c.code {
+			t.Errorf("%s: exit %d, want %d (%q)", c.name, r.ExitCode, c.code, r.Messages)
+		}
+		switch {
+		case c.msg == "" && len(r.Messages) != 0:
+			t.Errorf("%s: unexpected messages %q", c.name, r.Messages)
+		case c.msg != "" && (len(r.Messages) != 1 || !strings.Contains(r.Messages[0], c.msg)):
+			t.Errorf("%s: messages %q, want one containing %q", c.name, r.Messages, c.msg)
+		}
+	}
+}
+
+func TestSerialStream(t *testing.T) {
+	sym := func(pc uint64, first bool) string {
+		if pc == 0x1234 {
+			return ""
+		}
+		return fmt.Sprintf("f%x/%v", pc, first)
+	}
+	in := "boot\r\n" +
+		"yolk:   at 0x0000000000456789\n" +
+		"yolk:   at 0x00000000004567AB\r\n" +
+		"yolk:   at 0x0000000000001234\n" +
+		"x\n" +
+		"yolk:   at 0x0000000000000042\n" +
+		"yolk:   at 0x000000000045678\n" + // 15 digits: not a frame
+		" yolk:   at 0x0000000000456789\n" +
+		"prompt> "
+	want := "boot\r\n" +
+		"yolk:   at 0x0000000000456789 f456789/true\n" +
+		"yolk:   at 0x00000000004567AB f4567ab/false\r\n" +
+		"yolk:   at 0x0000000000001234\n" +
+		"x\n" +
+		"yolk:   at 0x0000000000000042 f42/true\n" +
+		"yolk:   at 0x000000000045678\n" +
+		" yolk:   at 0x0000000000456789\n" +
+		"prompt> "
+	for _, chunk := range []int{1, 3, 7, len(in)} {
+		var out bytes.Buffer
+		var lines []string
+		s := &serialStream{out: &out, symbolize: sym, onLine: func(l string) { lines = append(lines, l) }}
+		for i := 0; i < len(in); i += chunk {
+			s.Write([]byte(in[i:min(i+chunk, len(in))]))
+		}
+		// "prompt> " cannot become a frame line: it is out before its newline.
+		if out.String() != want {
+			t.Errorf("chunk %d:\n got %q\nwant %q", chunk, out.String(), want)
+		}
+		s.Close()
+		if out.String() != want {
+			t.Errorf("chunk %d: Close changed the output: %q", chunk, out.String())
+		}
+		if len(lines) != 9 || lines[0] != "boot\r" || lines[8] != "prompt> " ||
+			lines[2] != "yolk:   at 0x00000000004567AB f4567ab/false\r" {
+			t.Errorf("chunk %d: lines %q", chunk, lines)
+		}
+	}
+
+	// A partial line that may still become a frame line is held back.
+	var out bytes.Buffer
+	s := &serialStream{out: &out, symbolize: sym}
+	s.Write([]byte("yolk:   at 0x00000000004567"))
+	if out.Len() != 0 {
+		t.Errorf("partial frame line written early: %q", out.String())
+	}
+	s.Write([]byte("89\n"))
+	if out.String() != "yolk:   at 0x0000000000456789 f456789/true\n" {
+		t.Errorf("held frame line: %q", out.String())
+	}
+}
+
+// needQEMU fails (not skips) without QEMU: the Makefile installs it.
+func needQEMU(t *testing.T) {
+	t.Helper()
+	if _, err := FindQEMU(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runStub(t *testing.T, entry, machine string, c Config) (*Result, string) {
+	t.Helper()
+	if c.Image == "" {
+		c.Image = stubImage(t, entry)
+	}
+	c.Machine = machine
+	if c.Timeout == 0 {
+		c.Timeout = time.Minute
+	}
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	res, err := Run(t.Context(), c)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if errb.Len() > 0 {
+		t.Logf("QEMU stderr: %s", errb.String())
+	}
+	return res, out.String()
+}
+
+func TestRunStubOnEachMachine(t *testing.T) {
+	needQEMU(t)
+	for _, m := range Machines {
+		t.Run(m, func(t *testing.T) {
+			res, out := runStub(t, "stubExit3", m, Config{})
+			if out != "hello from the stub\nyolk: exit 3\n" {
+				t.Errorf("serial output %q", out)
+			}
+			if res.ExitCode != 3 || !res.Marker || res.QEMUStatus != 7 || len(res.Messages) != 0 {
+				t.Errorf("result %+v", res)
+			}
+		})
+	}
+}
+
+func TestRunStubCmdline(t *testing.T) {
+	needQEMU(t)
+	env := []string{"HOME=/", `Q=a "b" \c`}
+	args := []string{"plain", "two words", "", "--", `back\slash`}
+	res, out := runStub(t, "stubEcho", "microvm", Config{Env: env, Args: args})
+	want, _ := Cmdline(env, args)
+	if out != want+"\nyolk: exit 0\n" {
+		t.Fatalf("guest saw %q, want %q", out, want)
+	}
+	gotEnv, gotArgs, err := ParseCmdline(strings.TrimSuffix(out, "\nyolk: exit 0\n"))
+	if err != nil || !reflect.DeepEqual(gotEnv, env) || !reflect.DeepEqual(gotArgs, args) {
+		t.Errorf("decoded %q %q %v", gotEnv, gotArgs, err)
+	}
+	if res.ExitCode != 0 || res.QEMUStatus != 1 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestRunStubOutcomes(t *testing.T) {
+	needQEMU(t)
+	t.Run("exit200", func(t *testing.T) {
+		res, _ := runStub(t, "stubExit200", "microvm", Config{})
+		if res.ExitCode != 200 || res.QEMUStatus != (200<<1|1)&0xff || len(res.Messages) != 0 {
+			t.Errorf("%+v", res)
+		}
+	})
+	t.Run("no marker", func(t *testing.T) {
+		res, _ := runStub(t, "stubNoMark", "microvm", Config{})
+		if res.ExitCode != 5 || res.Marker || len(res.Messages) != 1 || !strings.Contains(res.Messages[0], "warning") {
+			t.Errorf("%+v", res)
+		}
+	})
+	t.Run("triple fault", func(t *testing.T) {
+		for _, m := range Machines {
+			res, _ := runStub(t, "stubTriple", m, Config{})
+			if res.ExitCode != ExitReset || res.QEMUStatus != 0 ||
+				len(res.Messages) != 1 || res.Messages[0] != "yolk: guest reset without an exit report (triple fault?)" {
+				t.Errorf("%s: %+v", m, res)
+			}
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		res, out := runStub(t, "stubHang", "microvm", Config{Timeout: 1500 * time.Millisecond})
+		if !res.TimedOut || res.ExitCode != ExitTimeout || res.Messages[0] != "yolk: timeout after 1.5s" {
+			t.Errorf("%+v", res)
+		}
+		if out != "=== RUN   TestHang\n" {
+			t.Errorf("output %q", out)
+		}
+	})
+	t.Run("qemu error", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.elf")
+		os.WriteFile(bad, []byte("\x7fELF not really"), 0o644)
+		res, _ := runStub(t, "", "microvm", Config{Image: bad})
+		if res.ExitCode != ExitQEMU || !strings.Contains(res.Messages[0], "QEMU failed") {
+			t.Errorf("%+v", res)
+		}
+	})
+	t.Run("no qemu", func(t *testing.T) {
+		t.Setenv("YOLK_QEMU", "")
+		t.Setenv("PATH", t.TempDir())
+		_, err := Run(t.Context(), Config{Image: stubImage(t, "stubExit3")})
+		if !errors.Is(err, ErrNoQEMU) || !strings.Contains(err.Error(), "apt-get update && apt-get install -y qemu-system-x86") {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestRunStubFaultSymbolized(t *testing.T) {
+	needQEMU(t)
+	img := stubImage(t, "stubFault")
+	f, err := elf.Open(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	f.Close()
+	var mainPC uint64
+	for _, s := range syms {
+		if s.Name == "main.main" {
+			mainPC = s.Value
+		}
+	}
+	// Frame 0 at main.main+0; frame 1 a return address at main.main+1.
+	setFaultPCs(t, img, mainPC, mainPC+1)
+	sym, err := image.OpenSymbolizer(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr0, _ := sym.Lookup(mainPC, true)
+	fr1, _ := sym.Lookup(mainPC+1, false)
+	if fr0.Func != "main.main" || fr1.Func != "main.main" || fr1.Offset != 1 {
+		t.Fatalf("frames %+v %+v", fr0, fr1)
+	}
+	res, out := runStub(t, "", "microvm", Config{Image: img})
+	want := "yolk: fault: vector 6 (#UD)\n" +
+		fmt.Sprintf("yolk:   at 0x%016x %s\r\n", mainPC, fr0) +
+		fmt.Sprintf("yolk:   at 0x%016x %s\n", mainPC+1, fr1) +
+		"yolk: exit 125\n"
+	if out != want {
+		t.Errorf("output\n%s\nwant\n%s", out, want)
+	}
+	if res.ExitCode != 125 {
+		t.Errorf("%+v", res)
+	}
+}
