@@ -1,0 +1,57 @@
+package main
+
+import (
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func benchSyscall(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		syscall.Getpid()
+	}
+}
+
+func benchTimeNow(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		time.Now()
+	}
+}
+
+func benchPingPong(b *testing.B) {
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v
+		}
+	}()
+	for i := 0; i < b.N; i++ {
+		ping <- i
+		<-pong
+	}
+	close(ping)
+}
+
+// benchYield measures sched_yield between two OS threads (kernel tasks):
+// each call is a syscall plus a task switch through the ready queue.
+func benchYield(b *testing.B) {
+	stop := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			}
+		}
+	}()
+	runtime.LockOSThread()
+	for i := 0; i < b.N; i++ {
+		syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	runtime.UnlockOSThread()
+	close(stop)
+}
