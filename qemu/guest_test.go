@@ -19,7 +19,7 @@ const SelftestPackage = "yolk/kernel/selftest"
 
 // guestMachines are the machines TestGuest boots the self-test image on
 // unless $YOLK_MACHINE names others (comma-separated).
-var guestMachines = []string{"microvm"}
+var guestMachines = []string{"microvm", "pc", "q35"}
 
 // defaultGuestTimeout bounds one boot of the self-test image unless
 // $YOLK_TIMEOUT says otherwise.
@@ -33,8 +33,10 @@ const defaultGuestTimeout = 10 * time.Minute
 // test and on every problem report.Problems names (timeout, fault report,
 // panic, missing summary, inconsistent exit status).
 //
-// $YOLK_SELFTEST_IMAGE boots a prebuilt image instead of building one, and
-// $YOLK_OUT moves the logs out of <root>/out.
+// $YOLK_GUEST_ARGS (split at spaces) are the self-test's arguments, e.g.
+// "-bench ." to run the guest benchmarks; $YOLK_SELFTEST_IMAGE boots a
+// prebuilt image instead of building one, and $YOLK_OUT moves the logs out of
+// <root>/out.
 func TestGuest(t *testing.T) {
 	root, err := image.ModuleRoot()
 	if err != nil {
@@ -114,6 +116,7 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 		Machine: machine,
 		Accel:   choice.Accel,
 		Timeout: timeout,
+		Args:    strings.Fields(os.Getenv("YOLK_GUEST_ARGS")),
 		Stdout:  logFile,
 		Stderr:  logFile,
 		OnLine:  rep.Line,

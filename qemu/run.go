@@ -83,14 +83,15 @@ type Config struct {
 
 // Result is the outcome of a boot.
 type Result struct {
-	ExitCode   int  // the status for the caller: the guest's, or ExitTimeout/ExitReset/ExitQEMU
-	Marker     bool // a "yolk: exit N" line arrived
-	GuestExit  int  // N of the last such line
-	QEMUStatus int  // QEMU's exit status; -1 if killed by a signal
-	TimedOut   bool // QEMU was killed at the timeout
-	Elapsed    time.Duration
-	Messages   []string // "yolk: ..." notes for the user (warnings, timeout, reset)
-	QEMUStderr string   // the first 4 KiB of QEMU's stderr
+	ExitCode   int           // the status for the caller: the guest's, or ExitTimeout/ExitReset/ExitQEMU
+	Marker     bool          // a "yolk: exit N" line arrived
+	GuestExit  int           // N of the last such line
+	QEMUStatus int           // QEMU's exit status; -1 if killed by a signal
+	TimedOut   bool          // QEMU was killed at the timeout
+	Elapsed    time.Duration // from starting QEMU to its end
+	FirstLine  time.Duration // from starting QEMU to the first complete serial line; 0 if none
+	Messages   []string      // "yolk: ..." notes for the user (warnings, timeout, reset)
+	QEMUStderr string        // the first 4 KiB of QEMU's stderr
 }
 
 // QEMUArgs returns the QEMU command-line arguments for c (without the binary).
@@ -180,11 +181,17 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 
 	res := &Result{}
-	var mu sync.Mutex // guards res.Marker/GuestExit against the copying goroutine
+	var mu sync.Mutex // guards res.Marker/GuestExit/FirstLine against the copying goroutine
+	var start time.Time
 	stream := &serialStream{
 		out:       stdout,
 		symbolize: lazySymbolizer(c.Image),
 		onLine: func(line string) {
+			mu.Lock()
+			if res.FirstLine == 0 {
+				res.FirstLine = time.Since(start)
+			}
+			mu.Unlock()
 			if n, ok := ParseExitLine(line); ok {
 				mu.Lock()
 				res.Marker, res.GuestExit = true, n
@@ -203,7 +210,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	cmd.Stderr = io.MultiWriter(stderr, head)
 	cmd.WaitDelay = 2 * time.Second
 
-	start := time.Now()
+	start = time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", c.QEMU, err)
 	}

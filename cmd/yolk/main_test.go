@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The README's promise, end to end through the command: an unmodified Go
+// program of another module is built with "yolk build" and booted with
+// "yolk run" (TCG), sees its arguments and environment, and the command
+// exits with the program's status: 0 on return, 3 on os.Exit(3), 2 on a
+// panic. This needs QEMU and a booting kernel.
+func TestBuildAndRunProgram(t *testing.T) {
+	tmp := t.TempDir()
+	yolk := filepath.Join(tmp, "yolk")
+	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	app := filepath.Join(tmp, "app")
+	os.MkdirAll(app, 0o755)
+	os.WriteFile(filepath.Join(app, "go.mod"), []byte("module example.com/app\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(app, "main.go"), []byte(`package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	fmt.Printf("args=%q GREETING=%q\n", os.Args[1:], os.Getenv("GREETING"))
+	switch os.Args[len(os.Args)-1] {
+	case "exit3":
+		os.Exit(3)
+	case "panic":
+		panic("boom")
+	}
+}
+`), 0o644)
+	img := filepath.Join(tmp, "app.elf")
+	if out, err := exec.Command(yolk, "build", "-o", img, app).CombinedOutput(); err != nil {
+		t.Fatalf("yolk build: %v\n%s", err, out)
+	}
+
+	for _, c := range []struct {
+		arg  string
+		code int
+	}{{"ok", 0}, {"exit3", 3}, {"panic", 2}} {
+		t.Run(c.arg, func(t *testing.T) {
+			cmd := exec.Command(yolk, "run", "-accel=tcg", "-timeout=2m", "-e", "GREETING=hello world", img, "a b", c.arg)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.code {
+				t.Errorf("exit status %d, want %d", code, c.code)
+			}
+			if first, _, _ := strings.Cut(stderr.String(), "\n"); first != "yolk: accel tcg (forced)" {
+				t.Errorf("first stderr line %q", first)
+			}
+			want := `args=["a b" "` + c.arg + `"] GREETING="hello world"`
+			if !strings.Contains(stdout.String(), want+"\n") {
+				t.Errorf("stdout lacks %q", want)
+			}
+			if c.arg == "panic" && !strings.Contains(stdout.String(), "panic: boom") {
+				t.Errorf("stdout lacks the panic")
+			}
+			if t.Failed() {
+				t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	yolk := filepath.Join(t.TempDir(), "yolk")
+	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	img := filepath.Join(t.TempDir(), "img.elf")
+	os.WriteFile(img, []byte("\x7fELF"), 0o644)
+	for _, c := range []struct {
+		args []string
+		env  []string
+		code int
+		msg  string
+	}{
+		{nil, nil, 2, "usage:"},
+		{[]string{"frob"}, nil, 2, `unknown command "frob"`},
+		{[]string{"run"}, nil, 2, "usage: yolk run"},
+		{[]string{"run", "/no/such.elf"}, nil, 2, "no such file"},
+		{[]string{"run", "-accel=hvf", img}, nil, 2, `accelerator "hvf"`},
+		{[]string{"run", "-e", "NOVALUE", img}, nil, 2, "want KEY=VALUE"},
+		{[]string{"run", img}, []string{"PATH=/nonexistent", "YOLK_QEMU="}, 127,
+			"qemu-system-x86_64 not found; install it with: apt-get update && apt-get install -y qemu-system-x86"},
+		{[]string{"build"}, nil, 2, "usage: yolk build"},
+	} {
+		cmd := exec.Command(yolk, c.args...)
+		cmd.Env = append(os.Environ(), c.env...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != c.code || !strings.Contains(string(out), c.msg) {
+			t.Errorf("yolk %q: %v\n%s", c.args, err, out)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package qemu
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"yolk/qemu/image"
+)
+
+// BenchmarkBoot boots the probe image (a Go program that prints one line
+// from main and returns) under TCG and reports, per boot, the time from
+// starting QEMU to the first serial line (the kernel's first output), to the
+// line printed by main, and to QEMU's exit, plus the image size. It needs
+// the yolk kernel.
+func BenchmarkBoot(b *testing.B) {
+	if _, err := FindQEMU(); err != nil {
+		b.Fatal(err)
+	}
+	img := filepath.Join(b.TempDir(), "probe.elf")
+	if _, err := image.Build(b.Context(), ProbePackage, image.Options{Output: img}); err != nil {
+		b.Fatal(err)
+	}
+	st, err := os.Stat(img)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range Machines {
+		b.Run(m, func(b *testing.B) {
+			var first, toMain, total time.Duration
+			for b.Loop() {
+				var mainAt time.Duration
+				start := time.Now()
+				res, err := Run(b.Context(), Config{
+					Image: img, Machine: m, Accel: "tcg", Timeout: time.Minute,
+					OnLine: func(l string) {
+						if strings.HasPrefix(l, "yolk: kvm probe: Go main reached") {
+							mainAt = time.Since(start)
+						}
+					},
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.ExitCode != 0 || mainAt == 0 {
+					b.Fatalf("probe boot: exit %d, main line seen: %v, %q", res.ExitCode, mainAt != 0, res.Messages)
+				}
+				first += res.FirstLine
+				toMain += mainAt
+				total += res.Elapsed
+			}
+			ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+			b.ReportMetric(ms(first), "ms-to-first-line")
+			b.ReportMetric(ms(toMain), "ms-to-main")
+			b.ReportMetric(ms(total), "ms-to-exit")
+			b.ReportMetric(float64(st.Size()), "image-bytes")
+		})
+	}
+}
