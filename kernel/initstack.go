@@ -21,6 +21,8 @@ var (
 	nenv   int
 	// godebugOff is the GODEBUG entry, if the command line set one.
 	godebugOff = -1
+	// gomemlimitOff is set if the command line set GOMEMLIMIT.
+	gomemlimitOff = -1
 )
 
 const argv0 = "yolk"
@@ -87,6 +89,9 @@ func parseCmdline(p uintptr) {
 		case !afterDashes && isEnv(tok):
 			if hasPrefix(tok, "GODEBUG=") {
 				godebugOff = start
+			}
+			if hasPrefix(tok, "GOMEMLIMIT=") {
+				gomemlimitOff = start
 			}
 			if nenv < maxEnv {
 				envOff[nenv] = start
@@ -170,7 +175,7 @@ func buildInitStack() uintptr {
 		return sp
 	}
 	var argv [maxArgs]uintptr
-	var envp [maxEnv + 1]uintptr
+	var envp [maxEnv + 2]uintptr
 	for i := 0; i < nargs; i++ {
 		argv[i] = pushStr(cstr(argOff[i]))
 	}
@@ -180,6 +185,24 @@ func buildInitStack() uintptr {
 			continue
 		}
 		envp[ne] = pushStr(cstr(envOff[i]))
+		ne++
+	}
+	if gomemlimitOff < 0 {
+		// Tell the runtime how much RAM there is, so the collector and the
+		// scavenger keep the heap inside it (Linux would have swap or the
+		// OOM killer; we have neither).
+		var num [20]byte
+		v := uint64(framesFree) * pageSize / 4 * 3
+		i := len(num)
+		for {
+			i--
+			num[i] = byte('0' + v%10)
+			v /= 10
+			if v == 0 {
+				break
+			}
+		}
+		envp[ne] = pushStr([]byte("GOMEMLIMIT="), num[i:])
 		ne++
 	}
 	if godebugOff >= 0 {

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"yolk/boot"
+	"yolk/drivers/tsc"
 	"yolk/sched"
 )
 
@@ -35,21 +36,20 @@ func kmain(info uintptr) {
 	timeInit()
 	parseCmdline(bootInfo.Cmdline)
 	lo, hi := boot.StackBounds()
-	idle := sched.Init(1, nanotime, lo, hi)
+	idle := sched.Init(1, lo, hi)
 	if idle == nil {
 		fatal("sched: init failed")
 	}
-	sched.SetFatal(fatal)
 	// From here on the kernel TLS block of CPU 0 names the current task's g.
 	setFS(c.KernelTLS())
 	syscallInit()
 	filesInit()
-	rngState = tscBase
+	rngState = tsc.Base()
 
 	klog("boot: ")
 	kprintDec(framesAll * pageSize >> 20)
 	kprint(" MiB RAM free, TSC ")
-	kprintDec(int64(tscHz / 1e6))
+	kprintDec(int64(tsc.Hz() / 1e6))
 	kprint(" MHz, LAPIC timer ")
 	kprintDec(int64(lapicHz / 1e6))
 	kprint(" MHz, boot ")
@@ -93,7 +93,7 @@ func sysStats(p uintptr) Errno {
 	*at[kernelStats](p) = kernelStats{
 		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
 		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
-		TSCHz: int64(tscHz), LAPICHz: int64(lapicHz),
+		TSCHz: int64(tsc.Hz()), LAPICHz: int64(lapicHz),
 	}
 	return 0
 }

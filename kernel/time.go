@@ -6,6 +6,7 @@ import (
 	"yolk/drivers/lapic"
 	"yolk/drivers/pit"
 	"yolk/drivers/rtc"
+	"yolk/drivers/tsc"
 	"yolk/drivers/x86"
 )
 
@@ -21,26 +22,18 @@ const (
 )
 
 var (
-	tscHz    uint64
-	tscBase  uint64
-	tscMult  uint64 // ns = (ticks * tscMult) >> 32
-	wallBase int64  // Unix ns at tscBase
+	wallBase int64 // Unix ns at clock 0
 	lapicHz  uint64
 )
 
 // nanotime is monotonic nanoseconds since boot.
-func nanotime() int64 {
-	hi, lo := bits.Mul64(x86.Rdtsc()-tscBase, tscMult)
-	return int64(hi<<32 | lo>>32)
-}
+func nanotime() int64 { return tsc.Nanotime() }
 
 // walltime is Unix nanoseconds.
 func walltime() int64 { return wallBase + nanotime() }
 
 func timeInit() {
-	tscHz = calibrateTSC()
-	tscMult = (1e9 << 32) / tscHz
-	tscBase = x86.Rdtsc()
+	tsc.SetHz(calibrateTSC())
 	wallBase = rtc.Unix() * 1e9
 
 	pit.MaskPIC(vecPICBase)

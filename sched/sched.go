@@ -14,15 +14,10 @@ var (
 	nodes [MaxTasks + 1 + 2*MaxCPUs]queue.Node
 )
 
-// Clock returns monotonic nanoseconds; the kernel sets it before Init
-// returns (a function value written once at boot, before the collector runs).
-var clock func() int64
-
 // Init sets up the ready queue for ncpus processors and makes the calling
-// context CPU 0's current task (the boot task, which later idles). now is the
-// clock. It runs once, at boot, before the Go runtime starts.
-func Init(ncpus int, now func() int64, bootStackLo, bootStackHi uintptr) *Task {
-	clock = now
+// context CPU 0's current task (the boot task, which later idles). It runs
+// once, at boot, before the Go runtime starts; the clock is drivers/tsc.
+func Init(ncpus int, bootStackLo, bootStackHi uintptr) *Task {
 	if err := domain.Init(ncpus, nodes[:]); err != nil {
 		return nil
 	}

@@ -3,6 +3,8 @@ package sched
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"yolk/drivers/tsc"
 )
 
 // WaitQueue is a list of blocked tasks, protected by a spin lock. Tasks are
@@ -128,7 +130,7 @@ func (q *WaitQueue) Wake(key uintptr, n int) int {
 
 // PollTimers wakes every task whose deadline has passed.
 func PollTimers() {
-	now := clock()
+	now := tsc.Nanotime()
 	n := atomic.LoadInt32(&ntasks)
 	for i := int32(0); i < n; i++ {
 		t := &tasks[i]

@@ -20,16 +20,21 @@ func Measure(counter func() uint64, limit uint64) (hz uint64, ok bool) {
 	x86.Outb(0x43, 0x30) // channel 0, lobyte/hibyte, mode 0
 	x86.Outb(0x40, 0xFF)
 	x86.Outb(0x40, 0xFF)
-	c0, t0 := read0(), counter()
-	for {
-		c, t := read0(), counter()
-		if c0-c >= span && c0 > c {
-			return (t - t0) * Hz / uint64(c0-c), true
-		}
+	prev, t0 := read0(), counter()
+	t := t0
+	var ticks uint64
+	for ticks < span {
+		var c uint64
+		c, t = read0(), counter()
+		// The count wraps from 0 to 0xFFFF: sum the steps modulo 2^16,
+		// which is right while two reads are less than 55 ms apart.
+		ticks += (prev - c) & 0xFFFF
+		prev = c
 		if t-t0 > limit {
 			return 0, false
 		}
 	}
+	return (t - t0) * Hz / ticks, true
 }
 
 // read0 latches and reads channel 0's count.

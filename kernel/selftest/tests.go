@@ -84,7 +84,9 @@ func mmap(t *T, addr, n uintptr, prot, flags int) uintptr {
 	return p
 }
 
-func bytesAt(p, n uintptr) []byte { return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n) }
+func bytesAt(p, n uintptr) []byte {
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
+}
 
 func testMemoryReserveCommit(t *T) {
 	const size = 256 << 20 // twice the guest's RAM: reserving costs no memory

@@ -1,0 +1,44 @@
+# yolk: build and boot bare-metal Go images in QEMU.
+#
+#   make run              build the self-test image and boot it (serial on the terminal)
+#   make test             hosted tests (go test -race) and the guest self-tests in QEMU
+#   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
+#   make bench            guest benchmarks; output in out/
+
+ACCEL   ?= auto
+MACHINE ?= microvm
+GO      ?= go
+YOLK    := $(GO) run ./cmd/yolk
+IMAGE   := out/selftest.elf
+
+.PHONY: run test hosted guest bench qemu image clean
+
+run: qemu image
+	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) $(IMAGE)
+
+test: qemu hosted guest
+
+hosted:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m -skip '^TestGuest$$' ./...
+
+guest: qemu
+	YOLK_ACCEL=$(ACCEL) $(GO) test -count=1 -timeout 20m -v -run '^TestGuest$$' ./qemu/
+
+bench: qemu image
+	mkdir -p out
+	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) $(IMAGE) -run '^$$' -bench . | tee out/bench-$(MACHINE).txt
+
+image:
+	mkdir -p out
+	$(YOLK) build -o $(IMAGE) ./kernel/selftest
+
+# qemu installs QEMU from Debian's packages when it is missing.
+qemu:
+	@command -v qemu-system-x86_64 >/dev/null 2>&1 || { \
+	  echo "qemu-system-x86_64 not found: installing Debian's qemu-system-x86"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y qemu-system-x86; \
+	  else echo "run: sudo apt-get update && sudo apt-get install -y qemu-system-x86"; exit 1; fi; }
+
+clean:
+	rm -rf out
