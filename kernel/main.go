@@ -35,6 +35,7 @@ func kmain(info uintptr) {
 	framesInit(&bootInfo)
 	timeInit()
 	parseCmdline(bootInfo.Cmdline)
+	unmapLow()
 	lo, hi := boot.StackBounds()
 	idle := sched.Init(1, lo, hi)
 	if idle == nil {

@@ -202,7 +202,7 @@ func checkPage(addr, n uintptr) Errno {
 // userOK reports whether [p, p+n) is memory the program may hand the kernel:
 // the identity-mapped image and RAM, or accessible mappings.
 func userOK(p, n uintptr) bool {
-	if p < pageSize || p+n < p {
+	if p < lowGuard || p+n < p {
 		return false
 	}
 	if p+n <= 1<<32 {

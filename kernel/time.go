@@ -62,7 +62,7 @@ func calibrateTSC() uint64 {
 	// Median of three: under emulation one run can be stretched.
 	var m [3]uint64
 	for i := range m {
-		hz, ok := pit.Measure(x86.Rdtsc, 1<<36)
+		hz, ok := pit.Measure(x86.Rdtsc, 1<<33)
 		if !ok || hz == 0 {
 			break
 		}

@@ -30,7 +30,8 @@ func trap(r *Regs) {
 	p.tss.setIST(1, ist-istNest)
 	switch v := r.Vector; {
 	case v == 14:
-		if !pageFault(x86.CR2(), r.Error) {
+		faultAddr = x86.CR2()
+		if !pageFault(faultAddr, r.Error) {
 			fault(r, "")
 		}
 	case v == vecTimer:
@@ -41,6 +42,9 @@ func trap(r *Regs) {
 	}
 	p.tss.setIST(1, ist)
 }
+
+// faultAddr is the address of the last page fault (CR2 at trap entry).
+var faultAddr uintptr
 
 // fault prints the report for r and stops the machine.
 func fault(r *Regs, why string) {
@@ -58,7 +62,7 @@ func fault(r *Regs, why string) {
 	kprintHex(r.Error, 1)
 	if r.Vector == 14 {
 		kprint(" address=")
-		kprintHex(uint64(x86.CR2()), 1)
+		kprintHex(uint64(faultAddr), 1)
 		if r.Error&1 == 0 {
 			kprint(" (not mapped)")
 		} else {

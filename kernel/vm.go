@@ -287,7 +287,7 @@ func pageFault(addr uintptr, code uint64) bool {
 // readable reports whether the 8 bytes at a can be read without faulting
 // (for the fault reporter's stack walk).
 func readable(a uintptr) bool {
-	if a&7 != 0 || a < 4096 {
+	if a&7 != 0 || a < lowGuard {
 		return false
 	}
 	if a < 1<<32 {
@@ -295,6 +295,20 @@ func readable(a uintptr) bool {
 	}
 	pte := walk(a, false)
 	return pte != 0 && *at[uint64](pte)&ptePresent != 0
+}
+
+// lowGuard is the size of the unmapped region at address 0: the first
+// 2 MiB identity page is removed after boot, so nil dereferences fault.
+const lowGuard = 2 << 20
+
+// unmapLow removes the identity mapping of [0, 2 MiB) once the boot data
+// there (PVH start info, memory map, command line) has been read.
+func unmapLow() {
+	pdpt := uintptr(*at[uint64](boot.PageTableRoot()) & pteAddr)
+	pd := uintptr(*at[uint64](pdpt) & pteAddr)
+	*at[uint64](pd) = 0
+	x86.Invlpg(0)
+	x86.SetCR3(x86.CR3())
 }
 
 // Kernel stacks: slot i gets [kstackBase + i*kstackStride + kstackGuard,
