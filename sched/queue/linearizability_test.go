@@ -1,0 +1,196 @@
+package queue
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Linearizability: concurrent histories of Enqueue and Dequeue, recorded with
+// call and return times from one atomic clock, are checked by porcupine
+// against a sequential FIFO queue.
+
+type qInput struct {
+	enq   bool
+	value int // the enqueued value; unused for Dequeue
+}
+
+const emptyOut = -1 // a Dequeue that found the queue empty
+
+// fifoModel is a sequential FIFO queue of ints. States are immutable slices.
+var fifoModel = porcupine.Model{
+	Init: func() any { return []int(nil) },
+	Step: func(state, input, output any) (bool, any) {
+		s := state.([]int)
+		in := input.(qInput)
+		if in.enq {
+			return true, append(slices.Clip(s), in.value)
+		}
+		out := output.(int)
+		if len(s) == 0 {
+			return out == emptyOut, s
+		}
+		return out == s[0], s[1:]
+	},
+	Equal: func(a, b any) bool { return slices.Equal(a.([]int), b.([]int)) },
+}
+
+// TestLinearizableModel makes sure the model can say no: a history in which a
+// Dequeue returns the second of two sequential Enqueues is illegal, and the
+// same history in FIFO order is legal.
+func TestLinearizableModel(t *testing.T) {
+	hist := func(first int) []porcupine.Operation {
+		return []porcupine.Operation{
+			{ClientId: 0, Input: qInput{enq: true, value: 1}, Call: 0, Output: 0, Return: 1},
+			{ClientId: 0, Input: qInput{enq: true, value: 2}, Call: 2, Output: 0, Return: 3},
+			{ClientId: 1, Input: qInput{}, Call: 4, Output: first, Return: 5},
+		}
+	}
+	if porcupine.CheckOperations(fifoModel, hist(2)) {
+		t.Fatal("model accepts a LIFO history")
+	}
+	if !porcupine.CheckOperations(fifoModel, hist(1)) {
+		t.Fatal("model rejects a FIFO history")
+	}
+}
+
+func TestLinearizable(t *testing.T) {
+	const (
+		clients = 4
+		opsEach = 50
+		pool    = 16 // items each client starts a round with
+	)
+	rounds := scale(40, 10)
+	f := newFixture(t, clients, 1, clients*pool, 0)
+	q := &f.queues[0]
+	var clock atomic.Int64
+	value := 0
+	owned := make([][]*titem, clients)
+	for c := range owned {
+		for i := 0; i < pool; i++ {
+			owned[c] = append(owned[c], &f.items[c*pool+i])
+		}
+	}
+	overlaps := 0
+	for round := 0; round < rounds; round++ {
+		hists := make([][]porcupine.Operation, clients)
+		errs := make([]error, clients)
+		var wg sync.WaitGroup
+		var ready atomic.Int32
+		for c := 0; c < clients; c++ {
+			// Values are unique across the test and assigned up front.
+			base := value
+			value += opsEach
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(round), uint64(c)))
+				// Start together, so that operations overlap.
+				ready.Add(1)
+				for ready.Load() < clients {
+					runtime.Gosched()
+				}
+				for i := 0; i < opsEach && errs[c] == nil; i++ {
+					var op porcupine.Operation
+					op.ClientId = c
+					if n := len(owned[c]); n > 0 && rng.IntN(2) == 0 {
+						ti := owned[c][n-1]
+						owned[c] = owned[c][:n-1]
+						ti.stamp = uint64(base + i)
+						op.Input = qInput{enq: true, value: base + i}
+						op.Call = clock.Add(1)
+						errs[c] = f.d.Enqueue(c, q, &ti.Item)
+						op.Return = clock.Add(1)
+						op.Output = 0
+					} else {
+						op.Input = qInput{}
+						op.Call = clock.Add(1)
+						it, err := f.d.Dequeue(c, q)
+						op.Return = clock.Add(1)
+						errs[c] = err
+						op.Output = emptyOut
+						if it != nil {
+							ti := f.item(it)
+							op.Output = int(ti.stamp)
+							owned[c] = append(owned[c], ti)
+						}
+					}
+					hists[c] = append(hists[c], op)
+				}
+			}()
+		}
+		wg.Wait()
+		for c, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d client %d: %v", round, c, err)
+			}
+		}
+		// Drain sequentially, as one more client, so every round starts empty.
+		for {
+			op := porcupine.Operation{ClientId: clients, Input: qInput{}, Call: clock.Add(1)}
+			it, err := f.d.Dequeue(0, q)
+			op.Return = clock.Add(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op.Output = emptyOut
+			if it != nil {
+				ti := f.item(it)
+				op.Output = int(ti.stamp)
+				owned[round%clients] = append(owned[round%clients], ti)
+			}
+			hists[0] = append(hists[0], op)
+			if it == nil {
+				break
+			}
+		}
+		var history []porcupine.Operation
+		for _, h := range hists {
+			history = append(history, h...)
+		}
+		overlaps += countOverlaps(hists)
+		switch res := porcupine.CheckOperationsTimeout(fifoModel, history, 20*time.Second); res {
+		case porcupine.Ok:
+		case porcupine.Illegal:
+			t.Fatalf("round %d: history of %d operations is not linearizable", round, len(history))
+		default:
+			t.Fatalf("round %d: checker gave %s on %d operations", round, res, len(history))
+		}
+		held := map[*Item]bool{}
+		for _, list := range owned {
+			for _, ti := range list {
+				held[&ti.Item] = true
+			}
+		}
+		f.check(t, held)
+	}
+	// Without overlapping operations the check would be vacuous.
+	if overlaps == 0 {
+		t.Fatal("no two operations overlapped in time")
+	}
+	t.Logf("%d rounds, %d overlapping pairs of operations", rounds, overlaps)
+}
+
+// countOverlaps counts pairs of operations of different clients whose
+// intervals overlap: concurrency the checker had to linearize.
+func countOverlaps(hists [][]porcupine.Operation) int {
+	n := 0
+	for a := range hists {
+		for b := a + 1; b < len(hists); b++ {
+			for _, x := range hists[a] {
+				for _, y := range hists[b] {
+					if x.Call <= y.Return && y.Call <= x.Return {
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
+}
