@@ -38,7 +38,6 @@ func Init(ncpus int, bootStackLo, bootStackHi uintptr) *Task {
 func (t *Task) G() uintptr { return uintptr(unsafe.Pointer(&t.g)) }
 
 func swtch(from, to *Context, gp uintptr)
-func swtchAll(from, to *Context, gp uintptr)
 
 // switchTo runs next on this CPU; the current task stops here until some CPU
 // switches back to it. fin is run by next on the current task.
