@@ -1,0 +1,234 @@
+package ces
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Benchmarks reproducing the CES paper's evaluation at this machine's
+// scale. Results and commands: docs/sync-ces.md.
+
+// primes are the Fig. 8 task's "large primes": the 64 primes following
+// 10^7. Factorising one by trial division takes about 6 µs on the
+// reference machine (the paper does not give its prime size; its
+// throughput implies a far longer non-critical section).
+var primes = func() []uint64 {
+	var ps []uint64
+	for n := uint64(10_000_000); len(ps) < 64; n++ {
+		if factors(n) == 1 {
+			ps = append(ps, n)
+		}
+	}
+	return ps
+}()
+
+// factors counts the prime factors of n by trial division: the
+// parallelisable part of the Fig. 8 task. It does not allocate, so the
+// benchmark measures scheduling, not the garbage collector.
+func factors(n uint64) int {
+	k := 0
+	for d := uint64(2); d*d <= n; d++ {
+		for n%d == 0 {
+			k++
+			n /= d
+		}
+	}
+	if n > 1 {
+		k++
+	}
+	return k
+}
+
+// busyWait spins for d of wall time: the paper's critical-section padding.
+func busyWait(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	start := time.Now()
+	for time.Since(start) < d {
+	}
+}
+
+type lockKind struct {
+	name string
+	new  func() sync.Locker
+}
+
+var mutexKinds = []lockKind{
+	{"ces", func() sync.Locker { return new(Mutex) }},
+	{"dispatch", func() sync.Locker { return new(DispatchMutex) }},
+	{"sync", func() sync.Locker { return new(sync.Mutex) }},
+}
+
+// split runs body(g, n) on G goroutines, n being goroutine g's share of
+// b.N iterations, and waits for all of them. The timer covers goroutine
+// start-up, as the paper's throughput includes task creation.
+func split(b *testing.B, G int, body func(g, n int)) {
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for g := range G {
+		n := b.N / G
+		if g < b.N%G {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body(g, n)
+		}()
+	}
+	wg.Wait()
+}
+
+// fig8 is the paper's Fig. 8 task: pick a prime, insert it into a shared
+// map under the lock (plus cs of busy-waiting), factorise it outside.
+// One op is one loop cycle of one task.
+func fig8(b *testing.B, l sync.Locker, G int, cs time.Duration) {
+	m := map[uint64]uint64{}
+	split(b, G, func(g, n int) {
+		r := rand.New(rand.NewPCG(8, uint64(g)))
+		for range n {
+			p := primes[r.IntN(len(primes))]
+			l.Lock()
+			m[p] = p
+			busyWait(cs)
+			l.Unlock()
+			if factors(p) != 1 {
+				panic("not a prime")
+			}
+		}
+	})
+}
+
+// BenchmarkFig8 is the paper's mutex microbenchmark (Fig. 8 task, Fig. 9
+// plot): 5000 tasks. The paper runs 1000 iterations per task; here b.N
+// iterations are spread over the 5000 goroutines.
+func BenchmarkFig8(b *testing.B) {
+	for _, k := range mutexKinds {
+		b.Run(k.name, func(b *testing.B) { fig8(b, k.new(), 5000, 0) })
+	}
+}
+
+// BenchmarkCSLength is the critical-section sweep (paper Fig. 10): the
+// Fig. 8 task with 0, 250 ns, 1 µs, 2.5 µs and 7.5 µs of busy-waiting added
+// inside the critical section.
+func BenchmarkCSLength(b *testing.B) {
+	for _, cs := range []time.Duration{0, 250 * time.Nanosecond, time.Microsecond, 2500 * time.Nanosecond, 7500 * time.Nanosecond} {
+		for _, k := range mutexKinds {
+			b.Run("cs="+cs.String()+"/"+k.name, func(b *testing.B) { fig8(b, k.new(), 5000, cs) })
+		}
+	}
+}
+
+type rwLocker interface {
+	sync.Locker
+	RLock()
+	RUnlock()
+}
+
+// BenchmarkRW is the reader-writer microbenchmark (paper Fig. 11): the
+// Fig. 8 task where a writer inserts under Lock and a reader looks the
+// prime up under RLock, with 50 % and 6.25 % writers.
+func BenchmarkRW(b *testing.B) {
+	kinds := []struct {
+		name string
+		new  func() rwLocker
+	}{
+		{"ces", func() rwLocker { return new(RWMutex) }},
+		{"sync", func() rwLocker { return new(sync.RWMutex) }},
+	}
+	for _, wp := range []struct {
+		name string
+		one  int // one writer in every `one` operations
+	}{{"writers=50%", 2}, {"writers=6.25%", 16}} {
+		for _, k := range kinds {
+			b.Run(wp.name+"/"+k.name, func(b *testing.B) {
+				l := k.new()
+				m := map[uint64]uint64{}
+				for _, p := range primes {
+					m[p] = p
+				}
+				split(b, 5000, func(g, n int) {
+					r := rand.New(rand.NewPCG(9, uint64(g)))
+					for range n {
+						p := primes[r.IntN(len(primes))]
+						if r.IntN(wp.one) == 0 {
+							l.Lock()
+							m[p] = p
+							l.Unlock()
+						} else {
+							l.RLock()
+							p = m[p]
+							l.RUnlock()
+						}
+						if factors(p) != 1 {
+							panic("not a prime")
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkQueuingDelay measures the paper's queuing delay (section 6.5,
+// Fig. 15) in the Fig. 8 task with a 1 µs critical section: for every
+// acquisition that went through the queue, the time from the releaser
+// making the waiter runnable to the waiter's Lock returning. Reported as
+// the share of acquisitions that queued and the delay's median and 90th
+// percentile; ns/op is the throughput as in BenchmarkCSLength.
+func BenchmarkQueuingDelay(b *testing.B) {
+	for _, k := range lockers {
+		b.Run(k.name, func(b *testing.B) {
+			l := k.new()
+			const G = 5000
+			m := map[uint64]uint64{}
+			delays := make([][]int64, G)
+			split(b, G, func(g, n int) {
+				r := rand.New(rand.NewPCG(10, uint64(g)))
+				var own []int64
+				for range n {
+					p := primes[r.IntN(len(primes))]
+					if ticket, d := lockT(l, true); ticket != 0 {
+						own = append(own, d)
+					}
+					m[p] = p
+					busyWait(time.Microsecond)
+					l.Unlock()
+					_ = factors(p)
+				}
+				delays[g] = own
+			})
+			b.StopTimer()
+			all := slices.Concat(delays...)
+			slices.Sort(all)
+			b.ReportMetric(100*float64(len(all))/float64(b.N), "queued-%")
+			if len(all) > 0 {
+				b.ReportMetric(float64(all[len(all)/2]), "delay-p50-ns")
+				b.ReportMetric(float64(all[len(all)*9/10]), "delay-p90-ns")
+			}
+		})
+	}
+}
+
+// BenchmarkLocality is the paper's validation experiment (section 5.4):
+// 1000 goroutines, each locking one of 4 resources at random. Reported:
+// share-% is the mean over the resources of the share of the resource's
+// critical sections that ran on its most frequent processor (P). With 2
+// Ps, 50 % is an even spread and 100 % is one P per resource.
+func BenchmarkLocality(b *testing.B) {
+	for _, k := range mutexKinds {
+		b.Run(k.name, func(b *testing.B) {
+			iters := max(b.N/1000, 1)
+			b.ResetTimer()
+			_, mean := localityRun(k.new, 1000, 4, iters, 100, 1000, 11)
+			b.ReportMetric(100*mean, "share-%")
+		})
+	}
+}
