@@ -2,7 +2,9 @@ package queue
 
 import (
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -135,8 +137,8 @@ func (f *fixture) check(t testing.TB, held map[*Item]bool) [][]*titem {
 	for _, n := range free {
 		mark(n, "free list")
 	}
-	if uint64(inUse) != st.InUse() {
-		t.Fatalf("%d nodes accounted for, counters say %d in use (%+v)", inUse, st.InUse(), st)
+	if uint64(inUse) != st.InUse {
+		t.Fatalf("%d nodes accounted for, counters say %d in use (%+v)", inUse, st.InUse, st)
 	}
 	if uint64(len(free)) != st.Returned+st.Fresh-st.Taken {
 		t.Fatalf("free list has %d nodes, counters say %d (%+v)", len(free), st.Returned+st.Fresh-st.Taken, st)
@@ -145,4 +147,20 @@ func (f *fixture) check(t testing.TB, held map[*Item]bool) [][]*titem {
 		t.Fatalf("%d nodes in use, bound items+queues+2·procs = %d", inUse, b)
 	}
 	return out
+}
+
+// watchdog bounds a stress round: a corrupted queue can make an operation
+// spin forever (a cycle in the list), which must fail the test, not hang it.
+const watchdog = 30 * time.Second
+
+// wait waits for wg or fails the test after the watchdog period.
+func wait(t testing.TB, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(watchdog):
+		t.Fatalf("%s: goroutines still running after %v; an operation is stuck", what, watchdog)
+	}
 }

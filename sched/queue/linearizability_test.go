@@ -125,7 +125,7 @@ func TestLinearizable(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		wait(t, &wg, "concurrent history")
 		for c, err := range errs {
 			if err != nil {
 				t.Fatalf("round %d client %d: %v", round, c, err)

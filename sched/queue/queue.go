@@ -1,28 +1,35 @@
 // Package queue is the scheduler's ready queue: an unbounded lock-free FIFO of
 // caller-owned items (tasks), Michael–Scott style, with hazard pointers per
-// processor and node reuse, as in "On the Design and Implementation of an
-// Efficient Lock-Free Scheduler" (Negele, Friedrich, Oh, Egger).
+// processor and node reuse, after "On the Design and Implementation of an
+// Efficient Lock-Free Scheduler" (Negele, Friedrich, Oh, Egger), Figs. 4–6.
 //
-// A Domain holds the per-processor hazard pointers and pooled nodes and the
-// node arena; every Queue that items move between must use the same Domain.
-// An item is either owned by its caller or in exactly one queue.
+// A Domain holds the node arena and, per processor, two hazard pointers and
+// two pooled nodes; all queues that items move between (ready queues, wait
+// queues) must share one Domain. An item is owned either by its caller or by
+// exactly one queue.
 //
-// Guarantees: Enqueue and Dequeue are lock-free and linearizable (so FIFO per
-// producer); the hazard scan that picks a node for reuse (acquire, Fig. 5 of
-// the paper) is wait-free: it exchanges at most 2·procs pooled nodes and
-// rescans. A dequeued item carries the queue's old dummy node away and reuses
-// it on its next Enqueue, so in steady state an Enqueue/Dequeue pair takes no
-// node from the arena, and the nodes ever out of the arena stay within
-// items + queues + 2·procs (one dummy per queue, two pool slots per processor).
+// Guarantees. Enqueue and Dequeue are lock-free and linearizable, hence FIFO
+// per producer. Picking a node for reuse (acquire, the paper's Fig. 5, used
+// by Enqueue and Release) has no retry on contention: it rescans the hazard
+// pointers only after exchanging its candidate for a pooled node, wait-free
+// as the paper argues. A dequeued item carries the queue's old dummy node
+// away and reuses it on its next Enqueue, so an Enqueue/Dequeue pair takes no
+// node from the arena in steady state, and the nodes out of the arena never
+// exceed items + queues + 2·procs (a dummy per queue, two pool slots per
+// processor). One deliberate change from Fig. 6: Enqueue drops its hazard
+// pointer after swinging the tail, not before (see swing).
 //
-// It is kernel-context code: no operation allocates on the Go heap, and no
-// pointer is ever stored in memory (nodes and items are linked by uintptr), so
-// there are no write barriers; it calls nothing but sync/atomic (no runtime
-// scheduler, no locks, no panics on valid input). In return the caller owns
-// all memory: the node arena, the Domain, the Queues and the items must not
-// move (not on a goroutine stack) and must stay alive while in use, and at
-// most one operation per processor index runs at a time (in the kernel:
-// interrupts off around queue operations).
+// It is kernel-context code, callable inside a trap with interrupts off while
+// the collector runs: no operation allocates on the Go heap; no pointer is
+// stored in memory (nodes and items are linked by uintptr), so there are no
+// write barriers; every function is nosplit and calls nothing in the runtime
+// (no scheduler, locks, bounds-check panics or stack growth: only inlined
+// sync/atomic). TestKernelContext checks all of this on the compiler output.
+// In return the caller owns all memory: the arena, Domain, Queues and items
+// must stay alive and must not move (not on a goroutine stack), and at most
+// one operation per processor index runs at a time (in the kernel: interrupts
+// off around queue operations, or separate processor slots for interrupt
+// handlers).
 package queue
 
 import (
@@ -106,15 +113,16 @@ type Domain struct {
 
 // Stats are a Domain's counters.
 type Stats struct {
-	Taken     uint64 // nodes handed out by the arena (fresh or released before)
-	Returned  uint64 // nodes given back to the arena by Release
+	Taken    uint64 // nodes handed out by the arena (fresh or released before)
+	Returned uint64 // nodes given back to the arena by Release
+
+	// InUse is Taken - Returned: the nodes in queues (a dummy per queue and
+	// one per queued item), carried by dequeued items, or pooled.
+	InUse uint64
+
 	Fresh     uint64 // arena nodes ever used: the arena's high-water mark
 	Exchanges uint64 // hazardous nodes exchanged for pooled ones
 }
-
-// InUse is the number of nodes out of the arena: in queues (one dummy per
-// queue plus one per queued item), carried by dequeued items, or pooled.
-func (s Stats) InUse() uint64 { return s.Taken - s.Returned }
 
 // Init prepares d for nprocs processors (1..MaxProcs) with the given node
 // arena (1 .. 1<<32-1 nodes). d and arena must stay alive and in place for
@@ -226,7 +234,8 @@ func (d *Domain) link(pr *proc, q *Queue, n uintptr) uintptr {
 // the hazard pointer on tail. The paper drops it first (Fig. 6, lines 18–19);
 // that leaves an ABA window: tail can be dequeued, reused and become q's tail
 // again before the CAS, which then moves the tail back onto a retired node
-// (TestHazardTailSwing shows the corruption).
+// (TestPaperOrderTailSwing replays it: an item enqueued on one queue comes
+// out of another).
 func (d *Domain) swing(pr *proc, q *Queue, tail, n uintptr) {
 	atomic.CompareAndSwapUintptr(&q.tail, tail, n)
 	atomic.StoreUintptr(&pr.hp1, 0)
@@ -248,10 +257,12 @@ func (d *Domain) Dequeue(p int, q *Queue) (*Item, error) {
 			continue
 		}
 		h := nodeAt(head)
-		// head cannot be reused while hp1 names it, so head.next only
-		// changes once, from 0: this loop runs at most twice.
+		// Protect next with hp2 (Fig. 6, lines 27–30). head cannot be
+		// reused while hp1 names it, so head.next changes at most once,
+		// from 0: this loop runs at most twice.
 		next := atomic.LoadUintptr(&h.next)
 		for {
+			atomic.StoreUintptr(&pr.hp2, next)
 			n := atomic.LoadUintptr(&h.next)
 			if n == next {
 				break
@@ -279,10 +290,11 @@ func (d *Domain) Dequeue(p int, q *Queue) (*Item, error) {
 	return it, nil
 }
 
-// Release takes back the node of it, which the caller owns and will not
-// enqueue again without a new node (a task that exits): the node, or a pooled
-// one exchanged for it if it is hazardous, returns to the arena. Wait-free
-// apart from the arena's free list (lock-free).
+// Release gives the node that it, owned by the caller, carries back to the
+// arena, for an item that leaves the queues for good (a task that exits). If
+// another processor's hazard pointer names the node, a pooled node exchanged
+// for it goes back instead. An item released and enqueued again takes a node
+// from the arena. Wait-free but for the arena's free list (lock-free).
 //
 //go:nosplit
 func (d *Domain) Release(it *Item) {
@@ -296,12 +308,14 @@ func (d *Domain) Release(it *Item) {
 // Stats returns d's counters. They are read one by one, so they are exact
 // only when no operation is running.
 func (d *Domain) Stats() Stats {
-	return Stats{
+	s := Stats{
 		Taken:     atomic.LoadUint64(&d.taken),
 		Returned:  atomic.LoadUint64(&d.returned),
 		Fresh:     uint64(atomic.LoadUintptr(&d.bump)),
 		Exchanges: atomic.LoadUint64(&d.exchanges),
 	}
+	s.InUse = s.Taken - s.Returned
+	return s
 }
 
 // Procs is the number of processor slots d was initialised with.

@@ -119,7 +119,7 @@ func TestRelease(t *testing.T) {
 		}
 	}
 	f.check(t, held)
-	if st := f.d.Stats(); st.Returned != 4 || st.InUse() != before.InUse()-4 {
+	if st := f.d.Stats(); st.Returned != 4 || st.InUse != before.InUse-4 {
 		t.Fatalf("after releasing 4 items: %+v (before %+v)", st, before)
 	}
 	// Re-enqueueing the items takes the released nodes, no fresh ones.
@@ -130,8 +130,8 @@ func TestRelease(t *testing.T) {
 		delete(held, &f.items[i].Item)
 	}
 	f.check(t, held)
-	if st := f.d.Stats(); st.Fresh != before.Fresh || st.InUse() != before.InUse() {
-		t.Fatalf("re-enqueue after Release: %+v, want Fresh %d and InUse %d", st, before.Fresh, before.InUse())
+	if st := f.d.Stats(); st.Fresh != before.Fresh || st.InUse != before.InUse {
+		t.Fatalf("re-enqueue after Release: %+v, want Fresh %d and InUse %d", st, before.Fresh, before.InUse)
 	}
 
 	// Release of an item whose node processor 1 still names: the node is

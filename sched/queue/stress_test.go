@@ -134,7 +134,7 @@ func TestProducersConsumers(t *testing.T) {
 						}
 					}()
 				}
-				wg.Wait()
+				wait(t, &wg, fmt.Sprintf("round %d", round))
 				for g, err := range errs {
 					if err != nil {
 						t.Fatalf("round %d goroutine %d: %v", round, g, err)
@@ -231,7 +231,7 @@ func TestMigration(t *testing.T) {
 						}
 					}()
 				}
-				wg.Wait()
+				wait(t, &wg, fmt.Sprintf("round %d", round))
 				for w, err := range errs {
 					if err != nil {
 						t.Fatalf("round %d worker %d: %v", round, w, err)
