@@ -98,7 +98,3 @@ func sysStats(p uintptr) Errno {
 	}
 	return 0
 }
-
-func runKtest(n int, out uintptr) (uintptr, Errno) {
-	return 0, ENOSYS
-}

@@ -30,7 +30,6 @@ const (
 // Yolk's own system calls, for the self-tests (outside Linux's numbering).
 const (
 	sysYolkStats    = 0x1000 // copy kernel counters to a0
-	sysYolkKtest    = 0x1001 // run kernel-context self-test a0, result to a1
 	sysYolkUnmapped = 0x1002 // number of syscalls answered ENOSYS so far
 )
 
@@ -128,8 +127,6 @@ func syscall(r *Regs) {
 		ret, err = sysGetrandom(a0, a1)
 	case sysYolkStats:
 		err = sysStats(a0)
-	case sysYolkKtest:
-		ret, err = runKtest(int(a0), a1)
 	case sysYolkUnmapped:
 		ret = uintptr(atomic.LoadUint64(&enosysN))
 	default:

@@ -147,5 +147,5 @@ type Stats struct {
 func ReadStats() Stats {
 	s := domain.Stats()
 	live := Live()
-	return Stats{Live: live, NodesInUse: s.InUse(), NodeBound: uint64(live + 1 + 2*NumCPU())}
+	return Stats{Live: live, NodesInUse: s.InUse, NodeBound: uint64(live + 1 + 2*NumCPU())}
 }
