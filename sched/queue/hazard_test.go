@@ -61,8 +61,8 @@ func TestAcquireExchange(t *testing.T) {
 	d.setHazard(1, 1, 0)
 	f.check(t, held)
 
-	// 3. A chain: a's node is named by proc 2's hp2, the node from proc 2's
-	// pool2 (empty: fresh) ... build proc 2's pool first.
+	// 3. Fill proc 2's pool2 the same way, for the chain below: proc 2's
+	// hp2 names a's node, the empty pool2 takes it, a gets a fresh node.
 	n2 := a.nodeAddr()
 	d.setHazard(2, 2, n2)
 	mustEnqueue(t, d, 0, q, a) // n2 → pool(2,2), fresh node
