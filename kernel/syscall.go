@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -30,6 +31,7 @@ const (
 // Yolk's own system calls, for the self-tests (outside Linux's numbering).
 const (
 	sysYolkStats    = 0x1000 // copy kernel counters to a0
+	sysYolkSwitch   = 0x1001 // a0 task-switch round trips, a1 != 0: save-everything variant; returns ns
 	sysYolkUnmapped = 0x1002 // number of syscalls answered ENOSYS so far
 )
 
@@ -127,6 +129,8 @@ func syscall(r *Regs) {
 		ret, err = sysGetrandom(a0, a1)
 	case sysYolkStats:
 		err = sysStats(a0)
+	case sysYolkSwitch:
+		ret, err = sysSwitchBench(int(a0), a1 != 0)
 	case sysYolkUnmapped:
 		ret = uintptr(atomic.LoadUint64(&enosysN))
 	default:
@@ -379,3 +383,25 @@ const (
 	archSetFS = 0x1002
 	archGetFS = 0x1003
 )
+
+// benchPartner is the kernel task the switch benchmark bounces to.
+var benchPartner uintptr
+
+func sysSwitchBench(n int, all bool) (uintptr, Errno) {
+	if n < 0 {
+		return 0, EINVAL
+	}
+	if benchPartner == 0 {
+		t := sched.Alloc()
+		if t == nil {
+			return 0, EAGAIN
+		}
+		lo, hi, ok := allocKStack(t.Index())
+		if !ok {
+			outOfMemory()
+		}
+		t.SetStack(lo, hi)
+		benchPartner = uintptr(unsafe.Pointer(t))
+	}
+	return uintptr(sched.SwitchBench(at[sched.Task](benchPartner), n, all)), 0
+}

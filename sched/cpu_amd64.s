@@ -23,3 +23,72 @@ TEXT ·swtch(SB),NOSPLIT,$0-24
 	MOVQ	0(BX), SP
 	MOVQ	8(BX), BP
 	RET
+
+// func swtchAll(from, to *Context, gp uintptr)
+//
+// The save-everything variant, for the benchmark only: it also saves every
+// general register, the flags and the FP/SSE state (FXSAVE), as a
+// conventional kernel switch does. A task saved by it must be resumed by it.
+TEXT ·swtchAll(SB),NOSPLIT,$0-24
+	MOVQ	from+0(FP), AX
+	MOVQ	to+8(FP), BX
+	MOVQ	gp+16(FP), CX
+	PUSHQ	BP
+	PUSHQ	BX
+	PUSHQ	DX
+	PUSHQ	SI
+	PUSHQ	DI
+	PUSHQ	R8
+	PUSHQ	R9
+	PUSHQ	R10
+	PUSHQ	R11
+	PUSHQ	R12
+	PUSHQ	R13
+	PUSHQ	R15
+	PUSHFQ
+	SUBQ	$528, SP
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXSAVE64	(DX)
+	MOVQ	SP, 0(AX)
+	MOVQ	BP, 8(AX)
+	MOVQ	CX, 24(GS)
+	MOVQ	0(BX), SP
+	MOVQ	8(BX), BP
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXRSTOR64	(DX)
+	ADDQ	$528, SP
+	POPFQ
+	POPQ	R15
+	POPQ	R13
+	POPQ	R12
+	POPQ	R11
+	POPQ	R10
+	POPQ	R9
+	POPQ	R8
+	POPQ	DI
+	POPQ	SI
+	POPQ	DX
+	POPQ	BX
+	POPQ	BP
+	RET
+
+// func fxsave(addr uintptr)
+TEXT ·fxsave(SB),NOSPLIT,$0-8
+	MOVQ	addr+0(FP), AX
+	FXSAVE64	(AX)
+	RET
+
+// benchEntry is the benchmark partner task's first PC.
+TEXT ·benchEntry(SB),NOSPLIT|NOFRAME,$0
+	CALL	·benchPartner(SB)
+	RET
+
+// func benchEntryPC() uintptr
+TEXT ·benchEntryPC(SB),NOSPLIT,$0-8
+	MOVQ	$·benchEntry(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET

@@ -55,3 +55,19 @@ func benchYield(b *testing.B) {
 	runtime.UnlockOSThread()
 	close(stop)
 }
+
+// benchSwitch times kernel task switches in the kernel: one op is a round
+// trip (two switches) between two kernel tasks, with the minimal switch or
+// the save-everything variant. The kernel times the loop with the TSC; the
+// one system call per b.N is left out.
+func benchSwitch(b *testing.B, all bool) {
+	v := uintptr(0)
+	if all {
+		v = 1
+	}
+	ns, _, e := syscall.Syscall(sysYolkSwitch, uintptr(b.N), v, 0)
+	if e != 0 {
+		b.Fatalf("switch benchmark syscall: %v", e)
+	}
+	b.ReportMetric(float64(ns)/float64(b.N), "ns/roundtrip")
+}

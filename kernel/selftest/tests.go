@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"testing"
 	"time"
 	"unsafe"
 
@@ -32,10 +33,12 @@ func init() {
 		{"TestCryptoRand", testCryptoRand},
 	}
 	benches = []bench{
-		{"BenchmarkSyscallGetpid", benchSyscall},
-		{"BenchmarkTimeNow", benchTimeNow},
-		{"BenchmarkChanPingPong", benchPingPong},
-		{"BenchmarkSchedYield", benchYield},
+		{"BenchmarkSyscallGetpid", benchSyscall, false},
+		{"BenchmarkTimeNow", benchTimeNow, false},
+		{"BenchmarkChanPingPong", benchPingPong, false},
+		{"BenchmarkSchedYield", benchYield, false},
+		{"BenchmarkTaskSwitchMinimal", func(b *testing.B) { benchSwitch(b, false) }, true},
+		{"BenchmarkTaskSwitchSaveAll", func(b *testing.B) { benchSwitch(b, true) }, true},
 	}
 }
 
@@ -50,6 +53,7 @@ type kernelStats struct {
 
 const (
 	sysYolkStats    = 0x1000
+	sysYolkSwitch   = 0x1001
 	sysYolkUnmapped = 0x1002
 )
 
