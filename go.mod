@@ -3,7 +3,7 @@ module yolk
 go 1.26.0
 
 require (
-	github.com/anishathalye/porcupine v1.3.1 // indirect
-	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	github.com/anishathalye/porcupine v1.3.1
+	golang.org/x/sync v0.24.0
+	golang.org/x/sys v0.49.0
 )

@@ -53,7 +53,11 @@ func kmain(info uintptr) {
 	kprintDec(int64(tsc.Hz() / 1e6))
 	kprint(" MHz, LAPIC timer ")
 	kprintDec(int64(lapicHz / 1e6))
-	kprint(" MHz, boot ")
+	kprint(" MHz")
+	if hasTSCDL {
+		kprint(" (TSC-deadline capable)")
+	}
+	kprint(", boot ")
 	kprintDec(nanotime() / 1e3)
 	kprint(" µs\n")
 
