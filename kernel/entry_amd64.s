@@ -94,6 +94,16 @@ TEXT ·syscallEntry(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	AX, 0(SP)
 	CALL	·syscall(SB)
 	ADDQ	$16, SP
+	// rt_sigreturn marks its frame (Vector != -1): every register must be
+	// restored, FP/SSE state from the address in Error, so leave by IRETQ.
+	CMPQ	128(SP), $-1
+	JEQ	fast
+	MOVQ	136(SP), AX
+	TESTQ	AX, AX
+	JZ	2(PC)
+	FXRSTOR64	(AX)
+	JMP	·trapReturn(SB)
+fast:
 	JMP	·userReturn(SB)
 
 // userReturn returns to user code from the Regs frame at SP: FS base from
@@ -125,11 +135,27 @@ TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	0(GS), AX
 	ADDQ	$48, AX
 	SETFS_AX
+	// The interrupted code's FP/SSE registers: the handler's Go code may
+	// use them. trap finds the area at (r-528+15)&^15.
 	MOVQ	SP, AX
+	SUBQ	$528, SP
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXSAVE64	(DX)
 	SUBQ	$16, SP
 	MOVQ	AX, 0(SP)
 	CALL	·trap(SB)
 	ADDQ	$16, SP
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXRSTOR64	(DX)
+	ADDQ	$528, SP
+	JMP	·trapReturn(SB)
+
+// trapReturn restores the Regs frame at SP and returns with IRETQ.
+TEXT ·trapReturn(SB),NOSPLIT|NOFRAME,$0
 	POPQ	AX
 	SETFS_AX
 	POPALL

@@ -48,6 +48,11 @@ func syscall(r *Regs) {
 	nr := uintptr(r.AX)
 	a0, a1, a2 := uintptr(r.DI), uintptr(r.SI), uintptr(r.DX)
 	a3, a4 := uintptr(r.R10), uintptr(r.R8)
+	if nr == unix.SYS_RT_SIGRETURN {
+		sysRtSigreturn(r)
+		r.FSBase = uint64(t.UserFS)
+		return
+	}
 	var ret uintptr
 	var err Errno
 	switch nr {
@@ -72,13 +77,11 @@ func syscall(r *Regs) {
 	case unix.SYS_MADVISE:
 		err = sysMadvise(a0, a1, int(a2))
 	case unix.SYS_RT_SIGACTION:
-		err = zeroUser(a2, 32)
+		err = sysRtSigaction(int(a0), a1, a2, a3)
 	case unix.SYS_RT_SIGPROCMASK:
-		err = zeroUser(a2, 8)
+		err = zeroUser(a2, 8) // no asynchronous signals: masks change nothing
 	case unix.SYS_SIGALTSTACK:
-		if err = zeroUser(a1, 24); err == 0 && a1 != 0 {
-			*at[int32](a1 + 8) = 2 // SS_DISABLE
-		}
+		err = sysSigaltstack(t, a0, a1)
 	case unix.SYS_SCHED_YIELD:
 		sched.Yield()
 	case unix.SYS_NANOSLEEP:
@@ -288,6 +291,7 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 		}
 		t.SetStack(lo, hi)
 	}
+	altStacks[t.Index()] = altStack{}
 	t.UserFS = sched.Current().UserFS
 	if flags&unix.CLONE_SETTLS != 0 {
 		t.UserFS = tls

@@ -1,6 +1,10 @@
 package kernel
 
 import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
 	"yolk/drivers/debugexit"
 	"yolk/drivers/lapic"
 	"yolk/drivers/x86"
@@ -28,10 +32,29 @@ func trap(r *Regs) {
 		fault(r, "trap nesting too deep")
 	}
 	p.tss.setIST(1, ist-istNest)
+	fx := (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 // trapCommon's FXSAVE area
 	switch v := r.Vector; {
 	case v == 14:
 		faultAddr = x86.CR2()
 		if !pageFault(faultAddr, r.Error) {
+			code := int32(segvMaperr)
+			if r.Error&1 != 0 {
+				code = segvAccerr
+			}
+			if !signalUser(r, fx, int(unix.SIGSEGV), code, faultAddr) {
+				fault(r, "")
+			}
+		}
+	case v == 13:
+		if !signalUser(r, fx, int(unix.SIGSEGV), siKernel, 0) {
+			fault(r, "")
+		}
+	case v == 0:
+		if !signalUser(r, fx, int(unix.SIGFPE), fpeIntdiv, uintptr(r.IP)) {
+			fault(r, "")
+		}
+	case v == 6:
+		if !signalUser(r, fx, int(unix.SIGILL), illIllopn, uintptr(r.IP)) {
 			fault(r, "")
 		}
 	case v == vecTimer:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,6 +31,7 @@ func init() {
 		{"TestUnknownSyscallENOSYS", testENOSYS},
 		{"TestSchedInvariants", testSchedInvariants},
 		{"TestPanicRecover", testPanicRecover},
+		{"TestNilDereferencePanics", testNilDeref},
 		{"TestCryptoRand", testCryptoRand},
 	}
 	benches = []bench{
@@ -347,5 +349,22 @@ func testCryptoRand(t *T) {
 	rand.Read(b)
 	if string(a) == string(b) {
 		t.Errorf("crypto/rand returned the same 32 bytes twice")
+	}
+}
+
+var nilPtr *int
+
+func testNilDeref(t *T) {
+	for i := 0; i < 3; i++ { // more than once: sigreturn must leave a sane state
+		func() {
+			defer func() {
+				r := recover()
+				err, ok := r.(runtime.Error)
+				if !ok || !strings.Contains(err.Error(), "nil pointer dereference") {
+					t.Errorf("recover() = %v, want a nil pointer dereference runtime.Error", r)
+				}
+			}()
+			*nilPtr = 1
+		}()
 	}
 }
