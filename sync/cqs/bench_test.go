@@ -44,6 +44,7 @@ func runOps(b *testing.B, g int, op func(r *prng)) {
 	const batch = 16
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < g; i++ {
 		wg.Add(1)
@@ -114,7 +115,7 @@ func BenchmarkSemaphore(b *testing.B) {
 	for _, k := range []int{1, 4, 16} {
 		for _, g := range []int{k, 32} {
 			for _, impl := range semImpls {
-				b.Run(fmt.Sprintf("permits=%d/g=%d/%s", k, g, impl.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("permits=%d/g=%d/impl=%s", k, g, impl.name), func(b *testing.B) {
 					s := impl.make(k)
 					runOps(b, g, func(r *prng) {
 						geoWork(r, 100)
@@ -134,22 +135,23 @@ func BenchmarkSemaphore(b *testing.B) {
 // with sync.Mutex and our Mutex for reference.
 func BenchmarkUncontended(b *testing.B) {
 	for _, impl := range semImpls {
-		b.Run(impl.name, func(b *testing.B) {
+		b.Run("impl="+impl.name, func(b *testing.B) {
 			s := impl.make(1)
+			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				s.acquire(bg)
 				s.release()
 			}
 		})
 	}
-	b.Run("cqs-mutex", func(b *testing.B) {
+	b.Run("impl=cqs-mutex", func(b *testing.B) {
 		m := NewMutex()
 		for i := 0; i < b.N; i++ {
 			m.Lock(bg)
 			m.Unlock()
 		}
 	})
-	b.Run("sync.Mutex", func(b *testing.B) {
+	b.Run("impl=sync.Mutex", func(b *testing.B) {
 		var m sync.Mutex
 		for i := 0; i < b.N; i++ {
 			m.Lock()
@@ -163,14 +165,14 @@ func BenchmarkUncontended(b *testing.B) {
 // the baseline without countDown.
 func BenchmarkLatch(b *testing.B) {
 	for _, g := range []int{2, 8} {
-		b.Run(fmt.Sprintf("g=%d/cqs", g), func(b *testing.B) {
+		b.Run(fmt.Sprintf("g=%d/impl=cqs", g), func(b *testing.B) {
 			l := NewCountDownLatch(b.N)
 			done := make(chan struct{})
 			go func() { l.Await(bg); close(done) }()
 			runOps(b, g, func(r *prng) { l.CountDown(); geoWork(r, 100) })
 			<-done
 		})
-		b.Run(fmt.Sprintf("g=%d/waitgroup", g), func(b *testing.B) {
+		b.Run(fmt.Sprintf("g=%d/impl=waitgroup", g), func(b *testing.B) {
 			var wg sync.WaitGroup
 			wg.Add(b.N)
 			done := make(chan struct{})
@@ -178,7 +180,7 @@ func BenchmarkLatch(b *testing.B) {
 			runOps(b, g, func(r *prng) { wg.Done(); geoWork(r, 100) })
 			<-done
 		})
-		b.Run(fmt.Sprintf("g=%d/work", g), func(b *testing.B) {
+		b.Run(fmt.Sprintf("g=%d/impl=work-only", g), func(b *testing.B) {
 			runOps(b, g, func(r *prng) { geoWork(r, 100) })
 		})
 	}
@@ -229,7 +231,7 @@ func BenchmarkPool(b *testing.B) {
 	}
 	for _, n := range []int{1, 4, 16} {
 		for _, impl := range impls {
-			b.Run(fmt.Sprintf("elems=%d/g=32/%s", n, impl.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("elems=%d/g=32/impl=%s", n, impl.name), func(b *testing.B) {
 				p := impl.make(n)
 				for e := 0; e < n; e++ {
 					p.put(e)
@@ -270,7 +272,8 @@ func BenchmarkCancel(b *testing.B) {
 	for _, mode := range []string{"done", "parked"} {
 		for _, queued := range []int{0, 1000} {
 			for _, impl := range impls {
-				b.Run(fmt.Sprintf("%s/queued=%d/%s", mode, queued, impl.name), func(b *testing.B) {
+				b.Run(fmt.Sprintf("mode=%s/queued=%d/impl=%s", mode, queued, impl.name), func(b *testing.B) {
+					b.ReportAllocs()
 					s := impl.make()
 					wctx, stop := context.WithCancel(bg)
 					var wg sync.WaitGroup

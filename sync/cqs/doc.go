@@ -37,17 +37,21 @@
 //     wins: either the waiter gets the value and succeeds, or the value
 //     goes to the next waiter or back to the primitive; nothing is lost or
 //     delivered twice.
-//   - Progress: Suspend, Async Resume and the pool operations are
-//     lock-free. A Sync Resume waits a bounded time for its Suspend, and,
-//     when it meets a waiter cancelled at that very moment, until that
-//     waiter's cancellation handler has run (the one blocking step).
-//     StackPool.Take may spin while a refused element is pushed back.
+//   - Progress: Suspend and Async Resume are lock-free (Fetch-and-Add
+//     on the contended path, CAS on the cell). A Sync Resume waits a
+//     bounded time for its Suspend, and, when it meets a waiter cancelled
+//     at that very moment, until that waiter's cancellation handler has
+//     run (the one blocking step). Put never waits; QueuePool.Take waits a
+//     bounded time for a late Put before both restart; StackPool.Take may
+//     spin while a refused element is pushed back.
 //   - Linearizability: Semaphore (with TryAcquire), Mutex and
-//     CountDownLatch are linearizable, cancelled operations counting as
-//     no-ops; the pools are linearizable as bags (checked against
-//     sequential specifications in this package's tests; the paper notes
-//     that its pools are not linearizable as queues or stacks, and neither
-//     are ours).
+//     CountDownLatch are meant to be linearizable, a cancelled operation
+//     counting as a no-op (Sync resumption exists for TryAcquire's sake);
+//     the pools as bags, not as queues or stacks (as the paper notes).
+//     This package's tests check random histories against sequential
+//     specifications and force the named races deterministically; the
+//     paper's Iris proofs cover safety, not linearizability, and nothing
+//     here is proven.
 //
 // # Costs
 //

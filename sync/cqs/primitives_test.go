@@ -172,3 +172,19 @@ func mustPanic(t *testing.T, what string, f func()) {
 	}()
 	f()
 }
+
+// The paper's suspend-and-abort cycle (ctx already done, no permit free)
+// goes through the queue without allocating, apart from a new segment
+// every SegmentSize cycles.
+func TestSuspendCancelAllocatesNothing(t *testing.T) {
+	s := NewSemaphore(0)
+	ctx := cancelled()
+	allocs := testing.AllocsPerRun(10*SegmentSize, func() {
+		if s.Acquire(ctx) == nil {
+			t.Fatal("acquired")
+		}
+	})
+	if allocs > 1.0/SegmentSize+0.01 {
+		t.Fatalf("%.3f allocations per cancelled Acquire, want ~1/%d (one segment)", allocs, SegmentSize)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Deterministic reproductions of the races the paper names, on the
@@ -321,5 +322,45 @@ func TestLatchCancelRacingOpen(t *testing.T) {
 	}
 	if _, vals := l.q.reachable(); vals != 0 {
 		t.Fatalf("%d values left in the queue", vals)
+	}
+}
+
+// Why Sync resumption waits for a cancellation handler instead of
+// delegating: a Release that returned has freed its permit, so a TryAcquire
+// after it must succeed even if the waiter it was meant for is being
+// cancelled at that moment (with delegation the permit would still be in
+// the cell and TryAcquire would fail: not linearizable).
+func TestSemaphoreReleaseRacingCancelThenTryAcquire(t *testing.T) {
+	s := NewSemaphore(1)
+	parked, c := notifyAt(hookParked, 1), stopAt(hookCancelled, 1)
+	waits := notifyAt(hookResumeWaitsHandler, 1)
+	install(&s.p.q, parked, c, waits)
+	s.Acquire(bg)
+	ctx, cancel := context.WithCancel(bg)
+	acq := make(chan error, 1)
+	go func() { acq <- s.Acquire(ctx) }()
+	parked.wait(t)
+	cancel()
+	c.wait(t)
+	released := make(chan struct{})
+	go func() { s.Release(); close(released) }()
+	select {
+	case <-released: // returned while the waiter's handler is held back
+		if !s.TryAcquire() {
+			t.Fatal("TryAcquire failed after Release returned, with nobody holding")
+		}
+		s.Release()
+	case <-waits.reached: // waits for the handler, as it must
+		pending(t, released, "Release")
+	case <-time.After(stuck):
+		t.Fatal("Release neither returned nor waited")
+	}
+	c.go_()
+	recv(t, released)
+	if !s.TryAcquire() {
+		t.Fatal("TryAcquire failed after Release returned, with nobody holding or waiting")
+	}
+	if err := recv(t, acq); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Acquire = %v", err)
 	}
 }
