@@ -48,6 +48,11 @@ func switchTo(next *Task, fin uint32) {
 		atomic.StoreUint32(&cur.state, stRunning)
 		return
 	}
+	// Invariant: only a ready task (or this CPU's idle task) may be switched
+	// to; anything else means a task would run twice.
+	if next.addr() != c.idle && atomic.LoadUint32(&next.state) != stReady {
+		die()
+	}
 	next.fin, next.prev = fin, cur.addr()
 	if fin != finNone {
 		atomic.StoreUint32(&cur.state, stLimbo)
@@ -83,7 +88,7 @@ func FinishSwitch() {
 func makeReady(t *Task) {
 	atomic.StoreUint32(&t.state, stReady)
 	if domain.Enqueue(This().ID, &ready, &t.item) != nil {
-		panicNoNodes()
+		die() // the arena is sized by the paper's bound: running out breaks it
 	}
 }
 
