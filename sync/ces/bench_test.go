@@ -4,9 +4,19 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// cpuTime is the process's user + system CPU time in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
 
 // Benchmarks reproducing the CES paper's evaluation at this machine's
 // scale. Results and commands: docs/sync-ces.md.
@@ -65,9 +75,17 @@ var mutexKinds = []lockKind{
 
 // split runs body(g, n) on G goroutines, n being goroutine g's share of
 // b.N iterations, and waits for all of them. The timer covers goroutine
-// start-up, as the paper's throughput includes task creation.
+// start-up, as the paper's throughput includes task creation. Besides
+// ns/op it reports cpu-ns/op, the process's CPU time (user + system, all
+// threads, including the runtime's) per op: wall time on this shared
+// machine depends on how much CPU the other tenants leave, CPU time much
+// less so.
 func split(b *testing.B, G int, body func(g, n int)) {
 	var wg sync.WaitGroup
+	cpu0 := cpuTime()
+	defer func() {
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	}()
 	b.ResetTimer()
 	for g := range G {
 		n := b.N / G
@@ -111,7 +129,7 @@ func fig8(b *testing.B, l sync.Locker, G int, cs time.Duration) {
 // iterations are spread over the 5000 goroutines.
 func BenchmarkFig8(b *testing.B) {
 	for _, k := range mutexKinds {
-		b.Run(k.name, func(b *testing.B) { fig8(b, k.new(), 5000, 0) })
+		b.Run("lock="+k.name, func(b *testing.B) { fig8(b, k.new(), 5000, 0) })
 	}
 }
 
@@ -121,7 +139,7 @@ func BenchmarkFig8(b *testing.B) {
 func BenchmarkCSLength(b *testing.B) {
 	for _, cs := range []time.Duration{0, 250 * time.Nanosecond, time.Microsecond, 2500 * time.Nanosecond, 7500 * time.Nanosecond} {
 		for _, k := range mutexKinds {
-			b.Run("cs="+cs.String()+"/"+k.name, func(b *testing.B) { fig8(b, k.new(), 5000, cs) })
+			b.Run("cs="+cs.String()+"/lock="+k.name, func(b *testing.B) { fig8(b, k.new(), 5000, cs) })
 		}
 	}
 }
@@ -148,7 +166,7 @@ func BenchmarkRW(b *testing.B) {
 		one  int // one writer in every `one` operations
 	}{{"writers=50%", 2}, {"writers=6.25%", 16}} {
 		for _, k := range kinds {
-			b.Run(wp.name+"/"+k.name, func(b *testing.B) {
+			b.Run(wp.name+"/lock="+k.name, func(b *testing.B) {
 				l := k.new()
 				m := map[uint64]uint64{}
 				for _, p := range primes {
@@ -185,7 +203,7 @@ func BenchmarkRW(b *testing.B) {
 // percentile; ns/op is the throughput as in BenchmarkCSLength.
 func BenchmarkQueuingDelay(b *testing.B) {
 	for _, k := range lockers {
-		b.Run(k.name, func(b *testing.B) {
+		b.Run("lock="+k.name, func(b *testing.B) {
 			l := k.new()
 			const G = 5000
 			m := map[uint64]uint64{}
@@ -224,11 +242,24 @@ func BenchmarkQueuingDelay(b *testing.B) {
 // Ps, 50 % is an even spread and 100 % is one P per resource.
 func BenchmarkLocality(b *testing.B) {
 	for _, k := range mutexKinds {
-		b.Run(k.name, func(b *testing.B) {
+		b.Run("lock="+k.name, func(b *testing.B) {
 			iters := max(b.N/1000, 1)
 			b.ResetTimer()
 			_, mean := localityRun(k.new, 1000, 4, iters, 100, 1000, 11)
 			b.ReportMetric(100*mean, "share-%")
+		})
+	}
+}
+
+// BenchmarkUncontended is one Lock/Unlock pair by a single goroutine.
+func BenchmarkUncontended(b *testing.B) {
+	for _, k := range mutexKinds {
+		b.Run("lock="+k.name, func(b *testing.B) {
+			l := k.new()
+			for b.Loop() {
+				l.Lock()
+				l.Unlock()
+			}
 		})
 	}
 }
