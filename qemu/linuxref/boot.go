@@ -1,0 +1,225 @@
+package linuxref
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config describes one boot of a Linux kernel whose initramfs holds the
+// program as /init.
+type Config struct {
+	QEMU    string        // qemu-system-x86_64
+	Kernel  string        // Linux bzImage (boot/vmlinuz-*)
+	Initrd  string        // newc cpio archive with /init (see WriteInitramfs)
+	Machine string        // "pc" (default), "q35" or "microvm"
+	Memory  string        // -m; default "128M"
+	SMP     int           // -smp; default 1
+	Quiet   bool          // pass "quiet": only kernel warnings and worse on the console
+	Params  []string      // more kernel parameters, e.g. "vdso=0"
+	Env     []string      // KEY=VALUE pairs for /init's environment
+	Args    []string      // /init's arguments
+	Timeout time.Duration // kill QEMU after this long; 0: never
+	Log     io.Writer     // the whole serial console, CRs removed; may be nil
+	Stderr  io.Writer     // QEMU's own stderr; may be nil
+}
+
+// Result is the outcome of one boot.
+type Result struct {
+	Lines       []string      // serial console lines, CRs removed
+	InitExited  bool          // Linux reported "Attempted to kill init!"
+	ExitStatus  int           // /init's exit status (valid when InitExited and InitSignal == 0)
+	InitSignal  int           // the signal that ended /init, 0 if it exited
+	Clocksource string        // the last "Switched to clocksource X" seen; "" with Quiet
+	TimedOut    bool          // QEMU was killed at the timeout
+	QEMUStatus  int           // QEMU's exit status; -1 if killed
+	Elapsed     time.Duration // QEMU start to end
+}
+
+// Cmdline returns the Linux kernel command line: the serial console, an
+// immediate reboot on panic (which -no-reboot turns into QEMU's exit when
+// /init ends), "quiet" if asked, c.Params, environment entries and, after
+// "--", /init's arguments.
+// Linux hands unknown KEY=VALUE parameters before "--" to init as its
+// environment and everything after "--" as its arguments. Linux splits at
+// spaces and treats double quotes specially, so tokens with white space,
+// quotes or NUL bytes are refused; so are keys with a dot (Linux takes those
+// for module parameters).
+func (c Config) Cmdline() (string, error) {
+	toks := []string{"console=ttyS0", "panic=-1"}
+	if c.Quiet {
+		toks = append(toks, "quiet")
+	}
+	for _, p := range c.Params {
+		if err := plainToken(p); err != nil {
+			return "", err
+		}
+		if p == "--" {
+			return "", errors.New(`kernel parameter "--" would end the parameters`)
+		}
+		toks = append(toks, p)
+	}
+	for _, kv := range c.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.Contains(k, ".") {
+			return "", fmt.Errorf("environment entry %q: want KEY=VALUE with a KEY without dots", kv)
+		}
+		if err := plainToken(kv); err != nil {
+			return "", err
+		}
+		toks = append(toks, kv)
+	}
+	toks = append(toks, "--")
+	for _, a := range c.Args {
+		if err := plainToken(a); err != nil {
+			return "", err
+		}
+		toks = append(toks, a)
+	}
+	return strings.Join(toks, " "), nil
+}
+
+func plainToken(s string) error {
+	if s == "" || strings.ContainsAny(s, " \t\r\n\"\x00") {
+		return fmt.Errorf("%q cannot be passed on the Linux command line (empty, white space, quote or NUL)", s)
+	}
+	return nil
+}
+
+// QEMUArgs returns QEMU's arguments for c (without the binary): TCG with
+// -cpu max, the same machine, memory, CPUs and devices as package qemu gives
+// a yolk image (isa-debug-exit included, which Linux leaves alone), plus the
+// initramfs.
+func QEMUArgs(c Config) ([]string, error) {
+	machine := c.Machine
+	if machine == "" {
+		// Not microvm: it has neither HPET nor ACPI PM timer, so Linux
+		// can calibrate its TSC only against the PIT, which fails on a
+		// loaded TCG host and leaves the boot hanging.
+		machine = "pc"
+	}
+	switch machine {
+	case "microvm", "pc", "q35":
+	default:
+		return nil, fmt.Errorf("machine %q: want microvm, pc or q35", machine)
+	}
+	mem := c.Memory
+	if mem == "" {
+		mem = "128M"
+	}
+	smp := c.SMP
+	if smp == 0 {
+		smp = 1
+	}
+	if c.Kernel == "" || c.Initrd == "" {
+		return nil, errors.New("linuxref: need a kernel and an initramfs")
+	}
+	cmdline, err := c.Cmdline()
+	if err != nil {
+		return nil, err
+	}
+	return []string{
+		"-machine", machine,
+		"-accel", "tcg",
+		"-cpu", "max",
+		"-m", mem,
+		"-smp", strconv.Itoa(smp),
+		"-nodefaults", "-no-user-config",
+		"-display", "none",
+		"-no-reboot",
+		"-serial", "stdio",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+		"-kernel", c.Kernel,
+		"-append", cmdline,
+		"-initrd", c.Initrd,
+	}, nil
+}
+
+var (
+	killInitRe    = regexp.MustCompile(`Attempted to kill init! exitcode=0x([0-9a-f]{8})`)
+	clocksourceRe = regexp.MustCompile(`clocksource: Switched to clocksource (\S+)`)
+)
+
+// Observe updates r from one console line: the panic Linux raises when init
+// ends (its wait status gives /init's exit status or signal) and clocksource
+// switches.
+func (r *Result) Observe(line string) {
+	if m := killInitRe.FindStringSubmatch(line); m != nil {
+		ws, _ := strconv.ParseUint(m[1], 16, 32)
+		r.InitExited = true
+		r.InitSignal = int(ws & 0x7f)
+		r.ExitStatus = int(ws>>8) & 0xff
+	}
+	if m := clocksourceRe.FindStringSubmatch(line); m != nil {
+		r.Clocksource = m[1]
+	}
+}
+
+// Run boots c and returns when QEMU ends or the timeout passes. The error is
+// non-nil when QEMU could not be started, was killed at the timeout, or
+// ended without Linux reporting that /init exited (a kernel that did not
+// boot, a missing console, an initramfs it could not unpack).
+func Run(ctx context.Context, c Config) (*Result, error) {
+	args, err := QEMUArgs(c)
+	if err != nil {
+		return nil, err
+	}
+	qemuBin := c.QEMU
+	if qemuBin == "" {
+		qemuBin = "qemu-system-x86_64"
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, qemuBin, args...)
+	cmd.Stderr = c.Stderr
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", qemuBin, err)
+	}
+	r := &Result{}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.ReplaceAll(sc.Text(), "\r", "")
+		r.Lines = append(r.Lines, line)
+		r.Observe(line)
+		if c.Log != nil {
+			io.WriteString(c.Log, line+"\n")
+		}
+	}
+	waitErr := cmd.Wait()
+	r.Elapsed = time.Since(start)
+	r.QEMUStatus = cmd.ProcessState.ExitCode()
+	switch {
+	case c.Timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		r.TimedOut = true
+		return r, fmt.Errorf("linuxref: Linux guest did not finish within %v (last console line: %q)", c.Timeout, last(r.Lines))
+	case ctx.Err() != nil:
+		return r, ctx.Err()
+	case !r.InitExited:
+		return r, fmt.Errorf("linuxref: QEMU ended (%v) without Linux reporting the end of /init (last console line: %q)", waitErr, last(r.Lines))
+	}
+	return r, nil
+}
+
+func last(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[len(lines)-1]
+}

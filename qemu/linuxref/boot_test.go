@@ -1,0 +1,211 @@
+package linuxref
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"yolk/qemu"
+)
+
+func TestCmdline(t *testing.T) {
+	c := Config{Params: []string{"vdso=0"}, Env: []string{"GODEBUG=x=1"}, Args: []string{"-run", "^$", "-bench", "."}}
+	got, err := c.Cmdline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "console=ttyS0 panic=-1 vdso=0 GODEBUG=x=1 -- -run ^$ -bench ."; got != want {
+		t.Errorf("Cmdline = %q, want %q", got, want)
+	}
+	c = Config{Quiet: true}
+	if got, _ := c.Cmdline(); got != "console=ttyS0 panic=-1 quiet --" {
+		t.Errorf("quiet, no args: %q", got)
+	}
+	for _, bad := range []Config{
+		{Args: []string{"two words"}},
+		{Args: []string{`a"b`}},
+		{Args: []string{""}},
+		{Args: []string{"nul\x00"}},
+		{Env: []string{"NOEQUALS"}},
+		{Env: []string{"=v"}},
+		{Env: []string{"mod.param=1"}},
+		{Env: []string{"K=two words"}},
+		{Params: []string{"--"}},
+		{Params: []string{"a b"}},
+	} {
+		if s, err := bad.Cmdline(); err == nil {
+			t.Errorf("%+v accepted as %q", bad, s)
+		}
+	}
+}
+
+// TestSameQEMUConfiguration asserts that the Linux boot differs from a yolk
+// boot on the same machine only in what QEMU loads: the kernel file, the
+// command line and the initramfs.
+func TestSameQEMUConfiguration(t *testing.T) {
+	for _, m := range []string{"microvm", "pc", "q35"} {
+		lx, err := QEMUArgs(Config{Machine: m, Kernel: "vmlinuz", Initrd: "initrd.cpio", Args: []string{"-bench", "."}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		yk, err := qemu.QEMUArgs(qemu.Config{Machine: m, Accel: "tcg", Image: "vmlinuz", Args: []string{"-bench", "."}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		strip := func(a []string) []string {
+			var out []string
+			for i := 0; i < len(a); i++ {
+				if a[i] == "-append" || a[i] == "-initrd" {
+					i++
+					continue
+				}
+				out = append(out, a[i])
+			}
+			return out
+		}
+		if !slices.Equal(strip(lx), strip(yk)) {
+			t.Errorf("%s: Linux boot\n%q\nyolk boot\n%q", m, lx, yk)
+		}
+		if i := slices.Index(lx, "-initrd"); i < 0 || lx[i+1] != "initrd.cpio" {
+			t.Errorf("%s: no -initrd initrd.cpio in %q", m, lx)
+		}
+	}
+	lx, _ := QEMUArgs(Config{Kernel: "k", Initrd: "i"})
+	if i := slices.Index(lx, "-machine"); lx[i+1] != "pc" {
+		t.Errorf("default machine %q, want pc", lx[i+1])
+	}
+	if _, err := QEMUArgs(Config{Machine: "virt", Kernel: "k", Initrd: "i"}); err == nil {
+		t.Error("machine virt accepted")
+	}
+	if _, err := QEMUArgs(Config{Kernel: "k"}); err == nil {
+		t.Error("missing initramfs accepted")
+	}
+}
+
+func TestObserve(t *testing.T) {
+	cases := []struct {
+		line           string
+		exited         bool
+		status, signal int
+	}{
+		{"[    3.459469] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000000", true, 0, 0},
+		{"[    3.4] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100", true, 1, 0},
+		{"[    3.4] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000200", true, 2, 0},
+		{"[    3.4] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000009", true, 0, 9},
+		{"[    3.4] Kernel panic - not syncing: VFS: Unable to mount root fs", false, 0, 0},
+		{"BenchmarkX-1 1 2 ns/op", false, 0, 0},
+	}
+	for _, c := range cases {
+		var r Result
+		r.Observe(c.line)
+		if r.InitExited != c.exited || r.ExitStatus != c.status || r.InitSignal != c.signal {
+			t.Errorf("%q: exited %v status %d signal %d, want %v %d %d",
+				c.line, r.InitExited, r.ExitStatus, r.InitSignal, c.exited, c.status, c.signal)
+		}
+	}
+	var r Result
+	r.Observe("[    0.9] clocksource: Switched to clocksource tsc-early")
+	r.Observe("[    2.1] clocksource: Switched to clocksource tsc")
+	if r.Clocksource != "tsc" {
+		t.Errorf("clocksource %q, want the last one, tsc", r.Clocksource)
+	}
+}
+
+func TestBenchLines(t *testing.T) {
+	log := []string{
+		"[    1.7] Run /init as init process",
+		"goos: linux",
+		"goarch: amd64",
+		"pkg: yolk/kernel/selftest",
+		"BenchmarkSyscallGetpid-1\t 2541082\t       466.4 ns/op\t       0 B/op\t       0 allocs/op\r",
+		"[    2.1] clocksource: Switched to clocksource tsc",
+		"BenchmarkTimeNow-1\t 66643[    2.2] some kernel message",
+		"66\t  181.7 ns/op",
+		"BenchmarkTaskSwitchMinimal-1\t23259488\t        51.57 ns/op\t        51.57 ns/roundtrip",
+		"BenchmarkTimeNow-1\t 6664366\t       181.7 ns/op",
+		"PASS",
+	}
+	out, names := BenchLines(log)
+	wantNames := []string{"BenchmarkSyscallGetpid-1", "BenchmarkTaskSwitchMinimal-1", "BenchmarkTimeNow-1"}
+	if !slices.Equal(names, wantNames) {
+		t.Errorf("names %q, want %q", names, wantNames)
+	}
+	if len(out) != 6 || out[0] != "goos: linux" || strings.HasSuffix(out[3], "\r") {
+		t.Errorf("lines %q", out)
+	}
+}
+
+func TestKernelDependency(t *testing.T) {
+	meta := "linux-image-cloud-amd64\n  Depends: linux-image-6.1.0-56-cloud-amd64\n"
+	if got, err := kernelDependency(meta, "linux-image-cloud-amd64"); err != nil || got != "linux-image-6.1.0-56-cloud-amd64" {
+		t.Errorf("meta package: %q, %v", got, err)
+	}
+	versioned := "linux-image-6.1.0-56-cloud-amd64\n  Depends: kmod\n  Depends: linux-base\n  Recommends: apparmor\n"
+	if got, err := kernelDependency(versioned, "linux-image-6.1.0-56-cloud-amd64"); err != nil || got != "linux-image-6.1.0-56-cloud-amd64" {
+		t.Errorf("versioned package: %q, %v", got, err)
+	}
+	if got, err := kernelDependency("hello\n  Depends: libc6\n", "hello"); err == nil {
+		t.Errorf("non-kernel package resolved to %q", got)
+	}
+}
+
+// fakeQEMU writes an executable shell script that stands in for QEMU.
+func fakeQEMU(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "qemu")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRunFakeQEMU(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Fatalf("the fake QEMU needs /bin/sh: %v", err)
+	}
+	base := Config{Kernel: "k", Initrd: "i", Args: []string{"-bench", "."}, Timeout: 20 * time.Second}
+	ctx := context.Background()
+
+	c := base
+	c.QEMU = fakeQEMU(t, `printf 'booting\r\n[ 2.1] clocksource: Switched to clocksource tsc\r\nBenchmarkA-1\t10\t5.0 ns/op\r\n'
+printf '[ 3.4] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000300\r\n'`)
+	var log strings.Builder
+	c.Log = &log
+	r, err := Run(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.InitExited || r.ExitStatus != 3 || r.Clocksource != "tsc" || len(r.Lines) != 4 || r.Lines[2] != "BenchmarkA-1\t10\t5.0 ns/op" {
+		t.Errorf("result %+v", r)
+	}
+	if strings.Contains(log.String(), "\r") || !strings.HasPrefix(log.String(), "booting\n") {
+		t.Errorf("log %q", log.String())
+	}
+
+	c = base
+	c.QEMU = fakeQEMU(t, `echo "qemu: could not load kernel" >&2; exit 1`)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	if r, err := Run(ctx, c); err == nil || r.InitExited {
+		t.Errorf("QEMU failure not reported: %+v, %v", r, err)
+	}
+	if !strings.Contains(stderr.String(), "could not load kernel") {
+		t.Errorf("QEMU's stderr not passed on: %q", stderr.String())
+	}
+
+	c = base
+	c.Timeout = 300 * time.Millisecond
+	c.QEMU = fakeQEMU(t, `echo started; exec sleep 30`)
+	start := time.Now()
+	r, err = Run(ctx, c)
+	if err == nil || r == nil || !r.TimedOut || !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("timeout not reported: %+v, %v", r, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Run returned %v after a 300ms timeout", d)
+	}
+}

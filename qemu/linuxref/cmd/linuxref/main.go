@@ -1,0 +1,261 @@
+// Command linuxref boots the same Go program on Linux and on yolk in the
+// same QEMU configuration (TCG, -cpu max, -m 128M, -smp 1, one machine type)
+// and writes both sides' benchmark lines for benchstat.
+//
+//	go run ./qemu/linuxref/cmd/linuxref [-machine pc|q35|microvm] [-count 5]
+//	    [-out out/linuxref] [-kernel vmlinuz] [-timeout 2m] [-quiet]
+//	    [-params "vdso=0"] [guest args]
+//
+// The program is yolk's self-test image (./kernel/selftest): built as an
+// ordinary static linux/amd64 binary, it is /init of an initramfs under a
+// Linux kernel taken from Debian's packages (linux-image-cloud-amd64,
+// downloaded with apt-get into the output directory, never installed);
+// built with the yolk kernel, it is the yolk image. Each of -count rounds
+// boots both, alternating which goes first. Guest arguments default to
+// "-run ^$ -bench .".
+//
+// Output in -out/<machine>/: linux.txt and yolk.txt (benchmark lines of every
+// round, for "benchstat linux.txt yolk.txt"), linux-N.log and yolk-N.log (the
+// whole serial console of round N), info.txt (kernel package, QEMU, Go,
+// clocksource per Linux boot). Exit status 1 on any failed boot.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"yolk/qemu"
+	"yolk/qemu/image"
+	"yolk/qemu/linuxref"
+)
+
+func main() {
+	machine := flag.String("machine", "pc", "QEMU machine for both sides: pc, q35 or microvm (see docs/kernel-amd64.md)")
+	count := flag.Int("count", 5, "rounds; each boots Linux and yolk once")
+	outDir := flag.String("out", "out/linuxref", "output directory (results go to <out>/<machine>)")
+	kernelPath := flag.String("kernel", "", "Linux bzImage to use instead of fetching Debian's")
+	pkg := flag.String("package", linuxref.DefaultPackage, "Debian kernel package (meta or versioned)")
+	timeout := flag.Duration("timeout", 2*time.Minute, "per-boot timeout")
+	quiet := flag.Bool("quiet", false, "boot Linux with \"quiet\" (then the clocksource is not reported)")
+	params := flag.String("params", "", "more Linux kernel parameters, space-separated (e.g. \"vdso=0\")")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: linuxref [flags] [guest args]")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	args := flag.Args()
+	if len(args) == 0 {
+		args = []string{"-run", "^$", "-bench", "."}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	lc := linuxref.Config{Machine: *machine, Quiet: *quiet, Params: strings.Fields(*params), Args: args, Timeout: *timeout}
+	if err := compare(ctx, lc, *count, *outDir, *kernelPath, *pkg); err != nil {
+		fmt.Fprintf(os.Stderr, "linuxref: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func compare(ctx context.Context, lc linuxref.Config, count int, outDir, kernelPath, pkg string) error {
+	qemuBin, err := qemu.FindQEMU()
+	if err != nil {
+		return err
+	}
+	machine, args := lc.Machine, lc.Args
+	if _, err := lc.Cmdline(); err != nil {
+		return err
+	}
+	dir := filepath.Join(outDir, machine)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+
+	kernelDesc := kernelPath
+	if kernelPath == "" {
+		k, err := linuxref.FetchKernel(ctx, filepath.Join(outDir, "kernel"), pkg)
+		if err != nil {
+			return err
+		}
+		kernelPath = k.Path
+		kernelDesc = fmt.Sprintf("%s %s (%s)", k.Package, k.Version, filepath.Base(k.Path))
+	}
+	fmt.Printf("linuxref: kernel %s\n", kernelDesc)
+
+	root, err := image.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	linuxBin := filepath.Join(outDir, "selftest-linux")
+	build := exec.CommandContext(ctx, "go", "build", "-o", mustAbs(linuxBin), "./kernel/selftest")
+	build.Dir = root
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build ./kernel/selftest for Linux: %w", err)
+	}
+	prog, err := os.ReadFile(linuxBin)
+	if err != nil {
+		return err
+	}
+	var initrd bytes.Buffer
+	if err := linuxref.WriteInitramfs(&initrd, prog); err != nil {
+		return err
+	}
+	initrdPath := filepath.Join(outDir, "initrd.cpio")
+	if err := os.WriteFile(initrdPath, initrd.Bytes(), 0o644); err != nil {
+		return err
+	}
+	yolkImage := filepath.Join(outDir, "selftest.elf")
+	if _, err := image.Build(ctx, "./kernel/selftest", image.Options{Output: yolkImage}); err != nil {
+		return fmt.Errorf("building the yolk image: %w", err)
+	}
+
+	var linuxTxt, yolkTxt, info bytes.Buffer
+	fmt.Fprintf(&info, "machine: %s\naccel: tcg\ncpu: max\nmemory: 128M\nsmp: 1\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
+		machine, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
+	cmdline, _ := lc.Cmdline()
+	fmt.Fprintf(&info, "linux command line: %s\n", cmdline)
+	fmt.Fprintf(&info, "load average at start: %s\n", loadavg())
+	var wantNames []string
+	for round := 1; round <= count; round++ {
+		sides := []string{"linux", "yolk"}
+		if round%2 == 0 {
+			sides = []string{"yolk", "linux"}
+		}
+		for _, side := range sides {
+			logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", side, round))
+			var lines []string
+			var note string
+			var err error
+			if side == "linux" {
+				c := lc
+				c.QEMU, c.Kernel, c.Initrd = qemuBin, kernelPath, initrdPath
+				lines, note, err = bootLinux(ctx, c, logPath)
+			} else {
+				lines, note, err = bootYolk(ctx, qemuBin, yolkImage, machine, lc.Timeout, args, logPath)
+			}
+			if err != nil {
+				return fmt.Errorf("%s round %d: %w (console in %s)", side, round, err, logPath)
+			}
+			bench, names := linuxref.BenchLines(lines)
+			if len(names) == 0 {
+				return fmt.Errorf("%s round %d: no benchmark lines (console in %s)", side, round, logPath)
+			}
+			if side == "linux" {
+				if wantNames == nil {
+					wantNames = names
+				} else if !slices.Equal(names, wantNames) {
+					return fmt.Errorf("linux round %d: benchmarks %v, round 1 had %v; a kernel message may have split a line (console in %s)",
+						round, names, wantNames, logPath)
+				}
+			}
+			buf := &yolkTxt
+			if side == "linux" {
+				buf = &linuxTxt
+			}
+			buf.WriteString(strings.Join(bench, "\n") + "\n")
+			fmt.Fprintf(&info, "round %d %s: %s\n", round, side, note)
+			fmt.Printf("linuxref: round %d %s: %d benchmarks, %s\n", round, side, len(names), note)
+		}
+	}
+	fmt.Fprintf(&info, "load average at end: %s\n", loadavg())
+	for name, b := range map[string]*bytes.Buffer{"linux.txt": &linuxTxt, "yolk.txt": &yolkTxt, "info.txt": &info} {
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("linuxref: wrote %s; compare with:\n  go run golang.org/x/perf/cmd/benchstat@latest %s %s\n",
+		dir, filepath.Join(dir, "linux.txt"), filepath.Join(dir, "yolk.txt"))
+	return nil
+}
+
+func bootLinux(ctx context.Context, c linuxref.Config, logPath string) ([]string, string, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, "", err
+	}
+	defer log.Close()
+	var stderr bytes.Buffer
+	c.Log, c.Stderr = log, &stderr
+	r, err := linuxref.Run(ctx, c)
+	if err != nil {
+		if s := strings.TrimSpace(stderr.String()); s != "" {
+			err = fmt.Errorf("%w; QEMU: %s", err, s)
+		}
+		return nil, "", err
+	}
+	if r.InitSignal != 0 {
+		return nil, "", fmt.Errorf("/init killed by signal %d", r.InitSignal)
+	}
+	if r.ExitStatus != 0 {
+		return nil, "", fmt.Errorf("/init exited with status %d", r.ExitStatus)
+	}
+	cs := r.Clocksource
+	if cs == "" {
+		cs = "not reported"
+	}
+	return r.Lines, fmt.Sprintf("boot to exit %.1fs, clocksource %s", r.Elapsed.Seconds(), cs), nil
+}
+
+func bootYolk(ctx context.Context, qemuBin, img, machine string, timeout time.Duration,
+	args []string, logPath string) ([]string, string, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, "", err
+	}
+	defer log.Close()
+	var lines []string
+	var stderr bytes.Buffer
+	r, err := qemu.Run(ctx, qemu.Config{
+		QEMU: qemuBin, Image: img, Machine: machine, Accel: "tcg",
+		Timeout: timeout, Args: args, Stdout: log, Stderr: &stderr,
+		OnLine: func(l string) { lines = append(lines, strings.TrimRight(l, "\r")) },
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if r.ExitCode != 0 {
+		return nil, "", fmt.Errorf("exit status %d: %s %s", r.ExitCode, strings.Join(r.Messages, "; "), strings.TrimSpace(stderr.String()))
+	}
+	return lines, fmt.Sprintf("boot to exit %.1fs", r.Elapsed.Seconds()), nil
+}
+
+func qemuVersion(bin string) string {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return bin
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return first
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func mustAbs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
