@@ -93,6 +93,14 @@ func setupCPU(id int) {
 	}
 	loadTable(false, uintptr(unsafe.Pointer(&idt[0])), int(unsafe.Sizeof(idt)))
 
+	// The trap stacks must never fault (a fault while pushing a trap frame
+	// is a double fault): touch them so demand-paged BSS keeps them.
+	for i := 0; i < len(p.istTrap); i += pageSize {
+		p.istTrap[i] = 0
+	}
+	for i := 0; i < len(p.istFatal); i += pageSize {
+		p.istFatal[i] = 0
+	}
 	c := sched.This()
 	lo := uintptr(unsafe.Pointer(&p.istTrap[0]))
 	c.TrapG.SetStack(lo, lo+uintptr(len(p.istTrap)))

@@ -218,3 +218,8 @@ TEXT ·getcallerpc(SB),NOSPLIT,$0-8
 	MOVQ	8(BP), AX
 	MOVQ	AX, ret+0(FP)
 	RET
+
+TEXT ·bssStart(SB),NOSPLIT,$0-8
+	MOVQ	$runtime·bss(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET

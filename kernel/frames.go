@@ -5,9 +5,10 @@ import (
 )
 
 // Physical memory: 4 KiB frames from the firmware's RAM regions above the
-// image, handed out by bumping through the regions first and then from a
-// free list threaded through the free frames themselves (all RAM is
-// identity-mapped).
+// image, and the image's BSS pages nobody touched at boot (bss.go), handed
+// out by bumping through the regions first and then from a free list
+// threaded through the free frames themselves, reached through the physical
+// map (physmap.go).
 
 const pageSize = 4096
 
@@ -55,7 +56,7 @@ func allocFrame() uintptr {
 	frameLock.Lock()
 	f := freeList
 	if f != 0 {
-		freeList = *at[uintptr](f)
+		freeList = *at[uintptr](phys(f))
 	} else {
 		for i := 0; i < nregions; i++ {
 			if r := &regions[i]; r.next < r.end {
@@ -70,7 +71,7 @@ func allocFrame() uintptr {
 	}
 	frameLock.Unlock()
 	if f != 0 {
-		clear(bytesAt(f, pageSize))
+		clear(bytesAt(phys(f), pageSize))
 	}
 	return f
 }
@@ -78,7 +79,7 @@ func allocFrame() uintptr {
 // freeFrame returns frame f.
 func freeFrame(f uintptr) {
 	frameLock.Lock()
-	*at[uintptr](f) = freeList
+	*at[uintptr](phys(f)) = freeList
 	freeList = f
 	framesFree++
 	frameLock.Unlock()

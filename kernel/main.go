@@ -31,8 +31,10 @@ func kmain(info uintptr) {
 	}
 	probeCPU()
 	c := sched.InitCPU(0)
-	setupCPU(0)
 	framesInit(&bootInfo)
+	physInit()
+	bssSplit() // before setupCPU: the tables it writes must count as touched
+	setupCPU(0)
 	timeInit()
 	parseCmdline(bootInfo.Cmdline)
 	unmapLow()
@@ -46,10 +48,13 @@ func kmain(info uintptr) {
 	syscallInit()
 	filesInit()
 	rngState = tsc.Base()
+	bssReclaim()
 
 	klog("boot: ")
 	kprintDec(framesAll * pageSize >> 20)
-	kprint(" MiB RAM free, TSC ")
+	kprint(" MiB RAM free (")
+	kprintDec(bssReclaimed * pageSize >> 20)
+	kprint(" MiB of it untouched BSS, now demand-paged), TSC ")
 	kprintDec(int64(tsc.Hz() / 1e6))
 	kprint(" MHz, LAPIC timer ")
 	kprintDec(int64(lapicHz / 1e6))

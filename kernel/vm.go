@@ -45,7 +45,7 @@ var (
 func walk(va uintptr, create bool) uintptr {
 	table := boot.PageTableRoot()
 	for shift := uint(39); shift > 12; shift -= 9 {
-		e := at[uint64](table + (va>>shift)&511*8)
+		e := at[uint64](phys(table) + (va>>shift)&511*8)
 		if *e&ptePresent == 0 {
 			if !create {
 				return 0
@@ -60,7 +60,7 @@ func walk(va uintptr, create bool) uintptr {
 		}
 		table = uintptr(*e & pteAddr)
 	}
-	return table + (va>>12)&511*8
+	return phys(table) + (va>>12)&511*8
 }
 
 // mapPage maps va to frame f.
@@ -263,6 +263,9 @@ func pageFault(addr uintptr, code uint64) bool {
 		return false
 	}
 	page := addr &^ (pageSize - 1)
+	if page >= bssLazyLo && page < bssLazyHi {
+		return bssFault(page)
+	}
 	vmLock.Lock()
 	defer vmLock.Unlock()
 	i := findVMA(page)
@@ -304,9 +307,7 @@ const lowGuard = 2 << 20
 // unmapLow removes the identity mapping of [0, 2 MiB) once the boot data
 // there (PVH start info, memory map, command line) has been read.
 func unmapLow() {
-	pdpt := uintptr(*at[uint64](boot.PageTableRoot()) & pteAddr)
-	pd := uintptr(*at[uint64](pdpt) & pteAddr)
-	*at[uint64](pd) = 0
+	*at[uint64](identityPDE(0)) = 0
 	x86.Invlpg(0)
 	x86.SetCR3(x86.CR3())
 }

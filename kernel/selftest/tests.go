@@ -23,6 +23,7 @@ func init() {
 		{"TestMemoryReserveCommit", testMemoryReserveCommit},
 		{"TestMemoryPartialUnmap", testMemoryPartialUnmap},
 		{"TestMemoryDontNeedZeroes", testMemoryDontNeed},
+		{"TestMemoryBSSDemandPaged", testBSSDemandPaged},
 		{"TestTimerSleepAccuracy", testSleepAccuracy},
 		{"TestTimersChannels", testTimersChannels},
 		{"TestFutexTimeout", testFutexTimeout},
@@ -367,4 +368,27 @@ func testNilDeref(t *T) {
 			*nilPtr = 1
 		}()
 	}
+}
+
+// bigBSS is 8 MiB of BSS the program has not touched before the test.
+var bigBSS [8 << 20]byte
+
+func testBSSDemandPaged(t *T) {
+	before := stats(t)
+	for i := 0; i < 1<<20; i += 4096 {
+		if bigBSS[i] != 0 {
+			t.Fatalf("fresh BSS byte %d = %#x", i, bigBSS[i])
+		}
+		bigBSS[i] = byte(i>>12) | 1
+	}
+	after := stats(t)
+	if used := before.FramesFree - after.FramesFree; used < 256 {
+		t.Errorf("touching 256 untouched BSS pages used %d frames: BSS is not demand-paged", used)
+	}
+	for i := 0; i < 1<<20; i += 4096 {
+		if bigBSS[i] != byte(i>>12)|1 {
+			t.Fatalf("BSS byte %d lost its value", i)
+		}
+	}
+	t.Logf("256 pages touched, %d frames taken", before.FramesFree-after.FramesFree)
 }

@@ -1,0 +1,108 @@
+package kernel
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"yolk/drivers/x86"
+)
+
+// Demand-paged BSS. QEMU loads the image with its BSS zeroed in RAM, and the
+// boot page tables map it with 2 MiB pages, so every BSS byte costs RAM even
+// if nothing ever touches it (Go 1.26's crypto DRBG alone reserves 32 MiB).
+// At boot the BSS is remapped with 4 KiB pages; just before the runtime
+// starts, every page the CPU has not marked accessed goes back to the frame
+// allocator and is backed again, with a fresh zeroed frame, when first
+// touched — as Linux does for a program's BSS.
+//
+// Rule for kernel code: a BSS page the boot did not touch may fault later,
+// in kernel context. That is fine anywhere except where a fault cannot be
+// taken: an IST stack (setupCPU touches them) and the code before a CPU has
+// its IDT.
+
+const pteAccessed = 1 << 5
+
+var (
+	bssLazyLo, bssLazyHi uintptr // pages subject to demand paging
+	bssReclaimed         int64   // frames given back at boot
+)
+
+func bssStart() uintptr
+
+// bssSplit remaps the whole pages of [bss, end) with 4 KiB pages, their
+// accessed bits clear.
+func bssSplit() {
+	lo := (bssStart() + pageSize - 1) &^ (pageSize - 1)
+	hi := imageEnd() &^ (pageSize - 1)
+	for va := lo &^ (1<<21 - 1); va < hi; va += 1 << 21 {
+		pde := at[uint64](identityPDE(va))
+		if *pde&ptePS == 0 {
+			continue
+		}
+		pt := allocFrame()
+		if pt == 0 {
+			outOfMemory()
+		}
+		base := *pde & pteAddr &^ (1<<21 - 1)
+		for i := uint64(0); i < 512; i++ {
+			*at[uint64](phys(pt) + uintptr(i)*8) = base + i*pageSize | ptePresent | pteWrite
+		}
+		*pde = uint64(pt) | ptePresent | pteWrite
+	}
+	x86.SetCR3(x86.CR3())
+	bssLazyLo, bssLazyHi = lo, hi
+}
+
+// bssReclaim frees the BSS pages that nobody touched since bssSplit and
+// that hold only zeroes (a page written before the split keeps its data;
+// a zero page comes back as a zero page, so giving it back changes nothing
+// a program can see).
+func bssReclaim() {
+	for va := bssLazyLo; va < bssLazyHi; va += pageSize {
+		pte := walk(va, false)
+		if pte == 0 {
+			klog("bss: no page-table entry for ")
+			kprintHex(uint64(va), 1)
+			kprint("\n")
+			return
+		}
+		e := at[uint64](pte)
+		if *e&pteAccessed == 0 && zeroPage(phys(va)) {
+			*e = 0
+			freeFrame(va) // identity: the frame's address is va
+			bssReclaimed++
+			framesAll++
+		}
+	}
+	x86.SetCR3(x86.CR3())
+}
+
+// bssFault backs a reclaimed BSS page with a zeroed frame. It takes no lock
+// but the frame allocator's, so kernel code may touch fresh BSS while
+// holding any other lock.
+func bssFault(page uintptr) bool {
+	pte := walk(page, false)
+	if pte == 0 {
+		return false
+	}
+	f := allocFrame()
+	if f == 0 {
+		outOfMemory()
+	}
+	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, uint64(f)|ptePresent|pteWrite) {
+		freeFrame(f) // another CPU backed it first
+	}
+	return true
+}
+
+// zeroPage reports whether the page at a holds only zeroes.
+func zeroPage(a uintptr) bool {
+	for _, w := range unsafeWords(a) {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func unsafeWords(a uintptr) []uint64 { return unsafe.Slice(at[uint64](a), pageSize/8) }

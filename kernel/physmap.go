@@ -1,0 +1,45 @@
+package kernel
+
+import (
+	"yolk/boot"
+	"yolk/drivers/x86"
+)
+
+// The physical map: the first 4 GiB of physical memory again at physBase,
+// so the kernel reaches frames and page tables by physical address even
+// where the identity map no longer shows them (BSS pages given back to the
+// frame allocator, the unmapped first 2 MiB). It shares the identity map's
+// page directories except the first, which it copies before the kernel
+// splits or unmaps anything there.
+
+const physBase = 0xffffc00000000000 // PML4 slot 384
+
+// physOff is 0 until the map exists: boot code runs on the identity map.
+var physOff uintptr
+
+// phys is the kernel address of physical address pa.
+func phys(pa uintptr) uintptr { return pa + physOff }
+
+// identityPDE is the address of the identity map's 2 MiB entry for va < 4 GiB.
+func identityPDE(va uintptr) uintptr {
+	pdpt := uintptr(*at[uint64](phys(boot.PageTableRoot())) & pteAddr)
+	pd := uintptr(*at[uint64](phys(pdpt) + (va>>30)*8) & pteAddr)
+	return phys(pd) + (va>>21)&511*8
+}
+
+func physInit() {
+	root := boot.PageTableRoot()
+	idPDPT := uintptr(*at[uint64](root) & pteAddr)
+	pdpt, pd0 := allocFrame(), allocFrame()
+	if pdpt == 0 || pd0 == 0 {
+		outOfMemory()
+	}
+	copy(bytesAt(pd0, pageSize), bytesAt(uintptr(*at[uint64](idPDPT)&pteAddr), pageSize))
+	*at[uint64](pdpt) = uint64(pd0) | ptePresent | pteWrite
+	for i := uintptr(1); i < 4; i++ {
+		*at[uint64](pdpt + i*8) = *at[uint64](idPDPT + i*8)
+	}
+	*at[uint64](root + (physBase>>39)&511*8) = uint64(pdpt) | ptePresent | pteWrite
+	x86.SetCR3(x86.CR3())
+	physOff = physBase
+}
