@@ -1,0 +1,58 @@
+package kernel
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+
+	"yolk/qemu"
+)
+
+func parse(t *testing.T, line string) (args, env []string) {
+	t.Helper()
+	var buf [4096]byte
+	copy(buf[:], line)
+	nargs, nenv, godebugOff, gomemlimitOff, strace = 0, 0, -1, -1, false
+	parseCmdline(uintptr(unsafe.Pointer(&buf[0])))
+	for i := 0; i < nargs; i++ {
+		args = append(args, string(cstr(argOff[i])))
+	}
+	for i := 0; i < nenv; i++ {
+		env = append(env, string(cstr(envOff[i])))
+	}
+	return args, env
+}
+
+// TestCmdlineRoundTrip parses what the host tool writes.
+func TestCmdlineRoundTrip(t *testing.T) {
+	env := []string{"USER=gopher", "GREETING=hello world", `Q=a"b\c`, "EMPTY="}
+	args := []string{"-exit", "3", "two words", "", `"quoted"`, "KEY=value", "--", "yolk.strace=1"}
+	line, err := qemu.Cmdline(env, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotArgs, gotEnv := parse(t, line)
+	if want := append([]string{argv0}, args...); strings.Join(gotArgs, "|") != strings.Join(want, "|") {
+		t.Errorf("args %q, want %q (line %q)", gotArgs, want, line)
+	}
+	if strings.Join(gotEnv, "|") != strings.Join(env, "|") {
+		t.Errorf("env %q, want %q (line %q)", gotEnv, env, line)
+	}
+	if strace {
+		t.Errorf("yolk.strace=1 after -- turned tracing on")
+	}
+}
+
+func TestCmdlineKernelOptionsAndGODEBUG(t *testing.T) {
+	args, env := parse(t, "yolk.strace=1 GODEBUG=gctrace=1 GOMEMLIMIT=1MiB plain")
+	if !strace {
+		t.Errorf("yolk.strace=1 not applied")
+	}
+	if len(args) != 2 || args[1] != "plain" {
+		t.Errorf("args %q", args)
+	}
+	if godebugOff < 0 || gomemlimitOff < 0 || len(env) != 2 {
+		t.Errorf("env %q, GODEBUG at %d, GOMEMLIMIT at %d", env, godebugOff, gomemlimitOff)
+	}
+	strace = false
+}
