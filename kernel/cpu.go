@@ -30,6 +30,8 @@ func (t *tss) getIST(n int) uint64 {
 // perCPU holds each CPU's descriptor tables and trap stacks.
 type perCPU struct {
 	gdt [5]uint64 // null, code, data, TSS (two slots)
+	// faultAddr is CR2 as read at the entry of the last page fault here.
+	faultAddr uintptr
 	tss tss
 	_   [4]byte
 	// istTrap is IST1 (every vector but NMI, #DF, #MC); istFatal is IST2.

@@ -35,7 +35,8 @@ func trap(r *Regs) {
 	fx := (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 // trapCommon's FXSAVE area
 	switch v := r.Vector; {
 	case v == 14:
-		faultAddr = x86.CR2()
+		p.faultAddr = x86.CR2()
+		faultAddr := p.faultAddr
 		if !pageFault(faultAddr, r.Error) {
 			code := int32(segvMaperr)
 			if r.Error&1 != 0 {
@@ -66,9 +67,6 @@ func trap(r *Regs) {
 	p.tss.setIST(1, ist)
 }
 
-// faultAddr is the address of the last page fault (CR2 at trap entry).
-var faultAddr uintptr
-
 // fault prints the report for r and stops the machine.
 func fault(r *Regs, why string) {
 	conLock.Lock() // never released: the machine stops
@@ -85,7 +83,7 @@ func fault(r *Regs, why string) {
 	kprintHex(r.Error, 1)
 	if r.Vector == 14 {
 		kprint(" address=")
-		kprintHex(uint64(faultAddr), 1)
+		kprintHex(uint64(percpu[sched.This().ID].faultAddr), 1)
 		if r.Error&1 == 0 {
 			kprint(" (not mapped)")
 		} else {
