@@ -32,8 +32,8 @@ type perCPU struct {
 	gdt [5]uint64 // null, code, data, TSS (two slots)
 	// faultAddr is CR2 as read at the entry of the last page fault here.
 	faultAddr uintptr
-	tss tss
-	_   [4]byte
+	tss       tss
+	_         [4]byte
 	// istTrap is IST1 (every vector but NMI, #DF, #MC); istFatal is IST2.
 	istTrap  [32 << 10]byte
 	istFatal [8 << 10]byte
