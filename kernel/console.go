@@ -56,8 +56,13 @@ func kprintHex(v uint64, digits int) {
 		buf[i] = hex[v&15]
 		v >>= 4
 	}
+	// digits is the minimum width: only leading zeros beyond it go.
+	start := 0
+	for start < 16-digits && buf[start] == '0' {
+		start++
+	}
 	kprint("0x")
-	for i := 16 - digits; i < 16; i++ {
+	for i := start; i < 16; i++ {
 		putc(buf[i])
 	}
 }

@@ -33,6 +33,7 @@ const (
 	sysYolkStats    = 0x1000 // copy kernel counters to a0
 	sysYolkSwitch   = 0x1001 // a0 task-switch round trips, a1 != 0: save-everything variant; returns ns
 	sysYolkUnmapped = 0x1002 // number of syscalls answered ENOSYS so far
+	sysYolkCrash    = 0x1003 // fault in kernel context, to test the fault report end to end
 )
 
 var (
@@ -134,6 +135,8 @@ func syscall(r *Regs) {
 		err = sysStats(a0)
 	case sysYolkSwitch:
 		ret, err = sysSwitchBench(int(a0), a1 != 0)
+	case sysYolkCrash:
+		crashKernel()
 	case sysYolkUnmapped:
 		ret = uintptr(atomic.LoadUint64(&enosysN))
 	default:
@@ -408,4 +411,12 @@ func sysSwitchBench(n int, all bool) (uintptr, Errno) {
 		benchPartner = uintptr(unsafe.Pointer(t))
 	}
 	return uintptr(sched.SwitchBench(at[sched.Task](benchPartner), n, all)), 0
+}
+
+// crashKernel writes to an address nothing maps, from kernel context: the
+// page fault ends in the fault report (tests of the reporter use it).
+//
+//go:noinline
+func crashKernel() {
+	*at[uint64](0xffffa00000000000) = 1
 }

@@ -29,7 +29,10 @@ func TestBuildAndRunProgram(t *testing.T) {
 import (
 	"fmt"
 	"os"
+	"syscall"
 )
+
+var nilPtr *int
 
 func main() {
 	fmt.Printf("args=%q GREETING=%q\n", os.Args[1:], os.Getenv("GREETING"))
@@ -38,6 +41,10 @@ func main() {
 		os.Exit(3)
 	case "panic":
 		panic("boom")
+	case "nil":
+		*nilPtr = 1
+	case "kfault":
+		syscall.Syscall(0x1003, 0, 0, 0) // yolk: fault in kernel context
 	}
 }
 `), 0o644)
@@ -49,7 +56,7 @@ func main() {
 	for _, c := range []struct {
 		arg  string
 		code int
-	}{{"ok", 0}, {"exit3", 3}, {"panic", 2}} {
+	}{{"ok", 0}, {"exit3", 3}, {"panic", 2}, {"nil", 2}, {"kfault", 125}} {
 		t.Run(c.arg, func(t *testing.T) {
 			cmd := exec.Command(yolk, "run", "-accel=tcg", "-timeout=2m", "-e", "GREETING=hello world", img, "a b", c.arg)
 			var stdout, stderr bytes.Buffer
@@ -74,6 +81,16 @@ func main() {
 			}
 			if c.arg == "panic" && !strings.Contains(stdout.String(), "panic: boom") {
 				t.Errorf("stdout lacks the panic")
+			}
+			if c.arg == "nil" && !strings.Contains(stdout.String(), "panic: runtime error: invalid memory address or nil pointer dereference") {
+				t.Errorf("stdout lacks the nil-dereference panic")
+			}
+			if c.arg == "kfault" {
+				for _, want := range []string{"yolk: fault: page fault (#PF) vector=14", "address=0xffffa00000000000", "yolk/kernel.crashKernel", "yolk: exit 125"} {
+					if !strings.Contains(stdout.String(), want) {
+						t.Errorf("fault report lacks %q", want)
+					}
+				}
 			}
 			if t.Failed() {
 				t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
