@@ -6,8 +6,9 @@
 //	    [-out out/linuxref] [-kernel vmlinuz] [-timeout 2m] [-quiet]
 //	    [-params "vdso=0"] [guest args]
 //
-// The program is yolk's self-test image (./kernel/selftest): built as an
-// ordinary static linux/amd64 binary, it is /init of an initramfs under a
+// The program is yolk's self-test image (./kernel/selftest) unless -program
+// names another main package (a directory) that prints Go benchmark lines:
+// built as an ordinary static linux/amd64 binary, it is /init of an initramfs under a
 // Linux kernel taken from Debian's packages (linux-image-cloud-amd64,
 // downloaded with apt-get into the output directory, never installed);
 // built with the yolk kernel, it is the yolk image. Each of -count rounds
@@ -45,6 +46,7 @@ func main() {
 	count := flag.Int("count", 5, "rounds; each boots Linux and yolk once")
 	outDir := flag.String("out", "out/linuxref", "output directory (results go to <out>/<machine>)")
 	kernelPath := flag.String("kernel", "", "Linux bzImage to use instead of fetching Debian's")
+	program := flag.String("program", "./kernel/selftest", "Go main package (directory) to compare; it must print Go benchmark lines")
 	pkg := flag.String("package", linuxref.DefaultPackage, "Debian kernel package (meta or versioned)")
 	timeout := flag.Duration("timeout", 2*time.Minute, "per-boot timeout")
 	quiet := flag.Bool("quiet", false, "boot Linux with \"quiet\" (then the clocksource is not reported)")
@@ -61,13 +63,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	lc := linuxref.Config{Machine: *machine, Quiet: *quiet, Params: strings.Fields(*params), Args: args, Timeout: *timeout}
-	if err := compare(ctx, lc, *count, *outDir, *kernelPath, *pkg); err != nil {
+	if err := compare(ctx, lc, *program, *count, *outDir, *kernelPath, *pkg); err != nil {
 		fmt.Fprintf(os.Stderr, "linuxref: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func compare(ctx context.Context, lc linuxref.Config, count int, outDir, kernelPath, pkg string) error {
+func compare(ctx context.Context, lc linuxref.Config, program string, count int, outDir, kernelPath, pkg string) error {
 	qemuBin, err := qemu.FindQEMU()
 	if err != nil {
 		return err
@@ -79,6 +81,13 @@ func compare(ctx context.Context, lc linuxref.Config, count int, outDir, kernelP
 	dir := filepath.Join(outDir, machine)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	// Logs of an earlier run with more rounds would be mistaken for this one's.
+	for _, pat := range []string{"linux-*.log", "yolk-*.log"} {
+		old, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, f := range old {
+			os.Remove(f)
+		}
 	}
 
 	kernelDesc := kernelPath
@@ -92,17 +101,17 @@ func compare(ctx context.Context, lc linuxref.Config, count int, outDir, kernelP
 	}
 	fmt.Printf("linuxref: kernel %s\n", kernelDesc)
 
-	root, err := image.ModuleRoot()
+	progDir, err := filepath.Abs(program)
 	if err != nil {
 		return err
 	}
-	linuxBin := filepath.Join(outDir, "selftest-linux")
-	build := exec.CommandContext(ctx, "go", "build", "-o", mustAbs(linuxBin), "./kernel/selftest")
-	build.Dir = root
+	linuxBin := filepath.Join(outDir, "program-linux")
+	build := exec.CommandContext(ctx, "go", "build", "-o", mustAbs(linuxBin), ".")
+	build.Dir = progDir
 	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build ./kernel/selftest for Linux: %w", err)
+		return fmt.Errorf("go build %s for Linux: %w", program, err)
 	}
 	prog, err := os.ReadFile(linuxBin)
 	if err != nil {
@@ -116,12 +125,13 @@ func compare(ctx context.Context, lc linuxref.Config, count int, outDir, kernelP
 	if err := os.WriteFile(initrdPath, initrd.Bytes(), 0o644); err != nil {
 		return err
 	}
-	yolkImage := filepath.Join(outDir, "selftest.elf")
-	if _, err := image.Build(ctx, "./kernel/selftest", image.Options{Output: yolkImage}); err != nil {
+	yolkImage := filepath.Join(outDir, "program.elf")
+	if _, err := image.Build(ctx, progDir, image.Options{Output: yolkImage}); err != nil {
 		return fmt.Errorf("building the yolk image: %w", err)
 	}
 
 	var linuxTxt, yolkTxt, info bytes.Buffer
+	fmt.Fprintf(&info, "program: %s\n", program)
 	fmt.Fprintf(&info, "machine: %s\naccel: tcg\ncpu: max\nmemory: 128M\nsmp: 1\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
 		machine, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
 	cmdline, _ := lc.Cmdline()
