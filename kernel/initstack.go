@@ -128,6 +128,8 @@ func kernelOption(opt []byte) {
 	switch string(opt) {
 	case "strace=1":
 		strace = true
+	case "vdso=0":
+		vdsoOff = true
 	}
 }
 
@@ -145,12 +147,13 @@ const (
 	stackTop  = 0x7fffffff0000
 	stackSize = 8 << 20
 
-	atNull   = 0
-	atPagesz = 6
-	atClktck = 17
-	atHwcap  = 16
-	atSecure = 23
-	atRandom = 25
+	atNull        = 0
+	atPagesz      = 6
+	atClktck      = 17
+	atHwcap       = 16
+	atSecure      = 23
+	atRandom      = 25
+	atSysinfoEhdr = 33
 )
 
 const godebugAdd = "asyncpreemptoff=1"
@@ -222,6 +225,7 @@ func buildInitStack() uintptr {
 		atHwcap, uintptr(cpuidEDX1),
 		atSecure, 0,
 		atRandom, rnd,
+		atSysinfoEhdr, vdsoInit(),
 		atNull, 0,
 	}
 	words := 1 + nargs + 1 + ne + 1 + len(auxv)

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"yolk/boot"
@@ -104,6 +105,7 @@ func sysStats(p uintptr) Errno {
 		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
 		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
 		TSCHz: int64(tsc.Hz()), LAPICHz: int64(lapicHz),
+		Syscalls: int64(atomic.LoadUint64(&nsyscalls)),
 	}
 	return 0
 }

@@ -40,12 +40,14 @@ var (
 	strace     bool
 	enosysSeen [512 / 64]uint64 // numbers already logged
 	enosysN    uint64
+	nsyscalls  uint64
 )
 
 // syscall dispatches the system call in r (number in AX, arguments in DI,
 // SI, DX, R10, R8, R9) and leaves the result in r.AX.
 func syscall(r *Regs) {
 	t := sched.Current()
+	atomic.AddUint64(&nsyscalls, 1)
 	nr := uintptr(r.AX)
 	a0, a1, a2 := uintptr(r.DI), uintptr(r.SI), uintptr(r.DX)
 	a3, a4 := uintptr(r.R10), uintptr(r.R8)

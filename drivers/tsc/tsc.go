@@ -34,3 +34,6 @@ func Nanotime() int64 {
 	h, l := bits.Mul64(x86.Rdtsc()-base, mult)
 	return int64(h<<32 | l>>32)
 }
+
+// Mult is the scale: ns = ((counter - Base()) * Mult()) >> 32.
+func Mult() uint64 { return mult }

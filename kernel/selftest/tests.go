@@ -27,6 +27,7 @@ func init() {
 		{"TestTimerSleepAccuracy", testSleepAccuracy},
 		{"TestTimersChannels", testTimersChannels},
 		{"TestFutexTimeout", testFutexTimeout},
+		{"TestVDSOClock", testVDSO},
 		{"TestGoroutines10k", testGoroutines10k},
 		{"TestGCUnderPressure", testGC},
 		{"TestUnknownSyscallENOSYS", testENOSYS},
@@ -391,4 +392,32 @@ func testBSSDemandPaged(t *T) {
 		}
 	}
 	t.Logf("256 pages touched, %d frames taken", before.FramesFree-after.FramesFree)
+}
+
+// testVDSO checks that time.Now uses the kernel's vDSO (no system calls)
+// and agrees with the clock_gettime system call.
+func testVDSO(t *T) {
+	before := stats(t)
+	prev := time.Now()
+	for i := 0; i < 10000; i++ {
+		now := time.Now()
+		if now.Before(prev) {
+			t.Fatalf("time went backwards: %v after %v", now, prev)
+		}
+		prev = now
+	}
+	after := stats(t)
+	// The two stats calls themselves, and sysmon's sleeps, are all the
+	// system calls there may be.
+	if n := after.Syscalls - before.Syscalls; n > 100 {
+		t.Errorf("10000 time.Now calls made %d system calls: the vDSO is not used", n)
+	}
+	var ts unix.Timespec
+	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, unix.CLOCK_REALTIME, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		t.Fatalf("clock_gettime: %v", e)
+	}
+	if d := time.Since(time.Unix(ts.Sec, ts.Nsec)); d < 0 || d > 50*time.Millisecond {
+		t.Errorf("time.Now (vDSO) is %v ahead of the clock_gettime system call", d)
+	}
+	t.Logf("10000 time.Now calls, %d system calls", after.Syscalls-before.Syscalls)
 }

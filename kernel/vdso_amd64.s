@@ -1,0 +1,35 @@
+#include "textflag.h"
+
+// vdsoClockGettime is __vdso_clock_gettime, called by the runtime with the
+// C ABI: DI = clock id, SI = *timespec; returns 0 in AX. It clobbers only
+// AX, CX, DX and the flags. Clocks as in the kernel's clock_gettime:
+// REALTIME, REALTIME_COARSE and TAI are wall time, every other id is
+// monotonic.
+TEXT ·vdsoClockGettime(SB),NOSPLIT|NOFRAME,$0
+	RDTSC
+	SHLQ	$32, DX
+	ORQ	DX, AX
+	SUBQ	·vdsoTSCBase(SB), AX
+	MULQ	·vdsoMult(SB)
+	SHRQ	$32, DX, AX
+	CMPL	DI, $0
+	JEQ	wall
+	CMPL	DI, $5
+	JEQ	wall
+	CMPL	DI, $11
+	JNE	split
+wall:
+	ADDQ	·vdsoWall(SB), AX
+split:
+	MOVQ	$1000000000, CX
+	XORL	DX, DX
+	DIVQ	CX
+	MOVQ	AX, 0(SI)
+	MOVQ	DX, 8(SI)
+	XORL	AX, AX
+	RET
+
+TEXT ·vdsoClockGettimePC(SB),NOSPLIT,$0-8
+	MOVQ	$·vdsoClockGettime(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
