@@ -4,6 +4,7 @@
 #   make test             hosted tests (go test -race) and the guest self-tests in QEMU
 #   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
 #   make bench            guest benchmarks; output in out/
+#   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat)
 
 ACCEL   ?= auto
 MACHINE ?= microvm
@@ -11,7 +12,7 @@ GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
 IMAGE   := out/selftest.elf
 
-.PHONY: run test hosted guest bench qemu image clean
+.PHONY: run test hosted guest bench linuxref qemu image clean
 
 run: qemu image
 	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) $(IMAGE)
@@ -28,6 +29,11 @@ guest: qemu
 bench: qemu image
 	mkdir -p out
 	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) $(IMAGE) -run '^$$' -bench . | tee out/bench-$(MACHINE).txt
+
+LINUXREF_COUNT ?= 10
+linuxref: qemu
+	$(GO) run ./qemu/linuxref/cmd/linuxref -machine pc -count $(LINUXREF_COUNT)
+	$(GO) run golang.org/x/perf/cmd/benchstat@latest -filter .unit:sec/op out/linuxref/pc/linux.txt out/linuxref/pc/yolk.txt | tee out/linuxref/pc/benchstat.txt
 
 image:
 	mkdir -p out
