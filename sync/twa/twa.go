@@ -1,0 +1,181 @@
+// Package twa provides TWA, the ticket lock augmented with a waiting array
+// (Dice and Kogan, "TWA – Ticket Locks Augmented with a Waiting Array"): a
+// spin lock for short critical sections, usable from goroutines and, with
+// the Spin policy, from kernel context underneath the Go runtime.
+//
+// A Lock is a ticket and a grant counter. An arriving goroutine takes a
+// ticket with one atomic add and owns the lock when grant reaches it. Only
+// the immediate successor polls grant; waiters further back ("long-term",
+// more than one ticket from grant) poll a slot of one 4096-slot waiting
+// array shared by all locks, chosen by hashing (lock address, ticket).
+// Unlock stores the new grant — the handover — and then increments the
+// slot of the waiter that has just become the immediate successor. Only a
+// single poller's cache line is invalidated by the handover store, however
+// long the queue, which is what keeps handover fast under contention.
+//
+// Guarantees. Mutual exclusion. FIFO admission: the lock is granted in the
+// order in which Lock calls took their tickets; TryLock succeeds only on a
+// free lock with nobody queued and never overtakes a waiter. Progress: a
+// waiter is admitted after the waiters ahead of it have each held the lock
+// once, so every Lock returns if every holder releases and every goroutine
+// is eventually scheduled (starvation-free under fair scheduling). No
+// wake-up is lost, also when unrelated locks collide in the waiting array
+// (see Unlock).
+//
+// Costs. A Lock is 8 bytes (two uint32 counters on one cache line, as in a
+// classic ticket lock) and needs no per-waiter node. The waiting array is a
+// one-time 32 KiB plus two 128-byte guard sectors for the whole program.
+// Lock is one atomic add and one load when free, behind one call (Go's
+// inliner rejects the generic Lock; Unlock and TryLock inline). Unlock is
+// a load, a store and, unlike a ticket lock's, an atomic add on a second
+// cache line, the waiting-array slot, even when nobody waits.
+//
+// What it may not do. It never parks: waiting goroutines stay runnable and
+// poll. With the Yield policy a waiter yields the processor with
+// runtime.Gosched after a short spin, which is how a preempted holder or a
+// preempted successor gets to run when goroutines outnumber processors;
+// under that oversubscription every handover may need a trip through the
+// scheduler, and FIFO order forbids handing the lock to whoever happens to
+// be running. It is not a replacement for sync.Mutex around long or
+// blocking critical sections. Unlocking a lock that is not held corrupts it
+// and is not detected. A Lock must not be copied after first use.
+//
+// Policies. How a waiter passes time is a type argument (see Policy): Yield
+// for goroutines, Spin for kernel context. The lock logic and the Spin
+// policy are nosplit, call no runtime function, allocate nothing and write
+// no pointers (kernel_test.go checks the compiled code for amd64 and
+// arm64), so Lock[Spin] may be used where the kernel must not enter the
+// runtime. The other side of that: Go never preempts nosplit code, so a
+// Spin waiter runs until it gets the lock. Ordinary goroutines must not use
+// Lock[Spin]: a stop-the-world (a garbage collection) that has stopped the
+// holder would wait forever for the spinning waiters, and with more
+// waiters than Ps the holder may never run. Kernel code waits inside
+// system calls and traps, which the runtime does not stop.
+//
+// The classic ticket lock and the MCS lock that TWA is measured against
+// live in package yolk/sync/twa/baseline.
+package twa
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// longTermThreshold is the paper's LongTermThreshold, 1: a waiter whose
+// ticket is more than one ahead of grant waits in the waiting array; only
+// the immediate successor polls grant.
+const longTermThreshold = 1
+
+// A Lock is a TWA lock whose waiters pass time as policy P says. The zero
+// value is an unlocked lock.
+//
+// The counters are plain words accessed only through sync/atomic's
+// functions, not atomic.Uint32: those functions are compiler intrinsics at
+// every call site, whereas the methods of atomic.Uint32 are calls unless
+// inlined, and the compiler does not always inline them into generic code
+// instantiated in another package (kernel_test.go would catch the call).
+type Lock[P Policy] struct {
+	ticket uint32 // next ticket to hand out
+	grant  uint32 // ticket of the holder; == ticket when free
+}
+
+// Lock acquires l, waiting in ticket order if it is held. Tickets and
+// grants are compared with unsigned wrap-around arithmetic: tx-grant is the
+// number of holders ahead of tx, correct while fewer than 2³² Lock calls are
+// in progress at once.
+//
+//go:nosplit
+func (l *Lock[P]) Lock() {
+	if tx := atomic.AddUint32(&l.ticket, 1) - 1; atomic.LoadUint32(&l.grant) != tx {
+		l.wait(tx)
+	}
+}
+
+// lock is Lock returning the ticket it was admitted with (for tests that
+// check admission order).
+//
+//go:nosplit
+func (l *Lock[P]) lock() uint32 {
+	tx := atomic.AddUint32(&l.ticket, 1) - 1
+	if atomic.LoadUint32(&l.grant) != tx {
+		l.wait(tx)
+	}
+	return tx
+}
+
+// wait waits until grant reaches ticket tx.
+//
+//go:nosplit
+func (l *Lock[P]) wait(tx uint32) {
+	var p P
+	if tx-atomic.LoadUint32(&l.grant) > longTermThreshold {
+		// Long-term waiting. Read the slot first, then grant: if the
+		// snapshot already contains the notification for tx, grant already
+		// shows the release that sent it (see Unlock), so the recheck below
+		// leaves the loop instead of waiting for an event that has passed.
+		slot := waitSlot(unsafe.Pointer(l), tx)
+		for {
+			u := atomic.LoadUint64(slot)
+			if tx-atomic.LoadUint32(&l.grant) <= longTermThreshold {
+				break
+			}
+			p.AwaitChange(slot, u)
+		}
+	}
+	// Short-term waiting, as in a classic ticket lock.
+	p.AwaitEqual(&l.grant, tx)
+}
+
+// TryLock acquires l if it is free and nobody is queued, and reports
+// whether it did. It takes no ticket when it fails, so it never delays the
+// queue.
+//
+//go:nosplit
+func (l *Lock[P]) TryLock() bool {
+	_, ok := l.tryLock()
+	return ok
+}
+
+// tryLock is TryLock returning the ticket it was admitted with. The CAS
+// succeeds only if ticket still equals the grant observed after reading it;
+// since grant never passes ticket and only grows, grant equals the ticket
+// at the CAS, so the lock was free.
+//
+//go:nosplit
+func (l *Lock[P]) tryLock() (uint32, bool) {
+	t := atomic.LoadUint32(&l.ticket)
+	if atomic.LoadUint32(&l.grant) != t {
+		return 0, false
+	}
+	return t, atomic.CompareAndSwapUint32(&l.ticket, t, t+1)
+}
+
+// Unlock releases l, handing it to the next ticket if one is queued. It
+// must be called by the holder (any goroutine may, as with sync.Mutex).
+//
+// The order is the paper's: first the grant store, which is the handover
+// and which the immediate successor observes directly; then, outside the
+// critical path, the atomic increment of the waiting-array slot of ticket
+// k+1, the waiter that has just become the immediate successor.
+//
+// Why no wake-up is lost. Let waiter W hold ticket t = k+1 in long-term
+// waiting. W loads its slot (snapshot u) and then loads grant; it waits
+// only if that grant is still below k. This Unlock stores grant = k and
+// then increments the slot. Go's sync/atomic operations are sequentially
+// consistent, so the four accesses have one total order consistent with
+// each goroutine's program order. If W's slot load comes after the
+// increment, W's later grant load also comes after the grant store and
+// returns k or more: W stops long-term waiting. Otherwise W's snapshot u
+// predates the increment, the slot will differ from u, and W's AwaitChange
+// returns and rechecks. Either way W leaves long-term waiting. This is the
+// message-passing pattern, so release/acquire ordering would already
+// suffice; sequential consistency is more than needed. Increments by other
+// locks or tickets sharing the slot only add rechecks, and 64-bit slots
+// cannot wrap back to a snapshot.
+//
+//go:nosplit
+func (l *Lock[P]) Unlock() {
+	k := atomic.LoadUint32(&l.grant) + 1 // only the holder writes grant
+	atomic.StoreUint32(&l.grant, k)
+	atomic.AddUint64(waitSlot(unsafe.Pointer(l), k+longTermThreshold), 1)
+}
