@@ -23,32 +23,78 @@ var (
 	framesAll  int64
 )
 
-// framesInit takes every RAM region of the memory map above the kernel image
-// (and below 4 GiB: the identity map covers only that much).
+// physMax bounds the RAM the kernel uses: one PDPT of the physical map.
+const physMax = 512 << 30
+
+// framesInit takes every RAM region of the memory map above the kernel
+// image. Only RAM below 4 GiB is usable until highMemInit has extended the
+// physical map; regions above are remembered for it.
 func framesInit(in *boot.Info) {
 	lo := (imageEnd() + pageSize - 1) &^ (pageSize - 1)
-	for i := 0; i < in.MemEntries && nregions < len(regions); i++ {
+	for i := 0; i < in.MemEntries; i++ {
 		r := in.Region(i)
 		if r.Type != boot.MemRAM {
 			continue
 		}
 		start, end := uintptr(r.Addr), uintptr(r.Addr+r.Size)
-		if end > 1<<32 {
-			end = 1 << 32
-		}
 		if start < lo {
 			start = lo
 		}
-		start = (start + pageSize - 1) &^ (pageSize - 1)
-		end &^= pageSize - 1
-		if start >= end {
-			continue
+		if end > physMax {
+			end = physMax
 		}
-		regions[nregions] = region{start, end}
-		nregions++
-		framesAll += int64((end - start) / pageSize)
+		if start < 1<<32 && end > 1<<32 {
+			addRegion(start, 1<<32, false)
+			start = 1 << 32
+		}
+		addRegion(start, end, start >= 1<<32)
 	}
 	framesFree = framesAll
+}
+
+// addRegion records [start, end); high regions wait for highMemInit.
+func addRegion(start, end uintptr, high bool) {
+	start = (start + pageSize - 1) &^ (pageSize - 1)
+	end &^= pageSize - 1
+	if start >= end || nregions == len(regions) {
+		return
+	}
+	if high {
+		// Not usable yet: park it with next == end until highMemInit.
+		regions[nregions] = region{end, end}
+		highStart[nregions] = start
+	} else {
+		regions[nregions] = region{start, end}
+		framesAll += int64((end - start) / pageSize)
+	}
+	nregions++
+}
+
+// highStart holds the start of each region above 4 GiB until it is enabled.
+var highStart [len(regions)]uintptr
+
+// highMemInit maps RAM above 4 GiB into the physical map (2 MiB pages,
+// directories from low memory) and hands it to the allocator.
+func highMemInit() {
+	for i := 0; i < nregions; i++ {
+		start := highStart[i]
+		if start == 0 {
+			continue
+		}
+		end := regions[i].end
+		for a := start &^ (1<<30 - 1); a < end; a += 1 << 30 {
+			if !physMapGiB(a) {
+				klog("boot: no memory to map RAM above 4 GiB\n")
+				return
+			}
+		}
+		frameLock.Lock()
+		regions[i].next = start
+		framesAll += int64((end - start) / pageSize)
+		framesFree += int64((end - start) / pageSize)
+		frameLock.Unlock()
+		highStart[i] = 0
+	}
 }
 
 // allocFrame returns a zeroed frame, or 0 when memory is exhausted.

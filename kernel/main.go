@@ -34,6 +34,7 @@ func kmain(info uintptr) {
 	c := sched.InitCPU(0)
 	framesInit(&bootInfo)
 	physInit()
+	highMemInit()
 	bssSplit() // before setupCPU: the tables it writes must count as touched
 	setupCPU(0)
 	timeInit()

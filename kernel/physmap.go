@@ -43,3 +43,23 @@ func physInit() {
 	x86.SetCR3(x86.CR3())
 	physOff = physBase
 }
+
+// physMapGiB maps the GiB of physical memory at pa (>= 4 GiB) into the
+// physical map with 2 MiB pages, if it is not mapped yet.
+func physMapGiB(pa uintptr) bool {
+	root := boot.PageTableRoot()
+	pdpt := uintptr(*at[uint64](phys(root) + (physBase>>39)&511*8) & pteAddr)
+	e := at[uint64](phys(pdpt) + (pa>>30)&511*8)
+	if *e&ptePresent != 0 {
+		return true
+	}
+	pd := allocFrame()
+	if pd == 0 {
+		return false
+	}
+	for i := uintptr(0); i < 512; i++ {
+		*at[uint64](phys(pd) + i*8) = uint64(pa+i<<21) | ptePresent | pteWrite | ptePS
+	}
+	*e = uint64(pd) | ptePresent | pteWrite
+	return true
+}
