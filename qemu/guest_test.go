@@ -19,7 +19,9 @@ const SelftestPackage = "yolk/kernel/selftest"
 
 // guestMachines are the machines TestGuest boots the self-test image on
 // unless $YOLK_MACHINE names others (comma-separated).
-var guestMachines = []string{"microvm", "pc", "q35"}
+// An entry may name the guest's memory after "@" (default 128M): q35@6G
+// checks RAM above 4 GiB.
+var guestMachines = []string{"microvm", "pc", "q35", "q35@6G"}
 
 // defaultGuestTimeout bounds one boot of the self-test image unless
 // $YOLK_TIMEOUT says otherwise.
@@ -57,7 +59,7 @@ func TestGuest(t *testing.T) {
 		machines = strings.Split(env, ",")
 	}
 	for _, m := range machines {
-		if !contains(Machines, m) {
+		if name, _, _ := strings.Cut(m, "@"); !contains(Machines, name) {
 			t.Fatalf("YOLK_MACHINE: unknown machine %q (want %s)", m, strings.Join(Machines, ", "))
 		}
 	}
@@ -98,13 +100,14 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 			timeout = max(left, time.Second)
 		}
 	}
+	machine, memory, _ := strings.Cut(machine, "@")
 	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Machine: machine})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(choice)
 
-	logPath := filepath.Join(outDir, "selftest-"+machine+".log")
+	logPath := filepath.Join(outDir, "selftest-"+machine+memory+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +117,7 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 	res, err := Run(t.Context(), Config{
 		Image:   img,
 		Machine: machine,
+		Memory:  memory,
 		Accel:   choice.Accel,
 		Timeout: timeout,
 		Args:    strings.Fields(os.Getenv("YOLK_GUEST_ARGS")),
@@ -138,7 +142,7 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 		guestSubtest(t, rep, gt, "")
 	}
 	if len(rep.Benchmarks) > 0 {
-		benchPath := filepath.Join(outDir, "bench-"+machine+".txt")
+		benchPath := filepath.Join(outDir, "bench-"+machine+memory+".txt")
 		var b strings.Builder
 		for _, l := range rep.Config {
 			b.WriteString(l + "\n")
