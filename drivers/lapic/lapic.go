@@ -1,5 +1,5 @@
 // Package lapic drives the local APIC in xAPIC (MMIO) mode: enable, end of
-// interrupt, the one-shot timer and inter-processor interrupts.
+// interrupt and the one-shot timer.
 //
 // Kernel-context: no allocation, no runtime calls. The register page must be
 // mapped uncached (the boot page tables map the top GiB so).
@@ -14,14 +14,9 @@ import (
 
 // Register offsets.
 const (
-	regID      = 0x020
 	regEOI     = 0x0B0
 	regSVR     = 0x0F0
-	regICRLow  = 0x300
-	regICRHigh = 0x310
 	regLVTTmr  = 0x320
-	regLINT0   = 0x350
-	regLINT1   = 0x360
 	regTmrInit = 0x380
 	regTmrCur  = 0x390
 	regTmrDiv  = 0x3E0
@@ -50,9 +45,6 @@ func Init(spurious uint8) {
 	write(regTmrDiv, 0xB) // divide by 1
 }
 
-// ID returns this CPU's APIC ID.
-func ID() uint32 { return read(regID) >> 24 }
-
 // EOI signals the end of the current interrupt.
 func EOI() { write(regEOI, 0) }
 
@@ -77,9 +69,3 @@ func Stop() {
 
 // Current reads the timer's current count.
 func Current() uint32 { return read(regTmrCur) }
-
-// IPI sends vector to the CPU with APIC ID dest.
-func IPI(dest uint32, vector uint8) {
-	write(regICRHigh, dest<<24)
-	write(regICRLow, uint32(vector))
-}

@@ -8,9 +8,7 @@ package x86
 // Port I/O.
 func Outb(port uint16, v uint8)
 func Inb(port uint16) uint8
-func Outw(port uint16, v uint16)
 func Outl(port uint16, v uint32)
-func Inl(port uint16) uint32
 
 // MSRs.
 func Rdmsr(msr uint32) uint64
@@ -20,16 +18,11 @@ func Wrmsr(msr uint32, v uint64)
 func Cpuid(leaf, sub uint32) (a, b, c, d uint32)
 
 // Control registers.
-func CR0() uintptr
-func SetCR0(v uintptr)
 func CR2() uintptr
 func CR3() uintptr
 func SetCR3(v uintptr)
 func CR4() uintptr
 func SetCR4(v uintptr)
-
-// Xsetbv writes extended control register 0.
-func Xsetbv(v uint64)
 
 // Rdtsc reads the time-stamp counter.
 func Rdtsc() uint64
@@ -49,7 +42,6 @@ func Invlpg(addr uintptr)
 
 // Interrupt flag and halting.
 func Cli()
-func Sti()
 func Hlt()
 
 // StiHlt enables interrupts and halts in one step (STI's one-instruction
@@ -62,13 +54,10 @@ func Pause()
 
 // MSR numbers used by the kernel.
 const (
-	MSR_EFER            = 0xC0000080
-	MSR_STAR            = 0xC0000081
-	MSR_LSTAR           = 0xC0000082
-	MSR_FMASK           = 0xC0000084
-	MSR_FS_BASE         = 0xC0000100
-	MSR_GS_BASE         = 0xC0000101
-	MSR_APIC_BASE       = 0x1B
-	MSR_TSC_DEADLINE    = 0x6E0
-	MSR_KVM_SYSTEM_TIME = 0x4b564d01
+	MSR_STAR      = 0xC0000081
+	MSR_LSTAR     = 0xC0000082
+	MSR_FMASK     = 0xC0000084
+	MSR_FS_BASE   = 0xC0000100
+	MSR_GS_BASE   = 0xC0000101
+	MSR_APIC_BASE = 0x1B
 )
