@@ -192,7 +192,7 @@ func checkNoCallsOut(t *testing.T, dis []byte) {
 	// The check is only as good as the functions it saw.
 	for _, want := range []string{
 		"main.lock", "main.unlock", "main.tryLock",
-		pkg + "(*Lock[go.shape.struct {}]).Lock",
+		pkg + "(*Lock[go.shape.struct {}]).lock", // Lock inlines to it
 		pkg + "(*Lock[go.shape.struct {}]).wait",
 		pkg + "Spin.AwaitEqual", pkg + "Spin.AwaitChange",
 		pkg + "pause.abi0",

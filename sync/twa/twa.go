@@ -86,16 +86,43 @@ type Lock[P Policy] struct {
 //
 //go:nosplit
 func (l *Lock[P]) Lock() {
-	if tx := atomic.AddUint32(&l.ticket, 1) - 1; atomic.LoadUint32(&l.grant) != tx {
-		l.wait(tx)
-	}
+	l.lock()
 }
 
-// lock is Lock returning the ticket it was admitted with (for tests that
+// lock is Lock, returning the ticket it was admitted with (for tests that
 // check admission order).
+//
+// Lock[Yield] runs the fast path in lockSplit, an ordinary function, and
+// Lock[Spin] runs it here, in nosplit code. The test costs nothing: in each
+// compiled instantiation unsafe.Sizeof(p) is a constant (Yield is one byte,
+// Spin none), so Lock[Spin] contains neither the test nor the call
+// (kernel_test.go checks).
 //
 //go:nosplit
 func (l *Lock[P]) lock() uint32 {
+	var p P
+	if unsafe.Sizeof(p) != 0 {
+		return l.lockSplit()
+	}
+	tx := atomic.AddUint32(&l.ticket, 1) - 1
+	if atomic.LoadUint32(&l.grant) != tx {
+		l.wait(tx)
+	}
+	return tx
+}
+
+// lockSplit is Lock's fast path for goroutines. It is not nosplit, so its
+// prologue checks for a requested preemption before the ticket is taken.
+// Go preempts a goroutine only in such a prologue or by a signal, at
+// whatever instruction it interrupts; with Lock nosplit, a goroutine whose
+// preemption had been requested was often stopped by the signal inside the
+// caller's critical section. A FIFO lock whose holder is descheduled while
+// others queue turns every later handover into a trip through the
+// scheduler, and at GOMAXPROCS=1 that convoy never dissolves
+// (docs/sync-twa.md measures it). noinline keeps the prologue.
+//
+//go:noinline
+func (l *Lock[P]) lockSplit() uint32 {
 	tx := atomic.AddUint32(&l.ticket, 1) - 1
 	if atomic.LoadUint32(&l.grant) != tx {
 		l.wait(tx)

@@ -99,9 +99,9 @@ func yieldProcs() []int {
 // descheduled thread costs a time slice. On a 2-CPU machine that means two
 // workers and no long-term waiters in the stress tests; the Spin policy's
 // long-term path is then exercised by TestFIFO (staged waiters, each on
-// its own thread) and TestSpinNoAllocs. The lock logic itself is one
-// compiled instantiation for both policies (their GC shape is the same),
-// so the Yield stress tests run the same long-term code.
+// its own thread) and TestSpinNoAllocs, and the Yield stress tests run the
+// same source of the lock logic (compiled separately: the two policies
+// differ in GC shape, see Yield).
 var spinWorkers = min(runtime.NumCPU(), 4)
 
 func scale(n int) int {
