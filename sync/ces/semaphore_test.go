@@ -104,7 +104,7 @@ func TestSemaphoreFIFO(t *testing.T) {
 	if name := <-got; name != "C1" {
 		t.Fatal(name)
 	}
-	wg.Wait()
+	waitOrDump(t, &wg, 10*time.Second, "semaphore FIFO waiters")
 	s.Release(4)
 	if s.Available() != 4 {
 		t.Fatal("permits lost")

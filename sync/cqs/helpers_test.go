@@ -2,6 +2,7 @@ package cqs
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,43 @@ import (
 // stuck is how long a test waits for something that must happen before it
 // declares a hang; it is a failure bound, not a timing assumption.
 const stuck = 20 * time.Second
+
+// hang bounds how long a test waits for its goroutines to finish (a
+// stress round takes a few seconds under -race on a loaded machine); past
+// it the run is declared stuck. Like stuck, it is a failure bound only.
+const hang = 3 * stuck
+
+// waitAll is wg.Wait with a watchdog: if the goroutines have not all
+// finished after hang, it fails the test, naming it, and logs the stacks of
+// all goroutines, so that a lost wake-up shows up as a failure with the
+// parked goroutines instead of a hang until go test's global timeout.
+func waitAll(t testing.TB, wg *sync.WaitGroup) {
+	t.Helper()
+	waitAllFor(t, wg, hang)
+}
+
+func waitAllFor(t testing.TB, wg *sync.WaitGroup, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s: goroutines not finished after %v (lost wake-up?); all goroutines:\n%s", t.Name(), d, allStacks())
+	}
+}
+
+// allStacks returns the stacks of all goroutines.
+func allStacks() []byte {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
 
 // A stop is an injection point that halts the n-th goroutine to reach it
 // until the test releases it.

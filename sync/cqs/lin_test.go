@@ -118,7 +118,7 @@ type semaphoreLike struct {
 	release func()
 }
 
-func runSemHistory(seed uint64, k, clients, opsPerClient int, s semaphoreLike) []porcupine.Operation {
+func runSemHistory(t *testing.T, seed uint64, k, clients, opsPerClient int, s semaphoreLike) []porcupine.Operation {
 	var r recorder
 	var wg sync.WaitGroup
 	for c := 0; c < clients; c++ {
@@ -147,7 +147,7 @@ func runSemHistory(seed uint64, k, clients, opsPerClient int, s semaphoreLike) [
 			}
 		}()
 	}
-	wg.Wait()
+	waitAll(t, &wg)
 	return r.ops
 }
 
@@ -155,7 +155,7 @@ func TestLinearizableSemaphore(t *testing.T) {
 	for _, k := range []int{1, 2} {
 		for seed := uint64(1); seed <= uint64(rounds()); seed++ {
 			s := NewSemaphore(k)
-			ops := runSemHistory(seed, k, 4, 40, semaphoreLike{s.Acquire, s.TryAcquire, s.Release})
+			ops := runSemHistory(t, seed, k, 4, 40, semaphoreLike{s.Acquire, s.TryAcquire, s.Release})
 			check(t, fmt.Sprintf("semaphore k=%d seed=%d", k, seed), semModel(k), ops)
 			if got := s.Available(); got != k {
 				t.Fatalf("seed %d: %d permits free at the end, want %d", seed, got, k)
@@ -167,7 +167,7 @@ func TestLinearizableSemaphore(t *testing.T) {
 func TestLinearizableMutex(t *testing.T) {
 	for seed := uint64(1); seed <= uint64(rounds()); seed++ {
 		m := NewMutex()
-		ops := runSemHistory(seed, 1, 4, 40, semaphoreLike{m.Lock, m.TryLock, m.Unlock})
+		ops := runSemHistory(t, seed, 1, 4, 40, semaphoreLike{m.Lock, m.TryLock, m.Unlock})
 		check(t, fmt.Sprintf("mutex seed=%d", seed), semModel(1), ops)
 	}
 }
@@ -237,7 +237,7 @@ func TestLinearizableLatch(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		waitAll(t, &wg)
 		check(t, fmt.Sprintf("latch seed=%d", seed), latchModel(n), r.ops)
 	}
 }
@@ -308,7 +308,7 @@ func TestLinearizablePools(t *testing.T) {
 						}
 					}()
 				}
-				wg.Wait()
+				waitAll(t, &wg)
 				check(t, fmt.Sprintf("%s pool elems=%d seed=%d", pk.name, elems, seed), bagModel(1<<elems-1), r.ops)
 				if got := drain(p); len(got) != elems {
 					t.Fatalf("%s pool seed %d: %d elements left, want %d", pk.name, seed, len(got), elems)

@@ -108,7 +108,7 @@ func TestMemoryBoundedWithLiveWaiters(t *testing.T) {
 		t.Fatalf("first resumed waiter: %v", err)
 	}
 	stopWaiters()
-	wg.Wait()
+	waitAll(t, &wg)
 	close(errs)
 	for err := range errs {
 		if err == nil {
@@ -143,7 +143,7 @@ func TestMemoryBoundedParkedCancel(t *testing.T) {
 			}()
 		}
 		cancel()
-		wg.Wait()
+		waitAll(t, &wg)
 	}
 	segs, _ := m.p.q.reachable()
 	if segs > 3 {

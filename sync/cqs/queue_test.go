@@ -3,7 +3,10 @@ package cqs
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Deterministic tests of the cell life-cycle: each forces one interleaving
@@ -304,3 +307,36 @@ func TestSmartSkipsRemovedSegments(t *testing.T) {
 		t.Fatalf("resume index %d, want %d", got, 3*SegmentSize+1)
 	}
 }
+
+// fatalRecorder is a testing.TB whose Fatalf records instead of failing.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Helper()                           {}
+func (f *fatalRecorder) Fatalf(format string, args ...any) { f.msg = fmt.Sprintf(format, args...) }
+
+// The watchdog itself: a goroutine that never finishes makes waitAll fail
+// with the test's name and the stuck goroutine's stack, instead of hanging.
+func TestWaitAllWatchdog(t *testing.T) {
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	wg.Add(1)
+	go func() { defer wg.Done(); stuckForWatchdogTest(release) }()
+	f := &fatalRecorder{TB: t}
+	waitAllFor(f, &wg, 50*time.Millisecond)
+	close(release)
+	wg.Wait()
+	if !strings.Contains(f.msg, t.Name()) || !strings.Contains(f.msg, "stuckForWatchdogTest") {
+		t.Fatalf("watchdog message lacks the test name or the stuck goroutine's stack:\n%s", f.msg)
+	}
+	f.msg = ""
+	waitAllFor(f, &wg, time.Second)
+	if f.msg != "" {
+		t.Fatalf("watchdog fired on a finished group: %s", f.msg)
+	}
+}
+
+//go:noinline
+func stuckForWatchdogTest(release chan struct{}) { <-release }

@@ -73,7 +73,7 @@ func TestSemaphoreConservation(t *testing.T) {
 						}
 					}()
 				}
-				wg.Wait()
+				waitAll(t, &wg)
 				if got := s.Available(); got != k {
 					t.Fatalf("%d permits free at quiescence, want %d", got, k)
 				}
@@ -127,7 +127,7 @@ func TestMutexExclusion(t *testing.T) {
 				}
 			}()
 		}
-		wg.Wait()
+		waitAll(t, &wg)
 		if !m.TryLock() {
 			t.Fatal("mutex not free at the end")
 		}
@@ -172,7 +172,7 @@ func TestPoolConservation(t *testing.T) {
 							}
 						}()
 					}
-					wg.Wait()
+					waitAll(t, &wg)
 					got := drain(p)
 					seen := make([]bool, elems)
 					for _, e := range got {
@@ -227,7 +227,7 @@ func TestLatchStress(t *testing.T) {
 					}
 				}()
 			}
-			wg.Wait()
+			waitAll(t, &wg)
 			if _, vals := l.q.reachable(); vals != 0 {
 				t.Fatalf("%d values left in the latch queue", vals)
 			}
@@ -261,7 +261,7 @@ func TestBarrierStress(t *testing.T) {
 					}
 				}()
 			}
-			wg.Wait()
+			waitAll(t, &wg)
 		}
 	})
 }
