@@ -1,5 +1,6 @@
-// Package lapic drives the local APIC in xAPIC (MMIO) mode: enable, end of
-// interrupt and the one-shot timer.
+// Package lapic drives the local APIC in xAPIC (MMIO) mode: enable and end
+// of interrupt through TamaGo's amd64/lapic, plus the one-shot timer, whose
+// registers that driver does not cover.
 //
 // Kernel-context: no allocation, no runtime calls. The register page must be
 // mapped uncached (the boot page tables map the top GiB so).
@@ -9,12 +10,13 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/usbarmory/tamago/amd64/lapic"
+
 	"yolk/drivers/x86"
 )
 
-// Register offsets.
+// Timer register offsets (Intel SDM Vol. 3A, 11.5.4).
 const (
-	regEOI     = 0x0B0
 	regSVR     = 0x0F0
 	regLVTTmr  = 0x320
 	regTmrInit = 0x380
@@ -24,10 +26,10 @@ const (
 	lvtMasked = 1 << 16
 )
 
-var base uintptr
+var apic lapic.LAPIC
 
 func reg(off uintptr) *uint32 {
-	a := base + off
+	a := uintptr(apic.Base) + off
 	return (*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&a)))
 }
 
@@ -35,18 +37,19 @@ func read(off uintptr) uint32     { return atomic.LoadUint32(reg(off)) }
 func write(off uintptr, v uint32) { atomic.StoreUint32(reg(off), v) }
 
 // Init enables this CPU's local APIC with the given spurious vector and
-// masks its timer and local interrupt pins.
+// masks its timer.
 func Init(spurious uint8) {
 	msr := x86.Rdmsr(x86.MSR_APIC_BASE)
 	x86.Wrmsr(x86.MSR_APIC_BASE, msr|1<<11) // global enable
-	base = uintptr(msr & 0xfffff000)
-	write(regSVR, 0x100|uint32(spurious))
+	apic.Base = uint32(msr & 0xfffff000)    // xAPIC: below 4 GiB
+	write(regSVR, uint32(spurious))
+	apic.Enable()
 	write(regLVTTmr, lvtMasked)
 	write(regTmrDiv, 0xB) // divide by 1
 }
 
 // EOI signals the end of the current interrupt.
-func EOI() { write(regEOI, 0) }
+func EOI() { apic.ClearInterrupt() }
 
 // OneShot starts the timer: vector fires after count ticks.
 func OneShot(vector uint8, count uint32) {

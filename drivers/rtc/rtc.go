@@ -1,5 +1,7 @@
 // Package rtc reads the wall-clock time from the MC146818 CMOS real-time
-// clock (ports 0x70/0x71), once at boot.
+// clock (ports 0x70/0x71), once at boot. TamaGo's soc/intel/rtc does not
+// serve: it returns a time.Time (time.Date, time.LoadLocation), and the
+// kernel reads the clock before the Go runtime exists.
 //
 // Kernel-context: no allocation, no runtime calls.
 package rtc
