@@ -58,7 +58,9 @@ func kmain(info uintptr) {
 	kprintDec(bssReclaimed * pageSize >> 20)
 	kprint(" MiB of it untouched BSS, now demand-paged), TSC ")
 	kprintDec(int64(tsc.Hz() / 1e6))
-	kprint(" MHz, LAPIC timer ")
+	kprint(" MHz (")
+	kprint(tscSource)
+	kprint("), LAPIC timer ")
 	kprintDec(int64(lapicHz / 1e6))
 	kprint(" MHz")
 	if hasTSCDL {

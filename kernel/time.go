@@ -3,6 +3,7 @@ package kernel
 import (
 	"math/bits"
 
+	"yolk/drivers/kvmclock"
 	"yolk/drivers/lapic"
 	"yolk/drivers/pit"
 	"yolk/drivers/rtc"
@@ -10,10 +11,11 @@ import (
 	"yolk/drivers/x86"
 )
 
-// Time: a monotonic clock from the TSC, calibrated at boot against the PIT
-// (or the hypervisor's TSC-frequency leaf when there is no PIT), the wall
-// clock from the RTC at boot, and one-shot local-APIC timer interrupts for
-// waking the idle loop at the earliest deadline.
+// Time: a monotonic clock from the TSC, calibrated at boot from kvmclock
+// under KVM, else the hypervisor's TSC-frequency leaf, else against the PIT
+// (CPUID leaf 0x16 when there is no PIT); the wall clock from the RTC at
+// boot; one-shot local-APIC timer interrupts to wake the idle loop at the
+// earliest deadline.
 
 const (
 	vecTimer    = 0x20
@@ -51,10 +53,18 @@ func timeInit() {
 	lapicHz = median3(m)
 }
 
+// tscSource names where the TSC frequency came from, for the boot line.
+var tscSource string
+
 func calibrateTSC() uint64 {
+	if hz := kvmclock.TSCHz(); hz != 0 {
+		tscSource = "kvmclock"
+		return hz
+	}
 	if hypervisor {
 		if max, _, _, _ := x86.Cpuid(0x40000000, 0); max >= 0x40000010 {
 			if khz, _, _, _ := x86.Cpuid(0x40000010, 0); khz != 0 {
+				tscSource = "hypervisor CPUID"
 				return uint64(khz) * 1000
 			}
 		}
@@ -68,15 +78,18 @@ func calibrateTSC() uint64 {
 		}
 		m[i] = hz
 		if i == 2 {
+			tscSource = "PIT"
 			return median3(m)
 		}
 	}
 	if max, _, _, _ := x86.Cpuid(0, 0); max >= 0x16 {
 		if mhz, _, _, _ := x86.Cpuid(0x16, 0); mhz != 0 {
+			tscSource = "CPUID 0x16"
 			return uint64(mhz) * 1e6
 		}
 	}
 	klog("no PIT and no CPUID frequency: assuming a 1 GHz TSC\n")
+	tscSource = "assumed"
 	return 1e9
 }
 

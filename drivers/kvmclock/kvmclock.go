@@ -1,0 +1,111 @@
+// Package kvmclock reads the TSC frequency that KVM publishes through its
+// paravirtual clock (pvclock), which is exact where timing the TSC against
+// the PIT is an estimate. The kernel's clock stays the TSC; kvmclock only
+// calibrates it.
+//
+// Kernel-context: no allocation, no runtime calls. The time record is kernel
+// data, whose virtual address is its physical address (identity map).
+package kvmclock
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"yolk/drivers/x86"
+)
+
+// CPUID and MSR interface (Linux Documentation/virt/kvm/x86/cpuid.rst and
+// msr.rst).
+const (
+	featureClocksource  = 1 << 0 // MSR_KVM_SYSTEM_TIME (0x12)
+	featureClocksource2 = 1 << 3 // MSR_KVM_SYSTEM_TIME_NEW (0x4b564d01)
+
+	msrSystemTime    = 0x12
+	msrSystemTimeNew = 0x4b564d01
+)
+
+// timeInfo is struct pvclock_vcpu_time_info: 32 bytes, which the host
+// rewrites under a seqlock (version odd while it writes).
+type timeInfo struct {
+	version    uint32
+	_          uint32
+	tscStamp   uint64
+	systemTime uint64
+	mul        uint32
+	shift      int8
+	flags      uint8
+	_          [2]uint8
+}
+
+// records holds two slots so that one of them does not straddle a page,
+// which the host requires.
+var records [2]timeInfo
+
+// signature finds KVM's CPUID leaf base ("KVMKVMKVM\0\0\0"), or returns 0.
+func signature() uint32 {
+	if _, _, c, _ := x86.Cpuid(1, 0); c&(1<<31) == 0 {
+		return 0 // no hypervisor
+	}
+	for base := uint32(0x40000000); base < 0x40010000; base += 0x100 {
+		_, b, c, d := x86.Cpuid(base, 0)
+		if b == 0x4b4d564b && c == 0x564b4d56 && d == 0x4d {
+			return base
+		}
+	}
+	return 0
+}
+
+// TSCHz returns the TSC frequency in Hz from kvmclock, or 0 when KVM does
+// not offer it.
+func TSCHz() uint64 {
+	base := signature()
+	if base == 0 {
+		return 0
+	}
+	features, _, _, _ := x86.Cpuid(base+1, 0)
+	var msr uint32
+	switch {
+	case features&featureClocksource2 != 0:
+		msr = msrSystemTimeNew
+	case features&featureClocksource != 0:
+		msr = msrSystemTime
+	default:
+		return 0
+	}
+	r := &records[0]
+	if a := uintptr(unsafe.Pointer(r)); a&4095 > 4096-unsafe.Sizeof(*r) {
+		r = &records[1]
+	}
+	x86.Wrmsr(msr, uint64(uintptr(unsafe.Pointer(r)))|1) // bit 0: enable
+	var mul uint32
+	var shift int8
+	for i := 0; ; i++ {
+		if i == 1e6 {
+			x86.Wrmsr(msr, 0)
+			return 0 // the host never wrote the record
+		}
+		v := atomic.LoadUint32(&r.version)
+		if v == 0 || v&1 != 0 {
+			continue
+		}
+		mul, shift = atomic.LoadUint32(&r.mul), r.shift
+		if atomic.LoadUint32(&r.version) == v {
+			break
+		}
+	}
+	x86.Wrmsr(msr, 0) // stop the host's updates: the record is only read here
+	return Hz(mul, shift)
+}
+
+// Hz converts pvclock's scale — ns = ((ticks << shift) * mul) >> 32, with a
+// negative shift shifting right — to the counter frequency it encodes.
+func Hz(mul uint32, shift int8) uint64 {
+	if mul == 0 || shift > 31 || shift < -31 {
+		return 0
+	}
+	hz := (uint64(1e9) << 32) / uint64(mul)
+	if shift >= 0 {
+		return hz >> uint(shift)
+	}
+	return hz << uint(-shift)
+}
