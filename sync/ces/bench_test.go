@@ -238,15 +238,47 @@ func BenchmarkQueuingDelay(b *testing.B) {
 // BenchmarkLocality is the paper's validation experiment (section 5.4):
 // 1000 goroutines, each locking one of 4 resources at random. Reported:
 // share-% is the mean over the resources of the share of the resource's
-// critical sections that ran on its most frequent processor (P). With 2
-// Ps, 50 % is an even spread and 100 % is one P per resource.
+// critical sections that ran on its most frequent processor (P); with 2
+// Ps, 50 % is an even spread and 100 % is one P per resource. share-r0-%
+// to share-r3-% are the per-resource shares. For the two locks of this
+// package, samep-% is the share of contended handoffs whose new owner ran
+// on the unlocker's P, next-% the share whose new owner ran next there,
+// before anything else on that P (TestLocality asserts both for Mutex),
+// and handoff-% the share of critical sections entered by a contended
+// handoff.
 func BenchmarkLocality(b *testing.B) {
-	for _, k := range mutexKinds {
+	kinds := []struct {
+		name string
+		new  func() localityLock
+	}{
+		{"ces", func() localityLock { return lockerLocality(new(Mutex)) }},
+		{"dispatch", func() localityLock { return lockerLocality(new(DispatchMutex)) }},
+		{"sync", func() localityLock { return plainLocality(new(sync.Mutex)) }},
+	}
+	for _, k := range kinds {
 		b.Run("lock="+k.name, func(b *testing.B) {
 			iters := max(b.N/1000, 1)
 			b.ResetTimer()
-			_, mean := localityRun(k.new, 1000, 4, iters, 100, 1000, 11)
+			stats := localityRun(k.new, 1000, 4, iters, 100, 1000, 11, (*sync.WaitGroup).Wait)
+			b.StopTimer()
+			var mean float64
+			var sections, handoffs, same, next int
+			for i, s := range stats {
+				mean += s.share() / float64(len(stats))
+				b.ReportMetric(100*s.share(), "share-r"+itoa(i)+"-%")
+				sections += s.sections
+				handoffs += s.handoffs
+				same += s.sameP
+				next += s.next
+			}
 			b.ReportMetric(100*mean, "share-%")
+			if k.name != "sync" {
+				b.ReportMetric(100*float64(handoffs)/float64(sections), "handoff-%")
+				if handoffs > 0 {
+					b.ReportMetric(100*float64(same)/float64(handoffs), "samep-%")
+					b.ReportMetric(100*float64(next)/float64(handoffs), "next-%")
+				}
+			}
 		})
 	}
 }

@@ -89,3 +89,89 @@ func TestExchangeRunsWaiterFirst(t *testing.T) {
 		})
 	}
 }
+
+// The same guarantee at GOMAXPROCS=2, where the releaser and the new owner
+// could each run on either P. The property checked is the package's
+// promise: after a contended release the new owner runs next on the
+// releaser's P — on that P, nothing of the test's runs between the
+// releaser's last step before the release and the new owner's first step
+// after its acquire returns — and the releaser does not continue there
+// before the new owner (it has been moved to the global run queue). Each
+// step is counted per P with the goroutine pinned to its P; "next" means
+// the new owner's step is the very next count on the releaser's P. The
+// test also logs how often the releaser was picked up by the other P.
+//
+// The bounds leave room for the scheduler's 61st-tick check and for an
+// idle P stealing from the releasing P while its thread is descheduled
+// (measured: 192-198 of 200 for every exchange case, with and without
+// -race; the releaser continued on the other P in 0-9 of 200). Under
+// -race the runtime sends half of the readied goroutines to the tail of
+// the local run queue instead of runnext (randomizeScheduler in
+// runtime/proc.go), from where the idle P may steal the new owner, hence
+// the lower bound there. DispatchMutex must do the opposite: its releaser
+// returns from Unlock first.
+func TestExchangeRunsWaiterNextProcs2(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	rounds := scale(200)
+	minNext := 0.9
+	if raceEnabled {
+		minNext = 0.6
+	}
+	events := make([]atomic.Uint64, 2)
+	step := func() (p int, c uint64) {
+		p = procPin()
+		c = events[p].Add(1)
+		procUnpin()
+		return p, c
+	}
+	for _, tc := range handoffCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			type mark struct {
+				p int
+				c uint64
+			}
+			start, done := make(chan struct{}), make(chan mark)
+			go func() {
+				for range start {
+					tc.acquire()
+					p, c := step()
+					tc.unacquire()
+					done <- mark{p, c}
+				}
+			}()
+			next, moved := 0, 0
+			for range rounds {
+				tc.hold()
+				start <- struct{}{}
+				waitFor(t, 5*time.Second, "waiter to queue", func() bool { return tc.queued() == 1 })
+				time.Sleep(20 * time.Microsecond) // the waiter parks
+				p0 := procPin()
+				c0 := events[p0].Load()
+				procUnpin()
+				tc.release()
+				p1, _ := step()
+				var w mark
+				select {
+				case w = <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the new owner did not run:\n%s", allStacks())
+				}
+				if w.p == p0 && w.c == c0+1 {
+					next++
+				}
+				if p1 != p0 {
+					moved++
+				}
+			}
+			close(start)
+			share := float64(next) / float64(rounds)
+			t.Logf("new owner ran next on the releaser's P in %d of %d handoffs; the releaser continued on the other P in %d", next, rounds, moved)
+			if tc.exchange && share < minNext {
+				t.Fatalf("exchange: new owner ran next on the releaser's P in only %.0f%% of handoffs, want ≥ %.0f%%", 100*share, 100*minNext)
+			}
+			if !tc.exchange && share > 0.1 {
+				t.Fatalf("dispatch: new owner ran next on the releaser's P in %.0f%% of handoffs, want ≤ 10%%", 100*share)
+			}
+		})
+	}
+}

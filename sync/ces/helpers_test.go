@@ -117,3 +117,15 @@ var lockers = []struct {
 	{"ces", func() locker { return new(Mutex) }},
 	{"dispatch", func() locker { return new(DispatchMutex) }},
 }
+
+// allStacks returns the stacks of all goroutines.
+func allStacks() []byte {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return buf[:n]
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}

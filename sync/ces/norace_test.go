@@ -1,0 +1,5 @@
+//go:build !race
+
+package ces
+
+const raceEnabled = false
