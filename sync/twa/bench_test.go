@@ -131,7 +131,9 @@ func BenchmarkMutexBench(b *testing.B) {
 
 // BenchmarkUncontended measures one Lock+Unlock pair by one goroutine on a
 // lock no one else uses: the fast paths. TWA-spin is the kernel-context
-// variant; its fast path is the same compiled code as TWA's.
+// variant. Its fast path is compiled apart from TWA's: Lock[Spin] takes
+// the ticket in nosplit code, Lock[Yield] in the noinline lockSplit (one
+// more call, which takes a requested preemption before the ticket).
 func BenchmarkUncontended(b *testing.B) {
 	b.Run("lock=TWA", func(b *testing.B) {
 		var l twa.Lock[twa.Yield]

@@ -20,7 +20,11 @@
 // once, so every Lock returns if every holder releases and every goroutine
 // is eventually scheduled (starvation-free under fair scheduling). No
 // wake-up is lost, also when unrelated locks collide in the waiting array
-// (see Unlock).
+// (see Unlock). Abortability: none. A Lock call cannot time out or be
+// cancelled, because a taken ticket must be served (a waiter that left
+// would stall every ticket behind it); TryLock, which takes no ticket
+// unless it succeeds, is the only way not to wait. Use sync/cqs for
+// waiting that can be abandoned.
 //
 // Costs. A Lock is 8 bytes (two uint32 counters on one cache line, as in a
 // classic ticket lock) and needs no per-waiter node. The waiting array is a
@@ -143,6 +147,9 @@ func (l *Lock[P]) wait(tx uint32) {
 		slot := waitSlot(unsafe.Pointer(l), tx)
 		for {
 			u := atomic.LoadUint64(slot)
+			if h := loadGapHook; h != nil {
+				h(tx)
+			}
 			if tx-atomic.LoadUint32(&l.grant) <= longTermThreshold {
 				break
 			}
@@ -152,6 +159,16 @@ func (l *Lock[P]) wait(tx uint32) {
 	// Short-term waiting, as in a classic ticket lock.
 	p.AwaitEqual(&l.grant, tx)
 }
+
+// loadGapHook, if not nil, is called by a long-term waiter between its two
+// loads (slot, then grant) with its ticket. Tests set it to hold a waiter
+// there while a release runs, the interleaving that the order of the loads
+// must survive (TestLoadOrderNoLostWakeup). It is nil in production: then
+// the long-term loop pays one load and one branch per wake-up, not per
+// poll, and Lock[Spin] calls nothing (TestKernelPathNoRuntimeCalls sees
+// the indirect call only as code; it is never reached with a nil hook).
+// It must be set only while no goroutine uses a Lock.
+var loadGapHook func(tx uint32)
 
 // TryLock acquires l if it is free and nobody is queued, and reports
 // whether it did. It takes no ticket when it fails, so it never delays the
