@@ -37,6 +37,7 @@ type perCPU struct {
 	// istTrap is IST1 (every vector but NMI, #DF, #MC); istFatal is IST2.
 	istTrap  [32 << 10]byte
 	istFatal [8 << 10]byte
+	timer    timerState
 }
 
 var percpu [sched.MaxCPUs]perCPU

@@ -9,6 +9,7 @@ import (
 	"yolk/drivers/rtc"
 	"yolk/drivers/tsc"
 	"yolk/drivers/x86"
+	"yolk/sched"
 )
 
 // Time: a monotonic clock from the TSC, calibrated at boot from kvmclock
@@ -93,14 +94,32 @@ func calibrateTSC() uint64 {
 	return 1e9
 }
 
+// timerState is one CPU's wake-up timer. The one-shot interrupt arrives
+// some latency after the time it was armed for (tens of microseconds under
+// emulation, a few on hardware), so the idle loop arms it lead nanoseconds
+// before the deadline and polls the clock for the last stretch: sleepers
+// wake at their deadline, not one interrupt latency after it.
+type timerState struct {
+	fired bool  // the timer interrupt arrived (set by the trap handler)
+	lead  int64 // running median of the observed lateness, ns
+}
+
+const (
+	leadStep = 2_000   // ns the median estimate moves per wake-up
+	leadMax  = 200_000 // ns: the most CPU time one wake-up may spend polling
+)
+
 // idleWait arms the timer for deadline (0: none) and halts until an
-// interrupt.
+// interrupt or the deadline. It runs, and returns, with interrupts off.
 func idleWait(deadline int64) {
-	if deadline != 0 {
-		d := deadline - nanotime()
-		if d <= 0 {
-			return
-		}
+	ts := &percpu[sched.This().ID].timer
+	if deadline == 0 {
+		x86.StiHlt()
+		return
+	}
+	at := deadline - ts.lead
+	d := at - nanotime()
+	if d > 0 {
 		hi, lo := bits.Mul64(uint64(d), lapicHz)
 		ticks := uint64(0xFFFFFFFF)
 		if hi < 1e9 {
@@ -108,9 +127,28 @@ func idleWait(deadline int64) {
 				ticks = q
 			}
 		}
+		ts.fired = false
 		lapic.OneShot(vecTimer, uint32(ticks)+1)
+		x86.StiHlt()
+		if !ts.fired {
+			return // another interrupt: the caller looks for work first
+		}
+		ts.learn(nanotime() - at)
 	}
-	x86.StiHlt()
+	for nanotime() < deadline {
+		x86.Pause()
+	}
+}
+
+// learn moves the lead toward the median of the observed lateness, within
+// [0, leadMax].
+func (ts *timerState) learn(late int64) {
+	switch {
+	case late > ts.lead && ts.lead < leadMax:
+		ts.lead += leadStep
+	case late < ts.lead && ts.lead >= leadStep:
+		ts.lead -= leadStep
+	}
 }
 
 func median3(m [3]uint64) uint64 {

@@ -59,6 +59,7 @@ func trap(r *Regs) {
 			fault(r, "")
 		}
 	case v == vecTimer:
+		p.timer.fired = true
 		lapic.EOI()
 	case v == vecSpurious, v >= vecPICBase && v < vecPICBase+16:
 	default:
