@@ -59,7 +59,7 @@ func kmain(info uintptr) {
 	kprint(" MiB of it untouched BSS, now demand-paged), TSC ")
 	kprintDec(int64(tsc.Hz() / 1e6))
 	kprint(" MHz (")
-	kprint(tscSource)
+	kprint(tscSources[tscSource])
 	kprint("), LAPIC timer ")
 	kprintDec(int64(lapicHz / 1e6))
 	kprint(" MHz")

@@ -54,18 +54,36 @@ func timeInit() {
 	lapicHz = median3(m)
 }
 
-// tscSource names where the TSC frequency came from, for the boot line.
-var tscSource string
+// tscSource is where the TSC frequency came from (an index into
+// tscSources, for the boot line; an integer, so that setting it needs no
+// write barrier).
+var tscSource uint8
+
+const (
+	tscAssumed = iota
+	tscKVMClock
+	tscHypervisorLeaf
+	tscPIT
+	tscCPUID16
+)
+
+var tscSources = [...]string{
+	tscAssumed:        "assumed",
+	tscKVMClock:       "kvmclock",
+	tscHypervisorLeaf: "hypervisor CPUID",
+	tscPIT:            "PIT",
+	tscCPUID16:        "CPUID 0x16",
+}
 
 func calibrateTSC() uint64 {
 	if hz := kvmclock.TSCHz(); hz != 0 {
-		tscSource = "kvmclock"
+		tscSource = tscKVMClock
 		return hz
 	}
 	if hypervisor {
 		if max, _, _, _ := x86.Cpuid(0x40000000, 0); max >= 0x40000010 {
 			if khz, _, _, _ := x86.Cpuid(0x40000010, 0); khz != 0 {
-				tscSource = "hypervisor CPUID"
+				tscSource = tscHypervisorLeaf
 				return uint64(khz) * 1000
 			}
 		}
@@ -79,18 +97,18 @@ func calibrateTSC() uint64 {
 		}
 		m[i] = hz
 		if i == 2 {
-			tscSource = "PIT"
+			tscSource = tscPIT
 			return median3(m)
 		}
 	}
 	if max, _, _, _ := x86.Cpuid(0, 0); max >= 0x16 {
 		if mhz, _, _, _ := x86.Cpuid(0x16, 0); mhz != 0 {
-			tscSource = "CPUID 0x16"
+			tscSource = tscCPUID16
 			return uint64(mhz) * 1e6
 		}
 	}
 	klog("no PIT and no CPUID frequency: assuming a 1 GHz TSC\n")
-	tscSource = "assumed"
+	tscSource = tscAssumed
 	return 1e9
 }
 
