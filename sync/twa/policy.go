@@ -42,9 +42,10 @@ type Policy interface {
 
 // yieldAfter is how many unsuccessful polls, each followed by one pause,
 // the Yield policy makes at most before it starts yielding the processor.
-// At 26 ns per PAUSE on the machine the benchmarks ran on, that is about
-// 3.4 µs: a handover and a short critical section, the same order of
-// spinning as sync.Mutex does before it parks.
+// At about 20 ns per PAUSE (BenchmarkPause on the 2-core host of
+// docs/sync-twa.md), that is about 2.6 µs: a handover and a short
+// critical section, the same order of spinning as sync.Mutex does before
+// it parks.
 const yieldAfter = 128
 
 // Yield is the waiting policy for goroutines. It polls with the CPU's pause
