@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // cycles is the number of suspend-and-cancel cycles per memory test: a
@@ -51,6 +53,8 @@ func checkBounded(t *testing.T, q *Queue, maxSegs int, created int64, n int, bef
 
 // A million Suspends whose ctx is already done (the paper's suspend-and-
 // abort cycle) in every cancellation mode: the array stays a few segments.
+// Nothing parks here (the waiter is the shared pre-cancelled node);
+// TestMemoryBoundedMillionParkedCancel parks every waiter.
 func TestMemoryBoundedSuspendCancel(t *testing.T) {
 	for _, m := range []struct {
 		r ResumeMode
@@ -169,4 +173,124 @@ func TestMemoryBoundedPlainTraffic(t *testing.T) {
 		}
 	}
 	checkBounded(t, q, 2, segmentsCreated.Load()-c0, n, before)
+}
+
+// blockWaiting is GoroutineWaiting that counts the Parks that found
+// neither a value nor a done ctx and went on to block.
+type blockWaiting struct{ blocked atomic.Int64 }
+
+func (w *blockWaiting) NewParker() Parker {
+	return &blockParker{GoroutineWaiting{}.NewParker().(chanParker), w}
+}
+func (w *blockWaiting) Spin(a int) bool { return GoroutineWaiting{}.Spin(a) }
+
+type blockParker struct {
+	chanParker
+	w *blockWaiting
+}
+
+func (p *blockParker) Park(ctx context.Context) bool {
+	select {
+	case <-p.chanParker:
+		return true
+	case <-ctx.Done():
+		return false
+	default:
+	}
+	p.w.blocked.Add(1)
+	return p.chanParker.Park(ctx)
+}
+
+// parkedCycles is the number of really parked suspend-and-cancel cycles
+// per cancellation mode of TestMemoryBoundedMillionParkedCancel: four
+// modes × 250,000 = a million (with -short, 25,000 per mode).
+func parkedCycles() int {
+	if testing.Short() {
+		return 25_000
+	}
+	return 250_000
+}
+
+// A million suspend-and-cancel cycles in which every waiter really
+// suspends: 1000 goroutines each Suspend on a queue that is never resumed;
+// only when all 1000 are in Park with nothing to take (counted by
+// blockWaiting) is their shared ctx cancelled; all must return Cancelled,
+// and the next round starts. Run in each of the four mode pairs (Async and
+// Sync resumption, Simple and Smart cancellation; with no Resume the two
+// resumption modes take the same cancellation path, but they are distinct
+// queue configurations). While 1000 waiters are parked, at most the
+// segments holding them (plus the ends) may be reachable; at the end, a
+// few; and the heap must not have kept the cancelled segments.
+func TestMemoryBoundedMillionParkedCancel(t *testing.T) {
+	const live = 1000
+	for _, m := range []struct {
+		r ResumeMode
+		c CancelMode
+	}{{Async, Simple}, {Async, Smart}, {Sync, Simple}, {Sync, Smart}} {
+		name := [...]string{"Async", "Sync"}[m.r] + "/" + [...]string{"Simple", "Smart"}[m.c]
+		t.Run(name, func(t *testing.T) {
+			w := &blockWaiting{}
+			h := &testHandlers{}
+			h.keep.Store(true)
+			q := newQueue(m.r, m.c, h, w)
+			ctxs := make(chan context.Context, live)
+			var wg sync.WaitGroup
+			var notCancelled atomic.Int64
+			for i := 0; i < live; i++ {
+				go func() {
+					for ctx := range ctxs {
+						if _, st := q.Suspend(ctx); st != Cancelled {
+							notCancelled.Add(1)
+						}
+						wg.Done()
+					}
+				}()
+			}
+			defer close(ctxs)
+			n := parkedCycles() / live * live
+			maxLive := live/SegmentSize + 4
+			before := heapAlloc()
+			c0 := segmentsCreated.Load()
+			peak := 0
+			for r := 0; r < n/live; r++ {
+				ctx, cancel := context.WithCancel(bg)
+				wg.Add(live)
+				for i := 0; i < live; i++ {
+					ctxs <- ctx
+				}
+				waitFor(t, func() bool { return w.blocked.Load() >= int64((r+1)*live) }, "1000 waiters to park")
+				if r%50 == 0 {
+					segs, _ := q.reachable()
+					peak = max(peak, segs)
+					if segs > maxLive {
+						cancel()
+						t.Fatalf("round %d: %d segments reachable with %d waiters parked, want <= %d", r, segs, live, maxLive)
+					}
+				}
+				cancel()
+				waitAll(t, &wg)
+			}
+			if got := w.blocked.Load(); got != int64(n) {
+				t.Fatalf("%d suspensions blocked in Park, want all %d", got, n)
+			}
+			if bad := notCancelled.Load(); bad != 0 {
+				t.Fatalf("%d of %d parked suspensions did not return Cancelled", bad, n)
+			}
+			t.Logf("peak %d segments reachable with %d parked", peak, live)
+			checkBounded(t, q, 3, segmentsCreated.Load()-c0, n, before)
+		})
+	}
+}
+
+// waitFor polls cond, yielding, until it holds; it fails the test with
+// all goroutine stacks after hang.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(hang)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: timed out waiting for %s; all goroutines:\n%s", t.Name(), what, allStacks())
+		}
+		runtime.Gosched()
+	}
 }
