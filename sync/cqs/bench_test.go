@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -279,9 +280,9 @@ func BenchmarkCancel(b *testing.B) {
 					var wg sync.WaitGroup
 					for i := 0; i < queued; i++ {
 						wg.Add(1)
-						go func() { defer wg.Done(); s.acquire(wctx) }()
+						go func() { defer wg.Done(); queuedWaiter(s, wctx) }()
 					}
-					time.Sleep(time.Duration(queued) * 10 * time.Microsecond) // let them park
+					waitQueued(b, s, queued)
 					if mode == "done" {
 						ctx := cancelled()
 						b.ResetTimer()
@@ -300,6 +301,51 @@ func BenchmarkCancel(b *testing.B) {
 			}
 		}
 	}
+}
+
+// queuedWaiter is a goroutine queued in BenchmarkCancel: it blocks in
+// acquire until the benchmark ends. It is a named function so that
+// waitQueued can find it in goroutine stacks.
+//
+//go:noinline
+func queuedWaiter(s sem, ctx context.Context) { s.acquire(ctx) }
+
+// waitQueued waits until n queuedWaiter goroutines are blocked in their
+// acquire: for CQS, until the semaphore counts n waiters and n cells are
+// claimed; for every implementation, until n goroutine stacks show
+// queuedWaiter parked in a select (the three acquires all block in one).
+// It fails the benchmark if that takes more than 30 s.
+func waitQueued(b *testing.B, s sem, n int) {
+	if n == 0 {
+		return
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok := true
+		if c, isCQS := s.(cqsSem); isCQS {
+			ok = c.Available() == -n && c.p.q.cells.enqIdx.Load() == int64(n)
+		}
+		if ok && blockedIn("queuedWaiter", "[select") >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d waiters not all parked after 30 s", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// blockedIn counts the goroutines whose state starts with state (as
+// runtime.Stack prints it, e.g. "[select") and whose stack contains fn.
+func blockedIn(fn, state string) int {
+	n := 0
+	for _, g := range strings.Split(string(allStacks()), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, state) && strings.Contains(g, fn) {
+			n++
+		}
+	}
+	return n
 }
 
 func benchParkedCancel(b *testing.B, s sem) {
