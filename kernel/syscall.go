@@ -34,6 +34,7 @@ const (
 	sysYolkSwitch   = 0x1001 // a0 task-switch round trips, a1 != 0: save-everything variant; returns ns
 	sysYolkUnmapped = 0x1002 // number of syscalls answered ENOSYS so far
 	sysYolkCrash    = 0x1003 // fault in kernel context, to test the fault report end to end
+	sysYolkNumCPU   = 0x1004 // number of CPUs the kernel brought up
 )
 
 var (
@@ -141,6 +142,8 @@ func syscall(r *Regs) {
 		crashKernel()
 	case sysYolkUnmapped:
 		ret = uintptr(atomic.LoadUint64(&enosysN))
+	case sysYolkNumCPU:
+		ret = uintptr(sched.NumCPU())
 	default:
 		err = ENOSYS
 		logENOSYS(nr)
@@ -166,11 +169,11 @@ func sysName(nr uintptr) string {
 func logENOSYS(nr uintptr) {
 	atomic.AddUint64(&enosysN, 1)
 	if nr < 512 {
-		w, bit := &enosysSeen[nr/64], uint64(1)<<(nr%64)
-		if atomic.LoadUint64(w)&bit != 0 {
+		// The old value decides: of two CPUs racing on the same number,
+		// exactly one sees the bit clear.
+		if atomic.OrUint64(&enosysSeen[nr/64], uint64(1)<<(nr%64))&(uint64(1)<<(nr%64)) != 0 {
 			return
 		}
-		atomic.OrUint64(w, bit)
 	}
 	conLock.Lock()
 	klog("syscall ")
@@ -357,6 +360,9 @@ func sysUname(p uintptr) Errno {
 // rngState backs getrandom when the CPU has no RDRAND.
 var rngState uint64
 
+// weakRandWarned is set once the weak-randomness warning was printed.
+var weakRandWarned uint32
+
 func random64() uint64 {
 	if hasRDRAND {
 		for i := 0; i < 10; i++ {
@@ -364,6 +370,18 @@ func random64() uint64 {
 				return v
 			}
 		}
+	}
+	// The first use is at boot (AT_RANDOM in the initial stack), so the
+	// warning comes with the boot lines.
+	if atomic.CompareAndSwapUint32(&weakRandWarned, 0, 1) {
+		conLock.Lock()
+		if hasRDRAND {
+			klog("warning: RDRAND failed 10 times:")
+		} else {
+			klog("warning: no RDRAND:")
+		}
+		kprint(" getrandom and AT_RANDOM fall back to a TSC-seeded splitmix64; crypto/rand is NOT cryptographically secure\n")
+		conLock.Unlock()
 	}
 	// splitmix64 over the TSC-seeded state: not cryptographic.
 	z := atomic.AddUint64(&rngState, 0x9e3779b97f4a7c15)
