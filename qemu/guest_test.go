@@ -23,6 +23,19 @@ const SelftestPackage = "yolk/kernel/selftest"
 // checks RAM above 4 GiB.
 var guestMachines = []string{"microvm", "pc", "q35", "q35@6G"}
 
+// What TestGuest passes on the kernel command line for the guest's
+// TestArgsEnv (kernel/selftest/tests.go has the same values): an environment
+// variable and, after the self-test's own flags, one argument.
+const (
+	guestEnvKey  = "YOLK_SELFTEST_ENV"
+	guestEnvWant = `env value with spaces, "quotes" and \ backslash`
+	guestArgWant = `argument with spaces, "quotes" and \ backslash`
+)
+
+// enosysLine is what the kernel logs, once, for the unknown system call
+// that the guest's TestUnknownSyscallENOSYS makes twice.
+const enosysLine = "syscall acct (163) not implemented: ENOSYS"
+
 // defaultGuestTimeout bounds one boot of the self-test image unless
 // $YOLK_TIMEOUT says otherwise.
 const defaultGuestTimeout = 10 * time.Minute
@@ -33,7 +46,11 @@ const defaultGuestTimeout = 10 * time.Minute
 // to out/selftest-<machine>.log and benchmark lines to
 // out/bench-<machine>.txt at the module root. A run fails on a failed guest
 // test and on every problem report.Problems names (timeout, fault report,
-// panic, missing summary, inconsistent exit status).
+// panic, missing summary, inconsistent exit status), on a guest exit line
+// that QEMU's isa-debug-exit status contradicts, when the guest's
+// TestArgsEnv does not pass (it skips when the environment variable TestGuest
+// passes is missing), and when the kernel's "not implemented" line for
+// TestUnknownSyscallENOSYS's system call does not appear exactly once.
 //
 // $YOLK_GUEST_ARGS (split at spaces) are the self-test's arguments, e.g.
 // "-bench ." to run the guest benchmarks; $YOLK_SELFTEST_IMAGE boots a
@@ -114,16 +131,23 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 	}
 	fmt.Fprintln(logFile, choice)
 	rep := report.New()
+	enosysLines := 0
 	res, err := Run(t.Context(), Config{
 		Image:   img,
 		Machine: machine,
 		Memory:  memory,
 		Accel:   choice.Accel,
 		Timeout: timeout,
-		Args:    strings.Fields(os.Getenv("YOLK_GUEST_ARGS")),
+		Env:     []string{guestEnvKey + "=" + guestEnvWant},
+		Args:    append(strings.Fields(os.Getenv("YOLK_GUEST_ARGS")), "--", guestArgWant),
 		Stdout:  logFile,
 		Stderr:  logFile,
-		OnLine:  rep.Line,
+		OnLine: func(l string) {
+			if strings.Contains(l, enosysLine) {
+				enosysLines++
+			}
+			rep.Line(l)
+		},
 	})
 	if err != nil {
 		logFile.Close()
@@ -158,6 +182,15 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 	}
 	for _, p := range rep.Problems(report.Outcome{TimedOut: res.TimedOut, Timeout: timeout, ExitCode: res.ExitCode}) {
 		t.Error(p)
+	}
+	if res.Mismatch != "" {
+		t.Error(res.Mismatch)
+	}
+	if gt := rep.Test("TestArgsEnv"); gt != nil && gt.Result == report.Skip {
+		t.Errorf("guest TestArgsEnv skipped: the guest did not see %s passed on the kernel command line", guestEnvKey)
+	}
+	if gt := rep.Test("TestUnknownSyscallENOSYS"); gt != nil && gt.Result != report.Running && enosysLines != 1 {
+		t.Errorf("the kernel logged %q %d times, want once (the guest called it twice)", enosysLine, enosysLines)
 	}
 	if t.Failed() {
 		if log, err := os.ReadFile(logPath); err == nil {

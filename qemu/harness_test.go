@@ -53,6 +53,17 @@ func TestGuestHarness(t *testing.T) {
 			"Go panic in the guest:",
 			"panic: boom [recovered, repanicked]",
 		}, false},
+		{"stubReportWatchdog", true, []string{
+			"--- PASS: TestGuest/microvm/TestBoot (0.00s)",
+			"--- FAIL: TestGuest/microvm/TestTimerSleepAccuracy (0.00s)",
+			"test timed out after 50ms (-timeout)",
+			"guest: --- FAIL: TestTimerSleepAccuracy (timeout)",
+		}, false},
+		{"stubReportMismatch", true, []string{
+			"--- PASS: TestGuest/microvm/TestMemoryReserveCommit (0.00s)",
+			"guest reported exit 0 but QEMU exited with status 3 (isa-debug-exit gives 1)",
+			"--- FAIL: TestGuest/microvm (",
+		}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.entry, func(t *testing.T) {

@@ -91,6 +91,7 @@ type Result struct {
 	Elapsed    time.Duration // from starting QEMU to its end
 	FirstLine  time.Duration // from starting QEMU to the first complete serial line; 0 if none
 	Messages   []string      // "yolk: ..." notes for the user (warnings, timeout, reset)
+	Mismatch   string        // non-empty: the exit line and QEMU's isa-debug-exit status disagree (also in Messages)
 	QEMUStderr string        // the first 4 KiB of QEMU's stderr
 }
 
@@ -260,9 +261,9 @@ func decide(res *Result, timeout time.Duration, qemuName string) {
 	case res.Marker:
 		res.ExitCode = res.GuestExit
 		if want := (res.GuestExit<<1 | 1) & 0xff; s != want {
-			res.Messages = append(res.Messages, fmt.Sprintf(
-				"yolk: warning: guest reported exit %d but QEMU exited with status %d (isa-debug-exit gives %d)",
-				res.GuestExit, s, want))
+			res.Mismatch = fmt.Sprintf("guest reported exit %d but QEMU exited with status %d (isa-debug-exit gives %d)",
+				res.GuestExit, s, want)
+			res.Messages = append(res.Messages, "yolk: warning: "+res.Mismatch)
 		}
 	case s > 0 && s%2 == 1 && !qemuComplained(res.QEMUStderr, qemuName):
 		res.ExitCode = (s - 1) / 2

@@ -84,6 +84,9 @@ func TestDecide(t *testing.T) {
 		if r.ExitCode != c.code {
 			t.Errorf("%s: exit %d, want %d (%q)", c.name, r.ExitCode, c.code, r.Messages)
 		}
+		if mismatch := c.name == "marker disagrees"; (r.Mismatch != "") != mismatch {
+			t.Errorf("%s: Mismatch %q, want one: %v", c.name, r.Mismatch, mismatch)
+		}
 		switch {
 		case c.msg == "" && len(r.Messages) != 0:
 			t.Errorf("%s: unexpected messages %q", c.name, r.Messages)

@@ -88,6 +88,11 @@ var stubTranscripts = map[string]struct {
 	"stubReportHang":  {"timeout.txt", -1},
 	"stubReportFault": {"fault.txt", 125},
 	"stubReportPanic": {"panic.txt", 2},
+	// The guest runner's per-test watchdog fired.
+	"stubReportWatchdog": {"watchdog.txt", 1},
+	// A passing report whose isa-debug-exit status contradicts its
+	// "yolk: exit 0" line.
+	"stubReportMismatch": {"pass.txt", 1},
 }
 
 func stubEntries() (map[string][]byte, error) {

@@ -4,7 +4,15 @@
 // durations, benchmark lines, a final PASS or FAIL), then exits 0 or 1.
 // The host harness in package qemu turns each test into a subtest.
 //
-// Arguments: -run REGEXP selects tests, -bench REGEXP runs benchmarks too.
+// Arguments: -run REGEXP selects tests, -bench REGEXP runs benchmarks too,
+// -timeout D bounds each test (default 60s): a test still running then is
+// reported as "--- FAIL: Name (timeout)" and the program exits with status 1
+// at once, so one hung test does not hold the machine until the host's boot
+// timeout. The watchdog is a runtime timer, so it fires only if the CPU gets
+// back to the Go scheduler: a test blocked (channel, lock, sleep, futex)
+// trips it, a goroutine spinning without function calls on the only CPU
+// (asynchronous preemption is off) does not, and then the host's boot
+// timeout names the test instead.
 package main
 
 import (
@@ -25,10 +33,11 @@ import (
 
 // T is the handle a self-test gets.
 type T struct {
-	name   string
-	mu     sync.Mutex
-	log    strings.Builder
-	failed bool
+	name    string
+	mu      sync.Mutex
+	log     strings.Builder
+	failed  bool
+	skipped bool
 }
 
 func (t *T) Logf(format string, args ...any) {
@@ -46,6 +55,15 @@ func (t *T) Errorf(format string, args ...any) {
 
 func (t *T) Fatalf(format string, args ...any) {
 	t.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// Skipf logs and ends the test as skipped.
+func (t *T) Skipf(format string, args ...any) {
+	t.Logf(format, args...)
+	t.mu.Lock()
+	t.skipped = true
+	t.mu.Unlock()
 	runtime.Goexit()
 }
 
@@ -70,9 +88,51 @@ func onYolk() bool {
 var tests []test
 var benches []bench
 
+// defaultTestTimeout bounds one test unless -timeout says otherwise.
+const defaultTestTimeout = 60 * time.Second
+
+// result is how one test ended.
+type result struct {
+	status   string // "PASS", "FAIL" or "SKIP"
+	elapsed  string // as printed in the result line: "0.01s", or "timeout"
+	log      string // the test's log lines, indented
+	timedOut bool   // the watchdog fired; the test's goroutine is still running
+}
+
+// runTest runs tc on its own goroutine and waits for it to end or for
+// timeout to pass.
+func runTest(tc test, timeout time.Duration) result {
+	t := &T{name: tc.name}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tc.fn(t)
+	}()
+	watchdog := time.NewTimer(timeout)
+	defer watchdog.Stop()
+	select {
+	case <-done:
+	case <-watchdog.C:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return result{status: "FAIL", elapsed: "timeout", timedOut: true,
+			log: t.log.String() + fmt.Sprintf("    test timed out after %v (-timeout)\n", timeout)}
+	}
+	r := result{status: "PASS", elapsed: fmt.Sprintf("%.2fs", time.Since(start).Seconds()), log: t.log.String()}
+	switch {
+	case t.failed:
+		r.status = "FAIL"
+	case t.skipped:
+		r.status = "SKIP"
+	}
+	return r
+}
+
 func main() {
 	run := flag.String("run", ".", "run tests matching `regexp`")
 	benchRe := flag.String("bench", "", "run benchmarks matching `regexp`")
+	timeout := flag.Duration("timeout", defaultTestTimeout, "fail a test still running after `d` and exit")
 	flag.Parse()
 	runRe := regexp.MustCompile(*run)
 	failed := false
@@ -81,21 +141,15 @@ func main() {
 			continue
 		}
 		fmt.Printf("=== RUN   %s\n", tc.name)
-		t := &T{name: tc.name}
-		start := time.Now()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			tc.fn(t)
-		}()
-		<-done
-		d := time.Since(start)
-		status := "PASS"
-		if t.failed {
-			status = "FAIL"
-			failed = true
+		r := runTest(tc, *timeout)
+		fmt.Printf("--- %s: %s (%s)\n%s", r.status, tc.name, r.elapsed, r.log)
+		if r.timedOut {
+			// The hung goroutine cannot be stopped; nothing after it
+			// could be trusted to run either.
+			fmt.Println("FAIL")
+			os.Exit(1)
 		}
-		fmt.Printf("--- %s: %s (%.2fs)\n%s", status, tc.name, d.Seconds(), t.log.String())
+		failed = failed || r.status == "FAIL"
 	}
 	if *benchRe != "" {
 		re := regexp.MustCompile(*benchRe)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +24,9 @@ import (
 func init() {
 	tests = []test{
 		{"TestBoot", testBoot},
+		{"TestArgsEnv", testArgsEnv},
+		{"TestStdlib", testStdlib},
+		{"TestTestTimeout", testTestTimeout},
 		{"TestMemoryReserveCommit", testMemoryReserveCommit},
 		{"TestMemoryPartialUnmap", testMemoryPartialUnmap},
 		{"TestMemoryDontNeedZeroes", testMemoryDontNeed},
@@ -59,6 +66,7 @@ const (
 	sysYolkStats    = 0x1000
 	sysYolkSwitch   = 0x1001
 	sysYolkUnmapped = 0x1002
+	sysYolkNumCPU   = 0x1004
 )
 
 func stats(t *T) kernelStats {
@@ -73,15 +81,182 @@ func testBoot(t *T) {
 	if len(os.Args) < 1 || os.Args[0] != "yolk" {
 		t.Errorf("os.Args = %q, want argv[0] yolk", os.Args)
 	}
-	if g := os.Getenv("GODEBUG"); g == "" {
-		t.Errorf("GODEBUG not set by the kernel")
+	// The kernel appends asyncpreemptoff=1 to GODEBUG; the last setting
+	// of a key wins, so the last asyncpreemptoff must be 1.
+	g := os.Getenv("GODEBUG")
+	preempt := ""
+	for _, kv := range strings.Split(g, ",") {
+		if v, ok := strings.CutPrefix(kv, "asyncpreemptoff="); ok {
+			preempt = v
+		}
 	}
-	if n := runtime.NumCPU(); n < 1 {
-		t.Errorf("NumCPU = %d", n)
+	if preempt != "1" {
+		t.Errorf("GODEBUG=%q: want asyncpreemptoff=1 (set by the kernel)", g)
+	}
+	ncpu, _, e := syscall.Syscall(sysYolkNumCPU, 0, 0, 0)
+	if e != 0 {
+		t.Fatalf("yolk numcpu syscall: %v", e)
+	}
+	if n := runtime.NumCPU(); n != int(ncpu) {
+		t.Errorf("runtime.NumCPU() = %d, kernel brought up %d CPUs", n, ncpu)
 	}
 	s := stats(t)
 	t.Logf("NumCPU=%d RAM=%d MiB free=%d MiB TSC=%d MHz LAPIC=%d MHz", runtime.NumCPU(),
 		s.FramesAll*4096>>20, s.FramesFree*4096>>20, s.TSCHz/1e6, s.LAPICHz/1e6)
+}
+
+// What TestGuest (qemu/guest_test.go) passes on the kernel command line:
+// the environment variable argsEnvKey and, after the self-test's flags,
+// one argument; both are values that need quoting on the command line.
+const (
+	argsEnvKey  = "YOLK_SELFTEST_ENV"
+	argsEnvWant = `env value with spaces, "quotes" and \ backslash`
+	argsArgWant = `argument with spaces, "quotes" and \ backslash`
+)
+
+func testArgsEnv(t *T) {
+	v, ok := os.LookupEnv(argsEnvKey)
+	if !ok {
+		t.Skipf("%s not set: not booted by TestGuest, which passes it with an argument", argsEnvKey)
+	}
+	if v != argsEnvWant {
+		t.Errorf("os.Getenv(%q) = %q, want %q", argsEnvKey, v, argsEnvWant)
+	}
+	if a := flag.Args(); len(a) != 1 || a[0] != argsArgWant {
+		t.Errorf("arguments after the flags = %q (os.Args %q), want [%q]", a, os.Args, argsArgWant)
+	}
+	if os.Args[len(os.Args)-1] != argsArgWant {
+		t.Errorf("os.Args = %q, want %q last", os.Args, argsArgWant)
+	}
+}
+
+// testStdlib exercises maps, sync, fmt, sort and strings with goroutines.
+func testStdlib(t *T) {
+	// Maps: insert, delete, iterate many keys.
+	const nkeys = 100000
+	m := make(map[int]string)
+	for i := 0; i < nkeys; i++ {
+		m[i] = strconv.Itoa(i)
+	}
+	for i := 0; i < nkeys; i += 2 {
+		delete(m, i)
+	}
+	if len(m) != nkeys/2 {
+		t.Errorf("len(map) = %d after deleting half of %d keys", len(m), nkeys)
+	}
+	seen := 0
+	for k, v := range m {
+		if k%2 == 0 || v != strconv.Itoa(k) {
+			t.Fatalf("map[%d] = %q after deletes", k, v)
+		}
+		seen++
+	}
+	if seen != nkeys/2 {
+		t.Errorf("iterated %d keys, want %d", seen, nkeys/2)
+	}
+
+	// sync: Mutex, RWMutex, Once, WaitGroup under goroutines.
+	const workers, rounds = 64, 1000
+	var (
+		mu      sync.Mutex
+		rw      sync.RWMutex
+		once    sync.Once
+		wg      sync.WaitGroup
+		counter int
+		shared  = map[int]int{}
+		onces   atomic.Int32
+		badRead atomic.Int32
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				once.Do(func() { onces.Add(1) })
+				mu.Lock()
+				counter++
+				mu.Unlock()
+				if i%10 == 0 {
+					rw.Lock()
+					shared[w] = i
+					shared[-1]++
+					rw.Unlock()
+				} else {
+					rw.RLock()
+					if v, ok := shared[w]; ok && v > i {
+						badRead.Add(1)
+					}
+					rw.RUnlock()
+				}
+				if i%100 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if counter != workers*rounds {
+		t.Errorf("Mutex-protected counter = %d, want %d", counter, workers*rounds)
+	}
+	if n := shared[-1]; n != workers*rounds/10 {
+		t.Errorf("RWMutex-protected writes = %d, want %d", n, workers*rounds/10)
+	}
+	if badRead.Load() != 0 {
+		t.Errorf("%d reads under RLock saw a value from the future", badRead.Load())
+	}
+	if onces.Load() != 1 {
+		t.Errorf("sync.Once ran %d times", onces.Load())
+	}
+
+	// fmt, sort, strings.
+	if got := fmt.Sprintf("%d|%5.2f|%q|%x|%v|%+v", -42, 3.14159, "a\"b", []byte{1, 171}, []int{1, 2}, struct{ A int }{7}); got != `-42| 3.14|"a\"b"|01ab|[1 2]|{A:7}` {
+		t.Errorf("fmt.Sprintf = %q", got)
+	}
+	if _, err := fmt.Sscanf("7 x", "%d %s", new(int), new(string)); err != nil {
+		t.Errorf("fmt.Sscanf: %v", err)
+	}
+	xs := make([]int, 10000)
+	for i := range xs {
+		xs[i] = (i * 7919) % 10007
+	}
+	sort.Ints(xs)
+	if !sort.IntsAreSorted(xs) {
+		t.Errorf("sort.Ints left the slice unsorted")
+	}
+	words := strings.Fields("  the quick  brown fox jumps over the lazy dog ")
+	sort.Strings(words)
+	if got := strings.Join(words, ","); got != "brown,dog,fox,jumps,lazy,over,quick,the,the" {
+		t.Errorf("sorted words = %q", got)
+	}
+	if got := strings.ToUpper(strings.Repeat("ab", 3)); got != "ABABAB" {
+		t.Errorf("strings.ToUpper(Repeat) = %q", got)
+	}
+	if got := strings.ReplaceAll("a-b-c", "-", "+"); got != "a+b+c" || !strings.HasPrefix(got, "a+") || strings.Index(got, "c") != 4 {
+		t.Errorf("strings.ReplaceAll = %q", got)
+	}
+}
+
+// testTestTimeout runs the runner's watchdog on a test that never ends.
+func testTestTimeout(t *T) {
+	release := make(chan struct{})
+	defer close(release)
+	start := time.Now()
+	r := runTest(test{"hang", func(*T) { <-release }}, 20*time.Millisecond)
+	el := time.Since(start)
+	if !r.timedOut || r.status != "FAIL" || r.elapsed != "timeout" || !strings.Contains(r.log, "timed out after 20ms") {
+		t.Errorf("hung test: %+v, want a FAIL (timeout) result", r)
+	}
+	if el < 20*time.Millisecond || el > 5*time.Second {
+		t.Errorf("watchdog of 20ms fired after %v", el)
+	}
+	r = runTest(test{"quick", func(t *T) { t.Logf("hi") }}, time.Minute)
+	if r.timedOut || r.status != "PASS" || r.log != "    hi\n" {
+		t.Errorf("quick test: %+v, want PASS", r)
+	}
+	r = runTest(test{"skip", func(t *T) { t.Skipf("no") }}, time.Minute)
+	if r.status != "SKIP" {
+		t.Errorf("skipped test: %+v, want SKIP", r)
+	}
 }
 
 func mmap(t *T, addr, n uintptr, prot, flags int) uintptr {
@@ -237,27 +412,51 @@ func testFutexTimeout(t *T) {
 	t.Logf("5ms futex timeout took %v", el)
 }
 
+// testGoroutines10k has 10k ping-pong pairs (20k goroutines) alive at once:
+// every pair blocks on a barrier before it plays, so all of them exist
+// together, then all are released and must all complete.
 func testGoroutines10k(t *T) {
 	const n = 10000
-	var wg sync.WaitGroup
+	base := runtime.NumGoroutine()
+	var ready, wg sync.WaitGroup
 	var sum atomic.Int64
+	release := make(chan struct{})
 	for i := 0; i < n; i++ {
-		wg.Add(1)
+		wg.Add(2)
+		ready.Add(2)
 		ping, pong := make(chan int), make(chan int)
 		go func() {
 			defer wg.Done()
+			ready.Done()
+			<-release
 			for v := range ping {
 				pong <- v + 1
 			}
 			close(pong)
 		}()
 		go func(i int) {
+			defer wg.Done()
+			ready.Done()
+			<-release
 			ping <- i
 			sum.Add(int64(<-pong))
 			close(ping)
 		}(i)
 	}
-	wg.Wait()
+	ready.Wait()
+	alive := runtime.NumGoroutine() - base
+	if alive < 2*n {
+		t.Errorf("%d goroutines alive at the barrier, want %d", alive, 2*n)
+	}
+	t.Logf("%d goroutines alive at once", alive)
+	close(release)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("goroutines still running 30s after the release; %d alive", runtime.NumGoroutine()-base)
+	}
 	if want := int64(n*(n-1)/2 + n); sum.Load() != want {
 		t.Errorf("sum = %d, want %d", sum.Load(), want)
 	}
@@ -265,36 +464,55 @@ func testGoroutines10k(t *T) {
 
 var sink []byte
 
+// testGC allocates four times the guest's RAM in 1 MiB pieces, sampling the
+// free frames as it goes: the collector must keep resident memory bounded
+// (GOMEMLIMIT is 3/4 of the RAM free at boot) all along, not only after the
+// final runtime.GC.
 func testGC(t *T) {
 	s := stats(t)
 	ram := s.FramesAll * 4096
 	var ms runtime.MemStats
 	total := int64(0)
+	minFree := s.FramesFree
+	samples := 0
 	for total < 4*ram {
 		sink = make([]byte, 1<<20)
 		sink[0] = 1
 		total += 1 << 20
+		if total%(8<<20) == 0 {
+			f := stats(t).FramesFree
+			minFree = min(minFree, f)
+			samples++
+		}
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	t.Logf("allocated %d MiB in total on %d MiB of RAM; HeapSys %d MiB, NumGC %d",
-		total>>20, ram>>20, ms.HeapSys>>20, ms.NumGC)
+	t.Logf("allocated %d MiB in total on %d MiB of RAM; HeapSys %d MiB, NumGC %d; least free during the loop %d MiB (%d samples)",
+		total>>20, ram>>20, ms.HeapSys>>20, ms.NumGC, minFree*4096>>20, samples)
 	if ms.NumGC == 0 {
 		t.Errorf("no garbage collection ran")
+	}
+	// Steady RSS: at least an eighth of RAM stays free throughout.
+	if minFree < s.FramesAll/8 {
+		t.Errorf("free memory fell to %d MiB of %d MiB during the allocation loop", minFree*4096>>20, ram>>20)
 	}
 	if after := stats(t); after.FramesFree < s.FramesAll/8 {
 		t.Errorf("only %d MiB free after GC", after.FramesFree*4096>>20)
 	}
 }
 
+// testENOSYS makes an unknown system call twice: both return ENOSYS and
+// count, and the kernel logs it once (TestGuest counts the
+// "syscall acct (163) not implemented" lines on the console).
 func testENOSYS(t *T) {
 	before, _, _ := syscall.Syscall(sysYolkUnmapped, 0, 0, 0)
-	_, _, e := syscall.Syscall(syscall.SYS_ACCT, 0, 0, 0)
-	if e != syscall.ENOSYS {
-		t.Errorf("acct() = %v, want ENOSYS", e)
+	for i := 0; i < 2; i++ {
+		if _, _, e := syscall.Syscall(syscall.SYS_ACCT, 0, 0, 0); e != syscall.ENOSYS {
+			t.Errorf("acct() = %v, want ENOSYS", e)
+		}
 	}
-	if after, _, _ := syscall.Syscall(sysYolkUnmapped, 0, 0, 0); after != before+1 {
-		t.Errorf("ENOSYS counter %d -> %d", before, after)
+	if after, _, _ := syscall.Syscall(sysYolkUnmapped, 0, 0, 0); after != before+2 {
+		t.Errorf("ENOSYS counter %d -> %d, want +2", before, after)
 	}
 }
 

@@ -124,6 +124,26 @@ func TestTimeoutTranscript(t *testing.T) {
 	}
 }
 
+// TestWatchdogTranscript: the guest runner's per-test timeout prints
+// "--- FAIL: Name (timeout)", the message, FAIL and exits 1; the report
+// names the test as failed and finds nothing else wrong.
+func TestWatchdogTranscript(t *testing.T) {
+	r := parseFile(t, "watchdog.txt")
+	tt := r.Test("TestTimerSleepAccuracy")
+	if tt == nil || tt.Result != Fail || tt.Elapsed != "timeout" {
+		t.Fatalf("hung test: %+v", tt)
+	}
+	if want := []string{"    sleep 20µs: time.Sleep 697.81µs, nanosleep 551.286µs", "    test timed out after 50ms (-timeout)"}; !reflect.DeepEqual(tt.Output, want) {
+		t.Errorf("output %q, want %q", tt.Output, want)
+	}
+	if r.Running() != "" || r.Summary != Fail || !r.HaveExit || r.Exit != 1 {
+		t.Errorf("running %q summary %q exit %v %d", r.Running(), r.Summary, r.HaveExit, r.Exit)
+	}
+	if p := r.Problems(Outcome{ExitCode: 1}); len(p) != 0 {
+		t.Errorf("problems %q", p)
+	}
+}
+
 func TestFaultTranscript(t *testing.T) {
 	r := parseFile(t, "fault.txt")
 	if len(r.Fault) != 4 || !strings.HasPrefix(r.Fault[0], "yolk: fault: vector 14") ||
