@@ -11,10 +11,11 @@ import (
 )
 
 // BenchmarkBoot boots the probe image (a Go program that prints one line
-// from main and returns) under TCG and reports, per boot, the time from
+// from main and returns) and reports, per boot, the time from
 // starting QEMU to the first serial line (the kernel's first output), to the
 // line printed by main, and to QEMU's exit, plus the image size. It needs
-// the yolk kernel.
+// the yolk kernel. The accelerator comes from $YOLK_ACCEL (auto, kvm or tcg)
+// as in TestGuest; the choice is logged.
 func BenchmarkBoot(b *testing.B) {
 	if _, err := FindQEMU(); err != nil {
 		b.Fatal(err)
@@ -28,13 +29,18 @@ func BenchmarkBoot(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, m := range Machines {
+		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Machine: m, ProbeImage: img})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Log(choice)
 		b.Run(m, func(b *testing.B) {
 			var first, toMain, total time.Duration
 			for b.Loop() {
 				var mainAt time.Duration
 				start := time.Now()
 				res, err := Run(b.Context(), Config{
-					Image: img, Machine: m, Accel: "tcg", Timeout: time.Minute,
+					Image: img, Machine: m, Accel: choice.Accel, Timeout: time.Minute,
 					OnLine: func(l string) {
 						if strings.HasPrefix(l, "yolk: kvm probe: Go main reached") {
 							mainAt = time.Since(start)

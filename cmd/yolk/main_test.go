@@ -8,14 +8,23 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"yolk/qemu"
 )
 
 // The README's promise, end to end through the command: an unmodified Go
 // program of another module is built with "yolk build" and booted with
-// "yolk run" (TCG), sees its arguments and environment, and the command
-// exits with the program's status: 0 on return, 3 on os.Exit(3), 2 on a
-// panic. This needs QEMU and a booting kernel.
+// "yolk run" (accelerator from $YOLK_ACCEL, as TestGuest: auto, kvm or
+// tcg), sees its arguments and environment, and the command exits with the
+// program's status: 0 on return, 3 on os.Exit(3), 2 on a panic. This needs
+// QEMU and a booting kernel.
 func TestBuildAndRunProgram(t *testing.T) {
+	// Choose once, so that "auto" probes once and not in every subtest.
+	choice, err := qemu.ChooseAccel(t.Context(), qemu.AccelOptions{Mode: os.Getenv("YOLK_ACCEL")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(choice)
 	tmp := t.TempDir()
 	yolk := filepath.Join(tmp, "yolk")
 	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
@@ -58,7 +67,7 @@ func main() {
 		code int
 	}{{"ok", 0}, {"exit3", 3}, {"panic", 2}, {"nil", 2}, {"kfault", 125}} {
 		t.Run(c.arg, func(t *testing.T) {
-			cmd := exec.Command(yolk, "run", "-accel=tcg", "-timeout=2m", "-e", "GREETING=hello world", img, "a b", c.arg)
+			cmd := exec.Command(yolk, "run", "-accel="+choice.Accel, "-timeout=2m", "-e", "GREETING=hello world", img, "a b", c.arg)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -72,7 +81,7 @@ func main() {
 			if code != c.code {
 				t.Errorf("exit status %d, want %d", code, c.code)
 			}
-			if first, _, _ := strings.Cut(stderr.String(), "\n"); first != "yolk: accel tcg (forced)" {
+			if first, _, _ := strings.Cut(stderr.String(), "\n"); first != "yolk: accel "+choice.Accel+" (forced)" {
 				t.Errorf("first stderr line %q", first)
 			}
 			want := `args=["a b" "` + c.arg + `"] GREETING="hello world"`
