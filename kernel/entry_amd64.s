@@ -75,10 +75,10 @@ hang:
 // syscall(r). Everything but RAX (the result), RCX and R11 is preserved, as
 // the Linux ABI promises.
 TEXT ·syscallEntry(SB),NOSPLIT|NOFRAME,$0
-	MOVQ	SP, 8(GS)
-	MOVQ	16(GS), SP
+	MOVQ	SP, 8(GS)	// CPU.UserSP
+	MOVQ	16(GS), SP	// CPU.KStackTop
 	PUSHQ	$0x10
-	PUSHQ	8(GS)
+	PUSHQ	8(GS)	// CPU.UserSP
 	PUSHQ	R11
 	PUSHQ	$0x08
 	PUSHQ	CX
@@ -86,8 +86,8 @@ TEXT ·syscallEntry(SB),NOSPLIT|NOFRAME,$0
 	PUSHQ	$-1
 	PUSHALL
 	PUSHQ	$0
-	MOVQ	0(GS), AX
-	ADDQ	$32, AX
+	MOVQ	0(GS), AX	// CPU.Self
+	ADDQ	$32, AX	// CPU.TLS
 	SETFS_AX
 	MOVQ	SP, AX
 	SUBQ	$16, SP
@@ -132,8 +132,8 @@ TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
 	PUSHALL
 	GETFS_AX
 	PUSHQ	AX
-	MOVQ	0(GS), AX
-	ADDQ	$48, AX
+	MOVQ	0(GS), AX	// CPU.Self
+	ADDQ	$48, AX	// CPU.TrapTLS
 	SETFS_AX
 	// The interrupted code's FP/SSE registers: the handler's Go code may
 	// use them. trap finds the area at (r-528+15)&^15.

@@ -30,8 +30,9 @@ func (g *G) SetStack(lo, hi uintptr) {
 }
 
 // CPU is one processor's kernel state; GS base points at it. The first
-// fields are read by the kernel's entry assembly at fixed offsets (see
-// cpu_offsets_test.go): keep them in place.
+// fields are used by the entry assembly (kernel/entry_amd64.s,
+// cpu_amd64.s) at literal offsets, each line annotated "// CPU.Field";
+// TestAsmOffsets checks every annotated number against unsafe.Offsetof.
 type CPU struct {
 	Self      uintptr // 0: address of this CPU
 	UserSP    uintptr // 8: user RSP saved by the syscall entry
@@ -52,14 +53,6 @@ var cpus [MaxCPUs]CPU
 
 // ncpu is the number of CPUs brought up.
 var ncpu int
-
-// Offsets the entry assembly relies on.
-const (
-	OffUserSP    = 8
-	OffKStackTop = 16
-	OffTLS       = 32
-	OffTrapTLS   = 48
-)
 
 // InitCPU prepares CPU id, makes GS point at it and returns it.
 func InitCPU(id int) *CPU {

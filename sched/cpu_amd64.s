@@ -2,7 +2,7 @@
 
 // func This() *CPU
 TEXT ·This(SB),NOSPLIT,$0-8
-	MOVQ	0(GS), AX
+	MOVQ	0(GS), AX	// CPU.Self
 	MOVQ	AX, ret+0(FP)
 	RET
 
@@ -17,11 +17,11 @@ TEXT ·swtch(SB),NOSPLIT,$0-24
 	MOVQ	from+0(FP), AX
 	MOVQ	to+8(FP), BX
 	MOVQ	gp+16(FP), CX
-	MOVQ	SP, 0(AX)
-	MOVQ	BP, 8(AX)
-	MOVQ	CX, 24(GS)
-	MOVQ	0(BX), SP
-	MOVQ	8(BX), BP
+	MOVQ	SP, 0(AX)	// Context.SP
+	MOVQ	BP, 8(AX)	// Context.BP
+	MOVQ	CX, 24(GS)	// CPU.GSlot
+	MOVQ	0(BX), SP	// Context.SP
+	MOVQ	8(BX), BP	// Context.BP
 	RET
 
 // func swtchAll(from, to *Context, gp uintptr)
@@ -51,11 +51,11 @@ TEXT ·swtchAll(SB),NOSPLIT,$0-24
 	ADDQ	$15, DX
 	ANDQ	$~15, DX
 	FXSAVE64	(DX)
-	MOVQ	SP, 0(AX)
-	MOVQ	BP, 8(AX)
-	MOVQ	CX, 24(GS)
-	MOVQ	0(BX), SP
-	MOVQ	8(BX), BP
+	MOVQ	SP, 0(AX)	// Context.SP
+	MOVQ	BP, 8(AX)	// Context.BP
+	MOVQ	CX, 24(GS)	// CPU.GSlot
+	MOVQ	0(BX), SP	// Context.SP
+	MOVQ	8(BX), BP	// Context.BP
 	MOVQ	SP, DX
 	ADDQ	$15, DX
 	ANDQ	$~15, DX
