@@ -10,5 +10,5 @@
 // kernel stacks under a fake g, underneath a runtime that may be in any
 // state. It never allocates on the Go heap, never stores Go pointers into
 // memory (no write barriers: addresses are uintptr), and never calls into the
-// runtime's scheduler. kernel_test.go checks this on the built image.
+// runtime's scheduler. kcontext_test.go checks this on the built image.
 package kernel

@@ -1,4 +1,4 @@
-// Package pit uses the 8254 programmable interval timer's channel 2 as a
+// Package pit uses the 8254 programmable interval timer's channel 0 as a
 // reference clock to calibrate faster counters (TSC, local APIC timer).
 //
 // Kernel-context: no allocation, no runtime calls.
