@@ -23,6 +23,22 @@ var runtimeContext = regexp.MustCompile(`^yolk/kernel\.init(\.|$)`)
 
 // forbidden are runtime entry points that allocate, run write barriers or
 // enter the scheduler.
+//
+// Calls the compiler inserts for checks - runtime.panicIndex, panicSlice*
+// and the other bounds-check panics, panicdivide, panicshift - and the
+// prologue's runtime.morestack are accepted although they would allocate or
+// park if they ran to completion, because in kernel context they cannot get
+// that far: the g of a kernel task or trap stack (sched.G) has g.m == nil,
+// and the runtime reads g.m first (morestack loads m.g0 after saving into
+// g.sched, which sched.G's padding holds; the bounds panics reach
+// acquirem/gp.m in mallocgc or gopanic). That nil read is a page fault with
+// FS at the kernel or trap TLS block: pageFault finds no mapping for the low
+// address, signalUser refuses to deliver SIGSEGV in kernel context
+// (inKernel), and trap calls fault, which prints the report (vector,
+// address, registers, symbolized backtrace naming the kernel function) and
+// exits QEMU with kernel.ExitFault. So an out-of-range index or a kernel
+// stack overflow is a loud fault report, never a silent failure or a
+// runtime panic that recovers into a broken state.
 var forbidden = regexp.MustCompile(`runtime\.(newobject|mallocgc|makeslice|makeslicecopy|growslice|makemap|makemap_small|makechan|convT|convTstring|convTslice|convT64|convT32|convT16|gcWriteBarrier|wbZero|wbMove|typedmemmove|typedmemclr|typedslicecopy|concatstring|slicebytetostring|stringtoslicebyte|rawstring|newproc|gopark|goready|chansend|chanrecv|mapassign|deferproc|gopanic|panicwrap)`)
 
 // TestKernelContextNoAllocNoWriteBarrier disassembles the self-test image and
