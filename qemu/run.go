@@ -36,10 +36,12 @@ const InstallHint = "apt-get update && apt-get install -y qemu-system-x86"
 // Machines are the QEMU machine types the runner supports.
 var Machines = []string{"microvm", "pc", "q35"}
 
-// Exit codes of Run that are not the guest's own status.
+// Exit codes of Run that are not the guest's own status. The kernel's own
+// fault status, 125 (kernel.ExitFault: a fault report was printed), is a
+// guest status like any other and is distinct from all of these.
 const (
+	ExitReset   = 123 // QEMU ended without a report (guest reset, e.g. a triple fault)
 	ExitTimeout = 124 // the guest did not finish in time
-	ExitReset   = 125 // QEMU ended without a report (guest reset, e.g. a triple fault)
 	ExitQEMU    = 126 // QEMU itself failed (bad option, unloadable image, signal)
 )
 

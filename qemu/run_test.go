@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"yolk/kernel"
 	"yolk/qemu/image"
 )
 
@@ -303,5 +304,21 @@ func TestRunStubFaultSymbolized(t *testing.T) {
 	}
 	if res.ExitCode != 125 {
 		t.Errorf("%+v", res)
+	}
+}
+
+// TestExitCodesDistinct: every status the runner or the command makes up
+// means one thing, and none is the kernel's fault status.
+func TestExitCodesDistinct(t *testing.T) {
+	codes := map[string]int{
+		"kernel.ExitFault": kernel.ExitFault, "ExitReset": ExitReset, "ExitTimeout": ExitTimeout,
+		"ExitQEMU": ExitQEMU, "QEMU missing": 127, "interrupted": 130, "Go panic": 2,
+	}
+	seen := map[int]string{}
+	for name, c := range codes {
+		if other, ok := seen[c]; ok {
+			t.Errorf("exit status %d means both %s and %s", c, name, other)
+		}
+		seen[c] = name
 	}
 }

@@ -7,8 +7,9 @@
 //
 // run prints "yolk: accel ..." first, streams the guest's serial output to
 // stdout (kernel backtraces symbolized), writes its own notes to stderr and
-// exits with the guest program's exit status; 124 on timeout, 125 when the
-// guest reset without reporting, 126 when QEMU failed, 127 when QEMU is not
+// exits with the guest program's exit status (2 for a Go panic, 125 after a
+// kernel fault report); 123 when the guest reset without reporting (e.g. a
+// triple fault), 124 on timeout, 126 when QEMU failed, 127 when QEMU is not
 // installed, 130 when interrupted.
 package main
 
@@ -32,6 +33,10 @@ func usage() {
   yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
   yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35] [-m 128M] [-smp 1]
            [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+
+run exits with the guest program's status (2: Go panic, 125: kernel fault
+report), or 123: guest reset without a report (triple fault), 124: timeout,
+126: QEMU failed, 127: QEMU not installed, 130: interrupted.
 `)
 	os.Exit(2)
 }
@@ -101,6 +106,8 @@ func run(args []string) int {
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]")
 		fs.PrintDefaults()
+		fmt.Fprintln(os.Stderr, "exit status: the guest's (2: Go panic, 125: kernel fault report), or 123: guest reset\n"+
+			"without a report (triple fault), 124: timeout, 126: QEMU failed, 127: QEMU not installed, 130: interrupted")
 	}
 	fs.Parse(args)
 	if fs.NArg() < 1 {
