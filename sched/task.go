@@ -17,7 +17,6 @@ const (
 	stReady                 // on the ready queue, or about to be
 	stBlocked               // on a wait queue and/or waiting for its deadline
 	stLimbo                 // switched away, its finalizer not yet run
-	stDead                  // exited, slot not yet reusable
 )
 
 // Finalizers a switch can name; the resumed task runs them on the previous
