@@ -39,11 +39,15 @@ image:
 	mkdir -p out
 	$(YOLK) build -o $(IMAGE) ./kernel/selftest
 
-# qemu installs QEMU from Debian's packages when it is missing.
+# qemu installs QEMU from Debian's packages when it is missing: as root
+# directly, otherwise through sudo if it needs no password (sudo -n);
+# failing both it prints the command to run.
 qemu:
 	@command -v qemu-system-x86_64 >/dev/null 2>&1 || { \
 	  echo "qemu-system-x86_64 not found: installing Debian's qemu-system-x86"; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y qemu-system-x86; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+	    sudo -n apt-get update && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y qemu-system-x86; \
 	  else echo "run: sudo apt-get update && sudo apt-get install -y qemu-system-x86"; exit 1; fi; }
 
 clean:
