@@ -59,7 +59,6 @@ func switchTo(next *Task, fin uint32) {
 	}
 	c.cur = next.addr()
 	c.KStackTop = next.KStackHi
-	next.Runs++
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
 	FinishSwitch()
 }

@@ -58,9 +58,6 @@ type Task struct {
 	timedOut bool
 	wnext    uintptr // wait-queue links
 	wprev    uintptr
-
-	// Runs counts how often the task was switched to (self-test invariant).
-	Runs uint64
 }
 
 var tasks [MaxTasks]Task
@@ -99,7 +96,6 @@ func Alloc() *Task {
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline = 0, 0, 0, 0
 			t.timedOut = false
-			t.Runs = 0
 			return t
 		}
 	}
