@@ -33,7 +33,7 @@ bench: qemu image
 LINUXREF_COUNT ?= 10
 linuxref: qemu
 	$(GO) run ./qemu/linuxref/cmd/linuxref -machine pc -count $(LINUXREF_COUNT)
-	$(GO) run golang.org/x/perf/cmd/benchstat@latest -filter .unit:sec/op out/linuxref/pc/linux.txt out/linuxref/pc/yolk.txt | tee out/linuxref/pc/benchstat.txt
+	$(GO) tool benchstat -filter .unit:sec/op out/linuxref/pc/linux.txt out/linuxref/pc/yolk.txt | tee out/linuxref/pc/benchstat.txt
 
 image:
 	mkdir -p out

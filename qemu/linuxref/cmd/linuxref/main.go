@@ -185,7 +185,7 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 			return err
 		}
 	}
-	fmt.Printf("linuxref: wrote %s; compare with:\n  go run golang.org/x/perf/cmd/benchstat@latest %s %s\n",
+	fmt.Printf("linuxref: wrote %s; compare with:\n  go tool benchstat %s %s\n",
 		dir, filepath.Join(dir, "linux.txt"), filepath.Join(dir, "yolk.txt"))
 	return nil
 }
