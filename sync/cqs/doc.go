@@ -49,9 +49,16 @@
 //     counting as a no-op (Sync resumption exists for TryAcquire's sake);
 //     the pools as bags, not as queues or stacks (as the paper notes).
 //     This package's tests check random histories against sequential
-//     specifications and force the named races deterministically; the
-//     paper's Iris proofs cover safety, not linearizability, and nothing
-//     here is proven.
+//     specifications, with seeded yields and sleeps injected at the
+//     algorithm's race points, and force the named races
+//     deterministically; the paper's Iris proofs cover safety, not
+//     linearizability, and nothing here is proven. The semaphore's
+//     cancellation handler differs from the paper's for this reason: the
+//     paper's puts a refused permit back at once, and the injected yields
+//     showed a TryAcquire failing after a Release had returned with no
+//     permit held (a later Release can take the refused cell while the
+//     earlier one's permit is still on its way); here the refused Release
+//     puts its permit back itself (see permitHandlers).
 //
 // # Costs
 //

@@ -54,6 +54,7 @@ func (l *CountDownLatch) Await(ctx context.Context) error {
 	if l.waiters.Add(1)&doneBit != 0 {
 		return nil
 	}
+	l.q.at(hookCounted)
 	if _, st := l.q.Suspend(ctx); st == Cancelled {
 		return ctx.Err()
 	}
@@ -67,6 +68,7 @@ func (l *CountDownLatch) resumeWaiters() {
 			return
 		}
 		if l.waiters.CompareAndSwap(w, w|doneBit) {
+			l.q.at(hookCounted)
 			for ; w > 0; w-- {
 				l.q.Resume(struct{}{})
 			}

@@ -19,6 +19,18 @@ import (
 // specifications with porcupine. An operation that returned a ctx error
 // is specified as a no-op. Histories are short (a few hundred operations)
 // so that the search stays fast; many seeded rounds make up for it.
+//
+// Every history runs with chaos on the primitive's queue: at each
+// injection point of the algorithm (Queue.hook, nil in production: where
+// a Suspend or Resume has claimed its cell, a waiter is about to park or
+// has been interrupted, a cancellation has won but its handler has not
+// run, a Sync Resume waits for a handler, a primitive has changed its
+// counter but not yet called Suspend or Resume, the latch's registration)
+// a seeded pseudo-random choice yields the processor, sleeps a few
+// microseconds or goes on. Those are the points of the paper's named
+// races; without the yields their windows are a few instructions wide and
+// random histories almost never hit them. Each test runs at GOMAXPROCS 1
+// and 2.
 
 // A recorder collects operations with timestamps from one atomic clock.
 type recorder struct {
@@ -63,6 +75,32 @@ func work(rng *rand.Rand) {
 	for n := rng.IntN(3); n > 0; n-- {
 		runtime.Gosched()
 	}
+}
+
+// chaos installs on q a hook that, at every injection point, yields with
+// probability 1/4 and sleeps 0-19 µs with probability 1/32, as decided by
+// a pseudo-random sequence fixed by seed (which choice falls to which
+// goroutine still depends on the schedule).
+func chaos(q *Queue, seed uint64) {
+	var n atomic.Uint64
+	q.hook = func(hookPoint) {
+		x := splitmix(seed<<20 + n.Add(1))
+		switch {
+		case x%4 == 0:
+			runtime.Gosched()
+		case x%32 == 1:
+			time.Sleep(time.Duration(x>>40%20) * time.Microsecond)
+		}
+	}
+}
+
+// splitmix is the SplitMix64 finaliser.
+func splitmix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 func check(t *testing.T, name string, m porcupine.Model, ops []porcupine.Operation) {
@@ -152,24 +190,30 @@ func runSemHistory(t *testing.T, seed uint64, k, clients, opsPerClient int, s se
 }
 
 func TestLinearizableSemaphore(t *testing.T) {
-	for _, k := range []int{1, 2} {
-		for seed := uint64(1); seed <= uint64(rounds()); seed++ {
-			s := NewSemaphore(k)
-			ops := runSemHistory(t, seed, k, 4, 40, semaphoreLike{s.Acquire, s.TryAcquire, s.Release})
-			check(t, fmt.Sprintf("semaphore k=%d seed=%d", k, seed), semModel(k), ops)
-			if got := s.Available(); got != k {
-				t.Fatalf("seed %d: %d permits free at the end, want %d", seed, got, k)
+	forProcs(t, func(t *testing.T) {
+		for _, k := range []int{1, 2} {
+			for seed := uint64(1); seed <= uint64(rounds()); seed++ {
+				s := NewSemaphore(k)
+				chaos(&s.p.q, seed)
+				ops := runSemHistory(t, seed, k, 4, 40, semaphoreLike{s.Acquire, s.TryAcquire, s.Release})
+				check(t, fmt.Sprintf("semaphore k=%d seed=%d", k, seed), semModel(k), ops)
+				if got := s.Available(); got != k {
+					t.Fatalf("seed %d: %d permits free at the end, want %d", seed, got, k)
+				}
 			}
 		}
-	}
+	})
 }
 
 func TestLinearizableMutex(t *testing.T) {
-	for seed := uint64(1); seed <= uint64(rounds()); seed++ {
-		m := NewMutex()
-		ops := runSemHistory(t, seed, 1, 4, 40, semaphoreLike{m.Lock, m.TryLock, m.Unlock})
-		check(t, fmt.Sprintf("mutex seed=%d", seed), semModel(1), ops)
-	}
+	forProcs(t, func(t *testing.T) {
+		for seed := uint64(1); seed <= uint64(rounds()); seed++ {
+			m := NewMutex()
+			chaos(&m.p.q, seed)
+			ops := runSemHistory(t, seed, 1, 4, 40, semaphoreLike{m.Lock, m.TryLock, m.Unlock})
+			check(t, fmt.Sprintf("mutex seed=%d", seed), semModel(1), ops)
+		}
+	})
 }
 
 type latchOp uint8
@@ -209,9 +253,14 @@ func latchModel(n int) porcupine.Model {
 }
 
 func TestLinearizableLatch(t *testing.T) {
+	forProcs(t, testLinearizableLatch)
+}
+
+func testLinearizableLatch(t *testing.T) {
 	const n = 4
 	for seed := uint64(1); seed <= uint64(2*rounds()); seed++ {
 		l := NewCountDownLatch(n)
+		chaos(&l.q, seed)
 		var r recorder
 		var wg sync.WaitGroup
 		for c := 0; c < 6; c++ {
@@ -280,6 +329,10 @@ func bagModel(full uint64) porcupine.Model {
 }
 
 func TestLinearizablePools(t *testing.T) {
+	forProcs(t, testLinearizablePools)
+}
+
+func testLinearizablePools(t *testing.T) {
 	for _, pk := range pools {
 		for _, elems := range []int{1, 3} {
 			for seed := uint64(1); seed <= uint64(rounds()); seed++ {
@@ -287,6 +340,7 @@ func TestLinearizablePools(t *testing.T) {
 				for e := 0; e < elems; e++ {
 					p.Put(e)
 				}
+				chaos(p.queue(), seed)
 				var r recorder
 				var wg sync.WaitGroup
 				for c := 0; c < 4; c++ {

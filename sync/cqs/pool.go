@@ -35,6 +35,7 @@ func NewQueuePool[T any](opts ...Option) *QueuePool[T] {
 func (p *QueuePool[T]) Put(v T) {
 	for {
 		if p.size.Add(1) <= 0 {
+			p.q.at(hookCounted)
 			p.q.Resume(v) // Smart + Async: cannot fail
 			return
 		}
@@ -56,6 +57,7 @@ func (p *QueuePool[T]) Take(ctx context.Context) (T, error) {
 			}
 			continue // broke a late Put's cell: restart, as it does
 		}
+		p.q.at(hookCounted)
 		v, st := p.q.Suspend(ctx)
 		if st == Cancelled {
 			var zero T
@@ -173,6 +175,7 @@ func NewStackPool[T any](opts ...Option) *StackPool[T] {
 func (p *StackPool[T]) Put(v T) {
 	p.push(v)
 	if p.size.Add(1) <= 0 {
+		p.q.at(hookCounted)
 		p.q.Resume(p.pop()) // Smart + Async: cannot fail
 	}
 }
@@ -185,6 +188,7 @@ func (p *StackPool[T]) Take(ctx context.Context) (T, error) {
 	if p.size.Add(-1) >= 0 {
 		return p.pop(), nil
 	}
+	p.q.at(hookCounted)
 	v, st := p.q.Suspend(ctx)
 	if st == Cancelled {
 		var zero T

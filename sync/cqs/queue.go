@@ -337,6 +337,7 @@ const (
 	hookResumeClaimed                       // Resume owns its cell index, cell untouched
 	hookResumeWaitsHandler                  // Sync+Smart Resume waits for a cancellation handler
 	hookLatchRegister                       // Await saw count > 0, not yet registered as a waiter
+	hookCounted                             // a primitive changed its counter, its Suspend or Resume not begun
 )
 
 func (q *Queue) at(p hookPoint) {

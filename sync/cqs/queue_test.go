@@ -63,11 +63,24 @@ func TestBrokenCellSync(t *testing.T) {
 	if o := recv(t, res); o.st != Broken {
 		t.Fatalf("Suspend on a broken cell = %v, want Broken", o.st)
 	}
-	// Both restart on fresh cells and meet.
-	res = suspendAsync(q, context.Background())
-	for !q.Resume(2) {
+	// Both restart on fresh cells and meet. Each side restarts on Broken:
+	// if the Resume comes first again and gives up before the Suspend
+	// arrives (a loaded machine), both fail once more and retry.
+	again := make(chan outcome, 1)
+	go func() {
+		for {
+			if v, st := q.Suspend(context.Background()); st != Broken {
+				again <- outcome{v, st}
+				return
+			}
+		}
+	}()
+	for deadline := time.Now().Add(stuck); !q.Resume(2); {
+		if time.Now().After(deadline) {
+			t.Fatalf("Resume and Suspend did not meet within %v:\n%s", stuck, allStacks())
+		}
 	}
-	if o := recv(t, res); o.st != Resumed || o.v != 2 {
+	if o := recv(t, again); o.st != Resumed || o.v != 2 {
 		t.Fatalf("after restart Suspend = %v %v", o.v, o.st)
 	}
 }

@@ -364,3 +364,28 @@ func TestSemaphoreReleaseRacingCancelThenTryAcquire(t *testing.T) {
 		t.Fatalf("cancelled Acquire = %v", err)
 	}
 }
+
+// A semaphore created with no permits used as a signal, with the acquirer
+// held between counting itself and suspending: the Sync Release breaks the
+// cell and puts its permit back, so state is briefly 1 > n = 0. That must
+// not be taken for a Release without Acquire (it panicked once, under
+// load, in TestWithWaiting); the acquirer restarts and gets the permit.
+func TestSemaphoreSignalBrokenCellNoPanic(t *testing.T) {
+	s := NewSemaphore(0)
+	counted := stopAt(hookCounted, 1)
+	install(&s.p.q, counted)
+	done := make(chan error, 1)
+	go func() { done <- s.Acquire(bg) }()
+	counted.wait(t)
+	s.Release() // the Resume finds the cell empty, gives up, breaks it
+	if got := s.Available(); got != 1 {
+		t.Fatalf("Available = %d after the broken hand-over, want 1 (the permit back)", got)
+	}
+	counted.go_()
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Available(); got != 0 {
+		t.Fatalf("Available = %d at the end, want 0", got)
+	}
+}

@@ -8,7 +8,7 @@ import (
 // permits is the semaphore algorithm shared by Semaphore and Mutex: state
 // holds the number of free permits when positive and minus the number of
 // waiters otherwise; it is changed by Fetch-and-Add only, except in
-// tryAcquire. The queue uses Sync resumption (so no permit is ever parked in
+// tryAcquire and OnCancellation. The queue uses Sync resumption (so no permit is ever parked in
 // a cell where tryAcquire cannot see it) and Smart cancellation.
 type permits struct {
 	state atomic.Int64
@@ -30,6 +30,7 @@ func (p *permits) acquire(ctx context.Context) error {
 		if p.state.Add(-1) >= 0 {
 			return nil
 		}
+		p.q.at(hookCounted)
 		switch _, st := p.q.Suspend(ctx); st {
 		case Resumed:
 			return nil
@@ -54,32 +55,67 @@ func (p *permits) tryAcquire() bool {
 }
 
 func (p *permits) release(what string) {
-	for {
-		s := p.state.Add(1)
-		if s > p.max {
-			panic("cqs: " + what)
-		}
-		if s > 0 {
-			return // nobody waited
-		}
+	s := p.state.Add(1)
+	if s > p.max {
+		panic("cqs: " + what)
+	}
+	p.give(s)
+}
+
+// give hands the permit just added to state (which is now s) to the first
+// waiter, if s says there is one. The limit check is release's only: after
+// a broken cell the acquirer that was counted restarts, and until it does,
+// state may exceed max by one per such acquirer (a semaphore created with
+// no permits and used as a signal goes to 1 here).
+func (p *permits) give(s int64) {
+	for s <= 0 {
+		p.q.at(hookCounted)
 		if p.q.Resume(struct{}{}) {
 			return
 		}
 		// Broken cell: the acquirer restarts; give the permit back again.
+		s = p.state.Add(1)
 	}
 }
 
 type permitHandlers permits
 
-// OnCancellation returns the cancelled waiter's slot: if the state is still
-// negative afterwards, another waiter is there for the release that may
-// come to this cell; if it reached zero, a release already counted this
-// waiter and is on its way: refuse it (its permit is already back in state).
-func (h *permitHandlers) OnCancellation() bool { return h.state.Add(1) <= 0 }
+// OnCancellation unregisters the cancelled waiter if some waiter is still
+// uncovered by a release (state < 0): then the release that may come to
+// this cell skips it and finds another waiter. Otherwise (state >= 0)
+// every waiter, this one included, has been counted by a release that is
+// on its way: the cell is refused and the state left alone; that release
+// puts its permit back itself (CompleteRefusedResume).
+//
+// The paper's handler increments state in both cases, putting the refused
+// permit back at once. That is not linearizable with TryAcquire: Resumes
+// that skip cancelled cells can overtake one another, so the refused cell
+// may be reached by a later release R2 while the release R1 whose permit
+// was put back is still on its way to another waiter. R2 then returns
+// (its permit "already back") while its permit in fact travels with R1,
+// and a TryAcquire after R2 returned can fail with no permit held. Found
+// by TestLinearizableSemaphore with chaos injection. Leaving the permit
+// with its release keeps every permit of a returned Release either in
+// state or with a resumed waiter.
+func (h *permitHandlers) OnCancellation() bool {
+	for {
+		s := h.state.Load()
+		if s >= 0 {
+			return false
+		}
+		if h.state.CompareAndSwap(s, s+1) {
+			return true
+		}
+	}
+}
 
-// CompleteRefusedResume has nothing to do: OnCancellation already put the
-// permit back.
-func (h *permitHandlers) CompleteRefusedResume(any) {}
+// CompleteRefusedResume runs on a release whose waiter was cancelled after
+// the release counted it: the permit was not put back by OnCancellation,
+// so it is released again (to state, or to the next waiter).
+func (h *permitHandlers) CompleteRefusedResume(any) {
+	p := (*permits)(h)
+	p.give(p.state.Add(1))
+}
 
 // A Semaphore is a fair, abortable counting semaphore: at most n permits
 // are held at a time, and goroutines that have to wait get permits in the
