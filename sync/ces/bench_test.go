@@ -1,7 +1,9 @@
 package ces
 
 import (
+	"flag"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -130,6 +132,67 @@ func fig8(b *testing.B, l sync.Locker, G int, cs time.Duration) {
 func BenchmarkFig8(b *testing.B) {
 	for _, k := range mutexKinds {
 		b.Run("lock="+k.name, func(b *testing.B) { fig8(b, k.new(), 5000, 0) })
+	}
+}
+
+var fig8Full = flag.Bool("fig8full", false, "run BenchmarkFig8Full, the paper's full Fig. 8 workload (about 30 s per lock and GOMAXPROCS)")
+
+// BenchmarkFig8Full is the paper's Fig. 8 workload at its full size: 5000
+// goroutines × 1000 loop cycles each (5,000,000 map inserts under the lock
+// and 5,000,000 factorisations of primes just above 10^7 outside it), all
+// started together; one op is the whole workload, and ns/cycle and
+// cpu-ns/cycle are per loop cycle. It runs only with -fig8full (use
+// -benchtime=1x): each op takes about 30 s of CPU on the reference
+// machine. Give -cpu one value per run: with -benchtime=1x the testing
+// package runs a sub-benchmark only in its first probe (b.N = 1), which
+// does not apply the -cpu setting when -cpu lists several values (it ran
+// at GOMAXPROCS=2 for "-cpu 1,2" in go1.26.8); the gomaxprocs metric
+// reports what the run really had.
+func BenchmarkFig8Full(b *testing.B) {
+	if !*fig8Full {
+		b.Skip("the full Fig. 8 workload runs only with -fig8full")
+	}
+	const G, iters = 5000, 1000
+	for _, k := range mutexKinds {
+		b.Run("lock="+k.name, func(b *testing.B) {
+			var wall, cpu int64
+			for range b.N {
+				l := k.new()
+				m := map[uint64]uint64{}
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for g := range G {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						r := rand.New(rand.NewPCG(8, uint64(g)))
+						<-start
+						for range iters {
+							p := primes[r.IntN(len(primes))]
+							l.Lock()
+							m[p] = p
+							l.Unlock()
+							if factors(p) != 1 {
+								panic("not a prime")
+							}
+						}
+					}()
+				}
+				runtime.GC()
+				t0, c0 := time.Now(), cpuTime()
+				close(start)
+				wg.Wait()
+				wall += int64(time.Since(t0))
+				cpu += cpuTime() - c0
+				if len(m) != len(primes) {
+					b.Fatalf("map has %d primes, want %d", len(m), len(primes))
+				}
+			}
+			n := float64(b.N) * G * iters
+			b.ReportMetric(float64(wall)/n, "ns/cycle")
+			b.ReportMetric(float64(cpu)/n, "cpu-ns/cycle")
+			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "gomaxprocs")
+		})
 	}
 }
 

@@ -32,6 +32,19 @@
 //   - No inline nesting: a handoff never runs the next owner on the
 //     releasing goroutine's stack, so chains of handoffs do not grow any
 //     stack.
+//   - Progress: blocking, starvation-free. A waiter parks until ownership
+//     is handed to it, and it is admitted after exactly the waiters queued
+//     ahead of it (for RWMutex readers, the run of readers it belongs to),
+//     so every Lock, RLock, Acquire and Wait returns provided every holder
+//     eventually releases. Nothing is lock-free: all operations, including
+//     the Try variants and Unlock, take the test-and-set guard, which is
+//     held for a few instructions and spun on, yielding the processor
+//     after a few attempts. A contended Unlock does not wait for anything
+//     but the guard, yet returns only once some processor resumes the
+//     unlocking goroutine from the global run queue (the exchange).
+//   - Abortability: none. A waiter cannot time out or be cancelled;
+//     TryLock and TryAcquire are the only ways not to wait (sync/cqs
+//     provides context-cancellable waiting).
 //
 // # Mechanism
 //
@@ -87,7 +100,10 @@
 //     the global run queue before runnext. If a handoff meets that tick, the
 //     P runs the global queue's head, which may be the releaser itself,
 //     before the new owner. Measured: the new owner ran first in about
-//     98.5 % of handoffs on one P (TestExchangeRunsWaiterFirst).
+//     98.5 % of handoffs on one P (TestExchangeRunsWaiterFirst), and ran
+//     next on the releaser's P in 96-99 % of forced handoffs at two Ps
+//     (TestExchangeRunsWaiterNextProcs2) and 99.5 % and more of the
+//     contended handoffs of the locality workload (TestLocality).
 //   - An idle P looking for work steals a busy P's runnext goroutine after
 //     backing off about 3 µs. If the releasing P's thread is descheduled by
 //     the OS between the send and the Gosched, the new owner may run on
