@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"yolk/internal/testwait"
 )
 
 // titem is a test task: the queue's Item first, so *Item converts back.
@@ -156,11 +158,7 @@ const watchdog = 30 * time.Second
 // wait waits for wg or fails the test after the watchdog period.
 func wait(t testing.TB, wg *sync.WaitGroup, what string) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(watchdog):
+	if !testwait.Wait(wg, watchdog) {
 		t.Fatalf("%s: goroutines still running after %v; an operation is stuck", what, watchdog)
 	}
 }

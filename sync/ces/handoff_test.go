@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"yolk/internal/testwait"
 )
 
 // handoffCase is one way of handing a primitive to a parked waiter.
@@ -154,7 +156,7 @@ func TestExchangeRunsWaiterNextProcs2(t *testing.T) {
 				select {
 				case w = <-done:
 				case <-time.After(10 * time.Second):
-					t.Fatalf("the new owner did not run:\n%s", allStacks())
+					t.Fatalf("the new owner did not run:\n%s", testwait.Stacks())
 				}
 				if w.p == p0 && w.c == c0+1 {
 					next++

@@ -1,13 +1,13 @@
 package ces
 
 import (
-	"os"
 	"runtime"
-	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
 	_ "unsafe" // go:linkname
+
+	"yolk/internal/testwait"
 )
 
 // procPin and procUnpin are runtime push linknames (the runtime marks them
@@ -49,13 +49,8 @@ func itoa(i int) string {
 // stacks (a lost wake-up shows up as goroutines parked in park).
 func waitOrDump(t *testing.T, wg *sync.WaitGroup, d time.Duration, what string) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
-		t.Fatalf("%s: not finished after %v (lost wake-up?)", what, d)
+	if !testwait.Wait(wg, d) {
+		t.Fatalf("%s: not finished after %v (lost wake-up?); all goroutines:\n%s", what, d, testwait.Stacks())
 	}
 }
 
@@ -116,16 +111,4 @@ var lockers = []struct {
 }{
 	{"ces", func() locker { return new(Mutex) }},
 	{"dispatch", func() locker { return new(DispatchMutex) }},
-}
-
-// allStacks returns the stacks of all goroutines.
-func allStacks() []byte {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return buf[:n]
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"yolk/internal/testwait"
+
 	"golang.org/x/sync/semaphore"
 )
 
@@ -339,7 +341,7 @@ func waitQueued(b *testing.B, s sem, n int) {
 // runtime.Stack prints it, e.g. "[select") and whose stack contains fn.
 func blockedIn(fn, state string) int {
 	n := 0
-	for _, g := range strings.Split(string(allStacks()), "\n\n") {
+	for _, g := range strings.Split(string(testwait.Stacks()), "\n\n") {
 		header, _, _ := strings.Cut(g, "\n")
 		if strings.Contains(header, state) && strings.Contains(g, fn) {
 			n++

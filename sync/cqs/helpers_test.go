@@ -2,11 +2,12 @@ package cqs
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"yolk/internal/testwait"
 )
 
 // stuck is how long a test waits for something that must happen before it
@@ -29,24 +30,8 @@ func waitAll(t testing.TB, wg *sync.WaitGroup) {
 
 func waitAllFor(t testing.TB, wg *sync.WaitGroup, d time.Duration) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatalf("%s: goroutines not finished after %v (lost wake-up?); all goroutines:\n%s", t.Name(), d, allStacks())
-	}
-}
-
-// allStacks returns the stacks of all goroutines.
-func allStacks() []byte {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return buf[:n]
-		}
-		buf = make([]byte, 2*len(buf))
+	if !testwait.Wait(wg, d) {
+		t.Fatalf("%s: goroutines not finished after %v (lost wake-up?); all goroutines:\n%s", t.Name(), d, testwait.Stacks())
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"yolk/internal/testwait"
 )
 
 // cycles is the number of suspend-and-cancel cycles per memory test: a
@@ -289,7 +291,7 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	deadline := time.Now().Add(hang)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: timed out waiting for %s; all goroutines:\n%s", t.Name(), what, allStacks())
+			t.Fatalf("%s: timed out waiting for %s; all goroutines:\n%s", t.Name(), what, testwait.Stacks())
 		}
 		runtime.Gosched()
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"yolk/internal/testwait"
 )
 
 // Deterministic tests of the cell life-cycle: each forces one interleaving
@@ -77,7 +79,7 @@ func TestBrokenCellSync(t *testing.T) {
 	}()
 	for deadline := time.Now().Add(stuck); !q.Resume(2); {
 		if time.Now().After(deadline) {
-			t.Fatalf("Resume and Suspend did not meet within %v:\n%s", stuck, allStacks())
+			t.Fatalf("Resume and Suspend did not meet within %v:\n%s", stuck, testwait.Stacks())
 		}
 	}
 	if o := recv(t, again); o.st != Resumed || o.v != 2 {

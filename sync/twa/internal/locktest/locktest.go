@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"yolk/internal/testwait"
 )
 
 // A Subject is a lock under test. Worker w (0 ≤ w < the worker count the
@@ -74,11 +76,7 @@ var Timeout = 20 * time.Second
 // wait waits for wg, failing t with the subjects' state after Timeout.
 func wait(t testing.TB, wg *sync.WaitGroup, what string, subjects ...Subject) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(Timeout):
+	if !testwait.Wait(wg, Timeout) {
 		t.Fatalf("%s: not finished after %v (lost wake-up or deadlock); %s", what, Timeout, state(subjects))
 	}
 }
