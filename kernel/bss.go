@@ -17,8 +17,11 @@ import (
 //
 // Rule for kernel code: a BSS page the boot did not touch may fault later,
 // in kernel context. That is fine anywhere except where a fault cannot be
-// taken: an IST stack (setupCPU touches them) and the code before a CPU has
-// its IDT.
+// taken: the code before a CPU has its IDT, and whatever the page-fault
+// path itself touches — the per-CPU blocks (trap entry, the spin locks'
+// per-CPU count) and the frame allocator's state — since a fault there
+// would nest inside the frame allocator's lock. The boot touches those
+// (bssKeep) before bssReclaim.
 
 const pteAccessed = 1 << 5
 
@@ -93,6 +96,14 @@ func bssFault(page uintptr) bool {
 		freeFrame(f) // another CPU backed it first
 	}
 	return true
+}
+
+// bssKeep reads one byte in every page of [a, a+n), so that bssReclaim
+// keeps them (it gives back only pages not accessed since bssSplit).
+func bssKeep(a, n uintptr) {
+	for p := a &^ (pageSize - 1); p < a+n; p += pageSize {
+		atomic.LoadUint32(at[uint32](p))
+	}
 }
 
 // zeroPage reports whether the page at a holds only zeroes.

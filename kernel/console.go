@@ -1,18 +1,53 @@
 package kernel
 
 import (
+	"sync/atomic"
+
+	"yolk/drivers/tsc"
 	"yolk/drivers/uart16550"
+	"yolk/sched"
 )
 
 var (
 	com1    = uart16550.UART{Base: uart16550.COM1}
-	conLock spinlock
+	conLock sched.TWALock
+	// conOwner is 1 + the CPU holding conLock, 0 if none.
+	conOwner int32
 	// conCol is the column of the last byte written (0 after a newline), so
 	// kernel messages can start on a fresh line.
 	conCol int
 )
 
 func consoleInit() { com1.Init() }
+
+// conAcquire and conRelease bracket console output.
+func conAcquire() {
+	conLock.Lock()
+	atomic.StoreInt32(&conOwner, int32(sched.This().ID+1))
+}
+
+func conRelease() {
+	atomic.StoreInt32(&conOwner, 0)
+	conLock.Unlock()
+}
+
+// conGrab takes the console for good, to print a fault report or the exit
+// line. The lock may be held by this CPU (a fault while printing) or by a
+// CPU that the fault has just stopped, so it waits at most 100 ms (not at
+// all before the clock is calibrated, when only this CPU runs) and then
+// takes the console regardless: a report must never deadlock.
+func conGrab() {
+	me := int32(sched.This().ID + 1)
+	if atomic.LoadInt32(&conOwner) == me {
+		return
+	}
+	for end := nanotime() + 100e6; !conLock.TryLock(); {
+		if tsc.Hz() == 0 || nanotime() > end {
+			break
+		}
+	}
+	atomic.StoreInt32(&conOwner, me)
+}
 
 func putc(c byte) {
 	if c == '\n' {
@@ -25,11 +60,11 @@ func putc(c byte) {
 
 // consoleWrite writes user bytes (the write system call on fd 1 and 2).
 func consoleWrite(p []byte) {
-	conLock.Lock()
+	conAcquire()
 	for _, c := range p {
 		putc(c)
 	}
-	conLock.Unlock()
+	conRelease()
 }
 
 // kprint and friends write kernel messages without allocating.

@@ -3,6 +3,7 @@ package kernel
 import (
 	"unsafe"
 
+	"yolk/drivers/lapic"
 	"yolk/drivers/x86"
 	"yolk/sched"
 )
@@ -27,17 +28,24 @@ func (t *tss) getIST(n int) uint64 {
 	return uint64(t[9+2*(n-1)]) | uint64(t[10+2*(n-1)])<<32
 }
 
-// perCPU holds each CPU's descriptor tables and trap stacks.
+// perCPU holds each CPU's descriptor tables, trap stacks and the kernel's
+// per-CPU state. GDT and TSS live here, in BSS that the boot CPU touches
+// for every CPU before that CPU starts (bssSplit/bssReclaim never take it
+// away); the trap stacks are mapped eagerly in the kernel-stack region,
+// with unmapped guards (trapStacks).
 type perCPU struct {
 	gdt [5]uint64 // null, code, data, TSS (two slots)
 	// faultAddr is CR2 as read at the entry of the last page fault here.
-	faultAddr uintptr
-	tss       tss
-	_         [4]byte
-	// istTrap is IST1 (every vector but NMI, #DF, #MC); istFatal is IST2.
-	istTrap  [32 << 10]byte
-	istFatal [8 << 10]byte
-	timer    timerState
+	faultAddr  uintptr
+	tss        tss
+	_          [4]byte
+	timer      timerState
+	tlb        uint32 // atomic: lazy-TLB state (tlb.go)
+	shootdowns uint64 // TLB shootdown interrupts handled here
+
+	// Start-up times (ns since boot, the boot CPU's clock): STARTUP sent,
+	// the CPU running Go code.
+	sent, up int64
 }
 
 var percpu [sched.MaxCPUs]perCPU
@@ -64,10 +72,33 @@ func loadTable(lgdt bool, base uintptr, size int) {
 	}
 }
 
-// istDepth is how far IST1 has been lowered for nested traps.
-const istNest = 8 << 10
+// Trap stacks, per CPU, in the kernel-stack region above the task stacks:
+// in a 64 KiB stride, an unmapped guard, IST1 (istLevels slices of
+// istLevel bytes, one per nesting level), a guard, IST2 (NMI, #DF, #MC),
+// a guard.
+const (
+	istLevel     = 8 << 10
+	istLevels    = 4
+	trapBase     = kstackBase + sched.MaxTasks*kstackStride
+	trapStride   = 64 << 10
+	ist1Off      = 16 << 10 // IST1 is [ist1Off, ist1Off+istLevels*istLevel)
+	ist2Off      = 52 << 10 // IST2 is [ist2Off, ist2Off+istLevel)
+	trapStackEnd = trapBase + sched.MaxCPUs*trapStride
+)
 
-// setupCPU installs this CPU's GDT, TSS and the shared IDT.
+// trapStacks maps CPU id's trap stacks and returns the tops of IST1 and
+// IST2.
+func trapStacks(id int) (ist1, ist2 uintptr) {
+	base := trapBase + uintptr(id)*trapStride
+	if !mapKernel(base+ist1Off, base+ist1Off+istLevels*istLevel) ||
+		!mapKernel(base+ist2Off, base+ist2Off+istLevel) {
+		outOfMemory()
+	}
+	return base + ist1Off + istLevels*istLevel, base + ist2Off + istLevel
+}
+
+// setupCPU installs CPU id's GDT, TSS and trap stacks (allocated by
+// prepareCPU) and the shared IDT (built by the boot CPU, id 0).
 func setupCPU(id int) {
 	p := &percpu[id]
 	p.gdt[1] = 0x00af9b000000ffff
@@ -77,8 +108,6 @@ func setupCPU(id int) {
 	p.gdt[3] = limit&0xffff | (base&0xffffff)<<16 | 0x89<<40 | (limit>>16&0xf)<<48 | (base>>24&0xff)<<56
 	p.gdt[4] = base >> 32
 	p.tss[25] = uint32(unsafe.Sizeof(p.tss)) << 16 // I/O map base: none
-	p.tss.setIST(1, uint64(uintptr(unsafe.Pointer(&p.istTrap[0]))+uintptr(len(p.istTrap))))
-	p.tss.setIST(2, uint64(uintptr(unsafe.Pointer(&p.istFatal[0]))+uintptr(len(p.istFatal))))
 	loadTable(true, uintptr(unsafe.Pointer(&p.gdt[0])), int(unsafe.Sizeof(p.gdt)))
 	reloadSegments()
 	x86.Ltr(selTSS)
@@ -95,18 +124,19 @@ func setupCPU(id int) {
 		}
 	}
 	loadTable(false, uintptr(unsafe.Pointer(&idt[0])), int(unsafe.Sizeof(idt)))
+	if fsgsbase != 0 {
+		x86.SetCR4(x86.CR4() | 1<<16) // CR4.FSGSBASE
+	}
+}
 
-	// The trap stacks must never fault (a fault while pushing a trap frame
-	// is a double fault): touch them so demand-paged BSS keeps them.
-	for i := 0; i < len(p.istTrap); i += pageSize {
-		p.istTrap[i] = 0
-	}
-	for i := 0; i < len(p.istFatal); i += pageSize {
-		p.istFatal[i] = 0
-	}
-	c := sched.This()
-	lo := uintptr(unsafe.Pointer(&p.istTrap[0]))
-	c.TrapG.SetStack(lo, lo+uintptr(len(p.istTrap)))
+// prepareCPU gives CPU id its trap stacks (and points its TSS at them).
+// The boot CPU runs it for every CPU, before that CPU starts.
+func prepareCPU(id int) {
+	p := &percpu[id]
+	ist1, ist2 := trapStacks(id)
+	p.tss.setIST(1, uint64(ist1))
+	p.tss.setIST(2, uint64(ist2))
+	sched.CPUAt(id).TrapG.SetStack(ist1-istLevel, ist1)
 }
 
 // cpuFeatures read once at boot.
@@ -114,6 +144,7 @@ var (
 	fsgsbase   uint8 // read by the entry assembly
 	hasRDRAND  bool
 	hasTSCDL   bool
+	hasTSCAdj  bool
 	hypervisor bool
 	cpuidEDX1  uint32 // AT_HWCAP
 )
@@ -126,17 +157,29 @@ func probeCPU() {
 	hypervisor = c1&(1<<31) != 0
 	_, b7, _, _ := x86.Cpuid(7, 0)
 	if b7&1 != 0 {
-		x86.SetCR4(x86.CR4() | 1<<16) // CR4.FSGSBASE
 		fsgsbase = 1
 	}
+	hasTSCAdj = b7&2 != 0
 }
 
-// syscallInit points SYSCALL at the kernel entry.
+// syscallInit points this CPU's SYSCALL at the kernel entry.
 func syscallInit() {
 	x86.Wrmsr(x86.MSR_STAR, uint64(selCode)<<32)
 	x86.Wrmsr(x86.MSR_LSTAR, uint64(syscallEntryPC()))
 	// Clear TF, DF, IF, IOPL, NT, AC on entry.
 	x86.Wrmsr(x86.MSR_FMASK, 0x47700)
+}
+
+// lapicReady is set once the boot CPU has found the local APIC.
+var lapicReady bool
+
+// localAPICInit enables this CPU's local APIC.
+func localAPICInit() {
+	if !lapicReady {
+		lapic.Setup()
+		lapicReady = true
+	}
+	lapic.Init(vecSpurious)
 }
 
 //go:generate go run gen_vectors.go

@@ -1,5 +1,7 @@
 // Kernel entry points: the 64-bit start from boot, SYSCALL, traps, and the
-// return to user code. All run with interrupts off.
+// return to user code. Kernel code runs with interrupts off: SYSCALL clears
+// IF (FMASK), traps enter through interrupt gates, and only the return to
+// application code turns them back on.
 
 #include "textflag.h"
 
@@ -107,7 +109,8 @@ fast:
 	JMP	·userReturn(SB)
 
 // userReturn returns to user code from the Regs frame at SP: FS base from
-// the frame, registers, then a plain jump (no SYSRET: we stay in ring 0).
+// the frame, registers, then interrupts on and a plain jump (no SYSRET: we
+// stay in ring 0). RCX and R11 are clobbered, as by Linux's SYSRET.
 TEXT ·userReturn(SB),NOSPLIT|NOFRAME,$0
 	POPQ	AX
 	SETFS_AX
@@ -116,6 +119,10 @@ TEXT ·userReturn(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	0(SP), CX
 	MOVQ	16(SP), R11
 	MOVQ	24(SP), SP
+	// Application code runs with interrupts on. STI takes effect after the
+	// next instruction, so none arrives before the jump: the first one
+	// interrupts application code.
+	STI
 	JMP	CX
 
 // forkret is where a new task first runs: its kernel stack holds a Regs
@@ -137,22 +144,41 @@ TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
 	SETFS_AX
 	// The interrupted code's FP/SSE registers: the handler's Go code may
 	// use them. trap finds the area at (r-528+15)&^15.
-	MOVQ	SP, AX
+	MOVQ	SP, BX
 	SUBQ	$528, SP
 	MOVQ	SP, DX
 	ADDQ	$15, DX
 	ANDQ	$~15, DX
 	FXSAVE64	(DX)
+	// Point the trap g's stack bounds at this nesting level's 8 KiB slice
+	// of the trap stack (the slices are 8 KiB aligned), keeping the outer
+	// level's lower bound to restore.
+	PUSHQ	56(GS)	// CPU.TrapG.StackLo
+	MOVQ	BX, AX
+	ANDQ	$~8191, AX
+	CALL	trapBounds<>(SB)
 	SUBQ	$16, SP
-	MOVQ	AX, 0(SP)
+	MOVQ	BX, 0(SP)
 	CALL	·trap(SB)
 	ADDQ	$16, SP
+	POPQ	AX
+	CALL	trapBounds<>(SB)
 	MOVQ	SP, DX
 	ADDQ	$15, DX
 	ANDQ	$~15, DX
 	FXRSTOR64	(DX)
 	ADDQ	$528, SP
 	JMP	·trapReturn(SB)
+
+// trapBounds sets the trap g's stack to [AX, AX+8 KiB) (clobbers DX).
+TEXT trapBounds<>(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	AX, 56(GS)	// CPU.TrapG.StackLo
+	LEAQ	8192(AX), DX
+	MOVQ	DX, 64(GS)	// CPU.TrapG.StackHi
+	LEAQ	928(AX), DX
+	MOVQ	DX, 72(GS)	// CPU.TrapG.Guard0
+	MOVQ	DX, 80(GS)	// CPU.TrapG.Guard1
+	RET
 
 // trapReturn restores the Regs frame at SP and returns with IRETQ.
 TEXT ·trapReturn(SB),NOSPLIT|NOFRAME,$0
@@ -221,5 +247,10 @@ TEXT ·getcallerpc(SB),NOSPLIT,$0-8
 
 TEXT ·bssStart(SB),NOSPLIT,$0-8
 	MOVQ	$runtime·bss(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+
+TEXT ·morestackPC(SB),NOSPLIT,$0-8
+	MOVQ	$runtime·morestack(SB), AX
 	MOVQ	AX, ret+0(FP)
 	RET

@@ -36,7 +36,7 @@ type file struct {
 }
 
 var (
-	fileLock spinlock
+	fileLock sched.TWALock
 	files    [64]file
 )
 

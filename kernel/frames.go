@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/boot"
+	"yolk/sched"
 )
 
 // Physical memory: 4 KiB frames from the firmware's RAM regions above the
@@ -15,7 +16,7 @@ const pageSize = 4096
 type region struct{ next, end uintptr }
 
 var (
-	frameLock  spinlock
+	frameLock  sched.TWALock
 	regions    [32]region
 	nregions   int
 	freeList   uintptr

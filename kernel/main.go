@@ -7,6 +7,7 @@ import (
 	"yolk/boot"
 	"yolk/drivers/tsc"
 	"yolk/sched"
+	"yolk/sync/twa"
 )
 
 var (
@@ -25,24 +26,30 @@ func init() { entryPC = boot.EntryPC() }
 // the PVH start-info address. It never returns: the boot context becomes CPU
 // 0's idle task once the Go runtime's first thread is ready to run.
 func kmain(info uintptr) {
+	c := sched.InitCPU(0, 0) // first: locks use the per-CPU block
 	consoleInit()
 	klog("boot: yolk kernel, PVH entry\n")
 	if !boot.ParsePVH(info, &bootInfo) {
 		fatal("boot: no PVH start-info block (boot with QEMU -kernel and a PVH note)")
 	}
 	probeCPU()
-	c := sched.InitCPU(0)
 	framesInit(&bootInfo)
 	physInit()
 	highMemInit()
-	bssSplit() // before setupCPU: the tables it writes must count as touched
+	bssSplit() // before anything writes tables that must count as touched
+	twa.Prefault()
+	prepareCPU(0)
 	setupCPU(0)
 	timeInit()
 	parseCmdline(bootInfo.Cmdline)
-	unmapLow()
+	n := findCPUs()
+	page := trampolinePage()
+	if n > 1 && page == 0 {
+		klog("smp: no free page below 1 MiB for the start-up code: running on the boot CPU only\n")
+		n = 1
+	}
 	lo, hi := boot.StackBounds()
-	idle := sched.Init(1, lo, hi)
-	if idle == nil {
+	if sched.Init(n, vecWake, lo, hi) == nil {
 		fatal("sched: init failed")
 	}
 	// From here on the kernel TLS block of CPU 0 names the current task's g.
@@ -50,7 +57,15 @@ func kmain(info uintptr) {
 	syscallInit()
 	filesInit()
 	rngState = tsc.Base()
+	smpStart(n, page)
+	tscCheck(n)
+	unmapLow()
+	for i := 0; i < n; i++ {
+		bssKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
+		bssKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
+	}
 	bssReclaim()
+	smpRelease(n)
 
 	klog("boot: ")
 	kprintDec(framesAll * pageSize >> 20)
@@ -66,9 +81,16 @@ func kmain(info uintptr) {
 	if hasTSCDL {
 		kprint(" (TSC-deadline capable)")
 	}
+	kprint(", ")
+	kprintDec(int64(n))
+	kprint(" CPU")
+	if n > 1 {
+		kprint("s")
+	}
 	kprint(", boot ")
 	kprintDec(nanotime() / 1e3)
 	kprint(" µs\n")
+	smpReport(n)
 
 	startInit()
 	sched.Idle(idleWait)

@@ -1,10 +1,6 @@
 package kernel
 
-import (
-	"unsafe"
-
-	"yolk/sched"
-)
+import "unsafe"
 
 // Regs is the frame the entry assembly pushes on a syscall or trap.
 type Regs struct {
@@ -21,5 +17,3 @@ func at[T any](a uintptr) *T { return (*T)(*(*unsafe.Pointer)(unsafe.Pointer(&a)
 
 // bytesAt is the n bytes at address a.
 func bytesAt(a uintptr, n int) []byte { return unsafe.Slice(at[byte](a), n) }
-
-type spinlock = sched.Spinlock

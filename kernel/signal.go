@@ -45,7 +45,7 @@ type altStack struct {
 }
 
 var (
-	sigLock   spinlock
+	sigLock   sched.TWALock
 	sigActs   [65]sigaction
 	altStacks [sched.MaxTasks]altStack
 )
@@ -171,8 +171,8 @@ func sysRtSigreturn(r *Regs) {
 	r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
 	r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX = g[8], g[9], g[10], g[11], g[12], g[13], g[14]
 	r.SP, r.IP = g[15], g[16]
-	// Arithmetic flags only: IF, DF, TF and IOPL stay the kernel's.
-	r.Flags = g[17]&0x8D5 | 2
+	// Arithmetic flags only; interrupts on, as application code runs.
+	r.Flags = g[17]&0x8D5 | 0x202
 	r.Vector, r.Error = 0, 0
 	if fp := *at[uintptr](uc + ucFpregs); fp != 0 && fp&15 == 0 && userOK(fp, fpStateSize) {
 		r.Error = uint64(fp)

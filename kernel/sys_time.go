@@ -49,7 +49,7 @@ func sysClockGettime(clock int, p uintptr) Errno {
 	case unix.CLOCK_REALTIME, unix.CLOCK_REALTIME_COARSE, unix.CLOCK_TAI:
 		return writeTimespec(p, walltime())
 	}
-	return writeTimespec(p, nanotime())
+	return writeTimespec(p, monotonic())
 }
 
 func sysClockGetres(p uintptr) Errno {

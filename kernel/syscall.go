@@ -156,6 +156,7 @@ func syscall(r *Regs) {
 	}
 	r.AX = uint64(ret)
 	r.FSBase = uint64(t.UserFS)
+	timerSync()
 }
 
 func sysName(nr uintptr) string {
@@ -175,17 +176,17 @@ func logENOSYS(nr uintptr) {
 			return
 		}
 	}
-	conLock.Lock()
+	conAcquire()
 	klog("syscall ")
 	kprint(sysName(nr))
 	kprint(" (")
 	kprintDec(int64(nr))
 	kprint(") not implemented: ENOSYS\n")
-	conLock.Unlock()
+	conRelease()
 }
 
 func traceSyscall(t *sched.Task, nr, a0, a1, a2, ret uintptr) {
-	conLock.Lock()
+	conAcquire()
 	klog("strace [")
 	kprintDec(int64(t.TID))
 	kprint("] ")
@@ -199,7 +200,7 @@ func traceSyscall(t *sched.Task, nr, a0, a1, a2, ret uintptr) {
 	kprint(") = ")
 	kprintDec(int64(ret))
 	kprint("\n")
-	conLock.Unlock()
+	conRelease()
 }
 
 func pageRound(n uintptr) uintptr { return (n + pageSize - 1) &^ (pageSize - 1) }
@@ -220,8 +221,8 @@ func userOK(p, n uintptr) bool {
 	if p+n <= 1<<32 {
 		return true
 	}
-	vmLock.Lock()
-	defer vmLock.Unlock()
+	mmLock.Lock()
+	defer mmLock.Unlock()
 	for p < p+n {
 		i := findVMA(p)
 		if i >= nvmas || vmas[i].start > p || vmas[i].prot == 0 {
@@ -315,7 +316,10 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 }
 
 // taskEntry is the first Go code a new task runs (from forkret).
-func taskEntry() { sched.FinishSwitch() }
+func taskEntry() {
+	sched.FinishSwitch()
+	timerSync()
+}
 
 func sysSchedGetaffinity(size, mask uintptr) (uintptr, Errno) {
 	if size < 8 {
@@ -374,14 +378,14 @@ func random64() uint64 {
 	// The first use is at boot (AT_RANDOM in the initial stack), so the
 	// warning comes with the boot lines.
 	if atomic.CompareAndSwapUint32(&weakRandWarned, 0, 1) {
-		conLock.Lock()
+		conAcquire()
 		if hasRDRAND {
 			klog("warning: RDRAND failed 10 times:")
 		} else {
 			klog("warning: no RDRAND:")
 		}
 		kprint(" getrandom and AT_RANDOM fall back to a TSC-seeded splitmix64; crypto/rand is NOT cryptographically secure\n")
-		conLock.Unlock()
+		conRelease()
 	}
 	// splitmix64 over the TSC-seeded state: not cryptographic.
 	z := atomic.AddUint64(&rngState, 0x9e3779b97f4a7c15)

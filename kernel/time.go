@@ -15,14 +15,8 @@ import (
 // Time: a monotonic clock from the TSC, calibrated at boot from kvmclock
 // under KVM, else the hypervisor's TSC-frequency leaf, else against the PIT
 // (CPUID leaf 0x16 when there is no PIT); the wall clock from the RTC at
-// boot; one-shot local-APIC timer interrupts to wake the idle loop at the
-// earliest deadline.
-
-const (
-	vecTimer    = 0x20
-	vecPICBase  = 0x30
-	vecSpurious = 0xFF
-)
+// boot; on each CPU a one-shot local-APIC timer for the earliest deadline
+// of the tasks that blocked there (sched's per-CPU timer heap).
 
 var (
 	wallBase int64 // Unix ns at clock 0
@@ -40,7 +34,7 @@ func timeInit() {
 	wallBase = rtc.Unix() * 1e9
 
 	pit.MaskPIC(vecPICBase)
-	lapic.Init(vecSpurious)
+	localAPICInit()
 	// LAPIC timer ticks per second, against the now-calibrated TSC.
 	var m [3]uint64
 	for i := range m {
@@ -114,12 +108,15 @@ func calibrateTSC() uint64 {
 
 // timerState is one CPU's wake-up timer. The one-shot interrupt arrives
 // some latency after the time it was armed for (tens of microseconds under
-// emulation, a few on hardware), so the idle loop arms it lead nanoseconds
-// before the deadline and polls the clock for the last stretch: sleepers
-// wake at their deadline, not one interrupt latency after it.
+// emulation, a few on hardware), so it is armed lead nanoseconds before
+// the deadline, and it expires the tasks due within lead of its arrival: a
+// task woken early waits out the rest of its sleep itself (sched.Block),
+// so sleepers wake at their deadline, not one interrupt latency after it.
 type timerState struct {
-	fired bool  // the timer interrupt arrived (set by the trap handler)
-	lead  int64 // running median of the observed lateness, ns
+	armed   int64 // deadline the timer is armed for, 0 if none
+	armedAt int64 // when the interrupt was programmed to arrive
+	lead    int64 // running median of the observed lateness, ns
+	fired   uint64
 }
 
 const (
@@ -127,35 +124,60 @@ const (
 	leadMax  = 200_000 // ns: the most CPU time one wake-up may spend polling
 )
 
-// idleWait arms the timer for deadline (0: none) and halts until an
-// interrupt or the deadline. It runs, and returns, with interrupts off.
-func idleWait(deadline int64) {
-	ts := &percpu[sched.This().ID].timer
-	if deadline == 0 {
-		x86.StiHlt()
-		return
-	}
+// arm programs this CPU's timer for deadline.
+func (ts *timerState) arm(deadline int64) {
 	at := deadline - ts.lead
-	d := at - nanotime()
-	if d > 0 {
+	ticks := uint64(1)
+	if d := at - nanotime(); d > 0 {
 		hi, lo := bits.Mul64(uint64(d), lapicHz)
-		ticks := uint64(0xFFFFFFFF)
+		ticks = 0xFFFFFFFF
 		if hi < 1e9 {
 			if q, _ := bits.Div64(hi, lo, 1e9); q < ticks {
-				ticks = q
+				ticks = max(q, 1)
 			}
 		}
-		ts.fired = false
-		lapic.OneShot(vecTimer, uint32(ticks)+1)
-		x86.StiHlt()
-		if !ts.fired {
-			return // another interrupt: the caller looks for work first
-		}
-		ts.learn(nanotime() - at)
 	}
-	for nanotime() < deadline {
-		x86.Pause()
+	ts.armed, ts.armedAt = deadline, at
+	lapic.OneShot(vecTimer, uint32(ticks))
+}
+
+// timerSync arms this CPU's timer for its earliest deadline unless it is
+// armed for that or an earlier one (an earlier one, since cancelled, only
+// costs an interrupt that finds nothing due and re-arms). The kernel calls
+// it on its way back to application code and before halting.
+func timerSync() {
+	c := sched.This()
+	ts := &percpu[c.ID].timer
+	if n := c.TimerNext(); n != 0 && (ts.armed == 0 || n < ts.armed) {
+		ts.arm(n)
 	}
+}
+
+// timerInterrupt is the vecTimer handler: wake the tasks that are due and
+// re-arm for the next.
+func timerInterrupt() {
+	ts := &percpu[sched.This().ID].timer
+	now := nanotime()
+	if ts.armed != 0 {
+		ts.learn(now - ts.armedAt)
+	}
+	ts.armed = 0
+	ts.fired++
+	if next := sched.ExpireTimers(now + ts.lead); next != 0 {
+		ts.arm(next)
+	}
+}
+
+// idleWait halts this CPU until an interrupt, its timer armed for deadline
+// (0: none). It runs, and returns, with interrupts off.
+func idleWait(deadline int64) {
+	p := &percpu[sched.This().ID]
+	if deadline != 0 {
+		timerSync()
+	}
+	tlbEnterIdle(p)
+	x86.StiHlt()
+	tlbWake(p)
 }
 
 // learn moves the lead toward the median of the observed lateness, within

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -14,6 +15,16 @@ import (
 // ExitFault is the exit status after a kernel fault or panic report.
 const ExitFault = 125
 
+// Interrupt vectors.
+const (
+	vecNMI       = 2
+	vecTimer     = 0x20 // this CPU's one-shot timer
+	vecWake      = 0x21 // wake-up IPI: a task became ready while this CPU idled
+	vecShootdown = 0x22 // TLB shootdown IPI
+	vecPICBase   = 0x30 // the legacy PICs, masked (spurious only)
+	vecSpurious  = 0xFF
+)
+
 var trapNames = [...]string{
 	"divide error (#DE)", "debug (#DB)", "non-maskable interrupt (NMI)", "breakpoint (#BP)",
 	"overflow (#OF)", "bound range exceeded (#BR)", "invalid opcode (#UD)", "device not available (#NM)",
@@ -23,15 +34,19 @@ var trapNames = [...]string{
 	"virtualization exception (#VE)", "control protection (#CP)",
 }
 
-// trap handles an exception or interrupt (from trapCommon, on the IST stack).
+// trap handles an exception or interrupt, from trapCommon on this CPU's
+// trap stack (IST1; IST2 for NMI, #DF and #MC). Each nesting level has an
+// 8 KiB slice of IST1: while a handler runs, IST1 points below its slice,
+// so a nested trap gets the next one, and trapCommon has pointed the trap
+// g's stack bounds at the current slice, so a handler that outgrows it
+// faults in morestack (reported as a stack overflow) instead of writing
+// over the frame of the trap it interrupted. A trap nested deeper than the
+// slices pushes its frame into the unmapped guard below them: a double
+// fault, reported on IST2.
 func trap(r *Regs) {
 	p := &percpu[sched.This().ID]
-	// Lower IST1 while we run so that a nested trap gets its own frame.
 	ist := p.tss.getIST(1)
-	if ist-istNest < uint64(sched.This().TrapG.StackLo)+istNest {
-		fault(r, "trap nesting too deep")
-	}
-	p.tss.setIST(1, ist-istNest)
+	p.tss.setIST(1, ist-istLevel)
 	fx := (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 // trapCommon's FXSAVE area
 	switch v := r.Vector; {
 	case v == 14:
@@ -59,8 +74,17 @@ func trap(r *Regs) {
 			fault(r, "")
 		}
 	case v == vecTimer:
-		p.timer.fired = true
 		lapic.EOI()
+		timerInterrupt()
+	case v == vecWake:
+		// Nothing to do: the interrupt ended the HLT of the idle loop,
+		// which now looks at the ready queue.
+		lapic.EOI()
+	case v == vecShootdown:
+		shootdownInterrupt()
+		lapic.EOI()
+	case v == vecNMI && atomic.LoadUint32(&stopping) != 0:
+		stopHere()
 	case v == vecSpurious, v >= vecPICBase && v < vecPICBase+16:
 	default:
 		fault(r, "")
@@ -68,9 +92,36 @@ func trap(r *Regs) {
 	p.tss.setIST(1, ist)
 }
 
+// stopping is set by the first CPU that reports a fault; the others stop
+// when its NMI reaches them.
+var stopping uint32
+
+// stopOthers makes this CPU the one that reports and halts every other
+// CPU with an NMI, which reaches them whatever they do (spinning with
+// interrupts off included). A CPU that loses the race to report stops.
+func stopOthers() {
+	if !atomic.CompareAndSwapUint32(&stopping, 0, uint32(sched.This().ID+1)) {
+		if atomic.LoadUint32(&stopping) != uint32(sched.This().ID+1) {
+			stopHere() // another CPU reports; its NMI may already be on the way
+		}
+		return // a fault while reporting one: go on with the report
+	}
+	if sched.NumCPU() > 1 && lapicReady {
+		lapic.NMIOthers()
+	}
+}
+
+func stopHere() {
+	for {
+		x86.Cli()
+		x86.Hlt()
+	}
+}
+
 // fault prints the report for r and stops the machine.
 func fault(r *Regs, why string) {
-	conLock.Lock() // never released: the machine stops
+	stopOthers()
+	conGrab()
 	knewline()
 	kprint("yolk: fault: ")
 	if r.Vector < uint64(len(trapNames)) {
@@ -96,9 +147,17 @@ func fault(r *Regs, why string) {
 			kprint(" read")
 		}
 	}
-	if why != "" {
+	switch {
+	case why != "":
 		kprint(": ")
 		kprint(why)
+	case sched.DieReason() != "":
+		kprint(": sched: ")
+		kprint(sched.DieReason())
+	case r.Vector == 14 && uintptr(r.IP) >= morestackPC() && uintptr(r.IP) < morestackPC()+64:
+		kprint(": kernel stack overflow (morestack on a kernel stack)")
+	case r.Vector == 8:
+		kprint(" (a trap while delivering a trap: trap stack overflow or nesting too deep?)")
 	}
 	kprint("\n")
 	printTask()
@@ -141,6 +200,11 @@ func printTask() {
 	c := sched.This()
 	kprint("yolk: cpu=")
 	kprintDec(int64(c.ID))
+	if n := sched.NumCPU(); n > 1 {
+		kprint(" (of ")
+		kprintDec(int64(n))
+		kprint("; the others are stopped)")
+	}
 	if t := sched.Current(); t != nil {
 		kprint(" task=")
 		kprintDec(int64(t.TID))
@@ -170,7 +234,8 @@ func backtrace(pc, bp uintptr) {
 
 // fatal reports a kernel panic with the caller's backtrace and stops.
 func fatal(msg string) {
-	conLock.Lock()
+	stopOthers()
+	conGrab()
 	knewline()
 	kprint("yolk: fault: kernel panic: ")
 	kprint(msg)
@@ -185,22 +250,20 @@ func outOfMemory() { fatal("out of physical memory") }
 // exitQEMU ends the machine with status code: the marker line the host tool
 // reads, then the isa-debug-exit device.
 func exitQEMU(code uint8) {
-	conLock.Lock()
+	conGrab()
 	halt(code)
 }
 
-// halt prints the exit marker and stops; conLock is held.
+// halt prints the exit marker and stops; the console is this CPU's.
 func halt(code uint8) {
 	knewline()
 	kprint("yolk: exit ")
 	kprintDec(int64(code))
 	kprint("\n")
 	debugexit.Exit(code)
-	for {
-		x86.Cli()
-		x86.Hlt()
-	}
+	stopHere()
 }
 
 func getbp() uintptr
 func getcallerpc() uintptr
+func morestackPC() uintptr

@@ -3,6 +3,7 @@ package kernel
 import (
 	"yolk/boot"
 	"yolk/drivers/x86"
+	"yolk/sched"
 )
 
 // Virtual memory. One address space: the boot page tables identity-map the
@@ -10,6 +11,20 @@ import (
 // above it, described by a sorted array of areas (vmas) and backed lazily,
 // one zeroed 4 KiB frame per page on first touch. Kernel stacks live in the
 // upper half with unmapped guard gaps.
+//
+// Locking. vmMutex, the kernel's CES mutex (sched.Mutex), serializes the
+// system calls that change the address space (mmap, munmap, mprotect,
+// madvise): they may run long (big ranges, and waiting for other CPUs to
+// drop stale translations). mmLock, a TWA spin lock, guards the area array
+// and page-table entries for the short steps: a page fault takes only
+// mmLock (a trap handler must not block), and the system calls take it
+// around each step. Removing or weakening a mapping clears its entries
+// under mmLock in batches, then, without mmLock, has every CPU drop the
+// translations (shootdown, tlb.go) and only then frees the frames; the
+// area goes first, so a fault in a range being unmapped finds no area and
+// is not backed again. (A thread touching a range while another remaps it
+// with MAP_FIXED may therefore see SIGSEGV where Linux would make it wait;
+// the Go runtime never does that.)
 
 const (
 	ptePresent = 1 << 0
@@ -32,7 +47,8 @@ type vma struct {
 }
 
 var (
-	vmLock     spinlock
+	vmMutex    sched.Mutex
+	mmLock     sched.TWALock
 	vmas       [4096]vma
 	nvmas      int
 	mmapCursor uintptr = mmapStart
@@ -73,24 +89,40 @@ func mapPage(va, f uintptr) bool {
 	return true
 }
 
-// unbackRange frees the frames behind [start, end) and clears their entries,
-// skipping absent tables a whole table at a time. vmLock is held.
-func unbackRange(start, end uintptr) {
+// unbackBatch is how many frames unback frees per shootdown.
+const unbackBatch = 256
+
+// unback clears the page-table entries of [start, end) and frees their
+// frames once no CPU can still reach them through its TLB. The caller holds
+// vmMutex, not mmLock, and has already removed the range's areas or made
+// sure no fault backs the range again for the area it keeps (madvise).
+func unback(start, end uintptr) {
+	var batch [unbackBatch]uintptr
 	for va := start; va < end; {
-		pte := walk(va, false)
-		if pte == 0 {
-			// No page table here: skip to the next 2 MiB boundary.
-			va = (va + 1<<21) &^ (1<<21 - 1)
-			continue
+		lo, n := va, 0
+		mmLock.Lock()
+		for va < end && n < len(batch) {
+			pte := walk(va, false)
+			if pte == 0 {
+				// No page table here: skip to the next 2 MiB boundary.
+				va = (va + 1<<21) &^ (1<<21 - 1)
+				continue
+			}
+			if e := at[uint64](pte); *e&ptePresent != 0 {
+				batch[n] = uintptr(*e & pteAddr)
+				*e = 0
+				n++
+				pagesMapped--
+			}
+			va += pageSize
 		}
-		if e := at[uint64](pte); *e&ptePresent != 0 {
-			f := uintptr(*e & pteAddr)
-			*e = 0
-			x86.Invlpg(va)
-			freeFrame(f)
-			pagesMapped--
+		mmLock.Unlock()
+		if n > 0 {
+			shootdown(lo, min(va, end))
+			for _, f := range batch[:n] {
+				freeFrame(f)
+			}
 		}
-		va += pageSize
 	}
 }
 
@@ -191,14 +223,31 @@ func inUser(start, end uintptr) bool {
 
 // vmMap creates an anonymous mapping; see sysMmap.
 func vmMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, Errno) {
-	vmLock.Lock()
-	defer vmLock.Unlock()
+	vmMutex.Lock()
+	defer vmMutex.Unlock()
+	if fixed {
+		if !inUser(addr, addr+n) {
+			return 0, ENOMEM
+		}
+		if err := vmRemove(addr, n); err != 0 {
+			return 0, err
+		}
+	}
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	return areaMap(addr, n, prot, fixed)
+}
+
+// areaMap records a mapping of n bytes at addr — exactly there if fixed,
+// replacing what is there; at addr if that range is free; elsewhere
+// otherwise — and returns its address. mmLock is held (or the test owns
+// the areas).
+func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, Errno) {
 	switch {
 	case fixed:
 		if !inUser(addr, addr+n) {
 			return 0, ENOMEM
 		}
-		unbackRange(addr, addr+n)
 		if !removeVMA(addr, addr+n) {
 			return 0, ENOMEM
 		}
@@ -219,12 +268,21 @@ func vmUnmap(addr, n uintptr) Errno {
 	if !inUser(addr, addr+n) {
 		return EINVAL
 	}
-	vmLock.Lock()
-	defer vmLock.Unlock()
-	unbackRange(addr, addr+n)
-	if !removeVMA(addr, addr+n) {
+	vmMutex.Lock()
+	defer vmMutex.Unlock()
+	return vmRemove(addr, n)
+}
+
+// vmRemove forgets the areas in [addr, addr+n) and then unbacks the range;
+// vmMutex is held.
+func vmRemove(addr, n uintptr) Errno {
+	mmLock.Lock()
+	ok := removeVMA(addr, addr+n)
+	mmLock.Unlock()
+	if !ok {
 		return ENOMEM
 	}
+	unback(addr, addr+n)
 	return 0
 }
 
@@ -234,23 +292,32 @@ func vmDontNeed(addr, n uintptr) Errno {
 	if !inUser(addr, addr+n) {
 		return EINVAL
 	}
-	vmLock.Lock()
-	unbackRange(addr, addr+n)
-	vmLock.Unlock()
+	vmMutex.Lock()
+	unback(addr, addr+n)
+	vmMutex.Unlock()
 	return 0
 }
 
 // vmProtect changes the protection of [addr, addr+n); pages made
-// inaccessible lose their frames.
+// inaccessible lose their frames (page-table entries are always writable
+// while present: protection is checked by area, on faults and system calls).
 func vmProtect(addr, n uintptr, prot uint32) Errno {
 	if !inUser(addr, addr+n) {
 		return EINVAL
 	}
-	vmLock.Lock()
-	defer vmLock.Unlock()
-	if prot == 0 {
-		unbackRange(addr, addr+n)
+	vmMutex.Lock()
+	defer vmMutex.Unlock()
+	mmLock.Lock()
+	err := areaProtect(addr, n, prot)
+	mmLock.Unlock()
+	if err == 0 && prot == 0 {
+		unback(addr, addr+n)
 	}
+	return err
+}
+
+// areaProtect records prot for [addr, addr+n); mmLock is held.
+func areaProtect(addr, n uintptr, prot uint32) Errno {
 	if !removeVMA(addr, addr+n) || !insertVMA(addr, addr+n, prot) {
 		return ENOMEM
 	}
@@ -266,8 +333,8 @@ func pageFault(addr uintptr, code uint64) bool {
 	if page >= bssLazyLo && page < bssLazyHi {
 		return bssFault(page)
 	}
-	vmLock.Lock()
-	defer vmLock.Unlock()
+	mmLock.Lock()
+	defer mmLock.Unlock()
 	i := findVMA(page)
 	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 {
 		return false
@@ -324,13 +391,18 @@ const (
 func allocKStack(slot int) (lo, hi uintptr, ok bool) {
 	hi = kstackBase + uintptr(slot+1)*kstackStride
 	lo = hi - kstackSize
-	vmLock.Lock()
-	defer vmLock.Unlock()
+	return lo, hi, mapKernel(lo, hi)
+}
+
+// mapKernel backs [lo, hi) in the kernel's upper half with fresh frames.
+func mapKernel(lo, hi uintptr) bool {
+	mmLock.Lock()
+	defer mmLock.Unlock()
 	for va := lo; va < hi; va += pageSize {
 		f := allocFrame()
 		if f == 0 || !mapPage(va, f) {
-			return 0, 0, false
+			return false
 		}
 	}
-	return lo, hi, true
+	return true
 }

@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// The VMA bookkeeping runs hosted: with no page tables (the boot tables are
-// zero here), unbackRange finds nothing to free, so only the area list is
-// exercised. A per-page model of a small window checks every operation.
+// The VMA bookkeeping runs hosted: the area operations the system calls
+// make under mmLock (areaMap, removeVMA, areaProtect), without the locks,
+// page tables and TLB shootdowns around them, which need the machine. A
+// per-page model of a small window checks every operation.
 
 const (
 	modelBase  = userMin + 1<<30
@@ -56,7 +57,7 @@ func TestVMAModel(t *testing.T) {
 		prot := uint32(rng.Intn(4)) // none, r, w, rw
 		switch rng.Intn(4) {
 		case 0: // fixed mapping replaces whatever was there
-			if got, err := vmMap(addr, size, prot, true); err != 0 || got != addr {
+			if got, err := areaMap(addr, size, prot, true); err != 0 || got != addr {
 				t.Fatalf("step %d: fixed map = %#x, %d", step, got, err)
 			}
 			for i := p; i < p+n; i++ {
@@ -67,7 +68,7 @@ func TestVMAModel(t *testing.T) {
 			for i := p; i < p+n; i++ {
 				free = free && model[i] == 0
 			}
-			got, err := vmMap(addr, size, prot, false)
+			got, err := areaMap(addr, size, prot, false)
 			if err != 0 {
 				t.Fatalf("step %d: hinted map: %d", step, err)
 			}
@@ -78,18 +79,18 @@ func TestVMAModel(t *testing.T) {
 				for i := p; i < p+n; i++ {
 					model[i] = prot + 1
 				}
-			} else if err := vmUnmap(got, size); err != 0 { // keep the rest of the space tidy
-				t.Fatalf("step %d: unmap elsewhere: %d", step, err)
+			} else if !removeVMA(got, got+size) { // keep the rest of the space tidy
+				t.Fatalf("step %d: unmap elsewhere failed", step)
 			}
 		case 2:
-			if err := vmUnmap(addr, size); err != 0 {
-				t.Fatalf("step %d: unmap: %d", step, err)
+			if !removeVMA(addr, addr+size) {
+				t.Fatalf("step %d: unmap failed", step)
 			}
 			for i := p; i < p+n; i++ {
 				model[i] = 0
 			}
 		case 3:
-			if err := vmProtect(addr, size, prot); err != 0 {
+			if err := areaProtect(addr, size, prot); err != 0 {
 				t.Fatalf("step %d: protect: %d", step, err)
 			}
 			for i := p; i < p+n; i++ {
@@ -103,19 +104,19 @@ func TestVMAModel(t *testing.T) {
 func TestVMAFindFreeSkipsMappings(t *testing.T) {
 	resetVM()
 	defer resetVM()
-	a, _ := vmMap(0, 1<<20, protRead|protWrite, false)
-	b, _ := vmMap(0, 1<<20, protRead|protWrite, false)
+	a, _ := areaMap(0, 1<<20, protRead|protWrite, false)
+	b, _ := areaMap(0, 1<<20, protRead|protWrite, false)
 	if a == 0 || b == 0 || b+1<<20 > a && a+1<<20 > b {
 		t.Fatalf("overlapping or failed mappings %#x %#x", a, b)
 	}
-	if err := vmUnmap(a, 1<<20); err != 0 {
-		t.Fatal(err)
+	if !removeVMA(a, a+1<<20) {
+		t.Fatal("removeVMA failed")
 	}
 	// A hint inside the kernel's identity map is never honoured.
-	if got, _ := vmMap(0x400000, pageSize, protRead, false); got < userMin {
+	if got, _ := areaMap(0x400000, pageSize, protRead, false); got < userMin {
 		t.Fatalf("mapping placed in the identity map at %#x", got)
 	}
-	if _, err := vmMap(0x400000, pageSize, protRead, true); err != ENOMEM {
+	if _, err := areaMap(0x400000, pageSize, protRead, true); err != ENOMEM {
 		t.Fatalf("fixed mapping over the kernel = %d, want ENOMEM", err)
 	}
 }

@@ -1,13 +1,18 @@
 package sched
 
 import (
+	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/x86"
+	"yolk/sched/queue"
 )
 
-// MaxCPUs bounds the number of processors.
-const MaxCPUs = 16
+// MaxCPUs bounds the number of processors: the idle mask is one word and
+// every CPU has a processor slot in the ready queue's domain.
+const MaxCPUs = 64
+
+// The idle mask and queue slots must cover every CPU.
+var _ = [1]struct{}{}[MaxCPUs-min(MaxCPUs, 64, queue.MaxProcs)]
 
 // G is the part of a runtime g that Go's function prologues read: the stack
 // bounds and the two stack guards. The rest stays zero, so a stack overflow
@@ -41,34 +46,58 @@ type CPU struct {
 	TLS       uintptr // 32: FS base in the kernel is &TLS (g at -8)
 	TrapGSlot uintptr // 40: trap TLS: the g of the trap stack
 	TrapTLS   uintptr // 48: FS base in trap handlers is &TrapTLS
+	TrapG     G       // 56: g for the trap (IST) stack; its bounds are the current nesting level's
 
 	ID   int
+	IRQ  uint32  // the interrupt controller's name for this CPU (APIC ID)
 	cur  uintptr // *Task running here
 	idle uintptr // *Task: this CPU's idle task
 
-	TrapG G // g for the trap (IST) stack
+	// locks counts the TWA spin locks this CPU holds; a task holding one
+	// must not switch (switchTo checks).
+	locks int32
+
+	switches uint64 // atomic: task switches made here
+	wakeIPIs uint64 // atomic: wake-up interrupts sent from here
+
+	timers timers
 }
 
 var cpus [MaxCPUs]CPU
 
-// ncpu is the number of CPUs brought up.
-var ncpu int
+// ncpu is the number of CPUs in use (Init); online has a bit per CPU
+// that has run its idle loop.
+var (
+	ncpu   int
+	online uint64 // atomic
+)
 
-// InitCPU prepares CPU id, makes GS point at it and returns it.
-func InitCPU(id int) *CPU {
+// idleMask has a bit per CPU that is about to halt or halted with nothing
+// to run: the paper's "working" counter turned into a set, so that the
+// task that makes another one ready knows which processor to resume.
+var idleMask uint64 // atomic
+
+// InitCPU prepares CPU id (irq: its interrupt controller ID) and makes the
+// calling processor's per-CPU base point at it. It is the first thing a
+// CPU does, before it takes any lock.
+func InitCPU(id int, irq uint32) *CPU {
 	c := &cpus[id]
 	c.Self = uintptr(unsafe.Pointer(c))
 	c.ID = id
+	c.IRQ = irq
 	c.TrapGSlot = uintptr(unsafe.Pointer(&c.TrapG))
-	x86.Wrmsr(x86.MSR_GS_BASE, uint64(c.Self))
-	if id+1 > ncpu {
-		ncpu = id + 1
-	}
+	setCPUBase(c.Self)
 	return c
 }
 
-// NumCPU is the number of CPUs brought up.
+// CPUAt returns CPU i (0 <= i < MaxCPUs).
+func CPUAt(i int) *CPU { return &cpus[uint(i)%MaxCPUs] }
+
+// NumCPU is the number of CPUs the scheduler was set up for.
 func NumCPU() int { return ncpu }
+
+// Online is the set of CPUs running their idle loops, a bit per CPU.
+func Online() uint64 { return atomic.LoadUint64(&online) }
 
 // This returns the current CPU.
 func This() *CPU
@@ -78,3 +107,12 @@ func (c *CPU) KernelTLS() uintptr { return uintptr(unsafe.Pointer(&c.TLS)) }
 
 // TrapTLSBase is the FS base to use in trap handlers on c.
 func (c *CPU) TrapTLSBase() uintptr { return uintptr(unsafe.Pointer(&c.TrapTLS)) }
+
+// Switches is the number of task switches c has made.
+func (c *CPU) Switches() uint64 { return atomic.LoadUint64(&c.switches) }
+
+// WakeIPIs is the number of wake-up interrupts c has sent.
+func (c *CPU) WakeIPIs() uint64 { return atomic.LoadUint64(&c.wakeIPIs) }
+
+// Locks is the number of spin locks c holds.
+func (c *CPU) Locks() int32 { return c.locks }

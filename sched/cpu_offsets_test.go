@@ -10,17 +10,25 @@ import (
 )
 
 // asmFiles use CPU and Context fields at literal offsets.
-var asmFiles = []string{"../kernel/entry_amd64.s", "cpu_amd64.s"}
+var asmFiles = []string{"../kernel/entry_amd64.s", "../kernel/trampoline_amd64.s", "cpu_amd64.s"}
 
 var (
-	asmAnnotRE = regexp.MustCompile(`//\s*(CPU|Context)\.(\w+)\s*$`)
+	asmAnnotRE = regexp.MustCompile(`//\s*(CPU|Context)\.([\w.]+)\s*$`)
 	asmNumRE   = regexp.MustCompile(`\$(-?\d+)|(-?\d+)\(`) // $imm or disp(reg)
 )
 
-// fieldOffset is the offset of the field called name in v's struct type.
+// fieldOffset is the offset of the field called name in v's struct type;
+// name may be a path through nested structs ("TrapG.StackLo").
 func fieldOffset(v any, name string) (uintptr, bool) {
-	f, ok := reflect.TypeOf(v).FieldByName(name)
-	return f.Offset, ok
+	t, off := reflect.TypeOf(v), uintptr(0)
+	for _, part := range strings.Split(name, ".") {
+		f, ok := t.FieldByName(part)
+		if !ok {
+			return 0, false
+		}
+		t, off = f.Type, off+f.Offset
+	}
+	return off, true
 }
 
 // TestAsmOffsets ties the literal offsets in the entry and switch assembly
@@ -71,7 +79,7 @@ func TestAsmOffsets(t *testing.T) {
 		}
 	}
 	// The fields the assembly must use at least once.
-	for _, f := range []string{"CPU.Self", "CPU.UserSP", "CPU.KStackTop", "CPU.GSlot", "CPU.TLS", "CPU.TrapTLS", "Context.SP", "Context.BP"} {
+	for _, f := range []string{"CPU.Self", "CPU.UserSP", "CPU.KStackTop", "CPU.GSlot", "CPU.TLS", "CPU.TrapTLS", "CPU.TrapG.StackLo", "CPU.TrapG.StackHi", "CPU.TrapG.Guard0", "CPU.TrapG.Guard1", "Context.SP", "Context.BP"} {
 		if checked[f] == 0 {
 			t.Errorf("no annotated use of %s in %q", f, asmFiles)
 		}

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -12,51 +13,81 @@ var (
 	ready  queue.Queue
 	// nodes: one per task, one dummy, two pooled per CPU (the paper's bound).
 	nodes [MaxTasks + 1 + 2*MaxCPUs]queue.Node
+
+	// wakeVector is the interrupt vector of the wake-up IPI.
+	wakeVector uint8
 )
 
-// Init sets up the ready queue for ncpus processors and makes the calling
-// context CPU 0's current task (the boot task, which later idles). It runs
-// once, at boot, before the Go runtime starts; the clock is drivers/tsc.
-func Init(ncpus int, bootStackLo, bootStackHi uintptr) *Task {
-	if err := domain.Init(ncpus, nodes[:]); err != nil {
+// Init sets up the ready queue for n processors and makes the calling
+// context CPU 0's idle task (the boot task: it runs the rest of the boot
+// and then idles). It runs once, at boot, on CPU 0 after InitCPU, before
+// any other CPU starts. wake is the vector of the wake-up interrupt.
+func Init(n int, wake uint8, bootStackLo, bootStackHi uintptr) *Task {
+	if n < 1 || n > MaxCPUs {
 		return nil
 	}
-	if err := domain.InitQueue(&ready); err != nil {
+	if domain.Init(n, nodes[:]) != nil || domain.InitQueue(&ready) != nil {
 		return nil
 	}
+	ncpu, wakeVector = n, wake
 	t := Alloc()
 	t.SetStack(bootStackLo, bootStackHi)
-	atomic.StoreUint32(&t.state, stRunning)
-	c := This()
-	c.cur, c.idle = t.addr(), t.addr()
-	c.GSlot = uintptr(unsafe.Pointer(&t.g))
-	c.KStackTop = bootStackHi
+	AdoptIdle(t)
 	return t
 }
 
-// G returns the address of t's g, for the kernel's TLS setup.
-func (t *Task) G() uintptr { return uintptr(unsafe.Pointer(&t.g)) }
+// AdoptIdle makes the calling context, which runs on t's kernel stack, the
+// calling CPU's current and idle task.
+func AdoptIdle(t *Task) { adopt(This(), t) }
+
+func adopt(c *CPU, t *Task) {
+	t.setState(stRunning)
+	atomic.StoreInt32(&t.oncpu, int32(c.ID+1))
+	c.cur, c.idle = t.addr(), t.addr()
+	c.GSlot = uintptr(unsafe.Pointer(&t.g))
+	c.KStackTop = t.KStackHi
+}
+
+// PrepareCPU sets up CPU id (interrupt controller ID irq) for a processor
+// that will start on t's kernel stack, with t as its current and idle
+// task. The boot CPU calls it before starting that processor, which points
+// its per-CPU base at the result and then calls Idle.
+func PrepareCPU(id int, irq uint32, t *Task) *CPU {
+	c := &cpus[id]
+	c.Self = uintptr(unsafe.Pointer(c))
+	c.ID = id
+	c.IRQ = irq
+	c.TrapGSlot = uintptr(unsafe.Pointer(&c.TrapG))
+	adopt(c, t)
+	return c
+}
 
 func swtch(from, to *Context, gp uintptr)
 
 // switchTo runs next on this CPU; the current task stops here until some CPU
 // switches back to it. fin is run by next on the current task.
 func switchTo(next *Task, fin uint32) {
+	assertKernel()
 	c := This()
 	cur := taskAt(c.cur)
 	if next == cur {
-		atomic.StoreUint32(&cur.state, stRunning)
+		cur.setState(stRunning)
 		return
 	}
-	// Invariant: only a ready task (or this CPU's idle task) may be switched
-	// to; anything else means a task would run twice.
-	if next.addr() != c.idle && atomic.LoadUint32(&next.state) != stReady {
-		die()
+	if c.locks != 0 {
+		die(dieSwitchLocked)
+	}
+	// Only a ready task (or this CPU's idle task) that no CPU runs may be
+	// switched to; anything else means a task would run twice.
+	if next.addr() != c.idle && next.st() != stReady ||
+		!atomic.CompareAndSwapInt32(&next.oncpu, 0, int32(c.ID+1)) {
+		die(dieRunTwice)
 	}
 	next.fin, next.prev = fin, cur.addr()
 	if fin != finNone {
-		atomic.StoreUint32(&cur.state, stLimbo)
+		cur.setState(stLimbo)
 	}
+	atomic.AddUint64(&c.switches, 1)
 	c.cur = next.addr()
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
@@ -65,29 +96,63 @@ func switchTo(next *Task, fin uint32) {
 
 // FinishSwitch runs the finalizer the previous task named. Every path that
 // resumes a task calls it first: switchTo, and the kernel's trampoline for a
-// task's very first run.
+// task's very first run. The task may resume on another CPU than the one it
+// left, so nothing here trusts a CPU pointer from before the switch.
 func FinishSwitch() {
 	c := This()
 	t := taskAt(c.cur)
-	atomic.StoreUint32(&t.state, stRunning)
+	t.setState(stRunning)
 	fin, prev := t.fin, taskAt(t.prev)
 	t.fin, t.prev = finNone, 0
+	// prev's state is saved: from now on another CPU may run it.
+	atomic.StoreInt32(&prev.oncpu, 0)
 	switch fin {
 	case finReady:
 		makeReady(prev)
 	case finBlock:
 		prev.commitBlock()
+	case finMutex:
+		prev.commitMutex()
 	case finExit:
 		domain.Release(&prev.item)
-		atomic.StoreUint32(&prev.state, stFree)
+		prev.setState(stFree)
 	}
 }
 
-// makeReady puts t, which no CPU runs, on the ready queue.
+// makeReady puts t, which no CPU runs, on the ready queue and resumes an
+// idle CPU, if there is one, to run it. It may run in an interrupt handler:
+// interrupts reach a CPU only in application code or halted in its idle
+// loop, never inside a queue operation, so the handler may use the CPU's
+// own hazard-pointer slot.
 func makeReady(t *Task) {
-	atomic.StoreUint32(&t.state, stReady)
+	assertKernel()
+	t.setState(stReady)
 	if domain.Enqueue(This().ID, &ready, &t.item) != nil {
-		die() // the arena is sized by the paper's bound: running out breaks it
+		die(dieArena) // the arena is sized by the paper's bound: running out breaks it
+	}
+	wakeIdle()
+}
+
+// wakeIdle resumes one idle CPU other than this one, if any, with an
+// interrupt. It runs after an enqueue, and an idle CPU sets its bit before
+// it looks at the queue for the last time, both with sequentially
+// consistent atomics: either this load sees the bit or that look sees the
+// task (no lost wake-up). Clearing the bit claims the CPU, so that two
+// wakers do not both interrupt it.
+func wakeIdle() {
+	c := This()
+	self := uint64(1) << uint(c.ID)
+	for {
+		m := atomic.LoadUint64(&idleMask) &^ self
+		if m == 0 {
+			return
+		}
+		bit := m & -m
+		if atomic.AndUint64(&idleMask, ^bit)&bit != 0 {
+			atomic.AddUint64(&c.wakeIPIs, 1)
+			kick(&cpus[bits.TrailingZeros64(bit)])
+			return
+		}
 	}
 }
 
@@ -95,6 +160,7 @@ func makeReady(t *Task) {
 func Ready(t *Task) { makeReady(t) }
 
 func dequeue() *Task {
+	assertKernel()
 	it, _ := domain.Dequeue(This().ID, &ready)
 	if it == nil {
 		return nil
@@ -102,9 +168,9 @@ func dequeue() *Task {
 	return (*Task)(unsafe.Pointer(it))
 }
 
-// Yield lets other ready tasks run; the caller continues later.
+// Yield lets other ready tasks run; the caller continues later, on this or
+// another CPU.
 func Yield() {
-	PollTimers()
 	if next := dequeue(); next != nil {
 		switchTo(next, finReady)
 	}
@@ -119,7 +185,6 @@ func Exit() {
 
 // pickNext is the next ready task or this CPU's idle task.
 func pickNext() *Task {
-	PollTimers()
 	if next := dequeue(); next != nil {
 		return next
 	}
@@ -127,16 +192,26 @@ func pickNext() *Task {
 }
 
 // Idle is the idle loop of the calling task, which must be this CPU's idle
-// task. wait arms a wake-up at deadline (0: none) and halts until an
-// interrupt; it returns with interrupts off.
+// task. When the ready queue is empty it marks the CPU idle, looks once
+// more, and calls wait with this CPU's earliest timer deadline (0: none);
+// wait halts until an interrupt and returns with interrupts off.
 func Idle(wait func(deadline int64)) {
+	c := This()
+	bit := uint64(1) << uint(c.ID)
+	atomic.OrUint64(&online, bit)
 	for {
-		PollTimers()
 		if next := dequeue(); next != nil {
 			switchTo(next, finNone)
 			continue
 		}
-		wait(nextDeadline())
+		atomic.OrUint64(&idleMask, bit)
+		if next := dequeue(); next != nil {
+			atomic.AndUint64(&idleMask, ^bit)
+			switchTo(next, finNone)
+			continue
+		}
+		wait(c.TimerNext())
+		atomic.AndUint64(&idleMask, ^bit)
 	}
 }
 

@@ -8,14 +8,17 @@ import (
 )
 
 // MaxTasks bounds the number of tasks alive at once.
-const MaxTasks = 256
+const MaxTasks = 512
 
-// Task states.
+// Task states: the low 32 bits of Task.state. The high 32 bits count the
+// task's waits (Block, Mutex.Lock), so that a waker that lost a race with
+// another cannot wake a later wait of the same task: it compares and swaps
+// the whole word, state and count together.
 const (
 	stFree    uint32 = iota // slot unused
 	stRunning               // on a CPU
-	stReady                 // on the ready queue, or about to be
-	stBlocked               // on a wait queue and/or waiting for its deadline
+	stReady                 // on the ready queue, or being handed over
+	stBlocked               // on a wait queue, a mutex queue and/or a timer heap
 	stLimbo                 // switched away, its finalizer not yet run
 )
 
@@ -25,6 +28,7 @@ const (
 	finNone  uint32 = iota
 	finReady        // put the previous task on the ready queue
 	finBlock        // put it on its wait queue / timer, re-check its condition
+	finMutex        // queue it on the mutex it waits for, unless that is free
 	finExit         // retire it
 )
 
@@ -43,21 +47,28 @@ type Task struct {
 	UserFS             uintptr // user FS base (TLS), restored on return to user code
 	TID                int32
 
-	state uint32 // atomic
+	state uint64 // atomic: wait count << 32 | state
+	oncpu int32  // atomic: 1 + the CPU running the task, 0 if none
 	fin   uint32 // finalizer named by the task that switched to this one
 	prev  uintptr
 
-	// Blocking. wq, cond* and deadline are set by the task itself before it
-	// switches away; the finalizer publishes them.
+	// Blocking. wq, key, cond*, deadline and mx are set by the task itself
+	// before it switches away; its finalizer publishes them.
 	wq       uintptr // *WaitQueue
 	key      uintptr // wake-up key (e.g. futex address)
 	condAddr uintptr // block only while *condAddr == condVal
 	condVal  uint32
-	deadline int64 // ns; 0 = none
-	wakeAt   int64 // atomic: deadline once published
 	timedOut bool
-	wnext    uintptr // wait-queue links
+	deadline int64   // ns; 0 = none
+	mx       uintptr // *Mutex being waited for
+	wnext    uintptr // wait-queue / mutex-queue links
 	wprev    uintptr
+
+	// Timer heap membership (timer.go), changed under the heap's lock.
+	tcpu  int32   // atomic: 1 + the CPU whose heap holds the task, 0 if none
+	tidx  int32   // index in that heap
+	tnext uintptr // expired list
+	tseq  uint32  // wait count of the expired wait
 }
 
 var tasks [MaxTasks]Task
@@ -78,13 +89,39 @@ func (t *Task) Index() int {
 	return int((t.addr() - uintptr(unsafe.Pointer(&tasks[0]))) / unsafe.Sizeof(Task{}))
 }
 
+// TaskAt returns slot i, for the kernel's per-task tables.
+func TaskAt(i int) *Task { return &tasks[uint(i)%MaxTasks] }
+
+// st is t's state without the wait count.
+func (t *Task) st() uint32 { return uint32(atomic.LoadUint64(&t.state)) }
+
+// seq is the number of t's current (or last) wait.
+func (t *Task) seq() uint32 { return uint32(atomic.LoadUint64(&t.state) >> 32) }
+
+// setState sets t's state, keeping the wait count. Only whoever owns t may
+// (the CPU running it or switching it, or the winner of a wake-up): wakers
+// only ever compare-and-swap from stBlocked.
+func (t *Task) setState(s uint32) {
+	atomic.StoreUint64(&t.state, atomic.LoadUint64(&t.state)&^0xffffffff|uint64(s))
+}
+
+// newWait starts a new wait of the running task t.
+func (t *Task) newWait() {
+	atomic.StoreUint64(&t.state, (atomic.LoadUint64(&t.state)>>32+1)<<32|uint64(stRunning))
+}
+
+// casState moves t from state from to state to within wait seq.
+func (t *Task) casState(seq, from, to uint32) bool {
+	return atomic.CompareAndSwapUint64(&t.state, uint64(seq)<<32|uint64(from), uint64(seq)<<32|uint64(to))
+}
+
 // Alloc takes a free task slot and gives it a fresh TID. The caller sets its
 // kernel stack (if KStackHi is 0: slots keep their stack when reused), then
 // Prepare and Ready. It returns nil if all slots are in use.
 func Alloc() *Task {
 	for i := range tasks {
 		t := &tasks[i]
-		if atomic.CompareAndSwapUint32(&t.state, stFree, stLimbo) {
+		if t.casState(t.seq(), stFree, stLimbo) {
 			for {
 				n := atomic.LoadInt32(&ntasks)
 				if int32(i) < n || atomic.CompareAndSwapInt32(&ntasks, n, int32(i)+1) {
@@ -94,7 +131,7 @@ func Alloc() *Task {
 			t.TID = atomic.AddInt32(&nextTID, 1) - 1
 			t.UserFS = 0
 			t.fin, t.prev = finNone, 0
-			t.wq, t.key, t.condAddr, t.deadline = 0, 0, 0, 0
+			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
 			t.timedOut = false
 			return t
 		}
@@ -116,6 +153,9 @@ func (t *Task) Prepare(sp, pc uintptr) {
 	t.ctx = Context{SP: sp}
 }
 
+// G returns the address of t's g, for the kernel's TLS setup.
+func (t *Task) G() uintptr { return uintptr(unsafe.Pointer(&t.g)) }
+
 // Current returns the task running on this CPU.
 func Current() *Task { return taskAt(This().cur) }
 
@@ -123,7 +163,7 @@ func Current() *Task { return taskAt(This().cur) }
 func Live() int {
 	n := 0
 	for i := int32(0); i < atomic.LoadInt32(&ntasks); i++ {
-		if atomic.LoadUint32(&tasks[i].state) != stFree {
+		if tasks[i].st() != stFree {
 			n++
 		}
 	}

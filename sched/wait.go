@@ -7,10 +7,14 @@ import (
 	"yolk/drivers/tsc"
 )
 
-// WaitQueue is a list of blocked tasks, protected by a spin lock. Tasks are
-// linked through their own fields (no allocation).
+// WaitQueue is a list of blocked tasks (futex hash buckets, epoll
+// instances), protected by a TWA spin lock and linked through the tasks'
+// own fields (no allocation). It is not the paper's lock-free queue: a
+// wake-up takes the waiters with one key out of the middle of the list,
+// and a timed-out waiter unlinks itself from wherever it is, which a FIFO
+// with operations only at its ends cannot do.
 type WaitQueue struct {
-	lock       Spinlock
+	lock       TWALock
 	head, tail uintptr
 }
 
@@ -21,7 +25,8 @@ func wqAt(a uintptr) *WaitQueue { return (*WaitQueue)(*(*unsafe.Pointer)(unsafe.
 // Block stops the current task until Wake names it with key, or until the
 // monotonic time deadline (0: none) passes, unless *condAddr != condVal when
 // checked after the task is queued (condAddr 0: no condition). wq may be nil
-// for a pure sleep. It reports whether the deadline ended the wait.
+// for a pure sleep. It reports whether the deadline ended the wait; then it
+// returns at or after the deadline.
 func Block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64) (timedOut bool) {
 	t := Current()
 	t.wq = 0
@@ -30,12 +35,27 @@ func Block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64)
 	}
 	t.key, t.condAddr, t.condVal, t.deadline = key, condAddr, condVal, deadline
 	t.timedOut = false
+	t.newWait()
 	switchTo(pickNext(), finBlock)
+	if t.timedOut {
+		// The timer interrupt is armed early by its usual lateness and
+		// may have woken this task up to that much before the deadline.
+		for tsc.Nanotime() < deadline {
+			pause()
+		}
+	}
 	return t.timedOut
 }
 
-// commitBlock is the finBlock finalizer, run by the next task on t.
+// commitBlock is the finBlock finalizer, run by the next task on t. t goes
+// into this CPU's timer heap and onto its wait queue before its state says
+// blocked, so any waker that sees it blocked finds it complete; then the
+// condition is checked once more, which catches a change made before t was
+// on the queue (no lost wake-up).
 func (t *Task) commitBlock() {
+	if t.deadline != 0 {
+		t.timerAdd()
+	}
 	if t.wq != 0 {
 		q := wqAt(t.wq)
 		q.lock.Lock()
@@ -46,16 +66,13 @@ func (t *Task) commitBlock() {
 			q.head = t.addr()
 		}
 		q.tail = t.addr()
-		atomic.StoreUint32(&t.state, stBlocked)
+		t.setState(stBlocked)
 		q.lock.Unlock()
 	} else {
-		atomic.StoreUint32(&t.state, stBlocked)
-	}
-	if t.deadline != 0 {
-		atomic.StoreInt64(&t.wakeAt, t.deadline)
+		t.setState(stBlocked)
 	}
 	if t.condAddr != 0 && atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&t.condAddr)))) != t.condVal {
-		t.wake(false)
+		t.wake(t.seq(), false)
 	}
 }
 
@@ -74,9 +91,10 @@ func (q *WaitQueue) unlink(t *Task) {
 	t.wnext, t.wprev = 0, 0
 }
 
-// wake makes a blocked t ready; false if someone else already did.
-func (t *Task) wake(timedOut bool) bool {
-	if !atomic.CompareAndSwapUint32(&t.state, stBlocked, stReady) {
+// wake makes t ready if it is still blocked in wait seq; false if someone
+// else woke that wait first.
+func (t *Task) wake(seq uint32, timedOut bool) bool {
+	if !t.casState(seq, stBlocked, stReady) {
 		return false
 	}
 	if t.wq != 0 {
@@ -85,7 +103,7 @@ func (t *Task) wake(timedOut bool) bool {
 		q.unlink(t)
 		q.lock.Unlock()
 	}
-	atomic.StoreInt64(&t.wakeAt, 0)
+	t.timerCancel()
 	t.timedOut = timedOut
 	makeReady(t)
 	return true
@@ -100,7 +118,7 @@ func (q *WaitQueue) Wake(key uintptr, n int) int {
 	for a := q.head; a != 0 && count < n; {
 		t := taskAt(a)
 		a = t.wnext
-		if t.key != key || !atomic.CompareAndSwapUint32(&t.state, stBlocked, stReady) {
+		if t.key != key || !t.casState(t.seq(), stBlocked, stReady) {
 			continue
 		}
 		q.unlink(t)
@@ -121,33 +139,9 @@ func (q *WaitQueue) Wake(key uintptr, n int) int {
 		t := taskAt(rev)
 		rev = t.wnext
 		t.wnext = 0
-		atomic.StoreInt64(&t.wakeAt, 0)
+		t.timerCancel()
 		t.timedOut = false
 		makeReady(t)
 	}
 	return count
-}
-
-// PollTimers wakes every task whose deadline has passed.
-func PollTimers() {
-	now := tsc.Nanotime()
-	n := atomic.LoadInt32(&ntasks)
-	for i := int32(0); i < n; i++ {
-		t := &tasks[i]
-		if d := atomic.LoadInt64(&t.wakeAt); d != 0 && d <= now {
-			t.wake(true)
-		}
-	}
-}
-
-// nextDeadline is the earliest published deadline, 0 if none.
-func nextDeadline() int64 {
-	var min int64
-	n := atomic.LoadInt32(&ntasks)
-	for i := int32(0); i < n; i++ {
-		if d := atomic.LoadInt64(&tasks[i].wakeAt); d != 0 && (min == 0 || d < min) {
-			min = d
-		}
-	}
-	return min
 }

@@ -1,9 +1,12 @@
-// Package lapic drives the local APIC in xAPIC (MMIO) mode: enable and end
-// of interrupt through TamaGo's amd64/lapic, plus the one-shot timer, whose
-// registers that driver does not cover.
+// Package lapic drives the local APIC in xAPIC (MMIO) mode: enable, end of
+// interrupt and inter-processor interrupts through TamaGo's amd64/lapic,
+// plus the APIC ID, the delivery-status wait before an IPI and the one-shot
+// timer, which that driver does not cover (its ID reads only 4 bits).
 //
 // Kernel-context: no allocation, no runtime calls. The register page must be
-// mapped uncached (the boot page tables map the top GiB so).
+// mapped uncached (the boot page tables map the top GiB so). Every function
+// acts on the calling CPU's local APIC; call them with interrupts off (an
+// IPI is two register writes that an interrupt handler must not split).
 package lapic
 
 import (
@@ -12,18 +15,27 @@ import (
 
 	"github.com/usbarmory/tamago/amd64/lapic"
 
+	"yolk/drivers/tsc"
 	"yolk/drivers/x86"
 )
 
-// Timer register offsets (Intel SDM Vol. 3A, 11.5.4).
+// Register offsets and ICR fields (Intel SDM Vol. 3A, 11.4–11.6).
 const (
+	regID      = 0x020
 	regSVR     = 0x0F0
+	regICRLo   = 0x300
 	regLVTTmr  = 0x320
 	regTmrInit = 0x380
 	regTmrCur  = 0x390
 	regTmrDiv  = 0x3E0
 
 	lvtMasked = 1 << 16
+
+	icrPending = 1 << 12 // delivery status: send pending
+
+	// assert is the ICR's level bit (bit 14, which TamaGo calls
+	// ICR_INIT); every IPI is sent with it set.
+	assert = 1 << 14
 )
 
 var apic lapic.LAPIC
@@ -36,20 +48,70 @@ func reg(off uintptr) *uint32 {
 func read(off uintptr) uint32     { return atomic.LoadUint32(reg(off)) }
 func write(off uintptr, v uint32) { atomic.StoreUint32(reg(off), v) }
 
-// Init enables this CPU's local APIC with the given spurious vector and
-// masks its timer.
-func Init(spurious uint8) {
+// Setup finds the local APIC's register page (the same address on every
+// CPU) and globally enables the APIC of the calling CPU. Call it once, on
+// the boot CPU, before Init.
+func Setup() {
 	msr := x86.Rdmsr(x86.MSR_APIC_BASE)
-	x86.Wrmsr(x86.MSR_APIC_BASE, msr|1<<11) // global enable
-	apic.Base = uint32(msr & 0xfffff000)    // xAPIC: below 4 GiB
+	apic.Base = uint32(msr & 0xfffff000) // xAPIC: below 4 GiB
+}
+
+// Init enables the calling CPU's local APIC with the given spurious vector
+// and masks its timer.
+func Init(spurious uint8) {
+	x86.Wrmsr(x86.MSR_APIC_BASE, x86.Rdmsr(x86.MSR_APIC_BASE)|1<<11) // global enable
 	write(regSVR, uint32(spurious))
 	apic.Enable()
 	write(regLVTTmr, lvtMasked)
 	write(regTmrDiv, 0xB) // divide by 1
 }
 
+// ID is the calling CPU's xAPIC ID (8 bits).
+func ID() uint32 { return read(regID) >> 24 }
+
 // EOI signals the end of the current interrupt.
 func EOI() { apic.ClearInterrupt() }
+
+// send waits until the previous IPI has left (delivery status idle: always
+// at once under QEMU, a few hundred cycles on hardware), then sends.
+func send(apicID uint32, vector int, flags int) {
+	for read(regICRLo)&icrPending != 0 {
+		x86.Pause()
+	}
+	apic.IPI(int(apicID), vector, flags)
+}
+
+// IPI sends a fixed interrupt with vector to the CPU with apicID.
+func IPI(apicID uint32, vector uint8) {
+	send(apicID, int(vector), assert|lapic.ICR_DLV_IRQ)
+}
+
+// NMIOthers sends a non-maskable interrupt to every CPU but the caller.
+func NMIOthers() {
+	send(0, 0, assert|lapic.ICR_DLV_NMI|lapic.ICR_DST_REST)
+}
+
+// StartAP sends INIT and then STARTUP with the real-mode entry page (the
+// 4 KiB page below 1 MiB whose number is page) to the CPU with apicID.
+// STARTUP is sent twice, as the MP specification says; a CPU that already
+// started ignores the second one. The caller waits for the CPU to report.
+//
+// The waits are those of current processors (Linux skips the MP
+// specification's 10 ms after INIT on them too): 10 µs after INIT and
+// between the STARTUPs, timed with the TSC, which must be calibrated.
+func StartAP(apicID uint32, page uint8) {
+	send(apicID, 0, assert|lapic.ICR_DLV_INIT)
+	spin(10_000)
+	send(apicID, int(page), assert|lapic.ICR_DLV_SIPI)
+	spin(10_000)
+	send(apicID, int(page), assert|lapic.ICR_DLV_SIPI)
+}
+
+func spin(ns int64) {
+	for end := tsc.Nanotime() + ns; tsc.Nanotime() < end; {
+		x86.Pause()
+	}
+}
 
 // OneShot starts the timer: vector fires after count ticks.
 func OneShot(vector uint8, count uint32) {

@@ -40,6 +40,9 @@ func Ltr(sel uint16)
 // Invlpg invalidates the TLB entry of one page.
 func Invlpg(addr uintptr)
 
+// FlushTLB invalidates every non-global TLB entry (reloads CR3).
+func FlushTLB()
+
 // Interrupt flag and halting.
 func Cli()
 func Hlt()
@@ -49,15 +52,19 @@ func Hlt()
 // again after the wake-up interrupt has been handled.
 func StiHlt()
 
+// IntsOn reports whether maskable interrupts are enabled (RFLAGS.IF).
+func IntsOn() bool
+
 // Pause is the spin-loop hint.
 func Pause()
 
 // MSR numbers used by the kernel.
 const (
-	MSR_STAR      = 0xC0000081
-	MSR_LSTAR     = 0xC0000082
-	MSR_FMASK     = 0xC0000084
-	MSR_FS_BASE   = 0xC0000100
-	MSR_GS_BASE   = 0xC0000101
-	MSR_APIC_BASE = 0x1B
+	MSR_STAR       = 0xC0000081
+	MSR_LSTAR      = 0xC0000082
+	MSR_FMASK      = 0xC0000084
+	MSR_FS_BASE    = 0xC0000100
+	MSR_GS_BASE    = 0xC0000101
+	MSR_APIC_BASE  = 0x1B
+	MSR_TSC_ADJUST = 0x3B
 )

@@ -121,3 +121,18 @@ TEXT ·StiHlt(SB),NOSPLIT,$0
 TEXT ·Pause(SB),NOSPLIT,$0
 	PAUSE
 	RET
+
+// func IntsOn() bool
+TEXT ·IntsOn(SB),NOSPLIT,$0-1
+	PUSHFQ
+	POPQ	AX
+	SHRQ	$9, AX
+	ANDQ	$1, AX
+	MOVB	AX, ret+0(FP)
+	RET
+
+// func FlushTLB()
+TEXT ·FlushTLB(SB),NOSPLIT,$0
+	MOVQ	CR3, AX
+	MOVQ	AX, CR3
+	RET

@@ -1,6 +1,9 @@
 package twa
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 const (
 	// waitSlots is the size of the waiting array, the paper's 4096. It must
@@ -46,4 +49,17 @@ var waitArray struct {
 //go:nosplit
 func waitSlot(lock unsafe.Pointer, ticket uint32) *uint64 {
 	return &waitArray.slot[(uintptr(ticket)*hashMul^uintptr(lock))&(waitSlots-1)]
+}
+
+// Prefault reads one slot in every page of the waiting array, so that a
+// kernel that backs untouched memory lazily (yolk gives untouched BSS pages
+// back at boot) backs them now and an Unlock never takes a page fault. It
+// is kernel-context code like the Spin lock path.
+//
+//go:nosplit
+func Prefault() {
+	for i := 0; i < waitSlots; i += 4096 / 8 {
+		atomic.LoadUint64(&waitArray.slot[i])
+	}
+	atomic.LoadUint64(&waitArray.slot[waitSlots-1])
 }

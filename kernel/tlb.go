@@ -1,0 +1,112 @@
+package kernel
+
+import (
+	"math/bits"
+	"sync/atomic"
+
+	"yolk/drivers/lapic"
+	"yolk/drivers/tsc"
+	"yolk/drivers/x86"
+	"yolk/sched"
+)
+
+// TLB shootdown. Every CPU may cache a translation of any user page (one
+// address space), so before a frame whose mapping was removed goes back to
+// the allocator, every CPU must have dropped that translation: the
+// initiator invalidates its own TLB, interrupts the other CPUs that are
+// running (vecShootdown) and waits until each has invalidated and
+// acknowledged. Shootdowns are serialized by vmMutex, whose holder takes no
+// spin lock while it waits, so the CPUs it waits for always get to handle
+// the interrupt (they run application code, or kernel code that ends
+// without waiting for it).
+//
+// Lazy TLB for idle CPUs: a CPU halted in its idle loop uses no user
+// translation until it leaves the loop, so instead of being woken it is
+// marked stale and flushes its whole TLB when it wakes (tlbEnterIdle, tlbWake).
+// Under emulation waking a halted CPU costs far more than the flush.
+
+const (
+	tlbRunning = iota // may use user translations: must be interrupted
+	tlbIdle           // halted in the idle loop
+	tlbStale          // halted, and must flush before running anything
+)
+
+// invlpgMax is the largest range invalidated page by page; above it the
+// whole TLB is flushed.
+const invlpgMax = 32
+
+var shoot struct {
+	start, end uintptr
+	pending    uint64 // atomic: CPUs that have not yet acknowledged
+	count      uint64 // shootdowns (statistics)
+	ipis       uint64 // interrupts sent (statistics)
+	lazy       uint64 // idle CPUs marked stale instead (statistics)
+}
+
+// invalidate drops this CPU's translations of [start, end).
+func invalidate(start, end uintptr) {
+	if (end-start)/pageSize > invlpgMax {
+		x86.FlushTLB()
+		return
+	}
+	for va := start; va < end; va += pageSize {
+		x86.Invlpg(va)
+	}
+}
+
+// shootdown makes every CPU drop its translations of [start, end) and
+// returns when they all have. The caller holds vmMutex and no spin lock.
+func shootdown(start, end uintptr) {
+	c := sched.This()
+	invalidate(start, end)
+	atomic.AddUint64(&shoot.count, 1)
+	others := sched.Online() &^ (1 << uint(c.ID))
+	if others == 0 {
+		return
+	}
+	shoot.start, shoot.end = start, end
+	var targets uint64
+	for m := others; m != 0; m &= m - 1 {
+		i := bits.TrailingZeros64(m)
+		st := &percpu[i].tlb
+		if atomic.CompareAndSwapUint32(st, tlbIdle, tlbStale) || atomic.LoadUint32(st) == tlbStale {
+			atomic.AddUint64(&shoot.lazy, 1)
+			continue
+		}
+		targets |= 1 << uint(i)
+	}
+	if targets == 0 {
+		return
+	}
+	atomic.StoreUint64(&shoot.pending, targets)
+	for m := targets; m != 0; m &= m - 1 {
+		lapic.IPI(sched.CPUAt(bits.TrailingZeros64(m)).IRQ, vecShootdown)
+		atomic.AddUint64(&shoot.ipis, 1)
+	}
+	deadline := tsc.Nanotime() + 5e9
+	for atomic.LoadUint64(&shoot.pending) != 0 {
+		if tsc.Nanotime() > deadline {
+			fatal("TLB shootdown: a CPU did not answer within 5 s")
+		}
+		x86.Pause()
+	}
+}
+
+// shootdownInterrupt is the vecShootdown handler.
+func shootdownInterrupt() {
+	id := sched.This().ID
+	invalidate(shoot.start, shoot.end)
+	percpu[id].shootdowns++
+	atomic.AndUint64(&shoot.pending, ^(uint64(1) << uint(id)))
+}
+
+// tlbEnterIdle marks this CPU as not using user translations (it is about to
+// halt in its idle loop); tlbWake ends that, flushing the TLB if a
+// shootdown skipped the CPU meanwhile.
+func tlbEnterIdle(p *perCPU) { atomic.StoreUint32(&p.tlb, tlbIdle) }
+
+func tlbWake(p *perCPU) {
+	if atomic.SwapUint32(&p.tlb, tlbRunning) == tlbStale {
+		x86.FlushTLB()
+	}
+}

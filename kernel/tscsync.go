@@ -1,0 +1,156 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"yolk/drivers/lapic"
+	"yolk/drivers/tsc"
+	"yolk/drivers/x86"
+)
+
+// TSC synchronisation. The monotonic clock and the vDSO read the TSC of
+// whatever CPU they run on, so time.Now is monotonic across CPUs only if
+// the CPUs' TSCs agree. At boot the boot CPU measures each AP's offset by
+// ping-pong through one cache line: it reads its TSC (t0), asks, the AP
+// answers with its own TSC (t1), it reads again (t2); the AP's offset is
+// t1 - (t0+t2)/2, known to within ±(t2-t0)/2, and the round with the
+// shortest round trip is kept. An offset beyond that uncertainty is
+// corrected with IA32_TSC_ADJUST where the CPU has it; if it cannot be,
+// the vDSO is turned off and clock_gettime never returns less than it
+// returned before, on any CPU (monotonic), so time still never goes
+// backwards.
+
+var tscProbe struct {
+	cpu    int32  // atomic: 1 + the AP asked, 0 if none
+	ping   uint32 // atomic: 1 asked, 2 answered, 3 adjust by adj
+	val    uint64 // atomic: the AP's TSC
+	adj    int64  // ticks the AP adds to its TSC (TSC_ADJUST)
+	skewed bool   // an offset remains: clock_gettime clamps (monotonic)
+}
+
+// Probe rounds per AP: at least tscMinRounds, then until a round trip is
+// at most tscGoodRTT ticks or tscMaxRounds were made. Under emulation on a
+// loaded host a round trip can take a host scheduling quantum.
+const (
+	tscMinRounds = 4
+	tscMaxRounds = 32
+)
+
+// tscServe answers the boot CPU's requests while they are for CPU id (an
+// AP in the boot barrier) and reports whether there were any.
+func tscServe(id int) bool {
+	served := false
+	for atomic.LoadInt32(&tscProbe.cpu) == int32(id+1) {
+		served = true
+		switch atomic.LoadUint32(&tscProbe.ping) {
+		case 1:
+			atomic.StoreUint64(&tscProbe.val, x86.Rdtsc())
+			atomic.StoreUint32(&tscProbe.ping, 2)
+		case 3:
+			x86.Wrmsr(x86.MSR_TSC_ADJUST, x86.Rdmsr(x86.MSR_TSC_ADJUST)+uint64(tscProbe.adj))
+			atomic.StoreUint32(&tscProbe.ping, 2)
+		}
+		x86.Pause()
+	}
+	return served
+}
+
+// tscAsk sends request req (1 or 3) to CPU i and waits for the answer.
+func tscAsk(i int, req uint32) {
+	atomic.StoreUint32(&tscProbe.ping, req)
+	for deadline := nanotime() + 1e9; atomic.LoadUint32(&tscProbe.ping) != 2; {
+		if nanotime() > deadline {
+			fatal("tsc: an application processor stopped answering")
+		}
+		x86.Pause()
+	}
+}
+
+// tscOffset measures CPU i's TSC against this one's: the offset and its
+// uncertainty, in ticks.
+func tscOffset(i int) (off, unc int64) {
+	good := tsc.Hz() / 1e6 // 1 µs
+	best := uint64(1<<63 - 1)
+	for r := 0; r < tscMaxRounds && (r < tscMinRounds || best > good); r++ {
+		t0 := x86.Rdtsc()
+		tscAsk(i, 1)
+		t2 := x86.Rdtsc()
+		if rtt := t2 - t0; rtt < best {
+			best = rtt
+			off = int64(atomic.LoadUint64(&tscProbe.val) - t0 - rtt/2)
+		}
+	}
+	return off, int64(best / 2)
+}
+
+// tscCheck measures every AP, corrects what it can and prints the result.
+func tscCheck(n int) {
+	if n < 2 {
+		return
+	}
+	var worst, worstUnc int64
+	for i := 1; i < n; i++ {
+		atomic.StoreInt32(&tscProbe.cpu, int32(i+1))
+		lapic.IPI(apIRQ[i], vecWake)
+		off, unc := tscOffset(i)
+		if abs(off) > unc && hasTSCAdj {
+			tscProbe.adj = -off
+			tscAsk(i, 3)
+			off, unc = tscOffset(i)
+		}
+		if abs(off) > unc {
+			tscProbe.skewed = true
+		}
+		if abs(off) > abs(worst) {
+			worst = off
+		}
+		worstUnc = max(worstUnc, unc)
+	}
+	atomic.StoreInt32(&tscProbe.cpu, 0)
+	klog("tsc: largest offset of an AP's TSC ")
+	kprintDec(ticksToNs(worst))
+	kprint(" ns (measured to ±")
+	kprintDec(ticksToNs(worstUnc))
+	kprint(" ns)")
+	if tscProbe.skewed {
+		vdsoOff = true
+		kprint(": NOT synchronised; vDSO off, clock_gettime kept monotonic across CPUs\n")
+		return
+	}
+	kprint(": synchronised\n")
+}
+
+// monoFloor is the largest monotonic time clock_gettime has returned, when
+// the TSCs are not synchronised.
+var monoFloor int64
+
+// monotonic is nanotime, made monotonic across CPUs when their TSCs differ.
+func monotonic() int64 {
+	t := nanotime()
+	if !tscProbe.skewed {
+		return t
+	}
+	for {
+		f := atomic.LoadInt64(&monoFloor)
+		if t <= f {
+			return f
+		}
+		if atomic.CompareAndSwapInt64(&monoFloor, f, t) {
+			return t
+		}
+	}
+}
+
+func ticksToNs(t int64) int64 {
+	if t < 0 {
+		return -ticksToNs(-t)
+	}
+	return int64(uint64(t) * 1e9 / tsc.Hz())
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

@@ -1,0 +1,149 @@
+package sched
+
+import "sync/atomic"
+
+// Timers. Each CPU keeps the tasks that blocked on it with a deadline in a
+// binary min-heap ordered by deadline, under its own spin lock, and arms
+// its own one-shot timer for the earliest (the kernel does, from
+// TimerNext). Adding and expiring cost O(log n); the idle loop reads the
+// earliest deadline in O(1). Only the owning CPU adds entries (in the
+// blocking task's finalizer) and expires them (in its timer interrupt);
+// another CPU takes the lock only to remove a task it woke first.
+type timers struct {
+	lock TWALock
+	n    int32
+	next int64 // atomic: the earliest deadline, 0 if none
+	heap [MaxTasks]uintptr
+}
+
+// TimerNext is c's earliest timer deadline in monotonic ns, 0 if none.
+func (c *CPU) TimerNext() int64 { return atomic.LoadInt64(&c.timers.next) }
+
+func (tm *timers) less(i, j int32) bool {
+	return taskAt(tm.heap[i]).deadline < taskAt(tm.heap[j]).deadline
+}
+
+func (tm *timers) swap(i, j int32) {
+	tm.heap[i], tm.heap[j] = tm.heap[j], tm.heap[i]
+	taskAt(tm.heap[i]).tidx = i
+	taskAt(tm.heap[j]).tidx = j
+}
+
+func (tm *timers) up(i int32) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !tm.less(i, p) {
+			return
+		}
+		tm.swap(i, p)
+		i = p
+	}
+}
+
+func (tm *timers) down(i int32) {
+	for {
+		l := 2*i + 1
+		if l >= tm.n {
+			return
+		}
+		m := l
+		if r := l + 1; r < tm.n && tm.less(r, l) {
+			m = r
+		}
+		if !tm.less(m, i) {
+			return
+		}
+		tm.swap(i, m)
+		i = m
+	}
+}
+
+// remove takes entry i out of the heap; the lock is held.
+func (tm *timers) remove(i int32) {
+	t := taskAt(tm.heap[i])
+	atomic.StoreInt32(&t.tcpu, 0)
+	tm.n--
+	if i != tm.n {
+		tm.heap[i] = tm.heap[tm.n]
+		taskAt(tm.heap[i]).tidx = i
+		tm.down(i)
+		tm.up(i)
+	}
+	tm.heap[tm.n] = 0
+}
+
+// publish updates next; the lock is held.
+func (tm *timers) publish() {
+	var d int64
+	if tm.n > 0 {
+		d = taskAt(tm.heap[0]).deadline
+	}
+	atomic.StoreInt64(&tm.next, d)
+}
+
+// timerAdd puts t, which is about to block on this CPU with t.deadline set,
+// into this CPU's heap. t is not yet visible to any waker.
+func (t *Task) timerAdd() {
+	c := This()
+	tm := &c.timers
+	tm.lock.Lock()
+	if int(tm.n) == len(tm.heap) {
+		die(dieTimers)
+	}
+	i := tm.n
+	tm.n++
+	tm.heap[i] = t.addr()
+	t.tidx = i
+	atomic.StoreInt32(&t.tcpu, int32(c.ID+1))
+	tm.up(i)
+	tm.publish()
+	tm.lock.Unlock()
+}
+
+// timerCancel removes t from the heap that holds it, if any. The caller has
+// just woken t, so t cannot be added to a heap concurrently.
+func (t *Task) timerCancel() {
+	ci := atomic.LoadInt32(&t.tcpu)
+	if ci == 0 {
+		return
+	}
+	tm := &cpus[uint(ci-1)%MaxCPUs].timers
+	tm.lock.Lock()
+	// The owner may have expired t meanwhile (and the entry at tidx may be
+	// another task): remove only what is still t's.
+	if atomic.LoadInt32(&t.tcpu) == ci && t.tidx < tm.n && tm.heap[t.tidx] == t.addr() {
+		tm.remove(t.tidx)
+		tm.publish()
+	}
+	tm.lock.Unlock()
+}
+
+// ExpireTimers wakes, as timed out, every task on this CPU's heap whose
+// deadline is at or before until, and returns the earliest deadline left
+// (0: none). The kernel calls it from the timer interrupt with until a
+// little past the present (the interrupt's usual lateness): a task woken
+// before its deadline waits out the rest itself (Block), so the interrupt
+// can be armed early by its expected lateness.
+func ExpireTimers(until int64) (next int64) {
+	tm := &This().timers
+	var expired uintptr
+	tm.lock.Lock()
+	for tm.n > 0 {
+		t := taskAt(tm.heap[0])
+		if t.deadline > until {
+			break
+		}
+		t.tseq = t.seq()
+		tm.remove(0)
+		t.tnext, expired = expired, t.addr()
+	}
+	tm.publish()
+	next = atomic.LoadInt64(&tm.next)
+	tm.lock.Unlock()
+	for expired != 0 {
+		t := taskAt(expired)
+		expired = t.tnext
+		t.wake(t.tseq, true)
+	}
+	return next
+}

@@ -1,0 +1,42 @@
+package sched
+
+import "yolk/sync/twa"
+
+// TWALock is the kernel's spin lock: the ticket lock augmented with a
+// waiting array of "TWA – Ticket Locks Augmented with a Waiting Array"
+// (package sync/twa with its Spin policy: nosplit, no allocation, no
+// runtime calls), for short critical sections. It adds two checks that a
+// kernel needs: Lock asserts that interrupts are off (an interrupt handler
+// taking a lock that the code it interrupted holds would deadlock, and
+// kernel code never runs with them on), and the CPU counts the spin locks
+// it holds, so that a task switch while one is held — which would leave
+// other CPUs spinning on a lock whose holder is not running — fails loudly
+// in switchTo.
+//
+// The zero value is unlocked. Waiters are served in FIFO order and cannot
+// give up (see twa.Lock).
+type TWALock struct{ l twa.Lock[twa.Spin] }
+
+// Lock acquires l.
+func (l *TWALock) Lock() {
+	assertKernel()
+	l.l.Lock()
+	This().locks++
+}
+
+// TryLock acquires l if it is free and nobody waits, and reports whether
+// it did.
+func (l *TWALock) TryLock() bool {
+	assertKernel()
+	if !l.l.TryLock() {
+		return false
+	}
+	This().locks++
+	return true
+}
+
+// Unlock releases l.
+func (l *TWALock) Unlock() {
+	This().locks--
+	l.l.Unlock()
+}
