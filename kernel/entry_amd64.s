@@ -254,3 +254,8 @@ TEXT ·morestackPC(SB),NOSPLIT,$0-8
 	MOVQ	$runtime·morestack(SB), AX
 	MOVQ	AX, ret+0(FP)
 	RET
+
+// func breakpoint(): INT3, a #BP trap from kernel context.
+TEXT ·breakpoint(SB),NOSPLIT,$0
+	BYTE	$0xCC
+	RET

@@ -119,6 +119,9 @@ type kernelStats struct {
 	NodesInUse, NodeBound              int64
 	TSCHz, LAPICHz                     int64
 	Syscalls                           int64
+	CPUs                               int64
+	Shootdowns, ShootdownIPIs          int64 // TLB shootdowns; interrupts they sent
+	ShootdownLazy                      int64 // idle CPUs marked stale instead
 }
 
 func sysStats(p uintptr) Errno {
@@ -130,7 +133,10 @@ func sysStats(p uintptr) Errno {
 		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
 		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
 		TSCHz: int64(tsc.Hz()), LAPICHz: int64(lapicHz),
-		Syscalls: int64(atomic.LoadUint64(&nsyscalls)),
+		Syscalls:   int64(atomic.LoadUint64(&nsyscalls)),
+		CPUs:       int64(sched.NumCPU()),
+		Shootdowns: int64(atomic.LoadUint64(&shoot.count)), ShootdownIPIs: int64(atomic.LoadUint64(&shoot.ipis)),
+		ShootdownLazy: int64(atomic.LoadUint64(&shoot.lazy)),
 	}
 	return 0
 }

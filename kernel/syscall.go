@@ -33,8 +33,11 @@ const (
 	sysYolkStats    = 0x1000 // copy kernel counters to a0
 	sysYolkSwitch   = 0x1001 // a0 task-switch round trips, a1 != 0: save-everything variant; returns ns
 	sysYolkUnmapped = 0x1002 // number of syscalls answered ENOSYS so far
-	sysYolkCrash    = 0x1003 // fault in kernel context, to test the fault report end to end
+	sysYolkCrash    = 0x1003 // a0 crash mode, a1 1+CPU (0: any): fault in kernel context (ktest.go)
 	sysYolkNumCPU   = 0x1004 // number of CPUs the kernel brought up
+	sysYolkCPUStats = 0x1005 // copy a1 CPUs' counters to a0; returns the CPU count
+	sysYolkLockTest = 0x1006 // a0 lock kind, a1 sections (<0: -µs), a2 work, a3 out (ktest.go)
+	sysYolkFrameOf  = 0x1007 // the physical frame behind user page a0
 )
 
 var (
@@ -139,7 +142,13 @@ func syscall(r *Regs) {
 	case sysYolkSwitch:
 		ret, err = sysSwitchBench(int(a0), a1 != 0)
 	case sysYolkCrash:
-		crashKernel()
+		err = sysCrash(int(a0), int(a1))
+	case sysYolkCPUStats:
+		ret, err = sysCPUStats(a0, int(a1))
+	case sysYolkLockTest:
+		err = sysLockTest(int(a0), int(a1), int(a2), a3)
+	case sysYolkFrameOf:
+		ret = sysFrameOf(a0)
 	case sysYolkUnmapped:
 		ret = uintptr(atomic.LoadUint64(&enosysN))
 	case sysYolkNumCPU:
@@ -435,12 +444,4 @@ func sysSwitchBench(n int, all bool) (uintptr, Errno) {
 		benchPartner = uintptr(unsafe.Pointer(t))
 	}
 	return uintptr(sched.SwitchBench(at[sched.Task](benchPartner), n, all)), 0
-}
-
-// crashKernel writes to an address nothing maps, from kernel context: the
-// page fault ends in the fault report (tests of the reporter use it).
-//
-//go:noinline
-func crashKernel() {
-	*at[uint64](0xffffa00000000000) = 1
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 // TestTrampoline checks the AP start-up code written as bytes in
@@ -19,7 +18,7 @@ import (
 // (binutils objdump, 16-bit and 32-bit) into the instructions the comments
 // name, with the data offsets the Go side fills in.
 func TestTrampoline(t *testing.T) {
-	code := unsafe.Slice((*byte)(unsafe.Pointer(trampolineCode())), trampolineLen)
+	code := bytesAt(trampolineCode(), trampolineLen)
 	jmp32 := []byte{0x66, 0xFF, 0x2E, tFar32, 0}
 	if got := code[trampolineProt32-len(jmp32) : trampolineProt32]; !bytes.Equal(got, jmp32) {
 		t.Errorf("16-bit code does not end with jmp far [T_FAR32] at %d: % x", trampolineProt32, got)

@@ -73,6 +73,8 @@ func trap(r *Regs) {
 		if !signalUser(r, fx, int(unix.SIGILL), illIllopn, uintptr(r.IP)) {
 			fault(r, "")
 		}
+	case v == 3 && atomic.LoadUint32(&crashMode) != 0:
+		breakpointTrap(r)
 	case v == vecTimer:
 		lapic.EOI()
 		timerInterrupt()

@@ -36,20 +36,23 @@ func (m *Mutex) addr() uintptr { return uintptr(unsafe.Pointer(m)) }
 
 func mutexAt(a uintptr) *Mutex { return (*Mutex)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
 
-// Lock acquires m for the current task, blocking while another task owns it.
-func (m *Mutex) Lock() {
+// Lock acquires m for the current task, blocking while another task owns
+// it. It reports whether m was handed over by a contended Unlock (rather
+// than found free, possibly while the task was being queued).
+func (m *Mutex) Lock() (handedOver bool) {
 	t := Current()
 	m.lock.Lock()
 	if m.owner == 0 {
 		m.owner = t.addr()
 		m.lock.Unlock()
-		return
+		return false
 	}
 	m.lock.Unlock()
 	t.mx = m.addr()
 	t.newWait()
 	switchTo(pickNext(), finMutex)
-	// Resumed by an Unlock that made this task the owner.
+	// Resumed as the owner: by an Unlock (handed over) or by commitMutex.
+	return t.mxHanded
 }
 
 // commitMutex is the finMutex finalizer, run by the next task on t: queue
@@ -60,6 +63,7 @@ func (t *Task) commitMutex() {
 	m.lock.Lock()
 	if m.owner == 0 {
 		m.owner = t.addr()
+		t.mxHanded = false
 		m.lock.Unlock()
 		makeReady(t)
 		return
@@ -96,6 +100,7 @@ func (m *Mutex) Unlock() {
 		m.tail = 0
 	}
 	next.wnext = 0
+	next.mxHanded = true
 	m.owner = w
 	// Waiters of a mutex have no deadline and no other waker.
 	next.setState(stReady)

@@ -61,6 +61,7 @@ type Task struct {
 	timedOut bool
 	deadline int64   // ns; 0 = none
 	mx       uintptr // *Mutex being waited for
+	mxHanded bool    // the mutex was handed over by an Unlock
 	wnext    uintptr // wait-queue / mutex-queue links
 	wprev    uintptr
 

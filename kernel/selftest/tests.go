@@ -23,7 +23,8 @@ import (
 )
 
 func init() {
-	tests = []test{
+	// Prepended: other files' init functions may run first and append.
+	tests = append([]test{
 		{"TestBoot", testBoot},
 		{"TestArgsEnv", testArgsEnv},
 		{"TestStdlib", testStdlib},
@@ -43,7 +44,7 @@ func init() {
 		{"TestPanicRecover", testPanicRecover},
 		{"TestNilDereferencePanics", testNilDeref},
 		{"TestCryptoRand", testCryptoRand},
-	}
+	}, tests...)
 	benches = []bench{
 		{"BenchmarkSyscallGetpid", benchSyscall, false},
 		{"BenchmarkTimeNow", benchTimeNow, false},
@@ -67,6 +68,9 @@ type kernelStats struct {
 	NodesInUse, NodeBound              int64
 	TSCHz, LAPICHz                     int64
 	Syscalls                           int64
+	CPUs                               int64
+	Shootdowns, ShootdownIPIs          int64
+	ShootdownLazy                      int64
 }
 
 const (
@@ -74,6 +78,9 @@ const (
 	sysYolkSwitch   = 0x1001
 	sysYolkUnmapped = 0x1002
 	sysYolkNumCPU   = 0x1004
+	sysYolkCPUStats = 0x1005
+	sysYolkLockTest = 0x1006
+	sysYolkFrameOf  = 0x1007
 )
 
 func stats(t *T) kernelStats {

@@ -145,3 +145,22 @@ func TestMCS(t *testing.T) {
 		locktest.FIFO(t, s, 6, s.arrived)
 	})
 }
+
+// ttasSubject adapts a TTAS lock to locktest.Subject.
+type ttasSubject[P twa.Policy] struct{ l TTAS[P] }
+
+func (s *ttasSubject[P]) Lock(int)         { s.l.Lock() }
+func (s *ttasSubject[P]) Unlock(int)       { s.l.Unlock() }
+func (s *ttasSubject[P]) TryLock(int) bool { return s.l.TryLock() }
+
+// TestTTAS checks mutual exclusion only: TTAS promises no order.
+func TestTTAS(t *testing.T) {
+	for _, procs := range []int{1, runtime.NumCPU()} {
+		withProcs(t, procs, func(t *testing.T) {
+			locktest.MutualExclusion(t, new(ttasSubject[twa.Yield]), locktest.Load{Workers: 8, Iters: scale(1000), Seed: 41, HoldYield: 8})
+		})
+	}
+	spinEnv(t, spinWorkers+1, func(t *testing.T) {
+		locktest.MutualExclusion(t, new(ttasSubject[twa.Spin]), locktest.Load{Workers: spinWorkers, Iters: scale(1000), Seed: 42})
+	})
+}

@@ -1,0 +1,200 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"yolk/drivers/tsc"
+	"yolk/drivers/x86"
+	"yolk/sched"
+	"yolk/sync/twa"
+	"yolk/sync/twa/baseline"
+)
+
+// Kernel-side halves of the guest self-tests and benchmarks, reached through
+// yolk's own system calls (syscall.go): they run kernel-context code — the
+// kernel's own locks, inside the kernel — on as many CPUs as the guest
+// program has threads in those calls.
+
+// Kernel locks the lock test and benchmark can exercise (sysYolkLockTest).
+const (
+	lockTWA      = iota // sched.TWALock: the kernel's spin lock
+	lockTicket          // the classic ticket lock (baseline)
+	lockTTAS            // test-and-test-and-set (baseline: the old kernel lock)
+	lockCES             // sched.Mutex: the kernel's blocking mutex, CES handoff
+	lockDispatch        // sched.Mutex with Dispatch: wake the waiter and continue
+	nLockKinds
+)
+
+// lockTestOut is what one sysYolkLockTest call reports (the guest mirrors
+// it).
+type lockTestOut struct {
+	Done       int64  // critical sections this call ran
+	NS         int64  // time in the call
+	Violations int64  // sections that saw another owner inside
+	Waited     int64  // mutex acquisitions handed over by a contended Unlock
+	SameCPU    int64  // of those, the new owner resumed on the unlocker's CPU
+	Counter    uint64 // the shared counter after the call
+}
+
+var lockTest struct {
+	twa      sched.TWALock
+	ticket   baseline.Ticket[twa.Spin]
+	ttas     baseline.TTAS[twa.Spin]
+	mutex    [2]sched.Mutex // CES, dispatch
+	counter  uint64         // guarded by the lock under test
+	owner    int32          // atomic: TID inside the critical section
+	dispInit uint32
+}
+
+// sysLockTest runs critical sections of lock kind: n of them if n > 0, or
+// for -n microseconds if n < 0. Each reads the shared counter, marks its
+// owner, spins work PAUSEs, checks it is still the owner, and writes the
+// counter back incremented: without mutual exclusion increments get lost
+// and owners collide.
+func sysLockTest(kind, n int, work int, out uintptr) Errno {
+	if kind < 0 || kind >= nLockKinds || work < 0 || work > 1e6 || !userOK(out, 48) {
+		return EINVAL
+	}
+	if atomic.CompareAndSwapUint32(&lockTest.dispInit, 0, 1) {
+		lockTest.mutex[1].Dispatch = true
+	}
+	me := sched.Current().TID
+	var r lockTestOut
+	start := tsc.Nanotime()
+	end := start - int64(n)*1000
+	for n > 0 && r.Done < int64(n) || n < 0 && tsc.Nanotime() < end {
+		waited := false
+		switch kind {
+		case lockTWA:
+			lockTest.twa.Lock()
+		case lockTicket:
+			lockTest.ticket.Lock()
+		case lockTTAS:
+			lockTest.ttas.Lock()
+		default:
+			m := &lockTest.mutex[kind-lockCES]
+			if waited = m.Lock(); waited {
+				r.Waited++
+				if sched.This().ID+1 == int(m.HandoffCPU) {
+					r.SameCPU++
+				}
+			}
+		}
+		v := lockTest.counter
+		atomic.StoreInt32(&lockTest.owner, me)
+		for i := 0; i < work; i++ {
+			x86.Pause()
+		}
+		if atomic.LoadInt32(&lockTest.owner) != me {
+			r.Violations++
+		}
+		lockTest.counter = v + 1
+		switch kind {
+		case lockTWA:
+			lockTest.twa.Unlock()
+		case lockTicket:
+			lockTest.ticket.Unlock()
+		case lockTTAS:
+			lockTest.ttas.Unlock()
+		default:
+			lockTest.mutex[kind-lockCES].Unlock()
+		}
+		r.Done++
+	}
+	r.NS = tsc.Nanotime() - start
+	r.Counter = atomic.LoadUint64(&lockTest.counter)
+	*at[lockTestOut](out) = r
+	return 0
+}
+
+// cpuStats is one CPU's counters (sysYolkCPUStats; the guest mirrors it).
+type cpuStats struct {
+	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
+}
+
+func sysCPUStats(p uintptr, n int) (uintptr, Errno) {
+	n = min(n, sched.NumCPU())
+	if n < 0 || !userOK(p, uintptr(n)*32) {
+		return 0, EFAULT
+	}
+	for i := 0; i < n; i++ {
+		c := sched.CPUAt(i)
+		*at[cpuStats](p + uintptr(i)*32) = cpuStats{c.Switches(), c.WakeIPIs(),
+			atomic.LoadUint64(&percpu[i].timer.fired), atomic.LoadUint64(&percpu[i].shootdowns)}
+	}
+	return uintptr(sched.NumCPU()), 0
+}
+
+// sysFrameOf returns the physical frame behind user page va, 0 if none.
+func sysFrameOf(va uintptr) uintptr {
+	if !inUser(va, va+1) {
+		return 0
+	}
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	if pte := walk(va&^(pageSize-1), false); pte != 0 && *at[uint64](pte)&ptePresent != 0 {
+		return uintptr(*at[uint64](pte) & pteAddr)
+	}
+	return 0
+}
+
+// Crash modes of sysYolkCrash: ways to stop the machine from kernel
+// context, for the tests of the fault report.
+const (
+	crashFault     = iota // a page fault in kernel code
+	crashConsole          // the same while this CPU holds the console lock
+	crashTrapStack        // a trap handler that outgrows its slice of the trap stack
+	crashTrapNest         // traps nested deeper than the trap stack has slices
+)
+
+var crashMode uint32
+
+// sysCrash faults in kernel context as mode says, on CPU cpu1-1 (cpu1 0:
+// any); on another CPU it returns EAGAIN, for the caller to try again from
+// another thread.
+func sysCrash(mode, cpu1 int) Errno {
+	if cpu1 > 0 && sched.This().ID != cpu1-1 {
+		return EAGAIN
+	}
+	switch mode {
+	case crashFault:
+		crashKernel()
+	case crashConsole:
+		conAcquire()
+		crashKernel()
+	case crashTrapStack, crashTrapNest:
+		atomic.StoreUint32(&crashMode, uint32(mode))
+		breakpoint()
+	}
+	return EINVAL
+}
+
+// crashKernel writes to an address nothing maps, from kernel context: the
+// page fault ends in the fault report.
+//
+//go:noinline
+func crashKernel() {
+	*at[uint64](0xffffa00000000000) = 1
+}
+
+// breakpointTrap is the #BP handler for the trap-stack crash modes.
+func breakpointTrap(r *Regs) {
+	switch atomic.LoadUint32(&crashMode) {
+	case crashTrapStack:
+		eatStack(0)
+	case crashTrapNest:
+		breakpoint() // again, one nesting level deeper each time
+	}
+	fault(r, "")
+}
+
+// eatStack recurses with 1 KiB frames until the stack check stops it.
+//
+//go:noinline
+func eatStack(depth int) int {
+	var buf [1024]byte
+	buf[depth%len(buf)] = byte(depth)
+	return eatStack(depth+1) + int(buf[(depth+7)%len(buf)])
+}
+
+func breakpoint()

@@ -1,0 +1,535 @@
+package main
+
+import (
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Self-tests of the multiprocessor kernel. They run at any CPU count (the
+// harness boots them at 1, 2 and 4); those that need two CPUs skip at one
+// and say why. Threads that must keep a CPU are goroutines locked to their
+// OS thread (a kernel task each).
+
+func init() {
+	tests = append(tests,
+		test{"TestSMPAllCPUsRun", testAllCPUsRun},
+		test{"TestSMPSchedInvariants", testSMPSchedInvariants},
+		test{"TestSMPFutexStress", testFutexStress},
+		test{"TestSMPKernelLocks", testKernelLocks},
+		test{"TestSMPTLBShootdown", testTLBShootdown},
+		test{"TestSMPTimeMonotonic", testTimeMonotonic},
+		test{"TestSMPGCParallel", testGCParallel},
+		test{"TestSMPIdleWakeup", testIdleWakeup},
+	)
+}
+
+// cpuStats mirrors the kernel's per-CPU counters (sysYolkCPUStats).
+type cpuStats struct {
+	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
+}
+
+func readCPUStats(t *T) []cpuStats {
+	s := make([]cpuStats, 64)
+	n, _, e := syscall.Syscall(sysYolkCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
+	if e != 0 {
+		t.Fatalf("cpu stats syscall: %v", e)
+	}
+	return s[:n]
+}
+
+// locked runs f(i) for i in [0, n) on n goroutines locked to their own OS
+// threads and waits for all of them.
+func locked(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// spinUntil spins (no system call: time.Now is the vDSO) until cond holds
+// or d passes, and reports whether cond held.
+func spinUntil(d time.Duration, cond func() bool) bool {
+	end := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(end) {
+			return cond()
+		}
+	}
+	return true
+}
+
+// testAllCPUsRun checks that the kernel brought up every CPU, that the Go
+// runtime uses them all, and that CPU-bound goroutines run in parallel: n
+// goroutines spin at a barrier until all n are there at once, which with
+// fewer CPUs running them never happens (nothing preempts a spinning
+// goroutine's thread). Every CPU must have switched tasks.
+func testAllCPUsRun(t *T) {
+	n := runtime.NumCPU()
+	if g := runtime.GOMAXPROCS(0); g != n {
+		t.Errorf("GOMAXPROCS = %d, want NumCPU = %d", g, n)
+	}
+	if s := stats(t); int(s.CPUs) != n {
+		t.Errorf("kernel runs %d CPUs, runtime.NumCPU() = %d", s.CPUs, n)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no stop-the-world while spinning
+	var arrived atomic.Int32
+	var late atomic.Int32
+	locked(n, func(int) {
+		arrived.Add(1)
+		if !spinUntil(30*time.Second, func() bool { return arrived.Load() == int32(n) }) {
+			late.Add(1)
+		}
+	})
+	if late.Load() != 0 {
+		t.Errorf("%d CPU-bound goroutines never ran at the same time (%d reached the barrier together): fewer CPUs run them", n, arrived.Load())
+	}
+	cs := readCPUStats(t)
+	for i, c := range cs {
+		if c.Switches == 0 {
+			t.Errorf("CPU %d has made no task switch since boot", i)
+		}
+	}
+	t.Logf("%d CPUs; task switches per CPU since boot: %v", len(cs), switches(cs))
+}
+
+func switches(cs []cpuStats) []uint64 {
+	var s []uint64
+	for _, c := range cs {
+		s = append(s, c.Switches)
+	}
+	return s
+}
+
+// testSMPSchedInvariants drives tasks through the ready queue from every
+// CPU — threads blocking and waking each other through channels, futexes
+// and sched_yield — and checks that no task was lost or run twice (every
+// message arrives exactly once; the kernel itself stops with a report if a
+// task is switched to while running) and that the queue's nodes stay within
+// the paper's bound, tasks + 1 + 2 per CPU, on every CPU's count of switches.
+func testSMPSchedInvariants(t *T) {
+	n := runtime.NumCPU()
+	workers := 4 * n
+	const msgs = 20000
+	before := readCPUStats(t)
+	ch := make(chan int, 8)
+	var sum atomic.Int64
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for v := range ch {
+				sum.Add(int64(v))
+				got.Add(1)
+				if v%7 == 0 {
+					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+				}
+			}
+		}()
+	}
+	for i := 1; i <= msgs; i++ {
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+	if got.Load() != msgs || sum.Load() != msgs*(msgs+1)/2 {
+		t.Errorf("%d messages received, sum %d; want %d, %d: a task was lost or ran twice", got.Load(), sum.Load(), msgs, msgs*(msgs+1)/2)
+	}
+	after := readCPUStats(t)
+	s := stats(t)
+	if s.NodesInUse > s.NodeBound {
+		t.Errorf("queue nodes %d exceed tasks+1+2×CPUs = %d", s.NodesInUse, s.NodeBound)
+	}
+	var d []uint64
+	for i := range after {
+		d = append(d, after[i].Switches-before[i].Switches)
+	}
+	t.Logf("%d workers on %d CPUs: switches per CPU %v; tasks=%d queue nodes=%d bound=%d", workers, n, d, s.Tasks, s.NodesInUse, s.NodeBound)
+}
+
+// spinSink keeps busy loops from being optimised away.
+var spinSink atomic.Int64
+
+func futexWait(addr *uint32, val uint32, timeout time.Duration) syscall.Errno {
+	ts := unix.NsecToTimespec(int64(timeout))
+	_, _, e := syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 0|128, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+	return e
+}
+
+func futexWake(addr *uint32, n int) {
+	syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 1|128, uintptr(n), 0, 0, 0)
+}
+
+// testFutexStress runs 10⁶ futex operations across CPUs: pairs of threads
+// pass a turn back and forth through a word, each waiting (FUTEX_WAIT) while
+// it is not its turn and waking (FUTEX_WAKE) the other after passing it, with
+// seeded random pauses so that waits and wakes interleave every way. A wait
+// that times out (5 s) while the word already says it is that thread's turn
+// is a lost wake-up. Waits and wakes together are 10⁶ or more.
+func testFutexStress(t *T) {
+	const ops = 1_000_000
+	pairs := max(2, runtime.NumCPU())
+	rounds := ops/(pairs*3) + 1 // per thread and round: a wake and, mostly, a wait
+	words := make([]struct {
+		w uint32
+		_ [60]byte
+	}, pairs)
+	var waits, wakes, lost atomic.Int64
+	locked(2*pairs, func(i int) {
+		w, me := &words[i/2].w, uint32(i%2)
+		rng := rand.New(rand.NewPCG(7, uint64(i)))
+		spin := 0
+		defer func() { spinSink.Add(int64(spin)) }()
+		for r := 0; r < rounds; r++ {
+			for atomic.LoadUint32(w) != me {
+				waits.Add(1)
+				if e := futexWait(w, 1-me, 5*time.Second); e == syscall.ETIMEDOUT && atomic.LoadUint32(w) == me {
+					lost.Add(1)
+				}
+			}
+			for k := rng.IntN(256); k > 0; k-- {
+				spin++
+			}
+			atomic.StoreUint32(w, 1-me)
+			futexWake(w, 1)
+			wakes.Add(1)
+		}
+	})
+	if lost.Load() != 0 {
+		t.Errorf("%d futex waits timed out after the word had changed: lost wake-ups", lost.Load())
+	}
+	if total := waits.Load() + wakes.Load(); total < ops {
+		t.Errorf("only %d futex operations", total)
+	}
+	if waits.Load() < wakes.Load()/10 {
+		t.Errorf("%d waits for %d wakes: the waiting path was hardly exercised", waits.Load(), wakes.Load())
+	}
+	t.Logf("%d thread pairs: %d waits, %d wakes", pairs, waits.Load(), wakes.Load())
+}
+
+// Kernel lock kinds of sysYolkLockTest (kernel/ktest.go).
+const (
+	lockTWA = iota
+	lockTicket
+	lockTTAS
+	lockCES
+	lockDispatch
+)
+
+// lockTestOut mirrors the kernel's report of one lock-test call.
+type lockTestOut struct {
+	Done, NS, Violations, Waited, SameCPU int64
+	Counter                               uint64
+}
+
+func lockTest(kind, n, work int) (lockTestOut, error) {
+	var o lockTestOut
+	_, _, e := syscall.Syscall6(sysYolkLockTest, uintptr(kind), uintptr(n), uintptr(work), uintptr(unsafe.Pointer(&o)), 0, 0)
+	if e != 0 {
+		return o, e
+	}
+	return o, nil
+}
+
+// testKernelLocks runs the kernel's own locks in kernel context from
+// threads on every CPU: the TWA spin lock and the CES mutex (and its
+// dispatch variant) guard a counter that each critical section reads, holds
+// for a while and writes back incremented, checking that nobody else
+// entered. No increment may be lost and no section may see another owner.
+// For the CES mutex, every contended Unlock must run the new owner next on
+// the unlocking CPU (the exchange).
+func testKernelLocks(t *T) {
+	n := runtime.NumCPU()
+	threads := 2 * n
+	for _, c := range []struct {
+		name  string
+		kind  int
+		iters int
+	}{{"TWA", lockTWA, 20000}, {"CES", lockCES, 2000}, {"dispatch", lockDispatch, 2000}} {
+		start, err := lockTest(c.kind, 0, 0)
+		if err != nil {
+			t.Fatalf("lock test syscall: %v", err)
+		}
+		var done, viol, waited, same atomic.Int64
+		locked(threads, func(int) {
+			for i := 0; i < c.iters; i += 500 {
+				o, err := lockTest(c.kind, 500, 20)
+				if err != nil {
+					t.Errorf("%s: %v", c.name, err)
+					return
+				}
+				done.Add(o.Done)
+				viol.Add(o.Violations)
+				waited.Add(o.Waited)
+				same.Add(o.SameCPU)
+			}
+		})
+		end, _ := lockTest(c.kind, 0, 0)
+		want := int64(threads) * int64((c.iters+499)/500*500)
+		if done.Load() != want || int64(end.Counter-start.Counter) != want {
+			t.Errorf("%s: %d sections ran, counter moved by %d, want %d: increments lost", c.name, done.Load(), end.Counter-start.Counter, want)
+		}
+		if viol.Load() != 0 {
+			t.Errorf("%s: %d critical sections saw another owner inside", c.name, viol.Load())
+		}
+		switch {
+		case c.kind != lockCES:
+		case n >= 2 && waited.Load() == 0:
+			t.Errorf("CES: no contended handoff in %d sections on %d CPUs: the exchange was not exercised", done.Load(), n)
+		case same.Load() != waited.Load():
+			t.Errorf("CES: %d of %d handoffs resumed the new owner on another CPU than the unlocker's", waited.Load()-same.Load(), waited.Load())
+		}
+		t.Logf("%s: %d threads on %d CPUs, %d sections, %d handed over, %d of them on the unlocker's CPU", c.name, threads, n, done.Load(), waited.Load(), same.Load())
+	}
+}
+
+// testTLBShootdown unmaps a page on one CPU right after another CPU read
+// it, gives its frame to a new mapping filled with a new pattern, and
+// checks that the reader — which keeps reading the old address and must
+// fault there — never sees the new pattern through a stale translation.
+// The old address stays reserved (remapped PROT_NONE), so only a stale TLB
+// entry could show the new contents there.
+func testTLBShootdown(t *T) {
+	if runtime.NumCPU() < 2 {
+		t.Skipf("needs two CPUs: a stale translation lives in another CPU's TLB")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const rounds = 500
+	before := stats(t)
+	var stale, reused, faulted atomic.Int64
+	for r := 0; r < rounds; r++ {
+		p := mmap(t, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, 0)
+		old, fresh := uint64(r)<<1|1, uint64(r)<<1|0x8000000000000000
+		*word64(p) = old
+		frame, _, _ := syscall.Syscall(sysYolkFrameOf, p, 0, 0)
+		var touched, stop atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			debug.SetPanicOnFault(true)
+			defer func() {
+				if recover() != nil {
+					faulted.Add(1)
+				}
+			}()
+			for !stop.Load() {
+				v := atomic.LoadUint64(word64(p))
+				if v == fresh {
+					stale.Add(1)
+					return
+				}
+				touched.Store(true)
+			}
+		}()
+		if !spinUntil(10*time.Second, touched.Load) {
+			t.Fatalf("round %d: the reader never ran", r)
+		}
+		mmap(t, p, 4096, unix.PROT_NONE, unix.MAP_FIXED) // frame freed, address kept
+		q := mmap(t, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, 0)
+		*word64(q) = fresh
+		if f, _, _ := syscall.Syscall(sysYolkFrameOf, q, 0, 0); f == frame && f != 0 {
+			reused.Add(1)
+		}
+		spinUntil(200*time.Microsecond, func() bool { return false })
+		stop.Store(true)
+		<-done
+		syscall.Syscall(syscall.SYS_MUNMAP, p, 4096, 0)
+		syscall.Syscall(syscall.SYS_MUNMAP, q, 4096, 0)
+	}
+	after := stats(t)
+	if stale.Load() != 0 {
+		t.Errorf("%d of %d rounds read the new mapping's data through the unmapped address (stale TLB entry)", stale.Load(), rounds)
+	}
+	if reused.Load() < rounds/2 {
+		t.Errorf("the frame was reused in only %d of %d rounds: the test did not exercise reuse", reused.Load(), rounds)
+	}
+	t.Logf("%d rounds: frame reused %d, reader faulted %d; shootdowns %d, IPIs %d, idle CPUs marked stale %d",
+		rounds, reused.Load(), faulted.Load(), after.Shootdowns-before.Shootdowns,
+		after.ShootdownIPIs-before.ShootdownIPIs, after.ShootdownLazy-before.ShootdownLazy)
+}
+
+// word64 is the word at address a (memory the test mapped itself).
+func word64(a uintptr) *uint64 { return (*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
+
+// testTimeMonotonic has a thread per CPU read the monotonic clock and
+// publish what it read; no thread may ever read a time earlier than one
+// another thread published before. Once through the vDSO (time.Now's
+// monotonic reading), once through the clock_gettime system call.
+func testTimeMonotonic(t *T) {
+	n := max(runtime.NumCPU(), 2)
+	base := time.Now()
+	for _, c := range []struct {
+		name string
+		read func() int64
+	}{
+		{"vDSO", func() int64 { return int64(time.Since(base)) }},
+		{"syscall", func() int64 {
+			var ts unix.Timespec
+			syscall.Syscall(syscall.SYS_CLOCK_GETTIME, unix.CLOCK_MONOTONIC, uintptr(unsafe.Pointer(&ts)), 0)
+			return ts.Nano()
+		}},
+	} {
+		var latest, backwards, worst atomic.Int64
+		locked(n, func(int) {
+			for k := 0; k < 20000; k++ {
+				seen := latest.Load()
+				now := c.read()
+				if now < seen {
+					backwards.Add(1)
+					if d := seen - now; d > worst.Load() {
+						worst.Store(d)
+					}
+				}
+				for l := latest.Load(); now > l && !latest.CompareAndSwap(l, now); l = latest.Load() {
+				}
+			}
+		})
+		if backwards.Load() != 0 {
+			t.Errorf("%s: %d clock reads were earlier than a time another thread had already read (by up to %v)",
+				c.name, backwards.Load(), time.Duration(worst.Load()))
+		}
+	}
+}
+
+// testGCParallel allocates four times the guest's RAM from a goroutine per
+// CPU at GOMAXPROCS = NumCPU: the collector runs concurrently on every CPU
+// and must keep memory bounded.
+func testGCParallel(t *T) {
+	n := runtime.GOMAXPROCS(0)
+	s := stats(t)
+	ram := s.FramesAll * 4096
+	var total atomic.Int64
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var minFree atomic.Int64
+	minFree.Store(s.FramesFree)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var keep [][]byte
+			for total.Add(256<<10) < 4*ram {
+				b := make([]byte, 256<<10)
+				b[0], b[len(b)-1] = 1, 1
+				keep = append(keep, b)
+				if len(keep) > 16 {
+					keep = keep[1:]
+				}
+				if total.Load()%(8<<20) < 256<<10 {
+					var ks kernelStats
+					syscall.Syscall(sysYolkStats, uintptr(unsafe.Pointer(&ks)), 0, 0)
+					for f := minFree.Load(); ks.FramesFree < f && !minFree.CompareAndSwap(f, ks.FramesFree); f = minFree.Load() {
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.NumGC == before.NumGC {
+		t.Errorf("no garbage collection ran")
+	}
+	if minFree.Load() < s.FramesAll/8 {
+		t.Errorf("free memory fell to %d MiB of %d MiB", minFree.Load()*4096>>20, ram>>20)
+	}
+	t.Logf("%d goroutines allocated %d MiB on %d MiB of RAM; %d collections; least free %d MiB",
+		n, total.Load()>>20, ram>>20, ms.NumGC-before.NumGC, minFree.Load()*4096>>20)
+}
+
+// testIdleWakeup checks that making a task ready wakes a halted CPU. One
+// thread (the waker) never enters the kernel while it waits, so it holds
+// its CPU; every other CPU is idle, halted. In each round, with a seeded
+// choice, the waker either makes a sleeping thread ready itself (FUTEX_WAKE
+// from its CPU) or lets the sleeper's own timer interrupt do it (a short
+// nanosleep); then it spins until the sleeper, which can only run on a CPU
+// that was halted, acknowledges. An acknowledgement that never comes is a
+// lost wake-up.
+func testIdleWakeup(t *T) {
+	if runtime.NumCPU() < 2 {
+		t.Skipf("needs two CPUs: the waker holds one while another must be woken")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	const rounds = 2000
+	var word, ack uint32
+	var viaTimer atomic.Int64
+	plan := make([]time.Duration, rounds) // 0: FUTEX_WAKE; else nanosleep this long
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range plan {
+		if rng.IntN(2) == 1 {
+			plan[i] = time.Duration(20+rng.IntN(300)) * time.Microsecond
+		}
+	}
+	errc := make(chan error, 2)
+	go func() { // the sleeper
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for r := 0; r < rounds; r++ {
+			if d := plan[r]; d != 0 {
+				ts := unix.NsecToTimespec(int64(d))
+				unix.Nanosleep(&ts, nil)
+			} else {
+				for atomic.LoadUint32(&word) == uint32(r) {
+					futexWait(&word, uint32(r), 30*time.Second)
+				}
+			}
+			atomic.StoreUint32(&ack, uint32(r+1))
+		}
+		errc <- nil
+	}()
+	go func() { // the waker
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for r := 0; r < rounds; r++ {
+			if plan[r] == 0 {
+				// Let the sleeper block, most of the time: a wake before
+				// the wait is fine too (the word tells).
+				spinUntil(time.Duration(rng.IntN(100))*time.Microsecond, func() bool { return false })
+				atomic.StoreUint32(&word, uint32(r+1))
+				futexWake(&word, 1)
+			} else {
+				viaTimer.Add(1)
+			}
+			// >=: after timer rounds the sleeper may be ahead.
+			if !spinUntil(10*time.Second, func() bool { return atomic.LoadUint32(&ack) >= uint32(r+1) }) {
+				errc <- errors.New("lost wake-up: the sleeper was made ready but no CPU ran it within 10s")
+				return
+			}
+		}
+		errc <- nil
+	}()
+	for i := 0; i < 2; i++ {
+		if err := <-errc; err != nil {
+			t.Fatalf("%v (%d rounds before)", err, atomic.LoadUint32(&ack))
+		}
+	}
+	cs := readCPUStats(t)
+	var ipis uint64
+	for _, c := range cs {
+		ipis += c.WakeIPIs
+	}
+	t.Logf("%d rounds (%d by the timer, %d by FUTEX_WAKE); wake-up IPIs sent since boot %d", rounds, viaTimer.Load(), rounds-int(viaTimer.Load()), ipis)
+}
