@@ -1,13 +1,16 @@
 # yolk: build and boot bare-metal Go images in QEMU.
 #
 #   make run              build the self-test image and boot it (serial on the terminal)
+#   make run SMP=4        ... with 4 CPUs (1 to 64; default 1)
 #   make test             hosted tests (go test -race) and the guest self-tests in QEMU
+#                         (every machine at 1, 2 and 4 CPUs)
 #   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
 #   make bench            guest benchmarks; output in out/
 #   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat)
 
 ACCEL   ?= auto
 MACHINE ?= microvm
+SMP     ?= 1
 GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
 IMAGE   := out/selftest.elf
@@ -15,7 +18,7 @@ IMAGE   := out/selftest.elf
 .PHONY: run test hosted guest bench linuxref qemu image clean
 
 run: qemu image
-	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) $(IMAGE)
+	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE)
 
 test: qemu hosted guest
 
@@ -28,7 +31,7 @@ guest: qemu
 
 bench: qemu image
 	mkdir -p out
-	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) $(IMAGE) -run '^$$' -bench . | tee out/bench-$(MACHINE).txt
+	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE) -run '^$$' -bench . | tee out/bench-$(MACHINE)-smp$(SMP).txt
 
 LINUXREF_COUNT ?= 10
 linuxref: qemu

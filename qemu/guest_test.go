@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,33 @@ import (
 const SelftestPackage = "yolk/kernel/selftest"
 
 // guestMachines are the machines TestGuest boots the self-test image on
-// unless $YOLK_MACHINE names others (comma-separated).
-// An entry may name the guest's memory after "@" (default 128M): q35@6G
-// checks RAM above 4 GiB.
-var guestMachines = []string{"microvm", "pc", "q35", "q35@6G"}
+// unless $YOLK_MACHINE names others (comma-separated). An entry is
+// machine[@memory][:cpus]: the guest's memory after "@" (default 128M;
+// q35@6G checks RAM above 4 GiB) and its CPU count after ":" (default 1).
+// Every machine runs the suite at 1, 2 and 4 CPUs; 4 vCPUs on CI's 2 host
+// cores is oversubscribed under TCG on purpose.
+var guestMachines = []string{
+	"microvm:1", "microvm:2", "microvm:4",
+	"pc:1", "pc:2", "pc:4",
+	"q35:1", "q35:2", "q35:4",
+	"q35@6G:2",
+}
+
+// guestEntry splits a guestMachines entry.
+func guestEntry(e string) (machine, memory string, cpus int, err error) {
+	rest, n, hasCPUs := strings.Cut(e, ":")
+	machine, memory, _ = strings.Cut(rest, "@")
+	cpus = 1
+	if hasCPUs {
+		if cpus, err = strconv.Atoi(n); err != nil || cpus < 1 || cpus > MaxCPUs {
+			return "", "", 0, fmt.Errorf("%q: want a CPU count from 1 to %d after the colon", e, MaxCPUs)
+		}
+	}
+	if !contains(Machines, machine) {
+		return "", "", 0, fmt.Errorf("%q: unknown machine %q (want %s)", e, machine, strings.Join(Machines, ", "))
+	}
+	return machine, memory, cpus, nil
+}
 
 // What TestGuest passes on the kernel command line for the guest's
 // TestArgsEnv (kernel/selftest/tests.go has the same values): an environment
@@ -76,8 +100,8 @@ func TestGuest(t *testing.T) {
 		machines = strings.Split(env, ",")
 	}
 	for _, m := range machines {
-		if name, _, _ := strings.Cut(m, "@"); !contains(Machines, name) {
-			t.Fatalf("YOLK_MACHINE: unknown machine %q (want %s)", m, strings.Join(Machines, ", "))
+		if _, _, _, err := guestEntry(m); err != nil {
+			t.Fatalf("YOLK_MACHINE: %v", err)
 		}
 	}
 	timeout := defaultGuestTimeout
@@ -109,7 +133,7 @@ func TestGuest(t *testing.T) {
 	}
 }
 
-func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outDir string) {
+func bootSelftest(t *testing.T, img, entry string, timeout time.Duration, outDir string) {
 	// Leave the go test binary time to report when its -timeout is near.
 	if deadline, ok := t.Deadline(); ok {
 		if left := time.Until(deadline) - 30*time.Second; left < timeout {
@@ -117,14 +141,18 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 			timeout = max(left, time.Second)
 		}
 	}
-	machine, memory, _ := strings.Cut(machine, "@")
+	machine, memory, cpus, err := guestEntry(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
 	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Machine: machine})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log(choice)
 
-	logPath := filepath.Join(outDir, "selftest-"+machine+memory+".log")
+	name := strings.NewReplacer("@", "", ":", "-smp").Replace(entry)
+	logPath := filepath.Join(outDir, "selftest-"+name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +164,7 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 		Image:   img,
 		Machine: machine,
 		Memory:  memory,
+		SMP:     cpus,
 		Accel:   choice.Accel,
 		Timeout: timeout,
 		Env:     []string{guestEnvKey + "=" + guestEnvWant},
@@ -160,18 +189,18 @@ func bootSelftest(t *testing.T, img, machine string, timeout time.Duration, outD
 	if err := logFile.Close(); err != nil {
 		t.Error(err)
 	}
-	t.Logf("%s: guest exit %d after %v; serial log in %s", machine, res.ExitCode, res.Elapsed.Round(time.Millisecond), logPath)
+	t.Logf("%s: guest exit %d after %v; serial log in %s", entry, res.ExitCode, res.Elapsed.Round(time.Millisecond), logPath)
 
 	for _, gt := range rep.Children("") {
 		guestSubtest(t, rep, gt, "")
 	}
 	if len(rep.Benchmarks) > 0 {
-		benchPath := filepath.Join(outDir, "bench-"+machine+memory+".txt")
+		benchPath := filepath.Join(outDir, "bench-"+name+".txt")
 		var b strings.Builder
 		for _, l := range rep.Config {
 			b.WriteString(l + "\n")
 		}
-		fmt.Fprintf(&b, "machine: %s\naccel: %s\n", machine, choice.Accel)
+		fmt.Fprintf(&b, "machine: %s\ncpus: %d\naccel: %s\n", machine, cpus, choice.Accel)
 		for _, l := range rep.Benchmarks {
 			b.WriteString(l + "\n")
 		}

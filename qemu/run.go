@@ -36,6 +36,10 @@ const InstallHint = "apt-get update && apt-get install -y qemu-system-x86"
 // Machines are the QEMU machine types the runner supports.
 var Machines = []string{"microvm", "pc", "q35"}
 
+// MaxCPUs is the most CPUs the kernel runs (sched.MaxCPUs; a test keeps the
+// two equal). A guest with more stops at boot with a fault report.
+const MaxCPUs = 64
+
 // Exit codes of Run that are not the guest's own status. The kernel's own
 // fault status, 125 (kernel.ExitFault: a fault report was printed), is a
 // guest status like any other and is distinct from all of these.
@@ -72,7 +76,7 @@ type Config struct {
 	Machine string        // "microvm" (default), "pc" or "q35"
 	Accel   string        // "tcg" (default) or "kvm"; see ChooseAccel
 	Memory  string        // -m; default "128M"
-	SMP     int           // -smp; default 1
+	SMP     int           // -smp; default 1 (QEMUArgs accepts any count: the kernel refuses more than MaxCPUs)
 	Timeout time.Duration // 0: none
 	Env     []string      // KEY=VALUE pairs for the guest
 	Args    []string      // guest program arguments
@@ -122,6 +126,9 @@ func QEMUArgs(c Config) ([]string, error) {
 	smp := c.SMP
 	if smp == 0 {
 		smp = 1
+	}
+	if smp < 0 {
+		return nil, fmt.Errorf("-smp %d: want a positive CPU count", smp)
 	}
 	if c.Image == "" {
 		return nil, errors.New("no image")

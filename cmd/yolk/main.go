@@ -99,7 +99,7 @@ func run(args []string) int {
 	accel := fs.String("accel", "auto", "accelerator: auto (KVM if a probe boot works), kvm or tcg")
 	machine := fs.String("machine", "microvm", "QEMU machine: microvm, pc or q35")
 	mem := fs.String("m", "128M", "guest RAM, as for QEMU -m")
-	smp := fs.Int("smp", 1, "guest CPUs")
+	smp := fs.Int("smp", 1, "guest CPUs (1 to 64)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "kill the guest after this long (0: never)")
 	var env envFlag
 	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
@@ -112,6 +112,10 @@ func run(args []string) int {
 	fs.Parse(args)
 	if fs.NArg() < 1 {
 		fs.Usage()
+		return 2
+	}
+	if *smp < 1 || *smp > qemu.MaxCPUs {
+		fmt.Fprintf(os.Stderr, "yolk run: -smp %d: the kernel runs 1 to %d CPUs\n", *smp, qemu.MaxCPUs)
 		return 2
 	}
 	if _, err := os.Stat(fs.Arg(0)); err != nil {

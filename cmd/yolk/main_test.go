@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +16,12 @@ import (
 // The README's promise, end to end through the command: an unmodified Go
 // program of another module is built with "yolk build" and booted with
 // "yolk run" (accelerator from $YOLK_ACCEL, as TestGuest: auto, kvm or
-// tcg), sees its arguments and environment, and the command exits with the
-// program's status: 0 on return, 3 on os.Exit(3), 2 on a panic. This needs
+// tcg), sees its arguments, environment and -smp CPUs, and the command
+// exits with the program's status: 0 on return, 3 on os.Exit(3), 2 on a
+// panic, 125 after a kernel fault report — also when the fault happens on
+// another CPU than the boot CPU (the report names it and stops the
+// others), while the faulting CPU holds the console lock, when a trap
+// handler outgrows its trap stack, or when traps nest too deep. This needs
 // QEMU and a booting kernel.
 func TestBuildAndRunProgram(t *testing.T) {
 	// Choose once, so that "auto" probes once and not in every subtest.
@@ -38,10 +43,17 @@ func TestBuildAndRunProgram(t *testing.T) {
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 )
 
 var nilPtr *int
+
+// crash asks yolk to fault in kernel context (0x1003: mode, 1+CPU or 0).
+func crash(mode, cpu1 uintptr) syscall.Errno {
+	_, _, e := syscall.Syscall(0x1003, mode, cpu1, 0)
+	return e
+}
 
 func main() {
 	fmt.Printf("args=%q GREETING=%q\n", os.Args[1:], os.Getenv("GREETING"))
@@ -53,7 +65,25 @@ func main() {
 	case "nil":
 		*nilPtr = 1
 	case "kfault":
-		syscall.Syscall(0x1003, 0, 0, 0) // yolk: fault in kernel context
+		crash(0, 0)
+	case "kconsole":
+		crash(1, 0) // while holding the console lock
+	case "ktrapstack":
+		crash(2, 0) // a trap handler outgrows its trap-stack slice
+	case "ktrapnest":
+		crash(3, 0) // traps nested deeper than the trap stack has slices
+	case "kfaultcpu1":
+		// Threads try until one runs on CPU 1.
+		for i := 0; i < 8; i++ {
+			go func() {
+				runtime.LockOSThread()
+				for crash(0, 2) == syscall.EAGAIN {
+				}
+			}()
+		}
+		select {}
+	case "cpus":
+		fmt.Printf("NumCPU=%d GOMAXPROCS=%d\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	}
 }
 `), 0o644)
@@ -62,12 +92,24 @@ func main() {
 		t.Fatalf("yolk build: %v\n%s", err, out)
 	}
 
+	kreport := []string{"yolk: fault: page fault (#PF) vector=14", "address=0xffffa00000000000", "yolk/kernel.crashKernel", "yolk: exit 125"}
 	for _, c := range []struct {
 		arg  string
+		smp  int
 		code int
-	}{{"ok", 0}, {"exit3", 3}, {"panic", 2}, {"nil", 2}, {"kfault", 125}} {
+		want []string // in the output, besides the usual
+	}{
+		{"ok", 1, 0, nil}, {"exit3", 1, 3, nil}, {"panic", 1, 2, []string{"panic: boom"}},
+		{"nil", 1, 2, []string{"panic: runtime error: invalid memory address or nil pointer dereference"}},
+		{"kfault", 1, 125, kreport},
+		{"kconsole", 1, 125, kreport},
+		{"kfaultcpu1", 4, 125, append([]string{"yolk: cpu=1 (of 4; the others are stopped)"}, kreport...)},
+		{"ktrapstack", 1, 125, []string{"kernel stack overflow", "yolk/kernel.eatStack", "yolk: exit 125"}},
+		{"ktrapnest", 1, 125, []string{"yolk: fault: double fault (#DF)", "trap stack overflow or nesting too deep", "yolk: exit 125"}},
+		{"cpus", 3, 0, []string{"NumCPU=3 GOMAXPROCS=3", "3 CPUs"}},
+	} {
 		t.Run(c.arg, func(t *testing.T) {
-			cmd := exec.Command(yolk, "run", "-accel="+choice.Accel, "-timeout=2m", "-e", "GREETING=hello world", img, "a b", c.arg)
+			cmd := exec.Command(yolk, "run", "-accel="+choice.Accel, "-timeout=2m", "-smp", fmt.Sprint(c.smp), "-e", "GREETING=hello world", img, "a b", c.arg)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()
@@ -88,17 +130,9 @@ func main() {
 			if !strings.Contains(stdout.String(), want+"\n") {
 				t.Errorf("stdout lacks %q", want)
 			}
-			if c.arg == "panic" && !strings.Contains(stdout.String(), "panic: boom") {
-				t.Errorf("stdout lacks the panic")
-			}
-			if c.arg == "nil" && !strings.Contains(stdout.String(), "panic: runtime error: invalid memory address or nil pointer dereference") {
-				t.Errorf("stdout lacks the nil-dereference panic")
-			}
-			if c.arg == "kfault" {
-				for _, want := range []string{"yolk: fault: page fault (#PF) vector=14", "address=0xffffa00000000000", "yolk/kernel.crashKernel", "yolk: exit 125"} {
-					if !strings.Contains(stdout.String(), want) {
-						t.Errorf("fault report lacks %q", want)
-					}
+			for _, want := range c.want {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("output lacks %q", want)
 				}
 			}
 			if t.Failed() {
@@ -127,6 +161,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "/no/such.elf"}, nil, 2, "no such file"},
 		{[]string{"run", "-accel=hvf", img}, nil, 2, `accelerator "hvf"`},
 		{[]string{"run", "-e", "NOVALUE", img}, nil, 2, "want KEY=VALUE"},
+		{[]string{"run", "-smp", "65", img}, nil, 2, "-smp 65: the kernel runs 1 to 64 CPUs"},
+		{[]string{"run", "-smp", "0", img}, nil, 2, "-smp 0: the kernel runs 1 to 64 CPUs"},
 		{[]string{"run", img}, []string{"PATH=/nonexistent", "YOLK_QEMU="}, 127,
 			"qemu-system-x86_64 not found; install it with: apt-get update && apt-get install -y qemu-system-x86"},
 		{[]string{"build"}, nil, 2, "usage: yolk build"},
