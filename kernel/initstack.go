@@ -1,5 +1,7 @@
 package kernel
 
+import "yolk/sched"
+
 // The command line and the Linux-style initial stack of the first task.
 //
 // Command line grammar (written by the host tool): whitespace-separated
@@ -130,6 +132,8 @@ func kernelOption(opt []byte) {
 		strace = true
 	case "vdso=0":
 		vdsoOff = true
+	case "readyq=locked":
+		sched.UseLockedReadyQueue()
 	}
 }
 

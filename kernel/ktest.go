@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"yolk/drivers/tsc"
 	"yolk/drivers/x86"
@@ -33,6 +34,7 @@ type lockTestOut struct {
 	Violations int64  // sections that saw another owner inside
 	Waited     int64  // mutex acquisitions handed over by a contended Unlock
 	SameCPU    int64  // of those, the new owner resumed on the unlocker's CPU
+	HandoffNS  int64  // their total time from the Unlock to the new owner running
 	Counter    uint64 // the shared counter after the call
 }
 
@@ -52,7 +54,7 @@ var lockTest struct {
 // counter back incremented: without mutual exclusion increments get lost
 // and owners collide.
 func sysLockTest(kind, n int, work int, out uintptr) Errno {
-	if kind < 0 || kind >= nLockKinds || work < 0 || work > 1e6 || !userOK(out, 48) {
+	if kind < 0 || kind >= nLockKinds || work < 0 || work > 1e6 || !userOK(out, unsafe.Sizeof(lockTestOut{})) {
 		return EINVAL
 	}
 	if atomic.CompareAndSwapUint32(&lockTest.dispInit, 0, 1) {
@@ -75,6 +77,7 @@ func sysLockTest(kind, n int, work int, out uintptr) Errno {
 			m := &lockTest.mutex[kind-lockCES]
 			if waited = m.Lock(); waited {
 				r.Waited++
+				r.HandoffNS += tsc.Nanotime() - m.HandoffAt
 				if sched.This().ID+1 == int(m.HandoffCPU) {
 					r.SameCPU++
 				}

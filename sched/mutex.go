@@ -1,6 +1,10 @@
 package sched
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"yolk/drivers/tsc"
+)
 
 // Mutex is the kernel's blocking mutex for critical sections that may be
 // long (the address space's), after "Minimize Your Critical Path with
@@ -27,9 +31,11 @@ type Mutex struct {
 	// continue, the classic alternative the exchange is measured against.
 	Dispatch bool
 
-	// HandoffCPU is 1 + the CPU of the last contended Unlock (for tests of
-	// the exchange: the new owner should find itself on that CPU).
+	// HandoffCPU is 1 + the CPU of the last contended Unlock, and HandoffAt
+	// its time (tsc.Nanotime), for tests and benchmarks of the exchange:
+	// the new owner should find itself on that CPU, soon after.
 	HandoffCPU int32
+	HandoffAt  int64
 }
 
 func (m *Mutex) addr() uintptr { return uintptr(unsafe.Pointer(m)) }
@@ -105,6 +111,7 @@ func (m *Mutex) Unlock() {
 	// Waiters of a mutex have no deadline and no other waker.
 	next.setState(stReady)
 	m.HandoffCPU = int32(This().ID + 1)
+	m.HandoffAt = tsc.Nanotime()
 	m.lock.Unlock()
 	if m.Dispatch {
 		makeReady(next)

@@ -119,6 +119,40 @@ func FinishSwitch() {
 	}
 }
 
+// lockedReady selects the baseline ready queue, a TWA-locked list of our
+// own, instead of the paper's lock-free queue: only for the benchmark that
+// compares the two (kernel option yolk.readyq=locked). It is set before
+// Init and never changes.
+var lockedReady bool
+
+var lockedQ struct {
+	lock       TWALock
+	head, tail uintptr // *Task, linked through rnext
+}
+
+// UseLockedReadyQueue makes the scheduler use the baseline ready queue. It
+// must be called before Init.
+func UseLockedReadyQueue() { lockedReady = true }
+
+// enqueue puts t on the ready queue.
+func enqueue(t *Task) {
+	if lockedReady {
+		t.rnext = 0
+		lockedQ.lock.Lock()
+		if lockedQ.tail != 0 {
+			taskAt(lockedQ.tail).rnext = t.addr()
+		} else {
+			lockedQ.head = t.addr()
+		}
+		lockedQ.tail = t.addr()
+		lockedQ.lock.Unlock()
+		return
+	}
+	if domain.Enqueue(This().ID, &ready, &t.item) != nil {
+		die(dieArena) // the arena is sized by the paper's bound: running out breaks it
+	}
+}
+
 // makeReady puts t, which no CPU runs, on the ready queue and resumes an
 // idle CPU, if there is one, to run it. It may run in an interrupt handler:
 // interrupts reach a CPU only in application code or halted in its idle
@@ -127,9 +161,7 @@ func FinishSwitch() {
 func makeReady(t *Task) {
 	assertKernel()
 	t.setState(stReady)
-	if domain.Enqueue(This().ID, &ready, &t.item) != nil {
-		die(dieArena) // the arena is sized by the paper's bound: running out breaks it
-	}
+	enqueue(t)
 	wakeIdle()
 }
 
@@ -161,6 +193,20 @@ func Ready(t *Task) { makeReady(t) }
 
 func dequeue() *Task {
 	assertKernel()
+	if lockedReady {
+		lockedQ.lock.Lock()
+		a := lockedQ.head
+		if a != 0 {
+			if lockedQ.head = taskAt(a).rnext; lockedQ.head == 0 {
+				lockedQ.tail = 0
+			}
+		}
+		lockedQ.lock.Unlock()
+		if a == 0 {
+			return nil
+		}
+		return taskAt(a)
+	}
 	it, _ := domain.Dequeue(This().ID, &ready)
 	if it == nil {
 		return nil

@@ -51,6 +51,7 @@ type Task struct {
 	oncpu int32  // atomic: 1 + the CPU running the task, 0 if none
 	fin   uint32 // finalizer named by the task that switched to this one
 	prev  uintptr
+	rnext uintptr // baseline ready queue link (lockedReady only)
 
 	// Blocking. wq, key, cond*, deadline and mx are set by the task itself
 	// before it switches away; its finalizer publishes them.

@@ -237,8 +237,8 @@ const (
 
 // lockTestOut mirrors the kernel's report of one lock-test call.
 type lockTestOut struct {
-	Done, NS, Violations, Waited, SameCPU int64
-	Counter                               uint64
+	Done, NS, Violations, Waited, SameCPU, HandoffNS int64
+	Counter                                          uint64
 }
 
 func lockTest(kind, n, work int) (lockTestOut, error) {

@@ -45,7 +45,7 @@ func init() {
 		{"TestNilDereferencePanics", testNilDeref},
 		{"TestCryptoRand", testCryptoRand},
 	}, tests...)
-	benches = []bench{
+	benches = append([]bench{
 		{"BenchmarkSyscallGetpid", benchSyscall, false},
 		{"BenchmarkTimeNow", benchTimeNow, false},
 		{"BenchmarkChanPingPong", benchPingPong, false},
@@ -58,7 +58,7 @@ func init() {
 		{"BenchmarkTimeSleep/20us", benchTimeSleep(20 * time.Microsecond), false},
 		{"BenchmarkTimeSleep/100us", benchTimeSleep(100 * time.Microsecond), false},
 		{"BenchmarkTimeSleep/1ms", benchTimeSleep(time.Millisecond), false},
-	}
+	}, benches...)
 }
 
 // kernelStats mirrors the kernel's sysYolkStats layout.
