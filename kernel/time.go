@@ -51,11 +51,11 @@ func timeInit() {
 // all its readings (pit.Measure) and the LAPIC window is timed at its two
 // ends by the narrowest of several TSC-bracketed reads, so stretches in
 // the middle (host preemption under emulation) cost nothing. Measured
-// under QEMU TCG against the host's TSC rate over 36 boots and 180 more
-// calibrations (docs/kernel-amd64.md, "Boot"): TSC within 65 ppm, LAPIC
-// within 31 ppm of the TSC, where the old 3 × 40 ms and 3 × 10 ms
-// windows were off by -19 to -81 ppm and -89 to -527 ppm. Together they
-// take about 6 ms instead of 152 ms.
+// under QEMU TCG against the host's TSC rate over 72 boots and 360 more
+// calibrations (docs/kernel-amd64.md, "Boot"): TSC within 65 ppm (the
+// boot's own within 36), LAPIC within 69 ppm of the TSC, where the old
+// 3 × 40 ms and 3 × 10 ms windows were off by -13 to -507 ppm and -75 to
+// -527 ppm. Together they take about 6 ms instead of 152 ms.
 const (
 	tscSpan     = pit.Hz / 1000 // PIT ticks: 1 ms
 	lapicWindow = 500e3         // ns
