@@ -25,7 +25,8 @@ const warmup = 8
 // The rate is the least-squares slope of the PIT's count against the
 // counter over every reading of the span, each timed at the middle of the
 // two counter reads around its latch command; readings whose bracket is
-// more than twice the narrowest warm-up bracket are left out, and the
+// more than twice the narrowest warm-up bracket are left out (none when
+// that bracket is zero: a counter coarser than a port access), and the
 // span counts from the first reading kept to the last. A single pair of
 // readings would be off by up to one PIT tick (838 ns) at each end, 0.17 %
 // of a 1 ms span; the fit over hundreds of readings averages that
@@ -45,7 +46,12 @@ func Measure(counter func() uint64, span, limit uint64) (hz uint64, ok bool) {
 		}
 		prev, t0 = c, t // the fit's time origin
 	}
-	width *= 2
+	if width == 0 {
+		// The counter is coarser than a port access: brackets say nothing.
+		width = ^uint64(0)
+	} else {
+		width *= 2
+	}
 	var (
 		ticks       uint64  // PIT ticks since the last warm-up reading
 		ticks1      uint64  // ticks at the first reading in the fit
