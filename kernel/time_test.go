@@ -1,0 +1,21 @@
+package kernel
+
+import "testing"
+
+func TestLeaf15Hz(t *testing.T) {
+	for _, c := range []struct {
+		den, num, crystal uint32
+		want              uint64
+	}{
+		{2, 176, 24_000_000, 2_112_000_000}, // a 24 MHz crystal, ratio 88
+		{2, 200, 25_000_000, 2_500_000_000},
+		{1, 100, 19_200_000, 1_920_000_000},
+		{2, 176, 0, 0}, // ratio without the crystal: measure instead
+		{0, 0, 0, 0},   // leaf absent
+		{0, 176, 24_000_000, 0},
+	} {
+		if got := leaf15Hz(c.den, c.num, c.crystal, 0); got != c.want {
+			t.Errorf("leaf15Hz(%d, %d, %d) = %d, want %d", c.den, c.num, c.crystal, got, c.want)
+		}
+	}
+}
