@@ -28,12 +28,15 @@ var tscProbe struct {
 	skewed bool   // an offset remains: clock_gettime clamps (monotonic)
 }
 
-// Probe rounds per AP: at least tscMinRounds, then until a round trip is
-// at most tscGoodRTT ticks or tscMaxRounds were made. Under emulation on a
-// loaded host a round trip can take a host scheduling quantum.
+// Probe rounds per AP: at least tscMinRounds; then until a round trip
+// takes at most 1 µs, or tscMaxRounds were made, or tscBudget has passed.
+// Under emulation a round trip needs both virtual CPUs on host cores at
+// once, and on a loaded host it can take a host scheduling quantum: then
+// the budget bounds the boot's cost and the uncertainty printed grows.
 const (
-	tscMinRounds = 4
-	tscMaxRounds = 32
+	tscMinRounds = 2
+	tscMaxRounds = 16
+	tscBudget    = 2e6 // ns per AP
 )
 
 // tscServe answers the boot CPU's requests while they are for CPU id (an
@@ -71,7 +74,8 @@ func tscAsk(i int, req uint32) {
 func tscOffset(i int) (off, unc int64) {
 	good := tsc.Hz() / 1e6 // 1 µs
 	best := uint64(1<<63 - 1)
-	for r := 0; r < tscMaxRounds && (r < tscMinRounds || best > good); r++ {
+	end := nanotime() + tscBudget
+	for r := 0; r < tscMaxRounds && (r < tscMinRounds || best > good && nanotime() < end); r++ {
 		t0 := x86.Rdtsc()
 		tscAsk(i, 1)
 		t2 := x86.Rdtsc()
