@@ -85,8 +85,8 @@ func onYolk() bool {
 	return e == 0
 }
 
+// tests is filled by tests.go's init; benches is bench.go's.
 var tests []test
-var benches []bench
 
 // defaultTestTimeout bounds one test unless -timeout says otherwise.
 const defaultTestTimeout = 60 * time.Second
