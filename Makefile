@@ -6,7 +6,7 @@
 #                         (every machine at 1, 2 and 4 CPUs)
 #   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
 #   make bench            guest benchmarks; output in out/
-#   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat)
+#   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat); SMP=2 for two CPUs
 
 ACCEL   ?= auto
 MACHINE ?= microvm
@@ -33,10 +33,17 @@ bench: qemu image
 	mkdir -p out
 	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE) -run '^$$' -bench . | tee out/bench-$(MACHINE)-smp$(SMP).txt
 
+# linuxref runs on pc unless MACHINE is given on the command line or in the
+# environment (the microvm default above is for yolk alone: Linux cannot
+# calibrate its TSC there). SMP=N gives both guests N CPUs; results then go
+# to out/linuxref/<machine>-smp<N> (linuxref.ResultDir's rule).
 LINUXREF_COUNT ?= 10
+SMP ?= 1
+LINUXREF_MACHINE := $(if $(filter command line environment,$(origin MACHINE)),$(MACHINE),pc)
+LINUXREF_DIR := out/linuxref/$(LINUXREF_MACHINE)$(if $(filter-out 0 1,$(SMP)),-smp$(SMP))
 linuxref: qemu
-	$(GO) run ./qemu/linuxref/cmd/linuxref -machine pc -count $(LINUXREF_COUNT)
-	$(GO) tool benchstat -filter .unit:sec/op out/linuxref/pc/linux.txt out/linuxref/pc/yolk.txt | tee out/linuxref/pc/benchstat.txt
+	$(GO) run ./qemu/linuxref/cmd/linuxref -machine $(LINUXREF_MACHINE) -smp $(SMP) -count $(LINUXREF_COUNT)
+	$(GO) tool benchstat -filter .unit:sec/op $(LINUXREF_DIR)/linux.txt $(LINUXREF_DIR)/yolk.txt | tee $(LINUXREF_DIR)/benchstat.txt
 
 image:
 	mkdir -p out

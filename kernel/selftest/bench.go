@@ -2,10 +2,36 @@ package main
 
 import (
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
+
+// benches is every guest benchmark, in the order they run. It is a
+// package-level initialiser, so it is set before any init function runs
+// (tests.go's init fills tests and leaves benches alone); an init that
+// wants to add one must append. Benchmarks print as Name-GOMAXPROCS.
+var benches = []bench{
+	{"BenchmarkSyscallGetpid", benchSyscall, false},
+	{"BenchmarkTimeNow", benchTimeNow, false},
+	{"BenchmarkChanPingPong", benchPingPong, false},
+	{"BenchmarkSchedYield", benchYield, false},
+	{"BenchmarkTaskSwitchMinimal", func(b *testing.B) { benchSwitch(b, false) }, true},
+	{"BenchmarkTaskSwitchSaveAll", func(b *testing.B) { benchSwitch(b, true) }, true},
+	{"BenchmarkNanosleep/20us", benchNanosleep(20 * time.Microsecond), false},
+	{"BenchmarkNanosleep/100us", benchNanosleep(100 * time.Microsecond), false},
+	{"BenchmarkNanosleep/1ms", benchNanosleep(time.Millisecond), false},
+	{"BenchmarkTimeSleep/20us", benchTimeSleep(20 * time.Microsecond), false},
+	{"BenchmarkTimeSleep/100us", benchTimeSleep(100 * time.Microsecond), false},
+	{"BenchmarkTimeSleep/1ms", benchTimeSleep(time.Millisecond), false},
+	// The goroutine set (with ChanPingPong above), last so that the
+	// rows above run in the same state as before they were added.
+	{"BenchmarkMutexContended", benchMutexContended, false},
+	{"BenchmarkGosched", benchGosched, false},
+	{"BenchmarkSpawnJoin", benchSpawnJoin, false},
+}
 
 func benchSyscall(b *testing.B) {
 	for i := 0; i < b.N; i++ {
@@ -19,6 +45,8 @@ func benchTimeNow(b *testing.B) {
 	}
 }
 
+// benchPingPong: one op is one round trip over two unbuffered channels
+// (this goroutine sends, the echo goroutine receives and sends back).
 func benchPingPong(b *testing.B) {
 	ping, pong := make(chan int), make(chan int)
 	go func() {
@@ -72,4 +100,106 @@ func benchSwitch(b *testing.B, all bool) {
 		b.Fatalf("switch benchmark syscall: %v", e)
 	}
 	b.ReportMetric(float64(ns)/float64(b.N), "ns/op")
+}
+
+// benchMutexContended: two goroutines take one sync.Mutex around a
+// one-increment critical section. One op is one Lock+Unlock by the
+// measured goroutine (the benchmark's own); the other goroutine, the
+// contender, takes the same lock in a loop until the measured side is
+// done. other-locks/op is how many Lock+Unlocks the contender did per op:
+// the share of the lock it got, 0 when there was no contention.
+//
+// At GOMAXPROCS >= 2 the contender spins on its own P, so the two contend
+// in parallel (this assumes each P has a CPU of its own: on a cooperative
+// kernel with fewer CPUs than Ps the contender would keep its CPU). At
+// GOMAXPROCS 1 they cannot run at once: the contender calls runtime.Gosched
+// after every Unlock so that it never holds the only P for long (yolk runs
+// with asyncpreemptoff=1 and never preempts a goroutine that makes no
+// calls), and it runs only when the measured goroutine is preempted (Linux:
+// sysmon, every ~10 ms) or blocks; the figure is then close to the
+// uncontended Lock+Unlock.
+func benchMutexContended(b *testing.B) {
+	var (
+		mu     sync.Mutex
+		shared int
+		stop   atomic.Bool
+		others int
+	)
+	yield := runtime.GOMAXPROCS(0) == 1
+	started, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		close(started)
+		n := 0
+		for !stop.Load() {
+			mu.Lock()
+			shared++
+			mu.Unlock()
+			n++
+			if yield {
+				runtime.Gosched()
+			}
+		}
+		others = n
+	}()
+	<-started
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mu.Lock()
+		shared++
+		mu.Unlock()
+	}
+	b.StopTimer()
+	stop.Store(true)
+	<-done
+	if shared != b.N+others {
+		b.Fatalf("counter %d, want %d+%d: the mutex let two holders in", shared, b.N, others)
+	}
+	b.ReportMetric(float64(others)/float64(b.N), "other-locks/op")
+}
+
+// benchGosched: two goroutines call runtime.Gosched in a loop. One op is
+// one Gosched by the measured goroutine; the other loops until the
+// measured side is done. At GOMAXPROCS 1 every Gosched switches to the
+// other goroutine (both wait their turn on the global run queue); at
+// GOMAXPROCS 2 each may mostly find itself again on its own P.
+// other-gosched/op is how many Gosched calls the other goroutine made per
+// op (about 1 at GOMAXPROCS 1).
+func benchGosched(b *testing.B) {
+	var (
+		stop   atomic.Bool
+		others int
+	)
+	started, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		close(started)
+		n := 0
+		for !stop.Load() {
+			runtime.Gosched()
+			n++
+		}
+		others = n
+	}()
+	<-started
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runtime.Gosched()
+	}
+	b.StopTimer()
+	stop.Store(true)
+	<-done
+	b.ReportMetric(float64(others)/float64(b.N), "other-gosched/op")
+}
+
+// benchSpawnJoin: one op is starting one goroutine (go statement, through
+// WaitGroup.Go) whose body is empty, and waiting in WaitGroup.Wait until it
+// has finished. At GOMAXPROCS 1 the new goroutine runs when Wait blocks;
+// at GOMAXPROCS 2 another P may be woken to run it.
+func benchSpawnJoin(b *testing.B) {
+	var wg sync.WaitGroup
+	for i := 0; i < b.N; i++ {
+		wg.Go(func() {})
+		wg.Wait()
+	}
 }

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"testing"
 	"time"
 	"unsafe"
 
@@ -45,20 +44,6 @@ func init() {
 		{"TestNilDereferencePanics", testNilDeref},
 		{"TestCryptoRand", testCryptoRand},
 	}, tests...)
-	benches = append([]bench{
-		{"BenchmarkSyscallGetpid", benchSyscall, false},
-		{"BenchmarkTimeNow", benchTimeNow, false},
-		{"BenchmarkChanPingPong", benchPingPong, false},
-		{"BenchmarkSchedYield", benchYield, false},
-		{"BenchmarkTaskSwitchMinimal", func(b *testing.B) { benchSwitch(b, false) }, true},
-		{"BenchmarkTaskSwitchSaveAll", func(b *testing.B) { benchSwitch(b, true) }, true},
-		{"BenchmarkNanosleep/20us", benchNanosleep(20 * time.Microsecond), false},
-		{"BenchmarkNanosleep/100us", benchNanosleep(100 * time.Microsecond), false},
-		{"BenchmarkNanosleep/1ms", benchNanosleep(time.Millisecond), false},
-		{"BenchmarkTimeSleep/20us", benchTimeSleep(20 * time.Microsecond), false},
-		{"BenchmarkTimeSleep/100us", benchTimeSleep(100 * time.Microsecond), false},
-		{"BenchmarkTimeSleep/1ms", benchTimeSleep(time.Millisecond), false},
-	}, benches...)
 }
 
 // kernelStats mirrors the kernel's sysYolkStats layout.

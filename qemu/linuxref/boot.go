@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"yolk/qemu"
 )
 
 // Config describes one boot of a Linux kernel whose initramfs holds the
@@ -140,6 +142,23 @@ func QEMUArgs(c Config) ([]string, error) {
 		"-append", cmdline,
 		"-initrd", c.Initrd,
 	}, nil
+}
+
+// Yolk returns the package qemu configuration that boots a yolk image in
+// the same QEMU configuration as c: the same machine (pc when c leaves it
+// empty, as QEMUArgs does), memory, CPU count, TCG, program arguments,
+// environment and timeout. Only the image, and the command line that
+// carries the arguments, differ; the caller sets the output fields.
+func (c Config) Yolk(image string) qemu.Config {
+	machine := c.Machine
+	if machine == "" {
+		machine = "pc"
+	}
+	return qemu.Config{
+		QEMU: c.QEMU, Image: image, Machine: machine, Accel: "tcg",
+		Memory: c.Memory, SMP: c.SMP, Timeout: c.Timeout,
+		Env: c.Env, Args: c.Args,
+	}
 }
 
 var (

@@ -2,6 +2,7 @@ package linuxref
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,17 +45,44 @@ func TestCmdline(t *testing.T) {
 }
 
 // TestSameQEMUConfiguration asserts that the Linux boot differs from a yolk
-// boot on the same machine only in what QEMU loads: the kernel file, the
-// command line and the initramfs.
+// boot on the same machine and CPU count only in what QEMU loads: the
+// kernel file, the command line and the initramfs.
 func TestSameQEMUConfiguration(t *testing.T) {
-	for _, m := range []string{"microvm", "pc", "q35"} {
-		lx, err := QEMUArgs(Config{Machine: m, Kernel: "vmlinuz", Initrd: "initrd.cpio", Args: []string{"-bench", "."}})
+	for _, tc := range []struct {
+		m       string
+		smp     int
+		wantSMP string
+	}{
+		{"", 0, "1"}, {"microvm", 0, "1"}, {"pc", 0, "1"}, {"q35", 0, "1"}, {"", 2, "2"},
+		{"microvm", 2, "2"}, {"pc", 1, "1"}, {"pc", 2, "2"}, {"q35", 2, "2"}, {"pc", 4, "4"},
+	} {
+		m := fmt.Sprintf("%s smp %d", tc.m, tc.smp)
+		c := Config{Machine: tc.m, SMP: tc.smp, Kernel: "vmlinuz", Initrd: "initrd.cpio", Args: []string{"-bench", "."}}
+		lx, err := QEMUArgs(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		yk, err := qemu.QEMUArgs(qemu.Config{Machine: m, Accel: "tcg", Image: "vmlinuz", Args: []string{"-bench", "."}})
+		// The command boots yolk with c.Yolk; check that and a
+		// configuration written out by hand.
+		yk, err := qemu.QEMUArgs(c.Yolk("vmlinuz"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		machine := tc.m
+		if machine == "" {
+			machine = "pc"
+		}
+		yk2, err := qemu.QEMUArgs(qemu.Config{Machine: machine, SMP: tc.smp, Accel: "tcg", Image: "vmlinuz", Args: []string{"-bench", "."}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(yk, yk2) {
+			t.Errorf("%s: Config.Yolk boots\n%q\nwant\n%q", m, yk, yk2)
+		}
+		for side, a := range map[string][]string{"Linux": lx, "yolk": yk} {
+			if i := slices.Index(a, "-smp"); i < 0 || a[i+1] != tc.wantSMP {
+				t.Errorf("%s: %s boot has no -smp %s: %q", m, side, tc.wantSMP, a)
+			}
 		}
 		strip := func(a []string) []string {
 			var out []string
@@ -74,7 +102,13 @@ func TestSameQEMUConfiguration(t *testing.T) {
 			t.Errorf("%s: no -initrd initrd.cpio in %q", m, lx)
 		}
 	}
-	lx, _ := QEMUArgs(Config{Kernel: "k", Initrd: "i"})
+	c := Config{Machine: "q35", Memory: "256M", SMP: 2, Kernel: "k", Initrd: "i", Env: []string{"A=1"}, Args: []string{"-x"}}
+	lx, _ := QEMUArgs(c)
+	yk, _ := qemu.QEMUArgs(c.Yolk("k"))
+	if strings.Join(lx[:10], " ") != "-machine q35 -accel tcg -cpu max -m 256M -smp 2" || !slices.Equal(lx[:len(yk)-1], yk[:len(yk)-1]) {
+		t.Errorf("memory and CPUs: Linux boot\n%q\nyolk boot\n%q", lx, yk)
+	}
+	lx, _ = QEMUArgs(Config{Kernel: "k", Initrd: "i"})
 	if i := slices.Index(lx, "-machine"); lx[i+1] != "pc" {
 		t.Errorf("default machine %q, want pc", lx[i+1])
 	}
@@ -207,5 +241,26 @@ printf '[ 3.4] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("Run returned %v after a 300ms timeout", d)
+	}
+}
+
+func TestResultDir(t *testing.T) {
+	for _, c := range []struct {
+		smp  int
+		want string
+	}{{0, "out/linuxref/pc"}, {1, "out/linuxref/pc"}, {2, "out/linuxref/pc-smp2"}, {4, "out/linuxref/pc-smp4"}} {
+		if got := ResultDir("out/linuxref", "pc", c.smp); got != filepath.FromSlash(c.want) {
+			t.Errorf("ResultDir(smp %d) = %q, want %q", c.smp, got, c.want)
+		}
+	}
+}
+
+func TestProcs(t *testing.T) {
+	names := []string{"BenchmarkA-2", "BenchmarkB/20us-2", "BenchmarkC-1", "BenchmarkD", "BenchmarkE-16"}
+	if got := Procs(names); !slices.Equal(got, []int{1, 2, 16}) {
+		t.Errorf("Procs = %v, want [1 2 16]", got)
+	}
+	if got := Procs(nil); len(got) != 0 {
+		t.Errorf("Procs(nil) = %v", got)
 	}
 }

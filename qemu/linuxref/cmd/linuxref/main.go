@@ -1,9 +1,10 @@
 // Command linuxref boots the same Go program on Linux and on yolk in the
-// same QEMU configuration (TCG, -cpu max, -m 128M, -smp 1, one machine type)
-// and writes both sides' benchmark lines for benchstat.
+// same QEMU configuration (TCG, -cpu max, -m 128M, one machine type, -smp N
+// with the same N on both sides) and writes both sides' benchmark lines for
+// benchstat.
 //
-//	go run ./qemu/linuxref/cmd/linuxref [-machine pc|q35|microvm] [-count 5]
-//	    [-out out/linuxref] [-kernel vmlinuz] [-timeout 2m] [-quiet]
+//	go run ./qemu/linuxref/cmd/linuxref [-machine pc|q35|microvm] [-smp 1]
+//	    [-count 5] [-out out/linuxref] [-kernel vmlinuz] [-timeout 2m] [-quiet]
 //	    [-params "vdso=0"] [guest args]
 //
 // The program is yolk's self-test image (./kernel/selftest) unless -program
@@ -15,10 +16,16 @@
 // boots both, alternating which goes first. Guest arguments default to
 // "-run ^$ -bench .".
 //
-// Output in -out/<machine>/: linux.txt and yolk.txt (benchmark lines of every
-// round, for "benchstat linux.txt yolk.txt"), linux-N.log and yolk-N.log (the
-// whole serial console of round N), info.txt (kernel package, QEMU, Go,
-// clocksource per Linux boot). Exit status 1 on any failed boot.
+// -smp N gives both guests N CPUs. Each side's Go runtime picks its own
+// GOMAXPROCS from the CPUs its kernel reports, and the benchmark names carry
+// it (BenchmarkX-2); the tool prints what each side ran at and warns when
+// they differ (benchstat then shows them as separate rows, not compared).
+//
+// Output in -out/<machine>/ with one CPU, -out/<machine>-smp<N>/ with N > 1:
+// linux.txt and yolk.txt (benchmark lines of every round, for "benchstat
+// linux.txt yolk.txt"), linux-N.log and yolk-N.log (the whole serial console
+// of round N), info.txt (kernel package, QEMU, Go, CPUs, clocksource and
+// GOMAXPROCS per boot). Exit status 1 on any failed boot.
 package main
 
 import (
@@ -32,6 +39,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,8 +51,9 @@ import (
 
 func main() {
 	machine := flag.String("machine", "pc", "QEMU machine for both sides: pc, q35 or microvm (see docs/kernel-amd64.md)")
+	smp := flag.Int("smp", 1, "guest CPUs, the same on both sides")
 	count := flag.Int("count", 5, "rounds; each boots Linux and yolk once")
-	outDir := flag.String("out", "out/linuxref", "output directory (results go to <out>/<machine>)")
+	outDir := flag.String("out", "out/linuxref", "output directory (results go to <out>/<machine>, or <out>/<machine>-smp<N> with -smp N > 1)")
 	kernelPath := flag.String("kernel", "", "Linux bzImage to use instead of fetching Debian's")
 	program := flag.String("program", "./kernel/selftest", "Go main package (directory) to compare; it must print Go benchmark lines")
 	pkg := flag.String("package", linuxref.DefaultPackage, "Debian kernel package (meta or versioned)")
@@ -57,12 +66,16 @@ func main() {
 	}
 	flag.Parse()
 	args := flag.Args()
+	if *smp < 1 {
+		fmt.Fprintf(os.Stderr, "linuxref: -smp %d: want at least 1\n", *smp)
+		os.Exit(2)
+	}
 	if len(args) == 0 {
 		args = []string{"-run", "^$", "-bench", "."}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	lc := linuxref.Config{Machine: *machine, Quiet: *quiet, Params: strings.Fields(*params), Args: args, Timeout: *timeout}
+	lc := linuxref.Config{Machine: *machine, SMP: *smp, Quiet: *quiet, Params: strings.Fields(*params), Args: args, Timeout: *timeout}
 	if err := compare(ctx, lc, *program, *count, *outDir, *kernelPath, *pkg); err != nil {
 		fmt.Fprintf(os.Stderr, "linuxref: %v\n", err)
 		os.Exit(1)
@@ -78,7 +91,7 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 	if _, err := lc.Cmdline(); err != nil {
 		return err
 	}
-	dir := filepath.Join(outDir, machine)
+	dir := linuxref.ResultDir(outDir, machine, lc.SMP)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -132,12 +145,13 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 
 	var linuxTxt, yolkTxt, info bytes.Buffer
 	fmt.Fprintf(&info, "program: %s\n", program)
-	fmt.Fprintf(&info, "machine: %s\naccel: tcg\ncpu: max\nmemory: 128M\nsmp: 1\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
-		machine, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
+	fmt.Fprintf(&info, "machine: %s\naccel: tcg\ncpu: max\nmemory: 128M\nsmp: %d\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
+		machine, lc.SMP, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
 	cmdline, _ := lc.Cmdline()
 	fmt.Fprintf(&info, "linux command line: %s\n", cmdline)
 	fmt.Fprintf(&info, "load average at start: %s\n", loadavg())
 	var wantNames []string
+	procs := map[string][]int{}
 	for round := 1; round <= count; round++ {
 		sides := []string{"linux", "yolk"}
 		if round%2 == 0 {
@@ -153,7 +167,9 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 				c.QEMU, c.Kernel, c.Initrd = qemuBin, kernelPath, initrdPath
 				lines, note, err = bootLinux(ctx, c, logPath)
 			} else {
-				lines, note, err = bootYolk(ctx, qemuBin, yolkImage, machine, lc.Timeout, args, logPath)
+				c := lc.Yolk(yolkImage)
+				c.QEMU = qemuBin
+				lines, note, err = bootYolk(ctx, c, logPath)
 			}
 			if err != nil {
 				return fmt.Errorf("%s round %d: %w (console in %s)", side, round, err, logPath)
@@ -170,6 +186,12 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 						round, names, wantNames, logPath)
 				}
 			}
+			p := linuxref.Procs(names)
+			note += ", GOMAXPROCS " + joinInts(p)
+			if prev, ok := procs[side]; ok && !slices.Equal(prev, p) {
+				fmt.Printf("linuxref: warning: %s ran at GOMAXPROCS %s in round %d, %s before\n", side, joinInts(p), round, joinInts(prev))
+			}
+			procs[side] = p
 			buf := &yolkTxt
 			if side == "linux" {
 				buf = &linuxTxt
@@ -180,6 +202,11 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 		}
 	}
 	fmt.Fprintf(&info, "load average at end: %s\n", loadavg())
+	if l, y := joinInts(procs["linux"]), joinInts(procs["yolk"]); l != y {
+		msg := fmt.Sprintf("GOMAXPROCS differs: Linux %s, yolk %s (-smp %d); benchstat shows the two as separate rows", l, y, lc.SMP)
+		fmt.Fprintf(&info, "%s\n", msg)
+		fmt.Printf("linuxref: warning: %s\n", msg)
+	}
 	for name, b := range map[string]*bytes.Buffer{"linux.txt": &linuxTxt, "yolk.txt": &yolkTxt, "info.txt": &info} {
 		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
 			return err
@@ -218,8 +245,9 @@ func bootLinux(ctx context.Context, c linuxref.Config, logPath string) ([]string
 	return r.Lines, fmt.Sprintf("boot to exit %.1fs, clocksource %s", r.Elapsed.Seconds(), cs), nil
 }
 
-func bootYolk(ctx context.Context, qemuBin, img, machine string, timeout time.Duration,
-	args []string, logPath string) ([]string, string, error) {
+// bootYolk boots c (from linuxref.Config.Yolk, so in the Linux side's
+// QEMU configuration).
+func bootYolk(ctx context.Context, c qemu.Config, logPath string) ([]string, string, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, "", err
@@ -227,11 +255,9 @@ func bootYolk(ctx context.Context, qemuBin, img, machine string, timeout time.Du
 	defer log.Close()
 	var lines []string
 	var stderr bytes.Buffer
-	r, err := qemu.Run(ctx, qemu.Config{
-		QEMU: qemuBin, Image: img, Machine: machine, Accel: "tcg",
-		Timeout: timeout, Args: args, Stdout: log, Stderr: &stderr,
-		OnLine: func(l string) { lines = append(lines, strings.TrimRight(l, "\r")) },
-	})
+	c.Stdout, c.Stderr = log, &stderr
+	c.OnLine = func(l string) { lines = append(lines, strings.TrimRight(l, "\r")) }
+	r, err := qemu.Run(ctx, c)
 	if err != nil {
 		return nil, "", err
 	}
@@ -239,6 +265,14 @@ func bootYolk(ctx context.Context, qemuBin, img, machine string, timeout time.Du
 		return nil, "", fmt.Errorf("exit status %d: %s %s", r.ExitCode, strings.Join(r.Messages, "; "), strings.TrimSpace(stderr.String()))
 	}
 	return lines, fmt.Sprintf("boot to exit %.1fs", r.Elapsed.Seconds()), nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 func qemuVersion(bin string) string {
