@@ -118,6 +118,11 @@ func benchSwitch(b *testing.B, all bool) {
 // calls), and it runs only when the measured goroutine is preempted (Linux:
 // sysmon, every ~10 ms) or blocks; the figure is then close to the
 // uncontended Lock+Unlock.
+//
+// Both loops pass a preemption point per iteration (preemptPoint, outside
+// the critical section), or a stop-the-world — the benchmark framework's
+// ReadMemStats, a GC — would wait forever on yolk, which cannot yet
+// preempt a goroutine asynchronously.
 func benchMutexContended(b *testing.B) {
 	var (
 		mu     sync.Mutex
@@ -136,6 +141,7 @@ func benchMutexContended(b *testing.B) {
 			shared++
 			mu.Unlock()
 			n++
+			preemptPoint()
 			if yield {
 				runtime.Gosched()
 			}
@@ -148,6 +154,7 @@ func benchMutexContended(b *testing.B) {
 		mu.Lock()
 		shared++
 		mu.Unlock()
+		preemptPoint()
 	}
 	b.StopTimer()
 	stop.Store(true)

@@ -29,8 +29,10 @@ func init() {
 	)
 }
 
-// cpuWork is a fixed amount of CPU-bound work (no memory traffic).
+// cpuWork is a fixed amount of CPU-bound work (no memory traffic) and a
+// preemption point.
 func cpuWork() uint64 {
+	preemptPoint()
 	x := uint64(88172645463325252)
 	for i := 0; i < 2000; i++ {
 		x ^= x << 13

@@ -334,7 +334,7 @@ func testTLBShootdown(t *T) {
 				}
 			}()
 			for !stop.Load() {
-				v := atomic.LoadUint64(word64(p))
+				v := load64(p)
 				if v == fresh {
 					stale.Add(1)
 					return
@@ -371,6 +371,12 @@ func testTLBShootdown(t *T) {
 
 // word64 is the word at address a (memory the test mapped itself).
 func word64(a uintptr) *uint64 { return (*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
+
+// load64 reads the word at a, and is a preemption point.
+func load64(a uintptr) uint64 {
+	preemptPoint()
+	return atomic.LoadUint64(word64(a))
+}
 
 // testTimeMonotonic has a thread per CPU read the monotonic clock and
 // publish what it read; no thread may ever read a time earlier than one
