@@ -97,7 +97,7 @@ func TestGuestHarness(t *testing.T) {
 			bench, err := os.ReadFile(filepath.Join(out, "bench-microvm.txt"))
 			if c.benchOut {
 				want := "goos: linux\ngoarch: amd64\npkg: yolk/kernel/selftest\ncpu: QEMU TCG CPU version 2.5+\n" +
-					"machine: microvm\naccel: tcg\n" +
+					"machine: microvm\ncpus: 1\naccel: tcg\n" +
 					"BenchmarkTaskSwitch/minimal-1         \t 1000000\t       512.0 ns/op\n"
 				if err != nil || !strings.HasPrefix(string(bench), want) || strings.Count(string(bench), "\nBenchmark") != 3 {
 					t.Errorf("bench file %v:\n%s", err, bench)
