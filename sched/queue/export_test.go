@@ -52,6 +52,25 @@ func (d *Domain) enqueueLink(p int, q *Queue, it *Item) (tail, n uintptr) {
 // enqueueSwing is the second half of Enqueue, as this package orders it.
 func (d *Domain) enqueueSwing(p int, q *Queue, tail, n uintptr) { d.swing(d.slot(p), q, tail, n) }
 
+// enqueuePause is Enqueue, made of the same steps, with pause called at its
+// race point: the node linked after the tail, the tail not yet swung, p's
+// hp1 still naming the old tail. Other processors then find the tail lagging
+// and a hazardous node to avoid.
+func (d *Domain) enqueuePause(p int, q *Queue, it *Item, pause func()) error {
+	pr := d.slot(p)
+	if pr == nil {
+		return ErrProc
+	}
+	n := d.prepare(it)
+	if n == 0 {
+		return ErrExhausted
+	}
+	tail := d.link(pr, q, n)
+	pause()
+	d.swing(pr, q, tail, n)
+	return nil
+}
+
 func casTail(q *Queue, old, new uintptr) bool { return atomic.CompareAndSwapUintptr(&q.tail, old, new) }
 
 func headOf(q *Queue) uintptr { return atomic.LoadUintptr(&q.head) }

@@ -1,6 +1,9 @@
 package queue
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // The hazard path, step by step on one goroutine that plays several
 // processors: Acquire meets nodes that other processors' hazard pointers
@@ -177,4 +180,191 @@ func TestPaperOrderTailSwing(t *testing.T) {
 	}
 	mustDequeue(t, f, 0, qb, x)
 	mustDequeue(t, f, 0, qb, y) // y, enqueued on a, came out of b
+}
+
+// TestAcquireChain builds, at 2, 3, 4 and 8 processor slots, the longest
+// chain of exchanges one acquire can meet with every other processor's pools
+// full: proc 0 enqueues an item whose node x is named by proc 1's hp1; what
+// comes out of each pool is named by the next processor's hp1, and in the
+// second pass by hp2. acquire must walk all 2·(procs-1) exchanges, across
+// every slot, and settle on the last pooled node, which nothing names,
+// without a fresh node.
+func TestAcquireChain(t *testing.T) {
+	for _, np := range []int{2, 3, 4, 8} {
+		t.Run(fmt.Sprintf("procs=%d", np), func(t *testing.T) {
+			f := newFixture(t, np, 1, 1, 0)
+			d, q, it := &f.d, &f.queues[0], &f.items[0].Item
+			mustEnqueue(t, d, 0, q, it)
+			mustDequeue(t, f, 0, q, it)
+			x := it.nodeAddr()
+			a := make([]uintptr, np) // a[i], b[i]: proc i's pooled nodes
+			b := make([]uintptr, np)
+			for i := 1; i < np; i++ {
+				a[i], b[i] = d.takeNode(), d.takeNode()
+				if a[i] == 0 || b[i] == 0 {
+					t.Fatal("arena exhausted filling the pools")
+				}
+				d.setPool(i, 1, a[i])
+				d.setPool(i, 2, b[i])
+			}
+			named1 := func(i int) uintptr { // what proc i's hp1 names
+				if i == 1 {
+					return x
+				}
+				return a[i-1]
+			}
+			named2 := func(i int) uintptr { // and its hp2
+				if i == 1 {
+					return a[np-1]
+				}
+				return b[i-1]
+			}
+			for i := 1; i < np; i++ {
+				d.setHazard(i, 1, named1(i))
+				d.setHazard(i, 2, named2(i))
+			}
+			before := d.Stats()
+			mustEnqueue(t, d, 0, q, it)
+			st := d.Stats()
+			if got, want := it.nodeAddr(), b[np-1]; got != want {
+				t.Fatalf("item node %#x, want the last pooled node %#x", got, want)
+			}
+			if n := st.Exchanges - before.Exchanges; n != uint64(2*(np-1)) {
+				t.Fatalf("%d exchanges, want %d", n, 2*(np-1))
+			}
+			if st.Taken != before.Taken {
+				t.Fatalf("took %d nodes from the arena, want 0", st.Taken-before.Taken)
+			}
+			for i := 1; i < np; i++ {
+				if d.pool(i, 1) != named1(i) || d.pool(i, 2) != named2(i) {
+					t.Fatalf("proc %d pools %#x %#x, want %#x %#x", i, d.pool(i, 1), d.pool(i, 2), named1(i), named2(i))
+				}
+				d.setHazard(i, 1, 0)
+				d.setHazard(i, 2, 0)
+			}
+			mustDequeue(t, f, 0, q, it)
+			f.check(t, map[*Item]bool{it: true})
+			if st := d.Stats(); st.InUse != uint64(bound(1, 1, np)-2) {
+				t.Fatalf("%d nodes in use, want %d (bound %d less proc 0's empty pools)", st.InUse, bound(1, 1, np)-2, bound(1, 1, np))
+			}
+		})
+	}
+}
+
+// TestAcquireRandomHazards: at 2, 4 and 8 processor slots, one goroutine
+// plays them all through seeded random steps. Before each step the other
+// processors' hazard pointers name random nodes in use (or none); the step
+// enqueues a held item, dequeues, or releases a held item on a random
+// processor. After an Enqueue the item's node must be named by no hazard
+// pointer; if its old node was named by none it must be reused as it is; a
+// node is taken from the arena only when an exchange met an empty pool slot.
+// Then the hazards are cleared and the whole Domain is checked.
+func TestAcquireRandomHazards(t *testing.T) {
+	for _, np := range procCounts {
+		t.Run(fmt.Sprintf("procs=%d", np), func(t *testing.T) {
+			const nitems, nqueues = 6, 2
+			steps := scale(3000, 500)
+			f := newFixture(t, np, nqueues, nitems, 0)
+			d := &f.d
+			rng := seeded(1, np)
+			held := map[*Item]bool{}
+			var hand []*Item // held items, in a fixed order
+			for i := range f.items {
+				held[&f.items[i].Item] = true
+				hand = append(hand, &f.items[i].Item)
+			}
+			emptyPools := func() int {
+				n := 0
+				for p := 0; p < np; p++ {
+					for k := 1; k <= 2; k++ {
+						if d.pool(p, k) == 0 {
+							n++
+						}
+					}
+				}
+				return n
+			}
+			var exchanges, fresh int
+			for s := 0; s < steps; s++ {
+				// Nodes a hazard pointer could name: queue nodes, held
+				// items' nodes, pooled nodes.
+				var cand []uintptr
+				for qi := range f.queues {
+					nodes, _ := walk(&f.queues[qi], len(f.arena))
+					cand = append(cand, nodes...)
+				}
+				for _, it := range hand {
+					if it.nodeAddr() != 0 {
+						cand = append(cand, it.nodeAddr())
+					}
+				}
+				for p := 0; p < np; p++ {
+					for k := 1; k <= 2; k++ {
+						if n := d.pool(p, k); n != 0 {
+							cand = append(cand, n)
+						}
+					}
+				}
+				p := rng.IntN(np)
+				named := map[uintptr]bool{}
+				for o := 0; o < np; o++ {
+					for k := 1; k <= 2; k++ {
+						var h uintptr
+						if o != p && rng.IntN(3) != 0 {
+							h = cand[rng.IntN(len(cand))]
+							named[h] = true
+						}
+						d.setHazard(o, k, h)
+					}
+				}
+				q := &f.queues[rng.IntN(nqueues)]
+				switch op := rng.IntN(8); {
+				case op < 4 && len(hand) > 0:
+					i := rng.IntN(len(hand))
+					it := hand[i]
+					old, before, empty := it.nodeAddr(), d.Stats(), emptyPools()
+					mustEnqueue(t, d, p, q, it)
+					hand = append(hand[:i], hand[i+1:]...)
+					delete(held, it)
+					st := d.Stats()
+					if named[it.nodeAddr()] {
+						t.Fatalf("step %d: item enqueued on node %#x, which a hazard pointer names", s, it.nodeAddr())
+					}
+					if old != 0 && !named[old] && (it.nodeAddr() != old || st.Exchanges != before.Exchanges) {
+						t.Fatalf("step %d: unnamed node %#x not reused (got %#x, %d exchanges)", s, old, it.nodeAddr(), st.Exchanges-before.Exchanges)
+					}
+					took := int(st.Taken - before.Taken)
+					switch {
+					case old == 0 && (took != 1 || st.Exchanges != before.Exchanges):
+						t.Fatalf("step %d: a released item took %d nodes with %d exchanges; want 1 and none", s, took, st.Exchanges-before.Exchanges)
+					case old != 0 && took != empty-emptyPools():
+						t.Fatalf("step %d: took %d nodes from the arena; %d empty pool slots were filled", s, took, empty-emptyPools())
+					case old != 0:
+						fresh += took
+					}
+					exchanges += int(st.Exchanges - before.Exchanges)
+				case op < 7:
+					it, err := d.Dequeue(p, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if it != nil {
+						held[it] = true
+						hand = append(hand, it)
+					}
+				case len(hand) > 0:
+					d.Release(hand[rng.IntN(len(hand))])
+				}
+				for o := 0; o < np; o++ {
+					d.setHazard(o, 1, 0)
+					d.setHazard(o, 2, 0)
+				}
+				f.check(t, held)
+			}
+			if exchanges == 0 {
+				t.Fatal("no exchange happened; the hazard path went unexercised")
+			}
+			t.Logf("%d steps, %d exchanges, %d nodes taken after an exchange met an empty pool, stats %+v", steps, exchanges, fresh, d.Stats())
+		})
+	}
 }

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -161,4 +163,59 @@ func wait(t testing.TB, wg *sync.WaitGroup, what string) {
 	if !testwait.Wait(wg, watchdog) {
 		t.Fatalf("%s: goroutines still running after %v; an operation is stuck", what, watchdog)
 	}
+}
+
+// procCounts are the processor slot counts the concurrent tests run at, each
+// slot driven by its own goroutine: the kernel is SMP (up to MaxProcs CPUs),
+// and 8 goroutines on CI's 2 cores is the most that keeps the suite short.
+var procCounts = []int{2, 4, 8}
+
+// atProcs runs f as subtest name with GOMAXPROCS raised to nprocs if it is
+// lower, so that each goroutine playing a processor has a thread of its own
+// that the host can preempt at any instruction, inside queue operations too:
+// the hosted analogue of more vCPUs than physical CPUs. With fewer Ps than
+// goroutines, Go switches goroutines only where they yield or block, or on a
+// preemption request every 10 ms that Enqueue (go:nosplit) never honours, so
+// operations mostly run whole. (Measured with mutations, docs/sched-queue.md:
+// raised, TestSteadyStateReuse/procs=8 caught a Dequeue that does not publish
+// its hazard pointer in 10 of 11 runs, against 6 of 11 at GOMAXPROCS 2.) It
+// raises GOMAXPROCS over a -cpu setting, never lowers it.
+func atProcs(t *testing.T, name string, nprocs int, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		if n := runtime.GOMAXPROCS(0); n < nprocs {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(nprocs))
+		}
+		f(t)
+	})
+}
+
+// racer injects seeded yields so that goroutines playing processors really
+// interleave on a machine with fewer CPUs: between operations, and inside
+// Enqueue at its race point (enqueuePause: linked, tail not yet swung, hp1
+// naming the old tail). Dequeue has no such point to stop at: the package
+// is kernel-context code and calls out to nothing; there only the host's
+// preemption of the threads (see atProcs) interleaves. A racer belongs to
+// one goroutine.
+type racer struct{ rng *rand.Rand }
+
+func newRacer(rng *rand.Rand) racer { return racer{rng} }
+
+// seeded returns the fixed-seed generator for goroutine g of a round.
+func seeded(round, g int) *rand.Rand { return rand.New(rand.NewPCG(uint64(round), uint64(g))) }
+
+// pause yields one time in eight, between operations.
+func (r racer) pause() {
+	if r.rng.IntN(8) == 0 {
+		runtime.Gosched()
+	}
+}
+
+// enqueue is Enqueue on processor p, yielding at its race point one time in
+// four.
+func (r racer) enqueue(d *Domain, p int, q *Queue, it *Item) error {
+	if r.rng.IntN(4) == 0 {
+		return d.enqueuePause(p, q, it, runtime.Gosched)
+	}
+	return d.Enqueue(p, q, it)
 }

@@ -1,7 +1,7 @@
 package queue
 
 import (
-	"math/rand/v2"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -67,16 +67,28 @@ func TestLinearizableModel(t *testing.T) {
 	}
 }
 
+// TestLinearizable records concurrent histories at 2, 4 and 8 processor
+// slots, one goroutine (client) per slot, and checks each round's history.
+// Each client owns a few items, enqueues one of them or dequeues at random
+// (fixed seeds), yields between operations now and then and, through the
+// racer, inside Enqueue at its race point.
 func TestLinearizable(t *testing.T) {
-	const (
-		clients = 4
-		opsEach = 50
+	for _, c := range []struct{ clients, pool, rounds int }{
 		// Items per client: the queue holds at most clients·pool items, so
 		// the order of concurrent enqueues is settled by dequeues soon after;
 		// a deep queue leaves the checker exponentially many orders to try.
-		pool = 3
-	)
-	rounds := scale(40, 10)
+		{2, 3, 40},
+		{4, 3, 40},
+		{8, 2, 20},
+	} {
+		atProcs(t, fmt.Sprintf("procs=%d", c.clients), c.clients, func(t *testing.T) {
+			linearizable(t, c.clients, c.pool, scale(c.rounds, c.rounds/4))
+		})
+	}
+}
+
+func linearizable(t *testing.T, clients, pool, rounds int) {
+	const opsEach = 50
 	f := newFixture(t, clients, 1, clients*pool, 0)
 	q := &f.queues[0]
 	var clock atomic.Int64
@@ -100,16 +112,15 @@ func TestLinearizable(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(round), uint64(c)))
+				rng := seeded(round, c)
+				r := newRacer(rng)
 				// Start together, so that operations overlap.
 				ready.Add(1)
-				for ready.Load() < clients {
+				for ready.Load() < int32(clients) {
 					runtime.Gosched()
 				}
 				for i := 0; i < opsEach && errs[c] == nil; i++ {
-					if rng.IntN(8) == 0 {
-						runtime.Gosched() // vary the interleaving on shared Ps
-					}
+					r.pause() // vary the interleaving on shared CPUs
 					var op porcupine.Operation
 					op.ClientId = c
 					if n := len(owned[c]); n > 0 && rng.IntN(2) == 0 {
@@ -118,7 +129,7 @@ func TestLinearizable(t *testing.T) {
 						ti.stamp = uint64(base + i)
 						op.Input = qInput{enq: true, value: base + i}
 						op.Call = clock.Add(1)
-						errs[c] = f.d.Enqueue(c, q, &ti.Item)
+						errs[c] = r.enqueue(&f.d, c, q, &ti.Item)
 						op.Return = clock.Add(1)
 						op.Output = 0
 					} else {
@@ -193,7 +204,7 @@ func TestLinearizable(t *testing.T) {
 	if overlaps == 0 && runtime.GOMAXPROCS(0) > 1 {
 		t.Fatal("no two operations overlapped in time")
 	}
-	t.Logf("%d rounds, %d overlapping pairs of operations, slowest check %v", rounds, overlaps, slowest)
+	t.Logf("%d rounds, GOMAXPROCS %d, %d overlapping pairs of operations, slowest check %v", rounds, runtime.GOMAXPROCS(0), overlaps, slowest)
 }
 
 // countOverlaps counts pairs of operations of different clients whose

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -68,18 +67,28 @@ func scale(n, short int) int {
 }
 
 // TestProducersConsumers: producers and consumers on one queue, each on its
-// own processor or hopping between fewer processors than goroutines.
+// own processor slot, at 2, 4 and 8 slots (half and half, all producers but
+// one, all consumers but one), or 8 goroutines hopping over 3 slots. Every
+// goroutine yields at seeded points (racer), producers also inside Enqueue.
 func TestProducersConsumers(t *testing.T) {
-	for _, c := range []struct {
-		name               string
+	type tcase struct {
 		nprocs, prod, cons int
 		hop                bool
-	}{
-		{"own/2x2", 4, 2, 2, false},
-		{"own/3x1", 4, 3, 1, false},
-		{"hop/4x4on3", 3, 4, 4, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
+	}
+	var cases []tcase
+	for _, np := range procCounts {
+		cases = append(cases, tcase{np, np / 2, np - np/2, false})
+		if np > 2 {
+			cases = append(cases, tcase{np, np - 1, 1, false}, tcase{np, 1, np - 1, false})
+		}
+	}
+	cases = append(cases, tcase{3, 4, 4, true})
+	for _, c := range cases {
+		mode := "own"
+		if c.hop {
+			mode = "hop"
+		}
+		atProcs(t, fmt.Sprintf("procs=%d/%s/%dx%d", c.nprocs, mode, c.prod, c.cons), c.nprocs, func(t *testing.T) {
 			perProd := scale(3000, 500)
 			f := newFixture(t, c.nprocs, 1, c.prod*perProd, 0)
 			q := &f.queues[0]
@@ -97,11 +106,13 @@ func TestProducersConsumers(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
+						r := newRacer(seeded(round, g))
 						mine := f.items[g*perProd : (g+1)*perProd]
 						for i := range mine {
 							mine[i].from, mine[i].stamp = g, uint64(round*perProd+i)
+							r.pause()
 							ps.with(g, func(p int) {
-								if err := f.d.Enqueue(p, q, &mine[i].Item); err != nil && errs[g] == nil {
+								if err := r.enqueue(&f.d, p, q, &mine[i].Item); err != nil && errs[g] == nil {
 									errs[g] = err
 								}
 							})
@@ -113,10 +124,12 @@ func TestProducersConsumers(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
+						r := newRacer(seeded(round, g))
 						fc := &fifoChecker{last: map[[2]int]uint64{}}
 						for consumed.Load() < total && errs[g] == nil {
 							var it *Item
 							var err error
+							r.pause()
 							ps.with(g, func(p int) { it, err = f.d.Dequeue(p, q) })
 							if err != nil {
 								errs[g] = err
@@ -161,18 +174,25 @@ func TestProducersConsumers(t *testing.T) {
 // TestMigration moves items at random between several queues, as tasks move
 // between ready queues and wait queues, and now and then releases an item's
 // node (a task exiting) so that its next Enqueue takes one from the arena.
-// Workers keep up to a few items out of the queues (running tasks).
+// Workers keep up to a few items out of the queues (running tasks). Each
+// worker has its own processor slot (2, 4 and 8 slots) or they hop over
+// fewer slots than workers; all yield at seeded points (racer).
 func TestMigration(t *testing.T) {
 	for _, c := range []struct {
-		name                    string
-		nprocs, workers, queues int
-		hop                     bool
+		nprocs, workers, queues, nitems int
+		hop                             bool
 	}{
-		{"own/4w3q", 4, 4, 3, false},
-		{"hop/6w4q", 3, 6, 4, true},
+		{2, 2, 2, 24, false},
+		{4, 4, 3, 48, false},
+		{8, 8, 4, 64, false},
+		{3, 6, 4, 48, true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			const nitems = 48
+		mode := "own"
+		if c.hop {
+			mode = "hop"
+		}
+		atProcs(t, fmt.Sprintf("procs=%d/%s/%dw%dq", c.nprocs, mode, c.workers, c.queues), c.nprocs, func(t *testing.T) {
+			nitems := c.nitems
 			ops := scale(20000, 3000)
 			f := newFixture(t, c.nprocs, c.queues, nitems, 0)
 			var ps procs = ownProcs{}
@@ -199,7 +219,8 @@ func TestMigration(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						rng := rand.New(rand.NewPCG(uint64(round), uint64(w)))
+						rng := seeded(round, w)
+						r := newRacer(rng)
 						fc := checkers[w]
 						for i := 0; i < ops && errs[w] == nil; i++ {
 							qi := rng.IntN(c.queues)
@@ -213,10 +234,12 @@ func TestMigration(t *testing.T) {
 								}
 								ti.from, ti.stamp = w, stamps[w][qi]
 								stamps[w][qi]++
-								ps.with(w, func(p int) { errs[w] = f.d.Enqueue(p, q, &ti.Item) })
+								r.pause()
+								ps.with(w, func(p int) { errs[w] = r.enqueue(&f.d, p, q, &ti.Item) })
 								continue
 							}
 							var it *Item
+							r.pause()
 							ps.with(w, func(p int) { it, errs[w] = f.d.Dequeue(p, q) })
 							if it != nil {
 								ti := f.item(it)
@@ -252,6 +275,85 @@ func TestMigration(t *testing.T) {
 				t.Fatal("no item was released; the free-list path went unexercised")
 			}
 			t.Logf("stats %+v, %d releases", f.d.Stats(), releases.Load())
+		})
+	}
+}
+
+// TestSteadyStateReuse: at 2, 4 and 8 processor slots, one goroutine each,
+// items circulate between two queues by Dequeue/Enqueue pairs (the queue
+// work of a task switch), with seeded yields inside Enqueue so that hazard
+// pointers name nodes that others are about to reuse. No item is released,
+// so once every item has a node, the only way to take one from the arena is
+// an exchange that meets an empty pool slot, which then stays full: after
+// any number of pairs, Taken = queues + items + non-empty pool slots exactly,
+// at most 2·procs more than after the first Enqueue of each item. That is
+// zero nodes per pair in steady state.
+func TestSteadyStateReuse(t *testing.T) {
+	for _, np := range procCounts {
+		atProcs(t, fmt.Sprintf("procs=%d", np), np, func(t *testing.T) {
+			const nqueues = 2
+			nitems := 2 * np
+			pairs := scale(4000, 800)
+			f := newFixture(t, np, nqueues, nitems, 0)
+			for i := range f.items {
+				mustEnqueue(t, &f.d, 0, &f.queues[i%nqueues], &f.items[i].Item)
+			}
+			setup := f.d.Stats()
+			if want := uint64(nqueues + nitems); setup.Taken != want {
+				t.Fatalf("after setup %d nodes taken, want %d", setup.Taken, want)
+			}
+			var done atomic.Int64
+			for round := 0; round < 3; round++ {
+				var wg sync.WaitGroup
+				errs := make([]error, np)
+				for p := 0; p < np; p++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						rng := seeded(round, p)
+						r := newRacer(rng)
+						for n := 0; n < pairs && errs[p] == nil; {
+							r.pause()
+							it, err := f.d.Dequeue(p, &f.queues[rng.IntN(nqueues)])
+							if err != nil {
+								errs[p] = err
+								break
+							}
+							if it == nil {
+								runtime.Gosched()
+								continue
+							}
+							f.item(it)
+							errs[p] = r.enqueue(&f.d, p, &f.queues[rng.IntN(nqueues)], it)
+							n++
+							done.Add(1)
+						}
+					}()
+				}
+				wait(t, &wg, fmt.Sprintf("round %d", round))
+				for p, err := range errs {
+					if err != nil {
+						t.Fatalf("round %d proc %d: %v", round, p, err)
+					}
+				}
+				f.check(t, nil)
+				pooled := 0
+				for p := 0; p < np; p++ {
+					for k := 1; k <= 2; k++ {
+						if f.d.pool(p, k) != 0 {
+							pooled++
+						}
+					}
+				}
+				st := f.d.Stats()
+				if want := uint64(nqueues + nitems + pooled); st.Taken != want || st.Returned != 0 {
+					t.Fatalf("round %d: %d nodes taken, %d returned; want %d taken (queues %d + items %d + pooled %d), none returned",
+						round, st.Taken, st.Returned, want, nqueues, nitems, pooled)
+				}
+			}
+			st := f.d.Stats()
+			t.Logf("GOMAXPROCS %d: %d pairs took %d nodes (%.5f a pair), %d exchanges", runtime.GOMAXPROCS(0),
+				done.Load(), st.Taken-setup.Taken, float64(st.Taken-setup.Taken)/float64(done.Load()), st.Exchanges)
 		})
 	}
 }
