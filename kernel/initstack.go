@@ -132,9 +132,34 @@ func kernelOption(opt []byte) {
 		strace = true
 	case "vdso=0":
 		vdsoOff = true
+	case "syscallstats=1":
+		syscallStats = true
 	case "readyq=locked":
 		sched.UseLockedReadyQueue()
+	default:
+		if v, ok := cutPrefix(opt, "idlepoll="); ok {
+			sched.IdlePoll = int64(atoiBytes(v)) * 1000
+		}
 	}
+}
+
+func cutPrefix(b []byte, p string) ([]byte, bool) {
+	if !hasPrefix(b, p) {
+		return nil, false
+	}
+	return b[len(p):], true
+}
+
+// atoiBytes is the decimal value of b (0 if b is not a number).
+func atoiBytes(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
 }
 
 func cstr(off int) []byte {

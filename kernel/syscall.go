@@ -42,6 +42,10 @@ const (
 
 var (
 	strace     bool
+	// syscallStats (yolk.syscallstats=1) counts system calls by number
+	// and prints the counts at exit, like strace -c.
+	syscallStats bool
+	syscallCount [512]uint64
 	enosysSeen [512 / 64]uint64 // numbers already logged
 	enosysN    uint64
 	nsyscalls  uint64
@@ -53,6 +57,9 @@ func syscall(r *Regs) {
 	t := sched.Current()
 	atomic.AddUint64(&nsyscalls, 1)
 	nr := uintptr(r.AX)
+	if syscallStats && nr < uintptr(len(syscallCount)) {
+		atomic.AddUint64(&syscallCount[nr], 1)
+	}
 	a0, a1, a2 := uintptr(r.DI), uintptr(r.SI), uintptr(r.DX)
 	a3, a4 := uintptr(r.R10), uintptr(r.R8)
 	if nr == unix.SYS_RT_SIGRETURN {
@@ -104,6 +111,7 @@ func syscall(r *Regs) {
 	case unix.SYS_EXIT:
 		sched.Exit()
 	case unix.SYS_EXIT_GROUP:
+		printSyscallStats()
 		exitQEMU(uint8(a0))
 	case unix.SYS_UNAME:
 		err = sysUname(a0)
@@ -166,6 +174,36 @@ func syscall(r *Regs) {
 	r.AX = uint64(ret)
 	r.FSBase = uint64(t.UserFS)
 	timerSync()
+}
+
+// printSyscallStats prints the system-call counts (yolk.syscallstats=1)
+// and the task switches per CPU.
+func printSyscallStats() {
+	if !syscallStats {
+		return
+	}
+	conAcquire()
+	for nr, n := range syscallCount {
+		if n := atomic.LoadUint64(&n); n != 0 {
+			klog("syscalls: ")
+			kprint(sysName(uintptr(nr)))
+			kprint(" ")
+			kprintDec(int64(n))
+			kprint("\n")
+		}
+	}
+	for i := 0; i < sched.NumCPU(); i++ {
+		klog("syscalls: cpu ")
+		kprintDec(int64(i))
+		kprint(" switches ")
+		kprintDec(int64(sched.CPUAt(i).Switches()))
+		kprint(" wake IPIs ")
+		kprintDec(int64(sched.CPUAt(i).WakeIPIs()))
+		kprint(" timer interrupts ")
+		kprintDec(int64(atomic.LoadUint64(&percpu[i].timer.fired)))
+		kprint("\n")
+	}
+	conRelease()
 }
 
 func sysName(nr uintptr) string {
