@@ -6,6 +6,7 @@
 #                         (every machine at 1, 2 and 4 CPUs)
 #   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
 #   make bench            guest benchmarks; output in out/
+#   make smpbench         multiprocessor benchmarks at 1, 2 and 4 CPUs (docs/smp.md)
 #   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat); SMP=2 for two CPUs
 
 ACCEL   ?= auto
@@ -15,7 +16,7 @@ GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
 IMAGE   := out/selftest.elf
 
-.PHONY: run test hosted guest bench linuxref qemu image clean
+.PHONY: run test hosted guest bench smpbench linuxref qemu image clean
 
 run: qemu image
 	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE)
@@ -37,6 +38,25 @@ bench: qemu image
 # environment (the microvm default above is for yolk alone: Linux cannot
 # calibrate its TSC there). SMP=N gives both guests N CPUs; results then go
 # to out/linuxref/<machine>-smp<N> (linuxref.ResultDir's rule).
+# smpbench: SMPBENCH_COUNT boots per configuration, round-robin, at 1, 2
+# and 4 CPUs: the multiprocessor benchmarks with the paper's lock-free
+# ready queue, and sched_yield throughput again with the baseline
+# TWA-locked queue (yolk.readyq=locked). Results in out/smpbench/.
+SMPBENCH_COUNT ?= 5
+SMPBENCH        = ParallelCPU|SchedYieldParallel|KernelLock|KernelMutex|WakeupIPI
+smpbench: qemu image
+	mkdir -p out/smpbench
+	rm -f out/smpbench/*.txt
+	for i in $$(seq $(SMPBENCH_COUNT)); do for n in 1 2 4; do \
+	  $(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $$n $(IMAGE) -run '^$$' -bench '$(SMPBENCH)' \
+	    | grep '^Benchmark' >> out/smpbench/smp$$n.txt; \
+	  $(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $$n -e yolk.readyq=locked $(IMAGE) -run '^$$' -bench 'SchedYieldParallel' \
+	    | grep '^Benchmark' >> out/smpbench/smp$$n-lockedq.txt; \
+	done; done
+	for n in 1 2 4; do grep SchedYieldParallel out/smpbench/smp$$n.txt > out/smpbench/smp$$n-lockfreeq.txt; \
+	  $(GO) tool benchstat out/smpbench/smp$$n-lockedq.txt out/smpbench/smp$$n-lockfreeq.txt; done | tee out/smpbench/readyq.txt
+	$(GO) tool benchstat out/smpbench/smp1.txt out/smpbench/smp2.txt out/smpbench/smp4.txt | tee out/smpbench/benchstat.txt
+
 LINUXREF_COUNT ?= 10
 SMP ?= 1
 LINUXREF_MACHINE := $(if $(filter command line environment,$(origin MACHINE)),$(MACHINE),pc)

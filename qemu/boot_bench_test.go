@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,8 @@ import (
 )
 
 // BenchmarkBoot boots the probe image (a Go program that prints one line
-// from main and returns) and reports, per boot, the time from
+// from main and returns) on each machine with one CPU, and on microvm with
+// four, and reports, per boot, the time from
 // starting QEMU to the first serial line (the kernel's first output), to the
 // line printed by main, and to QEMU's exit, plus the image size. It needs
 // the yolk kernel. The accelerator comes from $YOLK_ACCEL (auto, kvm or tcg)
@@ -28,19 +30,23 @@ func BenchmarkBoot(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, m := range Machines {
+	for _, c := range []struct {
+		m    string
+		cpus int
+	}{{"microvm", 1}, {"microvm", 4}, {"pc", 1}, {"q35", 1}} {
+		m := c.m
 		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Machine: m, ProbeImage: img})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Log(choice)
-		b.Run(m, func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/cpus=%d", m, c.cpus), func(b *testing.B) {
 			var first, toMain, total time.Duration
 			for b.Loop() {
 				var mainAt time.Duration
 				start := time.Now()
 				res, err := Run(b.Context(), Config{
-					Image: img, Machine: m, Accel: choice.Accel, Timeout: time.Minute,
+					Image: img, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
 					OnLine: func(l string) {
 						if strings.HasPrefix(l, "yolk: kvm probe: Go main reached") {
 							mainAt = time.Since(start)
