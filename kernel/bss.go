@@ -83,6 +83,9 @@ func bssReclaim() {
 // but the frame allocator's, so kernel code may touch fresh BSS while
 // holding any other lock.
 func bssFault(page uintptr) bool {
+	if frameLock.HeldHere() {
+		return false // a fault inside the allocator: report it, do not wait for its lock
+	}
 	pte := walk(page, false)
 	if pte == 0 {
 		return false

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"yolk/drivers/lapic"
@@ -41,6 +42,7 @@ type perCPU struct {
 	_          [4]byte
 	timer      timerState
 	tlb        uint32 // atomic: lazy-TLB state (tlb.go)
+	hasIDT     uint32 // atomic: the CPU has loaded the IDT (may take an NMI)
 	shootdowns uint64 // TLB shootdown interrupts handled here
 
 	// Start-up times (ns since boot, the boot CPU's clock): STARTUP sent,
@@ -124,6 +126,7 @@ func setupCPU(id int) {
 		}
 	}
 	loadTable(false, uintptr(unsafe.Pointer(&idt[0])), int(unsafe.Sizeof(idt)))
+	atomic.StoreUint32(&p.hasIDT, 1)
 	if fsgsbase != 0 {
 		x86.SetCR4(x86.CR4() | 1<<16) // CR4.FSGSBASE
 	}

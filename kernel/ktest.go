@@ -128,14 +128,25 @@ func sysCPUStats(p uintptr, n int) (uintptr, Errno) {
 	return uintptr(sched.NumCPU()), 0
 }
 
-// sysFrameOf returns the physical frame behind user page va, 0 if none.
+// sysFrameOf returns the physical frame behind user page va, or behind a
+// page of the demand-paged BSS; 0 if none.
 func sysFrameOf(va uintptr) uintptr {
+	va &^= pageSize - 1
+	if va >= bssLazyLo && va < bssLazyHi {
+		// bssFault fills these entries with a CAS and no lock.
+		if pte := walk(va, false); pte != 0 {
+			if e := atomic.LoadUint64(at[uint64](pte)); e&ptePresent != 0 {
+				return uintptr(e & pteAddr)
+			}
+		}
+		return 0
+	}
 	if !inUser(va, va+1) {
 		return 0
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
-	if pte := walk(va&^(pageSize-1), false); pte != 0 && *at[uint64](pte)&ptePresent != 0 {
+	if pte := walk(va, false); pte != 0 && *at[uint64](pte)&ptePresent != 0 {
 		return uintptr(*at[uint64](pte) & pteAddr)
 	}
 	return 0

@@ -122,6 +122,8 @@ type kernelStats struct {
 	CPUs                               int64
 	Shootdowns, ShootdownIPIs          int64 // TLB shootdowns; interrupts they sent
 	ShootdownLazy                      int64 // idle CPUs marked stale instead
+	NodesPeak, PeakBound               int64 // most queue nodes ever out, and its bound
+	TSCSynced                          int64 // 1: TSCs verified synchronised (vDSO on)
 }
 
 func sysStats(p uintptr) Errno {
@@ -137,6 +139,10 @@ func sysStats(p uintptr) Errno {
 		CPUs:       int64(sched.NumCPU()),
 		Shootdowns: int64(atomic.LoadUint64(&shoot.count)), ShootdownIPIs: int64(atomic.LoadUint64(&shoot.ipis)),
 		ShootdownLazy: int64(atomic.LoadUint64(&shoot.lazy)),
+		NodesPeak:     int64(s.NodesPeak), PeakBound: int64(s.PeakBound),
+	}
+	if !tscProbe.skewed {
+		at[kernelStats](p).TSCSynced = 1
 	}
 	return 0
 }

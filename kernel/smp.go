@@ -29,8 +29,10 @@ var (
 )
 
 var (
-	smpGo       uint32 // atomic: APs may leave the boot barrier
-	madtCPUs    [sched.MaxCPUs]acpi.CPU
+	smpGo uint32 // atomic: APs may leave the boot barrier
+	// madtCPUs has room for more entries than the kernel runs CPUs: the
+	// MADT may list hot-pluggable slots beside the CPUs present.
+	madtCPUs    [512]acpi.CPU
 	madtIOAPICs [8]acpi.IOAPIC
 )
 
@@ -45,26 +47,36 @@ func findCPUs() int {
 		return 1
 	}
 	m, e := acpi.ReadMADT(bootInfo.RSDP, physOff, madtCPUs[:], madtIOAPICs[:])
-	switch e {
-	case acpi.OK:
-	case acpi.ErrTooManyCPUs:
-		klog("smp: the machine has ")
-		kprintDec(int64(m.CPUs))
-		kprint(" CPUs; this kernel supports at most ")
-		kprintDec(sched.MaxCPUs)
-		kprint(" (sched.MaxCPUs)\n")
-		fatal("smp: more CPUs than the kernel supports")
-	default:
+	if e != acpi.OK && e != acpi.ErrTooManyCPUs {
 		klog("smp: ACPI MADT: ")
 		kprint(e.String())
 		kprint(": running on the boot CPU only\n")
 		return 1
 	}
-	n, self := 1, false
+	// CPUs present now are marked Enabled; "online capable" ones are
+	// slots a CPU may be hot-added to later, not CPUs to start.
+	present, self := 0, false
+	for _, c := range madtCPUs[:min(m.CPUs, len(madtCPUs))] {
+		if c.Flags&acpi.FlagEnabled != 0 {
+			present++
+			self = self || c.APICID == me
+		}
+	}
+	if !self {
+		present++ // the boot CPU runs whatever the table says
+	}
+	if present > sched.MaxCPUs || e == acpi.ErrTooManyCPUs {
+		klog("smp: the machine has ")
+		kprintDec(int64(max(present, m.CPUs)))
+		kprint(" CPUs; this kernel supports at most ")
+		kprintDec(sched.MaxCPUs)
+		kprint(" (sched.MaxCPUs)\n")
+		fatal("smp: more CPUs than the kernel supports")
+	}
+	n := 1
 	for _, c := range madtCPUs[:m.CPUs] {
 		switch {
-		case c.APICID == me:
-			self = true
+		case c.Flags&acpi.FlagEnabled == 0 || c.APICID == me:
 		case c.APICID > 0xfe:
 			klog("smp: CPU with x2APIC ID ")
 			kprintDec(int64(c.APICID))

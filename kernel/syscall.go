@@ -37,23 +37,24 @@ const (
 	sysYolkNumCPU   = 0x1004 // number of CPUs the kernel brought up
 	sysYolkCPUStats = 0x1005 // copy a1 CPUs' counters to a0; returns the CPU count
 	sysYolkLockTest = 0x1006 // a0 lock kind, a1 sections (<0: -µs), a2 work, a3 out (ktest.go)
-	sysYolkFrameOf  = 0x1007 // the physical frame behind user page a0
+	sysYolkFrameOf  = 0x1007 // the physical frame behind user or BSS page a0
 )
 
 var (
-	strace     bool
+	strace bool
 	// syscallStats (yolk.syscallstats=1) counts system calls by number
 	// and prints the counts at exit, like strace -c.
 	syscallStats bool
 	syscallCount [512]uint64
-	enosysSeen [512 / 64]uint64 // numbers already logged
-	enosysN    uint64
-	nsyscalls  uint64
+	enosysSeen   [512 / 64]uint64 // numbers already logged
+	enosysN      uint64
+	nsyscalls    uint64
 )
 
 // syscall dispatches the system call in r (number in AX, arguments in DI,
 // SI, DX, R10, R8, R9) and leaves the result in r.AX.
 func syscall(r *Regs) {
+	sched.AssertKernel()
 	t := sched.Current()
 	atomic.AddUint64(&nsyscalls, 1)
 	nr := uintptr(r.AX)
@@ -173,6 +174,7 @@ func syscall(r *Regs) {
 	}
 	r.AX = uint64(ret)
 	r.FSBase = uint64(t.UserFS)
+	sched.YieldSlice()
 	timerSync()
 }
 
@@ -462,13 +464,19 @@ const (
 	archGetFS = 0x1003
 )
 
-// benchPartner is the kernel task the switch benchmark bounces to.
-var benchPartner uintptr
+// benchPartner is the kernel task the switch benchmark bounces to; one
+// benchmark runs at a time (benchMu), since they share it and its stack.
+var (
+	benchPartner uintptr
+	benchMu      sched.Mutex
+)
 
 func sysSwitchBench(n int, all bool) (uintptr, Errno) {
 	if n < 0 {
 		return 0, EINVAL
 	}
+	benchMu.Lock()
+	defer benchMu.Unlock()
 	if benchPartner == 0 {
 		t := sched.Alloc()
 		if t == nil {

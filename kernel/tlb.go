@@ -58,6 +58,9 @@ func invalidate(start, end uintptr) {
 // returns when they all have. The caller holds vmMutex and no spin lock.
 func shootdown(start, end uintptr) {
 	c := sched.This()
+	if c.Locks() != 0 {
+		fatal("TLB shootdown with a spin lock held: the CPUs it waits for may spin on it")
+	}
 	invalidate(start, end)
 	atomic.AddUint64(&shoot.count, 1)
 	others := sched.Online() &^ (1 << uint(c.ID))

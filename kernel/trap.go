@@ -44,6 +44,7 @@ var trapNames = [...]string{
 // slices pushes its frame into the unmapped guard below them: a double
 // fault, reported on IST2.
 func trap(r *Regs) {
+	sched.AssertKernel()
 	p := &percpu[sched.This().ID]
 	ist := p.tss.getIST(1)
 	p.tss.setIST(1, ist-istLevel)
@@ -108,8 +109,14 @@ func stopOthers() {
 		}
 		return // a fault while reporting one: go on with the report
 	}
-	if sched.NumCPU() > 1 && lapicReady {
-		lapic.NMIOthers()
+	// One by one, and only to CPUs that have their IDT: an AP still in
+	// its start-up code (or one that never started) would triple-fault on
+	// an NMI and reset the machine before the report is out.
+	me := sched.This().ID
+	for i := 0; i < sched.NumCPU(); i++ {
+		if i != me && atomic.LoadUint32(&percpu[i].hasIDT) != 0 {
+			lapic.NMI(sched.CPUAt(i).IRQ)
+		}
 	}
 }
 

@@ -15,18 +15,29 @@ import (
 // answers with its own TSC (t1), it reads again (t2); the AP's offset is
 // t1 - (t0+t2)/2, known to within ±(t2-t0)/2, and the round with the
 // shortest round trip is kept. An offset beyond that uncertainty is
-// corrected with IA32_TSC_ADJUST where the CPU has it; if it cannot be,
-// the vDSO is turned off and clock_gettime never returns less than it
-// returned before, on any CPU (monotonic), so time still never goes
-// backwards.
+// corrected with IA32_TSC_ADJUST where the CPU has it. The TSCs count as
+// synchronised only when every offset is within an uncertainty of at most
+// tscTight; if an offset remains, or a probe could not get that tight (under
+// emulation on a busy host a round trip can take a host time slice), the
+// vDSO is turned off and clock_gettime never returns less than it returned
+// before, on any CPU, so time never goes backwards either way.
 
 var tscProbe struct {
 	cpu    int32  // atomic: 1 + the AP asked, 0 if none
 	ping   uint32 // atomic: 1 asked, 2 answered, 3 adjust by adj
 	val    uint64 // atomic: the AP's TSC
 	adj    int64  // ticks the AP adds to its TSC (TSC_ADJUST)
-	skewed bool   // an offset remains: clock_gettime clamps (monotonic)
+	skewed bool   // not known to be synchronised: clock_gettime clamps (monotonic)
+	loose  bool   // some probe's uncertainty stayed above tscTight
 }
+
+// tscTight is the largest uncertainty (ns) that still tells synchronised
+// TSCs from skewed ones; further probes are made, within tscRetryBudget,
+// while a probe is looser than that.
+const (
+	tscTight       = 10_000
+	tscRetryBudget = 50e6 // ns per AP
+)
 
 // Probe rounds per AP: at least tscMinRounds; then until a round trip
 // takes at most 1 µs, or tscMaxRounds were made, or tscBudget has passed.
@@ -97,6 +108,14 @@ func tscCheck(n int) {
 		atomic.StoreInt32(&tscProbe.cpu, int32(i+1))
 		lapic.IPI(apIRQ[i], vecWake)
 		off, unc := tscOffset(i)
+		for end := nanotime() + tscRetryBudget; ticksToNs(unc) > tscTight && nanotime() < end; {
+			if o, u := tscOffset(i); u < unc {
+				off, unc = o, u
+			}
+		}
+		if ticksToNs(unc) > tscTight {
+			tscProbe.loose = true
+		}
 		if abs(off) > unc && hasTSCAdj {
 			tscProbe.adj = -off
 			tscAsk(i, 3)
@@ -116,12 +135,17 @@ func tscCheck(n int) {
 	kprint(" ns (measured to ±")
 	kprintDec(ticksToNs(worstUnc))
 	kprint(" ns)")
-	if tscProbe.skewed {
+	switch {
+	case tscProbe.skewed:
 		vdsoOff = true
 		kprint(": NOT synchronised; vDSO off, clock_gettime kept monotonic across CPUs\n")
-		return
+	case tscProbe.loose:
+		tscProbe.skewed = true
+		vdsoOff = true
+		kprint(": could not tell (a probe stayed above ±10 µs); vDSO off, clock_gettime kept monotonic across CPUs\n")
+	default:
+		kprint(": synchronised\n")
 	}
-	kprint(": synchronised\n")
 }
 
 // monoFloor is the largest monotonic time clock_gettime has returned, when

@@ -333,6 +333,12 @@ func pageFault(addr uintptr, code uint64) bool {
 	if page >= bssLazyLo && page < bssLazyHi {
 		return bssFault(page)
 	}
+	// Only user mappings are backed on demand; anything else (a wild
+	// kernel pointer, address 0) is reported, and so is a fault inside
+	// mmLock's own critical section, whose lock this would wait for.
+	if !inUser(page, page+pageSize) || mmLock.HeldHere() {
+		return false
+	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	i := findVMA(page)

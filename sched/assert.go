@@ -11,6 +11,7 @@ const (
 	dieArena                   // the ready queue's node arena ran out
 	dieUnlock                  // a mutex was unlocked by a task that does not own it
 	dieTimers                  // a timer heap overflowed
+	dieIdleBlocks              // an idle task tried to block, wait or exit
 )
 
 var dieText = [...]string{
@@ -20,6 +21,7 @@ var dieText = [...]string{
 	dieArena:        "ready-queue node arena exhausted (breaks the tasks+1+2*CPUs bound)",
 	dieUnlock:       "kernel mutex unlocked by a task that does not own it",
 	dieTimers:       "timer heap overflow",
+	dieIdleBlocks:   "an idle task tried to block, wait for a mutex or exit",
 }
 
 var dieWhy uint32
@@ -34,13 +36,14 @@ func DieReason() string {
 }
 
 // die stops the machine with a fault report when a scheduler invariant is
-// broken. A store to address 0 page-faults into the kernel's fault reporter
-// (in kernel context, so no signal is delivered), which prints the reason,
+// broken: an undefined instruction traps (in kernel context, so no signal
+// is delivered) into the kernel's fault reporter, which prints the reason,
 // the registers and this backtrace; sched cannot call the kernel directly.
+// (Not a page fault: the fault path takes the address space's lock, which
+// the broken code may hold.)
 func die(why uint32) {
 	atomic.StoreUint32(&dieWhy, why)
-	var p *uintptr
-	*p = 0xdead
+	trapNow()
 }
 
 // assertKernel checks that the caller runs as kernel code must: with

@@ -58,6 +58,7 @@ type CPU struct {
 	locks int32
 
 	switches uint64 // atomic: task switches made here
+	ranSince int64  // when the current task began its slice (YieldSlice)
 	wakeIPIs uint64 // atomic: wake-up interrupts sent from here
 
 	timers timers

@@ -12,5 +12,8 @@ func intsOn() bool { return x86.IntsOn() }
 
 func pause() { x86.Pause() }
 
+// trapNow raises an invalid-opcode trap.
+func trapNow()
+
 // kick interrupts c with the wake-up vector.
 func kick(c *CPU) { lapic.IPI(c.IRQ, wakeVector) }

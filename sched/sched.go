@@ -72,8 +72,9 @@ func switchTo(next *Task, fin uint32) {
 	c := This()
 	cur := taskAt(c.cur)
 	if next == cur {
-		cur.setState(stRunning)
-		return
+		// Only the idle task, with nothing ready, picks itself: it must
+		// never block, wait for a mutex or exit.
+		die(dieIdleBlocks)
 	}
 	if c.locks != 0 {
 		die(dieSwitchLocked)
@@ -89,6 +90,7 @@ func switchTo(next *Task, fin uint32) {
 		cur.setState(stLimbo)
 	}
 	atomic.AddUint64(&c.switches, 1)
+	c.ranSince = tsc.Nanotime()
 	c.cur = next.addr()
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
@@ -172,11 +174,21 @@ func makeReady(t *Task) {
 // consistent atomics: either this load sees the bit or that look sees the
 // task (no lost wake-up). Clearing the bit claims the CPU, so that two
 // wakers do not both interrupt it.
+//
+// If this CPU is itself in the mask, an interrupt has reached it halted in
+// its idle loop, which looks at the queue again when the handler returns:
+// it claims itself and interrupts nobody.
 func wakeIdle() {
 	c := This()
 	self := uint64(1) << uint(c.ID)
 	for {
-		m := atomic.LoadUint64(&idleMask) &^ self
+		m := atomic.LoadUint64(&idleMask)
+		if m&self != 0 {
+			if atomic.AndUint64(&idleMask, ^self)&self != 0 {
+				return
+			}
+			continue
+		}
 		if m == 0 {
 			return
 		}
@@ -223,6 +235,28 @@ func Yield() {
 	}
 }
 
+// Slice is how long a task may keep its CPU while other tasks are ready.
+// The scheduler is cooperative: a task gives up its CPU only when it blocks
+// or yields. Without a bound, tasks that never block — two threads that pass
+// a turn back and forth on two CPUs, each finding its turn come back before
+// it sleeps — keep their CPUs for as long as they run, and ready tasks wait
+// that long (seconds, measured with four CPUs). YieldSlice bounds that at the
+// one place every such task comes back to the kernel: its system calls.
+// Code that makes no system call at all needs preemption by the timer.
+const Slice = 10_000_000 // ns
+
+// YieldSlice yields if the current task has run for a Slice since it was
+// switched to; it is called at the end of a system call. With nothing ready
+// the slice starts over, so that a task alone on its CPU looks at the ready
+// queue once per Slice, not at every system call.
+func YieldSlice() {
+	c := This()
+	if now := tsc.Nanotime(); now-c.ranSince >= Slice {
+		c.ranSince = now
+		Yield()
+	}
+}
+
 // Exit ends the current task. Its slot is freed by the next task's finalizer.
 func Exit() {
 	for {
@@ -257,7 +291,12 @@ func Idle(wait func(deadline int64)) {
 		}
 		atomic.OrUint64(&idleMask, bit)
 		if next := dequeue(); next != nil {
-			atomic.AndUint64(&idleMask, ^bit)
+			if atomic.AndUint64(&idleMask, ^bit)&bit == 0 {
+				// A waker claimed this CPU for the task it made ready,
+				// but this CPU found another one first: pass the claim
+				// on, or that task could wait while a CPU halts.
+				wakeIdle()
+			}
 			switchTo(next, finNone)
 			continue
 		}
@@ -295,11 +334,17 @@ type Stats struct {
 	Live       int    // task slots in use
 	NodesInUse uint64 // queue nodes out of the arena
 	NodeBound  uint64 // tasks + 1 dummy + 2 per CPU
+	// NodesPeak is the most nodes ever out of the arena at once (fresh
+	// nodes are taken only when no released one is left), and
+	// PeakBound the bound for it: the most task slots ever used + 1 +
+	// 2 per CPU.
+	NodesPeak, PeakBound uint64
 }
 
 // ReadStats returns the current counters.
 func ReadStats() Stats {
 	s := domain.Stats()
 	live := Live()
-	return Stats{Live: live, NodesInUse: s.InUse, NodeBound: uint64(live + 1 + 2*NumCPU())}
+	return Stats{Live: live, NodesInUse: s.InUse, NodeBound: uint64(live + 1 + 2*NumCPU()),
+		NodesPeak: s.Fresh, PeakBound: uint64(int(atomic.LoadInt32(&ntasks)) + 1 + 2*NumCPU())}
 }

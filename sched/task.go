@@ -69,8 +69,7 @@ type Task struct {
 	// Timer heap membership (timer.go), changed under the heap's lock.
 	tcpu  int32   // atomic: 1 + the CPU whose heap holds the task, 0 if none
 	tidx  int32   // index in that heap
-	tnext uintptr // expired list
-	tseq  uint32  // wait count of the expired wait
+	tnext uintptr // list of tasks ExpireTimers woke
 }
 
 var tasks [MaxTasks]Task

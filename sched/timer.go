@@ -124,6 +124,11 @@ func (t *Task) timerCancel() {
 // little past the present (the interrupt's usual lateness): a task woken
 // before its deadline waits out the rest itself (Block), so the interrupt
 // can be armed early by its expected lateness.
+//
+// The blocked-to-ready transition is made under the heap's lock, and only
+// the tasks whose transition it won are listed (through tnext) and
+// finished after the lock is dropped: a task another CPU woke first may
+// run and wait again meanwhile, and its fields are then that wait's.
 func ExpireTimers(until int64) (next int64) {
 	tm := &This().timers
 	var expired uintptr
@@ -133,9 +138,10 @@ func ExpireTimers(until int64) (next int64) {
 		if t.deadline > until {
 			break
 		}
-		t.tseq = t.seq()
 		tm.remove(0)
-		t.tnext, expired = expired, t.addr()
+		if t.casState(t.seq(), stBlocked, stReady) {
+			t.tnext, expired = expired, t.addr()
+		}
 	}
 	tm.publish()
 	next = atomic.LoadInt64(&tm.next)
@@ -143,7 +149,7 @@ func ExpireTimers(until int64) (next int64) {
 	for expired != 0 {
 		t := taskAt(expired)
 		expired = t.tnext
-		t.wake(t.tseq, true)
+		t.finishWake(true)
 	}
 	return next
 }

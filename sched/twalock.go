@@ -15,13 +15,18 @@ import "yolk/sync/twa"
 //
 // The zero value is unlocked. Waiters are served in FIFO order and cannot
 // give up (see twa.Lock).
-type TWALock struct{ l twa.Lock[twa.Spin] }
+type TWALock struct {
+	l     twa.Lock[twa.Spin]
+	owner int32 // 1 + the CPU holding l, 0 if free (for fault handlers)
+}
 
 // Lock acquires l.
 func (l *TWALock) Lock() {
 	assertKernel()
 	l.l.Lock()
-	This().locks++
+	c := This()
+	c.locks++
+	l.owner = int32(c.ID + 1)
 }
 
 // TryLock acquires l if it is free and nobody waits, and reports whether
@@ -31,12 +36,20 @@ func (l *TWALock) TryLock() bool {
 	if !l.l.TryLock() {
 		return false
 	}
-	This().locks++
+	c := This()
+	c.locks++
+	l.owner = int32(c.ID + 1)
 	return true
 }
 
 // Unlock releases l.
 func (l *TWALock) Unlock() {
+	l.owner = 0
 	This().locks--
 	l.l.Unlock()
 }
+
+// HeldHere reports whether this CPU holds l: a fault handler that needs l
+// must not wait for it when the fault happened inside l's critical
+// section.
+func (l *TWALock) HeldHere() bool { return l.owner == int32(This().ID+1) }

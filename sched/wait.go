@@ -53,6 +53,10 @@ func Block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64)
 // condition is checked once more, which catches a change made before t was
 // on the queue (no lost wake-up).
 func (t *Task) commitBlock() {
+	// Everything the re-check needs is read before t is published: once it
+	// is marked blocked another CPU may wake it, run it and start its next
+	// wait, whose condition and wait count are not this one's.
+	seq, condAddr, condVal := t.seq(), t.condAddr, t.condVal
 	if t.deadline != 0 {
 		t.timerAdd()
 	}
@@ -71,8 +75,8 @@ func (t *Task) commitBlock() {
 	} else {
 		t.setState(stBlocked)
 	}
-	if t.condAddr != 0 && atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&t.condAddr)))) != t.condVal {
-		t.wake(t.seq(), false)
+	if condAddr != 0 && atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&condAddr)))) != condVal {
+		t.wake(seq, false)
 	}
 }
 
@@ -97,16 +101,23 @@ func (t *Task) wake(seq uint32, timedOut bool) bool {
 	if !t.casState(seq, stBlocked, stReady) {
 		return false
 	}
+	t.timerCancel()
+	t.finishWake(timedOut)
+	return true
+}
+
+// finishWake completes the wake-up of t, whose state the caller has just
+// moved from blocked to ready (so nobody else touches its wait fields):
+// off its wait queue, and onto the ready queue.
+func (t *Task) finishWake(timedOut bool) {
 	if t.wq != 0 {
 		q := wqAt(t.wq)
 		q.lock.Lock()
 		q.unlink(t)
 		q.lock.Unlock()
 	}
-	t.timerCancel()
 	t.timedOut = timedOut
 	makeReady(t)
-	return true
 }
 
 // Wake makes up to n tasks blocked on q with key ready, oldest first, and

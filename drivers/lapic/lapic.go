@@ -86,9 +86,9 @@ func IPI(apicID uint32, vector uint8) {
 	send(apicID, int(vector), assert|lapic.ICR_DLV_IRQ)
 }
 
-// NMIOthers sends a non-maskable interrupt to every CPU but the caller.
-func NMIOthers() {
-	send(0, 0, assert|lapic.ICR_DLV_NMI|lapic.ICR_DST_REST)
+// NMI sends a non-maskable interrupt to the CPU with apicID.
+func NMI(apicID uint32) {
+	send(apicID, 0, assert|lapic.ICR_DLV_NMI)
 }
 
 // StartAP sends INIT and then STARTUP with the real-mode entry page (the

@@ -24,6 +24,7 @@ func init() {
 		test{"TestSMPAllCPUsRun", testAllCPUsRun},
 		test{"TestSMPSchedInvariants", testSMPSchedInvariants},
 		test{"TestSMPFutexStress", testFutexStress},
+		test{"TestSMPFutexTimeoutRace", testFutexTimeoutRace},
 		test{"TestSMPKernelLocks", testKernelLocks},
 		test{"TestSMPTLBShootdown", testTLBShootdown},
 		test{"TestSMPTimeMonotonic", testTimeMonotonic},
@@ -159,19 +160,28 @@ func testSMPSchedInvariants(t *T) {
 	if s.NodesInUse > s.NodeBound {
 		t.Errorf("queue nodes %d exceed tasks+1+2×CPUs = %d", s.NodesInUse, s.NodeBound)
 	}
+	if s.NodesPeak > s.PeakBound {
+		t.Errorf("queue nodes peaked at %d, above the most task slots ever used +1+2×CPUs = %d", s.NodesPeak, s.PeakBound)
+	}
 	var d []uint64
 	for i := range after {
 		d = append(d, after[i].Switches-before[i].Switches)
 	}
-	t.Logf("%d workers on %d CPUs: switches per CPU %v; tasks=%d queue nodes=%d bound=%d", workers, n, d, s.Tasks, s.NodesInUse, s.NodeBound)
+	t.Logf("%d workers on %d CPUs: switches per CPU %v; tasks=%d queue nodes=%d bound=%d; peak nodes %d, bound %d",
+		workers, n, d, s.Tasks, s.NodesInUse, s.NodeBound, s.NodesPeak, s.PeakBound)
 }
 
 // spinSink keeps busy loops from being optimised away.
 var spinSink atomic.Int64
 
+// futexWait is FUTEX_WAIT_PRIVATE; timeout 0 waits without one.
 func futexWait(addr *uint32, val uint32, timeout time.Duration) syscall.Errno {
 	ts := unix.NsecToTimespec(int64(timeout))
-	_, _, e := syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 0|128, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+	tp := uintptr(unsafe.Pointer(&ts))
+	if timeout == 0 {
+		tp = 0
+	}
+	_, _, e := syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 0|128, uintptr(val), tp, 0, 0)
 	return e
 }
 
@@ -183,34 +193,53 @@ func futexWake(addr *uint32, n int) {
 // pass a turn back and forth through a word, each waiting (FUTEX_WAIT) while
 // it is not its turn and waking (FUTEX_WAKE) the other after passing it, with
 // seeded random pauses so that waits and wakes interleave every way. A wait
-// that times out (5 s) while the word already says it is that thread's turn
-// is a lost wake-up. Waits and wakes together are 10⁶ or more.
+// that times out (5 s) although the partner's FUTEX_WAKE for it had
+// returned before it could expire is a lost wake-up (one that timed out
+// because the partner had not been run by then is only counted). Waits and
+// wakes together are 10⁶ or more. Timeouts racing with wake-ups have their
+// own test (TestSMPFutexTimeoutRace).
 func testFutexStress(t *T) {
 	const ops = 1_000_000
 	pairs := max(2, runtime.NumCPU())
 	rounds := ops/(pairs*3) + 1 // per thread and round: a wake and, mostly, a wait
 	words := make([]struct {
-		w uint32
-		_ [60]byte
+		w    uint32
+		woke atomic.Int64 // when the last FUTEX_WAKE on w returned
+		_    [48]byte
 	}, pairs)
-	var waits, wakes, lost atomic.Int64
+	epoch := time.Now()
+	now := func() int64 { return int64(time.Since(epoch)) }
+	var waits, wakes, lost, late atomic.Int64
 	locked(2*pairs, func(i int) {
-		w, me := &words[i/2].w, uint32(i%2)
+		w, woke, me := &words[i/2].w, &words[i/2].woke, uint32(i%2)
 		rng := rand.New(rand.NewPCG(7, uint64(i)))
 		spin := 0
+		var passed int64 // when this thread last passed the turn
 		defer func() { spinSink.Add(int64(spin)) }()
 		for r := 0; r < rounds; r++ {
 			for atomic.LoadUint32(w) != me {
 				waits.Add(1)
+				start := now()
 				if e := futexWait(w, 1-me, 5*time.Second); e == syscall.ETIMEDOUT && atomic.LoadUint32(w) == me {
-					lost.Add(1)
+					// The partner's wake for this turn came after
+					// passed; if it returned before start+5s, the
+					// earliest the wait could expire, less the timer's
+					// lead (kernel/time.go: up to 200 µs early, and the
+					// wait sits out the rest), it was lost.
+					if wk := woke.Load(); wk > passed && wk < start+int64(5*time.Second-time.Millisecond) {
+						lost.Add(1)
+					} else {
+						late.Add(1)
+					}
 				}
 			}
 			for k := rng.IntN(256); k > 0; k-- {
 				spin++
 			}
+			passed = now()
 			atomic.StoreUint32(w, 1-me)
 			futexWake(w, 1)
+			woke.Store(now())
 			wakes.Add(1)
 		}
 	})
@@ -223,7 +252,95 @@ func testFutexStress(t *T) {
 	if waits.Load() < wakes.Load()/10 {
 		t.Errorf("%d waits for %d wakes: the waiting path was hardly exercised", waits.Load(), wakes.Load())
 	}
-	t.Logf("%d thread pairs: %d waits, %d wakes", pairs, waits.Load(), wakes.Load())
+	t.Logf("%d thread pairs: %d waits, %d wakes; %d waits timed out before their wake", pairs, waits.Load(), wakes.Load(), late.Load())
+}
+
+// testFutexTimeoutRace races short futex timeouts with wake-ups across CPUs.
+// In each round of a pair the waiter waits on a with a 0.3–2 ms timeout
+// while the waker, after a seeded random pause of up to 2.5 ms, releases a
+// and wakes it;
+// then the waiter waits on b without a timeout until the waker releases b.
+// A timed wait that times out although the wake had returned before it
+// could expire (less the timer's lead: kernel/time.go expires waits up to
+// 200 µs early and they sit out the rest) is a lost wake-up; an untimed wait that returns ETIMEDOUT
+// got a timeout meant for an earlier wait (the deadline of a wait must
+// never outlive it). Both outcomes of the race must occur. It runs 5000
+// rounds per pair or for 15 s, whichever ends first: with more vCPUs than
+// host cores a round can wait a host time slice.
+func testFutexTimeoutRace(t *T) {
+	pairs := max(1, runtime.NumCPU()/2)
+	const maxRounds = 5000
+	words := make([]struct {
+		a, b, done uint32
+		woke       atomic.Int64 // when the wake of a returned
+		_          [48]byte
+	}, pairs)
+	epoch := time.Now()
+	now := func() int64 { return int64(time.Since(epoch)) }
+	end := now() + int64(15*time.Second)
+	var rounds, timedOut, woken, lost, spurious atomic.Int64
+	locked(2*pairs, func(i int) {
+		p := &words[i/2]
+		rng := rand.New(rand.NewPCG(11, uint64(i)))
+		for r := uint32(0); r < maxRounds; r++ {
+			if i%2 == 1 { // waker
+				for until := now() + rng.Int64N(int64(2500*time.Microsecond)); now() < until; {
+					preemptPoint()
+				}
+				atomic.StoreUint32(&p.a, r+1)
+				futexWake(&p.a, 1)
+				p.woke.Store(now())
+				for k := rng.IntN(1000); k > 0; k-- {
+					spinSink.Add(1)
+				}
+				atomic.StoreUint32(&p.b, r+1)
+				futexWake(&p.b, 1)
+				for atomic.LoadUint32(&p.done) == r {
+					futexWait(&p.done, r, 0)
+				}
+				if atomic.LoadUint32(&p.done) > maxRounds {
+					return
+				}
+				continue
+			}
+			d := time.Duration(300+rng.IntN(1700)) * time.Microsecond
+			start := now()
+			switch futexWait(&p.a, r, d) {
+			case 0:
+				woken.Add(1)
+			case syscall.ETIMEDOUT:
+				timedOut.Add(1)
+				if wk := p.woke.Load(); wk > start && wk < start+int64(d-250*time.Microsecond) {
+					lost.Add(1)
+				}
+			}
+			for atomic.LoadUint32(&p.b) == r {
+				if futexWait(&p.b, r, 0) == syscall.ETIMEDOUT {
+					spurious.Add(1)
+				}
+			}
+			rounds.Add(1)
+			next := r + 1
+			if r+1 == maxRounds || now() > end {
+				next = maxRounds + 1 // tells the waker to stop
+			}
+			atomic.StoreUint32(&p.done, next)
+			futexWake(&p.done, 1)
+			if next > maxRounds {
+				return
+			}
+		}
+	})
+	if lost.Load() != 0 {
+		t.Errorf("%d timed waits timed out after their wake had returned: lost wake-ups", lost.Load())
+	}
+	if spurious.Load() != 0 {
+		t.Errorf("%d waits without a timeout returned ETIMEDOUT", spurious.Load())
+	}
+	if timedOut.Load() == 0 || woken.Load() == 0 {
+		t.Errorf("%d rounds: %d timed out, %d woken: the race did not go both ways", rounds.Load(), timedOut.Load(), woken.Load())
+	}
+	t.Logf("%d pairs, %d rounds: %d waits timed out, %d woken, the rest found a released", pairs, rounds.Load(), timedOut.Load(), woken.Load())
 }
 
 // Kernel lock kinds of sysYolkLockTest (kernel/ktest.go).
@@ -367,6 +484,9 @@ func testTLBShootdown(t *T) {
 	}
 	if reused.Load() < rounds/2 {
 		t.Errorf("the frame was reused in only %d of %d rounds: the test did not exercise reuse", reused.Load(), rounds)
+	}
+	if after.ShootdownIPIs == before.ShootdownIPIs {
+		t.Errorf("no shootdown interrupt was sent in %d rounds: the reader's CPU was never running to be interrupted", rounds)
 	}
 	t.Logf("%d rounds: frame reused %d, reader faulted %d; shootdowns %d, IPIs %d, idle CPUs marked stale %d",
 		rounds, reused.Load(), faulted.Load(), after.Shootdowns-before.Shootdowns,

@@ -56,6 +56,8 @@ type kernelStats struct {
 	CPUs                               int64
 	Shootdowns, ShootdownIPIs          int64
 	ShootdownLazy                      int64
+	NodesPeak, PeakBound               int64
+	TSCSynced                          int64
 }
 
 const (
@@ -270,18 +272,40 @@ func bytesAt(p, n uintptr) []byte {
 	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
 }
 
+// backed counts the pages of [p, p+n) that have a frame behind them,
+// looking at every step-th page. It asks the kernel about these pages alone,
+// so that it is exact while other CPUs map and unmap memory of their own
+// (the global counters of stats are not).
+func backed(p, n, step uintptr) int {
+	c := 0
+	for va := p; va < p+n; va += step * 4096 {
+		if f, _, _ := syscall.Syscall(sysYolkFrameOf, va, 0, 0); f != 0 {
+			c++
+		}
+	}
+	return c
+}
+
 func testMemoryReserveCommit(t *T) {
 	const size = 256 << 20 // twice the guest's RAM: reserving costs no memory
 	before := stats(t)
 	base := mmap(t, 0, size, unix.PROT_NONE, 0)
 	mid := stats(t)
-	if mid.FramesFree < before.FramesFree-4 {
+	// The free count is shared with every other CPU: allow a little
+	// traffic (the runtime's own) and catch an eager reservation (65536).
+	if mid.FramesFree < before.FramesFree-256 {
 		t.Errorf("reserving %d MiB took %d frames", size>>20, before.FramesFree-mid.FramesFree)
+	}
+	if n := backed(base, size, 64); n != 0 {
+		t.Errorf("%d sampled pages of a fresh reservation are backed", n)
 	}
 	// Commit 1 MiB in the middle and touch every page.
 	c := base + 64<<20
 	if p := mmap(t, c, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_FIXED); p != c {
 		t.Fatalf("MAP_FIXED returned %#x, want %#x", p, c)
+	}
+	if n := backed(c, 1<<20, 1); n != 0 {
+		t.Errorf("committing backed %d pages before they were touched", n)
 	}
 	b := bytesAt(c, 1<<20)
 	for i := 0; i < len(b); i += 4096 {
@@ -290,15 +314,17 @@ func testMemoryReserveCommit(t *T) {
 		}
 		b[i] = byte(i >> 12)
 	}
-	after := stats(t)
-	if got := after.PagesMapped - mid.PagesMapped; got != 256 {
+	if got := backed(c, 1<<20, 1); got != 256 {
 		t.Errorf("touching 256 committed pages backed %d", got)
+	}
+	if n := backed(base, size, 64) - backed(c, 1<<20, 64); n != 0 {
+		t.Errorf("touching the committed MiB backed %d sampled pages outside it", n)
 	}
 	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, base, size, 0); e != 0 {
 		t.Fatalf("munmap: %v", e)
 	}
-	if end := stats(t); end.PagesMapped != mid.PagesMapped {
-		t.Errorf("munmap left %d pages backed", end.PagesMapped-mid.PagesMapped)
+	if n := backed(c, 1<<20, 1); n != 0 {
+		t.Errorf("munmap left %d pages backed", n)
 	}
 }
 
@@ -325,36 +351,52 @@ func testMemoryPartialUnmap(t *T) {
 	syscall.Syscall(syscall.SYS_MUNMAP, p, 16*4096, 0)
 }
 
+// testMemoryDontNeed checks that MADV_DONTNEED zeroes the pages and
+// returns their frames. The free-frame count is shared with the other CPUs,
+// whose runtime may take or return frames meanwhile, so the count is
+// measured up to five times and must come out exact once.
 func testMemoryDontNeed(t *T) {
 	p := mmap(t, 0, 8*4096, unix.PROT_READ|unix.PROT_WRITE, 0)
+	defer syscall.Syscall(syscall.SYS_MUNMAP, p, 8*4096, 0)
 	b := bytesAt(p, 8*4096)
-	for i := range b {
-		b[i] = 0x55
-	}
-	before := stats(t)
-	if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, p, 8*4096, unix.MADV_DONTNEED); e != 0 {
-		t.Fatalf("madvise: %v", e)
-	}
-	after := stats(t)
-	if freed := after.FramesFree - before.FramesFree; freed != 8 {
-		t.Errorf("MADV_DONTNEED freed %d frames, want 8", freed)
-	}
-	for i := range b {
-		if b[i] != 0 {
-			t.Fatalf("byte %d = %#x after MADV_DONTNEED, want 0", i, b[i])
+	var freed []int64
+	for try := 0; try < 5; try++ {
+		for i := range b {
+			b[i] = 0x55
+		}
+		if n := backed(p, 8*4096, 1); n != 8 {
+			t.Fatalf("8 written pages, %d backed", n)
+		}
+		before := stats(t)
+		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, p, 8*4096, unix.MADV_DONTNEED); e != 0 {
+			t.Fatalf("madvise: %v", e)
+		}
+		after := stats(t)
+		if n := backed(p, 8*4096, 1); n != 0 {
+			t.Errorf("%d pages still backed after MADV_DONTNEED", n)
+		}
+		for i := range b {
+			if b[i] != 0 {
+				t.Fatalf("byte %d = %#x after MADV_DONTNEED, want 0", i, b[i])
+			}
+		}
+		freed = append(freed, after.FramesFree-before.FramesFree)
+		if freed[try] == 8 {
+			return
 		}
 	}
-	syscall.Syscall(syscall.SYS_MUNMAP, p, 8*4096, 0)
+	t.Errorf("MADV_DONTNEED of 8 pages freed %v frames in five tries, want 8 once", freed)
 }
 
 // testSleepAccuracy reports requested against actual sleep, as the median
 // and the extremes of several samples, for time.Sleep (the runtime's timers:
 // futex and epoll timeouts, whose epoll timeout is in whole milliseconds)
 // and nanosleep (the kernel's timer alone). No sample may end early; every
-// 1 ms sample must end within 100 ms, a sanity bound only: with more vCPUs
-// than host cores under emulation a woken CPU can wait a host time slice
-// (tens of ms). Lost wake-ups have their own test (TestIdleWakeup); the
-// accuracy itself is a benchmark (BenchmarkNanosleep).
+// 1 ms sample must end within 50 ms — 100 ms with more than two CPUs,
+// which under emulation on CI's 2 host cores are oversubscribed, so that a
+// woken CPU can wait a host time slice. This is a sanity bound: lost
+// wake-ups have their own test (TestSMPIdleWakeup), and the accuracy
+// itself is a benchmark (BenchmarkNanosleep).
 func testSleepAccuracy(t *T) {
 	for _, d := range []time.Duration{20 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
 		n := 9
@@ -380,8 +422,12 @@ func testSleepAccuracy(t *T) {
 		if slept[0] < d || napped[0] < d {
 			t.Errorf("sleep %v returned early: time.Sleep %v, nanosleep %v", d, slept[0], napped[0])
 		}
-		if d == time.Millisecond && (slept[n-1] > 100*time.Millisecond || napped[n-1] > 100*time.Millisecond) {
-			t.Errorf("1ms sleep took up to %v / %v, want < 100ms", slept[n-1], napped[n-1])
+		bound := 50 * time.Millisecond
+		if runtime.NumCPU() > 2 {
+			bound = 100 * time.Millisecond
+		}
+		if d == time.Millisecond && (slept[n-1] > bound || napped[n-1] > bound) {
+			t.Errorf("1ms sleep took up to %v / %v, want < %v", slept[n-1], napped[n-1], bound)
 		}
 	}
 }
@@ -613,23 +659,27 @@ func testNilDeref(t *T) {
 var bigBSS [8 << 20]byte
 
 func testBSSDemandPaged(t *T) {
-	before := stats(t)
-	for i := 0; i < 1<<20; i += 4096 {
-		if bigBSS[i] != 0 {
-			t.Fatalf("fresh BSS byte %d = %#x", i, bigBSS[i])
+	// Whole pages only: the array's first page may hold other variables.
+	base := uintptr(unsafe.Pointer(&bigBSS[0]))
+	p := (base + 4095) &^ 4095
+	a := bigBSS[p-base:][:1<<20]
+	if n := backed(p, 1<<20, 1); n != 0 {
+		t.Fatalf("%d pages of an untouched BSS array are backed: BSS is not demand-paged", n)
+	}
+	for i := 0; i < len(a); i += 4096 {
+		if a[i] != 0 {
+			t.Fatalf("fresh BSS byte %d = %#x", i, a[i])
 		}
-		bigBSS[i] = byte(i>>12) | 1
+		a[i] = byte(i>>12) | 1
 	}
-	after := stats(t)
-	if used := before.FramesFree - after.FramesFree; used < 256 {
-		t.Errorf("touching 256 untouched BSS pages used %d frames: BSS is not demand-paged", used)
+	if n := backed(p, 1<<20, 1); n != 256 {
+		t.Errorf("touching 256 BSS pages backed %d", n)
 	}
-	for i := 0; i < 1<<20; i += 4096 {
-		if bigBSS[i] != byte(i>>12)|1 {
+	for i := 0; i < len(a); i += 4096 {
+		if a[i] != byte(i>>12)|1 {
 			t.Fatalf("BSS byte %d lost its value", i)
 		}
 	}
-	t.Logf("256 pages touched, %d frames taken", before.FramesFree-after.FramesFree)
 }
 
 // testVDSO checks that time.Now uses the kernel's vDSO (no system calls)
@@ -646,8 +696,11 @@ func testVDSO(t *T) {
 	}
 	after := stats(t)
 	// The two stats calls themselves, and sysmon's sleeps, are all the
-	// system calls there may be.
-	if n := after.Syscalls - before.Syscalls; n > 100 {
+	// system calls there may be — unless the kernel turned the vDSO off
+	// because it could not verify that the CPUs' TSCs agree.
+	if after.TSCSynced == 0 {
+		t.Logf("the kernel could not verify the TSCs are synchronised (see its boot line): vDSO off, time through system calls")
+	} else if n := after.Syscalls - before.Syscalls; n > 100 {
 		t.Errorf("10000 time.Now calls made %d system calls: the vDSO is not used", n)
 	}
 	var ts unix.Timespec
