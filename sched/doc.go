@@ -9,7 +9,8 @@
 //
 // Every thread the Go runtime creates is a task, plus one idle task per
 // CPU. A task gives up its CPU only inside the kernel (Yield, Block,
-// Mutex.Lock, a contended Mutex.Unlock, Exit). Every CPU runs the same loop
+// Mutex.Lock, a contended Mutex.Unlock, Exit, and YieldSlice at the end of
+// a system call once it has run a Slice while others were ready). Every CPU runs the same loop
 // on one global lock-free FIFO of ready tasks (package queue) with hazard
 // pointers per processor: at most one task per CPU is inside a queue
 // operation, because nothing switches or takes an interrupt inside one.

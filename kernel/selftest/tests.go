@@ -438,8 +438,8 @@ func testTimersChannels(t *T) {
 	case <-time.After(2 * time.Second):
 		t.Errorf("time.After(5ms) lost to time.After(2s)")
 	}
+	start := time.Now() // before the ticker: its ticks count from its creation
 	tk := time.NewTicker(2 * time.Millisecond)
-	start := time.Now()
 	for i := 0; i < 5; i++ {
 		<-tk.C
 	}
