@@ -3,7 +3,7 @@ package kernel
 import (
 	"sync/atomic"
 
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 	"yolk/drivers/uart16550"
 	"yolk/sched"
 )
@@ -42,7 +42,7 @@ func conGrab() {
 		return
 	}
 	for end := nanotime() + 100e6; !conLock.TryLock(); {
-		if tsc.Hz() == 0 || nanotime() > end {
+		if clock.Hz() == 0 || nanotime() > end {
 			break
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 	"yolk/drivers/x86"
 	"yolk/sched"
 	"yolk/sync/twa"
@@ -62,9 +62,9 @@ func sysLockTest(kind, n int, work int, out uintptr) Errno {
 	}
 	me := sched.Current().TID
 	var r lockTestOut
-	start := tsc.Nanotime()
+	start := clock.Nanotime()
 	end := start - int64(n)*1000
-	for n > 0 && r.Done < int64(n) || n < 0 && tsc.Nanotime() < end {
+	for n > 0 && r.Done < int64(n) || n < 0 && clock.Nanotime() < end {
 		waited := false
 		switch kind {
 		case lockTWA:
@@ -77,7 +77,7 @@ func sysLockTest(kind, n int, work int, out uintptr) Errno {
 			m := &lockTest.mutex[kind-lockCES]
 			if waited = m.Lock(); waited {
 				r.Waited++
-				r.HandoffNS += tsc.Nanotime() - m.HandoffAt
+				r.HandoffNS += clock.Nanotime() - m.HandoffAt
 				if sched.This().ID+1 == int(m.HandoffCPU) {
 					r.SameCPU++
 				}
@@ -104,7 +104,7 @@ func sysLockTest(kind, n int, work int, out uintptr) Errno {
 		}
 		r.Done++
 	}
-	r.NS = tsc.Nanotime() - start
+	r.NS = clock.Nanotime() - start
 	r.Counter = atomic.LoadUint64(&lockTest.counter)
 	*at[lockTestOut](out) = r
 	return 0

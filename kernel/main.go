@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"yolk/boot"
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 	"yolk/sched"
 	"yolk/sync/twa"
 )
@@ -56,7 +56,7 @@ func kmain(info uintptr) {
 	setFS(c.KernelTLS())
 	syscallInit()
 	filesInit()
-	rngState = tsc.Base()
+	rngState = clock.Base()
 	smpStart(n, page)
 	tscCheck(n)
 	unmapLow()
@@ -72,7 +72,7 @@ func kmain(info uintptr) {
 	kprint(" MiB RAM free (")
 	kprintDec(bssReclaimed * pageSize >> 20)
 	kprint(" MiB of it untouched BSS, now demand-paged), TSC ")
-	kprintDec(int64(tsc.Hz() / 1e6))
+	kprintDec(int64(clock.Hz() / 1e6))
 	kprint(" MHz (")
 	kprint(tscSources[tscSource])
 	kprint("), LAPIC timer ")
@@ -134,7 +134,7 @@ func sysStats(p uintptr) Errno {
 	*at[kernelStats](p) = kernelStats{
 		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
 		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
-		TSCHz: int64(tsc.Hz()), LAPICHz: int64(lapicHz),
+		TSCHz: int64(clock.Hz()), LAPICHz: int64(lapicHz),
 		Syscalls:   int64(atomic.LoadUint64(&nsyscalls)),
 		CPUs:       int64(sched.NumCPU()),
 		Shootdowns: int64(atomic.LoadUint64(&shoot.count)), ShootdownIPIs: int64(atomic.LoadUint64(&shoot.ipis)),

@@ -3,11 +3,11 @@ package kernel
 import (
 	"math/bits"
 
+	"yolk/drivers/clock"
 	"yolk/drivers/kvmclock"
 	"yolk/drivers/lapic"
 	"yolk/drivers/pit"
 	"yolk/drivers/rtc"
-	"yolk/drivers/tsc"
 	"yolk/drivers/x86"
 	"yolk/sched"
 )
@@ -26,13 +26,13 @@ var (
 )
 
 // nanotime is monotonic nanoseconds since boot.
-func nanotime() int64 { return tsc.Nanotime() }
+func nanotime() int64 { return clock.Nanotime() }
 
 // walltime is Unix nanoseconds.
 func walltime() int64 { return wallBase + nanotime() }
 
 func timeInit() {
-	tsc.SetHz(calibrateTSC())
+	clock.SetHz(calibrateTSC())
 	wallBase = rtc.Unix() * 1e9
 
 	pit.MaskPIC(vecPICBase)
@@ -62,7 +62,7 @@ const (
 // 500 µs window is good to about 3e-4 at worst.
 func calibrateLAPIC(window uint64) uint64 {
 	var m [3]uint64
-	span := tsc.Hz() * window / 1e9
+	span := clock.Hz() * window / 1e9
 	for i := range m {
 		lapic.Count(0xFFFFFFFF)
 		c0, t0 := lapicRead()
@@ -70,7 +70,7 @@ func calibrateLAPIC(window uint64) uint64 {
 		}
 		c1, t1 := lapicRead()
 		lapic.Stop()
-		hi, lo := bits.Mul64(uint64(c0-c1), tsc.Hz())
+		hi, lo := bits.Mul64(uint64(c0-c1), clock.Hz())
 		if t1 <= t0 || hi >= t1-t0 {
 			continue // leaves 0, which the median discards unless two windows failed
 		}

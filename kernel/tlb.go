@@ -4,8 +4,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"yolk/drivers/clock"
 	"yolk/drivers/lapic"
-	"yolk/drivers/tsc"
 	"yolk/drivers/x86"
 	"yolk/sched"
 )
@@ -86,9 +86,9 @@ func shootdown(start, end uintptr) {
 		lapic.IPI(sched.CPUAt(bits.TrailingZeros64(m)).IRQ, vecShootdown)
 		atomic.AddUint64(&shoot.ipis, 1)
 	}
-	deadline := tsc.Nanotime() + 5e9
+	deadline := clock.Nanotime() + 5e9
 	for atomic.LoadUint64(&shoot.pending) != 0 {
-		if tsc.Nanotime() > deadline {
+		if clock.Nanotime() > deadline {
 			fatal("TLB shootdown: a CPU did not answer within 5 s")
 		}
 		x86.Pause()

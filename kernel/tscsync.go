@@ -3,8 +3,8 @@ package kernel
 import (
 	"sync/atomic"
 
+	"yolk/drivers/clock"
 	"yolk/drivers/lapic"
-	"yolk/drivers/tsc"
 	"yolk/drivers/x86"
 )
 
@@ -83,7 +83,7 @@ func tscAsk(i int, req uint32) {
 // tscOffset measures CPU i's TSC against this one's: the offset and its
 // uncertainty, in ticks.
 func tscOffset(i int) (off, unc int64) {
-	good := tsc.Hz() / 1e6 // 1 µs
+	good := clock.Hz() / 1e6 // 1 µs
 	best := uint64(1<<63 - 1)
 	end := nanotime() + tscBudget
 	for r := 0; r < tscMaxRounds && (r < tscMinRounds || best > good && nanotime() < end); r++ {
@@ -173,7 +173,7 @@ func ticksToNs(t int64) int64 {
 	if t < 0 {
 		return -ticksToNs(-t)
 	}
-	return int64(uint64(t) * 1e9 / tsc.Hz())
+	return int64(uint64(t) * 1e9 / clock.Hz())
 }
 
 func abs(v int64) int64 {

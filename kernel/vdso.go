@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"unsafe"
 
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 )
 
 // The vDSO: a one-page ELF shared object the kernel builds at boot and
@@ -48,7 +48,7 @@ func vdsoInit() uintptr {
 	if vdsoOff {
 		return 0
 	}
-	vdsoTSCBase, vdsoMult, vdsoWall = tsc.Base(), tsc.Mult(), wallBase
+	vdsoTSCBase, vdsoMult, vdsoWall = clock.Base(), clock.Mult(), wallBase
 	base := (uintptr(unsafe.Pointer(&vdsoPage[0])) + pageSize - 1) &^ (pageSize - 1)
 	b := bytesAt(base, pageSize)
 	le := binary.LittleEndian

@@ -1,9 +1,8 @@
 package sched
 
-import "yolk/drivers/tsc"
+import "yolk/drivers/clock"
 
 func swtchAll(from, to *Context, gp uintptr)
-func fxsave(addr uintptr)
 func benchEntryPC() uintptr
 
 // Benchmark state: the task measuring (A), its partner (B) and the variant.
@@ -32,22 +31,12 @@ func benchPartner() {
 func SwitchBench(partner *Task, n int, all bool) int64 {
 	a := Current()
 	benchA, benchB, benchAll = a.addr(), partner.addr(), all
-	top := partner.KStackHi
 	if all {
-		// Craft the frame swtchAll restores: FX area, flags, 12 registers,
-		// return PC.
-		sp := top - 8 - 12*8 - 8 - 528
-		*wordAt(top - 8) = benchEntryPC()
-		for i := uintptr(1); i <= 12; i++ {
-			*wordAt(top - 8 - i*8) = 0
-		}
-		*wordAt(top - 8 - 12*8 - 8) = 2 // RFLAGS: reserved bit only, IF off
-		fxsave((sp + 15) &^ 15)
-		partner.ctx = Context{SP: sp}
+		prepareAll(partner, benchEntryPC())
 	} else {
-		partner.Prepare(top, benchEntryPC())
+		partner.Prepare(partner.KStackHi, benchEntryPC())
 	}
-	start := tsc.Nanotime()
+	start := clock.Nanotime()
 	for i := 0; i < n; i++ {
 		if all {
 			swtchAll(&a.ctx, &partner.ctx, partner.G())
@@ -55,5 +44,5 @@ func SwitchBench(partner *Task, n int, all bool) int64 {
 			swtch(&a.ctx, &partner.ctx, partner.G())
 		}
 	}
-	return tsc.Nanotime() - start
+	return clock.Nanotime() - start
 }

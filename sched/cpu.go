@@ -25,7 +25,8 @@ type G struct {
 }
 
 // guardBytes is how far above the stack bottom the guards sit: Go's
-// StackGuard for linux/amd64, so nosplit chains have their usual room.
+// StackGuard for linux/amd64 and linux/arm64 alike, so nosplit chains have
+// their usual room.
 const guardBytes = 928
 
 // SetStack points g at the stack [lo, hi).
@@ -34,9 +35,10 @@ func (g *G) SetStack(lo, hi uintptr) {
 	g.Guard0, g.Guard1 = lo+guardBytes, lo+guardBytes
 }
 
-// CPU is one processor's kernel state; GS base points at it. The first
-// fields are used by the entry assembly (kernel/entry_amd64.s,
-// cpu_amd64.s) at literal offsets, each line annotated "// CPU.Field";
+// CPU is one processor's kernel state; the per-CPU base register points at
+// it (GS base on amd64, TPIDR_EL1 on arm64). The first fields are used by
+// the amd64 entry assembly (kernel/entry_amd64.s, cpu_amd64.s) at literal
+// offsets, each line annotated "// CPU.Field";
 // TestAsmOffsets checks every annotated number against unsafe.Offsetof.
 type CPU struct {
 	Self      uintptr // 0: address of this CPU

@@ -3,7 +3,7 @@ package sched
 import (
 	"unsafe"
 
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 )
 
 // Mutex is the kernel's blocking mutex for critical sections that may be
@@ -32,7 +32,7 @@ type Mutex struct {
 	Dispatch bool
 
 	// HandoffCPU is 1 + the CPU of the last contended Unlock, and HandoffAt
-	// its time (tsc.Nanotime), for tests and benchmarks of the exchange:
+	// its time (clock.Nanotime), for tests and benchmarks of the exchange:
 	// the new owner should find itself on that CPU, soon after.
 	HandoffCPU int32
 	HandoffAt  int64
@@ -111,7 +111,7 @@ func (m *Mutex) Unlock() {
 	// Waiters of a mutex have no deadline and no other waker.
 	next.setState(stReady)
 	m.HandoffCPU = int32(This().ID + 1)
-	m.HandoffAt = tsc.Nanotime()
+	m.HandoffAt = clock.Nanotime()
 	m.lock.Unlock()
 	if m.Dispatch {
 		makeReady(next)

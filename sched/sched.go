@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 	"yolk/sched/queue"
 )
 
@@ -90,7 +90,7 @@ func switchTo(next *Task, fin uint32) {
 		cur.setState(stLimbo)
 	}
 	atomic.AddUint64(&c.switches, 1)
-	c.ranSince = tsc.Nanotime()
+	c.ranSince = clock.Nanotime()
 	c.cur = next.addr()
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
@@ -251,7 +251,7 @@ const Slice = 10_000_000 // ns
 // queue once per Slice, not at every system call.
 func YieldSlice() {
 	c := This()
-	if now := tsc.Nanotime(); now-c.ranSince >= Slice {
+	if now := clock.Nanotime(); now-c.ranSince >= Slice {
 		c.ranSince = now
 		Yield()
 	}
@@ -320,7 +320,7 @@ func poll() *Task {
 	if IdlePoll == 0 || ncpu == 1 {
 		return nil
 	}
-	for end := tsc.Nanotime() + IdlePoll; tsc.Nanotime() < end; {
+	for end := clock.Nanotime() + IdlePoll; clock.Nanotime() < end; {
 		pause()
 		if next := dequeue(); next != nil {
 			return next

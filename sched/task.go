@@ -32,11 +32,6 @@ const (
 	finExit         // retire it
 )
 
-// Context is what the minimal switch saves.
-type Context struct {
-	SP, BP uintptr
-}
-
 // Task is a kernel thread of control.
 type Task struct {
 	item queue.Item // first: *Item converts back to *Task
@@ -144,14 +139,6 @@ func Alloc() *Task {
 func (t *Task) SetStack(lo, hi uintptr) {
 	t.KStackLo, t.KStackHi = lo, hi
 	t.g.SetStack(lo, hi)
-}
-
-// Prepare makes t's first switch "return" to pc with SP at sp (a trampoline
-// that calls FinishSwitch first). sp must leave room below it.
-func (t *Task) Prepare(sp, pc uintptr) {
-	sp -= 8
-	*wordAt(sp) = pc
-	t.ctx = Context{SP: sp}
 }
 
 // G returns the address of t's g, for the kernel's TLS setup.

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 )
 
 // WaitQueue is a list of blocked tasks (futex hash buckets, epoll
@@ -40,7 +40,7 @@ func Block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64)
 	if t.timedOut {
 		// The timer interrupt is armed early by its usual lateness and
 		// may have woken this task up to that much before the deadline.
-		for tsc.Nanotime() < deadline {
+		for clock.Nanotime() < deadline {
 			pause()
 		}
 	}

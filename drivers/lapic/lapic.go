@@ -15,7 +15,7 @@ import (
 
 	"github.com/usbarmory/tamago/amd64/lapic"
 
-	"yolk/drivers/tsc"
+	"yolk/drivers/clock"
 	"yolk/drivers/x86"
 )
 
@@ -108,7 +108,7 @@ func StartAP(apicID uint32, page uint8) {
 }
 
 func spin(ns int64) {
-	for end := tsc.Nanotime() + ns; tsc.Nanotime() < end; {
+	for end := clock.Nanotime() + ns; clock.Nanotime() < end; {
 		x86.Pause()
 	}
 }

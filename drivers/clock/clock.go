@@ -1,14 +1,12 @@
-// Package tsc is the kernel's monotonic clock: the time-stamp counter scaled
-// to nanoseconds. The kernel calibrates it once at boot (SetHz).
+// Package clock is the kernel's monotonic clock: the CPU's free-running
+// counter (the x86 time-stamp counter, the arm64 virtual counter
+// CNTVCT_EL0) scaled to nanoseconds. The kernel sets its frequency once at
+// boot (SetHz: calibrated on amd64, CNTFRQ_EL0 on arm64).
 //
 // Kernel-context: no allocation, no runtime calls.
-package tsc
+package clock
 
-import (
-	"math/bits"
-
-	"yolk/drivers/x86"
-)
+import "math/bits"
 
 var (
 	hz   uint64
@@ -20,10 +18,10 @@ var (
 func SetHz(f uint64) {
 	hz = f
 	mult = (1e9 << 32) / f
-	base = x86.Rdtsc()
+	base = Counter()
 }
 
-// Hz is the calibrated counter frequency.
+// Hz is the counter frequency.
 func Hz() uint64 { return hz }
 
 // Base is the counter value at which the clock read 0.
@@ -31,7 +29,7 @@ func Base() uint64 { return base }
 
 // Nanotime is nanoseconds since SetHz.
 func Nanotime() int64 {
-	h, l := bits.Mul64(x86.Rdtsc()-base, mult)
+	h, l := bits.Mul64(Counter()-base, mult)
 	return int64(h<<32 | l>>32)
 }
 
