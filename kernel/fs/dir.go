@@ -263,6 +263,9 @@ func (f *FS[E]) Getdents(h int, b []byte) (int, Errno) {
 				ino = f.inodes[ino].next
 			}
 			if ino < 0 {
+				// At the end: entries made from now on are not
+				// listed until a rewind, as tmpfs since Linux 6.12.
+				fl.off = dirEOF
 				return n, 0
 			}
 			name, next = f.inodes[ino].nameBytes(), f.inodes[ino].seq+1
@@ -284,6 +287,9 @@ func (f *FS[E]) Getdents(h int, b []byte) (int, Errno) {
 		fl.off = next
 	}
 }
+
+// dirEOF is a directory's offset once its listing has reached the end.
+const dirEOF = 1<<63 - 1
 
 func dtype(m uint32) byte {
 	switch m & unix.S_IFMT {

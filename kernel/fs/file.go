@@ -35,6 +35,9 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 		return -1, unix.EINVAL
 	}
 	creat := flags&unix.O_CREAT != 0
+	if creat && flags&unix.O_DIRECTORY != 0 {
+		return -1, unix.EINVAL // as Linux since 6.4
+	}
 	h, e := f.newFile(kindInode, flags&keptFlags, -1)
 	if e != 0 {
 		return -1, e
@@ -44,6 +47,9 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 		wm = slashFollow
 	}
 	var r walkResult
+	if creat {
+		wm |= slashOK // a trailing slash is EISDIR below
+	}
 	if e := f.walk(dir, path, wm, &r); e != 0 {
 		f.files[h].refs = 0
 		return -1, e
@@ -51,8 +57,10 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 	ino := r.ino
 	if creat {
 		switch {
+		case r.slash:
+			e = unix.EISDIR
 		case ino < 0:
-			if r.slash || r.kind != lastNorm {
+			if r.kind != lastNorm {
 				e = unix.EISDIR
 			} else if f.inodes[r.dir].ro {
 				e = unix.EROFS
@@ -70,11 +78,11 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 	if e == 0 {
 		ip := &f.inodes[ino]
 		switch {
-		case isLink(ip.mode):
-			e = unix.ELOOP
 		case flags&unix.O_DIRECTORY != 0 && !isDir(ip.mode):
 			e = unix.ENOTDIR
-		case isDir(ip.mode) && acc != unix.O_RDONLY:
+		case isLink(ip.mode):
+			e = unix.ELOOP
+		case isDir(ip.mode) && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
 			e = unix.EISDIR
 		case ip.ro && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
 			e = unix.EROFS
@@ -171,15 +179,15 @@ func (f *FS[E]) Read(h int, b []byte) (int, Errno) {
 func (f *FS[E]) Pread(h int, b []byte, off int64) (int, Errno) {
 	f.env.Lock()
 	defer f.env.Unlock()
+	if off < 0 {
+		return 0, unix.EINVAL // before anything else, as Linux
+	}
 	fl := f.file(h)
 	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
 		return 0, unix.EBADF
 	}
 	if fl.kind != kindInode {
 		return 0, unix.ESPIPE
-	}
-	if off < 0 {
-		return 0, unix.EINVAL
 	}
 	return f.pread(fl, b, off)
 }
@@ -223,15 +231,15 @@ func (f *FS[E]) Write(h int, b []byte) (int, Errno) {
 func (f *FS[E]) Pwrite(h int, b []byte, off int64) (int, Errno) {
 	f.env.Lock()
 	defer f.env.Unlock()
+	if off < 0 {
+		return 0, unix.EINVAL // before anything else, as Linux
+	}
 	fl := f.file(h)
 	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
 		return 0, unix.EBADF
 	}
 	if fl.kind != kindInode {
 		return 0, unix.ESPIPE
-	}
-	if off < 0 {
-		return 0, unix.EINVAL
 	}
 	if fl.flags&unix.O_APPEND != 0 {
 		off = f.inodes[fl.obj].size
@@ -265,13 +273,21 @@ func (f *FS[E]) Seek(h int, off int64, whence int) (int64, Errno) {
 			pos = ip.size + off
 			break
 		}
-		if off < 0 {
-			return 0, unix.EINVAL
-		}
-		if off >= ip.size {
+		if off < 0 || off >= ip.size {
 			return 0, unix.ENXIO
 		}
-		if whence == unix.SEEK_HOLE {
+		// Page granularity, as tmpfs: data is a page that exists.
+		pos = -1
+		for i := off / PageSize; i*PageSize < ip.size; i++ {
+			if a, _ := f.block(ip, i, false); (a != 0) == (whence == unix.SEEK_DATA) {
+				pos = max(off, i*PageSize)
+				break
+			}
+		}
+		if pos < 0 {
+			if whence == unix.SEEK_DATA {
+				return 0, unix.ENXIO
+			}
 			pos = ip.size
 		}
 	default:
@@ -305,6 +321,9 @@ func (f *FS[E]) Ftruncate(h int, size int64) Errno {
 func (f *FS[E]) Truncate(dir int, path []byte, size int64) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
+	if size < 0 {
+		return unix.EINVAL
+	}
 	var r walkResult
 	if e := f.walk(dir, path, follow, &r); e != 0 {
 		return e
@@ -317,8 +336,6 @@ func (f *FS[E]) Truncate(dir int, path []byte, size int64) Errno {
 	case isDir(ip.mode):
 		return unix.EISDIR
 	case !isReg(ip.mode):
-		return unix.EINVAL
-	case size < 0:
 		return unix.EINVAL
 	case ip.ro:
 		return unix.EROFS

@@ -215,6 +215,9 @@ func (f *FS[E]) newInode(dir int32, name []byte, mode uint32) (int32, Errno) {
 		*ip = inode{mode: mode, nlink: 1, prev: -1, next: -1, head: -1, tail: -1, nextSeq: 2,
 			atime: now, mtime: now, ctime: now}
 		if isDir(mode) {
+			if f.inodes[dir].mode&unix.S_ISGID != 0 {
+				ip.mode |= unix.S_ISGID // inherited, as Linux
+			}
 			ip.nlink = 2
 			f.inodes[dir].nlink++
 		}

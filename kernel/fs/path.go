@@ -21,6 +21,8 @@ const (
 	noFollow    = iota // never followed (unlink, rmdir, rename, mkdir, symlink)
 	follow             // always followed (open, stat, chdir, truncate)
 	slashFollow        // followed only with a trailing slash (lstat, O_NOFOLLOW)
+
+	slashOK = 8 // with one of those: a trailing slash after a last component is the caller's to refuse
 )
 
 type walkResult struct {
@@ -75,6 +77,8 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 	if len(path) >= PathMax {
 		return unix.ENAMETOOLONG
 	}
+	noSlashCheck := mode&slashOK != 0
+	mode &^= slashOK
 	cur, e := f.start(dir, path)
 	if e != 0 {
 		return e
@@ -151,6 +155,9 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 		if last {
 			r.slash = r.slash || slash
 			r.dir, r.name, r.kind, r.ino = cur, comp, kind, next
+			if noSlashCheck && r.slash && kind == lastNorm {
+				return 0 // open(O_CREAT) fails with EISDIR without looking further
+			}
 			if next < 0 {
 				if d.nlink == 0 {
 					return unix.ENOENT // a removed directory
@@ -169,7 +176,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 				}
 				continue
 			}
-			if r.slash && mode != noFollow && !isDir(f.inodes[next].mode) {
+			if r.slash && mode != noFollow && !noSlashCheck && !isDir(f.inodes[next].mode) {
 				return unix.ENOTDIR
 			}
 			return 0
