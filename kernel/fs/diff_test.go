@@ -105,11 +105,13 @@ func (h hostOps) truncate(p string, n int64) Errno {
 	// No truncateat: go through /proc/self/fd.
 	return errno(unix.Truncate(fmt.Sprintf("/proc/self/fd/%d/%s", h.dir, p), n))
 }
-func (h hostOps) mkdir(p string, m uint32) Errno   { return errno(unix.Mkdirat(h.dir, p, m)) }
-func (h hostOps) unlink(p string, fl int) Errno    { return errno(unix.Unlinkat(h.dir, p, fl)) }
-func (h hostOps) symlink(target, p string) Errno   { return errno(unix.Symlinkat(target, h.dir, p)) }
-func (h hostOps) chmod(p string, m uint32) Errno   { return errno(unix.Fchmodat(h.dir, p, m, 0)) }
-func (h hostOps) rename(a, b string, fl int) Errno { return errno(unix.Renameat2(h.dir, a, h.dir, b, uint(fl))) }
+func (h hostOps) mkdir(p string, m uint32) Errno { return errno(unix.Mkdirat(h.dir, p, m)) }
+func (h hostOps) unlink(p string, fl int) Errno  { return errno(unix.Unlinkat(h.dir, p, fl)) }
+func (h hostOps) symlink(target, p string) Errno { return errno(unix.Symlinkat(target, h.dir, p)) }
+func (h hostOps) chmod(p string, m uint32) Errno { return errno(unix.Fchmodat(h.dir, p, m, 0)) }
+func (h hostOps) rename(a, b string, fl int) Errno {
+	return errno(unix.Renameat2(h.dir, a, h.dir, b, uint(fl)))
+}
 func (h hostOps) readlink(p string, n int) (string, Errno) {
 	b := make([]byte, n)
 	n, err := unix.Readlinkat(h.dir, p, b)
@@ -161,7 +163,7 @@ func (o fsOps) pread(fd, n int, off int64) (string, Errno) {
 	return string(buf[:n]), e
 }
 func (o fsOps) pwrite(fd int, s string, off int64) (int, Errno) { return o.f.Pwrite(fd, b(s), off) }
-func (o fsOps) seek(fd int, off int64, wh int) (int64, Errno)  { return o.f.Seek(fd, off, wh) }
+func (o fsOps) seek(fd int, off int64, wh int) (int64, Errno)   { return o.f.Seek(fd, off, wh) }
 func (o fsOps) ftruncate(fd int, n int64) Errno                 { return o.f.Ftruncate(fd, n) }
 func (o fsOps) truncate(p string, n int64) Errno                { return o.f.Truncate(o.dir, b(p), n) }
 func (o fsOps) mkdir(p string, m uint32) Errno                  { return o.f.Mkdir(o.dir, b(p), m) }
