@@ -13,8 +13,8 @@ import (
 func (f *FS[E]) Mkdir(dir int, path []byte, mode uint32) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	var r walkResult
-	if e := f.walk(dir, path, noFollow, &r); e != 0 {
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
 		return e
 	}
 	if r.kind != lastNorm || r.ino >= 0 {
@@ -23,7 +23,7 @@ func (f *FS[E]) Mkdir(dir int, path []byte, mode uint32) Errno {
 	if f.inodes[r.dir].ro {
 		return unix.EROFS
 	}
-	_, e := f.newInode(r.dir, r.name, unix.S_IFDIR|mode&^f.umask&0o7777)
+	_, e = f.newInode(r.dir, r.name, unix.S_IFDIR|mode&^f.umask&0o7777)
 	return e
 }
 
@@ -37,8 +37,8 @@ func (f *FS[E]) Symlink(target []byte, dir int, path []byte) Errno {
 	if len(target) >= PathMax {
 		return unix.ENAMETOOLONG
 	}
-	var r walkResult
-	if e := f.walk(dir, path, noFollow, &r); e != 0 {
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
 		return e
 	}
 	if r.kind != lastNorm || r.ino >= 0 {
@@ -73,8 +73,8 @@ func (f *FS[E]) Readlink(dir int, path []byte, b []byte) (int, Errno) {
 	if len(b) == 0 {
 		return 0, unix.EINVAL
 	}
-	var r walkResult
-	if e := f.walk(dir, path, slashFollow, &r); e != 0 {
+	r, e := f.walk(dir, path, slashFollow)
+	if e != 0 {
 		return 0, e
 	}
 	if r.ino < 0 {
@@ -94,8 +94,8 @@ func (f *FS[E]) Unlink(dir int, path []byte, flags int) Errno {
 	if flags&^unix.AT_REMOVEDIR != 0 {
 		return unix.EINVAL
 	}
-	var r walkResult
-	if e := f.walk(dir, path, noFollow, &r); e != 0 {
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
 		return e
 	}
 	rmdir := flags&unix.AT_REMOVEDIR != 0
@@ -140,16 +140,23 @@ func (f *FS[E]) Unlink(dir int, path []byte, flags int) Errno {
 // Rename moves oldpath to newpath, replacing what newpath names (flags:
 // RENAME_NOREPLACE).
 func (f *FS[E]) Rename(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	// No defer: with this many returns it would not be open-coded.
 	f.env.Lock()
-	defer f.env.Unlock()
+	e := f.rename(odir, oldpath, ndir, newpath, flags)
+	f.env.Unlock()
+	return e
+}
+
+func (f *FS[E]) rename(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
 	if flags&^unix.RENAME_NOREPLACE != 0 {
 		return unix.EINVAL
 	}
-	var o, n walkResult
-	if e := f.walk(odir, oldpath, noFollow, &o); e != 0 {
+	o, e := f.walk(odir, oldpath, noFollow)
+	if e != 0 {
 		return e
 	}
-	if e := f.walk(ndir, newpath, noFollow, &n); e != 0 {
+	n, e := f.walk(ndir, newpath, noFollow)
+	if e != 0 {
 		return e
 	}
 	if o.kind != lastNorm {
@@ -344,8 +351,8 @@ func (f *FS[E]) Getcwd(b []byte) (int, Errno) {
 func (f *FS[E]) Chdir(dir int, path []byte) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	var r walkResult
-	if e := f.walk(dir, path, follow, &r); e != 0 {
+	r, e := f.walk(dir, path, follow)
+	if e != 0 {
 		return e
 	}
 	if r.ino < 0 {
@@ -392,8 +399,8 @@ func (f *FS[E]) Chmod(dir int, path []byte, mode uint32, flags int) Errno {
 	if flags != 0 {
 		wm = slashFollow
 	}
-	var r walkResult
-	if e := f.walk(dir, path, wm, &r); e != 0 {
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
 		return e
 	}
 	if r.ino < 0 {
@@ -439,8 +446,8 @@ func (f *FS[E]) Utimes(dir int, path []byte, atime, mtime int64, flags int) Errn
 	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
 		wm = slashFollow
 	}
-	var r walkResult
-	if e := f.walk(dir, path, wm, &r); e != 0 {
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
 		return e
 	}
 	if r.ino < 0 {
@@ -479,8 +486,8 @@ const (
 func (f *FS[E]) SetReadOnly(dir int, path []byte) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	var r walkResult
-	if e := f.walk(dir, path, noFollow, &r); e != 0 {
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
 		return e
 	}
 	if r.ino < 0 {

@@ -46,11 +46,11 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 	if flags&unix.O_NOFOLLOW != 0 || creat && flags&unix.O_EXCL != 0 {
 		wm = slashFollow
 	}
-	var r walkResult
 	if creat {
 		wm |= slashOK // a trailing slash is EISDIR below
 	}
-	if e := f.walk(dir, path, wm, &r); e != 0 {
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
 		f.files[h].refs = 0
 		return -1, e
 	}
@@ -324,8 +324,8 @@ func (f *FS[E]) Truncate(dir int, path []byte, size int64) Errno {
 	if size < 0 {
 		return unix.EINVAL
 	}
-	var r walkResult
-	if e := f.walk(dir, path, follow, &r); e != 0 {
+	r, e := f.walk(dir, path, follow)
+	if e != 0 {
 		return e
 	}
 	if r.ino < 0 {
@@ -389,8 +389,8 @@ func (f *FS[E]) Stat(dir int, path []byte, flags int, st *unix.Stat_t) Errno {
 	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
 		wm = slashFollow
 	}
-	var r walkResult
-	if e := f.walk(dir, path, wm, &r); e != 0 {
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
 		return e
 	}
 	if r.ino < 0 {

@@ -70,25 +70,28 @@ func (f *FS[E]) linkTarget(ip *inode) []byte {
 }
 
 // walk resolves path from dir (a handle or AtCWD).
-func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
+//
+// The result is returned by value: storing its slice through a pointer
+// would need a write barrier.
+func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 	if len(path) == 0 {
-		return unix.ENOENT
+		return r, unix.ENOENT
 	}
 	if len(path) >= PathMax {
-		return unix.ENAMETOOLONG
+		return r, unix.ENAMETOOLONG
 	}
 	noSlashCheck := mode&slashOK != 0
 	mode &^= slashOK
 	cur, e := f.start(dir, path)
 	if e != 0 {
-		return e
+		return r, e
 	}
 	// The path still to resolve: pieces, the top one first (a link's
 	// target is pushed over the rest of the path that named it).
 	var stack [MaxSymlinks + 1][]byte
 	stack[0] = path
 	n, links := 1, 0
-	*r = walkResult{dir: cur, ino: cur, kind: lastRoot}
+	r = walkResult{dir: cur, ino: cur, kind: lastRoot}
 	for {
 		var comp []byte
 		for n > 0 {
@@ -115,7 +118,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 			if cur != f.root {
 				r.kind = lastDot
 			}
-			return 0
+			return r, 0
 		}
 		last, slash := true, false
 		for k := 0; k < n; k++ {
@@ -130,11 +133,11 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 			}
 		}
 		if len(comp) > NameMax {
-			return unix.ENAMETOOLONG
+			return r, unix.ENAMETOOLONG
 		}
 		d := &f.inodes[cur]
 		if !isDir(d.mode) {
-			return unix.ENOTDIR
+			return r, unix.ENOTDIR
 		}
 		next, kind := int32(-1), lastNorm
 		switch string(comp) {
@@ -147,7 +150,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 				next = cur
 			}
 			if next < 0 {
-				return unix.ENOENT // a removed directory
+				return r, unix.ENOENT // a removed directory
 			}
 		default:
 			next = f.lookup(cur, comp)
@@ -156,17 +159,17 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 			r.slash = r.slash || slash
 			r.dir, r.name, r.kind, r.ino = cur, comp, kind, next
 			if noSlashCheck && r.slash && kind == lastNorm {
-				return 0 // open(O_CREAT) fails with EISDIR without looking further
+				return r, 0 // open(O_CREAT) fails with EISDIR without looking further
 			}
 			if next < 0 {
 				if d.nlink == 0 {
-					return unix.ENOENT // a removed directory
+					return r, unix.ENOENT // a removed directory
 				}
-				return 0
+				return r, 0
 			}
 			if isLink(f.inodes[next].mode) && (mode == follow || mode == slashFollow && r.slash) {
 				if links++; links > MaxSymlinks || n == len(stack) {
-					return unix.ELOOP
+					return r, unix.ELOOP
 				}
 				t := f.linkTarget(&f.inodes[next])
 				stack[n] = t
@@ -177,16 +180,16 @@ func (f *FS[E]) walk(dir int, path []byte, mode int, r *walkResult) Errno {
 				continue
 			}
 			if r.slash && mode != noFollow && !noSlashCheck && !isDir(f.inodes[next].mode) {
-				return unix.ENOTDIR
+				return r, unix.ENOTDIR
 			}
-			return 0
+			return r, 0
 		}
 		if next < 0 {
-			return unix.ENOENT
+			return r, unix.ENOENT
 		}
 		if isLink(f.inodes[next].mode) {
 			if links++; links > MaxSymlinks || n == len(stack) {
-				return unix.ELOOP
+				return r, unix.ELOOP
 			}
 			t := f.linkTarget(&f.inodes[next])
 			stack[n] = t
