@@ -10,13 +10,15 @@ import (
 )
 
 // File descriptors: 0, 1, 2 are the serial console; the rest are the epoll
-// instances and eventfds the runtime's netpoller uses for timer wake-ups.
+// instances and eventfds the runtime's netpoller uses for timer wake-ups,
+// and files, directories and pipes of the in-memory file system (vfs.go).
 
 const (
 	fileFree = iota
 	fileConsole
 	fileEpoll
 	fileEventfd
+	fileFS
 )
 
 type watch struct {
@@ -33,17 +35,19 @@ type file struct {
 	wq    sched.WaitQueue
 	watch [8]watch
 	nw    int
+	h     int32 // fileFS: the fs handle
 }
 
 var (
 	fileLock sched.TWALock
-	files    [64]file
+	files    [256]file
 )
 
 func filesInit() {
 	for i := 0; i < 3; i++ {
 		files[i].kind = fileConsole
 	}
+	vfsInit()
 }
 
 func getFile(fd int, kind uint32) *file {
@@ -71,13 +75,31 @@ func sysClose(fd int) Errno {
 	if fd < 3 || fd >= len(files) || files[fd].kind == fileFree {
 		return EBADF
 	}
+	if files[fd].kind == fileFS {
+		vfs.Close(int(files[fd].h))
+	}
 	files[fd].kind = fileFree
 	return 0
 }
 
-func sysFcntl(fd, cmd int) (uintptr, Errno) {
+func sysFcntl(fd, cmd, arg int) (uintptr, Errno) {
 	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return 0, EBADF
+	}
+	if cmd == unix.F_DUPFD || cmd == unix.F_DUPFD_CLOEXEC {
+		if arg < 0 || arg >= len(files) {
+			return 0, EINVAL
+		}
+		return sysDup3(fd, -1, arg)
+	}
+	if h := fsHandle(fd); h >= 0 {
+		switch cmd {
+		case unix.F_GETFL:
+			fl, e := vfs.Flags(h)
+			return uintptr(fl), Errno(e)
+		case unix.F_SETFL:
+			return 0, Errno(vfs.SetFlags(h, arg))
+		}
 	}
 	switch cmd {
 	case unix.F_GETFL:
@@ -92,8 +114,15 @@ func sysFcntl(fd, cmd int) (uintptr, Errno) {
 }
 
 func sysRead(fd int, p, n uintptr) (uintptr, Errno) {
-	if fd >= 0 && fd < 3 {
+	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
 		return 0, 0 // the console has no input: end of file
+	}
+	if h := fsHandle(fd); h >= 0 {
+		b, e := userBuf(p, n)
+		if e != 0 {
+			return 0, e
+		}
+		return fsRead(h, b)
 	}
 	f := getFile(fd, fileEventfd)
 	if f == nil {
@@ -121,6 +150,13 @@ func sysWrite(fd int, p, n uintptr) (uintptr, Errno) {
 		consoleWrite(bytesAt(p, int(n)))
 		return n, 0
 	}
+	if h := fsHandle(fd); h >= 0 {
+		b, e := userBuf(p, n)
+		if e != 0 {
+			return 0, e
+		}
+		return fsWrite(h, b)
+	}
 	f := getFile(fd, fileEventfd)
 	if f == nil {
 		return 0, EBADF
@@ -140,6 +176,12 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
 	ep := getFile(epfd, fileEpoll)
 	if ep == nil || fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return EBADF
+	}
+	if files[fd].kind == fileFS {
+		// As Linux for regular files; pipes too, which then do blocking
+		// I/O (the runtime falls back to it) instead of waiting on
+		// readiness events this epoll does not produce.
+		return EPERM
 	}
 	fileLock.Lock()
 	defer fileLock.Unlock()

@@ -117,7 +117,7 @@ func syscall(r *Regs) {
 	case unix.SYS_UNAME:
 		err = sysUname(a0)
 	case unix.SYS_FCNTL:
-		ret, err = sysFcntl(int(a0), int(a1))
+		ret, err = sysFcntl(int(a0), int(a1), int(a2))
 	case unix.SYS_ARCH_PRCTL:
 		err = sysArchPrctl(t, a0, a1)
 	case unix.SYS_GETTIMEOFDAY:
@@ -138,8 +138,88 @@ func syscall(r *Regs) {
 		ret, err = sysEpollWait(int(a0), a1, int(a2), int(int32(a3)))
 	case unix.SYS_EVENTFD2, unix.SYS_EVENTFD:
 		ret, err = newFile(fileEventfd, uint64(a0))
-	case unix.SYS_OPENAT, unix.SYS_OPEN:
-		err = ENOENT
+	case unix.SYS_OPENAT:
+		ret, err = sysOpenat(int(int32(a0)), a1, int(a2), uint32(a3))
+	case unix.SYS_OPEN:
+		ret, err = sysOpenat(unix.AT_FDCWD, a0, int(a1), uint32(a2))
+	case unix.SYS_PIPE2, unix.SYS_PIPE:
+		if nr == unix.SYS_PIPE {
+			a1 = 0
+		}
+		err = sysPipe2(a0, int(a1))
+	case unix.SYS_PREAD64, unix.SYS_PWRITE64:
+		ret, err = sysPread(int(a0), a1, a2, int64(a3), nr == unix.SYS_PWRITE64)
+	case unix.SYS_LSEEK:
+		ret, err = sysLseek(int(a0), int64(a1), int(a2))
+	case unix.SYS_FSTAT:
+		err = sysFstat(int(a0), a1)
+	case unix.SYS_NEWFSTATAT:
+		err = sysNewfstatat(int(int32(a0)), a1, a2, int(a3))
+	case unix.SYS_STAT, unix.SYS_LSTAT:
+		if nr == unix.SYS_LSTAT {
+			a3 = unix.AT_SYMLINK_NOFOLLOW
+		} else {
+			a3 = 0
+		}
+		err = sysNewfstatat(unix.AT_FDCWD, a0, a1, int(a3))
+	case unix.SYS_GETDENTS64:
+		ret, err = sysGetdents64(int(a0), a1, a2)
+	case unix.SYS_MKDIRAT:
+		err = sysMkdirat(int(int32(a0)), a1, uint32(a2))
+	case unix.SYS_MKDIR:
+		err = sysMkdirat(unix.AT_FDCWD, a0, uint32(a1))
+	case unix.SYS_UNLINKAT:
+		err = sysUnlinkat(int(int32(a0)), a1, int(a2))
+	case unix.SYS_UNLINK, unix.SYS_RMDIR:
+		if nr == unix.SYS_RMDIR {
+			a1 = unix.AT_REMOVEDIR
+		} else {
+			a1 = 0
+		}
+		err = sysUnlinkat(unix.AT_FDCWD, a0, int(a1))
+	case unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2:
+		if nr == unix.SYS_RENAMEAT {
+			a4 = 0
+		}
+		err = sysRenameat2(int(int32(a0)), a1, int(int32(a2)), a3, int(a4))
+	case unix.SYS_RENAME:
+		err = sysRenameat2(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
+	case unix.SYS_SYMLINKAT:
+		err = sysSymlinkat(a0, int(int32(a1)), a2)
+	case unix.SYS_SYMLINK:
+		err = sysSymlinkat(a0, unix.AT_FDCWD, a1)
+	case unix.SYS_READLINKAT:
+		ret, err = sysReadlinkat(int(int32(a0)), a1, a2, a3)
+	case unix.SYS_READLINK:
+		ret, err = sysReadlinkat(unix.AT_FDCWD, a0, a1, a2)
+	case unix.SYS_FTRUNCATE:
+		err = sysFtruncate(int(a0), int64(a1))
+	case unix.SYS_TRUNCATE:
+		err = sysTruncate(a0, int64(a1))
+	case unix.SYS_GETCWD:
+		ret, err = sysGetcwd(a0, a1)
+	case unix.SYS_CHDIR:
+		err = sysChdir(a0)
+	case unix.SYS_FCHDIR:
+		err = sysFchdir(int(a0))
+	case unix.SYS_FCHMOD:
+		err = sysFchmod(int(a0), uint32(a1))
+	case unix.SYS_FCHMODAT:
+		err = sysFchmodat(int(int32(a0)), a1, uint32(a2), 0)
+	case unix.SYS_UMASK:
+		ret = uintptr(vfs.Umask(uint32(a0)))
+	case unix.SYS_DUP:
+		ret, err = sysDup3(int(a0), -1, 0)
+	case unix.SYS_DUP2, unix.SYS_DUP3:
+		if nr == unix.SYS_DUP3 && (a0 == a1 || a2&^unix.O_CLOEXEC != 0) {
+			err = EINVAL
+			break
+		}
+		if int(a1) < 0 {
+			err = EBADF
+			break
+		}
+		ret, err = sysDup3(int(a0), int(a1), 0)
 	case unix.SYS_PRCTL:
 		err = EINVAL
 	case unix.SYS_PRLIMIT64:

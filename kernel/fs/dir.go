@@ -1,0 +1,513 @@
+package fs
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+// The tree: mkdir, unlink/rmdir, rename, symlink/readlink, getdents64,
+// the working directory, modes and times, the read-only layer.
+
+// Mkdir makes directory path (mode before the umask).
+func (f *FS[E]) Mkdir(dir int, path []byte, mode uint32) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
+		return e
+	}
+	if r.kind != lastNorm || r.ino >= 0 {
+		return unix.EEXIST
+	}
+	if f.inodes[r.dir].ro {
+		return unix.EROFS
+	}
+	_, e = f.newInode(r.dir, r.name, unix.S_IFDIR|mode&^f.umask&0o7777)
+	return e
+}
+
+// Symlink makes path a symbolic link to target.
+func (f *FS[E]) Symlink(target []byte, dir int, path []byte) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if len(target) == 0 {
+		return unix.ENOENT
+	}
+	if len(target) >= PathMax {
+		return unix.ENAMETOOLONG
+	}
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
+		return e
+	}
+	if r.kind != lastNorm || r.ino >= 0 {
+		return unix.EEXIST
+	}
+	if r.slash {
+		return unix.ENOENT
+	}
+	if f.inodes[r.dir].ro {
+		return unix.EROFS
+	}
+	a, e := f.allocPage()
+	if e != 0 {
+		return e
+	}
+	ino, e := f.newInode(r.dir, r.name, unix.S_IFLNK|0o777)
+	if e != 0 {
+		f.freePage(a)
+		return e
+	}
+	ip := &f.inodes[ino]
+	ip.direct[0], ip.pages = a, 1
+	ip.size = int64(copy(mem(a, PageSize), target))
+	return 0
+}
+
+// Readlink copies the target of symbolic link path into b, truncated to
+// fit, and returns its length.
+func (f *FS[E]) Readlink(dir int, path []byte, b []byte) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if len(b) == 0 {
+		return 0, unix.EINVAL
+	}
+	r, e := f.walk(dir, path, slashFollow)
+	if e != 0 {
+		return 0, e
+	}
+	if r.ino < 0 {
+		return 0, unix.ENOENT
+	}
+	ip := &f.inodes[r.ino]
+	if !isLink(ip.mode) {
+		return 0, unix.EINVAL
+	}
+	return copy(b, f.linkTarget(ip)), 0
+}
+
+// Unlink removes path; with flags AT_REMOVEDIR an empty directory (rmdir).
+func (f *FS[E]) Unlink(dir int, path []byte, flags int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if flags&^unix.AT_REMOVEDIR != 0 {
+		return unix.EINVAL
+	}
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
+		return e
+	}
+	rmdir := flags&unix.AT_REMOVEDIR != 0
+	if rmdir {
+		switch r.kind {
+		case lastDot:
+			return unix.EINVAL
+		case lastDotDot:
+			return unix.ENOTEMPTY
+		case lastRoot:
+			return unix.EBUSY
+		}
+	} else if r.kind != lastNorm {
+		return unix.EISDIR
+	}
+	if f.inodes[r.dir].ro {
+		return unix.EROFS
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	ip := &f.inodes[r.ino]
+	if rmdir {
+		if !isDir(ip.mode) {
+			return unix.ENOTDIR
+		}
+		if ip.head >= 0 {
+			return unix.ENOTEMPTY
+		}
+	} else {
+		if isDir(ip.mode) {
+			return unix.EISDIR
+		}
+		if r.slash {
+			return unix.ENOTDIR
+		}
+	}
+	f.remove(r.ino)
+	return 0
+}
+
+// Rename moves oldpath to newpath, replacing what newpath names (flags:
+// RENAME_NOREPLACE).
+func (f *FS[E]) Rename(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	// No defer: with this many returns it would not be open-coded.
+	f.env.Lock()
+	e := f.rename(odir, oldpath, ndir, newpath, flags)
+	f.env.Unlock()
+	return e
+}
+
+func (f *FS[E]) rename(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	if flags&^unix.RENAME_NOREPLACE != 0 {
+		return unix.EINVAL
+	}
+	o, e := f.walk(odir, oldpath, noFollow)
+	if e != 0 {
+		return e
+	}
+	n, e := f.walk(ndir, newpath, noFollow)
+	if e != 0 {
+		return e
+	}
+	if o.kind != lastNorm {
+		return unix.EBUSY
+	}
+	if n.kind != lastNorm {
+		if flags != 0 {
+			return unix.EEXIST
+		}
+		return unix.EBUSY
+	}
+	if f.inodes[o.dir].ro || f.inodes[n.dir].ro {
+		return unix.EROFS
+	}
+	if o.ino < 0 {
+		return unix.ENOENT
+	}
+	if n.ino >= 0 && flags&unix.RENAME_NOREPLACE != 0 {
+		return unix.EEXIST
+	}
+	if n.ino < 0 && f.inodes[n.dir].nlink == 0 {
+		return unix.ENOENT
+	}
+	oi := &f.inodes[o.ino]
+	if !isDir(oi.mode) && (o.slash || n.slash) {
+		return unix.ENOTDIR
+	}
+	if isDir(oi.mode) {
+		// No directory into itself or below.
+		for d := n.dir; ; d = f.inodes[d].parent {
+			if d == o.ino {
+				return unix.EINVAL
+			}
+			if d == f.root || d < 0 {
+				break
+			}
+		}
+	}
+	if n.ino >= 0 {
+		// ... nor over an ancestor of the source.
+		for d := o.dir; ; d = f.inodes[d].parent {
+			if d == n.ino {
+				return unix.ENOTEMPTY
+			}
+			if d == f.root || d < 0 {
+				break
+			}
+		}
+	}
+	if n.ino == o.ino {
+		return 0
+	}
+	if n.ino >= 0 {
+		ni := &f.inodes[n.ino]
+		switch {
+		case isDir(oi.mode) && !isDir(ni.mode):
+			return unix.ENOTDIR
+		case !isDir(oi.mode) && isDir(ni.mode):
+			return unix.EISDIR
+		case isDir(ni.mode) && ni.head >= 0:
+			return unix.ENOTEMPTY
+		}
+		f.remove(n.ino)
+	}
+	f.unlinkEntry(o.ino)
+	if isDir(oi.mode) && o.dir != n.dir {
+		f.inodes[o.dir].nlink--
+		f.inodes[n.dir].nlink++
+	}
+	f.link(n.dir, o.ino, n.name)
+	oi.ctime = f.env.Now()
+	return 0
+}
+
+// Getdents fills b with linux_dirent64 records of directory h from its
+// offset on: ".", "..", then the entries in creation order. The offset
+// is a position (d_off) that survives entries added or removed between
+// calls. It returns the bytes filled, 0 at the end, EINVAL if b cannot
+// hold the next record.
+func (f *FS[E]) Getdents(h int, b []byte) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return 0, unix.EBADF
+	}
+	if fl.kind != kindInode || !isDir(f.inodes[fl.obj].mode) {
+		return 0, unix.ENOTDIR
+	}
+	d := &f.inodes[fl.obj]
+	if d.nlink == 0 {
+		return 0, unix.ENOENT
+	}
+	n := 0
+	dots := [2]byte{'.', '.'}
+	for {
+		var ino int32
+		var name []byte
+		var next int64
+		switch {
+		case fl.off == 0:
+			ino, name, next = fl.obj, dots[:1], 1
+		case fl.off == 1:
+			ino, name, next = d.parent, dots[:], 2
+			if fl.obj == f.root {
+				ino = fl.obj
+			}
+		default:
+			ino = d.head
+			for ino >= 0 && f.inodes[ino].seq < fl.off {
+				ino = f.inodes[ino].next
+			}
+			if ino < 0 {
+				// At the end: entries made from now on are not
+				// listed until a rewind, as tmpfs since Linux 6.12.
+				fl.off = dirEOF
+				return n, 0
+			}
+			name, next = f.inodes[ino].nameBytes(), f.inodes[ino].seq+1
+		}
+		reclen := (19 + len(name) + 1 + 7) &^ 7
+		if len(b)-n < reclen {
+			if n == 0 {
+				return 0, unix.EINVAL
+			}
+			return n, 0
+		}
+		rec := b[n : n+reclen]
+		binary.LittleEndian.PutUint64(rec[0:], uint64(ino)+1)
+		binary.LittleEndian.PutUint64(rec[8:], uint64(next))
+		binary.LittleEndian.PutUint16(rec[16:], uint16(reclen))
+		rec[18] = dtype(f.inodes[ino].mode)
+		clear(rec[19+copy(rec[19:], name):])
+		n += reclen
+		fl.off = next
+	}
+}
+
+// dirEOF is a directory's offset once its listing has reached the end.
+const dirEOF = 1<<63 - 1
+
+func dtype(m uint32) byte {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	}
+	return unix.DT_UNKNOWN
+}
+
+// Getcwd writes the working directory's path and a NUL into b and
+// returns the length with the NUL; ERANGE if b is too small, ENOENT if
+// the directory was removed.
+func (f *FS[E]) Getcwd(b []byte) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if f.inodes[f.cwd].nlink == 0 {
+		return 0, unix.ENOENT
+	}
+	// Build it backwards at the end of b, then move it to the front.
+	end := len(b)
+	if end < 1 {
+		return 0, unix.ERANGE
+	}
+	end--
+	b[end] = 0
+	i := end
+	for d := f.cwd; d != f.root; d = f.inodes[d].parent {
+		name := f.inodes[d].nameBytes()
+		if i < len(name)+1 {
+			return 0, unix.ERANGE
+		}
+		i -= len(name)
+		copy(b[i:], name)
+		i--
+		b[i] = '/'
+	}
+	if i == end {
+		if i < 1 {
+			return 0, unix.ERANGE
+		}
+		i--
+		b[i] = '/'
+	}
+	return copy(b, b[i:]), 0
+}
+
+// Chdir makes path the working directory.
+func (f *FS[E]) Chdir(dir int, path []byte) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	r, e := f.walk(dir, path, follow)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	return f.setCwd(r.ino)
+}
+
+// Fchdir makes directory h the working directory.
+func (f *FS[E]) Fchdir(h int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return unix.ENOTDIR
+	}
+	return f.setCwd(fl.obj)
+}
+
+func (f *FS[E]) setCwd(ino int32) Errno {
+	if !isDir(f.inodes[ino].mode) {
+		return unix.ENOTDIR
+	}
+	f.inodes[ino].refs++
+	old := f.cwd
+	f.cwd = ino
+	f.inodes[old].refs--
+	f.put(old)
+	return 0
+}
+
+// Chmod sets the permission bits of path (flags: AT_SYMLINK_NOFOLLOW,
+// which Linux refuses with EOPNOTSUPP on a link).
+func (f *FS[E]) Chmod(dir int, path []byte, mode uint32, flags int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
+		return unix.EINVAL
+	}
+	wm := follow
+	if flags != 0 {
+		wm = slashFollow
+	}
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	if isLink(f.inodes[r.ino].mode) {
+		return unix.EOPNOTSUPP
+	}
+	return f.chmod(r.ino, mode)
+}
+
+// Fchmod sets the permission bits of open file h.
+func (f *FS[E]) Fchmod(h int, mode uint32) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return 0 // a pipe: accepted, nothing kept
+	}
+	return f.chmod(fl.obj, mode)
+}
+
+func (f *FS[E]) chmod(ino int32, mode uint32) Errno {
+	ip := &f.inodes[ino]
+	if ip.ro {
+		return unix.EROFS
+	}
+	ip.mode = ip.mode&unix.S_IFMT | mode&0o7777
+	ip.ctime = f.env.Now()
+	return 0
+}
+
+// Utimes sets the access and modification times of path, in nanoseconds
+// since the epoch; UtimeNow and UtimeOmit as in utimensat (flags:
+// AT_SYMLINK_NOFOLLOW).
+func (f *FS[E]) Utimes(dir int, path []byte, atime, mtime int64, flags int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	wm := follow
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
+		wm = slashFollow
+	}
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	ip := &f.inodes[r.ino]
+	if ip.ro {
+		return unix.EROFS
+	}
+	now := f.env.Now()
+	setTime(&ip.atime, atime, now)
+	setTime(&ip.mtime, mtime, now)
+	ip.ctime = now
+	return 0
+}
+
+func setTime(p *int64, v, now int64) {
+	switch v {
+	case UtimeOmit:
+	case UtimeNow:
+		*p = now
+	default:
+		*p = v
+	}
+}
+
+// Special time values for Utimes.
+const (
+	UtimeNow  = -1
+	UtimeOmit = -2
+)
+
+// SetReadOnly makes path and, if it is a directory, everything under it
+// read-only: writes, creations, removals and renames there fail with
+// EROFS. The kernel fills a package directory and then calls this.
+func (f *FS[E]) SetReadOnly(dir int, path []byte) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	// Depth-first through the listings, without a stack: next sibling,
+	// else up to the first ancestor with one.
+	top := r.ino
+	for i := top; ; {
+		f.inodes[i].ro = true
+		if isDir(f.inodes[i].mode) && f.inodes[i].head >= 0 {
+			i = f.inodes[i].head
+			continue
+		}
+		for i != top && f.inodes[i].next < 0 {
+			i = f.inodes[i].parent
+		}
+		if i == top {
+			return 0
+		}
+		i = f.inodes[i].next
+	}
+}

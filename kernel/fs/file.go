@@ -1,0 +1,423 @@
+package fs
+
+import "golang.org/x/sys/unix"
+
+// Open files: open, close, read, write, seek, truncate, stat.
+
+// file is open file h, nil if h is not one.
+func (f *FS[E]) file(h int) *file {
+	if h < 0 || h >= len(f.files) || f.files[h].refs == 0 {
+		return nil
+	}
+	return &f.files[h]
+}
+
+func (f *FS[E]) newFile(kind uint8, flags int, obj int32) (int, Errno) {
+	for i := range f.files {
+		if fl := &f.files[i]; fl.refs == 0 {
+			*fl = file{refs: 1, kind: kind, flags: int32(flags), obj: obj}
+			return i, 0
+		}
+	}
+	return -1, unix.ENFILE
+}
+
+const keptFlags = unix.O_ACCMODE | unix.O_APPEND | unix.O_NONBLOCK | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_LARGEFILE
+
+// Open opens path relative to dir (a handle or AtCWD) with Linux's open
+// flags (O_CLOEXEC is the caller's: it belongs to the descriptor) and
+// returns a handle. mode is a new file's permission bits, before the umask.
+func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	acc := flags & unix.O_ACCMODE
+	if acc == unix.O_ACCMODE || flags&unix.O_TMPFILE == unix.O_TMPFILE || flags&unix.O_PATH != 0 {
+		return -1, unix.EINVAL
+	}
+	creat := flags&unix.O_CREAT != 0
+	if creat && flags&unix.O_DIRECTORY != 0 {
+		return -1, unix.EINVAL // as Linux since 6.4
+	}
+	h, e := f.newFile(kindInode, flags&keptFlags, -1)
+	if e != 0 {
+		return -1, e
+	}
+	wm := follow
+	if flags&unix.O_NOFOLLOW != 0 || creat && flags&unix.O_EXCL != 0 {
+		wm = slashFollow
+	}
+	if creat {
+		wm |= slashOK // a trailing slash is EISDIR below
+	}
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
+		f.files[h].refs = 0
+		return -1, e
+	}
+	ino := r.ino
+	if creat {
+		switch {
+		case r.slash:
+			e = unix.EISDIR
+		case ino < 0:
+			if r.kind != lastNorm {
+				e = unix.EISDIR
+			} else if f.inodes[r.dir].ro {
+				e = unix.EROFS
+			} else {
+				ino, e = f.newInode(r.dir, r.name, unix.S_IFREG|mode&^f.umask&0o7777)
+			}
+		case flags&unix.O_EXCL != 0:
+			e = unix.EEXIST
+		case isDir(f.inodes[ino].mode):
+			e = unix.EISDIR
+		}
+	} else if ino < 0 {
+		e = unix.ENOENT
+	}
+	if e == 0 {
+		ip := &f.inodes[ino]
+		switch {
+		case flags&unix.O_DIRECTORY != 0 && !isDir(ip.mode):
+			e = unix.ENOTDIR
+		case isLink(ip.mode):
+			e = unix.ELOOP
+		case isDir(ip.mode) && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
+			e = unix.EISDIR
+		case ip.ro && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
+			e = unix.EROFS
+		}
+	}
+	if e != 0 {
+		f.files[h].refs = 0
+		return -1, e
+	}
+	ip := &f.inodes[ino]
+	if flags&unix.O_TRUNC != 0 && isReg(ip.mode) && ip.size != 0 {
+		f.truncate(ip, 0)
+	}
+	ip.refs++
+	f.files[h].obj = ino
+	return h, 0
+}
+
+// Ref adds a reference to open file h (a descriptor dup'ed).
+func (f *FS[E]) Ref(h int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	fl.refs++
+	return 0
+}
+
+// Close drops a reference to h; the last one closes it.
+func (f *FS[E]) Close(h int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	if fl.refs--; fl.refs > 0 {
+		return 0
+	}
+	switch fl.kind {
+	case kindInode:
+		f.inodes[fl.obj].refs--
+		f.put(fl.obj)
+	case kindPipeR, kindPipeW:
+		f.closePipe(fl)
+	}
+	return 0
+}
+
+// Flags is h's open flags (F_GETFL).
+func (f *FS[E]) Flags(h int) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return 0, unix.EBADF
+	}
+	return int(fl.flags), 0
+}
+
+// SetFlags changes h's O_APPEND and O_NONBLOCK (F_SETFL).
+func (f *FS[E]) SetFlags(h, flags int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	const m = unix.O_APPEND | unix.O_NONBLOCK
+	fl.flags = fl.flags&^m | int32(flags&m)
+	return 0
+}
+
+// Read reads from h at its offset (a pipe: EAGAIN when empty with a
+// writer, 0 at end of file).
+func (f *FS[E]) Read(h int, b []byte) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
+		return 0, unix.EBADF
+	}
+	if fl.kind == kindPipeR {
+		return f.readPipe(int(fl.obj), b)
+	}
+	n, e := f.pread(fl, b, fl.off)
+	fl.off += int64(n)
+	return n, e
+}
+
+// Pread reads from h at off, leaving its offset alone.
+func (f *FS[E]) Pread(h int, b []byte, off int64) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if off < 0 {
+		return 0, unix.EINVAL // before anything else, as Linux
+	}
+	fl := f.file(h)
+	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
+		return 0, unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return 0, unix.ESPIPE
+	}
+	return f.pread(fl, b, off)
+}
+
+func (f *FS[E]) pread(fl *file, b []byte, off int64) (int, Errno) {
+	ip := &f.inodes[fl.obj]
+	if isDir(ip.mode) {
+		return 0, unix.EISDIR
+	}
+	n := f.readAt(ip, b, off)
+	if now := f.env.Now(); ip.atime <= ip.mtime || ip.atime <= ip.ctime { // relatime
+		ip.atime = now
+	}
+	return n, 0
+}
+
+// Write writes to h at its offset (O_APPEND: at the end). A pipe takes
+// what fits: EAGAIN when nothing does (or, for up to PipeBuf bytes, when
+// not all does), EPIPE when no reader is left.
+func (f *FS[E]) Write(h int, b []byte) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return 0, unix.EBADF
+	}
+	if fl.kind == kindPipeW {
+		return f.writePipe(int(fl.obj), b)
+	}
+	off := fl.off
+	if fl.flags&unix.O_APPEND != 0 {
+		off = f.inodes[fl.obj].size
+	}
+	n, e := f.writeAt(&f.inodes[fl.obj], b, off)
+	fl.off = off + int64(n)
+	return n, e
+}
+
+// Pwrite writes to h at off (with O_APPEND at the end, as Linux does),
+// leaving its offset alone.
+func (f *FS[E]) Pwrite(h int, b []byte, off int64) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if off < 0 {
+		return 0, unix.EINVAL // before anything else, as Linux
+	}
+	fl := f.file(h)
+	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return 0, unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return 0, unix.ESPIPE
+	}
+	if fl.flags&unix.O_APPEND != 0 {
+		off = f.inodes[fl.obj].size
+	}
+	return f.writeAt(&f.inodes[fl.obj], b, off)
+}
+
+// Seek moves h's offset (SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA,
+// SEEK_HOLE; directories SET and CUR only).
+func (f *FS[E]) Seek(h int, off int64, whence int) (int64, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return 0, unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return 0, unix.ESPIPE
+	}
+	ip := &f.inodes[fl.obj]
+	pos := off
+	switch whence {
+	case unix.SEEK_SET:
+	case unix.SEEK_CUR:
+		pos = fl.off + off
+	case unix.SEEK_END, unix.SEEK_DATA, unix.SEEK_HOLE:
+		if isDir(ip.mode) {
+			return 0, unix.EINVAL
+		}
+		if whence == unix.SEEK_END {
+			pos = ip.size + off
+			break
+		}
+		if off < 0 || off >= ip.size {
+			return 0, unix.ENXIO
+		}
+		// Page granularity, as tmpfs: data is a page that exists.
+		pos = -1
+		for i := off / PageSize; i*PageSize < ip.size; i++ {
+			if a, _ := f.block(ip, i, false); (a != 0) == (whence == unix.SEEK_DATA) {
+				pos = max(off, i*PageSize)
+				break
+			}
+		}
+		if pos < 0 {
+			if whence == unix.SEEK_DATA {
+				return 0, unix.ENXIO
+			}
+			pos = ip.size
+		}
+	default:
+		return 0, unix.EINVAL
+	}
+	if pos < 0 {
+		return 0, unix.EINVAL
+	}
+	fl.off = pos
+	return pos, 0
+}
+
+// Ftruncate sets the size of the regular file open for writing as h.
+func (f *FS[E]) Ftruncate(h int, size int64) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if size < 0 {
+		return unix.EINVAL
+	}
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	if fl.kind != kindInode || !isReg(f.inodes[fl.obj].mode) || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return unix.EINVAL
+	}
+	return f.setSize(&f.inodes[fl.obj], size)
+}
+
+// Truncate sets the size of the regular file at path.
+func (f *FS[E]) Truncate(dir int, path []byte, size int64) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if size < 0 {
+		return unix.EINVAL
+	}
+	r, e := f.walk(dir, path, follow)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	ip := &f.inodes[r.ino]
+	switch {
+	case isDir(ip.mode):
+		return unix.EISDIR
+	case !isReg(ip.mode):
+		return unix.EINVAL
+	case ip.ro:
+		return unix.EROFS
+	}
+	return f.setSize(ip, size)
+}
+
+func (f *FS[E]) setSize(ip *inode, size int64) Errno {
+	if size > MaxFileSize {
+		return unix.EFBIG
+	}
+	f.truncate(ip, size)
+	return 0
+}
+
+// Fstat describes open file h.
+func (f *FS[E]) Fstat(h int, st *unix.Stat_t) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	if fl.kind != kindInode {
+		*st = unix.Stat_t{Dev: Dev, Ino: uint64(NumInodes + 1 + fl.obj), Mode: unix.S_IFIFO | 0o600}
+		set(&st.Nlink, 1)
+		set(&st.Blksize, PageSize)
+		return 0
+	}
+	f.stat(fl.obj, st)
+	return 0
+}
+
+// Stat describes path (flags: AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH).
+func (f *FS[E]) Stat(dir int, path []byte, flags int, st *unix.Stat_t) Errno {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH|unix.AT_NO_AUTOMOUNT) != 0 {
+		return unix.EINVAL
+	}
+	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+		if dir == AtCWD {
+			f.env.Lock()
+			defer f.env.Unlock()
+			f.stat(f.cwd, st)
+			return 0
+		}
+		return f.Fstat(dir, st)
+	}
+	f.env.Lock()
+	defer f.env.Unlock()
+	wm := follow
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
+		wm = slashFollow
+	}
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	f.stat(r.ino, st)
+	return 0
+}
+
+func (f *FS[E]) stat(ino int32, st *unix.Stat_t) {
+	ip := &f.inodes[ino]
+	*st = unix.Stat_t{
+		Dev:    Dev,
+		Ino:    uint64(ino) + 1,
+		Mode:   ip.mode,
+		Size:   ip.size,
+		Blocks: ip.pages * (PageSize / 512),
+		Atim:   ts(ip.atime),
+		Mtim:   ts(ip.mtime),
+		Ctim:   ts(ip.ctime),
+	}
+	set(&st.Nlink, int64(ip.nlink)) // the types of these differ between architectures
+	set(&st.Blksize, PageSize)
+	if isDir(ip.mode) {
+		// tmpfs reports a directory's size as a multiple of entries.
+		st.Size = int64(ip.nextSeq) * 20
+	}
+}
+
+func set[T ~int32 | ~int64 | ~uint32 | ~uint64](p *T, v int64) { *p = T(v) }

@@ -1,0 +1,204 @@
+package fs
+
+import "golang.org/x/sys/unix"
+
+// Path resolution, as Linux's namei: components separated by one or more
+// slashes, "." and "..", symbolic links followed with at most MaxSymlinks
+// in one resolution (ELOOP), components up to NameMax bytes and paths
+// shorter than PathMax (ENAMETOOLONG), a component looked up in a
+// non-directory is ENOTDIR.
+
+// What the last component of a path is.
+const (
+	lastNorm = iota
+	lastDot
+	lastDotDot
+	lastRoot // the path is "/" (or slashes)
+)
+
+// How the last component is treated if it is a symbolic link.
+const (
+	noFollow    = iota // never followed (unlink, rmdir, rename, mkdir, symlink)
+	follow             // always followed (open, stat, chdir, truncate)
+	slashFollow        // followed only with a trailing slash (lstat, O_NOFOLLOW)
+
+	slashOK = 8 // with one of those: a trailing slash after a last component is the caller's to refuse
+)
+
+type walkResult struct {
+	dir   int32  // the directory holding the last component
+	ino   int32  // what the path names, -1 if the last component does not exist
+	name  []byte // the last component (nil for lastRoot)
+	kind  int
+	slash bool // a slash followed the last component
+}
+
+// start is the directory a path is resolved from.
+func (f *FS[E]) start(dir int, path []byte) (int32, Errno) {
+	if len(path) > 0 && path[0] == '/' {
+		return f.root, 0
+	}
+	if dir == AtCWD {
+		return f.cwd, 0
+	}
+	fl := f.file(dir)
+	if fl == nil {
+		return -1, unix.EBADF
+	}
+	if fl.kind != kindInode || !isDir(f.inodes[fl.obj].mode) {
+		return -1, unix.ENOTDIR
+	}
+	return fl.obj, 0
+}
+
+// lookup finds name in directory dir, -1 if absent.
+func (f *FS[E]) lookup(dir int32, name []byte) int32 {
+	for c := f.inodes[dir].head; c >= 0; c = f.inodes[c].next {
+		if string(f.inodes[c].nameBytes()) == string(name) {
+			return c
+		}
+	}
+	return -1
+}
+
+// linkTarget is the target of symbolic link ip.
+func (f *FS[E]) linkTarget(ip *inode) []byte {
+	if ip.direct[0] == 0 {
+		return nil
+	}
+	return mem(ip.direct[0], int(ip.size))
+}
+
+// walk resolves path from dir (a handle or AtCWD).
+//
+// The result is returned by value: storing its slice through a pointer
+// would need a write barrier.
+func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
+	if len(path) == 0 {
+		return r, unix.ENOENT
+	}
+	if len(path) >= PathMax {
+		return r, unix.ENAMETOOLONG
+	}
+	noSlashCheck := mode&slashOK != 0
+	mode &^= slashOK
+	cur, e := f.start(dir, path)
+	if e != 0 {
+		return r, e
+	}
+	// The path still to resolve: pieces, the top one first (a link's
+	// target is pushed over the rest of the path that named it).
+	var stack [MaxSymlinks + 1][]byte
+	stack[0] = path
+	n, links := 1, 0
+	r = walkResult{dir: cur, ino: cur, kind: lastRoot}
+	for {
+		var comp []byte
+		for n > 0 {
+			p := stack[n-1]
+			i := 0
+			for i < len(p) && p[i] == '/' {
+				i++
+			}
+			if i == len(p) {
+				n--
+				continue
+			}
+			j := i
+			for j < len(p) && p[j] != '/' {
+				j++
+			}
+			comp, stack[n-1] = p[i:j], p[j:]
+			break
+		}
+		if comp == nil {
+			// Only slashes were left: the path names cur itself
+			// ("/", or a link to "/").
+			r.dir, r.ino, r.name, r.kind = cur, cur, nil, lastRoot
+			if cur != f.root {
+				r.kind = lastDot
+			}
+			return r, 0
+		}
+		last, slash := true, false
+		for k := 0; k < n; k++ {
+			for _, c := range stack[k] {
+				if c != '/' {
+					last = false
+					break
+				}
+			}
+			if len(stack[k]) > 0 {
+				slash = true
+			}
+		}
+		if len(comp) > NameMax {
+			return r, unix.ENAMETOOLONG
+		}
+		d := &f.inodes[cur]
+		if !isDir(d.mode) {
+			return r, unix.ENOTDIR
+		}
+		next, kind := int32(-1), lastNorm
+		switch string(comp) {
+		case ".":
+			next, kind = cur, lastDot
+		case "..":
+			kind = lastDotDot
+			next = d.parent
+			if cur == f.root {
+				next = cur
+			}
+			if next < 0 {
+				return r, unix.ENOENT // a removed directory
+			}
+		default:
+			next = f.lookup(cur, comp)
+		}
+		if last {
+			r.slash = r.slash || slash
+			r.dir, r.name, r.kind, r.ino = cur, comp, kind, next
+			if noSlashCheck && r.slash && kind == lastNorm {
+				return r, 0 // open(O_CREAT) fails with EISDIR without looking further
+			}
+			if next < 0 {
+				if d.nlink == 0 {
+					return r, unix.ENOENT // a removed directory
+				}
+				return r, 0
+			}
+			if isLink(f.inodes[next].mode) && (mode == follow || mode == slashFollow && r.slash) {
+				if links++; links > MaxSymlinks || n == len(stack) {
+					return r, unix.ELOOP
+				}
+				t := f.linkTarget(&f.inodes[next])
+				stack[n] = t
+				n++
+				if len(t) > 0 && t[0] == '/' {
+					cur = f.root
+				}
+				continue
+			}
+			if r.slash && mode != noFollow && !noSlashCheck && !isDir(f.inodes[next].mode) {
+				return r, unix.ENOTDIR
+			}
+			return r, 0
+		}
+		if next < 0 {
+			return r, unix.ENOENT
+		}
+		if isLink(f.inodes[next].mode) {
+			if links++; links > MaxSymlinks || n == len(stack) {
+				return r, unix.ELOOP
+			}
+			t := f.linkTarget(&f.inodes[next])
+			stack[n] = t
+			n++
+			if len(t) > 0 && t[0] == '/' {
+				cur = f.root
+			}
+			continue
+		}
+		cur = next
+	}
+}

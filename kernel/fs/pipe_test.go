@@ -1,0 +1,223 @@
+package fs
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// blockingRead and blockingWrite are what the kernel does for a blocking
+// descriptor: try, and on EAGAIN wait for the pipe's state to change.
+func blockingRead(f *testFS, s *hostState, h int, p []byte) (int, Errno) {
+	for {
+		_, addr, val, _ := f.Wait(h)
+		n, e := f.Read(h, p)
+		if e != unix.EAGAIN {
+			return n, e
+		}
+		s.block(addr, val)
+	}
+}
+
+func blockingWrite(f *testFS, s *hostState, h int, p []byte) (int, Errno) {
+	done := 0
+	for done < len(p) {
+		_, addr, val, _ := f.Wait(h)
+		n, e := f.Write(h, p[done:])
+		done += n
+		if e == unix.EAGAIN {
+			s.block(addr, val)
+			continue
+		}
+		if e != 0 {
+			return done, e
+		}
+	}
+	return done, 0
+}
+
+func TestPipeBasics(t *testing.T) {
+	f, s := newFS(t, 1024, 1024)
+	r, w, e := f.Pipe(unix.O_CLOEXEC)
+	must(t, "pipe", e)
+	buf := make([]byte, 100)
+	if _, e := f.Read(r, buf); e != unix.EAGAIN {
+		t.Errorf("empty pipe: %v", e)
+	}
+	if _, e := f.Write(r, buf); e != unix.EBADF {
+		t.Errorf("write to read end: %v", e)
+	}
+	if _, e := f.Read(w, buf); e != unix.EBADF {
+		t.Errorf("read from write end: %v", e)
+	}
+	if _, e := f.Seek(r, 0, unix.SEEK_SET); e != unix.ESPIPE {
+		t.Errorf("seek: %v", e)
+	}
+	if _, e := f.Pread(r, buf, 0); e != unix.ESPIPE {
+		t.Errorf("pread: %v", e)
+	}
+	var st unix.Stat_t
+	must(t, "fstat", f.Fstat(r, &st))
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		t.Errorf("mode %o", st.Mode)
+	}
+	if fl, _ := f.Flags(w); fl&unix.O_ACCMODE != unix.O_WRONLY || fl&unix.O_NONBLOCK != 0 {
+		t.Errorf("flags %o", fl)
+	}
+	wakes := s.wakes.Load()
+	n, e := f.Write(w, []byte("hello"))
+	if n != 5 || e != 0 || s.wakes.Load() == wakes {
+		t.Fatalf("write: %d %v, wakes %d", n, e, s.wakes.Load()-wakes)
+	}
+	if n, _ := f.Read(r, buf[:3]); string(buf[:n]) != "hel" {
+		t.Errorf("read %q", buf[:n])
+	}
+	// End of file once every writer is gone (a dup'ed end counts).
+	must(t, "ref", f.Ref(w))
+	f.Close(w)
+	if n, _ := f.Read(r, buf); string(buf[:n]) != "lo" {
+		t.Errorf("read %q", buf[:n])
+	}
+	if _, e := f.Read(r, buf); e != unix.EAGAIN {
+		t.Errorf("with a writer left: %v", e)
+	}
+	_, addr, val, ok := f.Wait(r)
+	f.Close(w)
+	if !ok || *word32(addr) == val {
+		t.Errorf("closing the writer did not change the wait counter")
+	}
+	if n, e := f.Read(r, buf); n != 0 || e != 0 {
+		t.Errorf("EOF: %d %v", n, e)
+	}
+	f.Close(r)
+	// EPIPE with no reader.
+	r, w, _ = f.Pipe(unix.O_NONBLOCK)
+	if fl, _ := f.Flags(r); fl&unix.O_NONBLOCK == 0 || !f.Nonblocking(r) {
+		t.Errorf("O_NONBLOCK not kept: %o", fl)
+	}
+	f.Close(r)
+	if _, e := f.Write(w, buf); e != unix.EPIPE {
+		t.Errorf("no reader: %v", e)
+	}
+	f.Close(w)
+	if _, _, e := f.Pipe(unix.O_APPEND); e != unix.EINVAL {
+		t.Errorf("bad flags: %v", e)
+	}
+	if s.allocated != 0 {
+		t.Errorf("pages left: %d", s.allocated)
+	}
+}
+
+func TestPipeFullAndAtomic(t *testing.T) {
+	f, _ := newFS(t, 1024, 1024)
+	r, w, _ := f.Pipe(0)
+	big := make([]byte, PipeSize+1000)
+	if n, e := f.Write(w, big); n != PipeSize || e != 0 {
+		t.Fatalf("fill: %d %v", n, e)
+	}
+	if _, e := f.Write(w, big[:1]); e != unix.EAGAIN {
+		t.Errorf("full: %v", e)
+	}
+	buf := make([]byte, 100)
+	f.Read(r, buf)
+	// 100 bytes free: a write of up to PipeBuf is all or nothing...
+	if _, e := f.Write(w, big[:200]); e != unix.EAGAIN {
+		t.Errorf("atomic write: %v", e)
+	}
+	// ... a larger one takes what fits.
+	if n, e := f.Write(w, big[:PipeBuf+1]); n != 100 || e != 0 {
+		t.Errorf("partial write: %d %v", n, e)
+	}
+	f.Close(r)
+	f.Close(w)
+}
+
+// TestPipeLargeTransfer moves 3 MiB through the 64 KiB ring between
+// goroutines, in odd-sized writes and reads that wrap around the pages.
+func TestPipeLargeTransfer(t *testing.T) {
+	f, s := newFS(t, 1024, 1024)
+	r, w, _ := f.Pipe(0)
+	data := make([]byte, 3<<20+17)
+	for i := range data {
+		data[i] = byte(i % 251)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for off := 0; off < len(data); {
+			end := min(off+70001, len(data))
+			n, e := blockingWrite(f, s, w, data[off:end])
+			if e != 0 || n != end-off {
+				t.Errorf("write: %d %v", n, e)
+				return
+			}
+			off = end
+		}
+		f.Close(w)
+	}()
+	var got []byte
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 5003)
+		for {
+			n, e := blockingRead(f, s, r, buf)
+			if e != 0 {
+				t.Errorf("read: %v", e)
+				return
+			}
+			if n == 0 {
+				return
+			}
+			got = append(got, buf[:n]...)
+		}
+	}()
+	wg.Wait()
+	if !bytes.Equal(got, data) {
+		t.Errorf("got %d bytes, equal %v", len(got), bytes.Equal(got, data))
+	}
+	f.Close(r)
+}
+
+// TestPipeAtomicWriters: small writes from several goroutines never
+// interleave.
+func TestPipeAtomicWriters(t *testing.T) {
+	f, s := newFS(t, 1024, 1024)
+	r, w, _ := f.Pipe(0)
+	const writers, msgs, size = 4, 200, 3000
+	var wg sync.WaitGroup
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func(c byte) {
+			defer wg.Done()
+			msg := bytes.Repeat([]byte{c}, size)
+			for j := 0; j < msgs; j++ {
+				if _, e := blockingWrite(f, s, w, msg); e != 0 {
+					t.Errorf("write: %v", e)
+					return
+				}
+			}
+		}(byte('a' + i))
+	}
+	go func() { wg.Wait(); f.Close(w) }()
+	var got []byte
+	buf := make([]byte, 7000)
+	for {
+		n, e := blockingRead(f, s, r, buf)
+		if e != 0 || n == 0 {
+			break
+		}
+		got = append(got, buf[:n]...)
+	}
+	if len(got) != writers*msgs*size {
+		t.Fatalf("got %d bytes", len(got))
+	}
+	for i := 0; i < len(got); i += size {
+		if bytes.Count(got[i:i+size], got[i:i+1]) != size {
+			t.Fatalf("interleaved at %d", i)
+		}
+	}
+	f.Close(r)
+}

@@ -1,0 +1,434 @@
+package kernel
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/fs"
+	"yolk/sched"
+)
+
+// The in-memory file system and pipes (package fs) behind file
+// descriptors of kind fileFS: the descriptor table maps them to fs
+// handles (open file descriptions, shared by dup). Pipes block here, on a
+// wait queue per pipe, with the pipe's change counter as the condition.
+
+type kenv struct{}
+
+func (kenv) AllocPage() uintptr {
+	if f := allocFrame(); f != 0 {
+		return phys(f)
+	}
+	return 0
+}
+func (kenv) FreePage(a uintptr) { freeFrame(a - physOff) }
+func (kenv) Now() int64         { return walltime() }
+func (kenv) Lock()              { fsLock.Lock() }
+func (kenv) Unlock()            { fsLock.Unlock() }
+func (kenv) Wake(p int)         { pipeWQ[p].Wake(0, len(files)) }
+
+var (
+	fsLock sched.TWALock
+	pipeWQ [fs.NumPipes]sched.WaitQueue
+	vfs    fs.FS[kenv]
+	tmpDir = [...]byte{'/', 't', 'm', 'p'}
+)
+
+// vfsInit makes the root and /tmp (mode 1777). File data may take half
+// of the free memory.
+func vfsInit() {
+	vfs.Init(kenv{}, framesFree/2)
+	vfs.Mkdir(fs.AtCWD, tmpDir[:], 0o777)
+	vfs.Chmod(fs.AtCWD, tmpDir[:], 0o1777, 0)
+}
+
+// userPath is the NUL-terminated path at p.
+func userPath(p uintptr) ([]byte, Errno) {
+	for n := uintptr(0); n < fs.PathMax; n++ {
+		if (p+n)%pageSize == 0 || n == 0 {
+			if !userOK(p+n, 1) {
+				return nil, EFAULT
+			}
+		}
+		if *at[byte](p + n) == 0 {
+			return bytesAt(p, int(n)), 0
+		}
+	}
+	return nil, Errno(unix.ENAMETOOLONG)
+}
+
+// userBuf is the n bytes at p, checked.
+func userBuf(p, n uintptr) ([]byte, Errno) {
+	if n == 0 {
+		return nil, 0
+	}
+	if int(n) < 0 || !userOK(p, n) {
+		return nil, EFAULT
+	}
+	return bytesAt(p, int(n)), 0
+}
+
+// fsHandle is the fs handle behind fd, -1 if fd is not an fs file.
+func fsHandle(fd int) int {
+	if fd < 0 || fd >= len(files) || files[fd].kind != fileFS {
+		return -1
+	}
+	return int(files[fd].h)
+}
+
+// dirHandle is the fs directory for a *at call's dirfd and path.
+func dirHandle(dirfd int, path []byte) (int, Errno) {
+	if int32(dirfd) == unix.AT_FDCWD || len(path) > 0 && path[0] == '/' {
+		return fs.AtCWD, 0
+	}
+	if h := fsHandle(dirfd); h >= 0 {
+		return h, 0
+	}
+	if dirfd >= 0 && dirfd < len(files) && files[dirfd].kind != fileFree {
+		return 0, Errno(unix.ENOTDIR)
+	}
+	return 0, EBADF
+}
+
+// pathArgs reads a *at call's path and resolves its dirfd.
+func pathArgs(dirfd int, p uintptr) (int, []byte, Errno) {
+	path, e := userPath(p)
+	if e != 0 {
+		return 0, nil, e
+	}
+	d, e := dirHandle(dirfd, path)
+	return d, path, e
+}
+
+// installFS gives fs handle h a descriptor (closing h if none is free).
+func installFS(h int) (uintptr, Errno) {
+	fd, e := newFile(fileFS, 0)
+	if e != 0 {
+		vfs.Close(h)
+		return 0, e
+	}
+	files[fd].h = int32(h)
+	return fd, 0
+}
+
+func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, Errno) {
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return 0, e
+	}
+	h, fe := vfs.Open(d, path, flags&^unix.O_CLOEXEC, mode)
+	if fe != 0 {
+		return 0, Errno(fe)
+	}
+	return installFS(h)
+}
+
+func sysPipe2(p uintptr, flags int) Errno {
+	if !userOK(p, 8) {
+		return EFAULT
+	}
+	r, w, e := vfs.Pipe(flags)
+	if e != 0 {
+		return Errno(e)
+	}
+	rfd, err := installFS(r)
+	if err != 0 {
+		vfs.Close(w)
+		return err
+	}
+	wfd, err := installFS(w)
+	if err != 0 {
+		sysClose(int(rfd))
+		return err
+	}
+	*at[[2]int32](p) = [2]int32{int32(rfd), int32(wfd)}
+	return 0
+}
+
+// fsRead reads fs handle h; a pipe blocks until data or end of file.
+func fsRead(h int, b []byte) (uintptr, Errno) {
+	for {
+		pipe, addr, val, ok := vfs.Wait(h)
+		n, e := vfs.Read(h, b)
+		if e != unix.EAGAIN || !ok || vfs.Nonblocking(h) {
+			return uintptr(n), Errno(e)
+		}
+		sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
+	}
+}
+
+// fsWrite writes to fs handle h; a pipe blocks until all is written, or
+// returns what was written before it would block (O_NONBLOCK) or broke.
+func fsWrite(h int, b []byte) (uintptr, Errno) {
+	done := 0
+	for {
+		pipe, addr, val, ok := vfs.Wait(h)
+		n, e := vfs.Write(h, b[done:])
+		done += n
+		if !ok || done == len(b) || e != unix.EAGAIN && e != 0 || e == unix.EAGAIN && vfs.Nonblocking(h) {
+			if done > 0 {
+				return uintptr(done), 0
+			}
+			return 0, Errno(e)
+		}
+		if e == unix.EAGAIN {
+			sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
+		}
+	}
+}
+
+func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
+	b, e := userBuf(p, n)
+	if e != 0 {
+		return 0, e
+	}
+	h := fsHandle(fd)
+	if h < 0 {
+		if off < 0 {
+			return 0, EINVAL
+		}
+		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+			return 0, Errno(unix.ESPIPE)
+		}
+		return 0, EBADF
+	}
+	var c int
+	var fe fs.Errno
+	if write {
+		c, fe = vfs.Pwrite(h, b, off)
+	} else {
+		c, fe = vfs.Pread(h, b, off)
+	}
+	return uintptr(c), Errno(fe)
+}
+
+func sysLseek(fd int, off int64, whence int) (uintptr, Errno) {
+	h := fsHandle(fd)
+	if h < 0 {
+		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+			return 0, Errno(unix.ESPIPE)
+		}
+		return 0, EBADF
+	}
+	pos, e := vfs.Seek(h, off, whence)
+	return uintptr(pos), Errno(e)
+}
+
+const statSize = unsafe.Sizeof(unix.Stat_t{})
+
+func sysFstat(fd int, p uintptr) Errno {
+	if !userOK(p, statSize) {
+		return EFAULT
+	}
+	st := at[unix.Stat_t](p)
+	if h := fsHandle(fd); h >= 0 {
+		return Errno(vfs.Fstat(h, st))
+	}
+	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+		// The console and the kernel's own files: a character device.
+		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: pageSize}
+		return 0
+	}
+	return EBADF
+}
+
+func sysNewfstatat(dirfd int, p, sp uintptr, flags int) Errno {
+	path, e := userPath(p)
+	if e != 0 {
+		return e
+	}
+	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 && int32(dirfd) != unix.AT_FDCWD {
+		return sysFstat(dirfd, sp)
+	}
+	d, e := dirHandle(dirfd, path)
+	if e != 0 {
+		return e
+	}
+	if !userOK(sp, statSize) {
+		return EFAULT
+	}
+	return Errno(vfs.Stat(d, path, flags, at[unix.Stat_t](sp)))
+}
+
+func sysGetdents64(fd int, p, n uintptr) (uintptr, Errno) {
+	b, e := userBuf(p, n)
+	if e != 0 {
+		return 0, e
+	}
+	h := fsHandle(fd)
+	if h < 0 {
+		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+			return 0, Errno(unix.ENOTDIR)
+		}
+		return 0, EBADF
+	}
+	c, fe := vfs.Getdents(h, b)
+	return uintptr(c), Errno(fe)
+}
+
+func sysMkdirat(dirfd int, p uintptr, mode uint32) Errno {
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return e
+	}
+	return Errno(vfs.Mkdir(d, path, mode))
+}
+
+func sysUnlinkat(dirfd int, p uintptr, flags int) Errno {
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return e
+	}
+	return Errno(vfs.Unlink(d, path, flags))
+}
+
+func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno {
+	od, opath, e := pathArgs(odirfd, op)
+	if e != 0 {
+		return e
+	}
+	nd, npath, e := pathArgs(ndirfd, np)
+	if e != 0 {
+		return e
+	}
+	return Errno(vfs.Rename(od, opath, nd, npath, flags))
+}
+
+func sysSymlinkat(tp uintptr, dirfd int, p uintptr) Errno {
+	target, e := userPath(tp)
+	if e != 0 {
+		return e
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return e
+	}
+	return Errno(vfs.Symlink(target, d, path))
+}
+
+func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, Errno) {
+	if int(n) <= 0 {
+		return 0, EINVAL
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return 0, e
+	}
+	b, e := userBuf(bp, n)
+	if e != 0 {
+		return 0, e
+	}
+	c, fe := vfs.Readlink(d, path, b)
+	return uintptr(c), Errno(fe)
+}
+
+func sysFtruncate(fd int, size int64) Errno {
+	if size < 0 {
+		return EINVAL
+	}
+	h := fsHandle(fd)
+	if h < 0 {
+		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+			return EINVAL
+		}
+		return EBADF
+	}
+	return Errno(vfs.Ftruncate(h, size))
+}
+
+func sysTruncate(p uintptr, size int64) Errno {
+	path, e := userPath(p)
+	if e != 0 {
+		return e
+	}
+	return Errno(vfs.Truncate(fs.AtCWD, path, size))
+}
+
+func sysGetcwd(p, n uintptr) (uintptr, Errno) {
+	b, e := userBuf(p, n)
+	if e != 0 {
+		return 0, e
+	}
+	c, fe := vfs.Getcwd(b)
+	return uintptr(c), Errno(fe)
+}
+
+func sysChdir(p uintptr) Errno {
+	path, e := userPath(p)
+	if e != 0 {
+		return e
+	}
+	return Errno(vfs.Chdir(fs.AtCWD, path))
+}
+
+func sysFchdir(fd int) Errno {
+	h := fsHandle(fd)
+	if h < 0 {
+		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+			return Errno(unix.ENOTDIR)
+		}
+		return EBADF
+	}
+	return Errno(vfs.Fchdir(h))
+}
+
+func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) Errno {
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return e
+	}
+	return Errno(vfs.Chmod(d, path, mode, flags))
+}
+
+func sysFchmod(fd int, mode uint32) Errno {
+	if h := fsHandle(fd); h >= 0 {
+		return Errno(vfs.Fchmod(h, mode))
+	}
+	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+		return 0
+	}
+	return EBADF
+}
+
+// sysDup3 makes newfd (-1: the lowest free one from lowest on) a copy of
+// oldfd.
+func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
+	if oldfd < 0 || oldfd >= len(files) || files[oldfd].kind == fileFree {
+		return 0, EBADF
+	}
+	if newfd == oldfd {
+		return uintptr(newfd), 0
+	}
+	k := files[oldfd].kind
+	if k != fileFS && k != fileConsole {
+		return 0, EINVAL // epoll and eventfd descriptors are the runtime's own
+	}
+	if newfd >= len(files) {
+		return 0, EBADF
+	}
+	if newfd >= 0 {
+		if newfd < 3 || files[newfd].kind != fileFree {
+			sysClose(newfd)
+		}
+	}
+	fileLock.Lock()
+	if newfd < 0 {
+		for i := lowest; i < len(files); i++ {
+			if files[i].kind == fileFree {
+				newfd = i
+				break
+			}
+		}
+		if newfd < 0 {
+			fileLock.Unlock()
+			return 0, EMFILE
+		}
+	}
+	if k == fileFS {
+		vfs.Ref(int(files[oldfd].h))
+	}
+	files[newfd].kind, files[newfd].h = k, files[oldfd].h
+	fileLock.Unlock()
+	return uintptr(newfd), 0
+}
