@@ -37,6 +37,14 @@ type Info struct {
 	RSDP       uintptr
 	MemMap     uintptr // array of MemRegion
 	MemEntries int
+	// Module is the first boot module (QEMU -initrd), 0 if none, and
+	// ModuleSize its length in bytes.
+	Module, ModuleSize uintptr
+}
+
+// modlistEntry is one entry of the PVH module list.
+type modlistEntry struct {
+	paddr, size, cmdlinePaddr, _ uint64
 }
 
 // Region returns memory-map entry i.
@@ -55,6 +63,10 @@ func ParsePVH(addr uintptr, in *Info) bool {
 	in.RSDP = uintptr(si.rsdpPaddr)
 	in.MemMap = uintptr(si.memmapPaddr)
 	in.MemEntries = int(si.memmapEntries)
+	if si.nrModules > 0 && si.modlistPaddr != 0 {
+		m := at[modlistEntry](uintptr(si.modlistPaddr))
+		in.Module, in.ModuleSize = uintptr(m.paddr), uintptr(m.size)
+	}
 	return true
 }
 

@@ -74,6 +74,13 @@ func kprint(s string) {
 	}
 }
 
+// kprintBytes is kprint for a byte slice.
+func kprintBytes(b []byte) {
+	for _, c := range b {
+		putc(c)
+	}
+}
+
 // knewline starts a fresh line unless the cursor is at one.
 func knewline() {
 	if conCol != 0 {

@@ -48,6 +48,7 @@ func filesInit() {
 		files[i].kind = fileConsole
 	}
 	vfsInit()
+	unpackInitrd(bootInfo.Module, bootInfo.ModuleSize)
 }
 
 func getFile(fd int, kind uint32) *file {

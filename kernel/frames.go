@@ -44,13 +44,33 @@ func framesInit(in *boot.Info) {
 		if end > physMax {
 			end = physMax
 		}
-		if start < 1<<32 && end > 1<<32 {
-			addRegion(start, 1<<32, false)
-			start = 1 << 32
+		// The boot module (initrd.go) stays out until it is unpacked.
+		if m, me := in.Module&^(pageSize-1), in.Module+in.ModuleSize; in.ModuleSize != 0 && m < end && me > start {
+			// Its frames are given back after unpacking only if all
+			// of them are RAM the allocator would otherwise own.
+			moduleReserved = m >= start && me <= end
+			addRAM(start, m)
+			start = me
 		}
-		addRegion(start, end, start >= 1<<32)
+		addRAM(start, end)
 	}
 	framesFree = framesAll
+}
+
+// moduleReserved says the boot module's frames were kept out of the
+// allocator, to be freed once it is unpacked.
+var moduleReserved bool
+
+// addRAM records [start, end), split at 4 GiB.
+func addRAM(start, end uintptr) {
+	if start >= end {
+		return
+	}
+	if start < 1<<32 && end > 1<<32 {
+		addRegion(start, 1<<32, false)
+		start = 1 << 32
+	}
+	addRegion(start, end, start >= 1<<32)
 }
 
 // addRegion records [start, end); high regions wait for highMemInit.

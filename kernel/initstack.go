@@ -140,6 +140,9 @@ func kernelOption(opt []byte) {
 		if v, ok := cutPrefix(opt, "idlepoll="); ok {
 			sched.IdlePoll = int64(atoiBytes(v)) * 1000
 		}
+		if v, ok := cutPrefix(opt, "cwd="); ok && len(v) < len(cwdPath) {
+			cwdLen = copy(cwdPath[:], v)
+		}
 	}
 }
 

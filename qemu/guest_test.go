@@ -126,14 +126,27 @@ func TestGuest(t *testing.T) {
 		t.Logf("built %s in %v (PVH entry %s at %#x)", img, time.Since(start).Round(time.Millisecond), res.Patch.Symbol, res.Patch.Entry)
 	}
 
+	// The self-test package's directory, with its testdata, as yolk test
+	// gives a package's (TestBootFiles).
+	guestDir := filepath.ToSlash(pkgDir)
+	tree := NewTree()
+	if err := tree.AddDir(filepath.Join(pkgDir, "testdata"), guestDir+"/testdata", true); err != nil {
+		t.Fatal(err)
+	}
+	initrd := filepath.Join(outDir, "selftest-files.tar")
+	if err := tree.WriteFile(initrd); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{guestEnvKey + "=" + guestEnvWant, "yolk.cwd=" + guestDir, "YOLK_SELFTEST_DIR=" + guestDir}
+
 	for _, m := range machines {
 		t.Run(m, func(t *testing.T) {
-			bootSelftest(t, img, m, timeout, outDir)
+			bootSelftest(t, img, initrd, env, m, timeout, outDir)
 		})
 	}
 }
 
-func bootSelftest(t *testing.T, img, entry string, timeout time.Duration, outDir string) {
+func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, timeout time.Duration, outDir string) {
 	// Leave the go test binary time to report when its -timeout is near.
 	if deadline, ok := t.Deadline(); ok {
 		if left := time.Until(deadline) - 30*time.Second; left < timeout {
@@ -167,7 +180,8 @@ func bootSelftest(t *testing.T, img, entry string, timeout time.Duration, outDir
 		SMP:     cpus,
 		Accel:   choice.Accel,
 		Timeout: timeout,
-		Env:     []string{guestEnvKey + "=" + guestEnvWant},
+		Env:     env,
+		Initrd:  initrd,
 		Args:    append(strings.Fields(os.Getenv("YOLK_GUEST_ARGS")), "--", guestArgWant),
 		Stdout:  logFile,
 		Stderr:  logFile,

@@ -80,6 +80,7 @@ type Config struct {
 	Timeout time.Duration // 0: none
 	Env     []string      // KEY=VALUE pairs for the guest
 	Args    []string      // guest program arguments
+	Initrd  string        // -initrd: a boot archive of host files (Tree), "" for none
 	Extra   []string      // more QEMU arguments, appended last
 
 	Stdout io.Writer         // the serial stream, symbolized; default io.Discard
@@ -150,6 +151,9 @@ func QEMUArgs(c Config) ([]string, error) {
 		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
 		"-kernel", c.Image,
 		"-append", cmdline,
+	}
+	if c.Initrd != "" {
+		args = append(args, "-initrd", c.Initrd)
 	}
 	return append(args, c.Extra...), nil
 }

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -103,6 +104,7 @@ func run(args []string) int {
 	timeout := fs.Duration("timeout", 10*time.Minute, "kill the guest after this long (0: never)")
 	var env envFlag
 	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
+	dir := fs.String("dir", "", "give the guest this host `directory` (read-only, at its absolute path) and start there")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]")
 		fs.PrintDefaults()
@@ -121,6 +123,31 @@ func run(args []string) int {
 	if _, err := os.Stat(fs.Arg(0)); err != nil {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
+	}
+	var initrd string
+	if *dir != "" {
+		abs, err := filepath.Abs(*dir)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+			return 2
+		}
+		t := qemu.NewTree()
+		if err := t.AddDir(abs, filepath.ToSlash(abs), true); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk run: -dir: %v\n", err)
+			return 2
+		}
+		tmp, err := os.MkdirTemp("", "yolk-run-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+			return 2
+		}
+		defer os.RemoveAll(tmp)
+		initrd = filepath.Join(tmp, "files.tar")
+		if err := t.WriteFile(initrd); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+			return 2
+		}
+		env = append(env, "yolk.cwd="+filepath.ToSlash(abs))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -147,6 +174,7 @@ func run(args []string) int {
 		Timeout: *timeout,
 		Env:     env,
 		Args:    fs.Args()[1:],
+		Initrd:  initrd,
 		Stdout:  os.Stdout,
 		Stderr:  os.Stderr,
 	})

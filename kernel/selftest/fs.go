@@ -19,7 +19,49 @@ func init() {
 		test{"TestFileSystem", testFileSystem},
 		test{"TestFileErrno", testFileErrno},
 		test{"TestPipe", testPipe},
+		test{"TestBootFiles", testBootFiles},
 	)
+}
+
+// testBootFiles checks the files the harness passes in the boot archive
+// (qemu.Tree, kernel/initrd.go): this package's testdata at its host path,
+// read-only, with the package directory as the working directory — what
+// yolk test gives a package's tests.
+func testBootFiles(t *T) {
+	dir := os.Getenv("YOLK_SELFTEST_DIR")
+	if dir == "" {
+		t.Skipf("no boot archive (the qemu package's TestGuest passes one)")
+	}
+	if wd, err := os.Getwd(); err != nil || wd != dir {
+		t.Errorf("Getwd = %q, %v; want %q", wd, err, dir)
+	}
+	if b, err := os.ReadFile("testdata/hello.txt"); err != nil || string(b) != "hello, guest\n" {
+		t.Errorf("testdata/hello.txt: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(dir + "/testdata/sub/deep.txt"); err != nil || string(b) != "deep\n" {
+		t.Errorf("testdata/sub/deep.txt: %q, %v", b, err)
+	}
+	if l, err := os.Readlink("testdata/link"); err != nil || l != "hello.txt" {
+		t.Errorf("Readlink(testdata/link) = %q, %v", l, err)
+	}
+	ents, err := os.ReadDir("testdata")
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	if err != nil || !slices.Equal(names, []string{"hello.txt", "link", "sub"}) {
+		t.Errorf("ReadDir(testdata) = %v, %v", names, err)
+	}
+	if fi, err := os.Stat("testdata/hello.txt"); err != nil || fi.ModTime().Year() < 2020 || fi.Mode().Perm()&0o400 == 0 {
+		t.Errorf("stat: %v %v", fi, err)
+	}
+	if err := os.WriteFile("testdata/new", nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("creating in testdata: %v, want EROFS", err)
+	}
+	if err := os.Remove("testdata/hello.txt"); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("removing from testdata: %v, want EROFS", err)
+	}
 }
 
 func testFileSystem(t *T) {
