@@ -68,7 +68,7 @@ TEXT ·writeEOIR1(SB),NOSPLIT,$0-8
 // without it the target could take the SGI before it sees our stores.
 TEXT ·writeSGI1R(SB),NOSPLIT,$0-8
 	MOVD	v+0(FP), R0
-	DSB	$0xB // ISHST
+	DSB	$0xA // ISHST
 	MSR	R0, ICC_SGI1R_EL1
 	ISB	$15
 	RET
