@@ -14,6 +14,10 @@
 // ends, and nesting deeper than MaxDepth is an error. Memory is read a byte
 // at a time, so nothing assumes alignment, and the package is arch-neutral
 // (it is tested on the host against DTBs QEMU dumped).
+//
+// The blob must stay mapped and unchanged while an FDT is used: on QEMU
+// virt it is the first MiB of RAM (TotalSize), which the kernel keeps out
+// of its frame allocator along with the ranges Reserved reports.
 package fdt
 
 import "unsafe"
@@ -391,8 +395,14 @@ type Iter struct {
 func (it *Iter) Depth() int { return it.depth }
 
 // Parent is the #address-cells/#size-cells of the parent of the node Next
-// returned last: the format of its "reg".
-func (it *Iter) Parent() Cells { return it.cells[it.depth-1] }
+// returned last: the format of its "reg" (the defaults before the first
+// Next or after the last).
+func (it *Iter) Parent() Cells {
+	if it.depth == 0 {
+		return defaultCells
+	}
+	return it.cells[it.depth-1]
+}
 
 // Walk starts an iteration at the root.
 func (f *FDT) Walk() Iter {

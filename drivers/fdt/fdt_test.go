@@ -604,3 +604,19 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+func TestIterParentBounds(t *testing.T) {
+	f := open(t, boardBlob())
+	it := f.Walk()
+	if c := it.Parent(); c != defaultCells {
+		t.Errorf("Parent before Next = %v", c)
+	}
+	for {
+		if _, e := f.Next(&it); e != OK {
+			break
+		}
+	}
+	if c := it.Parent(); c != defaultCells || it.Depth() != 0 {
+		t.Errorf("Parent after the end = %v at depth %d", c, it.Depth())
+	}
+}

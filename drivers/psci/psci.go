@@ -126,8 +126,8 @@ const (
 	AffinityOnPending = 2
 )
 
-// AffinityInfo is the state (AffinityOn, AffinityOff, AffinityOnPending) of the CPU with MPIDR
-// affinity mpidr, or a negative Status.
+// AffinityInfo is the state (AffinityOn, AffinityOff, AffinityOnPending)
+// of the CPU with MPIDR affinity mpidr, or a negative Status.
 func AffinityInfo(mpidr uint64) (int, Status) {
 	r := int32(invoke(fnAffinityInfo, mpidr, 0, 0)) // lowest affinity level 0
 	if r < 0 {
