@@ -620,3 +620,23 @@ func TestIterParentBounds(t *testing.T) {
 		t.Errorf("Parent after the end = %v at depth %d", c, it.Depth())
 	}
 }
+
+// The look-ups run before the runtime: they must not allocate.
+func TestNoAllocation(t *testing.T) {
+	f := open(t, dtb(t, "virt-gicv3-el2-smp2-2G"))
+	var r [4]Range
+	var c [8]CPU
+	allocs := testing.AllocsPerRun(10, func() {
+		f.Memory(r[:])
+		f.Reserved(r[:])
+		f.CPUs(c[:])
+		f.GIC()
+		f.Timer()
+		f.PSCI()
+		f.PL011()
+		f.Find("/cpus/cpu@1")
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per run", allocs)
+	}
+}
