@@ -164,7 +164,7 @@ func TestConfigErrors(t *testing.T) {
 func TestV2(t *testing.T) {
 	m := newModel(t)
 	m.r32[distBase+gicdTYPER] = 2                  // ITLinesNumber 2: 96 IDs
-	m.r32[distBase+gicdITARGETSR] = 0x04040404     // we are CPU interface 2
+	m.r32[distBase+gicdITARGETSR+28] = 0x04000000  // we are CPU interface 2 (the byte of ID 31)
 	m.r32[distBase+gicdIPRIORITYR+28] = 0x11223344 // IDs 28-31, to see Enable keep neighbours
 	if e := Init(Config{Version: 2, Dist: distBase, CPU: cpuBase}); e != OK {
 		t.Fatal(e)
@@ -211,6 +211,12 @@ func TestV2(t *testing.T) {
 	m.want32(distBase+gicdICFGR+8, 0)
 	Route(41, 0x02)
 	m.want32(distBase+gicdITARGETSR+40, 0x04040204)
+
+	// A uniprocessor GICv2 reads ITARGETSR as zero: target mask 1.
+	m.r32[distBase+gicdITARGETSR+28] = 0
+	if c, _ := InitCPU(); c.Target != 1 {
+		t.Errorf("uniprocessor target %#x, want 1", c.Target)
+	}
 
 	SendSGI(0x02, 5)
 	m.want32(distBase+gicdSGIR, 0x00020005)

@@ -12,12 +12,7 @@ const (
 func initDistV2() Error {
 	write32(dist+gicdCTLR, 0)
 	readLines()
-	// Route SPIs to the boot CPU: ITARGETSR0-7 are banked and read as
-	// the calling CPU's own interface mask in every byte.
-	bootTarget = Target(read32(dist+gicdITARGETSR) & 0xFF)
-	if bootTarget == 0 {
-		bootTarget = 1 // a uniprocessor GIC reads as zero
-	}
+	bootTarget = ownMask() // route SPIs to the boot CPU
 	spis(0)
 	for id := uint32(SPIBase); id < lines; id += 4 {
 		write32(dist+gicdITARGETSR+uintptr(id), uint32(bootTarget)*0x01010101)
@@ -26,13 +21,21 @@ func initDistV2() Error {
 	return OK
 }
 
+// ownMask is the calling CPU's interface mask. ITARGETSR0-7 (IDs 0-31)
+// are banked and read as it; the byte of ID 31 is used because QEMU
+// versions before 2.x answered it only for IDs 29-31. A uniprocessor GIC
+// reads as zero (and ignores targets): then the mask is 1.
+func ownMask() Target {
+	if t := Target(read32(dist+gicdITARGETSR+28) >> 24); t != 0 {
+		return t
+	}
+	return 1
+}
+
 // initCPUV2 sets up the calling CPU's banked distributor registers (SGIs
 // and PPIs) and its CPU interface.
 func initCPUV2() (CPU, Error) {
-	t := Target(read32(dist+gicdITARGETSR) & 0xFF)
-	if t == 0 {
-		t = 1
-	}
+	t := ownMask()
 	write32(dist+gicdICENABLER, 0xFFFFFFFF)
 	write32(dist+gicdICPENDR, 0xFFFFFFFF)
 	write32(dist+gicdICACTIVER, 0xFFFFFFFF)
