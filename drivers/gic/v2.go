@@ -22,8 +22,8 @@ func initDistV2() Error {
 }
 
 // ownMask is the calling CPU's interface mask. ITARGETSR0-7 (IDs 0-31)
-// are banked and read as it; the byte of ID 31 is used because QEMU
-// versions before 2.x answered it only for IDs 29-31. A uniprocessor GIC
+// are banked and read as it; the byte of ID 31 is used because older
+// QEMU models answered the mask only for IDs 29-31. A uniprocessor GIC
 // reads as zero (and ignores targets): then the mask is 1.
 func ownMask() Target {
 	if t := Target(read32(dist+gicdITARGETSR+28) >> 24); t != 0 {
