@@ -59,7 +59,7 @@ func (f *FDT) Memory(out []Range) (int, Error) {
 			continue
 		}
 		for i := 0; ; i++ {
-			base, size, e := f.Reg(node, it.Parent(), i)
+			base, size, e := f.RegAt(&it, i)
 			if e == ErrNotFound {
 				break
 			}
@@ -168,14 +168,13 @@ func (f *FDT) GIC() (GIC, Error) {
 		if g.Version == 0 {
 			continue
 		}
-		c := it.Parent()
-		if g.Dist, g.DistSize, e = f.Reg(n, c, 0); e != OK {
+		if g.Dist, g.DistSize, e = f.RegAt(&it, 0); e != OK {
 			return GIC{}, e
 		}
 		if g.Version == 2 {
-			g.CPU, g.CPUSize, e = f.Reg(n, c, 1)
+			g.CPU, g.CPUSize, e = f.RegAt(&it, 1)
 		} else {
-			g.Redist, g.RedistSize, e = f.Reg(n, c, 1)
+			g.Redist, g.RedistSize, e = f.RegAt(&it, 1)
 		}
 		if e != OK {
 			return GIC{}, e
@@ -223,45 +222,46 @@ type UART struct {
 
 // PL011 finds the console UART: the node /chosen's stdout-path names (a
 // path or an alias in /aliases, options after ':' ignored) if it is an
-// "arm,pl011", else the first enabled "arm,pl011" node.
+// "arm,pl011", else the first enabled "arm,pl011" node. Its IRQ is decoded
+// as a GIC specifier (0 without a GIC: the interrupt-parent is not
+// followed).
 func (f *FDT) PL011() (UART, Error) {
-	g, e := f.GIC()
-	if e != OK {
-		return UART{}, e
+	var icells uint32 // 0: no GIC, no IRQ
+	if g, e := f.GIC(); e == OK {
+		icells = g.InterruptCells
 	}
-	if n, c, ok := f.stdout(); ok && f.Compatible(n, "arm,pl011") && f.Okay(n) {
-		return f.uart(n, c, g.InterruptCells)
+	if it, ok := f.stdout(); ok && f.Compatible(it.Node(), "arm,pl011") && f.Okay(it.Node()) {
+		return f.uart(&it, icells)
 	}
 	it := f.Walk()
-	n, e := f.FindCompatible(&it, "arm,pl011")
-	if e != OK {
+	if _, e := f.FindCompatible(&it, "arm,pl011"); e != OK {
 		return UART{}, e
 	}
-	return f.uart(n, it.Parent(), g.InterruptCells)
+	return f.uart(&it, icells)
 }
 
-func (f *FDT) uart(n Node, c Cells, icells uint32) (UART, Error) {
-	base, size, e := f.Reg(n, c, 0)
+func (f *FDT) uart(it *Iter, icells uint32) (UART, Error) {
+	base, size, e := f.RegAt(it, 0)
 	if e != OK {
 		return UART{}, e
 	}
 	u := UART{Base: base, Size: size}
-	if irq, e := f.interrupt(n, 0, icells); e == OK {
+	if irq, e := f.interrupt(it.Node(), 0, icells); e == OK {
 		u.IRQ = irq.ID
 	}
 	return u, OK
 }
 
 // stdout resolves /chosen's stdout-path (or linux,stdout-path).
-func (f *FDT) stdout() (Node, Cells, bool) {
+func (f *FDT) stdout() (Iter, bool) {
 	chosen, _, e := f.Find("/chosen")
 	if e != OK {
-		return 0, Cells{}, false
+		return Iter{}, false
 	}
 	p, e := f.Prop(chosen, "stdout-path")
 	if e != OK {
 		if p, e = f.Prop(chosen, "linux,stdout-path"); e != OK {
-			return 0, Cells{}, false
+			return Iter{}, false
 		}
 	}
 	path := f.str(p)
@@ -274,15 +274,15 @@ func (f *FDT) stdout() (Node, Cells, bool) {
 	if len(path) > 0 && path[0] != '/' {
 		aliases, _, e := f.Find("/aliases")
 		if e != OK {
-			return 0, Cells{}, false
+			return Iter{}, false
 		}
 		if p, e = f.Prop(aliases, path); e != OK {
-			return 0, Cells{}, false
+			return Iter{}, false
 		}
 		path = f.str(p)
 	}
-	n, c, e := f.Find(path)
-	return n, c, e == OK
+	it, e := f.FindIter(path)
+	return it, e == OK
 }
 
 // str views a NUL-terminated string property in place (empty if it is

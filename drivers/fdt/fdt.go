@@ -1,9 +1,10 @@
 // Package fdt reads a flattened device tree (a DTB, Devicetree
 // Specification v0.4, chapter 5) in place, so that the arm64 kernel can find
 // its memory, UART, interrupt controller, timer interrupts, PSCI conduit and
-// CPUs on QEMU virt and boards. It reads the blob; it never writes it, never
-// applies "ranges" address translation (every device the kernel uses on virt
-// sits at the root), and knows nothing about the devices it describes.
+// CPUs on QEMU virt and boards. It reads the blob and never writes it;
+// device addresses are translated through their buses' "ranges" (RegAt),
+// interrupts are decoded as GIC specifiers without following
+// interrupt-parent, and it knows nothing else about the devices.
 //
 // Kernel-context: it runs at boot, before the Go runtime. No allocation, no
 // runtime calls, no pointer stores: an FDT is a base address and offsets,
@@ -389,6 +390,7 @@ type Iter struct {
 	done  bool
 	root  bool                // the root has begun; a second one is an error
 	cells [MaxDepth + 1]Cells // cells[d]: those node at depth d gives its children
+	nodes [MaxDepth + 1]Node  // nodes[d]: the node at depth d on the current path
 }
 
 // Depth is the depth of the node Next returned last (the root is 1).
@@ -403,6 +405,9 @@ func (it *Iter) Parent() Cells {
 	}
 	return it.cells[it.depth-1]
 }
+
+// Node is the node Next returned last.
+func (it *Iter) Node() Node { return it.nodes[it.depth] }
 
 // Walk starts an iteration at the root.
 func (f *FDT) Walk() Iter {
@@ -447,6 +452,7 @@ func (f *FDT) Next(it *Iter) (Node, Error) {
 				}
 			}
 			it.cells[it.depth] = c
+			it.nodes[it.depth] = n
 			return n, OK
 		case tokEndNode:
 			if it.depth == 0 {
@@ -467,8 +473,18 @@ func (f *FDT) Next(it *Iter) (Node, Error) {
 // component without a unit address matches the first node with that base
 // name) and its parent's cells.
 func (f *FDT) Find(path string) (Node, Cells, Error) {
+	it, e := f.FindIter(path)
+	if e != OK {
+		return 0, Cells{}, e
+	}
+	return it.Node(), it.Parent(), OK
+}
+
+// FindIter is Find returning the walk stopped at the node, for RegAt and
+// for walking on from there.
+func (f *FDT) FindIter(path string) (Iter, Error) {
 	if len(path) == 0 || path[0] != '/' {
-		return 0, Cells{}, ErrNotFound
+		return Iter{}, ErrNotFound
 	}
 	want := components(path)
 	it := f.Walk()
@@ -476,12 +492,12 @@ func (f *FDT) Find(path string) (Node, Cells, Error) {
 	for {
 		n, e := f.Next(&it)
 		if e != OK {
-			return 0, Cells{}, e
+			return Iter{}, e
 		}
 		d := it.Depth()
 		if d == 1 {
 			if want == 0 {
-				return n, it.Parent(), OK
+				return it, OK
 			}
 			continue
 		}
@@ -491,7 +507,7 @@ func (f *FDT) Find(path string) (Node, Cells, Error) {
 		if matched == d-2 && f.NameIs(n, component(path, matched)) {
 			matched++
 			if matched == want {
-				return n, it.Parent(), OK
+				return it, OK
 			}
 		}
 	}
@@ -563,6 +579,57 @@ func (f *FDT) Reg(n Node, c Cells, i int) (addr, size uint64, e Error) {
 	}
 	size, e = f.Cells(p, k+int(c.Addr), c.Size)
 	return addr, size, e
+}
+
+// RegAt is the i-th (address, size) pair of the "reg" of the node the walk
+// it stopped at (Next, FindCompatible, FindIter), with the address
+// translated through every ancestor bus's "ranges" into a CPU physical
+// address (spec 2.3.8). An ancestor below the root without "ranges" makes
+// the address untranslatable: ErrNotFound.
+func (f *FDT) RegAt(it *Iter, i int) (addr, size uint64, e Error) {
+	if it.depth == 0 {
+		return 0, 0, ErrNotFound
+	}
+	if addr, size, e = f.Reg(it.Node(), it.Parent(), i); e != OK {
+		return 0, 0, e
+	}
+	for d := it.depth - 1; d >= 2; d-- {
+		if addr, e = f.translate(it.nodes[d], it.cells[d], it.cells[d-1], addr, size); e != OK {
+			return 0, 0, e
+		}
+	}
+	return addr, size, OK
+}
+
+// translate maps addr (of a range of size bytes) in bus node b's child
+// address space (cells child) to its parent's (cells parent) through b's
+// "ranges": <child-address parent-address size> triples; empty means
+// identity.
+func (f *FDT) translate(b Node, child, parent Cells, addr, size uint64) (uint64, Error) {
+	p, e := f.Prop(b, "ranges")
+	if e != OK {
+		return 0, e
+	}
+	if p.Len == 0 {
+		return addr, OK
+	}
+	if child.Addr > 2 || parent.Addr > 2 || child.Size > 2 {
+		return 0, ErrCells
+	}
+	w := child.Addr + parent.Addr + child.Size
+	if w == 0 || p.Len%(4*w) != 0 {
+		return 0, ErrValue
+	}
+	for k := 0; k < int(p.Len/(4*w)); k++ {
+		base := k * int(w)
+		cb, _ := f.Cells(p, base, child.Addr)
+		pb, _ := f.Cells(p, base+int(child.Addr), parent.Addr)
+		n, _ := f.Cells(p, base+int(child.Addr+parent.Addr), child.Size)
+		if addr >= cb && addr-cb < n && size <= n-(addr-cb) {
+			return pb + (addr - cb), OK
+		}
+	}
+	return 0, ErrNotFound
 }
 
 // at converts an address to a pointer.

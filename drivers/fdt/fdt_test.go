@@ -286,14 +286,17 @@ func (b *builder) blob(rsv ...Range) []byte {
 
 // A board-like tree: 1-cell addresses, two memory nodes (one with two
 // ranges, one disabled), stdout through an alias with options, two
-// PL011s of which the console is the second, 2-cell CPU regs with Aff3.
+// PL011s of which the console is the second, devices on a /soc bus whose
+// "ranges" maps the bus addresses 0x7e000000 to the CPU's 0x3f000000 (as
+// on a Raspberry Pi 3), a second-level bus, a bus without "ranges", and
+// 2-cell CPU regs with Aff3.
 func boardBlob() []byte {
 	var b builder
 	b.begin("")
 	b.propU32("#address-cells", 1)
 	b.propU32("#size-cells", 1)
 	b.begin("aliases")
-	b.propStr("serial1", "/soc/serial@3000")
+	b.propStr("serial1", "/soc/serial@7e201000")
 	b.end()
 	b.begin("chosen")
 	b.propStr("stdout-path", "serial1:115200n8")
@@ -310,19 +313,35 @@ func boardBlob() []byte {
 	b.begin("soc")
 	b.propU32("#address-cells", 1)
 	b.propU32("#size-cells", 1)
-	b.begin("serial@2000")
+	b.propU32("ranges", 0x7e000000, 0x3f000000, 0x01000000, 0x40000000, 0x40000000, 0x100000)
+	b.begin("serial@7e100000")
 	b.propStr("compatible", "arm,pl011", "arm,primecell")
-	b.propU32("reg", 0x2000, 0x100)
+	b.propU32("reg", 0x7e100000, 0x100)
 	b.end()
-	b.begin("serial@3000")
+	b.begin("serial@7e201000")
 	b.propStr("compatible", "arm,pl011", "arm,primecell")
-	b.propU32("reg", 0x3000, 0x100)
+	b.propU32("reg", 0x7e201000, 0x200)
 	b.propU32("interrupts", 0, 57, 4)
 	b.end()
-	b.begin("intc@1000")
+	b.begin("intc@40041000")
 	b.propStr("compatible", "arm,gic-400")
 	b.propU32("#interrupt-cells", 3)
-	b.propU32("reg", 0x1000, 0x1000, 0x4000, 0x2000)
+	b.propU32("reg", 0x40041000, 0x1000, 0x40042000, 0x2000)
+	b.end()
+	b.begin("sub")
+	b.propU32("#address-cells", 1)
+	b.propU32("#size-cells", 1)
+	b.propU32("ranges", 0, 0x7e300000, 0x1000)
+	b.begin("dev@10")
+	b.propU32("reg", 0x10, 0x8, 0x1000, 0x8)
+	b.end()
+	b.end()
+	b.begin("nobus")
+	b.propU32("#address-cells", 1)
+	b.propU32("#size-cells", 1)
+	b.begin("dev@20")
+	b.propU32("reg", 0x20, 0x8)
+	b.end()
 	b.end()
 	b.end()
 	b.begin("psci")
@@ -359,11 +378,11 @@ func TestBoard(t *testing.T) {
 	if n, e := f.Reserved(r[:]); e != OK || n != 1 || r[0] != (Range{0x3b400000, 0x100000}) {
 		t.Errorf("Reserved = %d %v %#x", n, e, r[:n])
 	}
-	if u, e := f.PL011(); e != OK || u != (UART{Base: 0x3000, Size: 0x100, IRQ: 89}) {
-		t.Errorf("PL011 = %+v %v, want the stdout-path alias's serial@3000, SPI 57", u, e)
+	if u, e := f.PL011(); e != OK || u != (UART{Base: 0x3f201000, Size: 0x200, IRQ: 89}) {
+		t.Errorf("PL011 = %+v %v, want the stdout-path alias's serial@7e201000 at 0x3f201000, SPI 57", u, e)
 	}
-	if g, e := f.GIC(); e != OK || g != (GIC{Version: 2, Dist: 0x1000, DistSize: 0x1000, CPU: 0x4000, CPUSize: 0x2000, InterruptCells: 3}) {
-		t.Errorf("GIC = %+v %v", g, e)
+	if g, e := f.GIC(); e != OK || g != (GIC{Version: 2, Dist: 0x40041000, DistSize: 0x1000, CPU: 0x40042000, CPUSize: 0x2000, InterruptCells: 3}) {
+		t.Errorf("GIC = %+v %v (through the second range, identity)", g, e)
 	}
 	if c, e := f.PSCI(); e != OK || c != ConduitSMC {
 		t.Errorf("PSCI = %v %v", c, e)
@@ -374,6 +393,26 @@ func TestBoard(t *testing.T) {
 	}
 	if _, e := f.Timer(); e != ErrNotFound {
 		t.Errorf("Timer without a timer node = %v, want ErrNotFound", e)
+	}
+
+	// Two levels of translation: 0x10 on /soc/sub is 0x7e300010 on
+	// /soc, 0x3f300010 for the CPU; 0x1000 is past sub's window.
+	it, e := f.FindIter("/soc/sub/dev")
+	if e != OK {
+		t.Fatal(e)
+	}
+	if a, n, e := f.RegAt(&it, 0); e != OK || a != 0x3f300010 || n != 8 {
+		t.Errorf("RegAt(sub/dev, 0) = %#x %#x %v", a, n, e)
+	}
+	if _, _, e := f.RegAt(&it, 1); e != ErrNotFound {
+		t.Errorf("RegAt outside the bus window = %v", e)
+	}
+	if _, _, e := f.RegAt(&it, 2); e != ErrNotFound {
+		t.Errorf("RegAt past the last entry = %v", e)
+	}
+	it, _ = f.FindIter("/soc/nobus/dev@20")
+	if _, _, e := f.RegAt(&it, 0); e != ErrNotFound {
+		t.Errorf("RegAt under a bus without ranges = %v, want ErrNotFound", e)
 	}
 }
 
@@ -435,6 +474,9 @@ func queryAll(f *FDT) {
 	f.PSCI()
 	f.CPUs(c[:])
 	f.Find("/cpus/cpu@1")
+	if it, e := f.FindIter("/pl011"); e == OK {
+		f.RegAt(&it, 0)
+	}
 	it := f.Walk()
 	for i := 0; i < 1<<16; i++ {
 		if _, e := f.Next(&it); e != OK {

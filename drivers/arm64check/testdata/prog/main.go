@@ -37,6 +37,11 @@ func main() {
 	f.StringIs(p, "x")
 	f.HasString(p, "x")
 	f.Reg(n, it.Parent(), 0)
+	f.RegAt(&it, 0)
+	it.Node()
+	it.Depth()
+	f.Next(&it)
+	f.FindIter("/soc")
 	f.Find("/chosen")
 	f.Root()
 
