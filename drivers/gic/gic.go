@@ -195,6 +195,9 @@ func Version() int { return version }
 // SPI for whichever CPU it is routed to.
 func Enable(c CPU, id uint32, prio uint8) {
 	base := regsFor(c, id)
+	if base == 0 {
+		return
+	}
 	shift := 8 * (id % 4)
 	p := base + gicdIPRIORITYR + uintptr(id&^3)
 	write32(p, read32(p)&^(0xFF<<shift)|uint32(prio)<<shift)
@@ -204,6 +207,9 @@ func Enable(c CPU, id uint32, prio uint8) {
 // Disable disables interrupt id (for c if it is an SGI or PPI).
 func Disable(c CPU, id uint32) {
 	base := regsFor(c, id)
+	if base == 0 {
+		return
+	}
 	write32(base+gicdICENABLER+uintptr(id/32*4), 1<<(id%32))
 	if version == 3 {
 		waitRWP(c, id)
@@ -217,6 +223,9 @@ func SetEdge(c CPU, id uint32, edge bool) {
 		return
 	}
 	base := regsFor(c, id)
+	if base == 0 {
+		return
+	}
 	r := base + gicdICFGR + uintptr(id/16*4)
 	bit := uint32(2) << (2 * (id % 16)) // Int_config[1]
 	v := read32(r) &^ bit
@@ -242,9 +251,13 @@ func Route(id uint32, t Target) {
 
 // regsFor is the frame holding interrupt id's enable, priority and
 // configuration registers: the distributor, or on GICv3 for an SGI or PPI
-// the calling CPU's SGI_base frame.
+// the calling CPU's SGI_base frame; 0 (do nothing) before Init, or for a
+// CPU that InitCPU did not return.
 func regsFor(c CPU, id uint32) uintptr {
 	if version == 3 && id < SPIBase {
+		if c.rd == 0 {
+			return 0
+		}
 		return c.rd + gicrSGIBase
 	}
 	return dist

@@ -339,6 +339,21 @@ func TestV3CPU(t *testing.T) {
 	}
 }
 
+func TestZeroCPUWritesNothing(t *testing.T) {
+	m := v3(t, 0x8000_0000)
+	m.log = nil
+	Enable(CPU{}, 27, 0x40)
+	Disable(CPU{}, 27)
+	SetEdge(CPU{}, 27, true)
+	if len(m.log) != 0 {
+		t.Errorf("a PPI for a CPU InitCPU did not return wrote %v", m.log)
+	}
+	Enable(CPU{}, 40, 0x40) // an SPI needs no CPU
+	if !m.isEnabled(distBase, 40) {
+		t.Error("SPI 40 not enabled")
+	}
+}
+
 func TestV3CPUErrors(t *testing.T) {
 	v3(t, 0x8000_0003) // no such redistributor: the walk stops at Last
 	if _, e := InitCPU(); e != ErrNoRedist {
