@@ -47,6 +47,10 @@ const (
 	drErrors = 0xF00 // framing, parity, break, overrun
 )
 
+// drainSpins bounds Init's wait for the transmitter: about 10 ms of
+// reads at 115200 baud on hardware, far more than a 32-byte FIFO needs.
+const drainSpins = 1 << 20
+
 // QEMU virt's console.
 const (
 	VirtBase = 0x09000000
@@ -83,12 +87,14 @@ func Divisor(clk, baud uint32) (ibrd, fbrd uint32) {
 // Init programs 8N1 with FIFOs, interrupts masked and cleared, and enables
 // transmit and receive. If clk and baud are nonzero it also sets the
 // divisor for baud at reference clock clk; else it keeps the firmware's
-// (QEMU's model ignores it). It follows the TRM's order: disable, wait for
-// the transmitter to drain, flush the FIFOs, program, enable.
+// (QEMU's model ignores it). It lets what firmware queued drain first
+// (BUSY stays set while the FIFO holds data, even with the UART disabled,
+// so the wait is bounded), then follows the TRM's order: disable, flush
+// the FIFOs, program, enable.
 func (u UART) Init(clk, baud uint32) {
-	u.w(regCR, 0)
-	for u.r(regFR)&frBUSY != 0 {
+	for i := 0; i < drainSpins && u.r(regFR)&frBUSY != 0; i++ {
 	}
+	u.w(regCR, 0)
 	u.w(regLCRH, 0) // FEN off flushes the FIFOs
 	if clk != 0 && baud != 0 {
 		i, f := Divisor(clk, baud)
