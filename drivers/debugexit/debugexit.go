@@ -1,3 +1,5 @@
+//go:build amd64
+
 // Package debugexit drives QEMU's isa-debug-exit device: a write of v to its
 // port ends QEMU with exit status (v<<1)|1.
 //

@@ -1,3 +1,5 @@
+//go:build amd64
+
 // Package kvmclock reads the TSC frequency that KVM publishes through its
 // paravirtual clock (pvclock), which is exact where timing the TSC against
 // the PIT is an estimate. The kernel's clock stays the TSC; kvmclock only

@@ -1,3 +1,5 @@
+//go:build amd64
+
 // Package lapic drives the local APIC in xAPIC (MMIO) mode: enable, end of
 // interrupt and inter-processor interrupts through TamaGo's amd64/lapic,
 // plus the APIC ID, the delivery-status wait before an IPI and the one-shot

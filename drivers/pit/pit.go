@@ -1,3 +1,5 @@
+//go:build amd64
+
 // Package pit uses the 8254 programmable interval timer's channel 0 as a
 // reference clock to calibrate faster counters (TSC, local APIC timer).
 //

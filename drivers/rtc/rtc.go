@@ -1,3 +1,5 @@
+//go:build amd64
+
 // Package rtc reads the wall-clock time from the MC146818 CMOS real-time
 // clock (ports 0x70/0x71), once at boot. TamaGo's soc/intel/rtc does not
 // serve: it returns a time.Time (time.Date, time.LoadLocation), and the

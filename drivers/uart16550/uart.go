@@ -1,3 +1,5 @@
+//go:build amd64
+
 // Package uart16550 drives an 8250/16550-compatible UART on x86 I/O ports
 // (COM1 at 0x3F8 on QEMU's pc, q35 and microvm machines). Transmit only,
 // polled: the kernel's console and the self-test report go through it.

@@ -1,3 +1,5 @@
+//go:build amd64
+
 // Package x86 wraps the amd64 instructions the kernel and its drivers need
 // and Go cannot express: port I/O, MSRs, control registers, CPUID, TSC,
 // descriptor-table loads, interrupt flag and halt.
