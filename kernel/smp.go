@@ -41,7 +41,7 @@ var (
 func findCPUs() int {
 	me := lapic.ID()
 	apIRQ[0] = me
-	sched.CPUAt(0).IRQ = me
+	sched.CPUAt(0).IRQ = uint64(me)
 	if bootInfo.RSDP == 0 {
 		klog("smp: no ACPI tables: running on the boot CPU only\n")
 		return 1
@@ -109,7 +109,7 @@ func smpStart(n int, page uintptr) {
 			outOfMemory()
 		}
 		t.SetStack(lo, hi)
-		apStack[i], apCPU[i] = hi, sched.PrepareCPU(i, apIRQ[i], t).Self
+		apStack[i], apCPU[i] = hi, sched.PrepareCPU(i, uint64(apIRQ[i]), t).Self
 		prepareCPU(i)
 	}
 	atomic.StoreUint32(&apCount, uint32(n))

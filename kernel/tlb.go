@@ -83,7 +83,7 @@ func shootdown(start, end uintptr) {
 	}
 	atomic.StoreUint64(&shoot.pending, targets)
 	for m := targets; m != 0; m &= m - 1 {
-		lapic.IPI(sched.CPUAt(bits.TrailingZeros64(m)).IRQ, vecShootdown)
+		lapic.IPI(uint32(sched.CPUAt(bits.TrailingZeros64(m)).IRQ), vecShootdown)
 		atomic.AddUint64(&shoot.ipis, 1)
 	}
 	deadline := clock.Nanotime() + 5e9

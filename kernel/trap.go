@@ -115,7 +115,7 @@ func stopOthers() {
 	me := sched.This().ID
 	for i := 0; i < sched.NumCPU(); i++ {
 		if i != me && atomic.LoadUint32(&percpu[i].hasIDT) != 0 {
-			lapic.NMI(sched.CPUAt(i).IRQ)
+			lapic.NMI(uint32(sched.CPUAt(i).IRQ))
 		}
 	}
 }

@@ -51,7 +51,7 @@ type CPU struct {
 	TrapG     G       // 56: g for the trap (IST) stack; its bounds are the current nesting level's
 
 	ID   int
-	IRQ  uint32  // the interrupt controller's name for this CPU (APIC ID)
+	IRQ  uint64  // the interrupt controller's name for this CPU (APIC ID; GIC target)
 	cur  uintptr // *Task running here
 	idle uintptr // *Task: this CPU's idle task
 
@@ -83,7 +83,7 @@ var idleMask uint64 // atomic
 // InitCPU prepares CPU id (irq: its interrupt controller ID) and makes the
 // calling processor's per-CPU base point at it. It is the first thing a
 // CPU does, before it takes any lock.
-func InitCPU(id int, irq uint32) *CPU {
+func InitCPU(id int, irq uint64) *CPU {
 	c := &cpus[id]
 	c.Self = uintptr(unsafe.Pointer(c))
 	c.ID = id

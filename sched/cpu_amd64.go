@@ -16,4 +16,4 @@ func pause() { x86.Pause() }
 func trapNow()
 
 // kick interrupts c with the wake-up vector.
-func kick(c *CPU) { lapic.IPI(c.IRQ, wakeVector) }
+func kick(c *CPU) { lapic.IPI(uint32(c.IRQ), wakeVector) }

@@ -15,4 +15,4 @@ func pause()
 func trapNow()
 
 // kick interrupts c with the wake-up software-generated interrupt.
-func kick(c *CPU) { gic.SendSGI(c.IRQ, uint32(wakeVector)) }
+func kick(c *CPU) { gic.SendSGI(gic.Target(c.IRQ), uint32(wakeVector)) }

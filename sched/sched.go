@@ -53,7 +53,7 @@ func adopt(c *CPU, t *Task) {
 // that will start on t's kernel stack, with t as its current and idle
 // task. The boot CPU calls it before starting that processor, which points
 // its per-CPU base at the result and then calls Idle.
-func PrepareCPU(id int, irq uint32, t *Task) *CPU {
+func PrepareCPU(id int, irq uint64, t *Task) *CPU {
 	c := &cpus[id]
 	c.Self = uintptr(unsafe.Pointer(c))
 	c.ID = id
