@@ -336,6 +336,9 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, img s
 	for _, line := range failureNotes(res, kill, hasProgramOutput(out.Bytes())) {
 		fmt.Fprintln(stdout, line)
 	}
+	for _, line := range hints(res, out.Bytes()) {
+		fmt.Fprintln(stdout, line)
+	}
 	fmt.Fprintf(stdout, "FAIL\t%s\t%s\n", pkg, elapsed)
 	return false
 }
@@ -374,4 +377,18 @@ func failureNotes(res *qemu.Result, kill time.Duration, programOutput bool) []st
 		}
 	}
 	return notes
+}
+
+// hints name what the kernel lacks when a failure looks like it.
+func hints(res *qemu.Result, out []byte) []string {
+	var h []string
+	if bytes.Contains(out, []byte("pipe2: function not implemented")) {
+		h = append(h, "yolk: the kernel has no pipes yet (pipe2 is ENOSYS) and the testing package runs every Example "+
+			"through os.Pipe: -run '^Test' leaves the examples out")
+	}
+	if res.ExitCode == qemu.ExitTimeout {
+		h = append(h, "yolk: the kernel has no asynchronous preemption yet: a goroutine that spins without function calls "+
+			"keeps every other one (and the test binary's own -timeout) from running on its CPU")
+	}
+	return h
 }

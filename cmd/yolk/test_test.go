@@ -174,6 +174,15 @@ func TestFailureNotes(t *testing.T) {
 			t.Errorf("status %d, output %v: %q, want %q", c.res.ExitCode, c.output, got, c.want)
 		}
 	}
+	if h := hints(&qemu.Result{ExitCode: 1}, []byte("pipe2: function not implemented\n")); len(h) != 1 || !strings.Contains(h[0], "-run '^Test'") {
+		t.Errorf("pipe2 hint %q", h)
+	}
+	if h := hints(&qemu.Result{ExitCode: qemu.ExitTimeout}, nil); len(h) != 1 || !strings.Contains(h[0], "preemption") {
+		t.Errorf("timeout hint %q", h)
+	}
+	if h := hints(&qemu.Result{ExitCode: 1}, []byte("--- FAIL: TestX\n")); len(h) != 0 {
+		t.Errorf("hints %q for an ordinary failure", h)
+	}
 	if hasProgramOutput([]byte("yolk: boot: x\nyolk: exit 1\n")) || !hasProgramOutput([]byte("yolk: boot\npipe2: function not implemented\n")) {
 		t.Error("hasProgramOutput")
 	}
