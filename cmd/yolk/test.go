@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -215,6 +216,10 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		return 1
 	}
+	var goroot string
+	if out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output(); err == nil {
+		goroot = strings.TrimSpace(string(out))
+	}
 	tmp, err := os.MkdirTemp("", "yolk-test-")
 	if err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
@@ -274,10 +279,18 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 			choice = &ch
 			fmt.Fprintln(stderr, ch)
 		}
-		if !runTestImage(ctx, c, qemuBin, choice.Accel, p.ImportPath, img, stream, stdout) {
+		initrd := filepath.Join(tmp, fmt.Sprintf("%d-%s.tar", i, p.Name))
+		if err := writePackageTree(p.Dir, goroot, initrd); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			fmt.Fprintf(stdout, "FAIL\t%s [setup failed]\n", p.ImportPath)
+			failed = true
+			continue
+		}
+		if !runTestImage(ctx, c, qemuBin, choice.Accel, p.ImportPath, p.Dir, img, initrd, stream, stdout) {
 			failed = true
 		}
 		os.Remove(img)
+		os.Remove(initrd)
 	}
 	if failed {
 		fmt.Fprintln(stdout, "FAIL")
@@ -286,13 +299,38 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 	return 0
 }
 
+// writePackageTree writes the boot archive a test binary gets, as go test
+// gives it on the host: the package directory at its own path (read-only in
+// the guest, and its working directory), with its files and its testdata
+// tree (not its other subdirectories, which are other packages), and
+// $GOROOT/lib/time/zoneinfo.zip for the time zone tests.
+func writePackageTree(dir, goroot, name string) error {
+	t := qemu.NewTree()
+	if err := t.AddDir(dir, filepath.ToSlash(dir), false); err != nil {
+		return fmt.Errorf("boot archive of %s: %v", dir, err)
+	}
+	td := filepath.Join(dir, "testdata")
+	if st, err := os.Stat(td); err == nil && st.IsDir() {
+		if err := t.AddDir(td, filepath.ToSlash(td), true); err != nil {
+			return fmt.Errorf("boot archive of %s: %v", td, err)
+		}
+	}
+	zi := filepath.Join(goroot, "lib", "time", "zoneinfo.zip")
+	if _, err := os.Stat(zi); goroot != "" && err == nil {
+		if err := t.AddFile(zi, filepath.ToSlash(zi)); err != nil {
+			return fmt.Errorf("boot archive: %v", err)
+		}
+	}
+	return t.WriteFile(name)
+}
+
 // killAfter is how long after the test binary's own -timeout QEMU is killed
 // (go test's rule for a test binary).
 const killAfter = time.Minute
 
 // runTestImage boots one test image, prints its result line (and its
 // output when it failed or stream is set) and reports whether it passed.
-func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, img string, stream bool, stdout io.Writer) bool {
+func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, dir, img, initrd string, stream bool, stdout io.Writer) bool {
 	var out bytes.Buffer
 	w := io.Writer(&out)
 	if stream {
@@ -310,8 +348,9 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, img s
 		Memory:  c.mem,
 		SMP:     c.smp,
 		Timeout: kill,
-		Env:     c.env,
+		Env:     append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(dir)),
 		Args:    c.testArgs,
+		Initrd:  initrd,
 		Stdout:  w,
 		Stderr:  w,
 	})
@@ -336,7 +375,7 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, img s
 	for _, line := range failureNotes(res, kill, hasProgramOutput(out.Bytes())) {
 		fmt.Fprintln(stdout, line)
 	}
-	for _, line := range hints(res, out.Bytes()) {
+	for _, line := range hints(res) {
 		fmt.Fprintln(stdout, line)
 	}
 	fmt.Fprintf(stdout, "FAIL\t%s\t%s\n", pkg, elapsed)
@@ -379,13 +418,10 @@ func failureNotes(res *qemu.Result, kill time.Duration, programOutput bool) []st
 	return notes
 }
 
-// hints name what the kernel lacks when a failure looks like it.
-func hints(res *qemu.Result, out []byte) []string {
+// hints name what the kernel lacks when a failure looks like it: a guest
+// killed at the timeout.
+func hints(res *qemu.Result) []string {
 	var h []string
-	if bytes.Contains(out, []byte("pipe2: function not implemented")) {
-		h = append(h, "yolk: the kernel has no pipes yet (pipe2 is ENOSYS) and the testing package runs every Example "+
-			"through os.Pipe: -run '^Test' leaves the examples out")
-	}
 	if res.ExitCode == qemu.ExitTimeout {
 		h = append(h, "yolk: the kernel has no asynchronous preemption yet: a goroutine that spins without function calls "+
 			"keeps every other one (and the test binary's own -timeout) from running on its CPU")
