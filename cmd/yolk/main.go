@@ -4,6 +4,10 @@
 //	yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
 //	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35] [-m 128M] [-smp 1]
 //	         [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+//	yolk test [-run re] [-v] [-short] [-timeout 10m] [...] [-smp 1] [...] packages [-args ...]
+//
+// test builds each package's test binary with the kernel linked in, boots
+// it and prints go test's "ok", "FAIL" and "?" lines; see "yolk test -h".
 //
 // run prints "yolk: accel ..." first, streams the guest's serial output to
 // stdout (kernel backtraces symbolized), writes its own notes to stderr and
@@ -34,6 +38,7 @@ func usage() {
   yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
   yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35] [-m 128M] [-smp 1]
            [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+  yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
 report), or 123: guest reset without a report (triple fault), 124: timeout,
@@ -51,6 +56,8 @@ func main() {
 		os.Exit(build(os.Args[2:]))
 	case "run":
 		os.Exit(run(os.Args[2:]))
+	case "test":
+		os.Exit(test(os.Args[2:]))
 	case "help", "-h", "-help", "--help":
 		usage()
 	default:

@@ -5,7 +5,9 @@
 // GOARCH=amd64 CGO_ENABLED=0) and links the yolk kernel in by an -overlay that
 // adds one generated file (a blank import of yolk/kernel) to the package, so
 // the package needs no import of ours; a package of another module is built in
-// a temporary workspace that uses both modules. Patch then rewrites the Go
+// a temporary workspace that uses both modules. BuildTest does the same for
+// a package's test binary (go test -c), through an external test file, for
+// any package including the standard library's. Patch then rewrites the Go
 // linker's PT_NOTE into the Xen PHYS32_ENTRY note QEMU's PVH loader reads,
 // and changes no other byte of the image but that note's headers.
 //
@@ -36,6 +38,10 @@ const DefaultLinkPackage = "yolk/kernel"
 
 // overlayFile is the name of the generated file added to the main package.
 const overlayFile = "zz_yolk_link_gen.go"
+
+// overlayTestFile is the name of the generated external test file BuildTest
+// adds to a package.
+const overlayTestFile = "zz_yolk_link_gen_test.go"
 
 // Options control Build. The zero value builds with the defaults.
 type Options struct {
@@ -126,15 +132,92 @@ func Build(ctx context.Context, pkg string, opt Options) (*Result, error) {
 		return nil, err
 	}
 
+	name, err := goList(ctx, goCmd, pkgDir, buildEnv(), opt.Tags, "{{.Name}}")
+	if err != nil {
+		return nil, err
+	}
+	if name != "main" {
+		return nil, fmt.Errorf("%s is package %s, not a main package", pkgDir, name)
+	}
+	return build(ctx, goCmd, stderr, root, target{dir: pkgDir, modRoot: modRoot, arg: "."}, out, opt)
+}
+
+// TestPackage names a package whose test binary BuildTest builds, as
+// "go list" reports it.
+type TestPackage struct {
+	ImportPath string // import path, e.g. "strings" or "yolk/sync/ces"
+	Dir        string // absolute package directory
+	Name       string // package name (the external test file is package Name_test)
+	Standard   bool   // in the standard library ($GOROOT/src)
+}
+
+// BuildTest compiles the test binary of p ("go test -c") into an image with
+// the kernel linked in, as Build does for a main package: the overlay adds
+// an external test file (package p.Name_test) that imports the kernel, so
+// that standard-library packages and packages the kernel itself imports
+// build without an import cycle. opt.Output is required. The caller checks
+// that p has test files: without any, the binary would only run the kernel.
+// Compiler diagnostics go to opt.Stderr.
+func BuildTest(ctx context.Context, p TestPackage, opt Options) (*Result, error) {
+	goCmd := opt.Go
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	stderr := opt.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	if opt.Output == "" {
+		return nil, errors.New("BuildTest needs an output path")
+	}
+	if p.Name == "" || p.Dir == "" || p.ImportPath == "" {
+		return nil, fmt.Errorf("test package %+v: need import path, directory and name", p)
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	out, err := filepath.Abs(opt.Output)
+	if err != nil {
+		return nil, err
+	}
+	t := target{dir: p.Dir, arg: ".", test: p.Name}
+	if p.Standard {
+		// The std module cannot resolve yolk/kernel: build from the
+		// yolk module by import path.
+		t.cmdDir, t.modRoot, t.arg = root, root, p.ImportPath
+	} else if t.modRoot, err = findModuleRoot(p.Dir); err != nil {
+		return nil, err
+	}
+	return build(ctx, goCmd, stderr, root, t, out, opt)
+}
+
+// target is what build compiles.
+type target struct {
+	dir     string // package directory (where the overlay places its file)
+	modRoot string // root of the package's module: a go.work joins it to yolk's when it differs
+	cmdDir  string // directory go runs in; default dir
+	arg     string // package argument to go build / go test
+	test    string // non-empty: build the test binary; the package's name
+}
+
+// buildEnv is the environment of every go command that builds for the kernel.
+func buildEnv() []string {
+	return append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+}
+
+// build runs go build (or go test -c) for t with the kernel linked in and
+// patches the image's entry note.
+func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t target, out string, opt Options) (*Result, error) {
 	tmp, err := os.MkdirTemp("", "yolk-build-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 
-	env := append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
-	if modRoot != root {
-		work, err := writeGoWork(ctx, goCmd, tmp, root, modRoot)
+	env := buildEnv()
+	if t.modRoot != root {
+		work, err := writeGoWork(ctx, goCmd, tmp, root, t.modRoot)
 		if err != nil {
 			return nil, err
 		}
@@ -142,6 +225,9 @@ func Build(ctx context.Context, pkg string, opt Options) (*Result, error) {
 	}
 
 	args := []string{"build", "-o", out}
+	if t.test != "" {
+		args = []string{"test", "-c", "-o", out}
+	}
 	if opt.Tags != "" {
 		args = append(args, "-tags", opt.Tags)
 	}
@@ -153,31 +239,26 @@ func Build(ctx context.Context, pkg string, opt Options) (*Result, error) {
 		link = DefaultLinkPackage
 	}
 	if link != "-" {
-		overlay, err := writeOverlay(tmp, pkgDir, link)
+		overlay, err := writeOverlay(tmp, t.dir, t.test, link)
 		if err != nil {
 			return nil, err
 		}
 		args = append(args, "-overlay", overlay)
 	}
-	args = append(args, ".")
-
-	name, err := goList(ctx, goCmd, pkgDir, env, opt.Tags, "{{.Name}}")
-	if err != nil {
-		return nil, err
-	}
-	if name != "main" {
-		return nil, fmt.Errorf("%s is package %s, not a main package", pkgDir, name)
-	}
+	args = append(args, t.arg)
 
 	cmd := exec.CommandContext(ctx, goCmd, args...)
-	cmd.Dir = pkgDir
+	cmd.Dir = t.dir
+	if t.cmdDir != "" {
+		cmd.Dir = t.cmdDir
+	}
 	cmd.Env = env
 	cmd.Stdout = stderr
 	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go %s (in %s): %w", strings.Join(args, " "), pkgDir, err)
+		return nil, &BuildError{Cmd: "go " + strings.Join(args, " "), Dir: cmd.Dir, Err: err}
 	}
-	res := &Result{Output: out, PkgDir: pkgDir, ModRoot: modRoot}
+	res := &Result{Output: out, PkgDir: t.dir, ModRoot: t.modRoot}
 	if opt.NoPatch {
 		return res, nil
 	}
@@ -186,6 +267,17 @@ func Build(ctx context.Context, pkg string, opt Options) (*Result, error) {
 	}
 	return res, nil
 }
+
+// BuildError is a go command that failed (its diagnostics went to
+// Options.Stderr), as opposed to an error before or after compiling.
+type BuildError struct {
+	Cmd string // "go build ..." or "go test -c ..."
+	Dir string // where it ran
+	Err error
+}
+
+func (e *BuildError) Error() string { return fmt.Sprintf("%s (in %s): %v", e.Cmd, e.Dir, e.Err) }
+func (e *BuildError) Unwrap() error { return e.Err }
 
 // resolvePackageDir turns pkg into an absolute package directory.
 func resolvePackageDir(ctx context.Context, goCmd, root, pkg string) (string, error) {
@@ -239,14 +331,19 @@ func writeGoWork(ctx context.Context, goCmd, tmp, root, modRoot string) (string,
 }
 
 // writeOverlay writes the generated import file and the -overlay JSON that
-// places it in pkgDir, and returns the JSON's path.
-func writeOverlay(tmp, pkgDir, link string) (string, error) {
-	target := filepath.Join(pkgDir, overlayFile)
+// places it in pkgDir, and returns the JSON's path. With test set (the
+// package's name) the file is an external test file, package test_test.
+func writeOverlay(tmp, pkgDir, test, link string) (string, error) {
+	name, pkg := overlayFile, "main"
+	if test != "" {
+		name, pkg = overlayTestFile, test+"_test"
+	}
+	target := filepath.Join(pkgDir, name)
 	if _, err := os.Stat(target); err == nil {
 		return "", fmt.Errorf("%s already exists; yolk build adds a file of that name through -overlay", target)
 	}
-	src := fmt.Sprintf("// Code generated by yolk build. DO NOT EDIT.\n\npackage main\n\nimport _ %q\n", link)
-	gen := filepath.Join(tmp, overlayFile)
+	src := fmt.Sprintf("// Code generated by yolk build. DO NOT EDIT.\n\npackage %s\n\nimport _ %q\n", pkg, link)
+	gen := filepath.Join(tmp, name)
 	if err := os.WriteFile(gen, []byte(src), 0o644); err != nil {
 		return "", err
 	}

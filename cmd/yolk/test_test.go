@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"yolk/qemu"
+)
+
+// buildYolk builds the yolk command into a temporary directory.
+func buildYolk(t *testing.T) string {
+	t.Helper()
+	yolk := filepath.Join(t.TempDir(), "yolk")
+	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return yolk
+}
+
+// runIn runs a command in dir and returns its stdout, stderr and exit status.
+func runIn(t *testing.T, dir, name string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s %q: %v", name, args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+var (
+	resultLine = regexp.MustCompile(`^(ok  |FAIL|\?   )\t|^FAIL$`)
+	duration   = regexp.MustCompile(`\t[0-9]+\.[0-9]+s|\t\(cached\)`)
+)
+
+// resultLines returns go test's per-package result lines (and the final
+// "FAIL") of out, with durations replaced by "<t>".
+func resultLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if resultLine.MatchString(l) {
+			lines = append(lines, duration.ReplaceAllString(l, "\t<t>"))
+		}
+	}
+	return lines
+}
+
+// yolk test against go test on the host, on the fixture packages in
+// testdata/yolktest: one that passes (with -short, -v and a -run that
+// matches nothing; it runs in its package directory and reads its
+// testdata), one that fails, one that panics, one that blocks past
+// -timeout, one without test files, one that does not compile, and a
+// pattern that names no package. The result lines and the exit status are
+// go test's; the guest's output holds the failure, the panic and the
+// timeout panic. Boots under the accelerator from $YOLK_ACCEL (as
+// TestGuest); needs QEMU.
+func TestYolkTestMatchesGoTest(t *testing.T) {
+	if _, err := qemu.FindQEMU(); err != nil {
+		t.Fatal(err)
+	}
+	accel := os.Getenv("YOLK_ACCEL")
+	if accel == "" {
+		accel = "auto"
+	}
+	yolk := buildYolk(t)
+	dir := filepath.Join("testdata", "yolktest")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want []string // in yolk test's stdout
+		not  []string // not in it
+	}{
+		{"pass", []string{"./pass"}, 0, nil, []string{"TestAdd"}},
+		{"pass-v-short", []string{"-v", "-short", "./pass"}, 0,
+			[]string{"=== RUN   TestAdd", "pass_test.go:13: added", "--- SKIP: TestShort", "pass_test.go:35: read testdata", "--- PASS: TestPackageDir", "PASS\n"}, nil},
+		{"no-tests-to-run", []string{"-run", "^$", "./pass"}, 0, nil, nil},
+		{"mixed", []string{"-timeout", "5s", "./pass", "./fail", "./panic", "./timeout", "./notest", "./buildfail", "./nosuch"}, 1,
+			[]string{"fail_test.go:9: expected failure", "panic: boom", "panic: test timed out after 5s", "TestBlocks"},
+			[]string{"TestAdd"}},
+		{"bad-pattern", []string{"./nosuch/..."}, 1, nil, nil},
+		{"args", []string{"-v", "./pass", "-args", "-test.run=TestShort"}, 0, []string{"--- PASS: TestShort"}, []string{"TestAdd"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			ys, ye, ycode := runIn(t, dir, yolk, append([]string{"test", "-accel", accel}, c.args...)...)
+			elapsed := time.Since(start)
+			gs, ge, gcode := runIn(t, dir, "go", append([]string{"test", "-count=1"}, c.args...)...)
+			if ycode != c.code || gcode != c.code {
+				t.Errorf("exit status: yolk test %d, go test %d, want %d", ycode, gcode, c.code)
+			}
+			if y, g := resultLines(ys), resultLines(gs); !slices.Equal(y, g) {
+				t.Errorf("result lines differ:\nyolk test:\n%s\ngo test:\n%s", strings.Join(y, "\n"), strings.Join(g, "\n"))
+			}
+			for _, w := range c.want {
+				if !strings.Contains(ys, w) {
+					t.Errorf("yolk test output lacks %q", w)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(ys, w) {
+					t.Errorf("yolk test output has %q", w)
+				}
+			}
+			t.Logf("yolk test %s: %v", strings.Join(c.args, " "), elapsed.Round(time.Millisecond))
+			if t.Failed() {
+				t.Logf("yolk test stdout:\n%s\nstderr:\n%s\ngo test stdout:\n%s\nstderr:\n%s", ys, ye, gs, ge)
+			}
+		})
+	}
+}
+
+func TestParseTestArgs(t *testing.T) {
+	c, err := parseTestArgs([]string{"-v", "-run=^TestA$", "./a", "-short=false", "-count", "2", "-timeout", "30s",
+		"-smp", "2", "-m", "256M", "-accel=tcg", "-machine", "pc", "-e", "K=V", "strings", "-bench", ".", "-benchtime=1x",
+		"-cpu", "1,2", "-skip", "B", "-args", "-x", "./notapattern"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgs := []string{"-test.v=true", "-test.run=^TestA$", "-test.short=false", "-test.count=2", "-test.bench=.",
+		"-test.benchtime=1x", "-test.cpu=1,2", "-test.skip=B", "-test.paniconexit0", "-test.timeout=30s", "-x", "./notapattern"}
+	if !slices.Equal(c.testArgs, wantArgs) {
+		t.Errorf("test args %q\nwant %q", c.testArgs, wantArgs)
+	}
+	if !slices.Equal(c.patterns, []string{"./a", "strings"}) || !c.verbose || !c.bench || c.timeout != 30*time.Second ||
+		c.smp != 2 || c.mem != "256M" || c.accel != "tcg" || c.machine != "pc" || !slices.Equal(c.env, []string{"K=V"}) {
+		t.Errorf("config %+v", c)
+	}
+
+	d, err := parseTestArgs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(d.testArgs, []string{"-test.paniconexit0", "-test.timeout=10m0s"}) || d.smp != 1 || d.accel != "auto" {
+		t.Errorf("defaults %+v", d)
+	}
+
+	for _, bad := range [][]string{{"-json"}, {"-run"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
+		if _, err := parseTestArgs(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestFailureNotes(t *testing.T) {
+	for _, c := range []struct {
+		res    qemu.Result
+		output bool
+		want   []string
+	}{
+		{qemu.Result{ExitCode: 1}, true, nil},
+		{qemu.Result{ExitCode: 1}, false, []string{"exit status 1"}},
+		{qemu.Result{ExitCode: 2}, true, nil},
+		{qemu.Result{ExitCode: 125}, true, []string{"yolk: the kernel reported a fault (exit status 125)"}},
+		{qemu.Result{ExitCode: qemu.ExitTimeout, TimedOut: true, Messages: []string{"yolk: timeout after 11m0s"}}, true,
+			[]string{"*** Test killed: ran too long (11m0s): QEMU stopped a minute after the test binary's -timeout."}},
+		{qemu.Result{ExitCode: qemu.ExitReset, Messages: []string{"yolk: guest reset without an exit report (triple fault?)"}}, true,
+			[]string{"yolk: guest reset without an exit report (triple fault?)"}},
+	} {
+		if got := failureNotes(&c.res, 11*time.Minute, c.output); !slices.Equal(got, c.want) {
+			t.Errorf("status %d, output %v: %q, want %q", c.res.ExitCode, c.output, got, c.want)
+		}
+	}
+	if h := hints(&qemu.Result{ExitCode: qemu.ExitTimeout}); len(h) != 1 || !strings.Contains(h[0], "preemption") {
+		t.Errorf("timeout hint %q", h)
+	}
+	if h := hints(&qemu.Result{ExitCode: 1}); len(h) != 0 {
+		t.Errorf("hints %q for an ordinary failure", h)
+	}
+	if hasProgramOutput([]byte("yolk: boot: x\nyolk: exit 1\n")) || !hasProgramOutput([]byte("yolk: boot\npipe2: function not implemented\n")) {
+		t.Error("hasProgramOutput")
+	}
+}
+
+func TestTestUsageErrors(t *testing.T) {
+	yolk := buildYolk(t)
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"test", "-json", "./..."}, "flag provided but not defined: -json"},
+		{[]string{"test", "-h"}, "usage: yolk test"},
+		{[]string{"test", "-smp", "65", "strings"}, "-smp 65: the kernel runs 1 to 64 CPUs"},
+	} {
+		_, stderr, code := runIn(t, ".", yolk, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.msg) {
+			t.Errorf("yolk %q: status %d\n%s", c.args, code, stderr)
+		}
+	}
+}

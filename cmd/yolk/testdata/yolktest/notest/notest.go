@@ -1,0 +1,2 @@
+// Package notest has no test files (a yolk test fixture).
+package notest
