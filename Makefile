@@ -2,8 +2,9 @@
 #
 #   make run              build the self-test image and boot it (serial on the terminal)
 #   make run SMP=4        ... with 4 CPUs (1 to 64; default 1)
-#   make test             hosted tests (go test -race) and the guest self-tests in QEMU
-#                         (every machine at 1, 2 and 4 CPUs)
+#   make test             hosted tests (go test -race), the guest self-tests in QEMU
+#                         (every machine at 1, 2 and 4 CPUs) and a few standard-library
+#                         packages' tests through yolk test (make stdquick)
 #   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
 #   make bench            guest benchmarks; output in out/
 #   make smpbench         multiprocessor benchmarks at 1, 2 and 4 CPUs (docs/smp.md)
@@ -16,12 +17,12 @@ GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
 IMAGE   := out/selftest.elf
 
-.PHONY: run test hosted guest bench smpbench linuxref qemu image clean
+.PHONY: run test hosted guest stdquick bench smpbench linuxref qemu image clean
 
 run: qemu image
 	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE)
 
-test: qemu hosted guest
+test: qemu hosted guest stdquick
 
 # ARM64_PKGS build for linux/arm64 today (the kernel itself does not yet:
 # issue 9); make hosted vets them and compiles their tests for arm64.
@@ -36,6 +37,13 @@ hosted:
 
 guest: qemu
 	YOLK_ACCEL=$(ACCEL) $(GO) test -count=1 -timeout 20m -v -run '^TestGuest$$' ./qemu/
+
+# stdquick runs a handful of standard-library packages' own tests in the
+# guest with yolk test (-short), so that a regression in what Go's tests
+# need (files, pipes, the working directory) is caught.
+STDQUICK = bufio container/list errors io/fs strings unicode/utf8
+stdquick: qemu
+	$(YOLK) test -accel $(ACCEL) -short $(STDQUICK)
 
 bench: qemu image
 	mkdir -p out
