@@ -206,6 +206,8 @@ func syscall(r *Regs) {
 		err = sysFchmod(int(a0), uint32(a1))
 	case unix.SYS_FCHMODAT:
 		err = sysFchmodat(int(int32(a0)), a1, uint32(a2), 0)
+	case unix.SYS_UTIMENSAT:
+		err = sysUtimensat(int(int32(a0)), a1, a2, int(a3))
 	case unix.SYS_UMASK:
 		ret = uintptr(vfs.Umask(uint32(a0)))
 	case unix.SYS_DUP:

@@ -432,3 +432,37 @@ func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
 	fileLock.Unlock()
 	return uintptr(newfd), 0
 }
+
+// sysUtimensat sets the access and modification times of a path (times:
+// two timespecs, 0 for now; UTIME_NOW and UTIME_OMIT as Linux). A NULL
+// path (futimens) is not supported: EINVAL.
+func sysUtimensat(dirfd int, p, times uintptr, flags int) Errno {
+	if p == 0 || flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
+		return EINVAL
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return e
+	}
+	var t [2]int64
+	for i := range t {
+		t[i] = fs.UtimeNow
+		if times == 0 {
+			continue
+		}
+		if !userOK(times+uintptr(i)*16, 16) {
+			return EFAULT
+		}
+		ts := at[timespec](times + uintptr(i)*16)
+		switch {
+		case ts.nsec == unix.UTIME_NOW:
+		case ts.nsec == unix.UTIME_OMIT:
+			t[i] = fs.UtimeOmit
+		case ts.nsec < 0 || ts.nsec >= 1e9:
+			return EINVAL
+		default:
+			t[i] = ts.sec*1e9 + ts.nsec
+		}
+	}
+	return Errno(vfs.Utimes(d, path, t[0], t[1], flags))
+}

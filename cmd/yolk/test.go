@@ -30,7 +30,7 @@ package failed. Packages are go test's patterns (./..., ./sync/ces, strings).
 Test flags (passed to the test binary as -test.X):
   -run, -skip, -bench, -benchtime, -count, -timeout (default 10m), -cpu, -v, -short
 Guest flags:
-  -accel auto|kvm|tcg, -machine microvm|pc|q35, -m 128M, -smp 1, -e KEY=VALUE (repeatable)
+  -accel auto|kvm|tcg, -machine microvm|pc|q35, -m 512M, -smp 1, -e KEY=VALUE (repeatable)
 
 QEMU is killed a minute after -timeout, as go test kills a test binary.
 `
@@ -61,7 +61,7 @@ type testConfig struct {
 // may be mixed, as for go test; everything after -args goes to the test
 // binary unchanged.
 func parseTestArgs(args []string) (*testConfig, error) {
-	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", machine: "microvm", mem: "128M", smp: 1}
+	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", machine: "microvm", mem: "512M", smp: 1}
 	var pass []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]

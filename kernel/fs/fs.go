@@ -67,7 +67,7 @@ const (
 
 	NumInodes = 4096 // files, directories and links in the tree
 	NumFiles  = 512  // open files (descriptions), pipe ends included
-	NumPipes  = 64
+	NumPipes  = 128
 
 	PipeSize = 64 << 10 // a pipe's buffer
 	PipeBuf  = 4096     // writes up to this size are atomic
