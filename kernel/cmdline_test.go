@@ -12,7 +12,7 @@ func parse(t *testing.T, line string) (args, env []string) {
 	t.Helper()
 	var buf [4096]byte
 	copy(buf[:], line)
-	nargs, nenv, godebugOff, gomemlimitOff, strace = 0, 0, -1, -1, false
+	nargs, nenv, gomemlimitOff, strace = 0, 0, -1, false
 	parseCmdline(uintptr(unsafe.Pointer(&buf[0])))
 	for i := 0; i < nargs; i++ {
 		args = append(args, string(cstr(argOff[i])))
@@ -51,8 +51,8 @@ func TestCmdlineKernelOptionsAndGODEBUG(t *testing.T) {
 	if len(args) != 2 || args[1] != "plain" {
 		t.Errorf("args %q", args)
 	}
-	if godebugOff < 0 || gomemlimitOff < 0 || len(env) != 2 {
-		t.Errorf("env %q, GODEBUG at %d, GOMEMLIMIT at %d", env, godebugOff, gomemlimitOff)
+	if gomemlimitOff < 0 || len(env) != 2 || env[0] != "GODEBUG=gctrace=1" {
+		t.Errorf("env %q, GOMEMLIMIT at %d", env, gomemlimitOff)
 	}
 	strace = false
 }

@@ -45,6 +45,10 @@ type perCPU struct {
 	hasIDT     uint32 // atomic: the CPU has loaded the IDT (may take an NMI)
 	shootdowns uint64 // TLB shootdown interrupts handled here
 
+	// userTimer: the trap being handled is a timer interrupt that came
+	// from application code; timerWoke: it woke a task (preemptUser).
+	userTimer, timerWoke bool
+
 	// Start-up times (ns since boot, the boot CPU's clock): STARTUP sent,
 	// the CPU running Go code.
 	sent, up int64

@@ -137,6 +137,9 @@ TEXT ·forkret(SB),NOSPLIT|NOFRAME,$0
 // CPU's trap TLS block, calls trap(r) and returns with IRETQ.
 TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
 	PUSHALL
+	// Go code expects the direction flag clear; the trap may have stopped a
+	// backward copy (IRETQ restores the flag).
+	CLD
 	GETFS_AX
 	PUSHQ	AX
 	MOVQ	0(GS), AX	// CPU.Self
@@ -160,9 +163,44 @@ TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
 	SUBQ	$16, SP
 	MOVQ	BX, 0(SP)
 	CALL	·trap(SB)
+	MOVBLZX	8(SP), BX	// trap's result: go on through the task (preemptUser)
 	ADDQ	$16, SP
 	POPQ	AX
 	CALL	trapBounds<>(SB)
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXRSTOR64	(DX)
+	TESTQ	BX, BX
+	JNZ	totask
+	ADDQ	$528, SP
+	JMP	·trapReturn(SB)
+totask:
+	// The trap came from application code, so the current task's kernel
+	// stack is empty: move the frame to its top, the FP/SSE state (just
+	// restored) below it, leave the trap stack and continue as the task,
+	// in kernel TLS, like a system call. The task may switch (preemption)
+	// and resume on another CPU; it returns to application code with
+	// every register from the frame.
+	LEAQ	528(SP), SI	// the frame
+	MOVQ	16(GS), DI	// CPU.KStackTop
+	SUBQ	$184, DI	// regsSize
+	MOVQ	DI, BX
+	MOVQ	$23, CX
+	REP;	MOVSQ
+	MOVQ	BX, SP
+	SUBQ	$528, SP
+	MOVQ	SP, DX
+	ADDQ	$15, DX
+	ANDQ	$~15, DX
+	FXSAVE64	(DX)
+	MOVQ	0(GS), AX	// CPU.Self
+	ADDQ	$32, AX	// CPU.TLS
+	SETFS_AX
+	SUBQ	$16, SP
+	MOVQ	BX, 0(SP)
+	CALL	·preemptUser(SB)
+	ADDQ	$16, SP
 	MOVQ	SP, DX
 	ADDQ	$15, DX
 	ANDQ	$~15, DX
@@ -231,6 +269,12 @@ TEXT ·vectorPC(SB),NOSPLIT,$0-16
 	LEAQ	·vectorTable(SB), BX
 	MOVQ	(BX)(AX*8), AX
 	MOVQ	AX, ret+8(FP)
+	RET
+
+// func fxsave(addr uintptr): the FP/SSE state to addr (512 bytes, 16-aligned).
+TEXT ·fxsave(SB),NOSPLIT,$0-8
+	MOVQ	addr+0(FP), AX
+	FXSAVE64	(AX)
 	RET
 
 // func getbp() uintptr: the caller's frame pointer.

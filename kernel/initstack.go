@@ -21,8 +21,6 @@ var (
 	envOff [maxEnv]int
 	nargs  int
 	nenv   int
-	// godebugOff is the GODEBUG entry, if the command line set one.
-	godebugOff = -1
 	// gomemlimitOff is set if the command line set GOMEMLIMIT.
 	gomemlimitOff = -1
 )
@@ -89,9 +87,6 @@ func parseCmdline(p uintptr) {
 			kernelOption(tok[5:])
 			n = start
 		case !afterDashes && isEnv(tok):
-			if hasPrefix(tok, "GODEBUG=") {
-				godebugOff = start
-			}
 			if hasPrefix(tok, "GOMEMLIMIT=") {
 				gomemlimitOff = start
 			}
@@ -188,8 +183,6 @@ const (
 	atSysinfoEhdr = 33
 )
 
-const godebugAdd = "asyncpreemptoff=1"
-
 func buildInitStack() uintptr {
 	if _, err := vmMap(stackTop-stackSize, stackSize, protRead|protWrite, true); err != 0 {
 		outOfMemory()
@@ -210,15 +203,12 @@ func buildInitStack() uintptr {
 		return sp
 	}
 	var argv [maxArgs]uintptr
-	var envp [maxEnv + 2]uintptr
+	var envp [maxEnv + 1]uintptr
 	for i := 0; i < nargs; i++ {
 		argv[i] = pushStr(cstr(argOff[i]))
 	}
 	ne := 0
 	for i := 0; i < nenv; i++ {
-		if argOff := envOff[i]; argOff == godebugOff {
-			continue
-		}
 		envp[ne] = pushStr(cstr(envOff[i]))
 		ne++
 	}
@@ -240,12 +230,6 @@ func buildInitStack() uintptr {
 		envp[ne] = pushStr([]byte("GOMEMLIMIT="), num[i:])
 		ne++
 	}
-	if godebugOff >= 0 {
-		envp[ne] = pushStr(cstr(godebugOff), []byte(","), []byte(godebugAdd))
-	} else {
-		envp[ne] = pushStr([]byte("GODEBUG="), []byte(godebugAdd))
-	}
-	ne++
 	sp -= 16
 	rnd := sp
 	*at[uint64](rnd), *at[uint64](rnd + 8) = random64(), random64()

@@ -124,6 +124,8 @@ type kernelStats struct {
 	ShootdownLazy                      int64 // idle CPUs marked stale instead
 	NodesPeak, PeakBound               int64 // most queue nodes ever out, and its bound
 	TSCSynced                          int64 // 1: TSCs verified synchronised (vDSO on)
+	Preempts                           int64 // involuntary switches, all CPUs
+	Signals                            int64 // asynchronous signals delivered
 }
 
 func sysStats(p uintptr) Errno {
@@ -144,5 +146,9 @@ func sysStats(p uintptr) Errno {
 	if !tscProbe.skewed {
 		at[kernelStats](p).TSCSynced = 1
 	}
+	for i := 0; i < sched.NumCPU(); i++ {
+		at[kernelStats](p).Preempts += int64(sched.CPUAt(i).Preempts())
+	}
+	at[kernelStats](p).Signals = int64(atomic.LoadUint64(&sigDelivered))
 	return 0
 }

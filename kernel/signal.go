@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"math/bits"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -8,17 +10,29 @@ import (
 	"yolk/sched"
 )
 
-// Signals: only the synchronous ones a fault in user code raises (SIGSEGV,
-// SIGFPE, SIGILL), delivered to the handler the program installed, on its
-// alternate stack, with a Linux rt_sigframe, so that the Go runtime turns a
-// nil dereference into a panic. Without a handler the fault is reported and
-// the machine stops. There are no asynchronous signals (no kill, no timers,
-// no preemption signals: asynchronous preemption is off).
-
+// Signals, as Linux delivers them to the threads of one process: the
+// synchronous ones a fault in user code raises (SIGSEGV, SIGFPE, SIGILL),
+// so that the Go runtime turns a nil dereference into a panic, and the
+// asynchronous ones kill, tkill and tgkill send — above all SIGURG, which
+// the runtime's sysmon sends to a thread whose goroutine has run too long
+// (asynchronous preemption). A signal goes to the handler the program
+// installed, on its alternate stack, in a Linux rt_sigframe; each thread
+// has its own mask and pending set. A pending signal is delivered when its
+// thread next returns to application code: at the end of a system call, or
+// when an interrupt took it from application code (trapCommon then moves
+// the interrupted frame to the task's kernel stack: preemptUser). A signal
+// sent to a thread running on another CPU interrupts that CPU. Blocked
+// system calls are not interrupted (no EINTR): the signal waits for the
+// call to end. A fault without a handler is reported and stops the
+// machine; an asynchronous signal without one takes its default action:
+// ignored, or the machine stops with status 128+signal.
 const (
 	saSiginfo  = 0x4
 	saOnstack  = 0x08000000
 	saRestorer = 0x04000000
+	saNodefer  = 0x40000000
+	sigDfl     = 0
+	sigIgn     = 1
 	ssDisable  = 2
 	minSigStk  = 2048
 
@@ -27,12 +41,15 @@ const (
 	fpeIntdiv  = 1
 	illIllopn  = 2
 	siKernel   = 0x80
+	siUser     = 0  // kill
+	siTkill    = -6 // tkill, tgkill
 
 	sigInfoSize = 128
 	ucSize      = 304 // flags, link, stack, mcontext (23 gregs, fpregs, reserved), 8-byte mask
 	ucStack     = 16
 	ucGregs     = 40
 	ucFpregs    = ucGregs + 23*8
+	ucSigmask   = ucSize - 8
 	fpStateSize = 512
 )
 
@@ -48,7 +65,177 @@ var (
 	sigLock   sched.TWALock
 	sigActs   [65]sigaction
 	altStacks [sched.MaxTasks]altStack
+
+	// Per task slot: the blocked signals (changed only by the task
+	// itself), the pending ones and, of those, the ones kill sent
+	// (atomic; bit sig-1). clone resets them for the new task.
+	sigMask    [sched.MaxTasks]uint64
+	sigPending [sched.MaxTasks]uint64
+	sigByKill  [sched.MaxTasks]uint64
+
+	sigDelivered uint64 // atomic: asynchronous signals delivered
 )
+
+// unblockable are SIGKILL and SIGSTOP, which no mask holds.
+const unblockable = 1<<(unix.SIGKILL-1) | 1<<(unix.SIGSTOP-1)
+
+func sigBit(sig int) uint64 { return 1 << uint(sig-1) }
+
+// sigInit gives task t (from clone) its creator's mask and nothing pending.
+func sigInit(t, parent *sched.Task) {
+	i := t.Index()
+	sigMask[i] = sigMask[parent.Index()]
+	atomic.StoreUint64(&sigPending[i], 0)
+	atomic.StoreUint64(&sigByKill[i], 0)
+	altStacks[i] = altStack{}
+}
+
+func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) Errno {
+	if size != 8 {
+		return EINVAL
+	}
+	if (set != 0 && !userOK(set, 8)) || (oset != 0 && !userOK(oset, 8)) {
+		return EFAULT
+	}
+	m := &sigMask[t.Index()]
+	old := *m
+	if set != 0 {
+		v := *at[uint64](set)
+		switch how {
+		case unix.SIG_BLOCK:
+			*m |= v
+		case unix.SIG_UNBLOCK:
+			*m &^= v
+		case unix.SIG_SETMASK:
+			*m = v
+		default:
+			return EINVAL
+		}
+		*m &^= unblockable
+	}
+	if oset != 0 {
+		*at[uint64](oset) = old
+	}
+	return 0
+}
+
+// sysKill sends sig to the process (pid 1, 0 or -1: there is one): to the
+// calling thread unless it blocks sig, else to the first thread that does
+// not, as Linux prefers.
+func sysKill(pid, sig int) Errno {
+	if sig < 0 || sig > 64 {
+		return EINVAL
+	}
+	if pid != 1 && pid != 0 && pid != -1 {
+		return ESRCH
+	}
+	if sig == 0 {
+		return 0
+	}
+	t := sched.Current()
+	if sigMask[t.Index()]&sigBit(sig) != 0 {
+		for i := 0; i < sched.MaxTasks; i++ {
+			if u := sched.TaskAt(i); u.Alive() && sigMask[i]&sigBit(sig) == 0 {
+				t = u
+				break
+			}
+		}
+	}
+	sendSignal(t, sig, true)
+	return 0
+}
+
+// sysTgkill sends sig to thread tid (tgid 1, or -1 for tkill).
+func sysTgkill(tgid, tid, sig int) Errno {
+	if sig < 0 || sig > 64 || tid <= 0 || tgid == 0 || tgid < -1 {
+		return EINVAL
+	}
+	if tgid != -1 && tgid != 1 {
+		return ESRCH
+	}
+	t := sched.FindTID(int32(tid))
+	if t == nil {
+		return ESRCH
+	}
+	if sig != 0 {
+		sendSignal(t, sig, false)
+	}
+	return 0
+}
+
+// sendSignal makes sig pending for t and, if t runs application code on
+// another CPU, interrupts that CPU so that it delivers the signal now.
+func sendSignal(t *sched.Task, sig int, byKill bool) {
+	i := t.Index()
+	if byKill {
+		atomic.OrUint64(&sigByKill[i], sigBit(sig))
+	} else {
+		atomic.AndUint64(&sigByKill[i], ^sigBit(sig))
+	}
+	atomic.OrUint64(&sigPending[i], sigBit(sig))
+	if cpu := t.RunningOn(); cpu >= 0 && cpu != sched.This().ID {
+		signalIPI(cpu)
+	}
+}
+
+// signalPending reports whether t has a pending signal it does not block.
+func signalPending(t *sched.Task) bool {
+	i := t.Index()
+	return atomic.LoadUint64(&sigPending[i])&^sigMask[i] != 0
+}
+
+// defaultIgnored are the signals whose default action is to do nothing.
+const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGCONT-1)
+
+// deliverSignal redirects the user context in r to the handler of the
+// lowest pending signal the current task does not block, if there is one;
+// fx is the interrupted FP/SSE state (FXSAVE layout, 16-byte aligned).
+// Signals that are ignored are dropped; one whose default action ends the
+// process stops the machine with status 128+sig. It reports whether it
+// made a frame.
+func deliverSignal(r *Regs, fx uintptr) bool {
+	i := sched.Current().Index()
+	for {
+		p := atomic.LoadUint64(&sigPending[i]) &^ sigMask[i]
+		if p == 0 {
+			return false
+		}
+		sig := bits.TrailingZeros64(p) + 1
+		if atomic.AndUint64(&sigPending[i], ^sigBit(sig))&sigBit(sig) == 0 {
+			continue
+		}
+		code := int32(siTkill)
+		if atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0 {
+			code = siUser
+		}
+		sigLock.Lock()
+		h := sigActs[sig].handler
+		sigLock.Unlock()
+		switch {
+		case h == sigIgn, h == sigDfl && defaultIgnored&sigBit(sig) != 0:
+			continue
+		case h == sigDfl:
+			killedBy(sig)
+		}
+		// si_pid 1, si_uid 0: the sender is this process.
+		if signalUser(r, fx, sig, code, 1) {
+			atomic.AddUint64(&sigDelivered, 1)
+			return true
+		}
+		killedBy(sig) // no usable handler or stack
+	}
+}
+
+// killedBy ends the machine as the default action of sig does a process.
+func killedBy(sig int) {
+	printSyscallStats()
+	conGrab()
+	knewline()
+	kprint("yolk: killed by signal ")
+	kprintDec(int64(sig))
+	kprint("\n")
+	halt(uint8(128 + sig))
+}
 
 func sysRtSigaction(sig int, act, oact, size uintptr) Errno {
 	if sig < 1 || sig > 64 || size != 8 {
@@ -114,7 +301,9 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	if inKernel(r) {
 		return false
 	}
+	sigLock.Lock()
 	act := sigActs[sig]
+	sigLock.Unlock()
 	if act.handler <= 1 || act.flags&saSiginfo == 0 || act.flags&saRestorer == 0 {
 		return false
 	}
@@ -152,6 +341,13 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 		*at[uint64](fp + i) = *at[uint64](fx + i)
 	}
 	*at[uintptr](frame) = uintptr(act.restorer)
+	m := &sigMask[sched.Current().Index()]
+	*at[uint64](uc + ucSigmask) = *m
+	*m |= act.mask
+	if act.flags&saNodefer == 0 {
+		*m |= sigBit(sig)
+	}
+	*m &^= unblockable
 
 	r.SP, r.IP = uint64(frame), act.handler
 	r.DI, r.SI, r.DX, r.AX = uint64(sig), uint64(info), uint64(uc), 0
@@ -171,10 +367,13 @@ func sysRtSigreturn(r *Regs) {
 	r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
 	r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX = g[8], g[9], g[10], g[11], g[12], g[13], g[14]
 	r.SP, r.IP = g[15], g[16]
-	// Arithmetic flags only; interrupts on, as application code runs.
-	r.Flags = g[17]&0x8D5 | 0x202
+	// Arithmetic flags, direction and alignment check (an interrupt can
+	// stop a backward copy, REP MOVS with DF set, half way); interrupts on,
+	// as application code runs.
+	r.Flags = g[17]&0x40CD5 | 0x202
 	r.Vector, r.Error = 0, 0
 	if fp := *at[uintptr](uc + ucFpregs); fp != 0 && fp&15 == 0 && userOK(fp, fpStateSize) {
 		r.Error = uint64(fp)
 	}
+	sigMask[sched.Current().Index()] = *at[uint64](uc + ucSigmask) &^ unblockable
 }

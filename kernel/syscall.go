@@ -26,6 +26,7 @@ const (
 	ENODEV    = Errno(unix.ENODEV)
 	ENOSYS    = Errno(unix.ENOSYS)
 	ETIMEDOUT = Errno(unix.ETIMEDOUT)
+	ESRCH     = Errno(unix.ESRCH)
 )
 
 // Yolk's own system calls, for the self-tests (outside Linux's numbering).
@@ -66,6 +67,22 @@ func syscall(r *Regs) {
 	if nr == unix.SYS_RT_SIGRETURN {
 		sysRtSigreturn(r)
 		r.FSBase = uint64(t.UserFS)
+		if signalPending(t) {
+			// The next signal's frame may go where the one just
+			// returned from was: keep its FP/SSE state aside first.
+			var buf [fpStateSize + 16]byte
+			fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
+			if r.Error != 0 {
+				for i := uintptr(0); i < fpStateSize; i += 8 {
+					*at[uint64](fx + i) = *at[uint64](uintptr(r.Error) + i)
+				}
+			} else {
+				fxsave(fx)
+			}
+			if deliverSignal(r, fx) {
+				r.Error = 0 // the handler's frame holds the state
+			}
+		}
 		return
 	}
 	var ret uintptr
@@ -94,7 +111,13 @@ func syscall(r *Regs) {
 	case unix.SYS_RT_SIGACTION:
 		err = sysRtSigaction(int(a0), a1, a2, a3)
 	case unix.SYS_RT_SIGPROCMASK:
-		err = zeroUser(a2, 8) // no asynchronous signals: masks change nothing
+		err = sysRtSigprocmask(t, int(a0), a1, a2, a3)
+	case unix.SYS_KILL:
+		err = sysKill(int(int32(a0)), int(int32(a1)))
+	case unix.SYS_TGKILL:
+		err = sysTgkill(int(int32(a0)), int(int32(a1)), int(int32(a2)))
+	case unix.SYS_TKILL:
+		err = sysTgkill(-1, int(int32(a0)), int(int32(a1)))
 	case unix.SYS_SIGALTSTACK:
 		err = sysSigaltstack(t, a0, a1)
 	case unix.SYS_SCHED_YIELD:
@@ -258,6 +281,12 @@ func syscall(r *Regs) {
 	r.FSBase = uint64(t.UserFS)
 	sched.YieldSlice()
 	timerSync()
+	if signalPending(t) {
+		var buf [fpStateSize + 16]byte
+		fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
+		fxsave(fx)
+		deliverSignal(r, fx)
+	}
 }
 
 // printSyscallStats prints the system-call counts (yolk.syscallstats=1)
@@ -285,6 +314,8 @@ func printSyscallStats() {
 		kprintDec(int64(sched.CPUAt(i).WakeIPIs()))
 		kprint(" timer interrupts ")
 		kprintDec(int64(atomic.LoadUint64(&percpu[i].timer.fired)))
+		kprint(" preemptions ")
+		kprintDec(int64(sched.CPUAt(i).Preempts()))
 		kprint("\n")
 	}
 	conRelease()
@@ -431,7 +462,7 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 		}
 		t.SetStack(lo, hi)
 	}
-	altStacks[t.Index()] = altStack{}
+	sigInit(t, sched.Current())
 	t.UserFS = sched.Current().UserFS
 	if flags&unix.CLONE_SETTLS != 0 {
 		t.UserFS = tls

@@ -222,8 +222,8 @@ func timerSync() {
 }
 
 // timerInterrupt is the vecTimer handler: wake the tasks that are due and
-// re-arm for the next.
-func timerInterrupt() {
+// re-arm for the next. It reports whether it woke any.
+func timerInterrupt() bool {
 	ts := &percpu[sched.This().ID].timer
 	now := nanotime()
 	if ts.armed != 0 {
@@ -231,9 +231,11 @@ func timerInterrupt() {
 	}
 	ts.armed = 0
 	ts.fired++
-	if next := sched.ExpireTimers(now + ts.lead); next != 0 {
+	next, woke := sched.ExpireTimers(now + ts.lead)
+	if next != 0 {
 		ts.arm(next)
 	}
+	return woke
 }
 
 // idleWait halts this CPU until an interrupt, its timer armed for deadline

@@ -21,6 +21,7 @@ const (
 	vecTimer     = 0x20 // this CPU's one-shot timer
 	vecWake      = 0x21 // wake-up IPI: a task became ready while this CPU idled
 	vecShootdown = 0x22 // TLB shootdown IPI
+	vecSignal    = 0x23 // a signal for the task this CPU runs (signal.go)
 	vecPICBase   = 0x30 // the legacy PICs, masked (spurious only)
 	vecSpurious  = 0xFF
 )
@@ -43,12 +44,17 @@ var trapNames = [...]string{
 // over the frame of the trap it interrupted. A trap nested deeper than the
 // slices pushes its frame into the unmapped guard below them: a double
 // fault, reported on IST2.
-func trap(r *Regs) {
+//
+// trap reports whether the trapped code was application code that must not
+// simply be resumed: a timer interrupt (which may preempt it) or a signal
+// is pending. trapCommon then moves the frame to the task's kernel stack
+// and calls preemptUser there.
+func trap(r *Regs) (toTask bool) {
 	sched.AssertKernel()
 	p := &percpu[sched.This().ID]
 	ist := p.tss.getIST(1)
 	p.tss.setIST(1, ist-istLevel)
-	fx := (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 // trapCommon's FXSAVE area
+	fx := fxArea(r)
 	switch v := r.Vector; {
 	case v == 14:
 		p.faultAddr = x86.CR2()
@@ -78,7 +84,10 @@ func trap(r *Regs) {
 		breakpointTrap(r)
 	case v == vecTimer:
 		lapic.EOI()
-		timerInterrupt()
+		p.timerWoke = timerInterrupt()
+	case v == vecSignal:
+		// Nothing to do here: the check below finds the signal.
+		lapic.EOI()
 	case v == vecWake:
 		// Nothing to do: the interrupt ended the HLT of the idle loop,
 		// which now looks at the ready queue.
@@ -92,8 +101,39 @@ func trap(r *Regs) {
 	default:
 		fault(r, "")
 	}
+	// Before the trap stack is given back: the check may fault (BSS pages
+	// are demand-paged), and that nested trap must take the next slice.
+	if !inKernel(r) {
+		p.userTimer = r.Vector == vecTimer
+		toTask = p.userTimer || signalPending(sched.Current())
+	}
 	p.tss.setIST(1, ist)
+	return toTask
 }
+
+// preemptUser runs on the kernel stack of a task that an interrupt or
+// exception took from application code, with the frame trapCommon moved
+// there (its FP/SSE state just below): the only place where a task is
+// switched involuntarily. After a timer interrupt the task gives up its CPU
+// if the interrupt woke another task or its slice is over (sched.Preempt);
+// then a pending signal is delivered. The task resumes through trapReturn
+// with every register as the frame holds it.
+func preemptUser(r *Regs) {
+	sched.AssertKernel()
+	p := &percpu[sched.This().ID]
+	if p.userTimer {
+		p.userTimer = false
+		sched.Preempt(p.timerWoke)
+	}
+	deliverSignal(r, fxArea(r))
+	timerSync()
+}
+
+// fxArea is the FP/SSE save area trapCommon keeps below the frame r.
+func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 }
+
+// signalIPI interrupts CPU cpu, which runs a task that has a new signal.
+func signalIPI(cpu int) { lapic.IPI(uint32(sched.CPUAt(cpu).IRQ), vecSignal) }
 
 // stopping is set by the first CPU that reports a fault; the others stop
 // when its NMI reaches them.
@@ -274,5 +314,6 @@ func halt(code uint8) {
 }
 
 func getbp() uintptr
+func fxsave(addr uintptr)
 func getcallerpc() uintptr
 func morestackPC() uintptr

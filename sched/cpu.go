@@ -62,6 +62,7 @@ type CPU struct {
 	switches uint64 // atomic: task switches made here
 	ranSince int64  // when the current task began its slice (YieldSlice)
 	wakeIPIs uint64 // atomic: wake-up interrupts sent from here
+	preempts uint64 // atomic: involuntary switches (Preempt) made here
 
 	timers timers
 }
@@ -116,6 +117,9 @@ func (c *CPU) Switches() uint64 { return atomic.LoadUint64(&c.switches) }
 
 // WakeIPIs is the number of wake-up interrupts c has sent.
 func (c *CPU) WakeIPIs() uint64 { return atomic.LoadUint64(&c.wakeIPIs) }
+
+// Preempts is the number of involuntary switches made on c.
+func (c *CPU) Preempts() uint64 { return atomic.LoadUint64(&c.preempts) }
 
 // Locks is the number of spin locks c holds.
 func (c *CPU) Locks() int32 { return c.locks }

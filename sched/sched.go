@@ -257,6 +257,26 @@ func YieldSlice() {
 	}
 }
 
+// Preempt is the involuntary switch: the kernel calls it on the kernel
+// stack of a task that an interrupt took from application code (never
+// inside kernel code or a queue operation: those run with interrupts off).
+// The task gives up its CPU if the interrupt made another task ready
+// (woke: a timer expired), so that the task woken gets a CPU now rather
+// than when the interrupted one next enters the kernel, or if it has run
+// for a Slice. It continues later, like Yield.
+func Preempt(woke bool) {
+	c := This()
+	now := clock.Nanotime()
+	if !woke && now-c.ranSince < Slice {
+		return
+	}
+	c.ranSince = now
+	if next := dequeue(); next != nil {
+		atomic.AddUint64(&c.preempts, 1)
+		switchTo(next, finReady)
+	}
+}
+
 // Exit ends the current task. Its slot is freed by the next task's finalizer.
 func Exit() {
 	for {

@@ -120,16 +120,16 @@ func (t *Task) timerCancel() {
 
 // ExpireTimers wakes, as timed out, every task on this CPU's heap whose
 // deadline is at or before until, and returns the earliest deadline left
-// (0: none). The kernel calls it from the timer interrupt with until a
-// little past the present (the interrupt's usual lateness): a task woken
-// before its deadline waits out the rest itself (Block), so the interrupt
-// can be armed early by its expected lateness.
+// (0: none) and whether it woke any. The kernel calls it from the timer
+// interrupt with until a little past the present (the interrupt's usual
+// lateness): a task woken before its deadline waits out the rest itself
+// (Block), so the interrupt can be armed early by its expected lateness.
 //
 // The blocked-to-ready transition is made under the heap's lock, and only
 // the tasks whose transition it won are listed (through tnext) and
 // finished after the lock is dropped: a task another CPU woke first may
 // run and wait again meanwhile, and its fields are then that wait's.
-func ExpireTimers(until int64) (next int64) {
+func ExpireTimers(until int64) (next int64, woke bool) {
 	tm := &This().timers
 	var expired uintptr
 	tm.lock.Lock()
@@ -146,10 +146,11 @@ func ExpireTimers(until int64) (next int64) {
 	tm.publish()
 	next = atomic.LoadInt64(&tm.next)
 	tm.lock.Unlock()
+	woke = expired != 0
 	for expired != 0 {
 		t := taskAt(expired)
 		expired = t.tnext
 		t.finishWake(true)
 	}
-	return next
+	return next, woke
 }
