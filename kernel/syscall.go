@@ -83,6 +83,7 @@ func syscall(r *Regs) {
 				r.Error = 0 // the handler's frame holds the state
 			}
 		}
+		userSync()
 		return
 	}
 	var ret uintptr
@@ -280,7 +281,7 @@ func syscall(r *Regs) {
 	r.AX = uint64(ret)
 	r.FSBase = uint64(t.UserFS)
 	sched.YieldSlice()
-	timerSync()
+	userSync()
 	if signalPending(t) {
 		var buf [fpStateSize + 16]byte
 		fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
@@ -480,7 +481,7 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 // taskEntry is the first Go code a new task runs (from forkret).
 func taskEntry() {
 	sched.FinishSwitch()
-	timerSync()
+	userSync()
 }
 
 func sysSchedGetaffinity(size, mask uintptr) (uintptr, Errno) {

@@ -221,6 +221,21 @@ func timerSync() {
 	}
 }
 
+// userSync is timerSync on the way back to application code: if tasks
+// wait on the ready queue, the timer is armed for the end of the current
+// task's slice too, so that its interrupt preempts the task (preemptUser)
+// should it not enter the kernel by then.
+func userSync() {
+	timerSync()
+	if sched.Backlog() {
+		c := sched.This()
+		ts := &percpu[c.ID].timer
+		if n := c.SliceEnd(); ts.armed == 0 || n < ts.armed {
+			ts.arm(n)
+		}
+	}
+}
+
 // timerInterrupt is the vecTimer handler: wake the tasks that are due and
 // re-arm for the next. It reports whether it woke any.
 func timerInterrupt() bool {

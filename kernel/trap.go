@@ -126,7 +126,7 @@ func preemptUser(r *Regs) {
 		sched.Preempt(p.timerWoke)
 	}
 	deliverSignal(r, fxArea(r))
-	timerSync()
+	userSync()
 }
 
 // fxArea is the FP/SSE save area trapCommon keeps below the frame r.

@@ -267,7 +267,7 @@ func YieldSlice() {
 func Preempt(woke bool) {
 	c := This()
 	now := clock.Nanotime()
-	if !woke && now-c.ranSince < Slice {
+	if !woke && now-c.ranSince < Slice-sliceSlack {
 		return
 	}
 	c.ranSince = now
@@ -276,6 +276,26 @@ func Preempt(woke bool) {
 		switchTo(next, finReady)
 	}
 }
+
+// sliceSlack is how early a slice may be cut by Preempt: the kernel's
+// timer fires up to its learnt interrupt lead (at most 200 µs) before the
+// deadline it was armed for.
+const sliceSlack = 1_000_000 // ns
+
+// Backlog reports whether tasks seemed to wait on the ready queue (a hint:
+// see queue.Domain.Empty). The kernel asks on every return to application
+// code and, if so, arms this CPU's timer for SliceEnd, so that a task that
+// runs without system calls keeps its CPU for a Slice at most while others
+// wait.
+func Backlog() bool {
+	if lockedReady {
+		return atomic.LoadUintptr(&lockedQ.head) != 0
+	}
+	return !domain.Empty(&ready)
+}
+
+// SliceEnd is when the current task's slice on c ends.
+func (c *CPU) SliceEnd() int64 { return c.ranSince + Slice }
 
 // Exit ends the current task. Its slot is freed by the next task's finalizer.
 func Exit() {

@@ -290,6 +290,17 @@ func (d *Domain) Dequeue(p int, q *Queue) (*Item, error) {
 	return it, nil
 }
 
+// Empty reports whether q looked empty: its dummy node had no successor.
+// It reads without hazard pointers, so a concurrent Dequeue may retire and
+// reuse the node it looks at and make the answer wrong (nodes are never
+// freed: the read itself is safe). It is a hint, for a caller that looks
+// again later.
+//
+//go:nosplit
+func (d *Domain) Empty(q *Queue) bool {
+	return atomic.LoadUintptr(&nodeAt(atomic.LoadUintptr(&q.head)).next) == 0
+}
+
 // Release gives the node that it, owned by the caller, carries back to the
 // arena, for an item that leaves the queues for good (a task that exits). If
 // another processor's hazard pointer names the node, a pooled node exchanged
