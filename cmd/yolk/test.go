@@ -423,8 +423,8 @@ func failureNotes(res *qemu.Result, kill time.Duration, programOutput bool) []st
 func hints(res *qemu.Result) []string {
 	var h []string
 	if res.ExitCode == qemu.ExitTimeout {
-		h = append(h, "yolk: the kernel has no asynchronous preemption yet: a goroutine that spins without function calls "+
-			"keeps every other one (and the test binary's own -timeout) from running on its CPU")
+		h = append(h, "yolk: the test binary's own -timeout did not end it: the guest stopped making progress "+
+			"(a kernel hang or livelock); -e yolk.strace=1 shows the last system calls")
 	}
 	return h
 }

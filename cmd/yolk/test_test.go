@@ -175,7 +175,7 @@ func TestFailureNotes(t *testing.T) {
 			t.Errorf("status %d, output %v: %q, want %q", c.res.ExitCode, c.output, got, c.want)
 		}
 	}
-	if h := hints(&qemu.Result{ExitCode: qemu.ExitTimeout}); len(h) != 1 || !strings.Contains(h[0], "preemption") {
+	if h := hints(&qemu.Result{ExitCode: qemu.ExitTimeout}); len(h) != 1 || !strings.Contains(h[0], "-timeout") {
 		t.Errorf("timeout hint %q", h)
 	}
 	if h := hints(&qemu.Result{ExitCode: 1}); len(h) != 0 {

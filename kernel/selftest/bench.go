@@ -113,16 +113,13 @@ func benchSwitch(b *testing.B, all bool) {
 // in parallel (this assumes each P has a CPU of its own: on a cooperative
 // kernel with fewer CPUs than Ps the contender would keep its CPU). At
 // GOMAXPROCS 1 they cannot run at once: the contender calls runtime.Gosched
-// after every Unlock so that it never holds the only P for long (yolk runs
-// with asyncpreemptoff=1 and never preempts a goroutine that makes no
-// calls), and it runs only when the measured goroutine is preempted (Linux:
-// sysmon, every ~10 ms) or blocks; the figure is then close to the
-// uncontended Lock+Unlock.
+// after every Unlock so that it never holds the only P for long, and it
+// runs only when the measured goroutine is preempted (sysmon, every ~10
+// ms) or blocks; the figure is then close to the uncontended Lock+Unlock.
 //
 // Both loops pass a preemption point per iteration (preemptPoint, outside
-// the critical section), or a stop-the-world — the benchmark framework's
-// ReadMemStats, a GC — would wait forever on yolk, which cannot yet
-// preempt a goroutine asynchronously.
+// the critical section), so that a stop-the-world — the benchmark
+// framework's ReadMemStats, a GC — waits one iteration, not sysmon's 10 ms.
 func benchMutexContended(b *testing.B) {
 	var (
 		mu     sync.Mutex

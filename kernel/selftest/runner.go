@@ -8,11 +8,9 @@
 // -timeout D bounds each test (default 60s): a test still running then is
 // reported as "--- FAIL: Name (timeout)" and the program exits with status 1
 // at once, so one hung test does not hold the machine until the host's boot
-// timeout. The watchdog is a runtime timer, so it fires only if the CPU gets
-// back to the Go scheduler: a test blocked (channel, lock, sleep, futex)
-// trips it, a goroutine spinning without function calls on the only CPU
-// (asynchronous preemption is off) does not, and then the host's boot
-// timeout names the test instead.
+// timeout. The watchdog is a runtime timer: a test blocked (channel, lock,
+// sleep, futex) or spinning (asynchronous preemption) trips it; only a
+// kernel hang leaves it to the host's boot timeout, which names the test.
 package main
 
 import (

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Preemption benchmarks (docs/preemption.md).
+
+func init() {
+	benches = append(benches,
+		bench{"BenchmarkPreemptWake/idle", benchPreemptWake(false), false},
+		bench{"BenchmarkPreemptWake/spinner", benchPreemptWake(true), false},
+		bench{"BenchmarkPreemptRate/idle", benchPreemptRate(false), true},
+		bench{"BenchmarkPreemptRate/busy", benchPreemptRate(true), true},
+	)
+}
+
+// benchPreemptWake: one op is a 1 ms nanosleep by a thread that keeps its
+// P through it (a raw system call), on an otherwise idle machine (idle) or
+// beside a thread per CPU spinning in a loop without calls (spinner). With
+// spinners the sleeper's CPU is busy when its timer expires: it runs again
+// only because the kernel preempts the spinner there (on Linux: CFS's
+// wake-up preemption). p50-late-ns and max-late-ns are the overshoot
+// beyond 1 ms; spinner minus idle is the cost of the involuntary switch
+// over waking a halted CPU.
+func benchPreemptWake(spinning bool) func(*testing.B) {
+	return func(b *testing.B) {
+		if spinning {
+			n := runtime.NumCPU()
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n + 1))
+			var stop atomic.Uint32
+			var started atomic.Int32
+			counts := make([]uint64, 8*n)
+			for i := 0; i < n; i++ {
+				go spin(&stop, &started, &counts[8*i])
+			}
+			for started.Load() < int32(n) {
+				time.Sleep(time.Millisecond)
+			}
+			defer stop.Store(1)
+		}
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		const d = time.Millisecond
+		ts := unix.NsecToTimespec(int64(d))
+		late := make([]time.Duration, b.N)
+		b.ResetTimer()
+		for i := range late {
+			start := time.Now()
+			if _, _, e := syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0); e != 0 {
+				b.Fatalf("nanosleep: %v", e)
+			}
+			late[i] = time.Since(start) - d
+		}
+		b.StopTimer()
+		slices.Sort(late)
+		b.ReportMetric(float64(late[len(late)/2]), "p50-late-ns")
+		b.ReportMetric(float64(late[len(late)-1]), "max-late-ns")
+	}
+}
+
+// benchPreemptRate: one op is a 10 ms time.Sleep of main, alone (idle) or
+// beside a goroutine per P spinning without calls (busy), which then runs
+// only by asynchronous preemption. It reports how often the kernel
+// switched involuntarily (preempts/s), delivered signals (signals/s: the
+// runtime's SIGURG) and took timer interrupts (timer-irqs/s, all CPUs).
+func benchPreemptRate(busy bool) func(*testing.B) {
+	return func(b *testing.B) {
+		if busy {
+			n := runtime.GOMAXPROCS(0)
+			var stop atomic.Uint32
+			var started atomic.Int32
+			counts := make([]uint64, 8*n)
+			for i := 0; i < n; i++ {
+				go spin(&stop, &started, &counts[8*i])
+			}
+			for started.Load() < int32(n) {
+				time.Sleep(time.Millisecond)
+			}
+			defer stop.Store(1)
+		}
+		read := func() (ks kernelStats, irqs uint64) {
+			syscall.Syscall(sysYolkStats, uintptr(unsafe.Pointer(&ks)), 0, 0)
+			s := make([]cpuStats, 64)
+			n, _, _ := syscall.Syscall(sysYolkCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
+			for _, c := range s[:n] {
+				irqs += c.TimerIRQs
+			}
+			return ks, irqs
+		}
+		b.ResetTimer()
+		k0, i0 := read()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		sec := time.Since(start).Seconds()
+		k1, i1 := read()
+		b.StopTimer()
+		b.ReportMetric(float64(k1.Preempts-k0.Preempts)/sec, "preempts/s")
+		b.ReportMetric(float64(k1.Signals-k0.Signals)/sec, "signals/s")
+		b.ReportMetric(float64(i1-i0)/sec, "timer-irqs/s")
+	}
+}
