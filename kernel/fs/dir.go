@@ -27,6 +27,114 @@ func (f *FS[E]) Mkdir(dir int, path []byte, mode uint32) Errno {
 	return e
 }
 
+// Link makes newpath a further name (hard link) of what oldpath names
+// (flags: AT_SYMLINK_FOLLOW follows a symbolic link oldpath names;
+// AT_EMPTY_PATH with an empty oldpath links open file odir). Directories
+// cannot be linked (EPERM), nor an open file whose last name is gone
+// (ENOENT). A link from a read-only tree into a writable one is EXDEV:
+// they stand for two mounts.
+func (f *FS[E]) Link(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	f.env.Lock()
+	e := f.linkat(odir, oldpath, ndir, newpath, flags)
+	f.env.Unlock()
+	return e
+}
+
+func (f *FS[E]) linkat(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	if flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return unix.EINVAL
+	}
+	var ino int32
+	if len(oldpath) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+		if odir == AtCWD {
+			ino = f.cwd
+		} else {
+			fl := f.file(odir)
+			if fl == nil {
+				return unix.EBADF
+			}
+			ino = fl.obj
+			if fl.kind == kindPipe {
+				if ino = fl.ino; ino < 0 {
+					return unix.ENOENT // pipe(2)'s ends have no inode to name
+				}
+			}
+		}
+	} else {
+		wm := slashFollow
+		if flags&unix.AT_SYMLINK_FOLLOW != 0 {
+			wm = follow
+		}
+		o, e := f.walk(odir, oldpath, wm)
+		if e != 0 {
+			return e
+		}
+		if o.ino < 0 {
+			return unix.ENOENT
+		}
+		ino = o.ino
+	}
+	n, e := f.walk(ndir, newpath, noFollow)
+	if e != 0 {
+		return e
+	}
+	if n.kind != lastNorm || n.ino >= 0 {
+		return unix.EEXIST
+	}
+	if n.slash {
+		return unix.ENOENT
+	}
+	if f.inodes[n.dir].ro {
+		return unix.EROFS
+	}
+	ip := &f.inodes[ino]
+	switch {
+	case ip.ro:
+		return unix.EXDEV
+	case isDir(ip.mode):
+		return unix.EPERM
+	case ip.nlink == 0:
+		return unix.ENOENT
+	}
+	_, e = f.newEntry(n.dir, n.name, ip.mode&unix.S_IFMT, ino)
+	return e
+}
+
+// Mknod makes a regular file (type S_IFREG or 0), a FIFO (S_IFIFO) or a
+// socket's name (S_IFSOCK; opening it is ENXIO) at path, with the
+// permission bits of mode before the umask. Device nodes are EPERM (there
+// are no devices behind them), directories EPERM, other types EINVAL, as
+// Linux.
+func (f *FS[E]) Mknod(dir int, path []byte, mode uint32) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	typ := mode & unix.S_IFMT
+	switch typ {
+	case 0:
+		typ = unix.S_IFREG
+	case unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK:
+	case unix.S_IFDIR, unix.S_IFCHR, unix.S_IFBLK:
+		return unix.EPERM
+	default:
+		return unix.EINVAL
+	}
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
+		return e
+	}
+	if r.kind != lastNorm || r.ino >= 0 {
+		return unix.EEXIST
+	}
+	if r.slash {
+		return unix.ENOENT
+	}
+	if f.inodes[r.dir].ro {
+		return unix.EROFS
+	}
+	_, e = f.newInode(r.dir, r.name, typ|mode&^f.umask&0o7777)
+	return e
+}
+
 // Symlink makes path a symbolic link to target.
 func (f *FS[E]) Symlink(target []byte, dir int, path []byte) Errno {
 	f.env.Lock()
@@ -133,7 +241,7 @@ func (f *FS[E]) Unlink(dir int, path []byte, flags int) Errno {
 			return unix.ENOTDIR
 		}
 	}
-	f.remove(r.ino)
+	f.remove(r.ent)
 	return 0
 }
 
@@ -207,7 +315,7 @@ func (f *FS[E]) rename(odir int, oldpath []byte, ndir int, newpath []byte, flags
 		}
 	}
 	if n.ino == o.ino {
-		return 0
+		return 0 // the same name, or two hard links to one inode: nothing to do, as Linux
 	}
 	if n.ino >= 0 {
 		ni := &f.inodes[n.ino]
@@ -219,14 +327,14 @@ func (f *FS[E]) rename(odir int, oldpath []byte, ndir int, newpath []byte, flags
 		case isDir(ni.mode) && ni.head >= 0:
 			return unix.ENOTEMPTY
 		}
-		f.remove(n.ino)
+		f.remove(n.ent)
 	}
-	f.unlinkEntry(o.ino)
+	f.unlinkEntry(o.ent)
 	if isDir(oi.mode) && o.dir != n.dir {
 		f.inodes[o.dir].nlink--
 		f.inodes[n.dir].nlink++
 	}
-	f.link(n.dir, o.ino, n.name)
+	f.link(n.dir, o.ent, n.name)
 	oi.ctime = f.env.Now()
 	return 0
 }
@@ -265,17 +373,18 @@ func (f *FS[E]) Getdents(h int, b []byte) (int, Errno) {
 				ino = fl.obj
 			}
 		default:
-			ino = d.head
-			for ino >= 0 && f.inodes[ino].seq < fl.off {
-				ino = f.inodes[ino].next
+			ent := d.head
+			for ent >= 0 && f.inodes[ent].seq < fl.off {
+				ent = f.inodes[ent].next
 			}
-			if ino < 0 {
+			if ent < 0 {
 				// At the end: entries made from now on are not
 				// listed until a rewind, as tmpfs since Linux 6.12.
 				fl.off = dirEOF
 				return n, 0
 			}
-			name, next = f.inodes[ino].nameBytes(), f.inodes[ino].seq+1
+			name, next = f.inodes[ent].nameBytes(), f.inodes[ent].seq+1
+			ino = f.inodeOf(ent)
 		}
 		reclen := (19 + len(name) + 1 + 7) &^ 7
 		if len(b)-n < reclen {
@@ -306,6 +415,10 @@ func dtype(m uint32) byte {
 		return unix.DT_REG
 	case unix.S_IFLNK:
 		return unix.DT_LNK
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
 	}
 	return unix.DT_UNKNOWN
 }
@@ -495,9 +608,10 @@ func (f *FS[E]) SetReadOnly(dir int, path []byte) Errno {
 	}
 	// Depth-first through the listings, without a stack: next sibling,
 	// else up to the first ancestor with one.
-	top := r.ino
+	top := r.ent
 	for i := top; ; {
 		f.inodes[i].ro = true
+		f.inodes[f.inodeOf(i)].ro = true
 		if isDir(f.inodes[i].mode) && f.inodes[i].head >= 0 {
 			i = f.inodes[i].head
 			continue

@@ -13,7 +13,9 @@
 // Nothing blocks: a pipe read or write that would have to wait returns
 // EAGAIN, and every change of a pipe's state bumps a counter (see Wait) and
 // calls Env.Wake, so the kernel can block on a wait queue with that counter
-// as its condition and never lose a wake-up.
+// as its condition and never lose a wake-up. The same counter and Poll give
+// epoll its readiness events; opening a FIFO that has to wait for its other
+// end returns at once, and OpenWait says what to wait for.
 //
 // Handles: an open file (Linux's "open file description": offset, flags,
 // the inode or pipe end) is a small integer the kernel's descriptor table
@@ -22,9 +24,14 @@
 // the *at system calls do. Paths and buffers are byte slices the kernel
 // makes over user memory.
 //
-// Not supported: hard links (every inode has one name), device nodes,
-// sockets and FIFOs in the tree, extended attributes, O_PATH, O_TMPFILE,
-// RENAME_EXCHANGE/WHITEOUT, file locks. Permission bits are kept but not
+// Hard links: a directory entry is an inode slot too. The first name of a
+// file lives in its inode (name, parent, siblings); every further name is
+// an entry slot whose link field names the inode. The inode outlives its
+// first name while other names or open files hold it (then it is in no
+// directory). Directories are never linked.
+//
+// Not supported: device nodes (mknod of one is EPERM), extended
+// attributes, O_PATH, O_TMPFILE, RENAME_EXCHANGE/WHITEOUT, file locks. Permission bits are kept but not
 // enforced: the one process runs as root, for which Linux does not enforce
 // them either.
 package fs
@@ -65,8 +72,8 @@ const (
 	PathMax     = 4096 // bytes in a path, including its NUL
 	MaxSymlinks = 40   // symbolic links followed in one resolution
 
-	NumInodes = 4096 // files, directories and links in the tree
-	NumFiles  = 512  // open files (descriptions), pipe ends included
+	NumInodes = 4096 // files, directories, symbolic and hard links in the tree
+	NumFiles  = 1024 // open files (descriptions), pipe ends included
 	NumPipes  = 128
 
 	PipeSize = 64 << 10 // a pipe's buffer
@@ -91,6 +98,8 @@ type inode struct {
 	refs       int32 // open files and the working directory
 	ro         bool
 	nameLen    uint8
+	link       int32 // a further name (hard link) of inode link-1; 0: the inode itself
+	fifo       int32 // a FIFO: 1 + its pipe while open, else 0
 	parent     int32 // directory holding it; -1 once removed
 	prev, next int32 // siblings, in creation order
 	head, tail int32 // directory: children
@@ -108,22 +117,33 @@ type inode struct {
 
 const (
 	kindInode = 1 + iota
-	kindPipeR
-	kindPipeW
+	kindPipe  // an end of a pipe, or both (a FIFO opened O_RDWR): by the access mode
 )
 
 type file struct {
-	refs  int32 // 0: free
-	kind  uint8
-	flags int32 // access mode, O_APPEND, O_NONBLOCK
-	obj   int32 // inode or pipe
-	off   int64
+	refs    int32 // 0: free
+	kind    uint8
+	waitFor uint8  // a FIFO end opened blocking: waitReader, waitWriter until the other end opens
+	flags   int32  // access mode, O_APPEND, O_NONBLOCK
+	obj     int32  // inode or pipe
+	ino     int32  // a pipe end: the FIFO it was opened as, -1 for pipe(2)
+	partner uint32 // a pipe end: the other end's open count when it opened
+	id      uint64 // unique among the opens of this FS (see Pollable)
+	off     int64
 }
+
+// What a FIFO end opened blocking waits for.
+const (
+	waitReader = 1 + iota
+	waitWriter
+)
 
 type pipe struct {
 	used             bool
+	fifo             int32 // 1 + the FIFO's inode, 0 for pipe(2)
 	readers, writers int32
-	r, n             int // read position, bytes buffered
+	rOpens, wOpens   uint32 // read and write ends ever opened (Linux's r_counter, w_counter)
+	r, n             int    // read position, bytes buffered
 	seq              uint32
 	pages            [PipeSize / PageSize]uintptr
 }
@@ -137,6 +157,7 @@ type FS[E Env] struct {
 	umask    uint32
 	pages    int64 // file pages held
 	maxPages int64
+	lastID   uint64
 	inodes   [NumInodes]inode
 	files    [NumFiles]file
 	pipes    [NumPipes]pipe
@@ -183,6 +204,16 @@ func word(a uintptr) *uintptr { return (*uintptr)(*(*unsafe.Pointer)(unsafe.Poin
 func isDir(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFDIR }
 func isReg(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFREG }
 func isLink(m uint32) bool { return m&unix.S_IFMT == unix.S_IFLNK }
+func isFIFO(m uint32) bool { return m&unix.S_IFMT == unix.S_IFIFO }
+
+// inodeOf is the inode directory entry ent names (itself unless it is a
+// hard link).
+func (f *FS[E]) inodeOf(ent int32) int32 {
+	if l := f.inodes[ent].link; l != 0 {
+		return l - 1
+	}
+	return ent
+}
 
 func (ip *inode) nameBytes() []byte { return ip.name[:ip.nameLen] }
 
@@ -206,6 +237,12 @@ func (f *FS[E]) freePage(a uintptr) {
 
 // newInode takes a free inode and links it into directory dir as name.
 func (f *FS[E]) newInode(dir int32, name []byte, mode uint32) (int32, Errno) {
+	return f.newEntry(dir, name, mode, -1)
+}
+
+// newEntry takes a free inode slot and links it into directory dir as
+// name: a new inode, or (target >= 0) a further name of inode target.
+func (f *FS[E]) newEntry(dir int32, name []byte, mode uint32, target int32) (int32, Errno) {
 	for i := range f.inodes {
 		ip := &f.inodes[i]
 		if ip.mode != 0 {
@@ -214,7 +251,12 @@ func (f *FS[E]) newInode(dir int32, name []byte, mode uint32) (int32, Errno) {
 		now := f.env.Now()
 		*ip = inode{mode: mode, nlink: 1, prev: -1, next: -1, head: -1, tail: -1, nextSeq: 2,
 			atime: now, mtime: now, ctime: now}
-		if isDir(mode) {
+		if target >= 0 {
+			ip.link, ip.nlink = target+1, 0
+			t := &f.inodes[target]
+			t.nlink++
+			t.ctime = now
+		} else if isDir(mode) {
 			if f.inodes[dir].mode&unix.S_ISGID != 0 {
 				ip.mode |= unix.S_ISGID // inherited, as Linux
 			}
@@ -264,17 +306,22 @@ func (f *FS[E]) unlinkEntry(ino int32) {
 	d.mtime, d.ctime = now, now
 }
 
-// remove unlinks ino from the tree and frees it unless it is still open.
-func (f *FS[E]) remove(ino int32) {
+// remove takes directory entry ent out of the tree and frees the inode it
+// names unless another name or an open file holds it.
+func (f *FS[E]) remove(ent int32) {
+	ino := f.inodeOf(ent)
 	ip := &f.inodes[ino]
-	parent := ip.parent
-	f.unlinkEntry(ino)
+	parent := f.inodes[ent].parent
+	f.unlinkEntry(ent)
 	ip.ctime = f.env.Now()
 	if isDir(ip.mode) {
 		ip.nlink = 0
 		f.inodes[parent].nlink--
 	} else {
 		ip.nlink--
+	}
+	if ent != ino {
+		f.inodes[ent].mode = 0 // a hard link's entry
 	}
 	f.put(ino)
 }
