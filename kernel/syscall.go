@@ -184,6 +184,14 @@ func syscall(r *Regs) {
 		err = sysRenameat2(int(int32(a0)), a1, int(int32(a2)), a3, int(a4))
 	case unix.SYS_RENAME:
 		err = sysRenameat2(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
+	case unix.SYS_LINKAT:
+		err = sysLinkat(int(int32(a0)), a1, int(int32(a2)), a3, int(a4))
+	case unix.SYS_LINK:
+		err = sysLinkat(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
+	case unix.SYS_MKNODAT:
+		err = sysMknodat(int(int32(a0)), a1, uint32(a2), uint64(a3))
+	case unix.SYS_MKNOD:
+		err = sysMknodat(unix.AT_FDCWD, a0, uint32(a1), uint64(a2))
 	case unix.SYS_SYMLINKAT:
 		err = sysSymlinkat(a0, int(int32(a1)), a2)
 	case unix.SYS_SYMLINK:
