@@ -451,13 +451,70 @@ func sysFchdir(fd int) Errno {
 	return Errno(e)
 }
 
+// sysFchmodat is fchmodat, and fchmodat2 with its flags
+// (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH).
 func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) Errno {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return EINVAL
+	}
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = Errno(vfs.Chmod(d, path, mode, flags))
+		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+			if d == fs.AtCWD {
+				e = Errno(vfs.Chmod(fs.AtCWD, dotPath[:], mode, 0))
+			} else {
+				e = Errno(vfs.Fchmod(d, mode))
+			}
+		} else {
+			e = Errno(vfs.Chmod(d, path, mode, flags&^unix.AT_EMPTY_PATH))
+		}
 	}
 	fsPut(d)
 	return e
+}
+
+var dotPath = [...]byte{'.'}
+
+// sysFchownat is chown, lchown and fchownat (flags: AT_SYMLINK_NOFOLLOW,
+// AT_EMPTY_PATH). Owners are kept, never enforced (see package fs).
+func sysFchownat(dirfd int, p uintptr, uid, gid int, flags int) Errno {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return EINVAL
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+			if d == fs.AtCWD {
+				e = Errno(vfs.Chown(fs.AtCWD, dotPath[:], uid, gid, 0))
+			} else {
+				e = Errno(vfs.Fchown(d, uid, gid))
+			}
+		} else {
+			e = Errno(vfs.Chown(d, path, uid, gid, flags&^unix.AT_EMPTY_PATH))
+		}
+	}
+	fsPut(d)
+	return e
+}
+
+func sysFchown(fd int, uid, gid int) Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fchown(h, uid, gid)
+		fsPut(h)
+		return Errno(e)
+	}
+	return badFD(fd, 0) // the console: accepted
+}
+
+// sysFsync is fsync and fdatasync: the file system is memory, nothing to
+// write back; EINVAL for pipes and the console, as Linux.
+func sysFsync(fd int) Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fsync(h)
+		fsPut(h)
+		return Errno(e)
+	}
+	return badFD(fd, EINVAL)
 }
 
 func sysFchmod(fd int, mode uint32) Errno {

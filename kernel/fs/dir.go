@@ -549,6 +549,68 @@ func (f *FS[E]) chmod(ino int32, mode uint32) Errno {
 	return 0
 }
 
+// Chown sets the owner and group of path (-1 for either: unchanged;
+// flags: AT_SYMLINK_NOFOLLOW changes a symbolic link itself).
+func (f *FS[E]) Chown(dir int, path []byte, uid, gid int, flags int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
+		return unix.EINVAL
+	}
+	wm := follow
+	if flags != 0 {
+		wm = slashFollow
+	}
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	return f.chown(r.ino, uid, gid)
+}
+
+// Fchown sets the owner and group of open file h.
+func (f *FS[E]) Fchown(h int, uid, gid int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	ino := fl.obj
+	if fl.kind == kindPipe {
+		if ino = fl.ino; ino < 0 {
+			return 0 // pipe(2)'s ends: accepted, nothing kept
+		}
+	}
+	return f.chown(ino, uid, gid)
+}
+
+func (f *FS[E]) chown(ino int32, uid, gid int) Errno {
+	ip := &f.inodes[ino]
+	if ip.ro {
+		return unix.EROFS
+	}
+	if uid != -1 {
+		ip.uid = uint32(uid)
+	}
+	if gid != -1 {
+		ip.gid = uint32(gid)
+	}
+	if !isDir(ip.mode) {
+		// As Linux's chown_common, for root too: set-user-ID goes,
+		// set-group-ID with group execute.
+		ip.mode &^= unix.S_ISUID
+		if ip.mode&unix.S_IXGRP != 0 {
+			ip.mode &^= unix.S_ISGID
+		}
+	}
+	ip.ctime = f.env.Now()
+	return 0
+}
+
 // Utimes sets the access and modification times of path, in nanoseconds
 // since the epoch; UtimeNow and UtimeOmit as in utimensat (flags:
 // AT_SYMLINK_NOFOLLOW).

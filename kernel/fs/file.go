@@ -429,6 +429,8 @@ func (f *FS[E]) stat(ino int32, st *unix.Stat_t) {
 		Dev:    Dev,
 		Ino:    uint64(ino) + 1,
 		Mode:   ip.mode,
+		Uid:    ip.uid,
+		Gid:    ip.gid,
 		Size:   ip.size,
 		Blocks: ip.pages * (PageSize / 512),
 		Atim:   ts(ip.atime),
@@ -441,6 +443,21 @@ func (f *FS[E]) stat(ino int32, st *unix.Stat_t) {
 		// tmpfs reports a directory's size as a multiple of entries.
 		st.Size = int64(ip.nextSeq) * 20
 	}
+}
+
+// Fsync is fsync(2) on h: nothing to write back; EINVAL for a pipe, as
+// Linux.
+func (f *FS[E]) Fsync(h int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return unix.EINVAL
+	}
+	return 0
 }
 
 func set[T ~int32 | ~int64 | ~uint32 | ~uint64](p *T, v int64) { *p = T(v) }

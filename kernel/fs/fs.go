@@ -31,9 +31,9 @@
 // directory). Directories are never linked.
 //
 // Not supported: device nodes (mknod of one is EPERM), extended
-// attributes, O_PATH, O_TMPFILE, RENAME_EXCHANGE/WHITEOUT, file locks. Permission bits are kept but not
-// enforced: the one process runs as root, for which Linux does not enforce
-// them either.
+// attributes, O_PATH, O_TMPFILE, RENAME_EXCHANGE/WHITEOUT, file locks.
+// Permission bits and owners are kept but not enforced: the one process
+// runs as root, for which Linux does not enforce them either.
 package fs
 
 import (
@@ -99,6 +99,7 @@ type inode struct {
 	ro         bool
 	nameLen    uint8
 	link       int32 // a further name (hard link) of inode link-1; 0: the inode itself
+	uid, gid   uint32
 	fifo       int32 // a FIFO: 1 + its pipe while open, else 0
 	parent     int32 // directory holding it; -1 once removed
 	prev, next int32 // siblings, in creation order
@@ -256,10 +257,13 @@ func (f *FS[E]) newEntry(dir int32, name []byte, mode uint32, target int32) (int
 			t := &f.inodes[target]
 			t.nlink++
 			t.ctime = now
-		} else if isDir(mode) {
-			if f.inodes[dir].mode&unix.S_ISGID != 0 {
-				ip.mode |= unix.S_ISGID // inherited, as Linux
+		} else if d := &f.inodes[dir]; d.mode&unix.S_ISGID != 0 {
+			ip.gid = d.gid // the directory's group, as Linux
+			if isDir(mode) {
+				ip.mode |= unix.S_ISGID // inherited
 			}
+		}
+		if target < 0 && isDir(mode) {
 			ip.nlink = 2
 			f.inodes[dir].nlink++
 		}
