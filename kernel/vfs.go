@@ -42,13 +42,25 @@ var (
 	tmpDir = [...]byte{'/', 't', 'm', 'p'}
 )
 
-// vfsInit makes the root and /tmp (mode 1777). File data may take half
-// of the free memory.
+// vfsInit makes the root, /tmp (mode 1777) and /dev with the memory
+// devices null, zero and full (mode 0666). File data may take half of
+// the free memory.
 func vfsInit() {
 	vfs.Init(kenv{}, framesFree/2)
 	vfs.Mkdir(fs.AtCWD, tmpDir[:], 0o777)
 	vfs.Chmod(fs.AtCWD, tmpDir[:], 0o1777, 0)
+	vfs.Mkdir(fs.AtCWD, devDir[:4], 0o755)
+	for _, d := range [...]struct {
+		name [4]byte
+		dev  uint64
+	}{{[4]byte{'n', 'u', 'l', 'l'}, fs.DevNull}, {[4]byte{'z', 'e', 'r', 'o'}, fs.DevZero}, {[4]byte{'f', 'u', 'l', 'l'}, fs.DevFull}} {
+		copy(devDir[5:], d.name[:])
+		vfs.Mknod(fs.AtCWD, devDir[:], unix.S_IFCHR|0o666, d.dev)
+		vfs.Chmod(fs.AtCWD, devDir[:], 0o666, 0)
+	}
 }
+
+var devDir = [...]byte{'/', 'd', 'e', 'v', '/', 0, 0, 0, 0}
 
 // userPath is the NUL-terminated path at p.
 func userPath(p uintptr) ([]byte, Errno) {
@@ -365,7 +377,7 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno 
 func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) Errno {
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = Errno(vfs.Mknod(d, path, mode))
+		e = Errno(vfs.Mknod(d, path, mode, dev))
 	}
 	fsPut(d)
 	return e

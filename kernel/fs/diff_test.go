@@ -180,7 +180,7 @@ func (o fsOps) rename(a, c string, fl int) Errno                { return o.f.Ren
 func (o fsOps) link(a, c string, fl int) Errno {
 	return o.f.Link(o.dir, b(a), o.dir, b(c), fl)
 }
-func (o fsOps) mknod(p string, m uint32) Errno { return o.f.Mknod(o.dir, b(p), m) }
+func (o fsOps) mknod(p string, m uint32) Errno { return o.f.Mknod(o.dir, b(p), m, 0) }
 func (o fsOps) readlink(p string, n int) (string, Errno) {
 	buf := make([]byte, n)
 	n, e := o.f.Readlink(o.dir, b(p), buf)

@@ -100,20 +100,20 @@ func (f *FS[E]) linkat(odir int, oldpath []byte, ndir int, newpath []byte, flags
 	return e
 }
 
-// Mknod makes a regular file (type S_IFREG or 0), a FIFO (S_IFIFO) or a
-// socket's name (S_IFSOCK; opening it is ENXIO) at path, with the
-// permission bits of mode before the umask. Device nodes are EPERM (there
-// are no devices behind them), directories EPERM, other types EINVAL, as
-// Linux.
-func (f *FS[E]) Mknod(dir int, path []byte, mode uint32) Errno {
+// Mknod makes a regular file (type S_IFREG or 0), a FIFO (S_IFIFO), a
+// socket's name (S_IFSOCK; opening it is ENXIO) or a device node (S_IFCHR,
+// S_IFBLK; see the package comment) at path, with the permission bits of
+// mode before the umask; dev is a device node's number. Directories are
+// EPERM, other types EINVAL, as Linux.
+func (f *FS[E]) Mknod(dir int, path []byte, mode uint32, dev uint64) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
 	typ := mode & unix.S_IFMT
 	switch typ {
 	case 0:
 		typ = unix.S_IFREG
-	case unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK:
-	case unix.S_IFDIR, unix.S_IFCHR, unix.S_IFBLK:
+	case unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+	case unix.S_IFDIR:
 		return unix.EPERM
 	default:
 		return unix.EINVAL
@@ -131,7 +131,10 @@ func (f *FS[E]) Mknod(dir int, path []byte, mode uint32) Errno {
 	if f.inodes[r.dir].ro {
 		return unix.EROFS
 	}
-	_, e = f.newInode(r.dir, r.name, typ|mode&^f.umask&0o7777)
+	ino, e := f.newInode(r.dir, r.name, typ|mode&^f.umask&0o7777)
+	if e == 0 && (typ == unix.S_IFCHR || typ == unix.S_IFBLK) {
+		f.inodes[ino].rdev = dev
+	}
 	return e
 }
 
@@ -419,6 +422,10 @@ func dtype(m uint32) byte {
 		return unix.DT_FIFO
 	case unix.S_IFSOCK:
 		return unix.DT_SOCK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
 	}
 	return unix.DT_UNKNOWN
 }

@@ -85,12 +85,12 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 			e = unix.ELOOP
 		case isDir(ip.mode) && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
 			e = unix.EISDIR
-		case ip.mode&unix.S_IFMT == unix.S_IFSOCK:
+		case ip.mode&unix.S_IFMT == unix.S_IFSOCK || ip.mode&unix.S_IFMT == unix.S_IFBLK || isChr(ip.mode) && !memDev(ip):
 			e = unix.ENXIO
 		case isFIFO(ip.mode):
 			e = f.openFIFO(h, ino) // O_TRUNC is ignored, and a FIFO is writable on a read-only tree
-		case ip.ro && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
-			e = unix.EROFS
+		case ip.ro && !isChr(ip.mode) && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
+			e = unix.EROFS // a device is writable on a read-only tree
 		}
 	}
 	if e != 0 {
@@ -210,6 +210,13 @@ func (f *FS[E]) pread(fl *file, b []byte, off int64) (int, Errno) {
 	if isDir(ip.mode) {
 		return 0, unix.EISDIR
 	}
+	if isChr(ip.mode) {
+		if ip.rdev == DevNull {
+			return 0, 0
+		}
+		clear(b) // zero and full
+		return len(b), 0
+	}
 	n := f.readAt(ip, b, off)
 	if now := f.env.Now(); ip.atime <= ip.mtime || ip.atime <= ip.ctime { // relatime
 		ip.atime = now
@@ -229,6 +236,9 @@ func (f *FS[E]) Write(h int, b []byte) (int, Errno) {
 	}
 	if fl.kind == kindPipe {
 		return f.writePipe(fl, b)
+	}
+	if ip := &f.inodes[fl.obj]; isChr(ip.mode) {
+		return devWrite(ip, b)
 	}
 	off := fl.off
 	if fl.flags&unix.O_APPEND != 0 {
@@ -257,10 +267,22 @@ func (f *FS[E]) Pwrite(h int, b []byte, off int64) (int, Errno) {
 	if fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
 		return 0, unix.EBADF
 	}
+	if ip := &f.inodes[fl.obj]; isChr(ip.mode) {
+		return devWrite(ip, b)
+	}
 	if fl.flags&unix.O_APPEND != 0 {
 		off = f.inodes[fl.obj].size
 	}
 	return f.writeAt(&f.inodes[fl.obj], b, off)
+}
+
+// devWrite writes to a memory device: null and zero take everything,
+// full nothing (ENOSPC).
+func devWrite(ip *inode, b []byte) (int, Errno) {
+	if ip.rdev == DevFull {
+		return 0, unix.ENOSPC
+	}
+	return len(b), 0
 }
 
 // Seek moves h's offset (SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA,
@@ -279,6 +301,10 @@ func (f *FS[E]) Seek(h int, off int64, whence int) (int64, Errno) {
 		return 0, unix.ESPIPE
 	}
 	ip := &f.inodes[fl.obj]
+	if isChr(ip.mode) {
+		fl.off = 0 // the memory devices stay at 0, as Linux's null_lseek
+		return 0, 0
+	}
 	pos := off
 	switch whence {
 	case unix.SEEK_SET:
@@ -431,6 +457,7 @@ func (f *FS[E]) stat(ino int32, st *unix.Stat_t) {
 		Mode:   ip.mode,
 		Uid:    ip.uid,
 		Gid:    ip.gid,
+		Rdev:   ip.rdev,
 		Size:   ip.size,
 		Blocks: ip.pages * (PageSize / 512),
 		Atim:   ts(ip.atime),

@@ -30,8 +30,12 @@
 // first name while other names or open files hold it (then it is in no
 // directory). Directories are never linked.
 //
-// Not supported: device nodes (mknod of one is EPERM), extended
-// attributes, O_PATH, O_TMPFILE, RENAME_EXCHANGE/WHITEOUT, file locks.
+// Device nodes: the memory devices null, zero and full work (the kernel
+// makes /dev/null, /dev/zero, /dev/full); a node of any other device can
+// be made but not opened (ENXIO, as Linux for a missing driver).
+//
+// Not supported: extended attributes, O_PATH, O_TMPFILE,
+// RENAME_EXCHANGE/WHITEOUT, file locks.
 // Permission bits and owners are kept but not enforced: the one process
 // runs as root, for which Linux does not enforce them either.
 package fs
@@ -100,12 +104,13 @@ type inode struct {
 	nameLen    uint8
 	link       int32 // a further name (hard link) of inode link-1; 0: the inode itself
 	uid, gid   uint32
-	fifo       int32 // a FIFO: 1 + its pipe while open, else 0
-	parent     int32 // directory holding it; -1 once removed
-	prev, next int32 // siblings, in creation order
-	head, tail int32 // directory: children
-	seq        int64 // position in the parent's listing
-	nextSeq    int64 // directory: the next child's seq
+	rdev       uint64 // a device node's device number
+	fifo       int32  // a FIFO: 1 + its pipe while open, else 0
+	parent     int32  // directory holding it; -1 once removed
+	prev, next int32  // siblings, in creation order
+	head, tail int32  // directory: children
+	seq        int64  // position in the parent's listing
+	nextSeq    int64  // directory: the next child's seq
 	size       int64
 	pages      int64 // pages held, index pages included
 	direct     [nDirect]uintptr
@@ -206,6 +211,20 @@ func isDir(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFDIR }
 func isReg(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFREG }
 func isLink(m uint32) bool { return m&unix.S_IFMT == unix.S_IFLNK }
 func isFIFO(m uint32) bool { return m&unix.S_IFMT == unix.S_IFIFO }
+func isChr(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFCHR }
+
+// The memory devices' numbers, 1:3, 1:5 and 1:7 (unix.Mkdev's encoding).
+const (
+	DevNull = 1<<8 | 3
+	DevZero = 1<<8 | 5
+	DevFull = 1<<8 | 7
+)
+
+// memDev reports whether ip is a device node of one of the memory
+// devices.
+func memDev(ip *inode) bool {
+	return isChr(ip.mode) && (ip.rdev == DevNull || ip.rdev == DevZero || ip.rdev == DevFull)
+}
 
 // inodeOf is the inode directory entry ent names (itself unless it is a
 // hard link).

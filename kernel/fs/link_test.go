@@ -132,15 +132,14 @@ func TestHardLinkReadOnly(t *testing.T) {
 
 func TestFIFO(t *testing.T) {
 	f, s := newFS(t, 1024, 1024)
-	must(t, "mknod", f.Mknod(AtCWD, b("p"), unix.S_IFIFO|0o666))
+	must(t, "mknod", f.Mknod(AtCWD, b("p"), unix.S_IFIFO|0o666, 0))
 	st := stat(t, f, "p")
 	if st.Mode != unix.S_IFIFO|0o644 || st.Nlink != 1 || st.Size != 0 {
 		t.Errorf("stat: %+v", st)
 	}
-	wantErr(t, "exists", f.Mknod(AtCWD, b("p"), unix.S_IFIFO|0o666), unix.EEXIST)
-	wantErr(t, "directory", f.Mknod(AtCWD, b("x"), unix.S_IFDIR|0o666), unix.EPERM)
-	wantErr(t, "device", f.Mknod(AtCWD, b("x"), unix.S_IFCHR|0o666), unix.EPERM)
-	wantErr(t, "bad type", f.Mknod(AtCWD, b("x"), 0o170000|0o666), unix.EINVAL)
+	wantErr(t, "exists", f.Mknod(AtCWD, b("p"), unix.S_IFIFO|0o666, 0), unix.EEXIST)
+	wantErr(t, "directory", f.Mknod(AtCWD, b("x"), unix.S_IFDIR|0o666, 0), unix.EPERM)
+	wantErr(t, "bad type", f.Mknod(AtCWD, b("x"), 0o170000|0o666, 0), unix.EINVAL)
 	// No reader: a nonblocking writer is refused.
 	_, e := f.Open(AtCWD, b("p"), unix.O_WRONLY|unix.O_NONBLOCK, 0)
 	wantErr(t, "writer without reader", e, unix.ENXIO)
@@ -209,10 +208,10 @@ func TestFIFO(t *testing.T) {
 		t.Errorf("pages held: %d", s.allocated)
 	}
 	// A socket's name: cannot be opened. S_IFREG or no type: a file.
-	must(t, "mknod sock", f.Mknod(AtCWD, b("s"), unix.S_IFSOCK|0o600))
+	must(t, "mknod sock", f.Mknod(AtCWD, b("s"), unix.S_IFSOCK|0o600, 0))
 	_, e = f.Open(AtCWD, b("s"), unix.O_RDONLY, 0)
 	wantErr(t, "open socket", e, unix.ENXIO)
-	must(t, "mknod reg", f.Mknod(AtCWD, b("r"), 0o600))
+	must(t, "mknod reg", f.Mknod(AtCWD, b("r"), 0o600, 0))
 	if st := stat(t, f, "r"); st.Mode != unix.S_IFREG|0o600 {
 		t.Errorf("mknod 0: %o", st.Mode)
 	}
@@ -223,7 +222,7 @@ func TestFIFO(t *testing.T) {
 // (Linux's w_counter), and the reader then reads end of file.
 func TestFIFOBlockingOpen(t *testing.T) {
 	f, s := newFS(t, 1024, 1024)
-	must(t, "mknod", f.Mknod(AtCWD, b("p"), unix.S_IFIFO|0o600))
+	must(t, "mknod", f.Mknod(AtCWD, b("p"), unix.S_IFIFO|0o600, 0))
 	openWait := func(flags int) int {
 		h := open(t, f, "p", flags, 0)
 		for {
@@ -269,4 +268,64 @@ func TestFIFOBlockingOpen(t *testing.T) {
 		t.Errorf("read: %d %v", n, e)
 	}
 	f.Close(r)
+}
+
+func TestDevices(t *testing.T) {
+	f, _ := newFS(t, 1024, 1024)
+	must(t, "mkdir", f.Mkdir(AtCWD, b("dev"), 0o755))
+	for _, d := range []struct {
+		name string
+		dev  uint64
+	}{{"null", DevNull}, {"zero", DevZero}, {"full", DevFull}, {"tty9", unix.Mkdev(4, 9)}} {
+		must(t, "mknod "+d.name, f.Mknod(AtCWD, b("dev/"+d.name), unix.S_IFCHR|0o666, d.dev))
+		if d.dev != unix.Mkdev(unix.Major(d.dev), unix.Minor(d.dev)) {
+			t.Errorf("%s: %#x is not unix.Mkdev's encoding", d.name, d.dev)
+		}
+	}
+	must(t, "mknod block", f.Mknod(AtCWD, b("dev/sda"), unix.S_IFBLK|0o660, unix.Mkdev(8, 0)))
+	st := stat(t, f, "dev/null")
+	if st.Mode != unix.S_IFCHR|0o644 || st.Rdev != unix.Mkdev(1, 3) || st.Size != 0 {
+		t.Errorf("stat /dev/null: %+v", st)
+	}
+	buf := []byte("xxxx")
+	// null: end of file, takes every write; O_TRUNC and O_CREAT are harmless.
+	h := open(t, f, "dev/null", unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o666)
+	if n, e := f.Read(h, buf); n != 0 || e != 0 {
+		t.Errorf("read null: %d %v", n, e)
+	}
+	if n, e := f.Write(h, buf); n != 4 || e != 0 {
+		t.Errorf("write null: %d %v", n, e)
+	}
+	if n, e := f.Pwrite(h, buf, 100); n != 4 || e != 0 {
+		t.Errorf("pwrite null: %d %v", n, e)
+	}
+	if off, e := f.Seek(h, 100, unix.SEEK_SET); off != 0 || e != 0 {
+		t.Errorf("seek null: %d %v", off, e)
+	}
+	wantErr(t, "ftruncate null", f.Ftruncate(h, 0), unix.EINVAL)
+	if _, _, e := f.Pollable(h); e != unix.EPERM {
+		t.Errorf("pollable null: %v", e)
+	}
+	f.Close(h)
+	// zero: zeroes; full: zeroes, and no space.
+	for _, name := range []string{"zero", "full"} {
+		h := open(t, f, "dev/"+name, unix.O_RDWR, 0)
+		copy(buf, "xxxx")
+		if n, e := f.Read(h, buf); n != 4 || e != 0 || string(buf) != "\x00\x00\x00\x00" {
+			t.Errorf("read %s: %d %v %q", name, n, e, buf)
+		}
+		n, e := f.Write(h, buf)
+		if name == "zero" && (n != 4 || e != 0) || name == "full" && e != unix.ENOSPC {
+			t.Errorf("write %s: %d %v", name, n, e)
+		}
+		f.Close(h)
+	}
+	// Other devices have no driver here.
+	for _, name := range []string{"dev/tty9", "dev/sda"} {
+		_, e := f.Open(AtCWD, b(name), unix.O_RDONLY, 0)
+		wantErr(t, "open "+name, e, unix.ENXIO)
+	}
+	// A device node is writable on a read-only tree, as on Linux.
+	must(t, "ro", f.SetReadOnly(AtCWD, b("dev")))
+	f.Close(open(t, f, "dev/null", unix.O_WRONLY, 0))
 }

@@ -24,6 +24,7 @@ func init() {
 		test{"TestPipeBlockingClose", testPipeBlockingClose},
 		test{"TestFIFO", testFIFO},
 		test{"TestHardLink", testHardLink},
+		test{"TestDevNull", testDevNull},
 		test{"TestBootFiles", testBootFiles},
 	)
 }
@@ -602,5 +603,33 @@ func testHardLink(t *T) {
 	}
 	if fi, _ := os.Stat(b); fi.Sys().(*syscall.Stat_t).Nlink != 1 {
 		t.Errorf("nlink after remove: %d", fi.Sys().(*syscall.Stat_t).Nlink)
+	}
+}
+
+// testDevNull: the memory devices the kernel makes in /dev.
+func testDevNull(t *T) {
+	f, err := os.OpenFile(os.DevNull, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		t.Fatalf("open %s: %v", os.DevNull, err)
+	}
+	if n, err := f.Write([]byte("gone")); n != 4 || err != nil {
+		t.Errorf("write: %d %v", n, err)
+	}
+	if n, err := f.Read(make([]byte, 4)); n != 0 || err != io.EOF {
+		t.Errorf("read: %d %v", n, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 || fi.Mode().Perm() != 0o666 {
+		t.Errorf("stat: %v %v", fi.Mode(), err)
+	}
+	f.Close()
+	z, _ := os.Open("/dev/zero")
+	b := []byte("xyz")
+	if n, err := z.Read(b); n != 3 || err != nil || string(b) != "\x00\x00\x00" {
+		t.Errorf("/dev/zero: %d %v %q", n, err, b)
+	}
+	z.Close()
+	if err := os.WriteFile("/dev/full", []byte("x"), 0); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("/dev/full: %v, want ENOSPC", err)
 	}
 }
