@@ -253,15 +253,17 @@ func unwatch(w *watch) {
 	*w = watch{}
 }
 
+// sysEpollCtl checks in Linux's order: the event's memory, both
+// descriptors, whether fd can be polled, whether epfd is another epoll
+// instance, then the op.
 func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
+	if (op == unix.EPOLL_CTL_ADD || op == unix.EPOLL_CTL_MOD) && !userOK(ev, epollEventSize) {
+		return EFAULT
+	}
 	fileLock.Lock()
 	defer fileLock.Unlock()
-	ep := getFile(epfd, fileEpoll)
-	if ep == nil || fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
+	if epfd < 0 || epfd >= len(files) || files[epfd].kind == fileFree || fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return EBADF
-	}
-	if fd == epfd {
-		return EINVAL
 	}
 	// What fd is: for a pipe, its open file; regular files and
 	// directories cannot be watched.
@@ -276,6 +278,10 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
 	case fileEventfd:
 		seqAddr = uintptr(unsafe.Pointer(&files[fd].seq))
 	}
+	ep := getFile(epfd, fileEpoll)
+	if ep == nil || fd == epfd {
+		return EINVAL
+	}
 	var w *watch
 	for i := ep.whead; i != 0; i = watches[i-1].next {
 		if x := &watches[i-1]; x.fd == int32(fd) && x.h == h && x.id == id {
@@ -285,9 +291,6 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
 	}
 	switch op {
 	case unix.EPOLL_CTL_ADD, unix.EPOLL_CTL_MOD:
-		if !userOK(ev, epollEventSize) {
-			return EFAULT
-		}
 		if op == unix.EPOLL_CTL_ADD && w != nil {
 			return EEXIST
 		}
@@ -370,14 +373,15 @@ func pollWatch(w *watch) (uint32, bool) {
 const epollEventSize = 12
 
 func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, Errno) {
-	if getFile(epfd, fileEpoll) == nil {
-		return 0, EBADF
-	}
-	if max <= 0 {
+	// Linux's order: maxevents, the buffer, the descriptor.
+	if max <= 0 || max > (1<<31-1)/epollEventSize {
 		return 0, EINVAL
 	}
 	if !userOK(events, uintptr(max)*epollEventSize) {
 		return 0, EFAULT
+	}
+	if getFile(epfd, fileEpoll) == nil {
+		return 0, badFD(epfd, EINVAL)
 	}
 	var deadline int64
 	if timeoutMS > 0 {
