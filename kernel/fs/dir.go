@@ -53,11 +53,8 @@ func (f *FS[E]) linkat(odir int, oldpath []byte, ndir int, newpath []byte, flags
 			if fl == nil {
 				return unix.EBADF
 			}
-			ino = fl.obj
-			if fl.kind == kindPipe {
-				if ino = fl.ino; ino < 0 {
-					return unix.ENOENT // pipe(2)'s ends have no inode to name
-				}
+			if ino = f.fileInode(fl); ino < 0 {
+				return unix.ENOENT // pipe(2)'s ends have no inode to name
 			}
 		}
 	} else {
@@ -540,10 +537,20 @@ func (f *FS[E]) Fchmod(h int, mode uint32) Errno {
 	if fl == nil {
 		return unix.EBADF
 	}
-	if fl.kind != kindInode {
-		return 0 // a pipe: accepted, nothing kept
+	ino := f.fileInode(fl)
+	if ino < 0 {
+		return 0 // pipe(2)'s ends: accepted, nothing kept
 	}
-	return f.chmod(fl.obj, mode)
+	return f.chmod(ino, mode)
+}
+
+// fileInode is the inode behind open file fl: its own, a FIFO's, -1 for
+// pipe(2)'s ends.
+func (f *FS[E]) fileInode(fl *file) int32 {
+	if fl.kind == kindPipe {
+		return fl.ino
+	}
+	return fl.obj
 }
 
 func (f *FS[E]) chmod(ino int32, mode uint32) Errno {
@@ -586,11 +593,9 @@ func (f *FS[E]) Fchown(h int, uid, gid int) Errno {
 	if fl == nil {
 		return unix.EBADF
 	}
-	ino := fl.obj
-	if fl.kind == kindPipe {
-		if ino = fl.ino; ino < 0 {
-			return 0 // pipe(2)'s ends: accepted, nothing kept
-		}
+	ino := f.fileInode(fl)
+	if ino < 0 {
+		return 0 // pipe(2)'s ends: accepted, nothing kept
 	}
 	return f.chown(ino, uid, gid)
 }

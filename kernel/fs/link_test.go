@@ -177,6 +177,12 @@ func TestFIFO(t *testing.T) {
 	if _, e := f.Seek(r, 0, unix.SEEK_SET); e != unix.ESPIPE {
 		t.Errorf("seek: %v", e)
 	}
+	// fchmod and fchown through an end change the FIFO.
+	must(t, "fchmod", f.Fchmod(w, 0o600))
+	must(t, "fchown", f.Fchown(r, 3, 4))
+	if st := stat(t, f, "p"); st.Mode != unix.S_IFIFO|0o600 || st.Uid != 3 || st.Gid != 4 {
+		t.Errorf("after fchmod, fchown: %+v", st)
+	}
 	f.Close(w)
 	if ev, _, _ := f.Poll(r, id); ev != unix.EPOLLHUP {
 		t.Errorf("reader after the writer left: %#x", ev)
