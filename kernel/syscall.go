@@ -208,6 +208,14 @@ func syscall(r *Regs) {
 		err = sysRenameat2(int(int32(a0)), a1, int(int32(a2)), a3, int(a4))
 	case unix.SYS_RENAME:
 		err = sysRenameat2(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
+	case unix.SYS_LINKAT:
+		err = sysLinkat(int(int32(a0)), a1, int(int32(a2)), a3, int(a4))
+	case unix.SYS_LINK:
+		err = sysLinkat(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
+	case unix.SYS_MKNODAT:
+		err = sysMknodat(int(int32(a0)), a1, uint32(a2), uint64(a3))
+	case unix.SYS_MKNOD:
+		err = sysMknodat(unix.AT_FDCWD, a0, uint32(a1), uint64(a2))
 	case unix.SYS_SYMLINKAT:
 		err = sysSymlinkat(a0, int(int32(a1)), a2)
 	case unix.SYS_SYMLINK:
@@ -230,6 +238,28 @@ func syscall(r *Regs) {
 		err = sysFchmod(int(a0), uint32(a1))
 	case unix.SYS_FCHMODAT:
 		err = sysFchmodat(int(int32(a0)), a1, uint32(a2), 0)
+	case unix.SYS_FCHMODAT2:
+		err = sysFchmodat(int(int32(a0)), a1, uint32(a2), int(a3))
+	case unix.SYS_FCHOWNAT:
+		err = sysFchownat(int(int32(a0)), a1, int(int32(a2)), int(int32(a3)), int(a4))
+	case unix.SYS_CHOWN, unix.SYS_LCHOWN:
+		if nr == unix.SYS_LCHOWN {
+			a3 = unix.AT_SYMLINK_NOFOLLOW
+		} else {
+			a3 = 0
+		}
+		err = sysFchownat(unix.AT_FDCWD, a0, int(int32(a1)), int(int32(a2)), int(a3))
+	case unix.SYS_FCHOWN:
+		err = sysFchown(int(a0), int(int32(a1)), int(int32(a2)))
+	case unix.SYS_FSYNC, unix.SYS_FDATASYNC:
+		err = sysFsync(int(a0))
+	case unix.SYS_SYNC:
+	case unix.SYS_SYNCFS:
+		if int(a0) < 0 || int(a0) >= len(files) || files[a0].kind == fileFree {
+			err = EBADF
+		}
+	case unix.SYS_GETGROUPS:
+		// Root without supplementary groups: none, whatever the size.
 	case unix.SYS_UTIMENSAT:
 		err = sysUtimensat(int(int32(a0)), a1, a2, int(a3))
 	case unix.SYS_UMASK:

@@ -12,7 +12,11 @@ import (
 // The in-memory file system and pipes (package fs) behind file
 // descriptors of kind fileFS: the descriptor table maps them to fs
 // handles (open file descriptions, shared by dup). Pipes block here, on a
-// wait queue per pipe, with the pipe's change counter as the condition.
+// wait queue per pipe, with the pipe's change counter as the condition;
+// so do blocking opens of FIFOs. A call on a descriptor holds a reference
+// to its open file for its duration (fsGet, fsPut), as Linux's fdget: a
+// close on another CPU cannot free the handle under it, and a read blocked
+// on a pipe keeps that end open until it returns.
 
 type kenv struct{}
 
@@ -26,7 +30,10 @@ func (kenv) FreePage(a uintptr) { freeFrame(a - physOff) }
 func (kenv) Now() int64         { return walltime() }
 func (kenv) Lock()              { fsLock.Lock() }
 func (kenv) Unlock()            { fsLock.Unlock() }
-func (kenv) Wake(p int)         { pipeWQ[p].Wake(0, len(files)) }
+func (kenv) Wake(p int) {
+	pipeWQ[p].Wake(0, len(files))
+	epollNotify() // its readiness may have changed
+}
 
 var (
 	fsLock sched.TWALock
@@ -35,13 +42,25 @@ var (
 	tmpDir = [...]byte{'/', 't', 'm', 'p'}
 )
 
-// vfsInit makes the root and /tmp (mode 1777). File data may take half
-// of the free memory.
+// vfsInit makes the root, /tmp (mode 1777) and /dev with the memory
+// devices null, zero and full (mode 0666). File data may take half of
+// the free memory.
 func vfsInit() {
 	vfs.Init(kenv{}, framesFree/2)
 	vfs.Mkdir(fs.AtCWD, tmpDir[:], 0o777)
 	vfs.Chmod(fs.AtCWD, tmpDir[:], 0o1777, 0)
+	vfs.Mkdir(fs.AtCWD, devDir[:4], 0o755)
+	for _, d := range [...]struct {
+		name [4]byte
+		dev  uint64
+	}{{[4]byte{'n', 'u', 'l', 'l'}, fs.DevNull}, {[4]byte{'z', 'e', 'r', 'o'}, fs.DevZero}, {[4]byte{'f', 'u', 'l', 'l'}, fs.DevFull}} {
+		copy(devDir[5:], d.name[:])
+		vfs.Mknod(fs.AtCWD, devDir[:], unix.S_IFCHR|0o666, d.dev)
+		vfs.Chmod(fs.AtCWD, devDir[:], 0o666, 0)
+	}
 }
+
+var devDir = [...]byte{'/', 'd', 'e', 'v', '/', 0, 0, 0, 0}
 
 // userPath is the NUL-terminated path at p.
 func userPath(p uintptr) ([]byte, Errno) {
@@ -69,33 +88,57 @@ func userBuf(p, n uintptr) ([]byte, Errno) {
 	return bytesAt(p, int(n)), 0
 }
 
-// fsHandle is the fs handle behind fd, -1 if fd is not an fs file.
-func fsHandle(fd int) int {
-	if fd < 0 || fd >= len(files) || files[fd].kind != fileFS {
+// fsGet is the fs handle behind fd, -1 if fd is not an fs file, with a
+// reference of the caller's own that fsPut drops.
+func fsGet(fd int) int {
+	if fd < 0 || fd >= len(files) {
 		return -1
 	}
-	return int(files[fd].h)
+	h := -1
+	fileLock.Lock()
+	if files[fd].kind == fileFS {
+		h = int(files[fd].h)
+		vfs.Ref(h)
+	}
+	fileLock.Unlock()
+	return h
 }
 
-// dirHandle is the fs directory for a *at call's dirfd and path.
+// fsPut drops the reference fsGet (or dirHandle, pathArgs) took; the
+// last one closes the open file. It ignores -1 and fs.AtCWD.
+func fsPut(h int) {
+	if h >= 0 {
+		vfs.Close(h)
+	}
+}
+
+// badFD is the errno for a descriptor that is not an fs file: err if it
+// is open (the console, epoll, eventfd), EBADF if not.
+func badFD(fd int, err Errno) Errno {
+	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+		return err
+	}
+	return EBADF
+}
+
+// dirHandle is the fs directory for a *at call's dirfd and path, with a
+// reference (fsPut).
 func dirHandle(dirfd int, path []byte) (int, Errno) {
 	if int32(dirfd) == unix.AT_FDCWD || len(path) > 0 && path[0] == '/' {
 		return fs.AtCWD, 0
 	}
-	if h := fsHandle(dirfd); h >= 0 {
+	if h := fsGet(dirfd); h >= 0 {
 		return h, 0
 	}
-	if dirfd >= 0 && dirfd < len(files) && files[dirfd].kind != fileFree {
-		return 0, Errno(unix.ENOTDIR)
-	}
-	return 0, EBADF
+	return fs.AtCWD, badFD(dirfd, Errno(unix.ENOTDIR))
 }
 
-// pathArgs reads a *at call's path and resolves its dirfd.
+// pathArgs reads a *at call's path and resolves its dirfd, with a
+// reference (fsPut).
 func pathArgs(dirfd int, p uintptr) (int, []byte, Errno) {
 	path, e := userPath(p)
 	if e != 0 {
-		return 0, nil, e
+		return fs.AtCWD, nil, e
 	}
 	d, e := dirHandle(dirfd, path)
 	return d, path, e
@@ -118,8 +161,17 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, Errno) {
 		return 0, e
 	}
 	h, fe := vfs.Open(d, path, flags&^unix.O_CLOEXEC, mode)
+	fsPut(d)
 	if fe != 0 {
 		return 0, Errno(fe)
+	}
+	// A FIFO opened blocking waits for its other end, as Linux.
+	for {
+		pipe, addr, val, wait := vfs.OpenWait(h)
+		if !wait {
+			break
+		}
+		sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
 	}
 	return installFS(h)
 }
@@ -183,15 +235,12 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
 	if e != 0 {
 		return 0, e
 	}
-	h := fsHandle(fd)
+	h := fsGet(fd)
 	if h < 0 {
 		if off < 0 {
 			return 0, EINVAL
 		}
-		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
-			return 0, Errno(unix.ESPIPE)
-		}
-		return 0, EBADF
+		return 0, badFD(fd, Errno(unix.ESPIPE))
 	}
 	var c int
 	var fe fs.Errno
@@ -200,18 +249,17 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
 	} else {
 		c, fe = vfs.Pread(h, b, off)
 	}
+	fsPut(h)
 	return uintptr(c), Errno(fe)
 }
 
 func sysLseek(fd int, off int64, whence int) (uintptr, Errno) {
-	h := fsHandle(fd)
+	h := fsGet(fd)
 	if h < 0 {
-		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
-			return 0, Errno(unix.ESPIPE)
-		}
-		return 0, EBADF
+		return 0, badFD(fd, Errno(unix.ESPIPE))
 	}
 	pos, e := vfs.Seek(h, off, whence)
+	fsPut(h)
 	return uintptr(pos), Errno(e)
 }
 
@@ -222,8 +270,10 @@ func sysFstat(fd int, p uintptr) Errno {
 		return EFAULT
 	}
 	st := at[unix.Stat_t](p)
-	if h := fsHandle(fd); h >= 0 {
-		return Errno(vfs.Fstat(h, st))
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fstat(h, st)
+		fsPut(h)
+		return Errno(e)
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
 		// The console and the kernel's own files: a character device.
@@ -242,13 +292,14 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) Errno {
 		return sysFstat(dirfd, sp)
 	}
 	d, e := dirHandle(dirfd, path)
-	if e != 0 {
-		return e
+	if e == 0 && !userOK(sp, statSize) {
+		e = EFAULT
 	}
-	if !userOK(sp, statSize) {
-		return EFAULT
+	if e == 0 {
+		e = Errno(vfs.Stat(d, path, flags, at[unix.Stat_t](sp)))
 	}
-	return Errno(vfs.Stat(d, path, flags, at[unix.Stat_t](sp)))
+	fsPut(d)
+	return e
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, Errno) {
@@ -256,31 +307,31 @@ func sysGetdents64(fd int, p, n uintptr) (uintptr, Errno) {
 	if e != 0 {
 		return 0, e
 	}
-	h := fsHandle(fd)
+	h := fsGet(fd)
 	if h < 0 {
-		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
-			return 0, Errno(unix.ENOTDIR)
-		}
-		return 0, EBADF
+		return 0, badFD(fd, Errno(unix.ENOTDIR))
 	}
 	c, fe := vfs.Getdents(h, b)
+	fsPut(h)
 	return uintptr(c), Errno(fe)
 }
 
 func sysMkdirat(dirfd int, p uintptr, mode uint32) Errno {
 	d, path, e := pathArgs(dirfd, p)
-	if e != 0 {
-		return e
+	if e == 0 {
+		e = Errno(vfs.Mkdir(d, path, mode))
 	}
-	return Errno(vfs.Mkdir(d, path, mode))
+	fsPut(d)
+	return e
 }
 
 func sysUnlinkat(dirfd int, p uintptr, flags int) Errno {
 	d, path, e := pathArgs(dirfd, p)
-	if e != 0 {
-		return e
+	if e == 0 {
+		e = Errno(vfs.Unlink(d, path, flags))
 	}
-	return Errno(vfs.Unlink(d, path, flags))
+	fsPut(d)
+	return e
 }
 
 func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno {
@@ -289,10 +340,47 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Err
 		return e
 	}
 	nd, npath, e := pathArgs(ndirfd, np)
+	if e == 0 {
+		e = Errno(vfs.Rename(od, opath, nd, npath, flags))
+	}
+	fsPut(nd)
+	fsPut(od)
+	return e
+}
+
+func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno {
+	opath, e := userPath(op)
 	if e != 0 {
 		return e
 	}
-	return Errno(vfs.Rename(od, opath, nd, npath, flags))
+	// AT_EMPTY_PATH links the open file odirfd itself.
+	od := fs.AtCWD
+	if len(opath) > 0 || flags&unix.AT_EMPTY_PATH == 0 {
+		od, e = dirHandle(odirfd, opath)
+	} else if int32(odirfd) != unix.AT_FDCWD {
+		if od = fsGet(odirfd); od < 0 {
+			od, e = fs.AtCWD, badFD(odirfd, Errno(unix.EPERM)) // the console, epoll, eventfd: no inode to name
+		}
+	}
+	if e != 0 {
+		return e
+	}
+	nd, npath, e := pathArgs(ndirfd, np)
+	if e == 0 {
+		e = Errno(vfs.Link(od, opath, nd, npath, flags))
+	}
+	fsPut(nd)
+	fsPut(od)
+	return e
+}
+
+func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) Errno {
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		e = Errno(vfs.Mknod(d, path, mode, dev))
+	}
+	fsPut(d)
+	return e
 }
 
 func sysSymlinkat(tp uintptr, dirfd int, p uintptr) Errno {
@@ -301,10 +389,11 @@ func sysSymlinkat(tp uintptr, dirfd int, p uintptr) Errno {
 		return e
 	}
 	d, path, e := pathArgs(dirfd, p)
-	if e != 0 {
-		return e
+	if e == 0 {
+		e = Errno(vfs.Symlink(target, d, path))
 	}
-	return Errno(vfs.Symlink(target, d, path))
+	fsPut(d)
+	return e
 }
 
 func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, Errno) {
@@ -312,29 +401,31 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, Errno) {
 		return 0, EINVAL
 	}
 	d, path, e := pathArgs(dirfd, p)
-	if e != 0 {
-		return 0, e
+	var b []byte
+	if e == 0 {
+		b, e = userBuf(bp, n)
 	}
-	b, e := userBuf(bp, n)
-	if e != 0 {
-		return 0, e
+	var c int
+	if e == 0 {
+		var fe fs.Errno
+		c, fe = vfs.Readlink(d, path, b)
+		e = Errno(fe)
 	}
-	c, fe := vfs.Readlink(d, path, b)
-	return uintptr(c), Errno(fe)
+	fsPut(d)
+	return uintptr(c), e
 }
 
 func sysFtruncate(fd int, size int64) Errno {
 	if size < 0 {
 		return EINVAL
 	}
-	h := fsHandle(fd)
+	h := fsGet(fd)
 	if h < 0 {
-		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
-			return EINVAL
-		}
-		return EBADF
+		return badFD(fd, EINVAL)
 	}
-	return Errno(vfs.Ftruncate(h, size))
+	e := vfs.Ftruncate(h, size)
+	fsPut(h)
+	return Errno(e)
 }
 
 func sysTruncate(p uintptr, size int64) Errno {
@@ -363,27 +454,86 @@ func sysChdir(p uintptr) Errno {
 }
 
 func sysFchdir(fd int) Errno {
-	h := fsHandle(fd)
+	h := fsGet(fd)
 	if h < 0 {
-		if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
-			return Errno(unix.ENOTDIR)
-		}
-		return EBADF
+		return badFD(fd, Errno(unix.ENOTDIR))
 	}
-	return Errno(vfs.Fchdir(h))
+	e := vfs.Fchdir(h)
+	fsPut(h)
+	return Errno(e)
 }
 
+// sysFchmodat is fchmodat, and fchmodat2 with its flags
+// (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH).
 func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) Errno {
-	d, path, e := pathArgs(dirfd, p)
-	if e != 0 {
-		return e
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return EINVAL
 	}
-	return Errno(vfs.Chmod(d, path, mode, flags))
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+			if d == fs.AtCWD {
+				e = Errno(vfs.Chmod(fs.AtCWD, dotPath[:], mode, 0))
+			} else {
+				e = Errno(vfs.Fchmod(d, mode))
+			}
+		} else {
+			e = Errno(vfs.Chmod(d, path, mode, flags&^unix.AT_EMPTY_PATH))
+		}
+	}
+	fsPut(d)
+	return e
+}
+
+var dotPath = [...]byte{'.'}
+
+// sysFchownat is chown, lchown and fchownat (flags: AT_SYMLINK_NOFOLLOW,
+// AT_EMPTY_PATH). Owners are kept, never enforced (see package fs).
+func sysFchownat(dirfd int, p uintptr, uid, gid int, flags int) Errno {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return EINVAL
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+			if d == fs.AtCWD {
+				e = Errno(vfs.Chown(fs.AtCWD, dotPath[:], uid, gid, 0))
+			} else {
+				e = Errno(vfs.Fchown(d, uid, gid))
+			}
+		} else {
+			e = Errno(vfs.Chown(d, path, uid, gid, flags&^unix.AT_EMPTY_PATH))
+		}
+	}
+	fsPut(d)
+	return e
+}
+
+func sysFchown(fd int, uid, gid int) Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fchown(h, uid, gid)
+		fsPut(h)
+		return Errno(e)
+	}
+	return badFD(fd, 0) // the console: accepted
+}
+
+// sysFsync is fsync and fdatasync: the file system is memory, nothing to
+// write back; EINVAL for pipes and the console, as Linux.
+func sysFsync(fd int) Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fsync(h)
+		fsPut(h)
+		return Errno(e)
+	}
+	return badFD(fd, EINVAL)
 }
 
 func sysFchmod(fd int, mode uint32) Errno {
-	if h := fsHandle(fd); h >= 0 {
-		return Errno(vfs.Fchmod(h, mode))
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fchmod(h, mode)
+		fsPut(h)
+		return Errno(e)
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
 		return 0
@@ -392,8 +542,11 @@ func sysFchmod(fd int, mode uint32) Errno {
 }
 
 // sysDup3 makes newfd (-1: the lowest free one from lowest on) a copy of
-// oldfd.
+// oldfd, closing what newfd was, all under fileLock: a close racing it
+// cannot leave newfd naming a freed open file.
 func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
+	fileLock.Lock()
+	defer fileLock.Unlock()
 	if oldfd < 0 || oldfd >= len(files) || files[oldfd].kind == fileFree {
 		return 0, EBADF
 	}
@@ -407,13 +560,11 @@ func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
 	if newfd >= len(files) {
 		return 0, EBADF
 	}
-	if newfd >= 0 {
-		if newfd < 3 || files[newfd].kind != fileFree {
-			sysClose(newfd)
-		}
-	}
-	fileLock.Lock()
-	if newfd < 0 {
+	if newfd >= 3 && files[newfd].kind != fileFree {
+		closeLocked(newfd)
+	} else if newfd >= 0 && files[newfd].kind == fileFS {
+		vfs.Close(int(files[newfd].h)) // 0, 1 or 2, dup'ed to before
+	} else if newfd < 0 {
 		for i := lowest; i < len(files); i++ {
 			if files[i].kind == fileFree {
 				newfd = i
@@ -421,7 +572,6 @@ func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
 			}
 		}
 		if newfd < 0 {
-			fileLock.Unlock()
 			return 0, EMFILE
 		}
 	}
@@ -429,7 +579,6 @@ func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
 		vfs.Ref(int(files[oldfd].h))
 	}
 	files[newfd].kind, files[newfd].h = k, files[oldfd].h
-	fileLock.Unlock()
 	return uintptr(newfd), 0
 }
 
@@ -439,10 +588,6 @@ func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
 func sysUtimensat(dirfd int, p, times uintptr, flags int) Errno {
 	if p == 0 || flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
 		return EINVAL
-	}
-	d, path, e := pathArgs(dirfd, p)
-	if e != 0 {
-		return e
 	}
 	var t [2]int64
 	for i := range t {
@@ -464,5 +609,10 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) Errno {
 			t[i] = ts.sec*1e9 + ts.nsec
 		}
 	}
-	return Errno(vfs.Utimes(d, path, t[0], t[1], flags))
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		e = Errno(vfs.Utimes(d, path, t[0], t[1], flags))
+	}
+	fsPut(d)
+	return e
 }

@@ -40,6 +40,8 @@ type sysOps interface {
 	fstat(fd int) (statInfo, Errno)
 	chmod(path string, mode uint32) Errno
 	readdir(fd int) ([]string, Errno)
+	link(a, b string, flags int) Errno
+	mknod(path string, mode uint32) Errno
 }
 
 func errno(err error) Errno {
@@ -112,6 +114,10 @@ func (h hostOps) chmod(p string, m uint32) Errno { return errno(unix.Fchmodat(h.
 func (h hostOps) rename(a, b string, fl int) Errno {
 	return errno(unix.Renameat2(h.dir, a, h.dir, b, uint(fl)))
 }
+func (h hostOps) link(a, c string, fl int) Errno {
+	return errno(unix.Linkat(h.dir, a, h.dir, c, fl))
+}
+func (h hostOps) mknod(p string, m uint32) Errno { return errno(unix.Mknodat(h.dir, p, m, 0)) }
 func (h hostOps) readlink(p string, n int) (string, Errno) {
 	b := make([]byte, n)
 	n, err := unix.Readlinkat(h.dir, p, b)
@@ -171,6 +177,10 @@ func (o fsOps) unlink(p string, fl int) Errno                   { return o.f.Unl
 func (o fsOps) symlink(target, p string) Errno                  { return o.f.Symlink(b(target), o.dir, b(p)) }
 func (o fsOps) chmod(p string, m uint32) Errno                  { return o.f.Chmod(o.dir, b(p), m, 0) }
 func (o fsOps) rename(a, c string, fl int) Errno                { return o.f.Rename(o.dir, b(a), o.dir, b(c), fl) }
+func (o fsOps) link(a, c string, fl int) Errno {
+	return o.f.Link(o.dir, b(a), o.dir, b(c), fl)
+}
+func (o fsOps) mknod(p string, m uint32) Errno { return o.f.Mknod(o.dir, b(p), m, 0) }
 func (o fsOps) readlink(p string, n int) (string, Errno) {
 	buf := make([]byte, n)
 	n, e := o.f.Readlink(o.dir, b(p), buf)
@@ -231,6 +241,9 @@ func step(o sysOps, fds *[]int, op int, rng *rand.Rand) string {
 			}
 		}
 		p := path()
+		if st, e := o.stat(p, 0); e == 0 && st.mode&unix.S_IFMT == unix.S_IFIFO {
+			fl |= unix.O_NONBLOCK // a blocking open would wait for the other end
+		}
 		h, e := o.open(p, fl, uint32(rng.IntN(0o1000)))
 		if e == 0 {
 			*fds = append(*fds, h)
@@ -308,11 +321,17 @@ func step(o sysOps, fds *[]int, op int, rng *rand.Rand) string {
 	case 22:
 		names, e := o.readdir(fd())
 		return fmt.Sprintf("readdir: %v %v", names, e)
+	case 23, 24:
+		a, c, fl := path(), path(), rng.IntN(2)*unix.AT_SYMLINK_FOLLOW
+		return fmt.Sprintf("link %s %s %d: %v", a, c, fl, o.link(a, c, fl))
+	case 25:
+		p, m := path(), []uint32{unix.S_IFIFO | 0o644, unix.S_IFREG | 0o600, 0o640, unix.S_IFDIR | 0o755}[rng.IntN(4)]
+		return fmt.Sprintf("mknod %s %o: %v", p, m, o.mknod(p, m))
 	}
 	panic(op)
 }
 
-const diffOps = 23
+const diffOps = 26
 
 var diffSeeds = flag.Int("diffseeds", 40, "differential test: number of random sequences")
 

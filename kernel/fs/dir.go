@@ -27,6 +27,114 @@ func (f *FS[E]) Mkdir(dir int, path []byte, mode uint32) Errno {
 	return e
 }
 
+// Link makes newpath a further name (hard link) of what oldpath names
+// (flags: AT_SYMLINK_FOLLOW follows a symbolic link oldpath names;
+// AT_EMPTY_PATH with an empty oldpath links open file odir). Directories
+// cannot be linked (EPERM), nor an open file whose last name is gone
+// (ENOENT). A link from a read-only tree into a writable one is EXDEV:
+// they stand for two mounts.
+func (f *FS[E]) Link(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	f.env.Lock()
+	e := f.linkat(odir, oldpath, ndir, newpath, flags)
+	f.env.Unlock()
+	return e
+}
+
+func (f *FS[E]) linkat(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	if flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return unix.EINVAL
+	}
+	var ino int32
+	if len(oldpath) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+		if odir == AtCWD {
+			ino = f.cwd
+		} else {
+			fl := f.file(odir)
+			if fl == nil {
+				return unix.EBADF
+			}
+			if ino = f.fileInode(fl); ino < 0 {
+				return unix.ENOENT // pipe(2)'s ends have no inode to name
+			}
+		}
+	} else {
+		wm := slashFollow
+		if flags&unix.AT_SYMLINK_FOLLOW != 0 {
+			wm = follow
+		}
+		o, e := f.walk(odir, oldpath, wm)
+		if e != 0 {
+			return e
+		}
+		if o.ino < 0 {
+			return unix.ENOENT
+		}
+		ino = o.ino
+	}
+	n, e := f.walk(ndir, newpath, noFollow)
+	if e != 0 {
+		return e
+	}
+	if n.kind != lastNorm || n.ino >= 0 {
+		return unix.EEXIST
+	}
+	if n.slash {
+		return unix.ENOENT
+	}
+	if f.inodes[n.dir].ro {
+		return unix.EROFS
+	}
+	ip := &f.inodes[ino]
+	switch {
+	case ip.ro:
+		return unix.EXDEV
+	case isDir(ip.mode):
+		return unix.EPERM
+	case ip.nlink == 0:
+		return unix.ENOENT
+	}
+	_, e = f.newEntry(n.dir, n.name, ip.mode&unix.S_IFMT, ino)
+	return e
+}
+
+// Mknod makes a regular file (type S_IFREG or 0), a FIFO (S_IFIFO), a
+// socket's name (S_IFSOCK; opening it is ENXIO) or a device node (S_IFCHR,
+// S_IFBLK; see the package comment) at path, with the permission bits of
+// mode before the umask; dev is a device node's number. Directories are
+// EPERM, other types EINVAL, as Linux.
+func (f *FS[E]) Mknod(dir int, path []byte, mode uint32, dev uint64) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	typ := mode & unix.S_IFMT
+	switch typ {
+	case 0:
+		typ = unix.S_IFREG
+	case unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK:
+	case unix.S_IFDIR:
+		return unix.EPERM
+	default:
+		return unix.EINVAL
+	}
+	r, e := f.walk(dir, path, noFollow)
+	if e != 0 {
+		return e
+	}
+	if r.kind != lastNorm || r.ino >= 0 {
+		return unix.EEXIST
+	}
+	if r.slash {
+		return unix.ENOENT
+	}
+	if f.inodes[r.dir].ro {
+		return unix.EROFS
+	}
+	ino, e := f.newInode(r.dir, r.name, typ|mode&^f.umask&0o7777)
+	if e == 0 && (typ == unix.S_IFCHR || typ == unix.S_IFBLK) {
+		f.inodes[ino].rdev = dev
+	}
+	return e
+}
+
 // Symlink makes path a symbolic link to target.
 func (f *FS[E]) Symlink(target []byte, dir int, path []byte) Errno {
 	f.env.Lock()
@@ -133,7 +241,7 @@ func (f *FS[E]) Unlink(dir int, path []byte, flags int) Errno {
 			return unix.ENOTDIR
 		}
 	}
-	f.remove(r.ino)
+	f.remove(r.ent)
 	return 0
 }
 
@@ -207,7 +315,7 @@ func (f *FS[E]) rename(odir int, oldpath []byte, ndir int, newpath []byte, flags
 		}
 	}
 	if n.ino == o.ino {
-		return 0
+		return 0 // the same name, or two hard links to one inode: nothing to do, as Linux
 	}
 	if n.ino >= 0 {
 		ni := &f.inodes[n.ino]
@@ -219,14 +327,14 @@ func (f *FS[E]) rename(odir int, oldpath []byte, ndir int, newpath []byte, flags
 		case isDir(ni.mode) && ni.head >= 0:
 			return unix.ENOTEMPTY
 		}
-		f.remove(n.ino)
+		f.remove(n.ent)
 	}
-	f.unlinkEntry(o.ino)
+	f.unlinkEntry(o.ent)
 	if isDir(oi.mode) && o.dir != n.dir {
 		f.inodes[o.dir].nlink--
 		f.inodes[n.dir].nlink++
 	}
-	f.link(n.dir, o.ino, n.name)
+	f.link(n.dir, o.ent, n.name)
 	oi.ctime = f.env.Now()
 	return 0
 }
@@ -265,17 +373,18 @@ func (f *FS[E]) Getdents(h int, b []byte) (int, Errno) {
 				ino = fl.obj
 			}
 		default:
-			ino = d.head
-			for ino >= 0 && f.inodes[ino].seq < fl.off {
-				ino = f.inodes[ino].next
+			ent := d.head
+			for ent >= 0 && f.inodes[ent].seq < fl.off {
+				ent = f.inodes[ent].next
 			}
-			if ino < 0 {
+			if ent < 0 {
 				// At the end: entries made from now on are not
 				// listed until a rewind, as tmpfs since Linux 6.12.
 				fl.off = dirEOF
 				return n, 0
 			}
-			name, next = f.inodes[ino].nameBytes(), f.inodes[ino].seq+1
+			name, next = f.inodes[ent].nameBytes(), f.inodes[ent].seq+1
+			ino = f.inodeOf(ent)
 		}
 		reclen := (19 + len(name) + 1 + 7) &^ 7
 		if len(b)-n < reclen {
@@ -306,6 +415,14 @@ func dtype(m uint32) byte {
 		return unix.DT_REG
 	case unix.S_IFLNK:
 		return unix.DT_LNK
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
 	}
 	return unix.DT_UNKNOWN
 }
@@ -420,10 +537,20 @@ func (f *FS[E]) Fchmod(h int, mode uint32) Errno {
 	if fl == nil {
 		return unix.EBADF
 	}
-	if fl.kind != kindInode {
-		return 0 // a pipe: accepted, nothing kept
+	ino := f.fileInode(fl)
+	if ino < 0 {
+		return 0 // pipe(2)'s ends: accepted, nothing kept
 	}
-	return f.chmod(fl.obj, mode)
+	return f.chmod(ino, mode)
+}
+
+// fileInode is the inode behind open file fl: its own, a FIFO's, -1 for
+// pipe(2)'s ends.
+func (f *FS[E]) fileInode(fl *file) int32 {
+	if fl.kind == kindPipe {
+		return fl.ino
+	}
+	return fl.obj
 }
 
 func (f *FS[E]) chmod(ino int32, mode uint32) Errno {
@@ -432,6 +559,66 @@ func (f *FS[E]) chmod(ino int32, mode uint32) Errno {
 		return unix.EROFS
 	}
 	ip.mode = ip.mode&unix.S_IFMT | mode&0o7777
+	ip.ctime = f.env.Now()
+	return 0
+}
+
+// Chown sets the owner and group of path (-1 for either: unchanged;
+// flags: AT_SYMLINK_NOFOLLOW changes a symbolic link itself).
+func (f *FS[E]) Chown(dir int, path []byte, uid, gid int, flags int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
+		return unix.EINVAL
+	}
+	wm := follow
+	if flags != 0 {
+		wm = slashFollow
+	}
+	r, e := f.walk(dir, path, wm)
+	if e != 0 {
+		return e
+	}
+	if r.ino < 0 {
+		return unix.ENOENT
+	}
+	return f.chown(r.ino, uid, gid)
+}
+
+// Fchown sets the owner and group of open file h.
+func (f *FS[E]) Fchown(h int, uid, gid int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	ino := f.fileInode(fl)
+	if ino < 0 {
+		return 0 // pipe(2)'s ends: accepted, nothing kept
+	}
+	return f.chown(ino, uid, gid)
+}
+
+func (f *FS[E]) chown(ino int32, uid, gid int) Errno {
+	ip := &f.inodes[ino]
+	if ip.ro {
+		return unix.EROFS
+	}
+	if uid != -1 {
+		ip.uid = uint32(uid)
+	}
+	if gid != -1 {
+		ip.gid = uint32(gid)
+	}
+	if !isDir(ip.mode) {
+		// As Linux's chown_common, for root too: set-user-ID goes,
+		// set-group-ID with group execute.
+		ip.mode &^= unix.S_ISUID
+		if ip.mode&unix.S_IXGRP != 0 {
+			ip.mode &^= unix.S_ISGID
+		}
+	}
 	ip.ctime = f.env.Now()
 	return 0
 }
@@ -495,9 +682,10 @@ func (f *FS[E]) SetReadOnly(dir int, path []byte) Errno {
 	}
 	// Depth-first through the listings, without a stack: next sibling,
 	// else up to the first ancestor with one.
-	top := r.ino
+	top := r.ent
 	for i := top; ; {
 		f.inodes[i].ro = true
+		f.inodes[f.inodeOf(i)].ro = true
 		if isDir(f.inodes[i].mode) && f.inodes[i].head >= 0 {
 			i = f.inodes[i].head
 			continue

@@ -15,7 +15,8 @@ func (f *FS[E]) file(h int) *file {
 func (f *FS[E]) newFile(kind uint8, flags int, obj int32) (int, Errno) {
 	for i := range f.files {
 		if fl := &f.files[i]; fl.refs == 0 {
-			*fl = file{refs: 1, kind: kind, flags: int32(flags), obj: obj}
+			f.lastID++
+			*fl = file{refs: 1, kind: kind, flags: int32(flags), obj: obj, ino: -1, id: f.lastID}
 			return i, 0
 		}
 	}
@@ -84,8 +85,12 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 			e = unix.ELOOP
 		case isDir(ip.mode) && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
 			e = unix.EISDIR
-		case ip.ro && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
-			e = unix.EROFS
+		case ip.mode&unix.S_IFMT == unix.S_IFSOCK || ip.mode&unix.S_IFMT == unix.S_IFBLK || isChr(ip.mode) && !memDev(ip):
+			e = unix.ENXIO
+		case isFIFO(ip.mode):
+			e = f.openFIFO(h, ino) // O_TRUNC is ignored, and a FIFO is writable on a read-only tree
+		case ip.ro && !isChr(ip.mode) && (acc != unix.O_RDONLY || flags&unix.O_TRUNC != 0):
+			e = unix.EROFS // a device is writable on a read-only tree
 		}
 	}
 	if e != 0 {
@@ -93,6 +98,9 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 		return -1, e
 	}
 	ip := &f.inodes[ino]
+	if isFIFO(ip.mode) {
+		return h, 0
+	}
 	if flags&unix.O_TRUNC != 0 && isReg(ip.mode) && ip.size != 0 {
 		f.truncate(ip, 0)
 	}
@@ -124,12 +132,14 @@ func (f *FS[E]) Close(h int) Errno {
 	if fl.refs--; fl.refs > 0 {
 		return 0
 	}
-	switch fl.kind {
-	case kindInode:
-		f.inodes[fl.obj].refs--
-		f.put(fl.obj)
-	case kindPipeR, kindPipeW:
+	ino := fl.obj
+	if fl.kind == kindPipe {
 		f.closePipe(fl)
+		ino = fl.ino
+	}
+	if ino >= 0 {
+		f.inodes[ino].refs--
+		f.put(ino)
 	}
 	return 0
 }
@@ -167,8 +177,8 @@ func (f *FS[E]) Read(h int, b []byte) (int, Errno) {
 	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
 		return 0, unix.EBADF
 	}
-	if fl.kind == kindPipeR {
-		return f.readPipe(int(fl.obj), b)
+	if fl.kind == kindPipe {
+		return f.readPipe(fl, b)
 	}
 	n, e := f.pread(fl, b, fl.off)
 	fl.off += int64(n)
@@ -183,11 +193,14 @@ func (f *FS[E]) Pread(h int, b []byte, off int64) (int, Errno) {
 		return 0, unix.EINVAL // before anything else, as Linux
 	}
 	fl := f.file(h)
-	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
+	if fl == nil {
 		return 0, unix.EBADF
 	}
 	if fl.kind != kindInode {
-		return 0, unix.ESPIPE
+		return 0, unix.ESPIPE // before the access mode, as Linux
+	}
+	if fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
+		return 0, unix.EBADF
 	}
 	return f.pread(fl, b, off)
 }
@@ -196,6 +209,13 @@ func (f *FS[E]) pread(fl *file, b []byte, off int64) (int, Errno) {
 	ip := &f.inodes[fl.obj]
 	if isDir(ip.mode) {
 		return 0, unix.EISDIR
+	}
+	if isChr(ip.mode) {
+		if ip.rdev == DevNull {
+			return 0, 0
+		}
+		clear(b) // zero and full
+		return len(b), 0
 	}
 	n := f.readAt(ip, b, off)
 	if now := f.env.Now(); ip.atime <= ip.mtime || ip.atime <= ip.ctime { // relatime
@@ -214,8 +234,11 @@ func (f *FS[E]) Write(h int, b []byte) (int, Errno) {
 	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
 		return 0, unix.EBADF
 	}
-	if fl.kind == kindPipeW {
-		return f.writePipe(int(fl.obj), b)
+	if fl.kind == kindPipe {
+		return f.writePipe(fl, b)
+	}
+	if ip := &f.inodes[fl.obj]; isChr(ip.mode) {
+		return devWrite(ip, b)
 	}
 	off := fl.off
 	if fl.flags&unix.O_APPEND != 0 {
@@ -235,16 +258,31 @@ func (f *FS[E]) Pwrite(h int, b []byte, off int64) (int, Errno) {
 		return 0, unix.EINVAL // before anything else, as Linux
 	}
 	fl := f.file(h)
-	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
+	if fl == nil {
 		return 0, unix.EBADF
 	}
 	if fl.kind != kindInode {
-		return 0, unix.ESPIPE
+		return 0, unix.ESPIPE // before the access mode, as Linux
+	}
+	if fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return 0, unix.EBADF
+	}
+	if ip := &f.inodes[fl.obj]; isChr(ip.mode) {
+		return devWrite(ip, b)
 	}
 	if fl.flags&unix.O_APPEND != 0 {
 		off = f.inodes[fl.obj].size
 	}
 	return f.writeAt(&f.inodes[fl.obj], b, off)
+}
+
+// devWrite writes to a memory device: null and zero take everything,
+// full nothing (ENOSPC).
+func devWrite(ip *inode, b []byte) (int, Errno) {
+	if ip.rdev == DevFull {
+		return 0, unix.ENOSPC
+	}
+	return len(b), 0
 }
 
 // Seek moves h's offset (SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA,
@@ -256,10 +294,17 @@ func (f *FS[E]) Seek(h int, off int64, whence int) (int64, Errno) {
 	if fl == nil {
 		return 0, unix.EBADF
 	}
+	if whence < 0 || whence > unix.SEEK_HOLE {
+		return 0, unix.EINVAL // before ESPIPE, as Linux
+	}
 	if fl.kind != kindInode {
 		return 0, unix.ESPIPE
 	}
 	ip := &f.inodes[fl.obj]
+	if isChr(ip.mode) {
+		fl.off = 0 // the memory devices stay at 0, as Linux's null_lseek
+		return 0, 0
+	}
 	pos := off
 	switch whence {
 	case unix.SEEK_SET:
@@ -359,6 +404,10 @@ func (f *FS[E]) Fstat(h int, st *unix.Stat_t) Errno {
 	if fl == nil {
 		return unix.EBADF
 	}
+	if fl.kind == kindPipe && fl.ino >= 0 {
+		f.stat(fl.ino, st) // a FIFO
+		return 0
+	}
 	if fl.kind != kindInode {
 		*st = unix.Stat_t{Dev: Dev, Ino: uint64(NumInodes + 1 + fl.obj), Mode: unix.S_IFIFO | 0o600}
 		set(&st.Nlink, 1)
@@ -406,6 +455,9 @@ func (f *FS[E]) stat(ino int32, st *unix.Stat_t) {
 		Dev:    Dev,
 		Ino:    uint64(ino) + 1,
 		Mode:   ip.mode,
+		Uid:    ip.uid,
+		Gid:    ip.gid,
+		Rdev:   ip.rdev,
 		Size:   ip.size,
 		Blocks: ip.pages * (PageSize / 512),
 		Atim:   ts(ip.atime),
@@ -418,6 +470,21 @@ func (f *FS[E]) stat(ino int32, st *unix.Stat_t) {
 		// tmpfs reports a directory's size as a multiple of entries.
 		st.Size = int64(ip.nextSeq) * 20
 	}
+}
+
+// Fsync is fsync(2) on h: nothing to write back; EINVAL for a pipe, as
+// Linux.
+func (f *FS[E]) Fsync(h int) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	if fl == nil {
+		return unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return unix.EINVAL
+	}
+	return 0
 }
 
 func set[T ~int32 | ~int64 | ~uint32 | ~uint64](p *T, v int64) { *p = T(v) }

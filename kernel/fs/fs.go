@@ -13,7 +13,9 @@
 // Nothing blocks: a pipe read or write that would have to wait returns
 // EAGAIN, and every change of a pipe's state bumps a counter (see Wait) and
 // calls Env.Wake, so the kernel can block on a wait queue with that counter
-// as its condition and never lose a wake-up.
+// as its condition and never lose a wake-up. The same counter and Poll give
+// epoll its readiness events; opening a FIFO that has to wait for its other
+// end returns at once, and OpenWait says what to wait for.
 //
 // Handles: an open file (Linux's "open file description": offset, flags,
 // the inode or pipe end) is a small integer the kernel's descriptor table
@@ -22,11 +24,20 @@
 // the *at system calls do. Paths and buffers are byte slices the kernel
 // makes over user memory.
 //
-// Not supported: hard links (every inode has one name), device nodes,
-// sockets and FIFOs in the tree, extended attributes, O_PATH, O_TMPFILE,
-// RENAME_EXCHANGE/WHITEOUT, file locks. Permission bits are kept but not
-// enforced: the one process runs as root, for which Linux does not enforce
-// them either.
+// Hard links: a directory entry is an inode slot too. The first name of a
+// file lives in its inode (name, parent, siblings); every further name is
+// an entry slot whose link field names the inode. The inode outlives its
+// first name while other names or open files hold it (then it is in no
+// directory). Directories are never linked.
+//
+// Device nodes: the memory devices null, zero and full work (the kernel
+// makes /dev/null, /dev/zero, /dev/full); a node of any other device can
+// be made but not opened (ENXIO, as Linux for a missing driver).
+//
+// Not supported: extended attributes, O_PATH, O_TMPFILE,
+// RENAME_EXCHANGE/WHITEOUT, file locks.
+// Permission bits and owners are kept but not enforced: the one process
+// runs as root, for which Linux does not enforce them either.
 package fs
 
 import (
@@ -65,8 +76,8 @@ const (
 	PathMax     = 4096 // bytes in a path, including its NUL
 	MaxSymlinks = 40   // symbolic links followed in one resolution
 
-	NumInodes = 4096 // files, directories and links in the tree
-	NumFiles  = 512  // open files (descriptions), pipe ends included
+	NumInodes = 4096 // files, directories, symbolic and hard links in the tree
+	NumFiles  = 1024 // open files (descriptions), pipe ends included
 	NumPipes  = 128
 
 	PipeSize = 64 << 10 // a pipe's buffer
@@ -91,11 +102,15 @@ type inode struct {
 	refs       int32 // open files and the working directory
 	ro         bool
 	nameLen    uint8
-	parent     int32 // directory holding it; -1 once removed
-	prev, next int32 // siblings, in creation order
-	head, tail int32 // directory: children
-	seq        int64 // position in the parent's listing
-	nextSeq    int64 // directory: the next child's seq
+	link       int32 // a further name (hard link) of inode link-1; 0: the inode itself
+	uid, gid   uint32
+	rdev       uint64 // a device node's device number
+	fifo       int32  // a FIFO: 1 + its pipe while open, else 0
+	parent     int32  // directory holding it; -1 once removed
+	prev, next int32  // siblings, in creation order
+	head, tail int32  // directory: children
+	seq        int64  // position in the parent's listing
+	nextSeq    int64  // directory: the next child's seq
 	size       int64
 	pages      int64 // pages held, index pages included
 	direct     [nDirect]uintptr
@@ -108,22 +123,33 @@ type inode struct {
 
 const (
 	kindInode = 1 + iota
-	kindPipeR
-	kindPipeW
+	kindPipe  // an end of a pipe, or both (a FIFO opened O_RDWR): by the access mode
 )
 
 type file struct {
-	refs  int32 // 0: free
-	kind  uint8
-	flags int32 // access mode, O_APPEND, O_NONBLOCK
-	obj   int32 // inode or pipe
-	off   int64
+	refs    int32 // 0: free
+	kind    uint8
+	waitFor uint8  // a FIFO end opened blocking: waitReader, waitWriter until the other end opens
+	flags   int32  // access mode, O_APPEND, O_NONBLOCK
+	obj     int32  // inode or pipe
+	ino     int32  // a pipe end: the FIFO it was opened as, -1 for pipe(2)
+	partner uint32 // a pipe end: the other end's open count when it opened
+	id      uint64 // unique among the opens of this FS (see Pollable)
+	off     int64
 }
+
+// What a FIFO end opened blocking waits for.
+const (
+	waitReader = 1 + iota
+	waitWriter
+)
 
 type pipe struct {
 	used             bool
+	fifo             int32 // 1 + the FIFO's inode, 0 for pipe(2)
 	readers, writers int32
-	r, n             int // read position, bytes buffered
+	rOpens, wOpens   uint32 // read and write ends ever opened (Linux's r_counter, w_counter)
+	r, n             int    // read position, bytes buffered
 	seq              uint32
 	pages            [PipeSize / PageSize]uintptr
 }
@@ -137,6 +163,7 @@ type FS[E Env] struct {
 	umask    uint32
 	pages    int64 // file pages held
 	maxPages int64
+	lastID   uint64
 	inodes   [NumInodes]inode
 	files    [NumFiles]file
 	pipes    [NumPipes]pipe
@@ -183,6 +210,30 @@ func word(a uintptr) *uintptr { return (*uintptr)(*(*unsafe.Pointer)(unsafe.Poin
 func isDir(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFDIR }
 func isReg(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFREG }
 func isLink(m uint32) bool { return m&unix.S_IFMT == unix.S_IFLNK }
+func isFIFO(m uint32) bool { return m&unix.S_IFMT == unix.S_IFIFO }
+func isChr(m uint32) bool  { return m&unix.S_IFMT == unix.S_IFCHR }
+
+// The memory devices' numbers, 1:3, 1:5 and 1:7 (unix.Mkdev's encoding).
+const (
+	DevNull = 1<<8 | 3
+	DevZero = 1<<8 | 5
+	DevFull = 1<<8 | 7
+)
+
+// memDev reports whether ip is a device node of one of the memory
+// devices.
+func memDev(ip *inode) bool {
+	return isChr(ip.mode) && (ip.rdev == DevNull || ip.rdev == DevZero || ip.rdev == DevFull)
+}
+
+// inodeOf is the inode directory entry ent names (itself unless it is a
+// hard link).
+func (f *FS[E]) inodeOf(ent int32) int32 {
+	if l := f.inodes[ent].link; l != 0 {
+		return l - 1
+	}
+	return ent
+}
 
 func (ip *inode) nameBytes() []byte { return ip.name[:ip.nameLen] }
 
@@ -206,6 +257,12 @@ func (f *FS[E]) freePage(a uintptr) {
 
 // newInode takes a free inode and links it into directory dir as name.
 func (f *FS[E]) newInode(dir int32, name []byte, mode uint32) (int32, Errno) {
+	return f.newEntry(dir, name, mode, -1)
+}
+
+// newEntry takes a free inode slot and links it into directory dir as
+// name: a new inode, or (target >= 0) a further name of inode target.
+func (f *FS[E]) newEntry(dir int32, name []byte, mode uint32, target int32) (int32, Errno) {
 	for i := range f.inodes {
 		ip := &f.inodes[i]
 		if ip.mode != 0 {
@@ -214,10 +271,18 @@ func (f *FS[E]) newInode(dir int32, name []byte, mode uint32) (int32, Errno) {
 		now := f.env.Now()
 		*ip = inode{mode: mode, nlink: 1, prev: -1, next: -1, head: -1, tail: -1, nextSeq: 2,
 			atime: now, mtime: now, ctime: now}
-		if isDir(mode) {
-			if f.inodes[dir].mode&unix.S_ISGID != 0 {
-				ip.mode |= unix.S_ISGID // inherited, as Linux
+		if target >= 0 {
+			ip.link, ip.nlink = target+1, 0
+			t := &f.inodes[target]
+			t.nlink++
+			t.ctime = now
+		} else if d := &f.inodes[dir]; d.mode&unix.S_ISGID != 0 {
+			ip.gid = d.gid // the directory's group, as Linux
+			if isDir(mode) {
+				ip.mode |= unix.S_ISGID // inherited
 			}
+		}
+		if target < 0 && isDir(mode) {
 			ip.nlink = 2
 			f.inodes[dir].nlink++
 		}
@@ -264,17 +329,22 @@ func (f *FS[E]) unlinkEntry(ino int32) {
 	d.mtime, d.ctime = now, now
 }
 
-// remove unlinks ino from the tree and frees it unless it is still open.
-func (f *FS[E]) remove(ino int32) {
+// remove takes directory entry ent out of the tree and frees the inode it
+// names unless another name or an open file holds it.
+func (f *FS[E]) remove(ent int32) {
+	ino := f.inodeOf(ent)
 	ip := &f.inodes[ino]
-	parent := ip.parent
-	f.unlinkEntry(ino)
+	parent := f.inodes[ent].parent
+	f.unlinkEntry(ent)
 	ip.ctime = f.env.Now()
 	if isDir(ip.mode) {
 		ip.nlink = 0
 		f.inodes[parent].nlink--
 	} else {
 		ip.nlink--
+	}
+	if ent != ino {
+		f.inodes[ent].mode = 0 // a hard link's entry
 	}
 	f.put(ino)
 }

@@ -752,3 +752,48 @@ func TestPoolExhaustion(t *testing.T) {
 }
 
 func nano(ts unix.Timespec) int64 { return ts.Nano() }
+
+func TestOwners(t *testing.T) {
+	f, _ := newFS(t, 1024, 1024)
+	h := open(t, f, "f", unix.O_CREAT|unix.O_RDWR, 0o6755)
+	must(t, "chmod", f.Chmod(AtCWD, b("f"), 0o6755, 0))
+	must(t, "chown", f.Chown(AtCWD, b("f"), 1000, -1, 0))
+	st := stat(t, f, "f")
+	// The set-user-ID bit goes, set-group-ID with group execute too.
+	if st.Uid != 1000 || st.Gid != 0 || st.Mode != unix.S_IFREG|0o755 {
+		t.Errorf("after chown: uid %d gid %d mode %o", st.Uid, st.Gid, st.Mode)
+	}
+	must(t, "fchown", f.Fchown(h, -1, 50))
+	if st := stat(t, f, "f"); st.Uid != 1000 || st.Gid != 50 {
+		t.Errorf("after fchown: uid %d gid %d", st.Uid, st.Gid)
+	}
+	// A symbolic link itself, or what it names.
+	must(t, "symlink", f.Symlink(b("f"), AtCWD, b("l")))
+	must(t, "lchown", f.Chown(AtCWD, b("l"), 7, 7, unix.AT_SYMLINK_NOFOLLOW))
+	if st := stat(t, f, "l"); st.Uid != 7 || st.Gid != 7 {
+		t.Errorf("lchown: %d %d", st.Uid, st.Gid)
+	}
+	if st := stat(t, f, "f"); st.Uid != 1000 {
+		t.Errorf("lchown changed the target: %d", st.Uid)
+	}
+	wantErr(t, "flags", f.Chown(AtCWD, b("f"), 0, 0, unix.AT_REMOVEDIR), unix.EINVAL)
+	wantErr(t, "missing", f.Chown(AtCWD, b("nope"), 0, 0, 0), unix.ENOENT)
+	// A set-group-ID directory gives its group to what is made in it.
+	must(t, "mkdir", f.Mkdir(AtCWD, b("d"), 0o755))
+	must(t, "chown d", f.Chown(AtCWD, b("d"), -1, 42, 0))
+	must(t, "chmod d", f.Chmod(AtCWD, b("d"), 0o2755, 0))
+	f.Close(open(t, f, "d/x", unix.O_CREAT|unix.O_WRONLY, 0o644))
+	must(t, "mkdir d/s", f.Mkdir(AtCWD, b("d/s"), 0o755))
+	if st := stat(t, f, "d/x"); st.Gid != 42 {
+		t.Errorf("file in a set-group-ID directory: gid %d", st.Gid)
+	}
+	if st := stat(t, f, "d/s"); st.Gid != 42 || st.Mode&unix.S_ISGID == 0 {
+		t.Errorf("directory in a set-group-ID directory: gid %d mode %o", st.Gid, st.Mode)
+	}
+	must(t, "fsync", f.Fsync(h))
+	r, w, _ := f.Pipe(0)
+	wantErr(t, "fsync pipe", f.Fsync(r), unix.EINVAL)
+	f.Close(r)
+	f.Close(w)
+	f.Close(h)
+}

@@ -27,7 +27,8 @@ const (
 
 type walkResult struct {
 	dir   int32  // the directory holding the last component
-	ino   int32  // what the path names, -1 if the last component does not exist
+	ino   int32  // the inode the path names, -1 if the last component does not exist
+	ent   int32  // its directory entry: ino, or a hard link to it
 	name  []byte // the last component (nil for lastRoot)
 	kind  int
 	slash bool // a slash followed the last component
@@ -91,7 +92,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 	var stack [MaxSymlinks + 1][]byte
 	stack[0] = path
 	n, links := 1, 0
-	r = walkResult{dir: cur, ino: cur, kind: lastRoot}
+	r = walkResult{dir: cur, ino: cur, ent: cur, kind: lastRoot}
 	for {
 		var comp []byte
 		for n > 0 {
@@ -114,7 +115,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 		if comp == nil {
 			// Only slashes were left: the path names cur itself
 			// ("/", or a link to "/").
-			r.dir, r.ino, r.name, r.kind = cur, cur, nil, lastRoot
+			r.dir, r.ino, r.ent, r.name, r.kind = cur, cur, cur, nil, lastRoot
 			if cur != f.root {
 				r.kind = lastDot
 			}
@@ -152,12 +153,16 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 			if next < 0 {
 				return r, unix.ENOENT // a removed directory
 			}
-		default:
-			next = f.lookup(cur, comp)
+		}
+		ent := next
+		if kind == lastNorm {
+			if ent = f.lookup(cur, comp); ent >= 0 {
+				next = f.inodeOf(ent)
+			}
 		}
 		if last {
 			r.slash = r.slash || slash
-			r.dir, r.name, r.kind, r.ino = cur, comp, kind, next
+			r.dir, r.name, r.kind, r.ino, r.ent = cur, comp, kind, next, ent
 			if noSlashCheck && r.slash && kind == lastNorm {
 				return r, 0 // open(O_CREAT) fails with EISDIR without looking further
 			}

@@ -221,3 +221,90 @@ func TestPipeAtomicWriters(t *testing.T) {
 	}
 	f.Close(r)
 }
+
+// TestPipePoll: readiness as Linux's pipe_poll, and the change counter
+// epoll's edge-triggered watches follow.
+func TestPipePoll(t *testing.T) {
+	f, _ := newFS(t, 1024, 1024)
+	r, w, _ := f.Pipe(unix.O_NONBLOCK)
+	rid, raddr, e := f.Pollable(r)
+	must(t, "pollable r", e)
+	wid, _, e := f.Pollable(w)
+	must(t, "pollable w", e)
+	poll := func(h int, id uint64) uint32 {
+		t.Helper()
+		ev, seq, ok := f.Poll(h, id)
+		if !ok || seq != *word32(raddr) {
+			t.Fatalf("poll: ok %v, seq %d, counter %d", ok, seq, *word32(raddr))
+		}
+		return ev
+	}
+	const in, out = unix.EPOLLIN | unix.EPOLLRDNORM, unix.EPOLLOUT | unix.EPOLLWRNORM
+	if ev := poll(r, rid); ev != 0 {
+		t.Errorf("empty read end: %#x", ev)
+	}
+	if ev := poll(w, wid); ev != out {
+		t.Errorf("empty write end: %#x", ev)
+	}
+	seq := *word32(raddr)
+	write(t, f, w, "x")
+	if *word32(raddr) == seq {
+		t.Errorf("a write did not move the counter")
+	}
+	if ev := poll(r, rid); ev != in {
+		t.Errorf("read end with data: %#x", ev)
+	}
+	// Full to within PipeBuf: not writable.
+	big := make([]byte, PipeSize-PipeBuf)
+	if n, e := f.Write(w, big); n != len(big) || e != 0 {
+		t.Fatalf("fill: %d %v", n, e)
+	}
+	if ev := poll(w, wid); ev != 0 {
+		t.Errorf("nearly full write end: %#x", ev)
+	}
+	seq = *word32(raddr)
+	f.Read(r, make([]byte, 10))
+	if *word32(raddr) == seq {
+		t.Errorf("a read did not move the counter")
+	}
+	if ev := poll(w, wid); ev != out {
+		t.Errorf("write end after a read: %#x", ev)
+	}
+	// The writer gone: EPOLLHUP with the data still there.
+	f.Close(w)
+	if ev := poll(r, rid); ev != in|unix.EPOLLHUP {
+		t.Errorf("read end, writer gone: %#x", ev)
+	}
+	if _, _, ok := f.Poll(w, wid); ok {
+		t.Errorf("a closed end polls")
+	}
+	// The reader gone: EPOLLERR on the writer.
+	r2, w2, _ := f.Pipe(0)
+	wid2, _, _ := f.Pollable(w2)
+	f.Close(r2)
+	if ev, _, _ := f.Poll(w2, wid2); ev != out|unix.EPOLLERR {
+		t.Errorf("write end, reader gone: %#x", ev)
+	}
+	// A handle reused by a new open is not the watched open file.
+	f.Close(w2)
+	h := open(t, f, "file", unix.O_CREAT|unix.O_RDWR, 0o644)
+	if h == w2 {
+		if _, _, ok := f.Poll(h, wid2); ok {
+			t.Errorf("a reused handle polls as the old open file")
+		}
+	}
+	// Files and directories cannot be watched, as Linux.
+	if _, _, e := f.Pollable(h); e != unix.EPERM {
+		t.Errorf("regular file: %v", e)
+	}
+	d := open(t, f, "/", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if _, _, e := f.Pollable(d); e != unix.EPERM {
+		t.Errorf("directory: %v", e)
+	}
+	if _, _, e := f.Pollable(-1); e != unix.EBADF {
+		t.Errorf("bad handle: %v", e)
+	}
+	f.Close(h)
+	f.Close(d)
+	f.Close(r)
+}

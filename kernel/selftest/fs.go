@@ -19,6 +19,12 @@ func init() {
 		test{"TestFileSystem", testFileSystem},
 		test{"TestFileErrno", testFileErrno},
 		test{"TestPipe", testPipe},
+		test{"TestPipeEpoll", testPipeEpoll},
+		test{"TestPipeNetpoll", testPipeNetpoll},
+		test{"TestPipeBlockingClose", testPipeBlockingClose},
+		test{"TestFIFO", testFIFO},
+		test{"TestHardLink", testHardLink},
+		test{"TestDevNull", testDevNull},
 		test{"TestBootFiles", testBootFiles},
 	)
 }
@@ -273,4 +279,357 @@ func testPipe(t *T) {
 		t.Errorf("write with no reader: %v, want EPIPE", err)
 	}
 	w.Close()
+}
+
+// testPipeEpoll drives epoll on pipes with raw system calls, as the
+// runtime's netpoller does: edge- and level-triggered readiness, EAGAIN on
+// O_NONBLOCK ends, a blocked epoll_wait woken by a write, EPOLLHUP and
+// EPOLLERR when the other end closes, EPERM for files and directories.
+func testPipeEpoll(t *T) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC); err != nil {
+		t.Fatalf("pipe2: %v", err)
+	}
+	r, w := p[0], p[1]
+	defer syscall.Close(r)
+	ep, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatalf("epoll_create1: %v", err)
+	}
+	defer syscall.Close(ep)
+	const et = 1 << 31 // EPOLLET (package syscall declares it negative)
+	add := func(fd int, events uint32, data int32) error {
+		ev := syscall.EpollEvent{Events: events, Fd: data}
+		return syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd, &ev)
+	}
+	if err := add(r, syscall.EPOLLIN|syscall.EPOLLRDHUP|et, 1); err != nil {
+		t.Fatalf("add read end: %v", err)
+	}
+	if err := add(w, syscall.EPOLLOUT|et, 2); err != nil {
+		t.Fatalf("add write end: %v", err)
+	}
+	if err := add(r, syscall.EPOLLIN, 1); err != syscall.EEXIST {
+		t.Errorf("second add: %v, want EEXIST", err)
+	}
+	evs := make([]syscall.EpollEvent, 8)
+	got := func(ms int) map[int32]uint32 {
+		n, err := syscall.EpollWait(ep, evs, ms)
+		if err != nil {
+			t.Fatalf("epoll_wait: %v", err)
+		}
+		m := map[int32]uint32{}
+		for _, e := range evs[:n] {
+			m[e.Fd] = e.Events
+		}
+		return m
+	}
+	// Just added: the write end is writable, the read end not readable.
+	if m := got(0); len(m) != 1 || m[2] != syscall.EPOLLOUT {
+		t.Errorf("after add: %v", m)
+	}
+	// Edge-triggered: reported once.
+	if m := got(0); len(m) != 0 {
+		t.Errorf("again: %v", m)
+	}
+	buf := make([]byte, 100)
+	if _, err := syscall.Read(r, buf); err != syscall.EAGAIN {
+		t.Errorf("read of an empty O_NONBLOCK pipe: %v", err)
+	}
+	// A write from another thread wakes a blocked epoll_wait.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		syscall.Write(w, []byte("ping"))
+	}()
+	start := time.Now()
+	if m := got(5000); m[1] != syscall.EPOLLIN {
+		t.Errorf("woken by a write: %v", m)
+	} else if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("woken after %v", d)
+	}
+	if n, _ := syscall.Read(r, buf); string(buf[:n]) != "ping" {
+		t.Errorf("read %q", buf[:n])
+	}
+	// Level-triggered: reported while ready.
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: 1}
+	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_MOD, r, &ev); err != nil {
+		t.Fatalf("mod: %v", err)
+	}
+	syscall.Write(w, []byte("x"))
+	for i := 0; i < 2; i++ {
+		if m := got(0); m[1] != syscall.EPOLLIN {
+			t.Errorf("level-triggered, round %d: %v", i, m)
+		}
+	}
+	syscall.Read(r, buf)
+	if m := got(0); m[1] != 0 {
+		t.Errorf("level-triggered after the read: %v", m)
+	}
+	// The writer gone: EPOLLHUP on the reader; the reader gone: EPOLLERR.
+	var q [2]int
+	syscall.Pipe2(q[:], syscall.O_NONBLOCK|syscall.O_CLOEXEC)
+	add(q[1], syscall.EPOLLOUT|et, 3)
+	syscall.Close(w)
+	if m := got(0); m[1] != syscall.EPOLLHUP || m[3] != syscall.EPOLLOUT {
+		t.Errorf("writer closed: %v", m)
+	}
+	syscall.Close(q[0])
+	if m := got(0); m[3] != syscall.EPOLLOUT|syscall.EPOLLERR {
+		t.Errorf("reader closed: %v", m)
+	}
+	if n, err := syscall.Read(r, buf); n != 0 || err != nil {
+		t.Errorf("read at end of file: %d %v", n, err)
+	}
+	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, q[1], nil); err != nil {
+		t.Errorf("del: %v", err)
+	}
+	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_DEL, q[1], nil); err != syscall.ENOENT {
+		t.Errorf("second del: %v, want ENOENT", err)
+	}
+	syscall.Close(q[1])
+	// Files and directories cannot be watched, as on Linux.
+	dir := t.tempDir()
+	defer os.RemoveAll(dir)
+	fd, _ := syscall.Open(filepath.Join(dir, "f"), syscall.O_CREAT|syscall.O_RDWR|syscall.O_CLOEXEC, 0o600)
+	if err := add(fd, syscall.EPOLLIN, 4); err != syscall.EPERM {
+		t.Errorf("regular file: %v, want EPERM", err)
+	}
+	syscall.Close(fd)
+	fd, _ = syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err := add(fd, syscall.EPOLLIN, 4); err != syscall.EPERM {
+		t.Errorf("directory: %v, want EPERM", err)
+	}
+	syscall.Close(fd)
+}
+
+// testPipeNetpoll checks that os.Pipe's ends are in the netpoller: read
+// deadlines work, and closing a file wakes a goroutine blocked reading it
+// (with os.ErrClosed) without a thread per blocked reader.
+func testPipeNetpoll(t *T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatalf("os.Pipe: %v", err)
+	}
+	defer w.Close()
+	if err := r.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatalf("SetReadDeadline: %v (a pipe not in the netpoller)", err)
+	}
+	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read past the deadline: %v", err)
+	}
+	r.SetReadDeadline(time.Time{})
+	done := make(chan error)
+	go func() {
+		_, err := r.Read(make([]byte, 1))
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	r.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("read on a closed file: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Close did not wake the reader")
+	}
+	// Many readers blocked at once: goroutines parked in the netpoller.
+	const n = 64
+	var rs, ws [n]*os.File
+	for i := range rs {
+		if rs[i], ws[i], err = os.Pipe(); err != nil {
+			t.Fatalf("os.Pipe %d: %v", i, err)
+		}
+	}
+	res := make(chan string, n)
+	for i := range rs {
+		go func(f *os.File) {
+			b := make([]byte, 8)
+			k, _ := f.Read(b)
+			res <- string(b[:k])
+		}(rs[i])
+	}
+	time.Sleep(20 * time.Millisecond)
+	for i := range ws {
+		ws[i].Write([]byte("go"))
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case s := <-res:
+			if s != "go" {
+				t.Errorf("read %q", s)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d readers woke", i, n)
+		}
+	}
+	for i := range rs {
+		rs[i].Close()
+		ws[i].Close()
+	}
+}
+
+// testPipeBlockingClose: a read blocked in the kernel on a blocking pipe
+// keeps its end open when another thread closes the descriptor, as on
+// Linux: a later write still reaches it, and only then is the end gone.
+func testPipeBlockingClose(t *T) {
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatalf("pipe2: %v", err)
+	}
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		b := make([]byte, 8)
+		n, err := syscall.Read(p[0], b)
+		done <- result{n, err}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if err := syscall.Close(p[0]); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	// A new descriptor may take the number; the blocked read is not on it.
+	fd, _ := syscall.Open(os.TempDir(), syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if n, err := syscall.Write(p[1], []byte("abc")); n != 3 || err != nil {
+		t.Errorf("write while the read holds the end: %d %v", n, err)
+	}
+	select {
+	case r := <-done:
+		if r.n != 3 || r.err != nil {
+			t.Errorf("blocked read: %d %v", r.n, r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the blocked read did not return")
+	}
+	syscall.Close(fd)
+	if _, err := syscall.Write(p[1], []byte("x")); err != syscall.EPIPE {
+		t.Errorf("write after the read returned: %v, want EPIPE", err)
+	}
+	syscall.Close(p[1])
+	// Blocking pipe semantics without the netpoller: a writer larger than
+	// the buffer and a reader, each blocking in the kernel.
+	syscall.Pipe2(p[:], syscall.O_CLOEXEC)
+	data := bytes.Repeat([]byte("yolk"), 50000)
+	go func() {
+		syscall.Write(p[1], data)
+		syscall.Close(p[1])
+	}()
+	var got []byte
+	b := make([]byte, 10000)
+	for {
+		n, err := syscall.Read(p[0], b)
+		if n <= 0 || err != nil {
+			break
+		}
+		got = append(got, b[:n]...)
+	}
+	syscall.Close(p[0])
+	if !bytes.Equal(got, data) {
+		t.Errorf("blocking transfer: %d of %d bytes", len(got), len(data))
+	}
+}
+
+// testFIFO: a FIFO made by mkfifo, opened blocking at both ends from two
+// goroutines (each open waits for the other), data, end of file;
+// O_NONBLOCK opens as Linux.
+func testFIFO(t *T) {
+	dir := t.tempDir()
+	defer os.RemoveAll(dir)
+	name := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(name, 0o600); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+	if fi, err := os.Stat(name); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("stat: %v %v", fi, err)
+	}
+	rc := make(chan *os.File, 1)
+	go func() {
+		r, err := os.Open(name)
+		if err != nil {
+			t.Errorf("open for reading: %v", err)
+		}
+		rc <- r
+	}()
+	time.Sleep(10 * time.Millisecond)
+	w, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("open for writing: %v", err)
+	}
+	r := <-rc
+	if r == nil {
+		return
+	}
+	w.Write([]byte("through the fifo"))
+	w.Close()
+	if b, err := io.ReadAll(r); err != nil || string(b) != "through the fifo" {
+		t.Errorf("read %q %v", b, err)
+	}
+	r.Close()
+	if _, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0); !errors.Is(err, syscall.ENXIO) {
+		t.Errorf("nonblocking writer without reader: %v, want ENXIO", err)
+	}
+	r, err = os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatalf("nonblocking reader: %v", err)
+	}
+	r.Close()
+}
+
+// testHardLink: os.Link, link counts, one inode behind two names.
+func testHardLink(t *T) {
+	dir := t.tempDir()
+	defer os.RemoveAll(dir)
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	os.WriteFile(a, []byte("one inode"), 0o644)
+	if err := os.Link(a, b); err != nil {
+		t.Fatalf("link: %v", err)
+	}
+	fa, _ := os.Stat(a)
+	fb, err := os.Stat(b)
+	if err != nil || !os.SameFile(fa, fb) || fb.Sys().(*syscall.Stat_t).Nlink != 2 {
+		t.Errorf("after link: %v %v", fb, err)
+	}
+	if err := os.Link(a, b); !errors.Is(err, os.ErrExist) {
+		t.Errorf("link onto an existing name: %v", err)
+	}
+	if err := os.Link(dir, filepath.Join(dir, "d")); !errors.Is(err, syscall.EPERM) {
+		t.Errorf("link a directory: %v, want EPERM", err)
+	}
+	os.Remove(a)
+	if got, err := os.ReadFile(b); err != nil || string(got) != "one inode" {
+		t.Errorf("after removing the first name: %q %v", got, err)
+	}
+	if fi, _ := os.Stat(b); fi.Sys().(*syscall.Stat_t).Nlink != 1 {
+		t.Errorf("nlink after remove: %d", fi.Sys().(*syscall.Stat_t).Nlink)
+	}
+}
+
+// testDevNull: the memory devices the kernel makes in /dev.
+func testDevNull(t *T) {
+	f, err := os.OpenFile(os.DevNull, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		t.Fatalf("open %s: %v", os.DevNull, err)
+	}
+	if n, err := f.Write([]byte("gone")); n != 4 || err != nil {
+		t.Errorf("write: %d %v", n, err)
+	}
+	if n, err := f.Read(make([]byte, 4)); n != 0 || err != io.EOF {
+		t.Errorf("read: %d %v", n, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 || fi.Mode().Perm() != 0o666 {
+		t.Errorf("stat: %v %v", fi.Mode(), err)
+	}
+	f.Close()
+	z, _ := os.Open("/dev/zero")
+	b := []byte("xyz")
+	if n, err := z.Read(b); n != 3 || err != nil || string(b) != "\x00\x00\x00" {
+		t.Errorf("/dev/zero: %d %v %q", n, err, b)
+	}
+	z.Close()
+	if err := os.WriteFile("/dev/full", []byte("x"), 0); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("/dev/full: %v, want ENOSPC", err)
+	}
 }
