@@ -31,7 +31,8 @@ func NewTree() *Tree {
 }
 
 // AddDir adds the host directory host at the absolute guest path guest:
-// its files, and with recursive its subdirectories too.
+// its files and, with recursive, its subdirectories' contents too (without,
+// only as empty directories).
 func (t *Tree) AddDir(host, guest string, recursive bool) error {
 	return filepath.WalkDir(host, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -40,10 +41,10 @@ func (t *Tree) AddDir(host, guest string, recursive bool) error {
 		rel, _ := filepath.Rel(host, p)
 		g := path.Join(guest, filepath.ToSlash(rel))
 		if d.IsDir() {
-			if p != host && !recursive {
-				return filepath.SkipDir
+			if err := t.dir(g, d); err != nil || p == host || recursive {
+				return err
 			}
-			return t.dir(g, d)
+			return filepath.SkipDir // listed, empty
 		}
 		return t.AddFile(p, g)
 	})

@@ -302,7 +302,8 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 // writePackageTree writes the boot archive a test binary gets, as go test
 // gives it on the host: the package directory at its own path (read-only in
 // the guest, and its working directory), with its files and its testdata
-// tree (not its other subdirectories, which are other packages), and
+// tree (its other subdirectories, which are other packages, only as empty
+// directories: a listing of the package directory sees them), and
 // $GOROOT/lib/time/zoneinfo.zip for the time zone tests.
 func writePackageTree(dir, goroot, name string) error {
 	t := qemu.NewTree()
