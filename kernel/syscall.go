@@ -27,6 +27,7 @@ const (
 	ENOSYS    = Errno(unix.ENOSYS)
 	ETIMEDOUT = Errno(unix.ETIMEDOUT)
 	ESRCH     = Errno(unix.ESRCH)
+	ECHILD    = Errno(unix.ECHILD)
 )
 
 // Yolk's own system calls, for the self-tests (outside Linux's numbering).
@@ -113,6 +114,8 @@ func syscall(r *Regs) {
 		err = sysRtSigaction(int(a0), a1, a2, a3)
 	case unix.SYS_RT_SIGPROCMASK:
 		err = sysRtSigprocmask(t, int(a0), a1, a2, a3)
+	case unix.SYS_WAIT4, unix.SYS_WAITID:
+		err = ECHILD // one process, no children
 	case unix.SYS_KILL:
 		err = sysKill(int(int32(a0)), int(int32(a1)))
 	case unix.SYS_TGKILL:
