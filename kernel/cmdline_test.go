@@ -12,7 +12,7 @@ func parse(t *testing.T, line string) (args, env []string) {
 	t.Helper()
 	var buf [4096]byte
 	copy(buf[:], line)
-	nargs, nenv, gomemlimitOff, strace = 0, 0, -1, false
+	nargs, nenv, gomemlimitOff, homeSet, strace = 0, 0, -1, false, false
 	parseCmdline(uintptr(unsafe.Pointer(&buf[0])))
 	for i := 0; i < nargs; i++ {
 		args = append(args, string(cstr(argOff[i])))

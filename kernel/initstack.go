@@ -23,6 +23,8 @@ var (
 	nenv   int
 	// gomemlimitOff is set if the command line set GOMEMLIMIT.
 	gomemlimitOff = -1
+	// homeSet: the command line set HOME.
+	homeSet bool
 )
 
 const argv0 = "yolk"
@@ -89,6 +91,9 @@ func parseCmdline(p uintptr) {
 		case !afterDashes && isEnv(tok):
 			if hasPrefix(tok, "GOMEMLIMIT=") {
 				gomemlimitOff = start
+			}
+			if hasPrefix(tok, "HOME=") {
+				homeSet = true
 			}
 			if nenv < maxEnv {
 				envOff[nenv] = start
@@ -203,13 +208,17 @@ func buildInitStack() uintptr {
 		return sp
 	}
 	var argv [maxArgs]uintptr
-	var envp [maxEnv + 1]uintptr
+	var envp [maxEnv + 2]uintptr
 	for i := 0; i < nargs; i++ {
 		argv[i] = pushStr(cstr(argOff[i]))
 	}
 	ne := 0
 	for i := 0; i < nenv; i++ {
 		envp[ne] = pushStr(cstr(envOff[i]))
+		ne++
+	}
+	if !homeSet {
+		envp[ne] = pushStr([]byte("HOME=/")) // as Linux gives init
 		ne++
 	}
 	if gomemlimitOff < 0 {

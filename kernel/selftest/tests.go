@@ -84,6 +84,10 @@ func testBoot(t *T) {
 	if len(os.Args) < 1 || os.Args[0] != "yolk" {
 		t.Errorf("os.Args = %q, want argv[0] yolk", os.Args)
 	}
+	// HOME is / unless given, as Linux gives init.
+	if h := os.Getenv("HOME"); h != "/" {
+		t.Errorf("HOME=%q, want /", h)
+	}
 	// The kernel passes GODEBUG as given: asynchronous preemption stays on
 	// (the harness sets no GODEBUG).
 	if g := os.Getenv("GODEBUG"); strings.Contains(g, "asyncpreemptoff") {
