@@ -28,6 +28,7 @@ const (
 	ETIMEDOUT = Errno(unix.ETIMEDOUT)
 	ESRCH     = Errno(unix.ESRCH)
 	ECHILD    = Errno(unix.ECHILD)
+	EPIPE     = Errno(unix.EPIPE)
 )
 
 // Yolk's own system calls, for the self-tests (outside Linux's numbering).
@@ -304,6 +305,10 @@ func syscall(r *Regs) {
 	default:
 		err = ENOSYS
 		logENOSYS(nr)
+	}
+	if err == EPIPE {
+		// A write to a pipe without readers also raises SIGPIPE.
+		sendSignal(t, int(unix.SIGPIPE), true)
 	}
 	if err != 0 {
 		ret = -uintptr(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -275,8 +276,16 @@ func testPipe(t *T) {
 		t.Errorf("blocked read = %q, %v", b[:n], err)
 	}
 	r.Close()
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	defer signal.Stop(sigpipe)
 	if _, err := w.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
 		t.Errorf("write with no reader: %v, want EPIPE", err)
+	}
+	select {
+	case <-sigpipe:
+	case <-time.After(5 * time.Second):
+		t.Errorf("write with no reader: no SIGPIPE")
 	}
 	w.Close()
 }
