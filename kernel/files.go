@@ -178,7 +178,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, Errno) {
 		return 0, 0 // the console has no input: end of file
 	}
 	if h := fsGet(fd); h >= 0 {
-		b, e := userBuf(p, n)
+		b, e := userBufW(p, n)
 		var c uintptr
 		if e == 0 {
 			c, e = fsRead(h, b)
@@ -193,7 +193,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, Errno) {
 	if n < 8 {
 		return 0, EINVAL
 	}
-	if !userOK(p, 8) {
+	if !userW(p, 8) {
 		return 0, EFAULT
 	}
 	v := atomic.SwapUint64(&f.count, 0)
@@ -377,7 +377,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, Errno)
 	if max <= 0 || max > (1<<31-1)/epollEventSize {
 		return 0, EINVAL
 	}
-	if !userOK(events, uintptr(max)*epollEventSize) {
+	if !userW(events, uintptr(max)*epollEventSize) {
 		return 0, EFAULT
 	}
 	if getFile(epfd, fileEpoll) == nil {

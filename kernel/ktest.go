@@ -54,7 +54,7 @@ var lockTest struct {
 // counter back incremented: without mutual exclusion increments get lost
 // and owners collide.
 func sysLockTest(kind, n int, work int, out uintptr) Errno {
-	if kind < 0 || kind >= nLockKinds || work < 0 || work > 1e6 || !userOK(out, unsafe.Sizeof(lockTestOut{})) {
+	if kind < 0 || kind >= nLockKinds || work < 0 || work > 1e6 || !userW(out, unsafe.Sizeof(lockTestOut{})) {
 		return EINVAL
 	}
 	if atomic.CompareAndSwapUint32(&lockTest.dispInit, 0, 1) {
@@ -117,7 +117,7 @@ type cpuStats struct {
 
 func sysCPUStats(p uintptr, n int) (uintptr, Errno) {
 	n = min(n, sched.NumCPU())
-	if n < 0 || !userOK(p, uintptr(n)*32) {
+	if n < 0 || !userW(p, uintptr(n)*32) {
 		return 0, EFAULT
 	}
 	for i := 0; i < n; i++ {

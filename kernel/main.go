@@ -129,7 +129,7 @@ type kernelStats struct {
 }
 
 func sysStats(p uintptr) Errno {
-	if !userOK(p, unsafe.Sizeof(kernelStats{})) {
+	if !userW(p, unsafe.Sizeof(kernelStats{})) {
 		return EFAULT
 	}
 	s := sched.ReadStats()

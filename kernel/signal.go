@@ -94,7 +94,7 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) Errno {
 	if size != 8 {
 		return EINVAL
 	}
-	if (set != 0 && !userOK(set, 8)) || (oset != 0 && !userOK(oset, 8)) {
+	if (set != 0 && !userOK(set, 8)) || (oset != 0 && !userW(oset, 8)) {
 		return EFAULT
 	}
 	m := &sigMask[t.Index()]
@@ -244,7 +244,7 @@ func sysRtSigaction(sig int, act, oact, size uintptr) Errno {
 	if act != 0 && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP)) {
 		return EINVAL
 	}
-	if (act != 0 && !userOK(act, 32)) || (oact != 0 && !userOK(oact, 32)) {
+	if (act != 0 && !userOK(act, 32)) || (oact != 0 && !userW(oact, 32)) {
 		return EFAULT
 	}
 	sigLock.Lock()
@@ -261,7 +261,7 @@ func sysRtSigaction(sig int, act, oact, size uintptr) Errno {
 
 func sysSigaltstack(t *sched.Task, ss, oss uintptr) Errno {
 	as := &altStacks[t.Index()]
-	if (ss != 0 && !userOK(ss, 24)) || (oss != 0 && !userOK(oss, 24)) {
+	if (ss != 0 && !userOK(ss, 24)) || (oss != 0 && !userW(oss, 24)) {
 		return EFAULT
 	}
 	old := *as
@@ -316,7 +316,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	info := fp - sigInfoSize
 	uc := (info - ucSize) &^ 15
 	frame := uc - 8
-	if !userOK(frame, sp-frame) {
+	if !userW(frame, sp-frame) {
 		return false
 	}
 	clear(bytesAt(frame, int(fp-frame)))

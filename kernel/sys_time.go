@@ -26,7 +26,7 @@ func readTimespec(p uintptr) (int64, Errno) {
 }
 
 func writeTimespec(p uintptr, ns int64) Errno {
-	if !userOK(p, 16) {
+	if !userW(p, 16) {
 		return EFAULT
 	}
 	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9}
@@ -63,7 +63,7 @@ func sysGettimeofday(p uintptr) Errno {
 	if p == 0 {
 		return 0
 	}
-	if !userOK(p, 16) {
+	if !userW(p, 16) {
 		return EFAULT
 	}
 	ns := walltime()

@@ -415,7 +415,13 @@ func checkPage(addr, n uintptr) Errno {
 
 // userOK reports whether [p, p+n) is memory the program may hand the kernel:
 // the identity-mapped image and RAM, or accessible mappings.
-func userOK(p, n uintptr) bool {
+func userOK(p, n uintptr) bool { return userRange(p, n, protRead) }
+
+// userW reports whether the kernel may write n bytes at p: writable areas
+// only (a write to a read-only page would fault in the kernel).
+func userW(p, n uintptr) bool { return userRange(p, n, protWrite) }
+
+func userRange(p, n uintptr, need uint32) bool {
 	if p < lowGuard || p+n < p {
 		return false
 	}
@@ -426,7 +432,7 @@ func userOK(p, n uintptr) bool {
 	defer mmLock.Unlock()
 	for p < p+n {
 		i := findVMA(p)
-		if i >= nvmas || vmas[i].start > p || vmas[i].prot == 0 {
+		if i >= nvmas || vmas[i].start > p || vmas[i].prot == 0 || vmas[i].prot&need != need {
 			return false
 		}
 		if vmas[i].end >= p+n {
@@ -442,7 +448,7 @@ func zeroUser(p, n uintptr) Errno {
 	if p == 0 {
 		return 0
 	}
-	if !userOK(p, n) {
+	if !userW(p, n) {
 		return EFAULT
 	}
 	clear(bytesAt(p, int(n)))
@@ -475,7 +481,7 @@ func sysArchPrctl(t *sched.Task, code, addr uintptr) Errno {
 	case archSetFS:
 		t.UserFS = addr
 	case archGetFS:
-		if !userOK(addr, 8) {
+		if !userW(addr, 8) {
 			return EFAULT
 		}
 		*at[uintptr](addr) = t.UserFS
@@ -526,7 +532,7 @@ func sysSchedGetaffinity(size, mask uintptr) (uintptr, Errno) {
 	if size < 8 {
 		return 0, EINVAL
 	}
-	if !userOK(mask, 8) {
+	if !userW(mask, 8) {
 		return 0, EFAULT
 	}
 	*at[uint64](mask) = 1<<uint(sched.NumCPU()) - 1
@@ -537,7 +543,7 @@ func sysPrlimit(res int, old uintptr) Errno {
 	if old == 0 {
 		return 0
 	}
-	if !userOK(old, 16) {
+	if !userW(old, 16) {
 		return EFAULT
 	}
 	cur, max := ^uint64(0), ^uint64(0)
@@ -552,7 +558,7 @@ func sysPrlimit(res int, old uintptr) Errno {
 }
 
 func sysUname(p uintptr) Errno {
-	if !userOK(p, 6*65) {
+	if !userW(p, 6*65) {
 		return EFAULT
 	}
 	clear(bytesAt(p, 6*65))
@@ -596,7 +602,7 @@ func random64() uint64 {
 }
 
 func sysGetrandom(p, n uintptr) (uintptr, Errno) {
-	if !userOK(p, n) {
+	if !userW(p, n) {
 		return 0, EFAULT
 	}
 	b := bytesAt(p, int(n))

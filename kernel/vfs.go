@@ -88,6 +88,14 @@ func userBuf(p, n uintptr) ([]byte, Errno) {
 	return bytesAt(p, int(n)), 0
 }
 
+// userBufW is userBuf for a buffer the kernel writes.
+func userBufW(p, n uintptr) ([]byte, Errno) {
+	if n != 0 && !userW(p, n) {
+		return nil, EFAULT
+	}
+	return userBuf(p, n)
+}
+
 // fsGet is the fs handle behind fd, -1 if fd is not an fs file, with a
 // reference of the caller's own that fsPut drops.
 func fsGet(fd int) int {
@@ -177,7 +185,7 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, Errno) {
 }
 
 func sysPipe2(p uintptr, flags int) Errno {
-	if !userOK(p, 8) {
+	if !userW(p, 8) {
 		return EFAULT
 	}
 	r, w, e := vfs.Pipe(flags)
@@ -232,6 +240,9 @@ func fsWrite(h int, b []byte) (uintptr, Errno) {
 
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
 	b, e := userBuf(p, n)
+	if !write {
+		b, e = userBufW(p, n)
+	}
 	if e != 0 {
 		return 0, e
 	}
@@ -266,7 +277,7 @@ func sysLseek(fd int, off int64, whence int) (uintptr, Errno) {
 const statSize = unsafe.Sizeof(unix.Stat_t{})
 
 func sysFstat(fd int, p uintptr) Errno {
-	if !userOK(p, statSize) {
+	if !userW(p, statSize) {
 		return EFAULT
 	}
 	st := at[unix.Stat_t](p)
@@ -292,7 +303,7 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) Errno {
 		return sysFstat(dirfd, sp)
 	}
 	d, e := dirHandle(dirfd, path)
-	if e == 0 && !userOK(sp, statSize) {
+	if e == 0 && !userW(sp, statSize) {
 		e = EFAULT
 	}
 	if e == 0 {
@@ -303,7 +314,7 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) Errno {
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, Errno) {
-	b, e := userBuf(p, n)
+	b, e := userBufW(p, n)
 	if e != 0 {
 		return 0, e
 	}
@@ -403,7 +414,7 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, Errno) {
 	d, path, e := pathArgs(dirfd, p)
 	var b []byte
 	if e == 0 {
-		b, e = userBuf(bp, n)
+		b, e = userBufW(bp, n)
 	}
 	var c int
 	if e == 0 {
@@ -437,7 +448,7 @@ func sysTruncate(p uintptr, size int64) Errno {
 }
 
 func sysGetcwd(p, n uintptr) (uintptr, Errno) {
-	b, e := userBuf(p, n)
+	b, e := userBufW(p, n)
 	if e != 0 {
 		return 0, e
 	}

@@ -298,9 +298,10 @@ func vmDontNeed(addr, n uintptr) Errno {
 	return 0
 }
 
-// vmProtect changes the protection of [addr, addr+n); pages made
-// inaccessible lose their frames (page-table entries are always writable
-// while present: protection is checked by area, on faults and system calls).
+// vmProtect changes the protection of [addr, addr+n). Pages made
+// inaccessible lose their frames (their contents are not kept); pages made
+// read-only lose the write bit of their page-table entries, with a TLB
+// shootdown; pages made writable get it back at their next write fault.
 func vmProtect(addr, n uintptr, prot uint32) Errno {
 	if !inUser(addr, addr+n) {
 		return EINVAL
@@ -309,7 +310,25 @@ func vmProtect(addr, n uintptr, prot uint32) Errno {
 	defer vmMutex.Unlock()
 	mmLock.Lock()
 	err := areaProtect(addr, n, prot)
+	changed := false
+	if err == 0 && prot != 0 && prot&protWrite == 0 {
+		for va := addr; va < addr+n; va += pageSize {
+			pte := walk(va, false)
+			if pte == 0 {
+				// No page table here: skip to the next 2 MiB boundary.
+				va = (va+1<<21)&^(1<<21-1) - pageSize
+				continue
+			}
+			if e := at[uint64](pte); *e&pteWrite != 0 {
+				*e &^= pteWrite
+				changed = true
+			}
+		}
+	}
 	mmLock.Unlock()
+	if changed {
+		shootdown(addr, addr+n)
+	}
 	if err == 0 && prot == 0 {
 		unback(addr, addr+n)
 	}
@@ -324,13 +343,12 @@ func areaProtect(addr, n uintptr, prot uint32) Errno {
 	return 0
 }
 
-// pageFault backs the page at addr if an accessible area covers it.
+// pageFault backs the page at addr if an area covers it that allows the
+// access (code: the page-fault error code; bit 1: a write), or gives a
+// read-only page its write bit back after mprotect made its area writable.
 func pageFault(addr uintptr, code uint64) bool {
-	if code&1 != 0 { // protection violation on a present page
-		return false
-	}
 	page := addr &^ (pageSize - 1)
-	if page >= bssLazyLo && page < bssLazyHi {
+	if page >= bssLazyLo && page < bssLazyHi && code&1 == 0 {
 		return bssFault(page)
 	}
 	// Only user mappings are backed on demand; anything else (a wild
@@ -339,23 +357,38 @@ func pageFault(addr uintptr, code uint64) bool {
 	if !inUser(page, page+pageSize) || mmLock.HeldHere() {
 		return false
 	}
+	write := code&2 != 0
+	if code&1 != 0 && !write {
+		return false // a present page refused a read: reserved bits
+	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	i := findVMA(page)
-	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 {
+	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 || write && vmas[i].prot&protWrite == 0 {
 		return false
 	}
 	pte := walk(page, true)
 	if pte == 0 {
 		outOfMemory()
 	}
-	if *at[uint64](pte)&ptePresent == 0 {
+	e := at[uint64](pte)
+	switch {
+	case *e&ptePresent == 0:
 		f := allocFrame()
 		if f == 0 {
 			outOfMemory()
 		}
-		*at[uint64](pte) = uint64(f) | ptePresent | pteWrite
+		*e = uint64(f) | ptePresent
+		if vmas[i].prot&protWrite != 0 {
+			*e |= pteWrite
+		}
 		pagesMapped++
+	case write:
+		// A read-only entry of an area mprotect has made writable (or
+		// one this CPU's TLB still holds from before another CPU
+		// did it): only this CPU's stale entry needs to go.
+		*e |= pteWrite
+		invalidate(page, page+pageSize)
 	}
 	return true
 }
