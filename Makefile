@@ -9,6 +9,7 @@
 #   make bench            guest benchmarks; output in out/
 #   make smpbench         multiprocessor benchmarks at 1, 2 and 4 CPUs (docs/smp.md)
 #   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat); SMP=2 for two CPUs
+#   make conformance      the standard library's tests on Linux and on yolk at 1 and 2 CPUs: docs/conformance.md
 
 ACCEL   ?= auto
 MACHINE ?= microvm
@@ -17,7 +18,7 @@ GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
 IMAGE   := out/selftest.elf
 
-.PHONY: run test hosted guest stdquick bench smpbench linuxref qemu image clean
+.PHONY: run test hosted guest stdquick conformance bench smpbench linuxref qemu image clean
 
 run: qemu image
 	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE)
@@ -46,6 +47,15 @@ guest: qemu
 STDQUICK = bufio container/list context errors io/fs strings sync/atomic time unicode/utf8
 stdquick: qemu
 	$(YOLK) test -accel $(ACCEL) -short -skip '^ExampleAfterFunc_connection$$' $(STDQUICK)
+
+# conformance runs the issue's standard-library packages with -short on the
+# host (go test) and in the guest (yolk test) at -smp 1 and 2 and writes
+# docs/conformance.md (raw outputs in out/conformance/); it fails if a test
+# that passes on Linux fails on yolk without an allowed reason in
+# docs/conformance-reasons.txt. About 20 minutes under TCG; not part of
+# make test (make stdquick is its fast subset).
+conformance: qemu
+	$(GO) run ./cmd/conformance -accel $(ACCEL) -smp 1,2
 
 bench: qemu image
 	mkdir -p out
