@@ -147,9 +147,9 @@ func (t *Task) G() uintptr { return uintptr(unsafe.Pointer(&t.g)) }
 // Current returns the task running on this CPU.
 func Current() *Task { return taskAt(This().cur) }
 
-// FindTID returns the live task with thread ID tid, or nil. The task may
-// exit at any time after; callers only use the result for per-slot state
-// that a new task in the slot resets.
+// FindTID returns the live task with thread ID tid, or nil; never a CPU's
+// idle task. The task may exit at any time after; callers only use the
+// result for per-slot state that a new task in the slot resets.
 func FindTID(tid int32) *Task {
 	for i := int32(0); i < atomic.LoadInt32(&ntasks); i++ {
 		if t := &tasks[i]; t.TID == tid && t.Alive() {
@@ -159,8 +159,19 @@ func FindTID(tid int32) *Task {
 	return nil
 }
 
-// Alive reports whether t's slot holds a task.
-func (t *Task) Alive() bool { return t.st() != stFree }
+// Alive reports whether t's slot holds a task other than a CPU's idle
+// task.
+func (t *Task) Alive() bool {
+	if t.st() == stFree {
+		return false
+	}
+	for i := 0; i < ncpu; i++ {
+		if cpus[i].idle == t.addr() {
+			return false
+		}
+	}
+	return true
+}
 
 // RunningOn is the CPU running t, or -1.
 func (t *Task) RunningOn() int { return int(atomic.LoadInt32(&t.oncpu)) - 1 }
