@@ -39,24 +39,29 @@ type Result struct {
 
 var (
 	resultLine = regexp.MustCompile(`^--- (PASS|FAIL|SKIP): (\S+) \(`)
-	runLine    = regexp.MustCompile(`^=== RUN   (\S+)$`)
+	runLine    = regexp.MustCompile(`^=== (RUN|PAUSE|CONT) +(\S+)$`)
 	pkgLine    = regexp.MustCompile(`^(ok|FAIL|\?)\s+(\S+)(\s|$)`)
 )
 
 // Parse reads the "-v" output of go test or yolk test for one or more
 // packages; a package's lines end at its "ok"/"FAIL" line. Only top-level
-// tests count (result lines without indentation); a test that started and
-// has no result when its package ends is Fail with Running set.
+// tests count (result lines without indentation). When a package ends
+// (a timeout, a panic) with tests unfinished, the one running is Fail and
+// named by Running; paused parallel tests that never continued are NotRun.
 func Parse(r io.Reader) ([]*Result, error) {
 	var out []*Result
 	cur := &Result{Tests: map[string]Outcome{}}
-	running := map[string]bool{}
+	running := map[string]bool{} // started, no result; false: paused
+	last := ""
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if m := runLine.FindStringSubmatch(line); m != nil && !strings.Contains(m[1], "/") {
-			running[m[1]] = true
+		if m := runLine.FindStringSubmatch(line); m != nil && !strings.Contains(m[2], "/") {
+			running[m[2]] = m[1] != "PAUSE"
+			if m[1] != "PAUSE" {
+				last = m[2]
+			}
 			continue
 		}
 		if m := resultLine.FindStringSubmatch(line); m != nil && !strings.Contains(m[2], "/") {
@@ -66,15 +71,20 @@ func Parse(r io.Reader) ([]*Result, error) {
 		}
 		if m := pkgLine.FindStringSubmatch(line); m != nil && strings.Contains(line, "\t") {
 			cur.Pkg, cur.Status = m[2], m[1]
-			for name := range running {
+			for name, active := range running {
 				if _, ok := cur.Tests[name]; !ok {
-					cur.Tests[name] = Fail
-					cur.Running = name
+					cur.Tests[name] = NotRun
+					if active {
+						cur.Tests[name] = Fail
+						if cur.Running == "" || name == last {
+							cur.Running = name
+						}
+					}
 				}
 			}
 			out = append(out, cur)
 			cur = &Result{Tests: map[string]Outcome{}}
-			running = map[string]bool{}
+			running, last = map[string]bool{}, ""
 		}
 	}
 	return out, sc.Err()
@@ -105,18 +115,24 @@ func (c Counts) String() string { return fmt.Sprintf("%d / %d / %d", c.Pass, c.F
 
 // Allowed are the reason categories the target excludes: tests that need
 // network sockets, child processes or host files outside the package and
-// GOROOT.
-var Allowed = map[string]bool{"socket": true, "child-process": true, "host-file": true}
+// GOROOT, and, at -smp 1 only (entries Test@1), tests that skip themselves
+// with one CPU where the host has more.
+var Allowed = map[string]bool{"socket": true, "child-process": true, "host-file": true, "one-cpu": true}
 
-// Reason says why a test differs.
+// Reason says why a test differs. Skip: the test stops the whole test
+// binary on yolk (a panic), so yolk runs the package with -skip for it and
+// the others still run.
 type Reason struct {
 	Category, Text string
+	Skip           bool
 }
 
 // Reasons maps "pkg Test" (or "pkg Prefix*") to a reason.
 type Reasons map[string]Reason
 
-// ParseReasons reads lines "pkg Test category: text" (# comments).
+// ParseReasons reads lines "pkg Test category: text" (# comments). Test
+// may end in * (a prefix) and @N (only at -smp N); category may end in !
+// (Reason.Skip).
 func ParseReasons(r io.Reader) (Reasons, error) {
 	rs := Reasons{}
 	sc := bufio.NewScanner(r)
@@ -130,13 +146,19 @@ func ParseReasons(r io.Reader) (Reasons, error) {
 		if len(f) < 3 || !ok {
 			return nil, fmt.Errorf("reasons line %d: want \"pkg Test category: text\": %q", n, line)
 		}
-		rs[f[0]+" "+f[1]] = Reason{strings.TrimSpace(cat), strings.TrimSpace(text)}
+		cat = strings.TrimSpace(cat)
+		skip := strings.HasSuffix(cat, "!")
+		rs[f[0]+" "+f[1]] = Reason{strings.TrimSuffix(cat, "!"), strings.TrimSpace(text), skip}
 	}
 	return rs, sc.Err()
 }
 
-// Lookup finds the reason for pkg's test, by exact name or prefix entry.
-func (rs Reasons) Lookup(pkg, test string) (Reason, bool) {
+// Lookup finds the reason for pkg's test at -smp smp: an entry for that
+// CPU count first, then by exact name, then by prefix.
+func (rs Reasons) Lookup(pkg, test string, smp int) (Reason, bool) {
+	if r, ok := rs[fmt.Sprintf("%s %s@%d", pkg, test, smp)]; ok {
+		return r, true
+	}
 	if r, ok := rs[pkg+" "+test]; ok {
 		return r, true
 	}
@@ -162,8 +184,20 @@ type Diff struct {
 	AgainstTarget bool // passes on Linux, not on yolk, and not an allowed exclusion
 }
 
-// Compare lists the tests whose outcomes differ in a package.
-func Compare(pkg string, linux, yolk *Result, rs Reasons) []Diff {
+// Skips lists the tests of pkg that yolk must run without (Reason.Skip).
+func (rs Reasons) Skips(pkg string) []string {
+	var ts []string
+	for k, r := range rs {
+		if p, t, _ := strings.Cut(k, " "); p == pkg && r.Skip {
+			ts = append(ts, t)
+		}
+	}
+	sort.Strings(ts)
+	return ts
+}
+
+// Compare lists the tests whose outcomes differ in a package at -smp smp.
+func Compare(pkg string, smp int, linux, yolk *Result, rs Reasons) []Diff {
 	names := map[string]bool{}
 	for n := range linux.Tests {
 		names[n] = true
@@ -189,9 +223,9 @@ func Compare(pkg string, linux, yolk *Result, rs Reasons) []Diff {
 			continue
 		}
 		d := Diff{Pkg: pkg, Test: n, Linux: l, Yolk: y}
-		d.Reason, d.Explained = rs.Lookup(pkg, n)
+		d.Reason, d.Explained = rs.Lookup(pkg, n, smp)
 		if !d.Explained && y == NotRun && yolk != nil && yolk.Running != "" {
-			d.Reason, d.Explained = Reason{"bug", "not reached: the package stopped in " + yolk.Running}, true
+			d.Reason, d.Explained = Reason{Category: "bug", Text: "not reached: the package stopped in " + yolk.Running}, true
 		}
 		d.AgainstTarget = l == Pass && !(d.Explained && Allowed[d.Reason.Category])
 		ds = append(ds, d)
@@ -229,7 +263,7 @@ func NewTable(smp int, pkgs []string, linux, yolk Run, rs Reasons) *Table {
 		if l == nil {
 			l = &Result{Pkg: p, Tests: map[string]Outcome{}}
 		}
-		t.Diffs[p] = Compare(p, l, yolk[p], rs)
+		t.Diffs[p] = Compare(p, smp, l, yolk[p], rs)
 	}
 	return t
 }

@@ -20,6 +20,10 @@ FAIL
 FAIL	pkg/one	0.123s
 yolk: boot: noise
 === RUN   TestE
+=== PAUSE TestE
+=== RUN   TestG
+=== PAUSE TestG
+=== CONT  TestE
 --- PASS: TestE (0.00s)
 === RUN   TestF
 panic: test timed out after 1s
@@ -47,7 +51,7 @@ func TestParse(t *testing.T) {
 		t.Errorf("pkg/one: %v %q %v", one.Tests, one.Status, one.Counts())
 	}
 	two := run["pkg/two"]
-	if two.Tests["TestF"] != Fail || two.Running != "TestF" || two.Tests["TestE"] != Pass {
+	if two.Tests["TestF"] != Fail || two.Running != "TestF" || two.Tests["TestE"] != Pass || two.Tests["TestG"] != NotRun {
 		t.Errorf("pkg/two: %v running %q", two.Tests, two.Running)
 	}
 	if run["pkg/three"].Status != "ok" {
@@ -56,13 +60,13 @@ func TestParse(t *testing.T) {
 }
 
 func TestCompareAndReasons(t *testing.T) {
-	rs, err := ParseReasons(strings.NewReader("# comment\npkg TestSock socket: httptest\npkg TestBug* bug: a known bug\n"))
+	rs, err := ParseReasons(strings.NewReader("# comment\npkg TestSock socket!: httptest\npkg TestBug* bug: a known bug\npkg TestNew@2 socket: only at 2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	linux := &Result{Tests: map[string]Outcome{"TestSock": Pass, "TestBug1": Pass, "TestNew": Pass, "TestSame": Fail, "TestSkip": Skip}}
 	yolk := &Result{Tests: map[string]Outcome{"TestSock": Fail, "TestBug1": Fail, "TestSame": Fail, "TestSkip": Pass}}
-	ds := Compare("pkg", linux, yolk, rs)
+	ds := Compare("pkg", 1, linux, yolk, rs)
 	got := map[string]Diff{}
 	for _, d := range ds {
 		got[d.Test] = d
@@ -81,6 +85,12 @@ func TestCompareAndReasons(t *testing.T) {
 	}
 	if d := got["TestSkip"]; d.AgainstTarget {
 		t.Errorf("skip on Linux, pass on yolk counts against: %+v", d)
+	}
+	if s := rs.Skips("pkg"); len(s) != 1 || s[0] != "TestSock" {
+		t.Errorf("skips %q", s)
+	}
+	if d := Compare("pkg", 2, linux, yolk, rs); len(d) != 4 || !d[1].Explained || d[1].Test != "TestNew" {
+		t.Errorf("@2 entry at -smp 2: %+v", d)
 	}
 	if _, err := ParseReasons(strings.NewReader("pkg TestX no colon\n")); err == nil {
 		t.Errorf("a line without category: no error")
