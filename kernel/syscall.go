@@ -115,6 +115,8 @@ func syscall(r *Regs) {
 		err = sysRtSigaction(int(a0), a1, a2, a3)
 	case unix.SYS_RT_SIGPROCMASK:
 		err = sysRtSigprocmask(t, int(a0), a1, a2, a3)
+	case unix.SYS_REBOOT:
+		err = sysReboot(uint32(a0), uint32(a1), uint32(a2))
 	case unix.SYS_WAIT4, unix.SYS_WAITID:
 		err = ECHILD // one process, no children
 	case unix.SYS_KILL:
@@ -520,6 +522,38 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 	t.Prepare(t.KStackHi-regsSize, forkretPC())
 	sched.Ready(t)
 	return uintptr(t.TID), 0
+}
+
+// sysReboot: power-off, halt and restart end the machine as exit_group(0)
+// does (QEMU runs with -no-reboot: a restart is the end too); the Ctrl-Alt-Del
+// settings change nothing. Magic numbers are checked as Linux does.
+func sysReboot(magic1, magic2, cmd uint32) Errno {
+	// MAGIC2 and its three other accepted values (A, B, C in Linux).
+	if magic1 != unix.LINUX_REBOOT_MAGIC1 || (magic2 != unix.LINUX_REBOOT_MAGIC2 &&
+		magic2 != 0x05121996 && magic2 != 0x16041998 && magic2 != 0x20112000) {
+		return EINVAL
+	}
+	var what string
+	switch cmd {
+	case unix.LINUX_REBOOT_CMD_POWER_OFF:
+		what = "power off"
+	case unix.LINUX_REBOOT_CMD_HALT:
+		what = "halt"
+	case unix.LINUX_REBOOT_CMD_RESTART, unix.LINUX_REBOOT_CMD_RESTART2:
+		what = "restart"
+	case unix.LINUX_REBOOT_CMD_CAD_ON, unix.LINUX_REBOOT_CMD_CAD_OFF:
+		return 0
+	default:
+		return EINVAL
+	}
+	printSyscallStats()
+	conGrab()
+	knewline()
+	kprint("yolk: reboot: ")
+	kprint(what)
+	kprint("\n")
+	halt(0)
+	return 0
 }
 
 // taskEntry is the first Go code a new task runs (from forkret).

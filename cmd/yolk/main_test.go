@@ -84,6 +84,16 @@ func main() {
 		select {}
 	case "cpus":
 		fmt.Printf("NumCPU=%d GOMAXPROCS=%d\n", runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	case "poweroff":
+		if err := syscall.Reboot(0x12345678); err != syscall.EINVAL {
+			fmt.Println("bad reboot command:", err)
+		}
+		syscall.Reboot(syscall.LINUX_REBOOT_CMD_POWER_OFF)
+		fmt.Println("still running after reboot")
+		os.Exit(1)
+	case "sigterm":
+		syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
+		select {}
 	}
 }
 `), 0o644)
@@ -107,6 +117,8 @@ func main() {
 		{"ktrapstack", 1, 125, []string{"kernel stack overflow", "yolk/kernel.eatStack", "yolk: exit 125"}},
 		{"ktrapnest", 1, 125, []string{"yolk: fault: double fault (#DF)", "trap stack overflow or nesting too deep", "yolk: exit 125"}},
 		{"cpus", 3, 0, []string{"NumCPU=3 GOMAXPROCS=3", "3 CPUs"}},
+		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
+		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
 	} {
 		t.Run(c.arg, func(t *testing.T) {
 			cmd := exec.Command(yolk, "run", "-accel="+choice.Accel, "-timeout=2m", "-smp", fmt.Sprint(c.smp), "-e", "GREETING=hello world", img, "a b", c.arg)
