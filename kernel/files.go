@@ -175,7 +175,7 @@ func sysFcntl(fd, cmd, arg int) (uintptr, Errno) {
 
 func sysRead(fd int, p, n uintptr) (uintptr, Errno) {
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
-		return 0, 0 // the console has no input: end of file
+		return consoleRead(p, n)
 	}
 	if h := fsGet(fd); h >= 0 {
 		b, e := userBufW(p, n)

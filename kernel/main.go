@@ -92,6 +92,7 @@ func kmain(info uintptr) {
 	kprint(" µs\n")
 	smpReport(n)
 
+	conInInit(ioapicFor(com1IRQ), uint32(c.IRQ))
 	startInit()
 	sched.Idle(idleWait)
 }
@@ -126,6 +127,7 @@ type kernelStats struct {
 	TSCSynced                          int64 // 1: TSCs verified synchronised (vDSO on)
 	Preempts                           int64 // involuntary switches, all CPUs
 	Signals                            int64 // asynchronous signals delivered
+	ConsoleIRQs, ConsoleWaits          int64 // serial receive interrupts; console reads that blocked
 }
 
 func sysStats(p uintptr) Errno {
@@ -150,5 +152,7 @@ func sysStats(p uintptr) Errno {
 		at[kernelStats](p).Preempts += int64(sched.CPUAt(i).Preempts())
 	}
 	at[kernelStats](p).Signals = int64(atomic.LoadUint64(&sigDelivered))
+	at[kernelStats](p).ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
+	at[kernelStats](p).ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
 	return 0
 }

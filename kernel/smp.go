@@ -34,7 +34,19 @@ var (
 	// MADT may list hot-pluggable slots beside the CPUs present.
 	madtCPUs    [512]acpi.CPU
 	madtIOAPICs [8]acpi.IOAPIC
+	nIOAPICs    int
 )
+
+// ioapicFor is the address of the I/O APIC serving global system interrupt
+// gsi according to the MADT, 0 if the MADT did not say.
+func ioapicFor(gsi uint32) uintptr {
+	for _, a := range madtIOAPICs[:nIOAPICs] {
+		if a.GSIBase <= gsi && gsi < a.GSIBase+24 {
+			return uintptr(a.Addr)
+		}
+	}
+	return 0
+}
 
 // findCPUs fills apIRQ with the APIC IDs of the CPUs to run, the boot CPU
 // first, and returns how many there are.
@@ -47,6 +59,7 @@ func findCPUs() int {
 		return 1
 	}
 	m, e := acpi.ReadMADT(bootInfo.RSDP, physOff, madtCPUs[:], madtIOAPICs[:])
+	nIOAPICs = min(m.IOAPICs, len(madtIOAPICs))
 	if e != acpi.OK && e != acpi.ErrTooManyCPUs {
 		klog("smp: ACPI MADT: ")
 		kprint(e.String())

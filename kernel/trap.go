@@ -22,8 +22,9 @@ const (
 	vecWake      = 0x21 // wake-up IPI: a task became ready while this CPU idled
 	vecShootdown = 0x22 // TLB shootdown IPI
 	vecSignal    = 0x23 // a signal for the task this CPU runs (signal.go)
-	vecPICBase   = 0x30 // the legacy PICs, masked (spurious only)
-	vecSpurious  = 0xFF
+	// vecConsoleRx (0x24, conin.go): the serial port received data
+	vecPICBase  = 0x30 // the legacy PICs, masked (spurious only)
+	vecSpurious = 0xFF
 )
 
 var trapNames = [...]string{
@@ -85,6 +86,8 @@ func trap(r *Regs) (toTask bool) {
 	case v == vecTimer:
 		lapic.EOI()
 		p.timerWoke = timerInterrupt()
+	case v == vecConsoleRx:
+		conInInterrupt()
 	case v == vecSignal:
 		// Nothing to do here: the check below finds the signal.
 		lapic.EOI()

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,7 +139,7 @@ func TestGuest(t *testing.T) {
 	if err := tree.WriteFile(initrd); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{guestEnvKey + "=" + guestEnvWant, "yolk.cwd=" + guestDir, "YOLK_SELFTEST_DIR=" + guestDir}
+	env := []string{guestEnvKey + "=" + guestEnvWant, "yolk.cwd=" + guestDir, "YOLK_SELFTEST_DIR=" + guestDir, "YOLK_STDIN_TEST=1"}
 
 	for _, m := range machines {
 		t.Run(m, func(t *testing.T) {
@@ -173,6 +175,12 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 	fmt.Fprintln(logFile, choice)
 	rep := report.New()
 	enosysLines := 0
+	// Console input for TestConsoleInput: a first part at once, the rest
+	// only once that test runs and has had time to block in a read.
+	input := ConsoleTestInput()
+	gate := make(chan struct{})
+	var gateOnce sync.Once
+	stdin := io.MultiReader(bytes.NewReader(input[:1000]), gatedReader{gate, bytes.NewReader(input[1000:])})
 	res, err := Run(t.Context(), Config{
 		Image:   img,
 		Machine: machine,
@@ -185,13 +193,18 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 		Args:    append(strings.Fields(os.Getenv("YOLK_GUEST_ARGS")), "--", guestArgWant),
 		Stdout:  logFile,
 		Stderr:  logFile,
+		Stdin:   stdin,
 		OnLine: func(l string) {
+			if l == "=== RUN   TestConsoleInput" {
+				gateOnce.Do(func() { time.AfterFunc(300*time.Millisecond, func() { close(gate) }) })
+			}
 			if strings.Contains(l, enosysLine) {
 				enosysLines++
 			}
 			rep.Line(l)
 		},
 	})
+	gateOnce.Do(func() { close(gate) }) // the test did not run: let the feeder end
 	if err != nil {
 		logFile.Close()
 		t.Fatal(err)
@@ -265,4 +278,30 @@ func guestSubtest(t *testing.T, rep *report.Report, gt *report.Test, parent stri
 			t.Errorf("guest test %s never reported a result", gt.Name)
 		}
 	})
+}
+
+// gatedReader reads r once gate is closed.
+type gatedReader struct {
+	gate <-chan struct{}
+	r    io.Reader
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	<-g.gate
+	return g.r.Read(p)
+}
+
+// ConsoleTestInput is what the harness writes to the guest's console for
+// TestConsoleInput (kernel/selftest/conin.go builds the same bytes): every
+// byte value twice, the framing's escape and end bytes among them, then a
+// pattern long enough to fill the kernel's 4 KiB ring twice over.
+func ConsoleTestInput() []byte {
+	b := make([]byte, 0, 512+10000)
+	for i := 0; i < 512; i++ {
+		b = append(b, byte(i))
+	}
+	for i := 0; i < 10000; i++ {
+		b = append(b, byte(i*7+i>>8))
+	}
+	return b
 }

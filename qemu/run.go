@@ -83,9 +83,52 @@ type Config struct {
 	Initrd  string        // -initrd: a boot archive of host files (Tree), "" for none
 	Extra   []string      // more QEMU arguments, appended last
 
+	// Stdin is the guest's console input, sent framed (FrameConsole);
+	// nil: none, the guest reads end of file at once.
+	Stdin io.Reader
+
 	Stdout io.Writer         // the serial stream, symbolized; default io.Discard
 	Stderr io.Writer         // QEMU's own stderr; default os.Stderr
 	OnLine func(line string) // each complete serial line as written to Stdout, without "\n"
+}
+
+// Console input framing (the kernel's decoder is kernel/conin.go): 0xFF is
+// an escape, 0xFF 0x00 a literal 0xFF, 0xFF 0x01 the end of input.
+const (
+	consoleEsc     = 0xFF
+	consoleEscByte = 0x00
+	consoleEscEOF  = 0x01
+)
+
+// FrameConsole copies src (nil: nothing) to dst with 0xFF escaped and
+// then the end-of-input mark. It returns at src's end or at the first
+// error (dst closed: the guest is gone).
+func FrameConsole(dst io.Writer, src io.Reader) error {
+	if src != nil {
+		buf := make([]byte, 4096)
+		out := make([]byte, 0, 2*len(buf))
+		for {
+			n, err := src.Read(buf)
+			out = out[:0]
+			for _, b := range buf[:n] {
+				out = append(out, b)
+				if b == consoleEsc {
+					out = append(out, consoleEscByte)
+				}
+			}
+			if _, werr := dst.Write(out); werr != nil {
+				return werr
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	_, err := dst.Write([]byte{consoleEsc, consoleEscEOF})
+	return err
 }
 
 // Result is the outcome of a boot.
@@ -197,6 +240,10 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	res := &Result{}
 	var mu sync.Mutex // guards res.Marker/GuestExit/FirstLine against the copying goroutine
 	var start time.Time
+	// Console input starts with the kernel's first line: by then it has
+	// set up the UART (which resets its receive FIFO: an earlier byte
+	// would be lost).
+	firstLine := make(chan struct{})
 	stream := &serialStream{
 		out:       stdout,
 		symbolize: lazySymbolizer(c.Image),
@@ -204,6 +251,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			mu.Lock()
 			if res.FirstLine == 0 {
 				res.FirstLine = time.Since(start)
+				close(firstLine)
 			}
 			mu.Unlock()
 			if n, ok := ParseExitLine(line); ok {
@@ -219,7 +267,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	head := &headBuffer{max: 4096}
 
 	cmd := exec.Command(c.QEMU, args...)
-	cmd.Stdin = nil // /dev/null: the guest gets no input, the terminal stays untouched
+	// A pipe, never the terminal itself: QEMU leaves a stdin that is not a
+	// tty alone (no raw mode), and the framing marks the end of input.
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
 	cmd.Stdout = stream
 	cmd.Stderr = io.MultiWriter(stderr, head)
 	cmd.WaitDelay = 2 * time.Second
@@ -228,6 +281,15 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", c.QEMU, err)
 	}
+	// The pipe stays open after the end of input (QEMU would otherwise see
+	// its stdin close); Wait closes it.
+	go func() {
+		select {
+		case <-firstLine:
+			FrameConsole(in, c.Stdin)
+		case <-ctx.Done():
+		}
+	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 

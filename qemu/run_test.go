@@ -322,3 +322,47 @@ func TestExitCodesDistinct(t *testing.T) {
 		seen[c] = name
 	}
 }
+
+// TestFrameConsole: every byte value passes (0xFF escaped), and the end of
+// input is marked, also for no input.
+func TestFrameConsole(t *testing.T) {
+	var in []byte
+	for i := 0; i < 512; i++ {
+		in = append(in, byte(i))
+	}
+	var out bytes.Buffer
+	if err := FrameConsole(&out, bytes.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	// Decode as kernel/conin.go does.
+	var got []byte
+	eof, esc := false, false
+	for _, c := range out.Bytes() {
+		switch {
+		case eof:
+			t.Fatalf("bytes after the end mark")
+		case esc:
+			esc = false
+			if c == consoleEscEOF {
+				eof = true
+				continue
+			}
+			if c == consoleEscByte {
+				c = consoleEsc
+			}
+			got = append(got, c)
+		case c == consoleEsc:
+			esc = true
+		default:
+			got = append(got, c)
+		}
+	}
+	if !eof || !bytes.Equal(got, in) {
+		t.Errorf("decoded %d bytes (end %v), want the %d sent", len(got), eof, len(in))
+	}
+	out.Reset()
+	FrameConsole(&out, nil)
+	if !bytes.Equal(out.Bytes(), []byte{0xFF, 0x01}) {
+		t.Errorf("no input: %x", out.Bytes())
+	}
+}

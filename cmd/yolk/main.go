@@ -182,6 +182,7 @@ func run(args []string) int {
 		Env:     env,
 		Args:    fs.Args()[1:],
 		Initrd:  initrd,
+		Stdin:   os.Stdin,
 		Stdout:  os.Stdout,
 		Stderr:  os.Stderr,
 	})

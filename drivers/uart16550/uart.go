@@ -26,6 +26,11 @@ const (
 	regFCR  = 2
 	regLCR  = 3
 	regMCR  = 4
+	regLSR  = 5
+
+	lsrDataReady = 0x01
+	ierRx        = 0x01 // received data available
+	mcrOut2      = 0x08 // gates the interrupt line on PC serial ports
 )
 
 // UART is one port. It is a plain value so a package-level UART is static
@@ -50,4 +55,23 @@ func (u *UART) Init() {
 func (u *UART) Put(c byte) {
 	hw := uart.UART{Base: u.Base}
 	hw.Tx(c)
+}
+
+// EnableRx turns the receive interrupt on or off (and, once, the OUT2 gate
+// of the interrupt line).
+func (u *UART) EnableRx(on bool) {
+	x86.Outb(u.Base+regMCR, 0x03|mcrOut2)
+	var ier uint8
+	if on {
+		ier = ierRx
+	}
+	x86.Outb(u.Base+regIER, ier)
+}
+
+// Get returns a received byte, if there is one.
+func (u *UART) Get() (byte, bool) {
+	if x86.Inb(u.Base+regLSR)&lsrDataReady == 0 {
+		return 0, false
+	}
+	return x86.Inb(u.Base + regData), true
 }

@@ -60,6 +60,7 @@ type kernelStats struct {
 	TSCSynced                          int64
 	Preempts                           int64
 	Signals                            int64
+	ConsoleIRQs, ConsoleWaits          int64
 }
 
 const (
