@@ -10,7 +10,10 @@
 // Every thread the Go runtime creates is a task, plus one idle task per
 // CPU. A task gives up its CPU only inside the kernel (Yield, Block,
 // Mutex.Lock, a contended Mutex.Unlock, Exit, and YieldSlice at the end of
-// a system call once it has run a Slice while others were ready). Every CPU runs the same loop
+// a system call once it has run a Slice while others were ready), with
+// one exception, Preempt: after a timer interrupt that took it from
+// application code, on its own kernel stack, if the interrupt woke a task
+// or its Slice is over (docs/preemption.md). Every CPU runs the same loop
 // on one global lock-free FIFO of ready tasks (package queue) with hazard
 // pointers per processor: at most one task per CPU is inside a queue
 // operation, because nothing switches or takes an interrupt inside one.
