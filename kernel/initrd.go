@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"golang.org/x/sys/unix"
+
 	"yolk/kernel/fs"
 )
 
@@ -8,7 +10,8 @@ import (
 // should find in its file system, as `yolk test` passes a package's
 // directory and testdata. It is unpacked into the in-memory file system at
 // boot with the modes and modification times the archive gives, every
-// top-level tree it names is made read-only, and the module's frames go to
+// tree it creates is made read-only (directories that exist already, such
+// as /tmp, stay as they are), and the module's frames go to
 // the allocator. yolk.cwd=PATH makes PATH the working directory.
 //
 // Only what a test tree holds is understood: directories, regular files
@@ -74,6 +77,10 @@ func untar(a []byte) (made int, written int64, bad int) {
 		mode := uint32(octal(h[100:108])) & 0o7777
 		mtime := octal(h[136:148]) * 1e9
 		data := a[512 : 512+size]
+		// Directories that exist already (/, /tmp: the archive names a
+		// path's every parent) keep their mode and stay writable.
+		var st unix.Stat_t
+		existed := h[156] == '5' && vfs.Stat(fs.AtCWD, p, 0, &st) == 0
 		var e fs.Errno
 		switch h[156] {
 		case '5':
@@ -92,7 +99,7 @@ func untar(a []byte) (made int, written int64, bad int) {
 			a = a[512+body:]
 			continue
 		}
-		if e == 0 && h[156] != '2' {
+		if e == 0 && h[156] != '2' && !existed {
 			vfs.Utimes(fs.AtCWD, p, mtime, mtime, 0)
 		}
 		if e != 0 {
@@ -104,7 +111,9 @@ func untar(a []byte) (made int, written int64, bad int) {
 			bad++
 		} else {
 			made++
-			markReadOnly(p[:topLevel(p)])
+			if !existed {
+				markReadOnly(p)
+			}
 		}
 		a = a[512+body:]
 	}
@@ -122,10 +131,13 @@ var (
 	nReadOnly    int
 )
 
-// markReadOnly remembers top, once.
+// markReadOnly remembers p, which the archive created, as the top of a
+// read-only tree unless it is inside one already: the shallowest path the
+// archive made, so a tree unpacked under /tmp leaves /tmp writable.
 func markReadOnly(top []byte) {
 	for i := 0; i < nReadOnly; i++ {
-		if string(readOnlyTops[i][:readOnlyLen[i]]) == string(top) {
+		t := readOnlyTops[i][:readOnlyLen[i]]
+		if string(t) == string(top) || len(top) > len(t) && string(top[:len(t)]) == string(t) && top[len(t)] == '/' {
 			return
 		}
 	}
@@ -133,15 +145,6 @@ func markReadOnly(top []byte) {
 		readOnlyLen[nReadOnly] = copy(readOnlyTops[nReadOnly][:], top)
 		nReadOnly++
 	}
-}
-
-// topLevel is the length of p's first component with its leading slash.
-func topLevel(p []byte) int {
-	i := 1
-	for i < len(p) && p[i] != '/' {
-		i++
-	}
-	return i
 }
 
 func writeFile(p, data []byte, mode uint32) fs.Errno {
