@@ -190,3 +190,28 @@ func TestZeroAllocs(t *testing.T) {
 	}
 	f.check(t, nil)
 }
+
+// TestEmpty: the hint agrees with the queue when nothing runs concurrently
+// (under concurrent dequeues it may be wrong for an instant: see Empty).
+func TestEmpty(t *testing.T) {
+	f := newFixture(t, 1, 1, 3, 0)
+	q := &f.queues[0]
+	if !f.d.Empty(q) {
+		t.Fatalf("a new queue is not empty")
+	}
+	for i := range f.items {
+		f.d.Enqueue(0, q, &f.items[i].Item)
+		if f.d.Empty(q) {
+			t.Fatalf("empty with %d items", i+1)
+		}
+	}
+	for i := range f.items {
+		if f.d.Empty(q) {
+			t.Fatalf("empty with %d items left", len(f.items)-i)
+		}
+		f.d.Dequeue(0, q)
+	}
+	if !f.d.Empty(q) {
+		t.Fatalf("not empty after every item left")
+	}
+}
