@@ -55,8 +55,18 @@ func benchPreemptWake(spinning bool) func(*testing.B) {
 		b.ResetTimer()
 		for i := range late {
 			start := time.Now()
-			if _, _, e := syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0); e != 0 {
-				b.Fatalf("nanosleep: %v", e)
+			// Linux ends the sleep early (EINTR) when the runtime's
+			// preemption signal arrives; sleep out the rest.
+			req, rem := ts, unix.Timespec{}
+			for {
+				_, _, e := syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&req)), uintptr(unsafe.Pointer(&rem)), 0)
+				if e == 0 {
+					break
+				}
+				if e != syscall.EINTR {
+					panic("nanosleep: " + e.Error())
+				}
+				req = rem
 			}
 			late[i] = time.Since(start) - d
 		}
