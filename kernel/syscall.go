@@ -69,21 +69,10 @@ func syscall(r *Regs) {
 	if nr == unix.SYS_RT_SIGRETURN {
 		sysRtSigreturn(r)
 		r.FSBase = uint64(t.UserFS)
-		if signalPending(t) {
-			// The next signal's frame may go where the one just
-			// returned from was: keep its FP/SSE state aside first.
-			var buf [fpStateSize + 16]byte
-			fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
-			if r.Error != 0 {
-				for i := uintptr(0); i < fpStateSize; i += 8 {
-					*at[uint64](fx + i) = *at[uint64](uintptr(r.Error) + i)
-				}
-			} else {
-				fxsave(fx)
-			}
-			if deliverSignal(r, fx) {
-				r.Error = 0 // the handler's frame holds the state
-			}
+		// The next signal's frame may go where the one just returned
+		// from was: its FP/SSE state (at r.Error) is copied aside first.
+		if signalPending(t) && deliverAtExit(r, uintptr(r.Error)) {
+			r.Error = 0 // the handler's frame holds the state
 		}
 		userSync()
 		return
@@ -323,11 +312,24 @@ func syscall(r *Regs) {
 	sched.YieldSlice()
 	userSync()
 	if signalPending(t) {
-		var buf [fpStateSize + 16]byte
-		fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
-		fxsave(fx)
-		deliverSignal(r, fx)
+		deliverAtExit(r, 0)
 	}
+}
+
+// deliverAtExit delivers a pending signal on the way out of a system call;
+// the FP/SSE state for its frame is the one saved at fp or, if fp is 0,
+// the live one.
+func deliverAtExit(r *Regs, fp uintptr) bool {
+	var buf [fpStateSize + 16]byte
+	fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
+	if fp != 0 {
+		for i := uintptr(0); i < fpStateSize; i += 8 {
+			*at[uint64](fx + i) = *at[uint64](fp + i)
+		}
+	} else {
+		fxsave(fx)
+	}
+	return deliverSignal(r, fx)
 }
 
 // printSyscallStats prints the system-call counts (yolk.syscallstats=1)

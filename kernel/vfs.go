@@ -78,22 +78,19 @@ func userPath(p uintptr) ([]byte, Errno) {
 }
 
 // userBuf is the n bytes at p, checked.
-func userBuf(p, n uintptr) ([]byte, Errno) {
+func userBuf(p, n uintptr) ([]byte, Errno) { return userBufNeed(p, n, protRead) }
+
+// userBufW is userBuf for a buffer the kernel writes.
+func userBufW(p, n uintptr) ([]byte, Errno) { return userBufNeed(p, n, protWrite) }
+
+func userBufNeed(p, n uintptr, need uint32) ([]byte, Errno) {
 	if n == 0 {
 		return nil, 0
 	}
-	if int(n) < 0 || !userOK(p, n) {
+	if int(n) < 0 || !userRange(p, n, need) {
 		return nil, EFAULT
 	}
 	return bytesAt(p, int(n)), 0
-}
-
-// userBufW is userBuf for a buffer the kernel writes.
-func userBufW(p, n uintptr) ([]byte, Errno) {
-	if n != 0 && !userW(p, n) {
-		return nil, EFAULT
-	}
-	return userBuf(p, n)
 }
 
 // fsGet is the fs handle behind fd, -1 if fd is not an fs file, with a
@@ -239,10 +236,11 @@ func fsWrite(h int, b []byte) (uintptr, Errno) {
 }
 
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
-	b, e := userBuf(p, n)
-	if !write {
-		b, e = userBufW(p, n)
+	need := uint32(protWrite) // pread fills the buffer
+	if write {
+		need = protRead
 	}
+	b, e := userBufNeed(p, n, need)
 	if e != 0 {
 		return 0, e
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"yolk/internal/consoletest"
 	"yolk/qemu/image"
 	"yolk/qemu/report"
 )
@@ -177,7 +178,7 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 	enosysLines := 0
 	// Console input for TestConsoleInput: a first part at once, the rest
 	// only once that test runs and has had time to block in a read.
-	input := ConsoleTestInput()
+	input := consoletest.Input()
 	gate := make(chan struct{})
 	var gateOnce sync.Once
 	stdin := io.MultiReader(bytes.NewReader(input[:1000]), gatedReader{gate, bytes.NewReader(input[1000:])})
@@ -289,19 +290,4 @@ type gatedReader struct {
 func (g gatedReader) Read(p []byte) (int, error) {
 	<-g.gate
 	return g.r.Read(p)
-}
-
-// ConsoleTestInput is what the harness writes to the guest's console for
-// TestConsoleInput (kernel/selftest/conin.go builds the same bytes): every
-// byte value twice, the framing's escape and end bytes among them, then a
-// pattern long enough to fill the kernel's 4 KiB ring twice over.
-func ConsoleTestInput() []byte {
-	b := make([]byte, 0, 512+10000)
-	for i := 0; i < 512; i++ {
-		b = append(b, byte(i))
-	}
-	for i := 0; i < 10000; i++ {
-		b = append(b, byte(i*7+i>>8))
-	}
-	return b
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"runtime"
 	"slices"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,16 +35,7 @@ func benchPreemptWake(spinning bool) func(*testing.B) {
 		if spinning {
 			n := runtime.NumCPU()
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n + 1))
-			var stop atomic.Uint32
-			var started atomic.Int32
-			counts := make([]uint64, 8*n)
-			for i := 0; i < n; i++ {
-				go spin(&stop, &started, &counts[8*i])
-			}
-			for started.Load() < int32(n) {
-				time.Sleep(time.Millisecond)
-			}
-			defer stop.Store(1)
+			defer spinners(n)()
 		}
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -85,17 +75,7 @@ func benchPreemptWake(spinning bool) func(*testing.B) {
 func benchPreemptRate(busy bool) func(*testing.B) {
 	return func(b *testing.B) {
 		if busy {
-			n := runtime.GOMAXPROCS(0)
-			var stop atomic.Uint32
-			var started atomic.Int32
-			counts := make([]uint64, 8*n)
-			for i := 0; i < n; i++ {
-				go spin(&stop, &started, &counts[8*i])
-			}
-			for started.Load() < int32(n) {
-				time.Sleep(time.Millisecond)
-			}
-			defer stop.Store(1)
+			defer spinners(runtime.GOMAXPROCS(0))()
 		}
 		read := func() (ks kernelStats, irqs uint64) {
 			syscall.Syscall(sysYolkStats, uintptr(unsafe.Pointer(&ks)), 0, 0)

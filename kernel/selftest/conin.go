@@ -4,23 +4,12 @@ import (
 	"bytes"
 	"io"
 	"os"
+
+	"yolk/internal/consoletest"
 )
 
 func init() {
 	tests = append(tests, test{"TestConsoleInput", testConsoleInput})
-}
-
-// consoleTestInput is what the harness writes to the console for this
-// test (qemu.ConsoleTestInput builds the same bytes).
-func consoleTestInput() []byte {
-	b := make([]byte, 0, 512+10000)
-	for i := 0; i < 512; i++ {
-		b = append(b, byte(i))
-	}
-	for i := 0; i < 10000; i++ {
-		b = append(b, byte(i*7+i>>8))
-	}
-	return b
 }
 
 // testConsoleInput reads os.Stdin to its end and compares it with what the
@@ -39,7 +28,7 @@ func testConsoleInput(t *T) {
 	if err != nil {
 		t.Fatalf("reading stdin: %v", err)
 	}
-	want := consoleTestInput()
+	want := consoletest.Input()
 	if !bytes.Equal(got, want) {
 		i := 0
 		for i < len(got) && i < len(want) && got[i] == want[i] {

@@ -46,10 +46,9 @@ func spin(stop *atomic.Uint32, started *atomic.Int32, n *uint64) {
 	}
 }
 
-// spinners starts one spinning goroutine per P and returns when all run;
-// the returned function stops them.
-func spinners(t *T) (stopAll func()) {
-	n := runtime.GOMAXPROCS(0)
+// spinners starts n spinning goroutines and returns when all run; the
+// returned function stops them.
+func spinners(n int) (stopAll func()) {
 	var stop atomic.Uint32
 	var started atomic.Int32
 	counts := make([]uint64, 8*n) // a cache line each
@@ -68,7 +67,7 @@ func spinners(t *T) (stopAll func()) {
 func testPreemptSleep(t *T) {
 	before := stats(t)
 	t0 := time.Now()
-	stop := spinners(t)
+	stop := spinners(runtime.GOMAXPROCS(0))
 	t.Logf("spinners started in %v", time.Since(t0))
 	start := time.Now()
 	time.Sleep(20 * time.Millisecond)
@@ -88,7 +87,7 @@ func testPreemptSleep(t *T) {
 // testPreemptGC runs a collection, which must stop every goroutine, while
 // goroutines spin without calls.
 func testPreemptGC(t *T) {
-	stop := spinners(t)
+	stop := spinners(runtime.GOMAXPROCS(0))
 	start := time.Now()
 	for i := 0; i < 3; i++ {
 		runtime.GC()
