@@ -1,16 +1,13 @@
 package kernel
 
-import (
-	"sync/atomic"
-
-	"yolk/drivers/x86"
-)
+import "sync/atomic"
 
 // Demand-paged BSS. QEMU loads the image with its BSS zeroed in RAM, and the
 // boot page tables map it with 2 MiB pages, so every BSS byte costs RAM even
 // if nothing ever touches it (Go 1.26's crypto DRBG alone reserves 32 MiB).
 // At boot the BSS is remapped with 4 KiB pages; just before the runtime
-// starts, every page the CPU has not marked accessed goes back to the frame
+// starts, every page not marked accessed (by the CPU on amd64, by the
+// access-flag fault on arm64: vm_$GOARCH.go) goes back to the frame
 // allocator and is backed again, with a fresh zeroed frame, when first
 // touched — as Linux does for a program's BSS.
 //
@@ -21,8 +18,6 @@ import (
 // per-CPU count) and the frame allocator's state — since a fault there
 // would nest inside the frame allocator's lock. The boot touches those
 // (bssKeep) before bssReclaim.
-
-const pteAccessed = 1 << 5
 
 var (
 	bssLazyLo, bssLazyHi uintptr // pages subject to demand paging
@@ -38,20 +33,20 @@ func bssSplit() {
 	hi := imageEnd() &^ (pageSize - 1)
 	for va := lo &^ (1<<21 - 1); va < hi; va += 1 << 21 {
 		pde := at[uint64](identityPDE(va))
-		if *pde&ptePS == 0 {
+		if !pteBlock(*pde) {
 			continue
 		}
 		pt := allocFrame()
 		if pt == 0 {
 			outOfMemory()
 		}
-		base := *pde & pteAddr &^ (1<<21 - 1)
-		for i := uint64(0); i < 512; i++ {
-			*at[uint64](phys(pt) + uintptr(i)*8) = base + i*pageSize | ptePresent | pteWrite
+		base := pteFrame(*pde) &^ (1<<21 - 1)
+		for i := uintptr(0); i < 512; i++ {
+			*at[uint64](phys(pt) + i*8) = pteUntouched(base + i*pageSize)
 		}
-		*pde = uint64(pt) | ptePresent | pteWrite
+		*pde = pteTable(pt)
 	}
-	x86.SetCR3(x86.CR3())
+	flushTLBAll()
 	bssLazyLo, bssLazyHi = lo, hi
 }
 
@@ -69,14 +64,14 @@ func bssReclaim() {
 			return
 		}
 		e := at[uint64](pte)
-		if *e&pteAccessed == 0 && zeroPage(phys(va)) {
+		if !pteAccessed(*e) && zeroPage(phys(va)) {
 			*e = 0
 			freeFrame(va) // identity: the frame's address is va
 			bssReclaimed++
 			framesAll++
 		}
 	}
-	x86.SetCR3(x86.CR3())
+	flushTLBAll()
 }
 
 // bssFault backs a reclaimed BSS page with a zeroed frame. It takes no lock
@@ -94,7 +89,7 @@ func bssFault(page uintptr) bool {
 	if f == 0 {
 		outOfMemory()
 	}
-	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, uint64(f)|ptePresent|pteWrite) {
+	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, ptePage(f, true)) {
 		freeFrame(f) // another CPU backed it first
 	}
 	return true

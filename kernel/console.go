@@ -4,12 +4,10 @@ import (
 	"sync/atomic"
 
 	"yolk/drivers/clock"
-	"yolk/drivers/uart16550"
 	"yolk/sched"
 )
 
 var (
-	com1    = uart16550.UART{Base: uart16550.COM1}
 	conLock sched.TWALock
 	// conOwner is 1 + the CPU holding conLock, 0 if none.
 	conOwner int32
@@ -17,8 +15,6 @@ var (
 	// kernel messages can start on a fresh line.
 	conCol int
 )
-
-func consoleInit() { com1.Init() }
 
 // conAcquire and conRelease bracket console output.
 func conAcquire() {
@@ -55,7 +51,7 @@ func putc(c byte) {
 	} else {
 		conCol++
 	}
-	com1.Put(c)
+	conPut(c)
 }
 
 // consoleWrite writes user bytes (the write system call on fd 1 and 2).

@@ -271,8 +271,8 @@ TEXT ·vectorPC(SB),NOSPLIT,$0-16
 	MOVQ	AX, ret+8(FP)
 	RET
 
-// func fxsave(addr uintptr): the FP/SSE state to addr (512 bytes, 16-aligned).
-TEXT ·fxsave(SB),NOSPLIT,$0-8
+// func fpSave(addr uintptr): the FP/SSE state to addr (512 bytes, 16-aligned).
+TEXT ·fpSave(SB),NOSPLIT,$0-8
 	MOVQ	addr+0(FP), AX
 	FXSAVE64	(AX)
 	RET

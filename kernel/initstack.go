@@ -247,7 +247,7 @@ func buildInitStack() uintptr {
 	auxv := [...]uintptr{
 		atPagesz, pageSize,
 		atClktck, 100,
-		atHwcap, uintptr(cpuidEDX1),
+		atHwcap, hwcap(),
 		atSecure, 0,
 		atRandom, rnd,
 		atSysinfoEhdr, vdsoInit(),

@@ -5,7 +5,6 @@ import (
 	"unsafe"
 
 	"yolk/drivers/clock"
-	"yolk/drivers/x86"
 	"yolk/sched"
 	"yolk/sync/twa"
 	"yolk/sync/twa/baseline"
@@ -86,7 +85,7 @@ func sysLockTest(kind, n int, work int, out uintptr) Errno {
 		v := lockTest.counter
 		atomic.StoreInt32(&lockTest.owner, me)
 		for i := 0; i < work; i++ {
-			x86.Pause()
+			sched.Pause()
 		}
 		if atomic.LoadInt32(&lockTest.owner) != me {
 			r.Violations++
@@ -135,8 +134,8 @@ func sysFrameOf(va uintptr) uintptr {
 	if va >= bssLazyLo && va < bssLazyHi {
 		// bssFault fills these entries with a CAS and no lock.
 		if pte := walk(va, false); pte != 0 {
-			if e := atomic.LoadUint64(at[uint64](pte)); e&ptePresent != 0 {
-				return uintptr(e & pteAddr)
+			if e := atomic.LoadUint64(at[uint64](pte)); pteValid(e) {
+				return pteFrame(e)
 			}
 		}
 		return 0
@@ -146,8 +145,8 @@ func sysFrameOf(va uintptr) uintptr {
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
-	if pte := walk(va, false); pte != 0 && *at[uint64](pte)&ptePresent != 0 {
-		return uintptr(*at[uint64](pte) & pteAddr)
+	if pte := walk(va, false); pte != 0 && pteValid(*at[uint64](pte)) {
+		return pteFrame(*at[uint64](pte))
 	}
 	return 0
 }

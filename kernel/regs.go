@@ -2,14 +2,7 @@ package kernel
 
 import "unsafe"
 
-// Regs is the frame the entry assembly pushes on a syscall or trap.
-type Regs struct {
-	FSBase                                                           uint64
-	R15, R14, R13, R12, R11, R10, R9, R8, BP, DI, SI, DX, CX, BX, AX uint64
-	Vector, Error                                                    uint64
-	IP, CS, Flags, SP, SS                                            uint64
-}
-
+// regsSize is the size of the per-arch trap frame (regs_$GOARCH.go).
 const regsSize = unsafe.Sizeof(Regs{})
 
 // at converts an address the kernel owns or has checked to a pointer.

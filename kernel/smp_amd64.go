@@ -1,69 +1,197 @@
 package kernel
 
 import (
-	"unsafe"
+	"sync/atomic"
 
-	"yolk/boot"
+	"yolk/drivers/acpi"
 	"yolk/drivers/lapic"
+	"yolk/drivers/x86"
+	"yolk/sched"
 )
 
-// Offsets in the trampoline page (trampoline_amd64.s has the same).
-const (
-	trampolineLen    = 100
-	trampolineProt32 = 34
-	tGDTR            = 0xC0
-	tFar32           = 0xC8
-	tCR3             = 0xD0
-	tFar64           = 0xD8
-	tGDT             = 0xE0
+// SMP start-up. The boot CPU finds the CPUs in the ACPI MADT, gives each
+// application processor (AP) an idle task with a kernel stack, a per-CPU
+// block and trap stacks, and starts them all at once (INIT, STARTUP; no
+// fixed sleeps). Each AP sets up its descriptor tables, local APIC and
+// SYSCALL, records when it got there, and waits in a barrier (halted, but
+// for the boot CPU's TSC probes, which it answers) until the boot CPU has
+// finished the
+// steps that change the boot page tables for everyone (unmapping the low
+// 2 MiB, giving untouched BSS back); then it flushes its TLB and enters its
+// idle loop.
+
+// What apEntry64 reads to find its stack and per-CPU block by APIC ID.
+var (
+	apCount uint32
+	apIRQ   [sched.MaxCPUs]uint32
+	apStack [sched.MaxCPUs]uintptr
+	apCPU   [sched.MaxCPUs]uintptr
 )
 
-// trampolineGDT is the GDT the trampoline loads: null, 64-bit code (0x08),
-// data (0x10), 32-bit code (0x18). Accessed bits preset: the CPU never
-// writes to it.
-var trampolineGDT = [4]uint64{0, 0x00af9b000000ffff, 0x00cf93000000ffff, 0x00cf9b000000ffff}
+var (
+	smpGo uint32 // atomic: APs may leave the boot barrier
+	// madtCPUs has room for more entries than the kernel runs CPUs: the
+	// MADT may list hot-pluggable slots beside the CPUs present.
+	madtCPUs    [512]acpi.CPU
+	madtIOAPICs [8]acpi.IOAPIC
+	nIOAPICs    int
+)
 
-func trampolineCode() uintptr
-func apEntry64PC() uintptr
-
-// trampolinePage picks the page the APs start in: a 4 KiB page of RAM below
-// 1 MiB (STARTUP names it by its page number), above the real-mode
-// interrupt table. Nothing the kernel keeps lives there: the boot data in
-// low memory (start info, memory map, command line, ACPI) has been read
-// before the APs start.
-func trampolinePage() uintptr {
-	for _, p := range [...]uintptr{0x8000, 0x9000, 0x7000, 0x6000, 0x5000, 0x4000, 0x3000, 0x2000, 0x1000} {
-		for i := 0; i < bootInfo.MemEntries; i++ {
-			r := bootInfo.Region(i)
-			if r.Type == boot.MemRAM && uint64(p) >= r.Addr && uint64(p)+pageSize <= r.Addr+r.Size {
-				return p
-			}
+// ioapicFor is the address of the I/O APIC serving global system interrupt
+// gsi according to the MADT, 0 if the MADT did not say.
+func ioapicFor(gsi uint32) uintptr {
+	for _, a := range madtIOAPICs[:nIOAPICs] {
+		if a.GSIBase <= gsi && gsi < a.GSIBase+24 {
+			return uintptr(a.Addr)
 		}
 	}
 	return 0
 }
 
-// installTrampoline copies the start-up code to page and fills in its data.
-func installTrampoline(page uintptr) {
-	b := bytesAt(phys(page), pageSize)
-	clear(b)
-	// (copy between two unsafe.Slice views crashes go1.26's compiler)
-	for i, code := 0, trampolineCode(); i < trampolineLen; i++ {
-		b[i] = *at[byte](code + uintptr(i))
+// findCPUs fills apIRQ with the APIC IDs of the CPUs to run, the boot CPU
+// first, and returns how many there are.
+func findCPUs() int {
+	me := lapic.ID()
+	apIRQ[0] = me
+	sched.CPUAt(0).IRQ = uint64(me)
+	if bootInfo.RSDP == 0 {
+		klog("smp: no ACPI tables: running on the boot CPU only\n")
+		return 1
 	}
-	put16 := func(off int, v uint16) { *(*uint16)(unsafe.Pointer(&b[off])) = v }
-	put32 := func(off int, v uint32) { *(*uint32)(unsafe.Pointer(&b[off])) = v }
-	for i, d := range trampolineGDT {
-		*(*uint64)(unsafe.Pointer(&b[tGDT+8*i])) = d
+	m, e := acpi.ReadMADT(bootInfo.RSDP, physOff, madtCPUs[:], madtIOAPICs[:])
+	nIOAPICs = min(m.IOAPICs, len(madtIOAPICs))
+	if e != acpi.OK && e != acpi.ErrTooManyCPUs {
+		klog("smp: ACPI MADT: ")
+		kprint(e.String())
+		kprint(": running on the boot CPU only\n")
+		return 1
 	}
-	put16(tGDTR, uint16(len(trampolineGDT)*8-1))
-	put32(tGDTR+2, uint32(page+tGDT))
-	put32(tFar32, uint32(page+trampolineProt32))
-	put16(tFar32+4, 0x18)
-	put32(tCR3, uint32(boot.PageTableRoot()))
-	put32(tFar64, uint32(apEntry64PC()))
-	put16(tFar64+4, selCode)
+	// CPUs present now are marked Enabled; "online capable" ones are
+	// slots a CPU may be hot-added to later, not CPUs to start.
+	present, self := 0, false
+	for _, c := range madtCPUs[:min(m.CPUs, len(madtCPUs))] {
+		if c.Flags&acpi.FlagEnabled != 0 {
+			present++
+			self = self || c.APICID == me
+		}
+	}
+	if !self {
+		present++ // the boot CPU runs whatever the table says
+	}
+	if present > sched.MaxCPUs || e == acpi.ErrTooManyCPUs {
+		klog("smp: the machine has ")
+		kprintDec(int64(max(present, m.CPUs)))
+		kprint(" CPUs; this kernel supports at most ")
+		kprintDec(sched.MaxCPUs)
+		kprint(" (sched.MaxCPUs)\n")
+		fatal("smp: more CPUs than the kernel supports")
+	}
+	n := 1
+	for _, c := range madtCPUs[:m.CPUs] {
+		switch {
+		case c.Flags&acpi.FlagEnabled == 0 || c.APICID == me:
+		case c.APICID > 0xfe:
+			klog("smp: CPU with x2APIC ID ")
+			kprintDec(int64(c.APICID))
+			kprint(" not started (xAPIC mode reaches IDs up to 254)\n")
+		default:
+			apIRQ[n] = c.APICID
+			n++
+		}
+	}
+	if !self {
+		klog("smp: warning: the boot CPU is not in the MADT\n")
+	}
+	return n
 }
 
-// startAP sends CPU id (APIC ID irq) the INIT-STARTUP sequence.
-func startAP(irq uint32, page uintptr) { lapic.StartAP(irq, uint8(page>>12)) }
+// smpStart starts CPUs 1..n-1 with the start-up code in page and waits
+// until each runs Go code.
+func smpStart(n int, page uintptr) {
+	if n < 2 {
+		return
+	}
+	installTrampoline(page)
+	for i := 1; i < n; i++ {
+		t := sched.Alloc()
+		if t == nil {
+			fatal("smp: no task slot for an idle task")
+		}
+		lo, hi, ok := allocKStack(t.Index())
+		if !ok {
+			outOfMemory()
+		}
+		t.SetStack(lo, hi)
+		apStack[i], apCPU[i] = hi, sched.PrepareCPU(i, uint64(apIRQ[i]), t).Self
+		prepareCPU(i)
+	}
+	atomic.StoreUint32(&apCount, uint32(n))
+	for i := 1; i < n; i++ {
+		percpu[i].sent = nanotime()
+		startAP(apIRQ[i], page)
+	}
+	for i := 1; i < n; i++ {
+		for deadline := nanotime() + 2e9; atomic.LoadInt64(&percpu[i].up) == 0; {
+			if nanotime() > deadline {
+				klog("smp: CPU ")
+				kprintDec(int64(i))
+				kprint(" (APIC ID ")
+				kprintDec(int64(apIRQ[i]))
+				kprint(") did not start within 2 s\n")
+				fatal("smp: an application processor did not start")
+			}
+			x86.Pause()
+		}
+	}
+}
+
+// apMain is an AP's first Go code, on its idle task's stack.
+func apMain(id int) {
+	setupCPU(id)
+	localAPICInit()
+	syscallInit()
+	atomic.StoreInt64(&percpu[id].up, nanotime())
+	// The barrier halts between the boot CPU's requests (each comes with
+	// a wake-up interrupt): a spinning AP would take host time from the
+	// boot CPU under emulation.
+	for atomic.LoadUint32(&smpGo) == 0 {
+		if !tscServe(id) {
+			x86.StiHlt()
+		}
+	}
+	x86.FlushTLB()
+	sched.Idle(idleWait)
+}
+
+// smpRelease lets the APs leave the boot barrier.
+func smpRelease(n int) {
+	atomic.StoreUint32(&smpGo, 1)
+	for i := 1; i < n; i++ {
+		lapic.IPI(apIRQ[i], vecWake)
+	}
+}
+
+// smpReport prints the CPUs and their start-up times.
+func smpReport(n int) {
+	if n < 2 {
+		return
+	}
+	var slowest, last int64
+	for i := 1; i < n; i++ {
+		p := &percpu[i]
+		slowest = max(slowest, p.up-p.sent)
+		last = max(last, p.up)
+	}
+	klog("smp: ")
+	kprintDec(int64(n))
+	kprint(" CPUs (APIC IDs")
+	for i := 0; i < n; i++ {
+		kprint(" ")
+		kprintDec(int64(apIRQ[i]))
+	}
+	kprint("); the slowest AP ran Go code ")
+	kprintDec(slowest / 1e3)
+	kprint(" µs after its STARTUP, all ")
+	kprintDec((last - percpu[1].sent) / 1e3)
+	kprint(" µs after the first\n")
+}

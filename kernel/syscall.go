@@ -6,7 +6,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -60,21 +59,12 @@ func syscall(r *Regs) {
 	sched.AssertKernel()
 	t := sched.Current()
 	atomic.AddUint64(&nsyscalls, 1)
-	nr := uintptr(r.AX)
+	nr, a0, a1, a2, a3, a4, _ := r.sysArgs()
 	if syscallStats && nr < uintptr(len(syscallCount)) {
 		atomic.AddUint64(&syscallCount[nr], 1)
 	}
-	a0, a1, a2 := uintptr(r.DI), uintptr(r.SI), uintptr(r.DX)
-	a3, a4 := uintptr(r.R10), uintptr(r.R8)
 	if nr == unix.SYS_RT_SIGRETURN {
-		sysRtSigreturn(r)
-		r.FSBase = uint64(t.UserFS)
-		// The next signal's frame may go where the one just returned
-		// from was: its FP/SSE state (at r.Error) is copied aside first.
-		if signalPending(t) && deliverAtExit(r, uintptr(r.Error)) {
-			r.Error = 0 // the handler's frame holds the state
-		}
-		userSync()
+		sysRtSigreturn(r, t)
 		return
 	}
 	var ret uintptr
@@ -127,7 +117,7 @@ func syscall(r *Regs) {
 	case unix.SYS_GETTID:
 		ret = uintptr(t.TID)
 	case unix.SYS_CLONE:
-		ret, err = sysClone(r, a0, a1, a4)
+		ret, err = sysClone(r, a0, a1, cloneTLS(a3, a4))
 	case unix.SYS_EXIT:
 		sched.Exit()
 	case unix.SYS_EXIT_GROUP:
@@ -137,8 +127,6 @@ func syscall(r *Regs) {
 		err = sysUname(a0)
 	case unix.SYS_FCNTL:
 		ret, err = sysFcntl(int(a0), int(a1), int(a2))
-	case unix.SYS_ARCH_PRCTL:
-		err = sysArchPrctl(t, a0, a1)
 	case unix.SYS_GETTIMEOFDAY:
 		err = sysGettimeofday(a0)
 	case unix.SYS_CLOCK_GETTIME:
@@ -149,22 +137,17 @@ func syscall(r *Regs) {
 		ret, err = sysFutex(a0, int(a1), uint32(a2), a3)
 	case unix.SYS_SCHED_GETAFFINITY:
 		ret, err = sysSchedGetaffinity(a1, a2)
-	case unix.SYS_EPOLL_CREATE1, unix.SYS_EPOLL_CREATE:
+	case unix.SYS_EPOLL_CREATE1:
 		ret, err = newFile(fileEpoll, 0)
 	case unix.SYS_EPOLL_CTL:
 		err = sysEpollCtl(int(a0), int(a1), int(a2), a3)
-	case unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_WAIT:
+	case unix.SYS_EPOLL_PWAIT:
 		ret, err = sysEpollWait(int(a0), a1, int(a2), int(int32(a3)))
-	case unix.SYS_EVENTFD2, unix.SYS_EVENTFD:
+	case unix.SYS_EVENTFD2:
 		ret, err = newFile(fileEventfd, uint64(a0))
 	case unix.SYS_OPENAT:
 		ret, err = sysOpenat(int(int32(a0)), a1, int(a2), uint32(a3))
-	case unix.SYS_OPEN:
-		ret, err = sysOpenat(unix.AT_FDCWD, a0, int(a1), uint32(a2))
-	case unix.SYS_PIPE2, unix.SYS_PIPE:
-		if nr == unix.SYS_PIPE {
-			a1 = 0
-		}
+	case unix.SYS_PIPE2:
 		err = sysPipe2(a0, int(a1))
 	case unix.SYS_PREAD64, unix.SYS_PWRITE64:
 		ret, err = sysPread(int(a0), a1, a2, int64(a3), nr == unix.SYS_PWRITE64)
@@ -174,51 +157,25 @@ func syscall(r *Regs) {
 		err = sysFstat(int(a0), a1)
 	case unix.SYS_NEWFSTATAT:
 		err = sysNewfstatat(int(int32(a0)), a1, a2, int(a3))
-	case unix.SYS_STAT, unix.SYS_LSTAT:
-		if nr == unix.SYS_LSTAT {
-			a3 = unix.AT_SYMLINK_NOFOLLOW
-		} else {
-			a3 = 0
-		}
-		err = sysNewfstatat(unix.AT_FDCWD, a0, a1, int(a3))
 	case unix.SYS_GETDENTS64:
 		ret, err = sysGetdents64(int(a0), a1, a2)
 	case unix.SYS_MKDIRAT:
 		err = sysMkdirat(int(int32(a0)), a1, uint32(a2))
-	case unix.SYS_MKDIR:
-		err = sysMkdirat(unix.AT_FDCWD, a0, uint32(a1))
 	case unix.SYS_UNLINKAT:
 		err = sysUnlinkat(int(int32(a0)), a1, int(a2))
-	case unix.SYS_UNLINK, unix.SYS_RMDIR:
-		if nr == unix.SYS_RMDIR {
-			a1 = unix.AT_REMOVEDIR
-		} else {
-			a1 = 0
-		}
-		err = sysUnlinkat(unix.AT_FDCWD, a0, int(a1))
 	case unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2:
 		if nr == unix.SYS_RENAMEAT {
 			a4 = 0
 		}
 		err = sysRenameat2(int(int32(a0)), a1, int(int32(a2)), a3, int(a4))
-	case unix.SYS_RENAME:
-		err = sysRenameat2(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
 	case unix.SYS_LINKAT:
 		err = sysLinkat(int(int32(a0)), a1, int(int32(a2)), a3, int(a4))
-	case unix.SYS_LINK:
-		err = sysLinkat(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
 	case unix.SYS_MKNODAT:
 		err = sysMknodat(int(int32(a0)), a1, uint32(a2), uint64(a3))
-	case unix.SYS_MKNOD:
-		err = sysMknodat(unix.AT_FDCWD, a0, uint32(a1), uint64(a2))
 	case unix.SYS_SYMLINKAT:
 		err = sysSymlinkat(a0, int(int32(a1)), a2)
-	case unix.SYS_SYMLINK:
-		err = sysSymlinkat(a0, unix.AT_FDCWD, a1)
 	case unix.SYS_READLINKAT:
 		ret, err = sysReadlinkat(int(int32(a0)), a1, a2, a3)
-	case unix.SYS_READLINK:
-		ret, err = sysReadlinkat(unix.AT_FDCWD, a0, a1, a2)
 	case unix.SYS_FTRUNCATE:
 		err = sysFtruncate(int(a0), int64(a1))
 	case unix.SYS_TRUNCATE:
@@ -237,13 +194,6 @@ func syscall(r *Regs) {
 		err = sysFchmodat(int(int32(a0)), a1, uint32(a2), int(a3))
 	case unix.SYS_FCHOWNAT:
 		err = sysFchownat(int(int32(a0)), a1, int(int32(a2)), int(int32(a3)), int(a4))
-	case unix.SYS_CHOWN, unix.SYS_LCHOWN:
-		if nr == unix.SYS_LCHOWN {
-			a3 = unix.AT_SYMLINK_NOFOLLOW
-		} else {
-			a3 = 0
-		}
-		err = sysFchownat(unix.AT_FDCWD, a0, int(int32(a1)), int(int32(a2)), int(a3))
 	case unix.SYS_FCHOWN:
 		err = sysFchown(int(a0), int(int32(a1)), int(int32(a2)))
 	case unix.SYS_FSYNC, unix.SYS_FDATASYNC:
@@ -261,8 +211,8 @@ func syscall(r *Regs) {
 		ret = uintptr(vfs.Umask(uint32(a0)))
 	case unix.SYS_DUP:
 		ret, err = sysDup3(int(a0), -1, 0)
-	case unix.SYS_DUP2, unix.SYS_DUP3:
-		if nr == unix.SYS_DUP3 && (a0 == a1 || a2&^unix.O_CLOEXEC != 0) {
+	case unix.SYS_DUP3:
+		if a0 == a1 || a2&^unix.O_CLOEXEC != 0 {
 			err = EINVAL
 			break
 		}
@@ -294,8 +244,11 @@ func syscall(r *Regs) {
 	case sysYolkNumCPU:
 		ret = uintptr(sched.NumCPU())
 	default:
-		err = ENOSYS
-		logENOSYS(nr)
+		var ok bool
+		if ret, err, ok = sysLegacy(t, nr, a0, a1, a2, a3); !ok {
+			err = ENOSYS
+			logENOSYS(nr)
+		}
 	}
 	if err == EPIPE {
 		// A write to a pipe without readers also raises SIGPIPE.
@@ -307,8 +260,7 @@ func syscall(r *Regs) {
 	if strace {
 		traceSyscall(t, nr, a0, a1, a2, ret)
 	}
-	r.AX = uint64(ret)
-	r.FSBase = uint64(t.UserFS)
+	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()
 	userSync()
 	if signalPending(t) {
@@ -327,7 +279,7 @@ func deliverAtExit(r *Regs, fp uintptr) bool {
 			*at[uint64](fx + i) = *at[uint64](fp + i)
 		}
 	} else {
-		fxsave(fx)
+		fpSave(fx)
 	}
 	return deliverSignal(r, fx)
 }
@@ -480,21 +432,6 @@ func sysMadvise(addr, n uintptr, advice int) Errno {
 	return 0 // hints (huge pages, collapse, ...) need no action
 }
 
-func sysArchPrctl(t *sched.Task, code, addr uintptr) Errno {
-	switch code {
-	case archSetFS:
-		t.UserFS = addr
-	case archGetFS:
-		if !userW(addr, 8) {
-			return EFAULT
-		}
-		*at[uintptr](addr) = t.UserFS
-	default:
-		return EINVAL
-	}
-	return 0
-}
-
 func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 	const need = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD
 	if flags&need != need {
@@ -516,11 +453,7 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 	if flags&unix.CLONE_SETTLS != 0 {
 		t.UserFS = tls
 	}
-	fr := at[Regs](t.KStackHi - regsSize)
-	*fr = *r
-	fr.AX = 0
-	fr.SP = uint64(stack)
-	fr.FSBase = uint64(t.UserFS)
+	cloneRegs(at[Regs](t.KStackHi-regsSize), r, stack, t.UserFS)
 	t.Prepare(t.KStackHi-regsSize, forkretPC())
 	sched.Ready(t)
 	return uintptr(t.TID), 0
@@ -598,7 +531,7 @@ func sysUname(p uintptr) Errno {
 		return EFAULT
 	}
 	clear(bytesAt(p, 6*65))
-	for i, s := range [...]string{"Linux", "yolk", "6.1.0-yolk", "#1 yolk", "x86_64", "(none)"} {
+	for i, s := range [...]string{"Linux", "yolk", "6.1.0-yolk", "#1 yolk", unameMachine, "(none)"} {
 		copy(bytesAt(p+uintptr(i)*65, 64), s)
 	}
 	return 0
@@ -611,26 +544,20 @@ var rngState uint64
 var weakRandWarned uint32
 
 func random64() uint64 {
-	if hasRDRAND {
-		for i := 0; i < 10; i++ {
-			if v, ok := x86.Rdrand(); ok {
-				return v
-			}
-		}
+	if v, ok := hwRandom(); ok {
+		return v
 	}
 	// The first use is at boot (AT_RANDOM in the initial stack), so the
 	// warning comes with the boot lines.
 	if atomic.CompareAndSwapUint32(&weakRandWarned, 0, 1) {
 		conAcquire()
-		if hasRDRAND {
-			klog("warning: RDRAND failed 10 times:")
-		} else {
-			klog("warning: no RDRAND:")
-		}
-		kprint(" getrandom and AT_RANDOM fall back to a TSC-seeded splitmix64; crypto/rand is NOT cryptographically secure\n")
+		klog("warning: no working ")
+		kprint(hwRandomName)
+		kprint(":")
+		kprint(" getrandom and AT_RANDOM fall back to a clock-seeded splitmix64; crypto/rand is NOT cryptographically secure\n")
 		conRelease()
 	}
-	// splitmix64 over the TSC-seeded state: not cryptographic.
+	// splitmix64 over the clock-seeded state: not cryptographic.
 	z := atomic.AddUint64(&rngState, 0x9e3779b97f4a7c15)
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
@@ -651,12 +578,6 @@ func sysGetrandom(p, n uintptr) (uintptr, Errno) {
 	}
 	return n, 0
 }
-
-// arch_prctl codes (asm/prctl.h; not in x/sys/unix).
-const (
-	archSetFS = 0x1002
-	archGetFS = 0x1003
-)
 
 // benchPartner is the kernel task the switch benchmark bounces to; one
 // benchmark runs at a time (benchMu), since they share it and its stack.

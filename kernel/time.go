@@ -1,178 +1,22 @@
 package kernel
 
 import (
-	"math/bits"
-
 	"yolk/drivers/clock"
-	"yolk/drivers/kvmclock"
-	"yolk/drivers/lapic"
-	"yolk/drivers/pit"
-	"yolk/drivers/rtc"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
-// Time: a monotonic clock from the TSC, calibrated at boot from kvmclock
-// under KVM, else the hypervisor's TSC-frequency leaf, else CPUID leaf 0x15
-// when it names the crystal, else against the PIT (CPUID leaf 0x16 when
-// there is no PIT); the wall clock from the RTC at boot; on each CPU a
-// one-shot local-APIC timer (its rate measured against the TSC) for the
-// earliest deadline of the tasks that blocked there (sched's per-CPU timer
-// heap).
+// Time: a monotonic clock from the CPU's free-running counter
+// (drivers/clock; calibrated per arch, time_$GOARCH.go), the wall clock
+// read at boot, and on each CPU a one-shot timer for the earliest deadline
+// of the tasks that blocked there (sched's per-CPU timer heap).
 
-var (
-	wallBase int64 // Unix ns at clock 0
-	lapicHz  uint64
-)
+var wallBase int64 // Unix ns at clock 0
 
 // nanotime is monotonic nanoseconds since boot.
 func nanotime() int64 { return clock.Nanotime() }
 
 // walltime is Unix nanoseconds.
 func walltime() int64 { return wallBase + nanotime() }
-
-func timeInit() {
-	clock.SetHz(calibrateTSC())
-	wallBase = rtc.Unix() * 1e9
-
-	pit.MaskPIC(vecPICBase)
-	localAPICInit()
-	lapicHz = calibrateLAPIC(lapicWindow)
-}
-
-// Calibration windows. Each calibration is the median of three windows.
-// A window's error does not shrink with its length the way a plain
-// count-over-time would need: the PIT window is a least-squares fit over
-// all its readings (pit.Measure) and the LAPIC window is timed at its two
-// ends by the narrowest of several TSC-bracketed reads, so stretches in
-// the middle (host preemption under emulation) cost nothing. Measured
-// under QEMU TCG against the host's TSC rate over 72 boots and 360 more
-// calibrations (docs/kernel-amd64.md, "Boot"): TSC within 65 ppm (the
-// boot's own within 36), LAPIC within 69 ppm of the TSC, where the old
-// 3 × 40 ms and 3 × 10 ms windows were off by -13 to -507 ppm and -75 to
-// -527 ppm. Together they take about 6 ms instead of 152 ms.
-const (
-	tscSpan     = pit.Hz / 1000 // PIT ticks: 1 ms
-	lapicWindow = 500e3         // ns
-)
-
-// calibrateLAPIC returns the local APIC timer's rate in Hz, measured
-// against the calibrated TSC: the median of three windows of about window
-// ns each. Under QEMU TCG one read of the count takes about 160 ns, so a
-// 500 µs window is good to about 3e-4 at worst.
-func calibrateLAPIC(window uint64) uint64 {
-	var m [3]uint64
-	span := clock.Hz() * window / 1e9
-	for i := range m {
-		lapic.Count(0xFFFFFFFF)
-		c0, t0 := lapicRead()
-		for x86.Rdtsc()-t0 < span {
-		}
-		c1, t1 := lapicRead()
-		lapic.Stop()
-		hi, lo := bits.Mul64(uint64(c0-c1), clock.Hz())
-		if t1 <= t0 || hi >= t1-t0 {
-			continue // leaves 0, which the median discards unless two windows failed
-		}
-		m[i], _ = bits.Div64(hi, lo, t1-t0)
-	}
-	return median3(m)
-}
-
-// lapicRead reads the LAPIC timer's count a few times in a row and returns
-// the reading whose pair of surrounding TSC reads was the narrowest, with
-// the TSC at its middle.
-func lapicRead() (count uint32, t uint64) {
-	width := ^uint64(0)
-	for i := 0; i < 4; i++ {
-		before := x86.Rdtsc()
-		c := lapic.Current()
-		after := x86.Rdtsc()
-		if after-before < width {
-			width, count, t = after-before, c, before+(after-before)/2
-		}
-	}
-	return count, t
-}
-
-// tscSource is where the TSC frequency came from (an index into
-// tscSources, for the boot line; an integer, so that setting it needs no
-// write barrier).
-var tscSource uint8
-
-const (
-	tscAssumed = iota
-	tscKVMClock
-	tscHypervisorLeaf
-	tscPIT
-	tscCPUID16
-	tscCPUID15
-)
-
-var tscSources = [...]string{
-	tscAssumed:        "assumed",
-	tscKVMClock:       "kvmclock",
-	tscHypervisorLeaf: "hypervisor CPUID",
-	tscPIT:            "PIT",
-	tscCPUID16:        "CPUID 0x16",
-	tscCPUID15:        "CPUID 0x15",
-}
-
-func calibrateTSC() uint64 {
-	if hz := kvmclock.TSCHz(); hz != 0 {
-		tscSource = tscKVMClock
-		return hz
-	}
-	if hypervisor {
-		if max, _, _, _ := x86.Cpuid(0x40000000, 0); max >= 0x40000010 {
-			if khz, _, _, _ := x86.Cpuid(0x40000010, 0); khz != 0 {
-				tscSource = tscHypervisorLeaf
-				return uint64(khz) * 1000
-			}
-		}
-	}
-	if max, _, _, _ := x86.Cpuid(0, 0); max >= 0x15 {
-		if hz := leaf15Hz(x86.Cpuid(0x15, 0)); hz != 0 {
-			tscSource = tscCPUID15
-			return hz
-		}
-	}
-	// Median of three: under emulation one run can be stretched.
-	var m [3]uint64
-	for i := range m {
-		hz, ok := pit.Measure(x86.Rdtsc, tscSpan, 1<<33)
-		if !ok || hz == 0 {
-			break
-		}
-		m[i] = hz
-		if i == 2 {
-			tscSource = tscPIT
-			return median3(m)
-		}
-	}
-	if max, _, _, _ := x86.Cpuid(0, 0); max >= 0x16 {
-		if mhz, _, _, _ := x86.Cpuid(0x16, 0); mhz != 0 {
-			tscSource = tscCPUID16
-			return uint64(mhz) * 1e6
-		}
-	}
-	klog("no PIT and no CPUID frequency: assuming a 1 GHz TSC\n")
-	tscSource = tscAssumed
-	return 1e9
-}
-
-// leaf15Hz is the TSC frequency that CPUID leaf 0x15 states: the core
-// crystal's frequency (ECX, Hz) times the ratio EBX/EAX. It is 0 when any
-// of them is 0: the leaf is absent, or (as on many Intel client parts) it
-// gives the ratio but not the crystal, which only a model table would
-// supply; the PIT measures those. Leaf 0x16's base frequency is a rounded
-// marketing figure and stays the last resort.
-func leaf15Hz(den, num, crystal, _ uint32) uint64 {
-	if den == 0 || num == 0 || crystal == 0 {
-		return 0
-	}
-	return uint64(crystal) * uint64(num) / uint64(den)
-}
 
 // timerState is one CPU's wake-up timer. The one-shot interrupt arrives
 // some latency after the time it was armed for (tens of microseconds under
@@ -195,18 +39,8 @@ const (
 // arm programs this CPU's timer for deadline.
 func (ts *timerState) arm(deadline int64) {
 	at := deadline - ts.lead
-	ticks := uint64(1)
-	if d := at - nanotime(); d > 0 {
-		hi, lo := bits.Mul64(uint64(d), lapicHz)
-		ticks = 0xFFFFFFFF
-		if hi < 1e9 {
-			if q, _ := bits.Div64(hi, lo, 1e9); q < ticks {
-				ticks = max(q, 1)
-			}
-		}
-	}
 	ts.armed, ts.armedAt = deadline, at
-	lapic.OneShot(vecTimer, uint32(ticks))
+	timerProgram(at)
 }
 
 // timerSync arms this CPU's timer for its earliest deadline unless it is
@@ -251,18 +85,6 @@ func timerInterrupt() bool {
 		ts.arm(next)
 	}
 	return woke
-}
-
-// idleWait halts this CPU until an interrupt, its timer armed for deadline
-// (0: none). It runs, and returns, with interrupts off.
-func idleWait(deadline int64) {
-	p := &percpu[sched.This().ID]
-	if deadline != 0 {
-		timerSync()
-	}
-	tlbEnterIdle(p)
-	x86.StiHlt()
-	tlbWake(p)
 }
 
 // learn moves the lead toward the median of the observed lateness, within

@@ -1,252 +1,9 @@
 package kernel
 
-import (
-	"sync/atomic"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
-
-	"yolk/drivers/debugexit"
-	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
-	"yolk/sched"
-)
+import "yolk/sched"
 
 // ExitFault is the exit status after a kernel fault or panic report.
 const ExitFault = 125
-
-// Interrupt vectors.
-const (
-	vecNMI       = 2
-	vecTimer     = 0x20 // this CPU's one-shot timer
-	vecWake      = 0x21 // wake-up IPI: a task became ready while this CPU idled
-	vecShootdown = 0x22 // TLB shootdown IPI
-	vecSignal    = 0x23 // a signal for the task this CPU runs (signal.go)
-	// vecConsoleRx (0x24, conin.go): the serial port received data
-	vecPICBase  = 0x30 // the legacy PICs, masked (spurious only)
-	vecSpurious = 0xFF
-)
-
-var trapNames = [...]string{
-	"divide error (#DE)", "debug (#DB)", "non-maskable interrupt (NMI)", "breakpoint (#BP)",
-	"overflow (#OF)", "bound range exceeded (#BR)", "invalid opcode (#UD)", "device not available (#NM)",
-	"double fault (#DF)", "coprocessor segment overrun", "invalid TSS (#TS)", "segment not present (#NP)",
-	"stack-segment fault (#SS)", "general protection (#GP)", "page fault (#PF)", "reserved (15)",
-	"x87 floating-point error (#MF)", "alignment check (#AC)", "machine check (#MC)", "SIMD floating-point error (#XM)",
-	"virtualization exception (#VE)", "control protection (#CP)",
-}
-
-// trap handles an exception or interrupt, from trapCommon on this CPU's
-// trap stack (IST1; IST2 for NMI, #DF and #MC). Each nesting level has an
-// 8 KiB slice of IST1: while a handler runs, IST1 points below its slice,
-// so a nested trap gets the next one, and trapCommon has pointed the trap
-// g's stack bounds at the current slice, so a handler that outgrows it
-// faults in morestack (reported as a stack overflow) instead of writing
-// over the frame of the trap it interrupted. A trap nested deeper than the
-// slices pushes its frame into the unmapped guard below them: a double
-// fault, reported on IST2.
-//
-// trap reports whether the trapped code was application code that must not
-// simply be resumed: a timer interrupt (which may preempt it) or a signal
-// is pending. trapCommon then moves the frame to the task's kernel stack
-// and calls preemptUser there.
-func trap(r *Regs) (toTask bool) {
-	sched.AssertKernel()
-	p := &percpu[sched.This().ID]
-	ist := p.tss.getIST(1)
-	p.tss.setIST(1, ist-istLevel)
-	fx := fxArea(r)
-	switch v := r.Vector; {
-	case v == 14:
-		p.faultAddr = x86.CR2()
-		faultAddr := p.faultAddr
-		if !pageFault(faultAddr, r.Error) {
-			code := int32(segvMaperr)
-			if r.Error&1 != 0 {
-				code = segvAccerr
-			}
-			if !signalUser(r, fx, int(unix.SIGSEGV), code, faultAddr) {
-				fault(r, "")
-			}
-		}
-	case v == 13:
-		if !signalUser(r, fx, int(unix.SIGSEGV), siKernel, 0) {
-			fault(r, "")
-		}
-	case v == 0:
-		if !signalUser(r, fx, int(unix.SIGFPE), fpeIntdiv, uintptr(r.IP)) {
-			fault(r, "")
-		}
-	case v == 6:
-		if !signalUser(r, fx, int(unix.SIGILL), illIllopn, uintptr(r.IP)) {
-			fault(r, "")
-		}
-	case v == 3 && atomic.LoadUint32(&crashMode) != 0:
-		breakpointTrap(r)
-	case v == vecTimer:
-		lapic.EOI()
-		p.timerWoke = timerInterrupt()
-	case v == vecConsoleRx:
-		conInInterrupt()
-	case v == vecSignal:
-		// Nothing to do here: the check below finds the signal.
-		lapic.EOI()
-	case v == vecWake:
-		// Nothing to do: the interrupt ended the HLT of the idle loop,
-		// which now looks at the ready queue.
-		lapic.EOI()
-	case v == vecShootdown:
-		shootdownInterrupt()
-		lapic.EOI()
-	case v == vecNMI && atomic.LoadUint32(&stopping) != 0:
-		stopHere()
-	case v == vecSpurious, v >= vecPICBase && v < vecPICBase+16:
-	default:
-		fault(r, "")
-	}
-	// Before the trap stack is given back: the check may fault (BSS pages
-	// are demand-paged), and that nested trap must take the next slice.
-	if !inKernel(r) {
-		p.userTimer = r.Vector == vecTimer
-		toTask = p.userTimer || signalPending(sched.Current())
-	}
-	p.tss.setIST(1, ist)
-	return toTask
-}
-
-// preemptUser runs on the kernel stack of a task that an interrupt or
-// exception took from application code, with the frame trapCommon moved
-// there (its FP/SSE state just below): the only place where a task is
-// switched involuntarily. After a timer interrupt the task gives up its CPU
-// if the interrupt woke another task or its slice is over (sched.Preempt);
-// then a pending signal is delivered. The task resumes through trapReturn
-// with every register as the frame holds it.
-func preemptUser(r *Regs) {
-	sched.AssertKernel()
-	p := &percpu[sched.This().ID]
-	if p.userTimer {
-		p.userTimer = false
-		sched.Preempt(p.timerWoke)
-	}
-	deliverSignal(r, fxArea(r))
-	userSync()
-}
-
-// fxArea is the FP/SSE save area trapCommon keeps below the frame r.
-func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 }
-
-// signalIPI interrupts CPU cpu, which runs a task that has a new signal.
-func signalIPI(cpu int) { lapic.IPI(uint32(sched.CPUAt(cpu).IRQ), vecSignal) }
-
-// stopping is set by the first CPU that reports a fault; the others stop
-// when its NMI reaches them.
-var stopping uint32
-
-// stopOthers makes this CPU the one that reports and halts every other
-// CPU with an NMI, which reaches them whatever they do (spinning with
-// interrupts off included). A CPU that loses the race to report stops.
-func stopOthers() {
-	if !atomic.CompareAndSwapUint32(&stopping, 0, uint32(sched.This().ID+1)) {
-		if atomic.LoadUint32(&stopping) != uint32(sched.This().ID+1) {
-			stopHere() // another CPU reports; its NMI may already be on the way
-		}
-		return // a fault while reporting one: go on with the report
-	}
-	// One by one, and only to CPUs that have their IDT: an AP still in
-	// its start-up code (or one that never started) would triple-fault on
-	// an NMI and reset the machine before the report is out.
-	me := sched.This().ID
-	for i := 0; i < sched.NumCPU(); i++ {
-		if i != me && atomic.LoadUint32(&percpu[i].hasIDT) != 0 {
-			lapic.NMI(uint32(sched.CPUAt(i).IRQ))
-		}
-	}
-}
-
-func stopHere() {
-	for {
-		x86.Cli()
-		x86.Hlt()
-	}
-}
-
-// fault prints the report for r and stops the machine.
-func fault(r *Regs, why string) {
-	stopOthers()
-	conGrab()
-	knewline()
-	kprint("yolk: fault: ")
-	if r.Vector < uint64(len(trapNames)) {
-		kprint(trapNames[r.Vector])
-	} else {
-		kprint("unexpected interrupt")
-	}
-	kprint(" vector=")
-	kprintDec(int64(r.Vector))
-	kprint(" error=")
-	kprintHex(r.Error, 1)
-	if r.Vector == 14 {
-		kprint(" address=")
-		kprintHex(uint64(percpu[sched.This().ID].faultAddr), 1)
-		if r.Error&1 == 0 {
-			kprint(" (not mapped)")
-		} else {
-			kprint(" (protection)")
-		}
-		if r.Error&2 != 0 {
-			kprint(" write")
-		} else {
-			kprint(" read")
-		}
-	}
-	switch {
-	case why != "":
-		kprint(": ")
-		kprint(why)
-	case sched.DieReason() != "":
-		kprint(": sched: ")
-		kprint(sched.DieReason())
-	case r.Vector == 14 && uintptr(r.IP) >= morestackPC() && uintptr(r.IP) < morestackPC()+64:
-		kprint(": kernel stack overflow (morestack on a kernel stack)")
-	case r.Vector == 8:
-		kprint(" (a trap while delivering a trap: trap stack overflow or nesting too deep?)")
-	}
-	kprint("\n")
-	printTask()
-	kprint("yolk: rip=")
-	kprintHex(r.IP, 16)
-	kprint(" rsp=")
-	kprintHex(r.SP, 16)
-	kprint(" rflags=")
-	kprintHex(r.Flags, 1)
-	kprint(" fs=")
-	kprintHex(r.FSBase, 1)
-	kprint("\n")
-	regs := [...]struct {
-		n string
-		v uint64
-	}{
-		{"rax", r.AX}, {"rbx", r.BX}, {"rcx", r.CX}, {"rdx", r.DX},
-		{"rsi", r.SI}, {"rdi", r.DI}, {"rbp", r.BP}, {"r8 ", r.R8},
-		{"r9 ", r.R9}, {"r10", r.R10}, {"r11", r.R11}, {"r12", r.R12},
-		{"r13", r.R13}, {"r14", r.R14}, {"r15", r.R15}, {"cr3", uint64(x86.CR3())},
-	}
-	for i, g := range regs {
-		if i%4 == 0 {
-			kprint("yolk: ")
-		} else {
-			kprint(" ")
-		}
-		kprint(g.n)
-		kprint("=")
-		kprintHex(g.v, 16)
-		if i%4 == 3 {
-			kprint("\n")
-		}
-	}
-	backtrace(uintptr(r.IP), uintptr(r.BP))
-	halt(ExitFault)
-}
 
 func printTask() {
 	c := sched.This()
@@ -300,7 +57,7 @@ func fatal(msg string) {
 func outOfMemory() { fatal("out of physical memory") }
 
 // exitQEMU ends the machine with status code: the marker line the host tool
-// reads, then the isa-debug-exit device.
+// reads, then the machine's exit device (machineExit).
 func exitQEMU(code uint8) {
 	conGrab()
 	halt(code)
@@ -312,11 +69,11 @@ func halt(code uint8) {
 	kprint("yolk: exit ")
 	kprintDec(int64(code))
 	kprint("\n")
-	debugexit.Exit(code)
+	machineExit(code)
 	stopHere()
 }
 
-func getbp() uintptr
-func fxsave(addr uintptr)
-func getcallerpc() uintptr
-func morestackPC() uintptr
+// Per-arch assembly (entry_$GOARCH.s).
+func getbp() uintptr       // the caller's frame pointer
+func getcallerpc() uintptr // the return address of the caller's frame
+func morestackPC() uintptr // runtime.morestack, for the stack-overflow diagnosis

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"yolk/boot"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -26,12 +25,11 @@ import (
 // with MAP_FIXED may therefore see SIGSEGV where Linux would make it wait;
 // the Go runtime never does that.)
 
-const (
-	ptePresent = 1 << 0
-	pteWrite   = 1 << 1
-	ptePS      = 1 << 7
-	pteAddr    = 0x000ffffffffff000
+// Page-table entries are built and read through the helpers of
+// vm_$GOARCH.go: amd64 and arm64 (4 KiB granule, 48-bit addresses) share
+// the four-level, 512-entry layout and differ only in the bits.
 
+const (
 	userMin   = 1 << 32
 	userMax   = 0x7ffffffff000
 	mmapStart = 0x7f0000000000 // top of the region for mappings without a usable hint
@@ -62,7 +60,7 @@ func walk(va uintptr, create bool) uintptr {
 	table := boot.PageTableRoot()
 	for shift := uint(39); shift > 12; shift -= 9 {
 		e := at[uint64](phys(table) + (va>>shift)&511*8)
-		if *e&ptePresent == 0 {
+		if !pteValid(*e) {
 			if !create {
 				return 0
 			}
@@ -70,11 +68,11 @@ func walk(va uintptr, create bool) uintptr {
 			if f == 0 {
 				return 0
 			}
-			*e = uint64(f) | ptePresent | pteWrite
-		} else if *e&ptePS != 0 {
+			*e = pteTable(f)
+		} else if pteBlock(*e) {
 			return 0
 		}
-		table = uintptr(*e & pteAddr)
+		table = pteFrame(*e)
 	}
 	return phys(table) + (va>>12)&511*8
 }
@@ -85,7 +83,7 @@ func mapPage(va, f uintptr) bool {
 	if pte == 0 {
 		return false
 	}
-	*at[uint64](pte) = uint64(f) | ptePresent | pteWrite
+	*at[uint64](pte) = ptePage(f, true)
 	return true
 }
 
@@ -108,8 +106,8 @@ func unback(start, end uintptr) {
 				va = (va + 1<<21) &^ (1<<21 - 1)
 				continue
 			}
-			if e := at[uint64](pte); *e&ptePresent != 0 {
-				batch[n] = uintptr(*e & pteAddr)
+			if e := at[uint64](pte); pteValid(*e) {
+				batch[n] = pteFrame(*e)
 				*e = 0
 				n++
 				pagesMapped--
@@ -319,8 +317,8 @@ func vmProtect(addr, n uintptr, prot uint32) Errno {
 				va = (va+1<<21)&^(1<<21-1) - pageSize
 				continue
 			}
-			if e := at[uint64](pte); *e&pteWrite != 0 {
-				*e &^= pteWrite
+			if e := at[uint64](pte); pteValid(*e) && pteWritable(*e) {
+				*e = pteReadOnly(*e)
 				changed = true
 			}
 		}
@@ -373,21 +371,18 @@ func pageFault(addr uintptr, code uint64) bool {
 	}
 	e := at[uint64](pte)
 	switch {
-	case *e&ptePresent == 0:
+	case !pteValid(*e):
 		f := allocFrame()
 		if f == 0 {
 			outOfMemory()
 		}
-		*e = uint64(f) | ptePresent
-		if vmas[i].prot&protWrite != 0 {
-			*e |= pteWrite
-		}
+		*e = ptePage(f, vmas[i].prot&protWrite != 0)
 		pagesMapped++
 	case write:
 		// A read-only entry of an area mprotect has made writable (or
 		// one this CPU's TLB still holds from before another CPU
 		// did it): only this CPU's stale entry needs to go.
-		*e |= pteWrite
+		*e = ptePage(pteFrame(*e), true)
 		invalidate(page, page+pageSize)
 	}
 	return true
@@ -403,20 +398,12 @@ func readable(a uintptr) bool {
 		return true
 	}
 	pte := walk(a, false)
-	return pte != 0 && *at[uint64](pte)&ptePresent != 0
+	return pte != 0 && pteValid(*at[uint64](pte))
 }
 
 // lowGuard is the size of the unmapped region at address 0: the first
 // 2 MiB identity page is removed after boot, so nil dereferences fault.
 const lowGuard = 2 << 20
-
-// unmapLow removes the identity mapping of [0, 2 MiB) once the boot data
-// there (PVH start info, memory map, command line) has been read.
-func unmapLow() {
-	*at[uint64](identityPDE(0)) = 0
-	x86.Invlpg(0)
-	x86.SetCR3(x86.CR3())
-}
 
 // Kernel stacks: slot i gets [kstackBase + i*kstackStride + kstackGuard,
 // kstackBase + (i+1)*kstackStride), mapped eagerly; the gap below is a

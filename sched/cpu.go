@@ -123,3 +123,6 @@ func (c *CPU) Preempts() uint64 { return atomic.LoadUint64(&c.preempts) }
 
 // Locks is the number of spin locks c holds.
 func (c *CPU) Locks() int32 { return c.locks }
+
+// Pause is the spin-loop hint (PAUSE; YIELD on arm64).
+func Pause() { pause() }

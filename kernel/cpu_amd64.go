@@ -201,3 +201,6 @@ func forkretPC() uintptr
 func rt0PC() uintptr
 func imageEnd() uintptr
 func setFS(base uintptr)
+
+// hwcap is AT_HWCAP: CPUID leaf 1's EDX, as Linux gives on x86.
+func hwcap() uintptr { return uintptr(cpuidEDX1) }

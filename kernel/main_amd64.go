@@ -1,0 +1,103 @@
+package kernel
+
+import (
+	"unsafe"
+
+	"yolk/boot"
+	"yolk/drivers/clock"
+	"yolk/sched"
+	"yolk/sync/twa"
+)
+
+var (
+	bootInfo boot.Info
+	bootG    sched.G
+	bootTLS  [2]uintptr
+)
+
+// entryPC keeps the PVH entry in the image (nothing else refers to it: the
+// host tool finds it in the symbol table) and is printed at boot.
+var entryPC uintptr
+
+func init() { entryPC = boot.EntryPC() }
+
+// kmain is the kernel's Go entry, called by start64 on the boot stack with
+// the PVH start-info address. It never returns: the boot context becomes CPU
+// 0's idle task once the Go runtime's first thread is ready to run.
+func kmain(info uintptr) {
+	c := sched.InitCPU(0, 0) // first: locks use the per-CPU block
+	consoleInit()
+	klog("boot: yolk kernel, PVH entry\n")
+	if !boot.ParsePVH(info, &bootInfo) {
+		fatal("boot: no PVH start-info block (boot with QEMU -kernel and a PVH note)")
+	}
+	probeCPU()
+	framesInit(&bootInfo)
+	physInit()
+	highMemInit()
+	bssSplit() // before anything writes tables that must count as touched
+	twa.Prefault()
+	prepareCPU(0)
+	setupCPU(0)
+	timeInit()
+	parseCmdline(bootInfo.Cmdline)
+	n := findCPUs()
+	page := trampolinePage()
+	if n > 1 && page == 0 {
+		klog("smp: no free page below 1 MiB for the start-up code: running on the boot CPU only\n")
+		n = 1
+	}
+	lo, hi := boot.StackBounds()
+	if sched.Init(n, vecWake, lo, hi) == nil {
+		fatal("sched: init failed")
+	}
+	// From here on the kernel TLS block of CPU 0 names the current task's g.
+	setFS(c.KernelTLS())
+	syscallInit()
+	filesInit()
+	rngState = clock.Base()
+	smpStart(n, page)
+	tscCheck(n)
+	unmapLow()
+	for i := 0; i < n; i++ {
+		bssKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
+		bssKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
+	}
+	bssReclaim()
+	smpRelease(n)
+
+	klog("boot: ")
+	kprintDec(framesAll * pageSize >> 20)
+	kprint(" MiB RAM free (")
+	kprintDec(bssReclaimed * pageSize >> 20)
+	kprint(" MiB of it untouched BSS, now demand-paged), TSC ")
+	kprintDec(int64(clock.Hz() / 1e6))
+	kprint(" MHz (")
+	kprint(tscSources[tscSource])
+	kprint("), LAPIC timer ")
+	kprintDec(int64(lapicHz / 1e6))
+	kprint(" MHz")
+	if hasTSCDL {
+		kprint(" (TSC-deadline capable)")
+	}
+	kprint(", ")
+	kprintDec(int64(n))
+	kprint(" CPU")
+	if n > 1 {
+		kprint("s")
+	}
+	kprint(", boot ")
+	kprintDec(nanotime() / 1e3)
+	kprint(" µs\n")
+	smpReport(n)
+
+	conInInit(ioapicFor(com1IRQ), uint32(c.IRQ))
+	startInit()
+	sched.Idle(idleWait)
+}
+
+// timerHz is the local APIC timer's rate.
+func timerHz() uint64 { return lapicHz }
+
+// clockSynced reports whether the TSCs were found synchronised.
+func clockSynced() bool { return !tscProbe.skewed }

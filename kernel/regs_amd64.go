@@ -1,0 +1,43 @@
+package kernel
+
+// Regs is the frame the entry assembly pushes on a syscall or trap.
+type Regs struct {
+	FSBase                                                           uint64
+	R15, R14, R13, R12, R11, R10, R9, R8, BP, DI, SI, DX, CX, BX, AX uint64
+	Vector, Error                                                    uint64
+	IP, CS, Flags, SP, SS                                            uint64
+}
+
+// sysArgs is the system call in r: number in AX, arguments in DI, SI, DX,
+// R10, R8, R9.
+func (r *Regs) sysArgs() (nr, a0, a1, a2, a3, a4, a5 uintptr) {
+	return uintptr(r.AX), uintptr(r.DI), uintptr(r.SI), uintptr(r.DX), uintptr(r.R10), uintptr(r.R8), uintptr(r.R9)
+}
+
+// sysReturn leaves a system call's result in r, with the task's user FS
+// base for the return.
+func (r *Regs) sysReturn(ret, userTLS uintptr) {
+	r.AX = uint64(ret)
+	r.FSBase = uint64(userTLS)
+}
+
+// userStart is the frame a task's first return to application code uses:
+// pc with the stack at sp.
+func userStart(pc, sp uintptr) Regs {
+	return Regs{IP: uint64(pc), SP: uint64(sp), CS: selCode, SS: selData, Flags: 2}
+}
+
+// cloneRegs makes fr, the new thread's frame, from its creator's r: the
+// same registers but 0 returned, stack and TLS base from clone.
+func cloneRegs(fr, r *Regs, stack, tls uintptr) {
+	*fr = *r
+	fr.AX = 0
+	fr.SP = uint64(stack)
+	fr.FSBase = uint64(tls)
+}
+
+func (r *Regs) pc() uintptr { return uintptr(r.IP) }
+
+// fpSave stores the FP/SSE state at addr (FXSAVE: fpStateSize bytes,
+// 16-aligned).
+func fpSave(addr uintptr)

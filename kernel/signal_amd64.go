@@ -1,0 +1,123 @@
+package kernel
+
+import (
+	"unsafe"
+
+	"yolk/sched"
+)
+
+// The amd64 signal frame (Linux's rt_sigframe): the restorer's address,
+// then the ucontext and siginfo, the FXSAVE area above them.
+const (
+	ucSize      = 304 // flags, link, stack, mcontext (23 gregs, fpregs, reserved), 8-byte mask
+	ucGregs     = 40
+	ucFpregs    = ucGregs + 23*8
+	ucSigmask   = ucSize - 8
+	fpStateSize = 512
+)
+
+// inKernel reports whether the trap interrupted kernel code: the kernel runs
+// with FS pointing at a per-CPU TLS block (or the boot block).
+func inKernel(r *Regs) bool {
+	c := sched.This()
+	fs := uintptr(r.FSBase)
+	return fs == c.KernelTLS() || fs == c.TrapTLSBase() || fs == uintptr(unsafe.Pointer(&bootTLS[1]))
+}
+
+// signalUser redirects the user context in r to the handler of sig with an
+// rt_sigframe; fx is the interrupted FP/SSE state. false if the fault was in
+// the kernel, there is no usable handler, or the frame does not fit.
+func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
+	if inKernel(r) {
+		return false
+	}
+	sigLock.Lock()
+	act := sigActs[sig]
+	sigLock.Unlock()
+	if act.handler <= 1 || act.flags&saSiginfo == 0 || act.flags&saRestorer == 0 {
+		return false
+	}
+	as := altStacks[sched.Current().Index()]
+	sp := uintptr(r.SP) - 128 // red zone
+	if act.flags&saOnstack != 0 && as.size != 0 && !(sp > as.sp && sp <= as.sp+as.size) {
+		sp = as.sp + as.size
+	}
+	fp := (sp - fpStateSize) &^ 63
+	info := fp - sigInfoSize
+	uc := (info - ucSize) &^ 15
+	frame := uc - 8
+	if !userW(frame, sp-frame) {
+		return false
+	}
+	clear(bytesAt(frame, int(fp-frame)))
+	*at[int32](info) = int32(sig)
+	*at[int32](info + 8) = code
+	*at[uintptr](info + 16) = addr
+	if as.size != 0 {
+		*at[uintptr](uc + ucStack), *at[uintptr](uc + ucStack + 16) = as.sp, as.size
+	} else {
+		*at[int32](uc + ucStack + 8) = ssDisable
+	}
+	g := unsafe.Slice(at[uint64](uc+ucGregs), 23)
+	g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7] = r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15
+	g[8], g[9], g[10], g[11], g[12], g[13], g[14] = r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX
+	g[15], g[16], g[17] = r.SP, r.IP, r.Flags
+	g[18] = selCode
+	g[19], g[20], g[22] = r.Error, r.Vector, uint64(addr)
+	*at[uintptr](uc + ucFpregs) = fp
+	for i := uintptr(0); i < fpStateSize; i += 8 {
+		// (A copy of two unsafe.Slice views here crashes go1.26's
+		// compiler in its memmove disjointness check.)
+		*at[uint64](fp + i) = *at[uint64](fx + i)
+	}
+	*at[uintptr](frame) = uintptr(act.restorer)
+	m := &sigMask[sched.Current().Index()]
+	*at[uint64](uc + ucSigmask) = *m
+	*m |= act.mask
+	if act.flags&saNodefer == 0 {
+		*m |= sigBit(sig)
+	}
+	*m &^= unblockable
+
+	r.SP, r.IP = uint64(frame), act.handler
+	r.DI, r.SI, r.DX, r.AX = uint64(sig), uint64(info), uint64(uc), 0
+	r.Flags &^= 0x400 // DF
+	return true
+}
+
+// sysRtSigreturn ends a signal handler: it restores t's context from the
+// frame, delivers the next pending signal if there is one, and leaves by
+// the full return (entry_amd64.s) that restores every register.
+func sysRtSigreturn(r *Regs, t *sched.Task) {
+	rtSigreturn(r)
+	r.FSBase = uint64(t.UserFS)
+	// The next signal's frame may go where the one just returned
+	// from was: its FP/SSE state (at r.Error) is copied aside first.
+	if signalPending(t) && deliverAtExit(r, uintptr(r.Error)) {
+		r.Error = 0 // the handler's frame holds the state
+	}
+	userSync()
+}
+
+// rtSigreturn restores the context saved in the rt_sigframe whose
+// ucontext is at the caller's SP (the restorer's RET popped the return
+// address), and marks r for a full return.
+func rtSigreturn(r *Regs) {
+	uc := uintptr(r.SP)
+	if !userOK(uc, ucSize) {
+		fault(r, "rt_sigreturn: bad frame")
+	}
+	g := unsafe.Slice(at[uint64](uc+ucGregs), 23)
+	r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
+	r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX = g[8], g[9], g[10], g[11], g[12], g[13], g[14]
+	r.SP, r.IP = g[15], g[16]
+	// Arithmetic flags, direction and alignment check (an interrupt can
+	// stop a backward copy, REP MOVS with DF set, half way); interrupts on,
+	// as application code runs.
+	r.Flags = g[17]&0x40CD5 | 0x202
+	r.Vector, r.Error = 0, 0
+	if fp := *at[uintptr](uc + ucFpregs); fp != 0 && fp&15 == 0 && userOK(fp, fpStateSize) {
+		r.Error = uint64(fp)
+	}
+	sigMask[sched.Current().Index()] = *at[uint64](uc + ucSigmask) &^ unblockable
+}

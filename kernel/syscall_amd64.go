@@ -1,0 +1,116 @@
+package kernel
+
+import (
+	"golang.org/x/sys/unix"
+
+	"yolk/drivers/x86"
+	"yolk/sched"
+)
+
+// The system calls amd64 has beside the generic table that arm64 (and every
+// newer Linux port) uses: the old path-name calls without a directory
+// descriptor, pipe, dup2, the first epoll and eventfd calls, and
+// arch_prctl for the FS base.
+
+// sysLegacy handles nr if it is one of them; ok is false otherwise.
+func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err Errno, ok bool) {
+	switch nr {
+	case unix.SYS_ARCH_PRCTL:
+		err = sysArchPrctl(t, a0, a1)
+	case unix.SYS_OPEN:
+		ret, err = sysOpenat(unix.AT_FDCWD, a0, int(a1), uint32(a2))
+	case unix.SYS_STAT, unix.SYS_LSTAT:
+		if nr == unix.SYS_LSTAT {
+			a3 = unix.AT_SYMLINK_NOFOLLOW
+		} else {
+			a3 = 0
+		}
+		err = sysNewfstatat(unix.AT_FDCWD, a0, a1, int(a3))
+	case unix.SYS_MKDIR:
+		err = sysMkdirat(unix.AT_FDCWD, a0, uint32(a1))
+	case unix.SYS_UNLINK, unix.SYS_RMDIR:
+		if nr == unix.SYS_RMDIR {
+			a1 = unix.AT_REMOVEDIR
+		} else {
+			a1 = 0
+		}
+		err = sysUnlinkat(unix.AT_FDCWD, a0, int(a1))
+	case unix.SYS_RENAME:
+		err = sysRenameat2(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
+	case unix.SYS_LINK:
+		err = sysLinkat(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
+	case unix.SYS_MKNOD:
+		err = sysMknodat(unix.AT_FDCWD, a0, uint32(a1), uint64(a2))
+	case unix.SYS_SYMLINK:
+		err = sysSymlinkat(a0, unix.AT_FDCWD, a1)
+	case unix.SYS_READLINK:
+		ret, err = sysReadlinkat(unix.AT_FDCWD, a0, a1, a2)
+	case unix.SYS_CHOWN, unix.SYS_LCHOWN:
+		if nr == unix.SYS_LCHOWN {
+			a3 = unix.AT_SYMLINK_NOFOLLOW
+		} else {
+			a3 = 0
+		}
+		err = sysFchownat(unix.AT_FDCWD, a0, int(int32(a1)), int(int32(a2)), int(a3))
+	case unix.SYS_EPOLL_CREATE:
+		ret, err = newFile(fileEpoll, 0)
+	case unix.SYS_EPOLL_WAIT:
+		ret, err = sysEpollWait(int(a0), a1, int(a2), int(int32(a3)))
+	case unix.SYS_EVENTFD:
+		ret, err = newFile(fileEventfd, uint64(a0))
+	case unix.SYS_PIPE:
+		err = sysPipe2(a0, 0)
+	case unix.SYS_DUP2:
+		if int(a1) < 0 {
+			err = EBADF
+			break
+		}
+		ret, err = sysDup3(int(a0), int(a1), 0)
+	default:
+		return 0, 0, false
+	}
+	return ret, err, true
+}
+
+// cloneTLS is clone's TLS argument: the fifth on amd64
+// (flags, stack, parent_tid, child_tid, tls).
+func cloneTLS(a3, a4 uintptr) uintptr { return a4 }
+
+// arch_prctl codes (asm/prctl.h; not in x/sys/unix).
+const (
+	archSetFS = 0x1002
+	archGetFS = 0x1003
+)
+
+func sysArchPrctl(t *sched.Task, code, addr uintptr) Errno {
+	switch code {
+	case archSetFS:
+		t.UserFS = addr
+	case archGetFS:
+		if !userW(addr, 8) {
+			return EFAULT
+		}
+		*at[uintptr](addr) = t.UserFS
+	default:
+		return EINVAL
+	}
+	return 0
+}
+
+// unameMachine is uname's machine field.
+const unameMachine = "x86_64"
+
+// hwRandom is a random number from the CPU (RDRAND), if it has one.
+func hwRandom() (uint64, bool) {
+	if !hasRDRAND {
+		return 0, false
+	}
+	for i := 0; i < 10; i++ {
+		if v, ok := x86.Rdrand(); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+const hwRandomName = "RDRAND"

@@ -1,0 +1,45 @@
+package kernel
+
+import "yolk/drivers/x86"
+
+// amd64 page-table entries (Intel SDM vol. 3, 4.5): everything runs in
+// ring 0, so no entry has the user bit; a 2 MiB page has PS.
+const (
+	ptePresent = 1 << 0
+	pteWrite   = 1 << 1
+	pteA       = 1 << 5 // set by the CPU on the first access
+	ptePS      = 1 << 7
+	pteAddr    = 0x000ffffffffff000
+)
+
+// pteTable is an entry pointing at the next-level table at pa.
+func pteTable(pa uintptr) uint64 { return uint64(pa) | ptePresent | pteWrite }
+
+// ptePage is a 4 KiB page of normal memory at pa, writable if w.
+func ptePage(pa uintptr, w bool) uint64 {
+	if w {
+		return uint64(pa) | ptePresent | pteWrite
+	}
+	return uint64(pa) | ptePresent
+}
+
+// pteUntouched is a writable page at pa whose accessed bit is clear (bss.go).
+func pteUntouched(pa uintptr) uint64 { return uint64(pa) | ptePresent | pteWrite }
+
+func pteValid(e uint64) bool      { return e&ptePresent != 0 }
+func pteBlock(e uint64) bool      { return e&(ptePresent|ptePS) == ptePresent|ptePS }
+func pteFrame(e uint64) uintptr   { return uintptr(e & pteAddr) }
+func pteWritable(e uint64) bool   { return e&pteWrite != 0 }
+func pteReadOnly(e uint64) uint64 { return e &^ pteWrite }
+func pteAccessed(e uint64) bool   { return e&pteA != 0 }
+
+// flushTLBAll drops this CPU's non-global translations (reloads CR3).
+func flushTLBAll() { x86.SetCR3(x86.CR3()) }
+
+// unmapLow removes the identity mapping of [0, 2 MiB) once the boot data
+// there (PVH start info, memory map, command line) has been read.
+func unmapLow() {
+	*at[uint64](identityPDE(0)) = 0
+	x86.Invlpg(0)
+	x86.SetCR3(x86.CR3())
+}
