@@ -42,7 +42,11 @@ func bssSplit() {
 		}
 		base := pteFrame(*pde) &^ (1<<21 - 1)
 		for i := uintptr(0); i < 512; i++ {
-			*at[uint64](phys(pt) + i*8) = pteUntouched(base + i*pageSize)
+			pa, e := base+i*pageSize, ptePage(base+i*pageSize, true)
+			if pa >= lo && pa < hi {
+				e = pteUntouched(pa)
+			}
+			*at[uint64](phys(pt) + i*8) = e
 		}
 		*pde = pteTable(pt)
 	}

@@ -305,7 +305,7 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
 			ep.whead = watchID(w)
 		}
 		w.events = *at[uint32](ev) | unix.EPOLLHUP | unix.EPOLLERR
-		w.data = *at[uint64](ev + 4)
+		w.data = *at[uint64](ev + epollDataOff)
 		w.fresh = true
 		epollNotify() // it may be ready now: a waiter should look
 	case unix.EPOLL_CTL_DEL:
@@ -369,8 +369,8 @@ func pollWatch(w *watch) (uint32, bool) {
 	return ev, true
 }
 
-// epollEvent is the packed 12-byte struct epoll_event of amd64.
-const epollEventSize = 12
+// struct epoll_event is epollEventSize bytes, its data at epollDataOff
+// (amd64: packed, 12 and 4; arm64: 16 and 8).
 
 func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, Errno) {
 	// Linux's order: maxevents, the buffer, the descriptor.
@@ -407,7 +407,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, Errno)
 			if ev != 0 {
 				e := events + uintptr(n)*epollEventSize
 				*at[uint32](e) = ev
-				*at[uint64](e + 4) = w.data
+				*at[uint64](e + epollDataOff) = w.data
 				n++
 			}
 		}

@@ -41,3 +41,9 @@ func (r *Regs) pc() uintptr { return uintptr(r.IP) }
 // fpSave stores the FP/SSE state at addr (FXSAVE: fpStateSize bytes,
 // 16-aligned).
 func fpSave(addr uintptr)
+
+// exitFPState is where the FP/SSE state of a thread leaving a system call
+// is: live in the registers (0). The system-call entry does not save them,
+// so they hold what the kernel's Go code left; the Go runtime treats them
+// as clobbered by the call anyway.
+func exitFPState(r *Regs) uintptr { return 0 }

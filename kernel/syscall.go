@@ -264,7 +264,7 @@ func syscall(r *Regs) {
 	sched.YieldSlice()
 	userSync()
 	if signalPending(t) {
-		deliverAtExit(r, 0)
+		deliverAtExit(r, exitFPState(r))
 	}
 }
 

@@ -114,3 +114,9 @@ func hwRandom() (uint64, bool) {
 }
 
 const hwRandomName = "RDRAND"
+
+// struct epoll_event is packed on amd64: events, then data at 4.
+const (
+	epollEventSize = 12
+	epollDataOff   = 4
+)

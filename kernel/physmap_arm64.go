@@ -1,0 +1,66 @@
+package kernel
+
+import "yolk/boot"
+
+// The physical map: physical memory again at physBase, in the upper half
+// (TTBR1, which shares the root table with TTBR0), with 2 MiB blocks of
+// normal memory, so the kernel reaches frames and page tables by physical
+// address even where the identity map no longer shows them (BSS pages
+// given back to the frame allocator). Its tables are its own: the
+// identity map's are split and cleared under the BSS.
+
+const physBase = 0xffffc00000000000 // L0 slot 384, as on amd64
+
+// physOff is 0 until the map exists: boot code runs on the identity map.
+var physOff uintptr
+
+// phys is the kernel address of physical address pa.
+func phys(pa uintptr) uintptr { return pa + physOff }
+
+const blockNormal = pteValidBit | pteSH | pteAF // a 2 MiB block, AttrIndx 0
+
+// identityPDE is the address of the identity map's level-2 entry for va < 4 GiB.
+func identityPDE(va uintptr) uintptr {
+	l1 := pteFrame(*at[uint64](phys(boot.PageTableRoot())))
+	l2 := pteFrame(*at[uint64](phys(l1) + (va>>30)*8))
+	return phys(l2) + (va>>21)&511*8
+}
+
+func physInit() {
+	root := boot.PageTableRoot()
+	l1 := allocFrame()
+	if l1 == 0 {
+		outOfMemory()
+	}
+	*at[uint64](root + (physBase>>39)&511*8) = pteTable(l1)
+	// RAM below 4 GiB (virt: from 1 GiB), while phys is still the
+	// identity.
+	for pa := uintptr(1 << 30); pa < 4<<30; pa += 1 << 30 {
+		if !physMapGiB(pa) {
+			outOfMemory()
+		}
+	}
+	physOff = physBase
+}
+
+// physMapGiB maps the GiB of physical memory at pa into the physical map
+// with 2 MiB blocks, if it is not mapped yet.
+func physMapGiB(pa uintptr) bool {
+	root := boot.PageTableRoot()
+	l1 := pteFrame(*at[uint64](phys(root) + (physBase>>39)&511*8))
+	e := at[uint64](phys(l1) + (pa>>30)&511*8)
+	if pteValid(*e) {
+		return true
+	}
+	l2 := allocFrame()
+	if l2 == 0 {
+		return false
+	}
+	for i := uintptr(0); i < 512; i++ {
+		*at[uint64](phys(l2) + i*8) = uint64(pa+i<<21) | blockNormal
+	}
+	tableSync()
+	*e = pteTable(l2)
+	tableSync()
+	return true
+}

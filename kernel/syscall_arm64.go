@@ -1,0 +1,26 @@
+package kernel
+
+import "yolk/sched"
+
+// arm64 has only the generic system-call table: no legacy calls.
+func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err Errno, ok bool) {
+	return 0, 0, false
+}
+
+// cloneTLS is clone's TLS argument: the fourth on arm64
+// (flags, stack, parent_tid, tls, child_tid).
+func cloneTLS(a3, a4 uintptr) uintptr { return a3 }
+
+// unameMachine is uname's machine field.
+const unameMachine = "aarch64"
+
+// hwRandom: no RNDR is used (QEMU's cortex-a72 has none).
+func hwRandom() (uint64, bool) { return 0, false }
+
+const hwRandomName = "RNDR"
+
+// struct epoll_event is 16 bytes on arm64: events, padding, data at 8.
+const (
+	epollEventSize = 16
+	epollDataOff   = 8
+)

@@ -1,0 +1,38 @@
+package kernel
+
+import (
+	"sync/atomic"
+)
+
+// TLB maintenance on arm64: the inner-shareable TLBI forms reach every CPU
+// in hardware, and the DSB after them waits until they all have dropped
+// the translation, so a shootdown needs no interrupt and no
+// acknowledgement (tlb_amd64.go's protocol is x86's).
+
+// invlpgMax is the largest range invalidated page by page; above it every
+// translation goes.
+const invlpgMax = 32
+
+var shoot struct {
+	count uint64 // shootdowns (statistics)
+	ipis  uint64 // always 0: kept for the statistics' shape
+	lazy  uint64 // always 0
+}
+
+// invalidate drops every CPU's translations of [start, end).
+func invalidate(start, end uintptr) {
+	if (end-start)/pageSize > invlpgMax {
+		tlbiAll()
+		return
+	}
+	for va := start; va < end; va += pageSize {
+		tlbiPage(va)
+	}
+}
+
+// shootdown makes every CPU drop its translations of [start, end); they
+// have when it returns.
+func shootdown(start, end uintptr) {
+	invalidate(start, end)
+	atomic.AddUint64(&shoot.count, 1)
+}

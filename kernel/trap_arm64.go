@@ -1,0 +1,328 @@
+package kernel
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/drivers/gic"
+	"yolk/drivers/gtimer"
+	"yolk/drivers/psci"
+	"yolk/drivers/semihosting"
+	"yolk/sched"
+)
+
+// Vector-table entries (entry_arm64.s): the low two bits are the kind, bit 2
+// says the exception was taken on SP_EL1 (nested inside a handler).
+const (
+	vecSync   = 0
+	vecIRQ    = 1
+	vecFIQ    = 2
+	vecSError = 3
+	vecNested = 4
+)
+
+// Software-generated interrupts the kernel sends.
+const (
+	vecWake   = 0 // wake-up: a task became ready while the CPU idled (sched's kick)
+	vecSignal = 1 // a signal for the task the CPU runs (signal.go)
+	vecStop   = 2 // another CPU reports a fault: stop
+)
+
+// Exception classes (ESR_EL1.EC) the kernel tells apart.
+const (
+	ecUnknown    = 0x00
+	ecSVC        = 0x15
+	ecInstrLower = 0x20
+	ecInstrSame  = 0x21
+	ecPCAlign    = 0x22
+	ecDataLower  = 0x24
+	ecDataSame   = 0x25
+	ecSPAlign    = 0x26
+	ecBRK        = 0x3c
+)
+
+var ecNames = [...]struct {
+	ec   uint64
+	name string
+}{
+	{ecUnknown, "undefined instruction"}, {ecSVC, "SVC"},
+	{ecInstrLower, "instruction abort"}, {ecInstrSame, "instruction abort"},
+	{ecPCAlign, "PC alignment fault"}, {ecDataLower, "data abort"}, {ecDataSame, "data abort"},
+	{ecSPAlign, "SP alignment fault"}, {ecBRK, "breakpoint (BRK)"},
+	{0x07, "FP/SIMD access trap"}, {0x0e, "illegal execution state"}, {0x2c, "FP exception"},
+	{0x2f, "SError"}, {0x30, "breakpoint"}, {0x32, "software step"}, {0x34, "watchpoint"},
+}
+
+// timerIRQ is the generic timer's interrupt ID (from the device tree).
+var timerIRQ uint32 = gtimer.VirtPPI
+
+// trap handles an exception or interrupt, from trapSave on this CPU's trap
+// stack (SP_EL1) with g the CPU's trap g. A system call never comes here
+// (entry_arm64.s sends it to syscall on the task's stack).
+//
+// trap reports whether the trapped code was application code that must not
+// simply be resumed: a timer interrupt (which may preempt it) or a signal
+// is pending. trapSave then moves the frame to the task's kernel stack and
+// calls preemptUser there.
+func trap(r *Regs) (toTask bool) {
+	sched.AssertKernel()
+	p := &percpu[sched.This().ID]
+	timer := false
+	switch r.Vector &^ vecNested {
+	case vecSync:
+		syncException(r, p)
+	case vecIRQ:
+		timer = irq(p)
+	default:
+		fault(r, "")
+	}
+	if r.Vector&vecNested == 0 && !inKernel(r) {
+		p.userTimer = timer
+		toTask = timer || signalPending(sched.Current())
+	}
+	return toTask
+}
+
+// syncException handles aborts, undefined instructions and breakpoints.
+func syncException(r *Regs, p *perCPU) {
+	ec := r.ESR >> 26 & 0x3f
+	switch ec {
+	case ecDataLower, ecDataSame, ecInstrLower, ecInstrSame:
+		p.faultAddr = uintptr(r.FAR)
+		addr := uintptr(r.FAR)
+		fsc := r.ESR & 0x3f
+		write := ec == ecDataSame && r.ESR&(1<<6) != 0 && r.ESR&(1<<8) == 0 // WnR, not a cache maintenance op
+		switch {
+		case fsc >= 0x08 && fsc <= 0x0b:
+			// An access-flag fault trapSave did not resolve: not
+			// a page of the demand-paged BSS.
+		case fsc >= 0x04 && fsc <= 0x07, fsc >= 0x0c && fsc <= 0x0f: // translation, permission
+			code := uint64(0)
+			if fsc >= 0x0c {
+				code |= 1 // present: a protection fault
+			}
+			if write {
+				code |= 2
+			}
+			if pageFault(addr, code) {
+				return
+			}
+			si := int32(segvMaperr)
+			if code&1 != 0 {
+				si = segvAccerr
+			}
+			if signalUser(r, fpState(r), int(unix.SIGSEGV), si, addr) {
+				return
+			}
+		default:
+			if signalUser(r, fpState(r), int(unix.SIGBUS), busAdrerr, addr) {
+				return
+			}
+		}
+	case ecPCAlign, ecSPAlign:
+		if signalUser(r, fpState(r), int(unix.SIGBUS), busAdraln, uintptr(r.FAR)) {
+			return
+		}
+	case ecUnknown:
+		if signalUser(r, fpState(r), int(unix.SIGILL), illIllopn, uintptr(r.PC)) {
+			return
+		}
+	case ecBRK:
+		if atomic.LoadUint32(&crashMode) != 0 && inKernel(r) {
+			breakpointTrap(r)
+		}
+		if signalUser(r, fpState(r), int(unix.SIGTRAP), trapBrkpt, uintptr(r.PC)) {
+			return
+		}
+	}
+	fault(r, "")
+}
+
+// SIGBUS and SIGTRAP codes.
+const (
+	busAdraln = 1
+	busAdrerr = 2
+	trapBrkpt = 1
+)
+
+// irq acknowledges and handles one interrupt; it reports whether it was
+// the timer.
+func irq(p *perCPU) (timer bool) {
+	iar := gic.Ack()
+	id := gic.ID(iar)
+	switch {
+	case id == gic.Spurious:
+		return false
+	case id == timerIRQ:
+		// Level-triggered: stopped before the end of interrupt, re-armed
+		// by timerInterrupt if anything is still due.
+		gtimer.Stop()
+		p.timer.armed = 0
+		p.timerWoke = timerInterrupt()
+		timer = true
+	case id == conIRQ && conIRQ != 0:
+		conInInterrupt()
+	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
+		gic.EOI(iar)
+		stopHere()
+	case id == vecWake, id == vecSignal:
+		// Nothing to do: the idle loop looks at the ready queue, the
+		// return path for signals.
+	}
+	gic.EOI(iar)
+	return timer
+}
+
+// preemptUser runs on the kernel stack of a task that an interrupt took
+// from application code, with the frame trapSave moved there: the only
+// place where a task is switched involuntarily. After a timer interrupt
+// the task gives up its CPU if the interrupt woke another task or its
+// slice is over (sched.Preempt); then a pending signal is delivered.
+func preemptUser(r *Regs) {
+	sched.AssertKernel()
+	p := &percpu[sched.This().ID]
+	if p.userTimer {
+		p.userTimer = false
+		sched.Preempt(p.timerWoke)
+	}
+	deliverSignal(r, fpState(r))
+	userSync()
+}
+
+// signalIPI interrupts CPU cpu, which runs a task that has a new signal.
+func signalIPI(cpu int) { gic.SendSGI(gic.Target(sched.CPUAt(cpu).IRQ), vecSignal) }
+
+// stopping is set by the first CPU that reports a fault; the others stop
+// when its SGI reaches them.
+var stopping uint32
+
+// stopOthers makes this CPU the one that reports and stops the others
+// with an SGI (which reaches a CPU only when it has interrupts unmasked:
+// arm64 has no NMI here; a CPU spinning in the kernel goes on spinning).
+func stopOthers() {
+	if !atomic.CompareAndSwapUint32(&stopping, 0, uint32(sched.This().ID+1)) {
+		if atomic.LoadUint32(&stopping) != uint32(sched.This().ID+1) {
+			stopHere()
+		}
+		return
+	}
+	if gicReady {
+		me := sched.This().ID
+		for i := 0; i < sched.NumCPU(); i++ {
+			if i != me {
+				gic.SendSGI(gic.Target(sched.CPUAt(i).IRQ), vecStop)
+			}
+		}
+	}
+}
+
+func stopHere() {
+	for {
+		waitForInterrupt()
+	}
+}
+
+// machineExit ends QEMU with status code through semihosting SYS_EXIT;
+// without semihosting (the call returns) PSCI SYSTEM_OFF powers off.
+func machineExit(code uint8) {
+	semihosting.Exit(int(code))
+	psci.SystemOff()
+}
+
+// inKernel reports whether the exception interrupted kernel code: kernel
+// code runs with a kernel g in R28 (the task's, the trap g or the boot g).
+func inKernel(r *Regs) bool {
+	c := sched.This()
+	g := uintptr(r.X[28])
+	if t := sched.Current(); t != nil && g == t.G() {
+		return true
+	}
+	return g == c.TrapGSlot || g == uintptr(unsafe.Pointer(&bootG))
+}
+
+// fault prints the report for r and stops the machine.
+func fault(r *Regs, why string) {
+	stopOthers()
+	conGrab()
+	knewline()
+	kprint("yolk: fault: ")
+	ec := r.ESR >> 26 & 0x3f
+	switch r.Vector &^ vecNested {
+	case vecSync:
+		name := "synchronous exception"
+		for _, e := range ecNames {
+			if e.ec == ec {
+				name = e.name
+			}
+		}
+		kprint(name)
+	case vecIRQ:
+		kprint("unexpected interrupt")
+	case vecFIQ:
+		kprint("FIQ")
+	case vecSError:
+		kprint("SError")
+	}
+	kprint(" esr=")
+	kprintHex(r.ESR, 1)
+	kprint(" ec=")
+	kprintHex(ec, 2)
+	if ec == ecDataSame || ec == ecDataLower || ec == ecInstrSame || ec == ecInstrLower {
+		kprint(" address=")
+		kprintHex(r.FAR, 1)
+		if fsc := r.ESR & 0x3f; fsc >= 4 && fsc <= 7 {
+			kprint(" (not mapped)")
+		} else if fsc >= 0x0c && fsc <= 0x0f {
+			kprint(" (protection)")
+		}
+		if ec == ecDataSame || ec == ecDataLower {
+			if r.ESR&(1<<6) != 0 {
+				kprint(" write")
+			} else {
+				kprint(" read")
+			}
+		}
+	}
+	switch {
+	case why != "":
+		kprint(": ")
+		kprint(why)
+	case sched.DieReason() != "":
+		kprint(": sched: ")
+		kprint(sched.DieReason())
+	case (ec == ecDataSame || ec == ecDataLower) && uintptr(r.PC) >= morestackPC() && uintptr(r.PC) < morestackPC()+64:
+		kprint(": kernel stack overflow (morestack on a kernel stack)")
+	}
+	kprint("\n")
+	printTask()
+	kprint("yolk: pc=")
+	kprintHex(r.PC, 16)
+	kprint(" sp=")
+	kprintHex(r.SP, 16)
+	kprint(" pstate=")
+	kprintHex(r.PSTATE, 1)
+	kprint(" far=")
+	kprintHex(r.FAR, 1)
+	kprint("\n")
+	for i := 0; i < 31; i++ {
+		if i%4 == 0 {
+			kprint("yolk: ")
+		} else {
+			kprint(" ")
+		}
+		kprint("x")
+		if i < 10 {
+			kprint("0")
+		}
+		kprintDec(int64(i))
+		kprint("=")
+		kprintHex(r.X[i], 16)
+		if i%4 == 3 || i == 30 {
+			kprint("\n")
+		}
+	}
+	backtrace(uintptr(r.PC), uintptr(r.X[29]))
+	halt(ExitFault)
+}

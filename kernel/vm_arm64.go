@@ -1,0 +1,42 @@
+package kernel
+
+// arm64 translation-table descriptors (4 KiB granule; Arm ARM D8.3):
+// bits 1:0 are 11 for a table (levels 0-2) or a page (level 3), 01 for a
+// block; AttrIndx 0 (MAIR: normal write-back), inner shareable; AP[2]
+// makes a page read-only; AF must be set or the first access faults —
+// which is how the demand-paged BSS learns which pages were touched
+// (pteUntouched, trap_arm64.go).
+const (
+	pteValidBit = 1 << 0
+	pteTableBit = 1 << 1
+	pteRO       = 1 << 7  // AP[2]
+	pteSH       = 3 << 8  // inner shareable
+	pteAF       = 1 << 10 // access flag
+	pteAddr     = 0x0000fffffffff000
+	pteNormal   = pteValidBit | pteTableBit | pteSH | pteAF
+)
+
+func pteTable(pa uintptr) uint64 { return uint64(pa) | pteValidBit | pteTableBit }
+
+func ptePage(pa uintptr, w bool) uint64 {
+	if w {
+		return uint64(pa) | pteNormal
+	}
+	return uint64(pa) | pteNormal | pteRO
+}
+
+func pteUntouched(pa uintptr) uint64 { return uint64(pa) | pteNormal&^pteAF }
+
+func pteValid(e uint64) bool      { return e&pteValidBit != 0 }
+func pteBlock(e uint64) bool      { return e&(pteValidBit|pteTableBit) == pteValidBit }
+func pteFrame(e uint64) uintptr   { return uintptr(e & pteAddr) }
+func pteWritable(e uint64) bool   { return e&pteRO == 0 }
+func pteReadOnly(e uint64) uint64 { return e | pteRO }
+func pteAccessed(e uint64) bool   { return e&pteAF != 0 }
+
+// flushTLBAll drops every translation (on every CPU: the broadcast form).
+func flushTLBAll() { tlbiAll() }
+
+// unmapLow has nothing to do: the boot page tables never mapped the first
+// 2 MiB.
+func unmapLow() {}
