@@ -326,12 +326,12 @@ func sysName(nr uintptr) string {
 // logENOSYS reports an unimplemented system call the first time it is used.
 func logENOSYS(nr uintptr) {
 	atomic.AddUint64(&enosysN, 1)
-	if nr < 512 {
-		// The old value decides: of two CPUs racing on the same number,
-		// exactly one sees the bit clear.
-		if atomic.OrUint64(&enosysSeen[nr/64], uint64(1)<<(nr%64))&(uint64(1)<<(nr%64)) != 0 {
-			return
-		}
+	// The old value decides: of two CPUs racing on the same number,
+	// exactly one sees the bit clear. Numbers beyond the table share
+	// the last bit: the first is logged.
+	bit := min(nr, uintptr(len(enosysSeen))*64-1)
+	if atomic.OrUint64(&enosysSeen[bit/64], uint64(1)<<(bit%64))&(uint64(1)<<(bit%64)) != 0 {
+		return
 	}
 	conAcquire()
 	klog("syscall ")

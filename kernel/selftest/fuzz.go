@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -25,19 +27,29 @@ const fuzzCalls = 100_000
 // hang the caller, or break the Go runtime under it, whatever their
 // arguments; the fuzzer never makes them.
 var fuzzExcluded = map[uintptr]string{
-	13: "rt_sigaction: the runtime's signal handlers", 14: "rt_sigprocmask: the runtime's signal mask",
-	15: "rt_sigreturn: returns through a frame that is not there", 22: "pipe: blocking pipes (pipe2 is fuzzed, non-blocking)",
-	34: "pause: waits for a signal", 37: "alarm: SIGALRM would end the machine",
-	38: "setitimer: SIGALRM", 56: "clone: a thread on random registers", 57: "fork", 58: "vfork",
-	59: "execve", 60: "exit: ends the fuzzing thread", 62: "kill: signals", 80: "chdir: later tests use the working directory",
-	81: "fchdir: the working directory", 128: "rt_sigtimedwait: waits for a signal", 129: "rt_sigqueueinfo: signals",
-	130: "rt_sigsuspend: waits for a signal", 131: "sigaltstack: the runtime's signal stack",
-	133: "mknod: a FIFO would block a later open", 158: "arch_prctl: the thread's TLS",
-	169: "reboot: ends the machine", 200: "tkill: signals", 218: "set_tid_address: written at thread exit",
-	222: "timer_create: signals", 231: "exit_group: ends the machine", 234: "tgkill: signals",
-	259: "mknodat: a FIFO would block a later open", 284: "eventfd: blocking (eventfd2 is fuzzed, non-blocking)",
-	297: "rt_tgsigqueueinfo: signals", 322: "execveat", 424: "pidfd_send_signal: signals",
-	435: "clone3", 436: "close_range: the runtime's descriptors",
+	unix.SYS_RT_SIGACTION: "rt_sigaction: the runtime's signal handlers", unix.SYS_RT_SIGPROCMASK: "rt_sigprocmask: the runtime's signal mask",
+	unix.SYS_RT_SIGRETURN: "rt_sigreturn: returns through a frame that is not there",
+	unix.SYS_SETITIMER:    "setitimer: SIGALRM", unix.SYS_CLONE: "clone: a thread on random registers",
+	unix.SYS_EXECVE: "execve", unix.SYS_EXIT: "exit: ends the fuzzing thread", unix.SYS_KILL: "kill: signals",
+	unix.SYS_CHDIR: "chdir: later tests use the working directory", unix.SYS_FCHDIR: "fchdir: the working directory",
+	unix.SYS_RT_SIGTIMEDWAIT: "rt_sigtimedwait: waits for a signal", unix.SYS_RT_SIGQUEUEINFO: "rt_sigqueueinfo: signals",
+	unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend: waits for a signal", unix.SYS_SIGALTSTACK: "sigaltstack: the runtime's signal stack",
+	unix.SYS_REBOOT: "reboot: ends the machine", unix.SYS_TKILL: "tkill: signals",
+	unix.SYS_SET_TID_ADDRESS: "set_tid_address: written at thread exit", unix.SYS_TIMER_CREATE: "timer_create: signals",
+	unix.SYS_EXIT_GROUP: "exit_group: ends the machine", unix.SYS_TGKILL: "tgkill: signals",
+	unix.SYS_MKNODAT: "mknodat: a FIFO would block a later open", unix.SYS_RT_TGSIGQUEUEINFO: "rt_tgsigqueueinfo: signals",
+	unix.SYS_EXECVEAT: "execveat", unix.SYS_PIDFD_SEND_SIGNAL: "pidfd_send_signal: signals",
+	unix.SYS_CLONE3: "clone3", unix.SYS_CLOSE_RANGE: "close_range: the runtime's descriptors",
+}
+
+// fuzzFDCalls are the calls that return a new descriptor.
+var fuzzFDCalls = append([]uintptr{unix.SYS_OPENAT, unix.SYS_OPENAT2, unix.SYS_DUP, unix.SYS_DUP3, unix.SYS_EPOLL_CREATE1,
+	unix.SYS_EVENTFD2, unix.SYS_MEMFD_CREATE, unix.SYS_TIMERFD_CREATE, unix.SYS_USERFAULTFD}, fuzzArchFDCalls...)
+
+func init() {
+	for nr, why := range fuzzArchExcluded {
+		fuzzExcluded[nr] = why
+	}
 }
 
 // testSyscallFuzz makes random system calls with random arguments (fixed
@@ -185,52 +197,44 @@ func testSyscallFuzz(t *T) {
 		}
 		memCall := false
 		switch nr {
-		case 9: // mmap: small, and MAP_FIXED only over the scratch area
+		case unix.SYS_MMAP: // small, and MAP_FIXED only over the scratch area
 			a[1] %= 1 << 20
 			if a[3]&(0x10|0x100000) != 0 {
 				a[0] = scratch + uintptr(rng.IntN(8))*pg
 				a[1] = min(a[1], scratchEnd-a[0])
 			}
 			memCall = true
-		case 10, 11, 28: // mprotect, munmap, madvise: the scratch area only
+		case unix.SYS_MPROTECT, unix.SYS_MUNMAP, unix.SYS_MADVISE: // the scratch area only
 			a[0] = scratch + uintptr(rng.IntN(8))*pg
 			a[1] = min(a[1], scratchEnd-a[0])
 			memCall = true
-		case 25: // mremap: in place only, in the scratch area
+		case unix.SYS_MREMAP: // in place only, in the scratch area
 			a[0] = scratch + uintptr(rng.IntN(8))*pg
 			a[1] = min(a[1], scratchEnd-a[0])
 			a[2] = min(a[2], scratchEnd-a[0])
 			a[3] = 0
 			memCall = true
-		case 7: // poll: no waiting
-			a[2] = 0
-		case 23: // select: a zero timeval
+		case unix.SYS_PSELECT6: // a zero timespec
 			a[4] = uintptr(unsafe.Pointer(zeroTS))
-		case 270, 271: // pselect6, ppoll: a zero timespec
-			a[map[uintptr]int{270: 4, 271: 2}[nr]] = uintptr(unsafe.Pointer(zeroTS))
-		case 232, 281, 441: // epoll_wait, epoll_pwait(2): no waiting
+		case unix.SYS_PPOLL:
+			a[2] = uintptr(unsafe.Pointer(zeroTS))
+		case unix.SYS_EPOLL_PWAIT: // no waiting
 			a[3] = 0
-			if nr == 441 {
-				a[3] = uintptr(unsafe.Pointer(zeroTS))
-			}
-		case 35: // nanosleep
+		case unix.SYS_EPOLL_PWAIT2:
+			a[3] = uintptr(unsafe.Pointer(zeroTS))
+		case unix.SYS_NANOSLEEP:
 			a[0] = uintptr(unsafe.Pointer(shortTS))
-		case 230: // clock_nanosleep: relative, short
+		case unix.SYS_CLOCK_NANOSLEEP: // relative, short
 			a[1], a[2] = 0, uintptr(unsafe.Pointer(shortTS))
-		case 202: // futex: a wait may only be short
+		case unix.SYS_FUTEX: // a wait may only be short
 			a[3] = uintptr(unsafe.Pointer(shortTS))
 			a[1] &^= 0x100 // not FUTEX_CLOCK_REALTIME with an absolute deadline
-		case 293: // pipe2: non-blocking
+		case unix.SYS_PIPE2, unix.SYS_EVENTFD2: // non-blocking
 			a[1] |= syscall.O_NONBLOCK
-		case 290: // eventfd2: non-blocking
-			a[1] |= syscall.O_NONBLOCK
-		case 0, 17, 19, 295: // read, pread64, readv, preadv: never the console
-		case 2, 257, 437: // open, openat, openat2: O_NONBLOCK (a FIFO of another test)
-			if nr == 257 {
-				a[2] |= syscall.O_NONBLOCK
-			} else if nr == 2 {
-				a[1] |= syscall.O_NONBLOCK
-			}
+		case unix.SYS_OPENAT: // O_NONBLOCK (a FIFO of another test)
+			a[2] |= syscall.O_NONBLOCK
+		default:
+			fuzzArchArgs(nr, &a, zeroTS)
 		}
 		r1, _, e := syscall.RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
 		counts[e]++
@@ -238,16 +242,16 @@ func testSyscallFuzz(t *T) {
 			impl = append(impl, nr)
 		}
 		used[nr] = true
-		if e == 0 && int64(r1) < -4095 && !slices.Contains([]uintptr{9, 12, 25}, nr) {
+		if e == 0 && int64(r1) < -4095 && !slices.Contains([]uintptr{unix.SYS_MMAP, unix.SYS_BRK, unix.SYS_MREMAP}, nr) {
 			t.Fatalf("call %d: syscall %d%#x = %#x: neither a value nor an errno", i, nr, a, r1)
 		}
 		if e == 0 {
-			switch nr {
-			case 2, 257, 437, 32, 33, 292, 213, 291, 290, 284, 319, 283, 323: // calls that return a descriptor
+			switch {
+			case slices.Contains(fuzzFDCalls, nr): // calls that return a descriptor
 				if r1 < 1024 && !theirs[r1] {
 					mine = append(mine, r1)
 				}
-			case 22, 293: // pipes: two descriptors in scratch (if a[0] pointed there)
+			case nr == unix.SYS_PIPE2 || nr == fuzzPipe: // two descriptors in scratch (if a[0] pointed there)
 				if a[0] >= scratch && a[0]+8 <= scratchEnd {
 					b := region[a[0]-base:]
 					for _, fd := range []uint32{binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])} {
@@ -256,7 +260,7 @@ func testSyscallFuzz(t *T) {
 						}
 					}
 				}
-			case 9:
+			case nr == unix.SYS_MMAP:
 				if a[3]&(0x10|0x100000) == 0 && r1 != scratch && int64(r1) > 0 {
 					syscall.RawSyscall(syscall.SYS_MUNMAP, r1, a[1], 0)
 				}

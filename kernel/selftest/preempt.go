@@ -100,8 +100,8 @@ func testPreemptGC(t *T) {
 	}
 }
 
-// regSpin (regspin_amd64.s) spins with a pattern in every register and
-// reports which it found changed.
+// regSpin (regspin_$GOARCH.s) spins with a pattern in every register and
+// reports which it found changed (the bits: regSpinBits).
 func regSpin(rounds, spins uint64) (bad uint64)
 
 // testSignalRoundTrip spins in assembly with every register, the flags
@@ -142,7 +142,7 @@ func testSignalRoundTrip(t *T) {
 	got := after.Signals - before.Signals
 	t.Logf("%d rounds in %v; %d signals delivered (all threads), %d sent by tgkill", rounds, took, got, sent)
 	if bad != 0 {
-		t.Errorf("registers changed across signals: %#x (bits: GPRs ax bx dx si di bp r8-r14 in 0-12, flags 13, sp 14, X0-X15 in 16-31)", bad)
+		t.Errorf("registers changed across signals: %#x (bits: %s)", bad, regSpinBits)
 	}
 	if got < 3 {
 		t.Errorf("only %d signals delivered during a %v spin", got, took)
