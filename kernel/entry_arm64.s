@@ -113,16 +113,36 @@ aphang:
 	B	trapSave<>(SB); \
 	PCALIGN	$128
 
+// VNESTED is VENTRY for an exception taken on SP_EL1 (inside a handler):
+// if SP is on a trap stack (upper half) and within 4 KiB of its guard —
+// handlers nested too deep, or one whose Go frames outgrew the stack —
+// the frame would go into the guard and fault again, forever; it goes to
+// trapOverflow instead. R0 waits in TPIDRRO_EL0 meanwhile (nothing else
+// uses that register).
+#define VNESTED(n) \
+	MSR	R0, TPIDRRO_EL0; \
+	MOVD	RSP, R0; \
+	TBZ	$63, R0, 5(PC); \
+	AND	$0xffff, R0, R0; \
+	CMP	$(20<<10), R0; \
+	BHS	2(PC); \
+	B	trapOverflow<>(SB); \
+	MRS	TPIDRRO_EL0, R0; \
+	STP	(R0, R1), -16(RSP); \
+	MOVD	$n, R0; \
+	B	trapSave<>(SB); \
+	PCALIGN	$128
+
 TEXT ·vectors(SB),NOSPLIT|NOFRAME,$0
 	PCALIGN	$2048
 	VENTRY(0)	// current EL, SP_EL0: synchronous
 	VENTRY(1)	// IRQ
 	VENTRY(2)	// FIQ
 	VENTRY(3)	// SError
-	VENTRY(4)	// current EL, SP_EL1 (nested): synchronous
-	VENTRY(5)
-	VENTRY(6)
-	VENTRY(7)
+	VNESTED(4)	// current EL, SP_EL1 (nested): synchronous
+	VNESTED(5)
+	VNESTED(6)
+	VNESTED(7)
 	VENTRY(8)	// lower EL (never: nothing runs at EL0)
 	VENTRY(9)
 	VENTRY(10)
@@ -131,6 +151,18 @@ TEXT ·vectors(SB),NOSPLIT|NOFRAME,$0
 	VENTRY(13)
 	VENTRY(14)
 	VENTRY(15)
+
+// trapOverflow restarts the trap stack from its top (the frames of the
+// exceptions below are given up: the machine is about to stop) and makes
+// the exception kind 16, which trap reports as a trap stack overflow.
+TEXT trapOverflow<>(SB),NOSPLIT|NOFRAME,$0
+	MRS	TPIDR_EL1, R0
+	MOVD	64(R0), R0	// CPU.TrapG.StackHi
+	MOVD	R0, RSP
+	MRS	TPIDRRO_EL0, R0
+	STP	(R0, R1), -16(RSP)
+	MOVD	$16, R0
+	B	trapSave<>(SB)
 
 // trapSave completes the frame at RSP (on SP_EL1) and dispatches: a system
 // call goes to the task's kernel stack, anything else to trap(r) here.

@@ -34,25 +34,31 @@ var runtimeContext = regexp.MustCompile(`^yolk/kernel\.init(\.|$)`)
 // g.sched, which sched.G's padding holds; the bounds panics reach
 // acquirem/gp.m in mallocgc or gopanic). That nil read is a page fault with
 // FS at the kernel or trap TLS block: pageFault finds no mapping for the low
-// address, signalUser refuses to deliver SIGSEGV in kernel context
-// (inKernel), and trap calls fault, which prints the report (vector,
+// address (arm64: with a kernel g in R28), signalUser refuses to deliver
+// SIGSEGV in kernel context (inKernel), and trap calls fault, which prints the report (vector,
 // address, registers, symbolized backtrace naming the kernel function) and
 // exits QEMU with kernel.ExitFault. So an out-of-range index or a kernel
 // stack overflow is a loud fault report, never a silent failure or a
 // runtime panic that recovers into a broken state.
 var forbidden = regexp.MustCompile(`runtime\.(newobject|mallocgc|makeslice|makeslicecopy|growslice|makemap|makemap_small|makechan|convT|convTstring|convTslice|convT64|convT32|convT16|gcWriteBarrier|wbZero|wbMove|typedmemmove|typedmemclr|typedslicecopy|concatstring|slicebytetostring|stringtoslicebyte|rawstring|newproc|gopark|goready|chansend|chanrecv|mapassign|deferproc|gopanic|panicwrap)`)
 
-// TestKernelContextNoAllocNoWriteBarrier disassembles the self-test image and
-// fails if any kernel-context function calls into the allocator, a write
-// barrier or the runtime scheduler.
+// TestKernelContextNoAllocNoWriteBarrier disassembles the self-test image,
+// built for each architecture, and fails if any kernel-context function
+// calls into the allocator, a write barrier or the runtime scheduler.
 func TestKernelContextNoAllocNoWriteBarrier(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and disassembles an image")
 	}
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) { checkKernelContext(t, arch) })
+	}
+}
+
+func checkKernelContext(t *testing.T, arch string) {
 	dir := t.TempDir()
 	img := filepath.Join(dir, "selftest.elf")
 	build := exec.Command("go", "build", "-o", img, "yolk/kernel/selftest")
-	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}

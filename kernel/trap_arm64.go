@@ -21,6 +21,9 @@ const (
 	vecFIQ    = 2
 	vecSError = 3
 	vecNested = 4
+	// vecOverflow: an exception inside a handler found the trap stack
+	// nearly full (entry_arm64.s, trapOverflow).
+	vecOverflow = 16
 )
 
 // Software-generated interrupts the kernel sends.
@@ -231,9 +234,14 @@ func machineExit(code uint8) {
 	psci.SystemOff()
 }
 
-// inKernel reports whether the exception interrupted kernel code: kernel
-// code runs with a kernel g in R28 (the task's, the trap g or the boot g).
+// inKernel reports whether the exception interrupted kernel code. Kernel
+// code runs with IRQs masked (PSTATE.I), application code with them
+// unmasked; the one place the kernel unmasks them is waitForInterrupt
+// (the idle loop), which an interrupt finds with a kernel g in R28.
 func inKernel(r *Regs) bool {
+	if r.PSTATE&pstateI != 0 {
+		return true
+	}
 	c := sched.This()
 	g := uintptr(r.X[28])
 	if t := sched.Current(); t != nil && g == t.G() {
@@ -241,6 +249,9 @@ func inKernel(r *Regs) bool {
 	}
 	return g == c.TrapGSlot || g == uintptr(unsafe.Pointer(&bootG))
 }
+
+// pstateI is PSTATE.I: IRQs masked.
+const pstateI = 1 << 7
 
 // fault prints the report for r and stops the machine.
 func fault(r *Regs, why string) {
@@ -264,6 +275,8 @@ func fault(r *Regs, why string) {
 		kprint("FIQ")
 	case vecSError:
 		kprint("SError")
+	case vecOverflow:
+		kprint("trap stack overflow (an exception inside a handler found its trap stack full: nesting too deep or a handler's frames too big)")
 	}
 	kprint(" esr=")
 	kprintHex(r.ESR, 1)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -39,8 +40,9 @@ func (a AccelChoice) String() string { return "yolk: accel " + a.Accel + " (" + 
 // AccelOptions control ChooseAccel.
 type AccelOptions struct {
 	Mode         string        // "auto" (or ""), "kvm" or "tcg"
-	Machine      string        // machine the probe boots; default "microvm"
-	QEMU         string        // default FindQEMU()
+	Arch         string        // the guest's architecture; default "amd64"
+	Machine      string        // machine the probe boots; default the arch's first
+	QEMU         string        // default FindQEMUFor(Arch)
 	CacheDir     string        // verdict cache; default os.UserCacheDir()/yolk
 	ProbeTimeout time.Duration // default DefaultProbeTimeout
 	ProbeImage   string        // a prebuilt probe image; default: build ProbePackage
@@ -64,15 +66,23 @@ func ChooseAccel(ctx context.Context, o AccelOptions) (AccelChoice, error) {
 	default:
 		return AccelChoice{}, fmt.Errorf("accelerator %q: want auto, kvm or tcg", o.Mode)
 	}
+	arch, err := image.CheckArch(o.Arch)
+	if err != nil {
+		return AccelChoice{}, err
+	}
+	o.Arch = arch
 	if o.QEMU == "" {
-		q, err := FindQEMU()
+		q, err := FindQEMUFor(arch)
 		if err != nil {
 			return AccelChoice{}, err
 		}
 		o.QEMU = q
 	}
+	if runtime.GOARCH != arch {
+		return AccelChoice{"tcg", fmt.Sprintf("an %s guest on an %s host: no KVM", arch, runtime.GOARCH)}, nil
+	}
 	if o.Machine == "" {
-		o.Machine = "microvm"
+		o.Machine = MachinesFor(arch)[0]
 	}
 	if o.KVMDevice == "" {
 		o.KVMDevice = "/dev/kvm"
@@ -101,7 +111,7 @@ func ChooseAccel(ctx context.Context, o AccelOptions) (AccelChoice, error) {
 		}
 		defer os.RemoveAll(tmp)
 		var errb bytes.Buffer
-		_, err = image.Build(ctx, ProbePackage, image.Options{Output: filepath.Join(tmp, "probe.elf"), Stderr: &errb})
+		_, err = image.Build(ctx, ProbePackage, image.Options{Output: filepath.Join(tmp, "probe.elf"), Arch: arch, Stderr: &errb})
 		if err != nil {
 			fmt.Fprintf(o.Log, "yolk: building the kvm probe: %v\n%s", err, errb.String())
 			return AccelChoice{"tcg", "kvm probe image did not build: " + firstLine(err.Error())}, nil

@@ -25,29 +25,33 @@ const SelftestPackage = "yolk/kernel/selftest"
 // unless $YOLK_MACHINE names others (comma-separated). An entry is
 // machine[@memory][:cpus]: the guest's memory after "@" (default 128M;
 // q35@6G checks RAM above 4 GiB) and its CPU count after ":" (default 1).
-// Every machine runs the suite at 1, 2 and 4 CPUs; 4 vCPUs on CI's 2 host
-// cores is oversubscribed under TCG on purpose.
+// Every x86 machine runs the suite at 1, 2 and 4 CPUs (4 vCPUs on CI's 2
+// host cores is oversubscribed under TCG on purpose); arm64's virt at 1 and
+// 2 CPUs with each GIC version. An arm64 machine boots the arm64 build of
+// the self-test image.
 var guestMachines = []string{
 	"microvm:1", "microvm:2", "microvm:4",
 	"pc:1", "pc:2", "pc:4",
 	"q35:1", "q35:2", "q35:4",
 	"q35@6G:2",
+	"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2",
 }
 
-// guestEntry splits a guestMachines entry.
-func guestEntry(e string) (machine, memory string, cpus int, err error) {
+// guestEntry splits a guestMachines entry; arch is the machine's.
+func guestEntry(e string) (machine, memory string, cpus int, arch string, err error) {
 	rest, n, hasCPUs := strings.Cut(e, ":")
 	machine, memory, _ = strings.Cut(rest, "@")
 	cpus = 1
 	if hasCPUs {
 		if cpus, err = strconv.Atoi(n); err != nil || cpus < 1 || cpus > MaxCPUs {
-			return "", "", 0, fmt.Errorf("%q: want a CPU count from 1 to %d after the colon", e, MaxCPUs)
+			return "", "", 0, "", fmt.Errorf("%q: want a CPU count from 1 to %d after the colon", e, MaxCPUs)
 		}
 	}
-	if !contains(Machines, machine) {
-		return "", "", 0, fmt.Errorf("%q: unknown machine %q (want %s)", e, machine, strings.Join(Machines, ", "))
+	if arch = ArchOfMachine(machine); arch == "" {
+		return "", "", 0, "", fmt.Errorf("%q: unknown machine %q (want %s, or %s for arm64)", e, machine,
+			strings.Join(Machines, ", "), strings.Join(ArmMachines, ", "))
 	}
-	return machine, memory, cpus, nil
+	return machine, memory, cpus, arch, nil
 }
 
 // What TestGuest passes on the kernel command line for the guest's
@@ -60,8 +64,15 @@ const (
 )
 
 // enosysLine is what the kernel logs, once, for the unknown system call
-// that the guest's TestUnknownSyscallENOSYS makes twice.
-const enosysLine = "syscall acct (163) not implemented: ENOSYS"
+// that the guest's TestUnknownSyscallENOSYS makes twice (acct: 163 on
+// amd64, 89 on arm64).
+func enosysLine(arch string) string {
+	nr := 163
+	if arch == "arm64" {
+		nr = 89
+	}
+	return fmt.Sprintf("syscall acct (%d) not implemented: ENOSYS", nr)
+}
 
 // defaultGuestTimeout bounds one boot of the self-test image unless
 // $YOLK_TIMEOUT says otherwise.
@@ -80,31 +91,36 @@ const defaultGuestTimeout = 10 * time.Minute
 // TestUnknownSyscallENOSYS's system call does not appear exactly once.
 //
 // $YOLK_GUEST_ARGS (split at spaces) are the self-test's arguments, e.g.
-// "-bench ." to run the guest benchmarks; $YOLK_SELFTEST_IMAGE boots a
-// prebuilt image instead of building one, and $YOLK_OUT moves the logs out of
-// <root>/out.
+// "-bench ." to run the guest benchmarks; $YOLK_SELFTEST_IMAGE (amd64) and
+// $YOLK_SELFTEST_IMAGE_ARM64 boot prebuilt images instead of building them,
+// and $YOLK_OUT moves the logs out of <root>/out.
 func TestGuest(t *testing.T) {
 	root, err := image.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := os.Getenv("YOLK_SELFTEST_IMAGE")
+	imgs := map[string]string{"amd64": os.Getenv("YOLK_SELFTEST_IMAGE"), "arm64": os.Getenv("YOLK_SELFTEST_IMAGE_ARM64")}
 	pkgDir := filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(SelftestPackage, image.ModulePath+"/")))
-	if m, _ := filepath.Glob(filepath.Join(pkgDir, "*.go")); len(m) == 0 && img == "" {
-		t.Fatalf("the guest self-test package %s (%s) does not exist yet; it is the kernel side's main package "+
-			"that prints the go test -v report and exits through yolk/kernel", SelftestPackage, pkgDir)
-	}
-	if _, err := FindQEMU(); err != nil {
-		t.Fatal(err)
+	if m, _ := filepath.Glob(filepath.Join(pkgDir, "*.go")); len(m) == 0 {
+		t.Fatalf("the guest self-test package %s (%s) does not exist", SelftestPackage, pkgDir)
 	}
 
 	machines := guestMachines
 	if env := os.Getenv("YOLK_MACHINE"); env != "" {
 		machines = strings.Split(env, ",")
 	}
+	arches := map[string]bool{}
 	for _, m := range machines {
-		if _, _, _, err := guestEntry(m); err != nil {
+		_, _, _, arch, err := guestEntry(m)
+		if err != nil {
 			t.Fatalf("YOLK_MACHINE: %v", err)
+		}
+		arches[arch] = true
+	}
+	// A missing emulator is a failure, never a skip.
+	for arch := range arches {
+		if _, err := FindQEMUFor(arch); err != nil {
+			t.Fatal(err)
 		}
 	}
 	timeout := defaultGuestTimeout
@@ -118,15 +134,22 @@ func TestGuest(t *testing.T) {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if img == "" {
-		img = filepath.Join(outDir, "selftest.elf")
+	for _, arch := range image.Arches {
+		if !arches[arch] || imgs[arch] != "" {
+			continue
+		}
+		img := filepath.Join(outDir, "selftest.elf")
+		if arch != "amd64" {
+			img = filepath.Join(outDir, "selftest-"+arch+".elf")
+		}
 		var buildLog bytes.Buffer
 		start := time.Now()
-		res, err := image.Build(t.Context(), SelftestPackage, image.Options{Output: img, Stderr: &buildLog})
+		res, err := image.Build(t.Context(), SelftestPackage, image.Options{Output: img, Arch: arch, Stderr: &buildLog})
 		if err != nil {
-			t.Fatalf("building the self-test image: %v\n%s", err, buildLog.String())
+			t.Fatalf("building the %s self-test image: %v\n%s", arch, err, buildLog.String())
 		}
-		t.Logf("built %s in %v (PVH entry %s at %#x)", img, time.Since(start).Round(time.Millisecond), res.Patch.Symbol, res.Patch.Entry)
+		t.Logf("built %s in %v (entry %s at %#x)", img, time.Since(start).Round(time.Millisecond), res.Patch.Symbol, res.Patch.Entry)
+		imgs[arch] = img
 	}
 
 	// The self-test package's directory, with its testdata, as yolk test
@@ -144,7 +167,8 @@ func TestGuest(t *testing.T) {
 
 	for _, m := range machines {
 		t.Run(m, func(t *testing.T) {
-			bootSelftest(t, img, initrd, env, m, timeout, outDir)
+			_, _, _, arch, _ := guestEntry(m)
+			bootSelftest(t, imgs[arch], initrd, env, m, timeout, outDir)
 		})
 	}
 }
@@ -157,11 +181,11 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 			timeout = max(left, time.Second)
 		}
 	}
-	machine, memory, cpus, err := guestEntry(entry)
+	machine, memory, cpus, arch, err := guestEntry(entry)
 	if err != nil {
 		t.Fatal(err)
 	}
-	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Machine: machine})
+	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: machine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +208,7 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 	stdin := io.MultiReader(bytes.NewReader(input[:1000]), gatedReader{gate, bytes.NewReader(input[1000:])})
 	res, err := Run(t.Context(), Config{
 		Image:   img,
+		Arch:    arch,
 		Machine: machine,
 		Memory:  memory,
 		SMP:     cpus,
@@ -199,7 +224,7 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 			if l == "=== RUN   TestConsoleInput" {
 				gateOnce.Do(func() { time.AfterFunc(300*time.Millisecond, func() { close(gate) }) })
 			}
-			if strings.Contains(l, enosysLine) {
+			if strings.Contains(l, enosysLine(arch)) {
 				enosysLines++
 			}
 			rep.Line(l)
@@ -247,7 +272,7 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 		t.Errorf("guest TestArgsEnv skipped: the guest did not see %s passed on the kernel command line", guestEnvKey)
 	}
 	if gt := rep.Test("TestUnknownSyscallENOSYS"); gt != nil && gt.Result != report.Running && enosysLines != 1 {
-		t.Errorf("the kernel logged %q %d times, want once (the guest called it twice)", enosysLine, enosysLines)
+		t.Errorf("the kernel logged %q %d times, want once (the guest called it twice)", enosysLine(arch), enosysLines)
 	}
 	if t.Failed() {
 		if log, err := os.ReadFile(logPath); err == nil {

@@ -1,9 +1,11 @@
-// Package qemu boots yolk images in QEMU (amd64) and reads what they report.
+// Package qemu boots yolk images in QEMU and reads what they report.
 //
-// Run starts qemu-system-x86_64 on an image built by package image, streams
+// Run starts qemu-system-x86_64 (amd64 images) or qemu-system-aarch64
+// (arm64 images, machine virt) on an image built by package image, streams
 // the guest's serial output (backtrace lines symbolized from the image), and
 // derives the program's exit status from the guest's "yolk: exit N" line,
-// cross-checked against QEMU's isa-debug-exit status. ChooseAccel picks KVM
+// cross-checked against QEMU's own status (isa-debug-exit on amd64,
+// semihosting SYS_EXIT on arm64). ChooseAccel picks KVM
 // only when a probe boot proves that KVM runs the kernel, TCG otherwise.
 // Cmdline encodes the environment and arguments the guest receives.
 //
@@ -13,12 +15,15 @@ package qemu
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,15 +31,66 @@ import (
 	"yolk/qemu/image"
 )
 
-// Binary is the QEMU system emulator Run starts (unless $YOLK_QEMU names
-// another one).
-const Binary = "qemu-system-x86_64"
+// Binary is the QEMU system emulator Run starts for amd64 images (unless
+// $YOLK_QEMU names another one); ArmBinary for arm64 images.
+const (
+	Binary    = "qemu-system-x86_64"
+	ArmBinary = "qemu-system-aarch64"
+)
 
-// InstallHint is the command that installs QEMU on Debian.
-const InstallHint = "apt-get update && apt-get install -y qemu-system-x86"
+// InstallHint is the command that installs QEMU on Debian; ArmInstallHint
+// the one for arm64 guests.
+const (
+	InstallHint    = "apt-get update && apt-get install -y qemu-system-x86"
+	ArmInstallHint = "apt-get update && apt-get install -y qemu-system-arm"
+)
 
-// Machines are the QEMU machine types the runner supports.
-var Machines = []string{"microvm", "pc", "q35"}
+// Machines are the QEMU machine types the runner supports for amd64 images;
+// ArmMachines for arm64 images: QEMU virt with a GICv2 ("virt") or a
+// GICv3 ("virt-gicv3").
+var (
+	Machines    = []string{"microvm", "pc", "q35"}
+	ArmMachines = []string{"virt", "virt-gicv3"}
+)
+
+// MachinesFor are the machines for arch.
+func MachinesFor(arch string) []string {
+	if arch == "arm64" {
+		return ArmMachines
+	}
+	return Machines
+}
+
+// ArchOfMachine is the architecture a machine name belongs to ("" if none).
+func ArchOfMachine(machine string) string {
+	switch {
+	case contains(Machines, machine):
+		return "amd64"
+	case contains(ArmMachines, machine):
+		return "arm64"
+	}
+	return ""
+}
+
+// ImageArch reads an image's architecture from its ELF header: "amd64" or
+// "arm64".
+func ImageArch(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		if _, serr := os.Stat(path); serr != nil {
+			return "", serr
+		}
+		return "", fmt.Errorf("%s: not an ELF image (%v): build one with yolk build", path, err)
+	}
+	defer f.Close()
+	switch f.Machine {
+	case elf.EM_X86_64:
+		return "amd64", nil
+	case elf.EM_AARCH64:
+		return "arm64", nil
+	}
+	return "", fmt.Errorf("%s: ELF machine %v: yolk runs amd64 and arm64 images", path, f.Machine)
+}
 
 // MaxCPUs is the most CPUs the kernel runs (sched.MaxCPUs; a test keeps the
 // two equal). A guest with more stops at boot with a fault report.
@@ -50,30 +106,39 @@ const (
 )
 
 // ErrNoQEMU is returned when QEMU is not installed.
-var ErrNoQEMU = errors.New(Binary + " not found; install it with: " + InstallHint)
+var ErrNoQEMU = errors.New("QEMU not found")
 
-// FindQEMU returns the path of the QEMU binary: $YOLK_QEMU if set, else
-// qemu-system-x86_64 from $PATH. A missing QEMU yields an error wrapping
-// ErrNoQEMU that says how to install it.
-func FindQEMU() (string, error) {
-	if p := os.Getenv("YOLK_QEMU"); p != "" {
+// FindQEMU returns the path of the amd64 QEMU binary: $YOLK_QEMU if set,
+// else qemu-system-x86_64 from $PATH. A missing QEMU yields an error
+// wrapping ErrNoQEMU that says how to install it.
+func FindQEMU() (string, error) { return FindQEMUFor("amd64") }
+
+// FindQEMUFor is FindQEMU for an architecture's emulator ($YOLK_QEMU for
+// amd64, $YOLK_QEMU_ARM64 for arm64).
+func FindQEMUFor(arch string) (string, error) {
+	bin, hint, env := Binary, InstallHint, "YOLK_QEMU"
+	if arch == "arm64" {
+		bin, hint, env = ArmBinary, ArmInstallHint, "YOLK_QEMU_ARM64"
+	}
+	if p := os.Getenv(env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("$YOLK_QEMU: %w", err)
+			return "", fmt.Errorf("$%s: %w", env, err)
 		}
 		return p, nil
 	}
-	p, err := exec.LookPath(Binary)
+	p, err := exec.LookPath(bin)
 	if err != nil {
-		return "", ErrNoQEMU
+		return "", fmt.Errorf("%w: %s is not installed; install it with: %s", ErrNoQEMU, bin, hint)
 	}
 	return p, nil
 }
 
 // Config describes one boot.
 type Config struct {
-	QEMU    string        // QEMU binary; default FindQEMU()
+	QEMU    string        // QEMU binary; default FindQEMUFor(Arch)
 	Image   string        // ELF image (patched by image.Patch)
-	Machine string        // "microvm" (default), "pc" or "q35"
+	Arch    string        // "amd64" or "arm64"; Run reads it from the image when empty
+	Machine string        // amd64: "microvm" (default), "pc" or "q35"; arm64: "virt" (default) or "virt-gicv3"
 	Accel   string        // "tcg" (default) or "kvm"; see ChooseAccel
 	Memory  string        // -m; default "128M"
 	SMP     int           // -smp; default 1 (QEMUArgs accepts any count: the kernel refuses more than MaxCPUs)
@@ -147,14 +212,24 @@ type Result struct {
 
 // QEMUArgs returns the QEMU command-line arguments for c (without the binary).
 func QEMUArgs(c Config) ([]string, error) {
+	arch, err := image.CheckArch(c.Arch)
+	if err != nil {
+		return nil, err
+	}
 	machine := c.Machine
 	if machine == "" {
-		machine = "microvm"
+		machine = MachinesFor(arch)[0]
 	}
-	if !contains(Machines, machine) {
-		return nil, fmt.Errorf("machine %q: want one of %s", machine, strings.Join(Machines, ", "))
+	if !contains(MachinesFor(arch), machine) {
+		if other := ArchOfMachine(machine); other != "" {
+			return nil, fmt.Errorf("machine %q is an %s machine; the image is %s (want one of %s)", machine, other, arch, strings.Join(MachinesFor(arch), ", "))
+		}
+		return nil, fmt.Errorf("machine %q: want one of %s", machine, strings.Join(MachinesFor(arch), ", "))
 	}
 	accel, cpu := c.Accel, "max"
+	if arch == "arm64" {
+		cpu = "cortex-a72"
+	}
 	switch accel {
 	case "", "tcg":
 		accel = "tcg"
@@ -177,12 +252,36 @@ func QEMUArgs(c Config) ([]string, error) {
 	if c.Image == "" {
 		return nil, errors.New("no image")
 	}
-	cmdline, err := Cmdline(c.Env, c.Args)
+	env := c.Env
+	var initrd []string
+	if c.Initrd != "" {
+		if arch == "arm64" {
+			// QEMU virt loads no -initrd for an ELF kernel: a loader
+			// device puts it at the top of RAM and the command line
+			// says where (the kernel reads yolk.initrd first).
+			a, n, err := armInitrd(c.Initrd, mem)
+			if err != nil {
+				return nil, err
+			}
+			initrd = []string{"-device", fmt.Sprintf("loader,file=%s,addr=%#x,force-raw=on", c.Initrd, a)}
+			env = append(slices.Clone(env), fmt.Sprintf("yolk.initrd=%#x,%d", a, n))
+		} else {
+			initrd = []string{"-initrd", c.Initrd}
+		}
+	}
+	cmdline, err := Cmdline(env, c.Args)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{
-		"-machine", machine,
+	args := []string{"-machine", machine}
+	if arch == "arm64" {
+		gic := "2"
+		if machine == "virt-gicv3" {
+			gic = "3"
+		}
+		args = []string{"-machine", "virt,gic-version=" + gic}
+	}
+	args = append(args,
 		"-accel", accel,
 		"-cpu", cpu,
 		"-m", mem,
@@ -191,14 +290,62 @@ func QEMUArgs(c Config) ([]string, error) {
 		"-display", "none",
 		"-no-reboot",
 		"-serial", "stdio",
-		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
-		"-kernel", c.Image,
-		"-append", cmdline,
+	)
+	if arch == "arm64" {
+		args = append(args, "-semihosting-config", "enable=on,target=native")
+	} else {
+		args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	}
-	if c.Initrd != "" {
-		args = append(args, "-initrd", c.Initrd)
-	}
+	args = append(args, "-kernel", c.Image, "-append", cmdline)
+	args = append(args, initrd...)
 	return append(args, c.Extra...), nil
+}
+
+// armRAMBase is where QEMU virt's RAM starts.
+const armRAMBase = 0x40000000
+
+// armInitrd places the boot archive at path for an arm64 guest with mem of
+// RAM (QEMU's -m syntax): page aligned at the top of RAM, 64 KiB below
+// its end. It returns the address and the archive's size.
+func armInitrd(path, mem string) (addr uint64, size int64, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	ram, err := memBytes(mem)
+	if err != nil {
+		return 0, 0, err
+	}
+	const align = 64 << 10
+	need := (uint64(st.Size()) + align - 1) &^ (align - 1)
+	if need+2*align+64<<20 > ram {
+		return 0, 0, fmt.Errorf("boot archive %s (%d bytes) does not fit in -m %s beside the kernel", path, st.Size(), mem)
+	}
+	return armRAMBase + ram - need - align, st.Size(), nil
+}
+
+// memBytes parses QEMU's -m size: a number with an optional K, M, G or T
+// suffix (no suffix: MiB).
+func memBytes(mem string) (uint64, error) {
+	s := strings.TrimSpace(mem)
+	mult := uint64(1 << 20)
+	if n := len(s); n > 0 {
+		switch s[n-1] | 0x20 {
+		case 'k':
+			mult, s = 1<<10, s[:n-1]
+		case 'm':
+			mult, s = 1<<20, s[:n-1]
+		case 'g':
+			mult, s = 1<<30, s[:n-1]
+		case 't':
+			mult, s = 1<<40, s[:n-1]
+		}
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("memory size %q: want a number with an optional K, M, G or T suffix", mem)
+	}
+	return v * mult, nil
 }
 
 func contains(list []string, s string) bool {
@@ -214,15 +361,22 @@ func contains(list []string, s string) bool {
 // error is non-nil only when QEMU could not be started at all; every outcome
 // of a started QEMU is in Result (ExitCode, Messages).
 func Run(ctx context.Context, c Config) (*Result, error) {
+	if _, err := os.Stat(c.Image); err != nil {
+		return nil, err
+	}
+	if c.Arch == "" {
+		arch, err := ImageArch(c.Image)
+		if err != nil {
+			return nil, err
+		}
+		c.Arch = arch
+	}
 	if c.QEMU == "" {
-		q, err := FindQEMU()
+		q, err := FindQEMUFor(c.Arch)
 		if err != nil {
 			return nil, err
 		}
 		c.QEMU = q
-	}
-	if _, err := os.Stat(c.Image); err != nil {
-		return nil, err
 	}
 	args, err := QEMUArgs(c)
 	if err != nil {
@@ -320,14 +474,15 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	decide(res, c.Timeout, filepath.Base(c.QEMU))
+	decide(res, c.Timeout, filepath.Base(c.QEMU), c.Arch)
 	return res, nil
 }
 
 // decide sets res.ExitCode and res.Messages from the marker, QEMU's status
 // and the timeout, following the exit protocol: the guest prints
-// "yolk: exit N" and writes N to isa-debug-exit, so QEMU exits (N<<1)|1.
-func decide(res *Result, timeout time.Duration, qemuName string) {
+// "yolk: exit N" and writes N to isa-debug-exit, so QEMU exits (N<<1)|1
+// (amd64), or makes a semihosting SYS_EXIT with N, so QEMU exits N (arm64).
+func decide(res *Result, timeout time.Duration, qemuName, arch string) {
 	s := res.QEMUStatus
 	switch {
 	case res.TimedOut:
@@ -335,11 +490,19 @@ func decide(res *Result, timeout time.Duration, qemuName string) {
 		res.Messages = append(res.Messages, fmt.Sprintf("yolk: timeout after %v", timeout))
 	case res.Marker:
 		res.ExitCode = res.GuestExit
-		if want := (res.GuestExit<<1 | 1) & 0xff; s != want {
-			res.Mismatch = fmt.Sprintf("guest reported exit %d but QEMU exited with status %d (isa-debug-exit gives %d)",
-				res.GuestExit, s, want)
+		want, how := (res.GuestExit<<1|1)&0xff, "isa-debug-exit"
+		if arch == "arm64" {
+			want, how = res.GuestExit&0xff, "semihosting"
+		}
+		if s != want {
+			res.Mismatch = fmt.Sprintf("guest reported exit %d but QEMU exited with status %d (%s gives %d)",
+				res.GuestExit, s, how, want)
 			res.Messages = append(res.Messages, "yolk: warning: "+res.Mismatch)
 		}
+	case arch == "arm64" && s > 0 && !qemuComplained(res.QEMUStderr, qemuName):
+		res.ExitCode = s
+		res.Messages = append(res.Messages, fmt.Sprintf(
+			"yolk: warning: no \"yolk: exit N\" line; exit status %d taken from QEMU's (semihosting) status", s))
 	case s > 0 && s%2 == 1 && !qemuComplained(res.QEMUStderr, qemuName):
 		res.ExitCode = (s - 1) / 2
 		res.Messages = append(res.Messages, fmt.Sprintf(
@@ -366,7 +529,7 @@ func decide(res *Result, timeout time.Duration, qemuName string) {
 // isa-debug-exit.
 func qemuComplained(stderr, name string) bool {
 	for _, l := range strings.Split(stderr, "\n") {
-		if (strings.HasPrefix(l, name+":") || strings.HasPrefix(l, Binary+":")) &&
+		if (strings.HasPrefix(l, name+":") || strings.HasPrefix(l, Binary+":") || strings.HasPrefix(l, ArmBinary+":")) &&
 			!strings.Contains(l, "warning:") {
 			return true
 		}

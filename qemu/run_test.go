@@ -81,7 +81,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := c.in
-		decide(&r, 90*time.Second, "qemu-system-x86_64")
+		decide(&r, 90*time.Second, "qemu-system-x86_64", "amd64")
 		if r.ExitCode != c.code {
 			t.Errorf("%s: exit %d, want %d (%q)", c.name, r.ExitCode, c.code, r.Messages)
 		}
@@ -93,6 +93,91 @@ func TestDecide(t *testing.T) {
 			t.Errorf("%s: unexpected messages %q", c.name, r.Messages)
 		case c.msg != "" && (len(r.Messages) != 1 || !strings.Contains(r.Messages[0], c.msg)):
 			t.Errorf("%s: messages %q, want one containing %q", c.name, r.Messages, c.msg)
+		}
+	}
+}
+
+// TestDecideArm64: semihosting's status is the guest's N itself.
+func TestDecideArm64(t *testing.T) {
+	cases := []struct {
+		name     string
+		in       Result
+		code     int
+		mismatch bool
+		msg      string
+	}{
+		{"marker agrees", Result{Marker: true, GuestExit: 3, QEMUStatus: 3}, 3, false, ""},
+		{"marker 125", Result{Marker: true, GuestExit: 125, QEMUStatus: 125}, 125, false, ""},
+		{"marker disagrees", Result{Marker: true, GuestExit: 0, QEMUStatus: 7}, 0, true, "semihosting gives 0"},
+		{"no marker", Result{QEMUStatus: 2}, 2, false, "exit status 2 taken from QEMU's (semihosting) status"},
+		{"qemu error", Result{QEMUStatus: 1, QEMUStderr: "qemu-system-aarch64: -kernel x: No such file\n"}, ExitQEMU, false, "QEMU failed (status 1)"},
+		{"power off", Result{QEMUStatus: 0}, ExitReset, false, "without an exit report"},
+	}
+	for _, c := range cases {
+		r := c.in
+		decide(&r, time.Minute, "qemu-system-aarch64", "arm64")
+		if r.ExitCode != c.code || (r.Mismatch != "") != c.mismatch {
+			t.Errorf("%s: exit %d mismatch %q, want %d, %v", c.name, r.ExitCode, r.Mismatch, c.code, c.mismatch)
+		}
+		if c.msg != "" && (len(r.Messages) != 1 || !strings.Contains(r.Messages[0], c.msg)) {
+			t.Errorf("%s: messages %q, want one containing %q", c.name, r.Messages, c.msg)
+		}
+	}
+}
+
+// TestQEMUArgsArm64: virt with the GIC version of the machine name,
+// semihosting instead of isa-debug-exit, and the boot archive through a
+// loader device at the top of RAM, named on the command line.
+func TestQEMUArgsArm64(t *testing.T) {
+	rd := filepath.Join(t.TempDir(), "rd")
+	if err := os.WriteFile(rd, make([]byte, 100_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := QEMUArgs(Config{Image: "app.elf", Arch: "arm64", Machine: "virt-gicv3", SMP: 2, Initrd: rd, Env: []string{"A=1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 128 MiB: the archive rounds up to 128 KiB and ends 64 KiB below the top.
+	addr := 0x40000000 + 128<<20 - 128<<10 - 64<<10
+	want := []string{
+		"-machine", "virt,gic-version=3", "-accel", "tcg", "-cpu", "cortex-a72", "-m", "128M", "-smp", "2",
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial", "stdio",
+		"-semihosting-config", "enable=on,target=native",
+		"-kernel", "app.elf", "-append", fmt.Sprintf("A=1 yolk.initrd=%#x,100000 --", addr),
+		"-device", fmt.Sprintf("loader,file=%s,addr=%#x,force-raw=on", rd, addr),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("QEMUArgs =\n%q\nwant\n%q", got, want)
+	}
+	got, _ = QEMUArgs(Config{Image: "app.elf", Arch: "arm64"})
+	if strings.Join(got[:10], " ") != "-machine virt,gic-version=2 -accel tcg -cpu cortex-a72 -m 128M -smp 1" {
+		t.Errorf("defaults: %q", got[:10])
+	}
+	for _, bad := range []Config{
+		{Image: "a", Arch: "arm64", Machine: "q35"},
+		{Image: "a", Machine: "virt"},
+		{Image: "a", Arch: "riscv64"},
+		{Image: "a", Arch: "arm64", Initrd: rd, Memory: "64M"},
+		{Image: "a", Arch: "arm64", Initrd: rd, Memory: "lots"},
+	} {
+		if _, err := QEMUArgs(bad); err == nil {
+			t.Errorf("QEMUArgs(%+v) accepted", bad)
+		}
+	}
+	if _, err := QEMUArgs(Config{Image: "a", Arch: "arm64", Machine: "q35"}); err == nil || !strings.Contains(err.Error(), "amd64 machine") {
+		t.Errorf("arm64 image on q35: %v, want it to name the architectures", err)
+	}
+}
+
+func TestMemBytes(t *testing.T) {
+	for in, want := range map[string]uint64{"128M": 128 << 20, "1G": 1 << 30, "512": 512 << 20, "2g": 2 << 30, "65536K": 64 << 20} {
+		if got, err := memBytes(in); err != nil || got != want {
+			t.Errorf("memBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "M", "-1M", "1.5G", "0"} {
+		if _, err := memBytes(bad); err == nil {
+			t.Errorf("memBytes(%q) accepted", bad)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // asmFiles use CPU and Context fields at literal offsets.
-var asmFiles = []string{"../kernel/entry_amd64.s", "../kernel/trampoline_amd64.s", "cpu_amd64.s"}
+var asmFiles = []string{"../kernel/entry_amd64.s", "../kernel/trampoline_amd64.s", "cpu_amd64.s", "../kernel/entry_arm64.s"}
 
 var (
 	asmAnnotRE = regexp.MustCompile(`//\s*(CPU|Context)\.([\w.]+)\s*$`)

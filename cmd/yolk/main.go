@@ -1,9 +1,14 @@
 // Command yolk builds unmodified Go main packages into bootable yolk images
 // and boots them in QEMU.
 //
-//	yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
-//	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35] [-m 128M] [-smp 1]
+//	yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+//	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
 //	         [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+//
+// build's architecture is -arch, else $GOARCH if it names one the kernel
+// runs, else amd64; run boots an image in the emulator of its ELF machine
+// (qemu-system-x86_64 or qemu-system-aarch64, machine virt by default).
+//
 //	yolk test [-run re] [-v] [-short] [-timeout 10m] [...] [-smp 1] [...] packages [-args ...]
 //
 // test builds each package's test binary with the kernel linked in, boots
@@ -35,8 +40,8 @@ import (
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
-  yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
-  yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35] [-m 128M] [-smp 1]
+  yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+  yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
            [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
@@ -71,8 +76,9 @@ func build(args []string) int {
 	out := fs.String("o", "", "output image (default: <package dir>.elf)")
 	tags := fs.String("tags", "", "build tags, as for go build")
 	ldflags := fs.String("ldflags", "", "linker flags, as for go build")
+	arch := fs.String("arch", "", "target architecture: amd64 or arm64 (default $GOARCH if one of them, else amd64)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk build [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg")
+		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg")
 		fs.PrintDefaults()
 	}
 	fs.Parse(args)
@@ -82,13 +88,34 @@ func build(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := image.Build(ctx, fs.Arg(0), image.Options{Output: *out, Tags: *tags, LDFlags: *ldflags})
+	a, err := targetArch(*arch)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 2
+	}
+	res, err := image.Build(ctx, fs.Arg(0), image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "yolk: built %s (PVH entry %s at %#x)\n", res.Output, res.Patch.Symbol, res.Patch.Entry)
+	kind := "PVH entry"
+	if a == "arm64" {
+		kind = "arm64 entry"
+	}
+	fmt.Fprintf(os.Stderr, "yolk: built %s (%s %s at %#x)\n", res.Output, kind, res.Patch.Symbol, res.Patch.Entry)
 	return 0
+}
+
+// targetArch is the architecture to build for: flag if given, else
+// $GOARCH when the kernel runs on it, else amd64.
+func targetArch(flag string) (string, error) {
+	if flag != "" {
+		return image.CheckArch(flag)
+	}
+	if g := os.Getenv("GOARCH"); g == "amd64" || g == "arm64" {
+		return g, nil
+	}
+	return "amd64", nil
 }
 
 type envFlag []string
@@ -105,7 +132,7 @@ func (e *envFlag) Set(s string) error {
 func run(args []string) int {
 	fs := flag.NewFlagSet("yolk run", flag.ExitOnError)
 	accel := fs.String("accel", "auto", "accelerator: auto (KVM if a probe boot works), kvm or tcg")
-	machine := fs.String("machine", "microvm", "QEMU machine: microvm, pc or q35")
+	machine := fs.String("machine", "", "QEMU machine: microvm (default), pc or q35 for amd64 images; virt (GICv2, default) or virt-gicv3 for arm64")
 	mem := fs.String("m", "128M", "guest RAM, as for QEMU -m")
 	smp := fs.Int("smp", 1, "guest CPUs (1 to 64)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "kill the guest after this long (0: never)")
@@ -159,12 +186,25 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	qemuBin, err := qemu.FindQEMU()
+	arch, err := qemu.ImageArch(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+		return 2
+	}
+	if *machine == "" {
+		*machine = qemu.MachinesFor(arch)[0]
+	}
+	if other := qemu.ArchOfMachine(*machine); other != "" && other != arch {
+		fmt.Fprintf(os.Stderr, "yolk run: -machine %s is an %s machine; %s is an %s image (machines: %s)\n",
+			*machine, other, fs.Arg(0), arch, strings.Join(qemu.MachinesFor(arch), ", "))
+		return 2
+	}
+	qemuBin, err := qemu.FindQEMUFor(arch)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 127
 	}
-	choice, err := qemu.ChooseAccel(ctx, qemu.AccelOptions{Mode: *accel, Machine: *machine, QEMU: qemuBin})
+	choice, err := qemu.ChooseAccel(ctx, qemu.AccelOptions{Mode: *accel, Arch: arch, Machine: *machine, QEMU: qemuBin})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
@@ -174,6 +214,7 @@ func run(args []string) int {
 	res, err := qemu.Run(ctx, qemu.Config{
 		QEMU:    qemuBin,
 		Image:   fs.Arg(0),
+		Arch:    arch,
 		Machine: *machine,
 		Accel:   choice.Accel,
 		Memory:  *mem,

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -24,8 +26,52 @@ import (
 // handler outgrows its trap stack, or when traps nest too deep. This needs
 // QEMU and a booting kernel.
 func TestBuildAndRunProgram(t *testing.T) {
+	kreport := []string{"yolk: fault: page fault (#PF) vector=14", "address=0xffffa00000000000", "yolk/kernel.crashKernel", "yolk: exit 125"}
+	buildAndRun(t, "amd64", []runCase{
+		{"ok", 1, 0, nil}, {"exit3", 1, 3, nil}, {"panic", 1, 2, []string{"panic: boom"}},
+		{"nil", 1, 2, []string{"panic: runtime error: invalid memory address or nil pointer dereference"}},
+		{"kfault", 1, 125, kreport},
+		{"kconsole", 1, 125, kreport},
+		{"kfaultcpu1", 4, 125, append([]string{"yolk: cpu=1 (of 4; the others are stopped)"}, kreport...)},
+		{"ktrapstack", 1, 125, []string{"kernel stack overflow", "yolk/kernel.eatStack", "yolk: exit 125"}},
+		{"ktrapnest", 1, 125, []string{"yolk: fault: double fault (#DF)", "trap stack overflow or nesting too deep", "yolk: exit 125"}},
+		{"cpus", 3, 0, []string{"NumCPU=3 GOMAXPROCS=3", "3 CPUs"}},
+		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
+		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
+	})
+}
+
+// TestBuildAndRunProgramArm64 is TestBuildAndRunProgram for an arm64 build
+// on QEMU virt: the same statuses through semihosting, and the arm64 fault
+// report (syndrome, fault address, X0-X30, symbolized backtrace).
+func TestBuildAndRunProgramArm64(t *testing.T) {
+	kreport := []string{"yolk: fault: data abort esr=", "address=0xffffa00000000000 (not mapped) write", "yolk: x00=", "yolk/kernel.crashKernel", "yolk: exit 125"}
+	buildAndRun(t, "arm64", []runCase{
+		{"ok", 1, 0, nil}, {"exit3", 1, 3, nil}, {"panic", 1, 2, []string{"panic: boom"}},
+		{"nil", 1, 2, []string{"panic: runtime error: invalid memory address or nil pointer dereference"}},
+		{"kfault", 1, 125, kreport},
+		{"kconsole", 1, 125, kreport},
+		{"kfaultcpu1", 2, 125, append([]string{"yolk: cpu=1 (of 2; the others are stopped)"}, kreport...)},
+		{"ktrapstack", 1, 125, []string{"trap stack overflow", "kernel stack overflow", "yolk: exit 125"}},
+		{"ktrapnest", 1, 125, []string{"trap stack overflow", "nesting too deep", "yolk: exit 125"}},
+		{"cpus", 2, 0, []string{"NumCPU=2 GOMAXPROCS=2", "2 CPUs"}},
+		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
+		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
+	})
+}
+
+// runCase is one boot of the test program: its last argument, CPUs, the
+// exit status and what the output must contain besides the usual.
+type runCase struct {
+	arg  string
+	smp  int
+	code int
+	want []string
+}
+
+func buildAndRun(t *testing.T, arch string, cases []runCase) {
 	// Choose once, so that "auto" probes once and not in every subtest.
-	choice, err := qemu.ChooseAccel(t.Context(), qemu.AccelOptions{Mode: os.Getenv("YOLK_ACCEL")})
+	choice, err := qemu.ChooseAccel(t.Context(), qemu.AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,28 +144,10 @@ func main() {
 }
 `), 0o644)
 	img := filepath.Join(tmp, "app.elf")
-	if out, err := exec.Command(yolk, "build", "-o", img, app).CombinedOutput(); err != nil {
+	if out, err := exec.Command(yolk, "build", "-arch", arch, "-o", img, app).CombinedOutput(); err != nil {
 		t.Fatalf("yolk build: %v\n%s", err, out)
 	}
-
-	kreport := []string{"yolk: fault: page fault (#PF) vector=14", "address=0xffffa00000000000", "yolk/kernel.crashKernel", "yolk: exit 125"}
-	for _, c := range []struct {
-		arg  string
-		smp  int
-		code int
-		want []string // in the output, besides the usual
-	}{
-		{"ok", 1, 0, nil}, {"exit3", 1, 3, nil}, {"panic", 1, 2, []string{"panic: boom"}},
-		{"nil", 1, 2, []string{"panic: runtime error: invalid memory address or nil pointer dereference"}},
-		{"kfault", 1, 125, kreport},
-		{"kconsole", 1, 125, kreport},
-		{"kfaultcpu1", 4, 125, append([]string{"yolk: cpu=1 (of 4; the others are stopped)"}, kreport...)},
-		{"ktrapstack", 1, 125, []string{"kernel stack overflow", "yolk/kernel.eatStack", "yolk: exit 125"}},
-		{"ktrapnest", 1, 125, []string{"yolk: fault: double fault (#DF)", "trap stack overflow or nesting too deep", "yolk: exit 125"}},
-		{"cpus", 3, 0, []string{"NumCPU=3 GOMAXPROCS=3", "3 CPUs"}},
-		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
-		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
-	} {
+	for _, c := range cases {
 		t.Run(c.arg, func(t *testing.T) {
 			cmd := exec.Command(yolk, "run", "-accel="+choice.Accel, "-timeout=2m", "-smp", fmt.Sprint(c.smp), "-e", "GREETING=hello world", img, "a b", c.arg)
 			var stdout, stderr bytes.Buffer
@@ -159,8 +187,10 @@ func TestRunUsageErrors(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	img := filepath.Join(t.TempDir(), "img.elf")
-	os.WriteFile(img, []byte("\x7fELF"), 0o644)
+	img := fakeELF(t, elf.EM_X86_64)
+	armImg := fakeELF(t, elf.EM_AARCH64)
+	notELF := filepath.Join(t.TempDir(), "not.elf")
+	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o644)
 	for _, c := range []struct {
 		args []string
 		env  []string
@@ -176,7 +206,13 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "-smp", "65", img}, nil, 2, "-smp 65: the kernel runs 1 to 64 CPUs"},
 		{[]string{"run", "-smp", "0", img}, nil, 2, "-smp 0: the kernel runs 1 to 64 CPUs"},
 		{[]string{"run", img}, []string{"PATH=/nonexistent", "YOLK_QEMU="}, 127,
-			"qemu-system-x86_64 not found; install it with: apt-get update && apt-get install -y qemu-system-x86"},
+			"qemu-system-x86_64 is not installed; install it with: apt-get update && apt-get install -y qemu-system-x86"},
+		{[]string{"run", armImg}, []string{"PATH=/nonexistent", "YOLK_QEMU_ARM64="}, 127,
+			"qemu-system-aarch64 is not installed; install it with: apt-get update && apt-get install -y qemu-system-arm"},
+		{[]string{"run", "-machine", "q35", armImg}, nil, 2, "-machine q35 is an amd64 machine"},
+		{[]string{"run", "-machine", "virt", img}, nil, 2, "-machine virt is an arm64 machine"},
+		{[]string{"run", notELF}, nil, 2, "not an ELF"},
+		{[]string{"build", "-arch", "riscv64", "."}, nil, 2, `architecture "riscv64": want amd64 or arm64`},
 		{[]string{"build"}, nil, 2, "usage: yolk build"},
 	} {
 		cmd := exec.Command(yolk, c.args...)
@@ -187,4 +223,23 @@ func TestRunUsageErrors(t *testing.T) {
 			t.Errorf("yolk %q: %v\n%s", c.args, err, out)
 		}
 	}
+}
+
+// fakeELF writes an ELF64 header for machine, with no segments: enough for
+// the checks yolk run makes before it starts QEMU.
+func fakeELF(t *testing.T, machine elf.Machine) string {
+	h := make([]byte, 64)
+	copy(h, "\x7fELF\x02\x01\x01")
+	le := binary.LittleEndian
+	le.PutUint16(h[16:], uint16(elf.ET_EXEC))
+	le.PutUint16(h[18:], uint16(machine))
+	le.PutUint32(h[20:], 1)
+	le.PutUint16(h[52:], 64) // e_ehsize
+	le.PutUint16(h[54:], 56) // e_phentsize
+	le.PutUint16(h[58:], 64) // e_shentsize
+	p := filepath.Join(t.TempDir(), machine.String()+".elf")
+	if err := os.WriteFile(p, h, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

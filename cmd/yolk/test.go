@@ -30,7 +30,9 @@ package failed. Packages are go test's patterns (./..., ./sync/ces, strings).
 Test flags (passed to the test binary as -test.X):
   -run, -skip, -bench, -benchtime, -count, -timeout (default 10m), -cpu, -v, -short
 Guest flags:
-  -accel auto|kvm|tcg, -machine microvm|pc|q35, -m 512M, -smp 1, -e KEY=VALUE (repeatable)
+  -arch amd64|arm64 (default $GOARCH if one of them, else amd64),
+  -accel auto|kvm|tcg, -machine microvm|pc|q35 (amd64) or virt|virt-gicv3 (arm64),
+  -m 512M, -smp 1, -e KEY=VALUE (repeatable)
 
 QEMU is killed a minute after -timeout, as go test kills a test binary.
 `
@@ -40,7 +42,7 @@ QEMU is killed a minute after -timeout, as go test kills a test binary.
 var (
 	testValueFlags = map[string]bool{"run": true, "skip": true, "bench": true, "benchtime": true, "count": true, "timeout": true, "cpu": true}
 	testBoolFlags  = map[string]bool{"v": true, "short": true}
-	guestFlags     = map[string]bool{"accel": true, "machine": true, "m": true, "smp": true, "e": true}
+	guestFlags     = map[string]bool{"arch": true, "accel": true, "machine": true, "m": true, "smp": true, "e": true}
 )
 
 // testConfig is a parsed yolk test command line.
@@ -50,6 +52,7 @@ type testConfig struct {
 	verbose  bool
 	bench    bool
 	timeout  time.Duration // the test binary's -test.timeout; 0: none
+	arch     string
 	accel    string
 	machine  string
 	mem      string
@@ -61,7 +64,7 @@ type testConfig struct {
 // may be mixed, as for go test; everything after -args goes to the test
 // binary unchanged.
 func parseTestArgs(args []string) (*testConfig, error) {
-	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", machine: "microvm", mem: "512M", smp: 1}
+	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", mem: "512M", smp: 1}
 	var pass []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -111,6 +114,8 @@ func parseTestArgs(args []string) (*testConfig, error) {
 		case "bench":
 			c.bench = val != ""
 			c.testArgs = append(c.testArgs, "-test.bench="+val)
+		case "arch":
+			c.arch = val
 		case "accel":
 			c.accel = val
 		case "machine":
@@ -136,6 +141,17 @@ func parseTestArgs(args []string) (*testConfig, error) {
 	// go test always passes these two.
 	c.testArgs = append(c.testArgs, "-test.paniconexit0", "-test.timeout="+c.timeout.String())
 	c.testArgs = append(c.testArgs, pass...)
+	arch, err := targetArch(c.arch)
+	if err != nil {
+		return nil, err
+	}
+	c.arch = arch
+	if c.machine == "" {
+		c.machine = qemu.MachinesFor(arch)[0]
+	}
+	if other := qemu.ArchOfMachine(c.machine); other != arch {
+		return nil, fmt.Errorf("-machine %s: want one of %s for %s", c.machine, strings.Join(qemu.MachinesFor(arch), ", "), arch)
+	}
 	return c, nil
 }
 
@@ -254,7 +270,7 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 		img := filepath.Join(tmp, fmt.Sprintf("%d-%s.test.elf", i, p.Name))
 		var buildLog bytes.Buffer
 		_, err := image.BuildTest(ctx, image.TestPackage{ImportPath: p.ImportPath, Dir: p.Dir, Name: p.Name, Standard: p.Standard},
-			image.Options{Output: img, Stderr: &buildLog})
+			image.Options{Output: img, Arch: c.arch, Stderr: &buildLog})
 		if err != nil {
 			stderr.Write(buildLog.Bytes())
 			if be := (*image.BuildError)(nil); errors.As(err, &be) {
@@ -267,11 +283,11 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 			continue
 		}
 		if choice == nil {
-			if qemuBin, err = qemu.FindQEMU(); err != nil {
+			if qemuBin, err = qemu.FindQEMUFor(c.arch); err != nil {
 				fmt.Fprintf(stderr, "yolk: %v\n", err)
 				return 127
 			}
-			ch, err := qemu.ChooseAccel(ctx, qemu.AccelOptions{Mode: c.accel, Machine: c.machine, QEMU: qemuBin})
+			ch, err := qemu.ChooseAccel(ctx, qemu.AccelOptions{Mode: c.accel, Arch: c.arch, Machine: c.machine, QEMU: qemuBin})
 			if err != nil {
 				fmt.Fprintf(stderr, "yolk: %v\n", err)
 				return 2
@@ -344,6 +360,7 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, dir, 
 	res, err := qemu.Run(ctx, qemu.Config{
 		QEMU:    qemuBin,
 		Image:   img,
+		Arch:    c.arch,
 		Machine: c.machine,
 		Accel:   accel,
 		Memory:  c.mem,

@@ -1,5 +1,6 @@
 // Package image turns an unmodified Go main package into an ELF image that
-// QEMU (amd64) boots bare-metal through the PVH entry.
+// QEMU boots bare-metal: amd64 through the PVH entry, arm64 (QEMU virt)
+// through the ELF entry point.
 //
 // Build compiles the package with the stock toolchain (GOOS=linux
 // GOARCH=amd64 CGO_ENABLED=0) and links the yolk kernel in by an -overlay that
@@ -46,10 +47,11 @@ const overlayTestFile = "zz_yolk_link_gen_test.go"
 // Options control Build. The zero value builds with the defaults.
 type Options struct {
 	Output      string    // image path; default "<package dir name>.elf" in the working directory
+	Arch        string    // GOARCH: "amd64" (default) or "arm64"
 	Tags        string    // -tags for go build
 	LDFlags     string    // -ldflags for go build
 	LinkPackage string    // package imported by the overlay; default DefaultLinkPackage; "-" for none
-	Entry       []string  // PVH entry symbols tried in order; default DefaultEntrySymbol
+	Entry       []string  // entry symbols tried in order; default DefaultEntrySymbol (amd64), ArmEntrySymbol (arm64)
 	NoPatch     bool      // build only, leave the PT_NOTE alone
 	Go          string    // go command; default "go"
 	Stderr      io.Writer // go build's diagnostics; default os.Stderr
@@ -132,7 +134,11 @@ func Build(ctx context.Context, pkg string, opt Options) (*Result, error) {
 		return nil, err
 	}
 
-	name, err := goList(ctx, goCmd, pkgDir, buildEnv(), opt.Tags, "{{.Name}}")
+	arch, err := CheckArch(opt.Arch)
+	if err != nil {
+		return nil, err
+	}
+	name, err := goList(ctx, goCmd, pkgDir, buildEnv(arch), opt.Tags, "{{.Name}}")
 	if err != nil {
 		return nil, err
 	}
@@ -201,9 +207,30 @@ type target struct {
 	test    string // non-empty: build the test binary; the package's name
 }
 
+// Arches are the architectures the kernel runs on.
+var Arches = []string{"amd64", "arm64"}
+
+// CheckArch returns arch, "amd64" if empty, or an error if the kernel does
+// not run on it.
+func CheckArch(arch string) (string, error) {
+	switch arch {
+	case "":
+		return "amd64", nil
+	case "amd64", "arm64":
+		return arch, nil
+	}
+	return "", fmt.Errorf("architecture %q: want amd64 or arm64", arch)
+}
+
+// ArmTextAddr is where arm64 images are linked (-T; the first PT_LOAD
+// starts 4 KiB below, at 0x40200000): above the start of QEMU virt's RAM
+// (0x40000000), where QEMU puts the device tree only when the image is
+// linked above it, and 2 MiB aligned.
+const ArmTextAddr = 0x40201000
+
 // buildEnv is the environment of every go command that builds for the kernel.
-func buildEnv() []string {
-	return append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+func buildEnv(arch string) []string {
+	return append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 }
 
 // build runs go build (or go test -c) for t with the kernel linked in and
@@ -215,7 +242,11 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	}
 	defer os.RemoveAll(tmp)
 
-	env := buildEnv()
+	arch, err := CheckArch(opt.Arch)
+	if err != nil {
+		return nil, err
+	}
+	env := buildEnv(arch)
 	if t.modRoot != root {
 		work, err := writeGoWork(ctx, goCmd, tmp, root, t.modRoot)
 		if err != nil {
@@ -231,8 +262,12 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.Tags != "" {
 		args = append(args, "-tags", opt.Tags)
 	}
-	if opt.LDFlags != "" {
-		args = append(args, "-ldflags", opt.LDFlags)
+	ldflags := opt.LDFlags
+	if arch == "arm64" {
+		ldflags = strings.TrimSpace(fmt.Sprintf("-T %#x %s", ArmTextAddr, ldflags))
+	}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
 	}
 	link := opt.LinkPackage
 	if link == "" {

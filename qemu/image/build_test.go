@@ -140,3 +140,52 @@ func TestBuildRefusals(t *testing.T) {
 		t.Errorf("overlay collision: %v", err)
 	}
 }
+
+// An arm64 build is linked above QEMU virt's device tree (first PT_LOAD at
+// 0x40200000) and differs from the unpatched image only in e_entry, which
+// names the kernel's arm64 entry.
+func TestBuildArm64(t *testing.T) {
+	dir := t.TempDir()
+	plain, patched := filepath.Join(dir, "plain.elf"), filepath.Join(dir, "app.elf")
+	for _, c := range []struct {
+		out     string
+		noPatch bool
+	}{{plain, true}, {patched, false}} {
+		if _, err := Build(t.Context(), "yolk/examples/hello", Options{Output: c.out, Arch: "arm64", NoPatch: c.noPatch, Stderr: io.Discard}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := elf.Open(patched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_AARCH64 {
+		t.Fatalf("machine %v", f.Machine)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Paddr < 0x40200000 {
+			t.Errorf("PT_LOAD at %#x: below 0x40200000, over the device tree", p.Paddr)
+		}
+	}
+	_, want, err := findEntrySymbol(f, []string{ArmEntrySymbol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Entry != want {
+		t.Errorf("e_entry %#x, want %s at %#x", f.Entry, ArmEntrySymbol, want)
+	}
+	a, _ := os.ReadFile(plain)
+	b, _ := os.ReadFile(patched)
+	if len(a) != len(b) {
+		t.Fatalf("sizes %d and %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] && (i < 24 || i >= 32) {
+			t.Fatalf("byte %#x differs outside e_entry", i)
+		}
+	}
+	if _, err := Build(t.Context(), "yolk/examples/hello", Options{Output: patched, Arch: "riscv64"}); err == nil {
+		t.Error("riscv64 accepted")
+	}
+}

@@ -109,20 +109,27 @@ func Patch(path string, symbols ...string) (*PatchInfo, error) {
 // The PT_NOTE must hold the Go linker's build-id note or an earlier Xen note:
 // patching is idempotent (same entry: Unchanged; another entry: rewritten),
 // and any other note content is refused.
+//
+// An arm64 image (EM_AARCH64) instead gets its ELF entry point (e_entry)
+// set to the symbol (default ArmEntrySymbol), QEMU virt's way in: that
+// header field is the only change.
 func PatchBytes(data []byte, symbols ...string) ([]byte, *PatchInfo, error) {
-	if len(symbols) == 0 {
-		symbols = []string{DefaultEntrySymbol}
-	}
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || f.Machine != elf.EM_X86_64 {
-		return nil, nil, fmt.Errorf("not a little-endian ELF64 x86-64 image (%v, %v, %v)", f.Class, f.Data, f.Machine)
+	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB || (f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64) {
+		return nil, nil, fmt.Errorf("not a little-endian ELF64 x86-64 or AArch64 image (%v, %v, %v)", f.Class, f.Data, f.Machine)
 	}
 	if f.Type != elf.ET_EXEC {
 		return nil, nil, fmt.Errorf("ELF type %v, want ET_EXEC (a statically linked executable)", f.Type)
+	}
+	if f.Machine == elf.EM_AARCH64 {
+		return patchEntry(data, f, symbols)
+	}
+	if len(symbols) == 0 {
+		symbols = []string{DefaultEntrySymbol}
 	}
 
 	name, vaddr, err := findEntrySymbol(f, symbols)
@@ -238,7 +245,7 @@ func findEntrySymbol(f *elf.File, symbols []string) (string, uint64, error) {
 			}
 		}
 	}
-	return "", 0, fmt.Errorf("no PVH entry symbol in the image (looked for %q); is the yolk kernel linked in?", tried)
+	return "", 0, fmt.Errorf("no entry symbol in the image (looked for %q); is the yolk kernel linked in?", tried)
 }
 
 // physAddr translates a virtual address inside an executable PT_LOAD into the
@@ -260,4 +267,33 @@ func elfPhdrTable(data []byte) (off, entsize uint64) {
 func elfShdrTable(data []byte) (off, entsize uint64) {
 	le := binary.LittleEndian
 	return le.Uint64(data[40:]), uint64(le.Uint16(data[58:]))
+}
+
+// ArmEntrySymbol is the arm64 kernel entry (boot/entry_arm64.s).
+const ArmEntrySymbol = "yolk/boot.entry"
+
+// patchEntry sets an arm64 image's e_entry to the physical address of the
+// first of symbols found (default ArmEntrySymbol).
+func patchEntry(data []byte, f *elf.File, symbols []string) ([]byte, *PatchInfo, error) {
+	if len(symbols) == 0 {
+		symbols = []string{ArmEntrySymbol}
+	}
+	name, vaddr, err := findEntrySymbol(f, symbols)
+	if err != nil {
+		return nil, nil, err
+	}
+	paddr, err := physAddr(f, vaddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("entry %s at %#x: %w", name, vaddr, err)
+	}
+	info := &PatchInfo{Symbol: name, Entry: paddr}
+	const eEntry = 24 // Elf64_Ehdr.e_entry
+	le := binary.LittleEndian
+	if le.Uint64(data[eEntry:]) == paddr {
+		info.Unchanged = true
+		return data, info, nil
+	}
+	out := bytes.Clone(data)
+	le.PutUint64(out[eEntry:], paddr)
+	return out, info, nil
 }
