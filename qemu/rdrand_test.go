@@ -28,7 +28,7 @@ func TestWeakRandomWarning(t *testing.T) {
 	if choice.Accel == "kvm" {
 		cpu = "host"
 	}
-	const warning = "yolk: warning: no RDRAND: getrandom and AT_RANDOM fall back"
+	const warning = "yolk: warning: no working RDRAND: getrandom and AT_RANDOM fall back"
 	for _, c := range []struct {
 		cpu  string
 		want int

@@ -365,11 +365,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		return nil, err
 	}
 	if c.Arch == "" {
-		arch, err := ImageArch(c.Image)
-		if err != nil {
-			return nil, err
+		// An image that is not an ELF of ours goes to the amd64
+		// emulator, whose own complaint ends up in the result.
+		c.Arch, _ = ImageArch(c.Image)
+		if c.Arch == "" {
+			c.Arch = "amd64"
 		}
-		c.Arch = arch
 	}
 	if c.QEMU == "" {
 		q, err := FindQEMUFor(c.Arch)
