@@ -11,7 +11,8 @@
 #   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
 #   make bench            guest benchmarks; output in out/
 #   make smpbench         multiprocessor benchmarks at 1, 2 and 4 CPUs (docs/smp.md)
-#   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat); SMP=2 for two CPUs
+#   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat); SMP=2 for two CPUs,
+#                         ARCH=arm64 on QEMU virt with Debian's arm64 kernel
 #   make conformance      the standard library's tests on Linux and on yolk at 1 and 2 CPUs: docs/conformance.md
 
 ACCEL   ?= auto
@@ -97,10 +98,13 @@ smpbench: qemu image
 
 LINUXREF_COUNT ?= 10
 SMP ?= 1
-LINUXREF_MACHINE := $(if $(filter command line environment,$(origin MACHINE)),$(MACHINE),pc)
+LINUXREF_MACHINE := $(if $(filter command line environment,$(origin MACHINE)),$(MACHINE),$(if $(filter arm64,$(ARCH)),virt,pc))
 LINUXREF_DIR := out/linuxref/$(LINUXREF_MACHINE)$(if $(filter-out 0 1,$(SMP)),-smp$(SMP))
+# ARCH=arm64 compares on QEMU virt with Debian's arm64 cloud kernel, a
+# foreign-architecture package: the first run adds the architecture to apt.
 linuxref: qemu
-	$(GO) run ./qemu/linuxref/cmd/linuxref -machine $(LINUXREF_MACHINE) -smp $(SMP) -count $(LINUXREF_COUNT)
+	$(if $(filter arm64,$(ARCH)),dpkg --print-foreign-architectures | grep -qx arm64 || { dpkg --add-architecture arm64 && apt-get update; })
+	$(GO) run ./qemu/linuxref/cmd/linuxref -arch $(ARCH) -machine $(LINUXREF_MACHINE) -smp $(SMP) -count $(LINUXREF_COUNT)
 	$(GO) tool benchstat -filter .unit:sec/op $(LINUXREF_DIR)/linux.txt $(LINUXREF_DIR)/yolk.txt | tee $(LINUXREF_DIR)/benchstat.txt
 
 image:

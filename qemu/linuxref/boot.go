@@ -18,10 +18,11 @@ import (
 // Config describes one boot of a Linux kernel whose initramfs holds the
 // program as /init.
 type Config struct {
-	QEMU    string        // qemu-system-x86_64
-	Kernel  string        // Linux bzImage (boot/vmlinuz-*)
+	QEMU    string        // qemu-system-x86_64 (qemu-system-aarch64 for arm64)
+	Arch    string        // "amd64" (default) or "arm64"
+	Kernel  string        // Linux bzImage or arm64 Image (boot/vmlinuz-*)
 	Initrd  string        // newc cpio archive with /init (see WriteInitramfs)
-	Machine string        // "pc" (default), "q35" or "microvm"
+	Machine string        // amd64: "pc" (default), "q35" or "microvm"; arm64: "virt" (default) or "virt-gicv3"
 	Memory  string        // -m; default "128M"
 	SMP     int           // -smp; default 1
 	Quiet   bool          // pass "quiet": only kernel warnings and worse on the console
@@ -55,7 +56,11 @@ type Result struct {
 // quotes or NUL bytes are refused; so are keys with a dot (Linux takes those
 // for module parameters).
 func (c Config) Cmdline() (string, error) {
-	toks := []string{"console=ttyS0", "panic=-1"}
+	console := "console=ttyS0"
+	if c.Arch == "arm64" {
+		console = "console=ttyAMA0"
+	}
+	toks := []string{console, "panic=-1"}
 	if c.Quiet {
 		toks = append(toks, "quiet")
 	}
@@ -100,17 +105,13 @@ func plainToken(s string) error {
 // a yolk image (isa-debug-exit included, which Linux leaves alone), plus the
 // initramfs.
 func QEMUArgs(c Config) ([]string, error) {
-	machine := c.Machine
-	if machine == "" {
-		// Not microvm: it has neither HPET nor ACPI PM timer, so Linux
-		// can calibrate its TSC only against the PIT, which fails on a
-		// loaded TCG host and leaves the boot hanging.
-		machine = "pc"
-	}
-	switch machine {
-	case "microvm", "pc", "q35":
+	machine := c.machine()
+	arm := c.Arch == "arm64"
+	switch {
+	case !arm && (machine == "microvm" || machine == "pc" || machine == "q35"):
+	case arm && (machine == "virt" || machine == "virt-gicv3"):
 	default:
-		return nil, fmt.Errorf("machine %q: want microvm, pc or q35", machine)
+		return nil, fmt.Errorf("machine %q: want microvm, pc or q35 (amd64), virt or virt-gicv3 (arm64)", machine)
 	}
 	mem := c.Memory
 	if mem == "" {
@@ -127,21 +128,41 @@ func QEMUArgs(c Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{
-		"-machine", machine,
+	m, cpu, exit := []string{"-machine", machine}, "max", []string{"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"}
+	if arm {
+		// As package qemu boots an arm64 yolk image (semihosting is
+		// there too; Linux leaves it alone).
+		gic := "2"
+		if machine == "virt-gicv3" {
+			gic = "3"
+		}
+		m, cpu, exit = []string{"-machine", "virt,gic-version=" + gic}, "cortex-a72", []string{"-semihosting-config", "enable=on,target=native"}
+	}
+	args := append(m,
 		"-accel", "tcg",
-		"-cpu", "max",
+		"-cpu", cpu,
 		"-m", mem,
 		"-smp", strconv.Itoa(smp),
 		"-nodefaults", "-no-user-config",
 		"-display", "none",
 		"-no-reboot",
-		"-serial", "stdio",
-		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
-		"-kernel", c.Kernel,
-		"-append", cmdline,
-		"-initrd", c.Initrd,
-	}, nil
+		"-serial", "stdio")
+	args = append(args, exit...)
+	return append(args, "-kernel", c.Kernel, "-append", cmdline, "-initrd", c.Initrd), nil
+}
+
+// machine is c.Machine or the architecture's default: pc, not microvm,
+// which has neither HPET nor ACPI PM timer, so Linux can calibrate its TSC
+// only against the PIT, which fails on a loaded TCG host and leaves the
+// boot hanging; virt on arm64.
+func (c Config) machine() string {
+	switch {
+	case c.Machine != "":
+		return c.Machine
+	case c.Arch == "arm64":
+		return "virt"
+	}
+	return "pc"
 }
 
 // Yolk returns the package qemu configuration that boots a yolk image in
@@ -150,12 +171,8 @@ func QEMUArgs(c Config) ([]string, error) {
 // environment and timeout. Only the image, and the command line that
 // carries the arguments, differ; the caller sets the output fields.
 func (c Config) Yolk(image string) qemu.Config {
-	machine := c.Machine
-	if machine == "" {
-		machine = "pc"
-	}
 	return qemu.Config{
-		QEMU: c.QEMU, Image: image, Machine: machine, Accel: "tcg",
+		QEMU: c.QEMU, Image: image, Arch: c.Arch, Machine: c.machine(), Accel: "tcg",
 		Memory: c.Memory, SMP: c.SMP, Timeout: c.Timeout,
 		Env: c.Env, Args: c.Args,
 	}
@@ -192,7 +209,10 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 	qemuBin := c.QEMU
 	if qemuBin == "" {
-		qemuBin = "qemu-system-x86_64"
+		qemuBin = qemu.Binary
+		if c.Arch == "arm64" {
+			qemuBin = qemu.ArmBinary
+		}
 	}
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc

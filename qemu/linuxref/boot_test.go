@@ -264,3 +264,40 @@ func TestProcs(t *testing.T) {
 		t.Errorf("Procs(nil) = %v", got)
 	}
 }
+
+// TestSameQEMUConfigurationArm64: on arm64 too, Linux and yolk boot with
+// the same QEMU arguments but for the command line and the initramfs, and
+// Linux's console is the PL011.
+func TestSameQEMUConfigurationArm64(t *testing.T) {
+	for _, m := range []string{"", "virt", "virt-gicv3"} {
+		c := Config{Arch: "arm64", Machine: m, SMP: 2, Kernel: "vmlinuz", Initrd: "initrd.cpio", Args: []string{"-bench", "."}}
+		lx, err := QEMUArgs(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yk, err := qemu.QEMUArgs(c.Yolk("vmlinuz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		strip := func(a []string) []string {
+			var out []string
+			for i := 0; i < len(a); i++ {
+				if a[i] == "-append" || a[i] == "-initrd" {
+					i++
+					continue
+				}
+				out = append(out, a[i])
+			}
+			return out
+		}
+		if !slices.Equal(strip(lx), strip(yk)) {
+			t.Errorf("%q: Linux boot\n%q\nyolk boot\n%q", m, lx, yk)
+		}
+		if cl, _ := c.Cmdline(); !strings.HasPrefix(cl, "console=ttyAMA0 ") {
+			t.Errorf("%q: Linux command line %q", m, cl)
+		}
+	}
+	if _, err := QEMUArgs(Config{Arch: "arm64", Machine: "pc", Kernel: "k", Initrd: "i"}); err == nil {
+		t.Error("arm64 on pc accepted")
+	}
+}

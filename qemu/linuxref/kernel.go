@@ -11,8 +11,14 @@ import (
 )
 
 // DefaultPackage is Debian's meta package for the cloud kernel, which has
-// the 8250 serial console, initramfs support and PVH boot built in.
-const DefaultPackage = "linux-image-cloud-amd64"
+// the 8250 serial console, initramfs support and PVH boot built in;
+// ArmPackage the arm64 one (PL011 console, virt's devices), a foreign
+// architecture's package: "dpkg --add-architecture arm64 && apt-get
+// update" first.
+const (
+	DefaultPackage = "linux-image-cloud-amd64"
+	ArmPackage     = "linux-image-cloud-arm64:arm64"
+)
 
 // Kernel is a Linux kernel taken from a Debian package.
 type Kernel struct {
@@ -38,14 +44,22 @@ func FetchKernel(ctx context.Context, dir, pkg string) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	debs, _ := filepath.Glob(filepath.Join(dir, real+"_*.deb"))
+	// A foreign package keeps its architecture qualifier for apt
+	// ("name:arm64") but not in its file name.
+	base, arch, _ := strings.Cut(real, ":")
+	if arch == "" {
+		if _, a, ok := strings.Cut(pkg, ":"); ok {
+			arch, real = a, real+":"+a
+		}
+	}
+	debs, _ := filepath.Glob(filepath.Join(dir, base+"_*.deb"))
 	if len(debs) == 0 {
 		if _, err := command(ctx, dir, "apt-get", "download", real); err != nil {
-			return nil, fmt.Errorf("downloading %s: %w", real, err)
+			return nil, fmt.Errorf("downloading %s: %w (an arm64 kernel needs: dpkg --add-architecture arm64 && apt-get update)", real, err)
 		}
-		debs, _ = filepath.Glob(filepath.Join(dir, real+"_*.deb"))
+		debs, _ = filepath.Glob(filepath.Join(dir, base+"_*.deb"))
 		if len(debs) == 0 {
-			return nil, fmt.Errorf("apt-get download %s left no %s_*.deb in %s", real, real, dir)
+			return nil, fmt.Errorf("apt-get download %s left no %s_*.deb in %s", real, base, dir)
 		}
 	}
 	deb := debs[len(debs)-1]
@@ -54,7 +68,7 @@ func FetchKernel(ctx context.Context, dir, pkg string) (*Kernel, error) {
 		return nil, err
 	}
 	ver = strings.TrimSpace(ver)
-	root := filepath.Join(dir, real+"_"+ver)
+	root := filepath.Join(dir, base+"_"+ver)
 	kernels, _ := filepath.Glob(filepath.Join(root, "boot", "vmlinuz-*"))
 	if len(kernels) == 0 {
 		if _, err := command(ctx, "", "dpkg-deb", "-x", deb, root); err != nil {

@@ -3,14 +3,16 @@
 // with the same N on both sides) and writes both sides' benchmark lines for
 // benchstat.
 //
-//	go run ./qemu/linuxref/cmd/linuxref [-machine pc|q35|microvm] [-smp 1]
+//	go run ./qemu/linuxref/cmd/linuxref [-arch amd64|arm64] [-machine pc|q35|microvm|virt] [-smp 1]
 //	    [-count 5] [-out out/linuxref] [-kernel vmlinuz] [-timeout 2m] [-quiet]
 //	    [-params "vdso=0"] [guest args]
 //
 // The program is yolk's self-test image (./kernel/selftest) unless -program
 // names another main package (a directory) that prints Go benchmark lines:
-// built as an ordinary static linux/amd64 binary, it is /init of an initramfs under a
-// Linux kernel taken from Debian's packages (linux-image-cloud-amd64,
+// built as an ordinary static linux/amd64 (or arm64) binary, it is /init of
+// an initramfs under a Linux kernel taken from Debian's packages
+// (linux-image-cloud-amd64, or linux-image-cloud-arm64:arm64 with -arch
+// arm64 — after "dpkg --add-architecture arm64 && apt-get update" —,
 // downloaded with apt-get into the output directory, never installed);
 // built with the yolk kernel, it is the yolk image. Each of -count rounds
 // boots both, alternating which goes first. Guest arguments default to
@@ -30,6 +32,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -50,13 +53,14 @@ import (
 )
 
 func main() {
-	machine := flag.String("machine", "pc", "QEMU machine for both sides: pc, q35 or microvm (see docs/kernel-amd64.md)")
+	arch := flag.String("arch", "amd64", "architecture of both guests: amd64 or arm64")
+	machine := flag.String("machine", "", "QEMU machine for both sides: pc (amd64 default), q35 or microvm; virt (arm64 default) or virt-gicv3")
 	smp := flag.Int("smp", 1, "guest CPUs, the same on both sides")
 	count := flag.Int("count", 5, "rounds; each boots Linux and yolk once")
 	outDir := flag.String("out", "out/linuxref", "output directory (results go to <out>/<machine>, or <out>/<machine>-smp<N> with -smp N > 1)")
 	kernelPath := flag.String("kernel", "", "Linux bzImage to use instead of fetching Debian's")
 	program := flag.String("program", "./kernel/selftest", "Go main package (directory) to compare; it must print Go benchmark lines")
-	pkg := flag.String("package", linuxref.DefaultPackage, "Debian kernel package (meta or versioned)")
+	pkg := flag.String("package", "", "Debian kernel package (meta or versioned; default "+linuxref.DefaultPackage+", "+linuxref.ArmPackage+" for arm64)")
 	timeout := flag.Duration("timeout", 2*time.Minute, "per-boot timeout")
 	quiet := flag.Bool("quiet", false, "boot Linux with \"quiet\" (then the clocksource is not reported)")
 	params := flag.String("params", "", "more Linux kernel parameters, space-separated (e.g. \"vdso=0\")")
@@ -75,7 +79,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	lc := linuxref.Config{Machine: *machine, SMP: *smp, Quiet: *quiet, Params: strings.Fields(*params), Args: args, Timeout: *timeout}
+	if *arch != "amd64" && *arch != "arm64" {
+		fmt.Fprintf(os.Stderr, "linuxref: -arch %s: want amd64 or arm64\n", *arch)
+		os.Exit(2)
+	}
+	if *machine == "" {
+		*machine = map[string]string{"amd64": "pc", "arm64": "virt"}[*arch]
+	}
+	if *pkg == "" {
+		*pkg = map[string]string{"amd64": linuxref.DefaultPackage, "arm64": linuxref.ArmPackage}[*arch]
+	}
+	lc := linuxref.Config{Arch: *arch, Machine: *machine, SMP: *smp, Quiet: *quiet, Params: strings.Fields(*params), Args: args, Timeout: *timeout}
 	if err := compare(ctx, lc, *program, *count, *outDir, *kernelPath, *pkg); err != nil {
 		fmt.Fprintf(os.Stderr, "linuxref: %v\n", err)
 		os.Exit(1)
@@ -83,7 +97,8 @@ func main() {
 }
 
 func compare(ctx context.Context, lc linuxref.Config, program string, count int, outDir, kernelPath, pkg string) error {
-	qemuBin, err := qemu.FindQEMU()
+	arch := cmp.Or(lc.Arch, "amd64")
+	qemuBin, err := qemu.FindQEMUFor(arch)
 	if err != nil {
 		return err
 	}
@@ -121,7 +136,7 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 	linuxBin := filepath.Join(outDir, "program-linux")
 	build := exec.CommandContext(ctx, "go", "build", "-o", mustAbs(linuxBin), ".")
 	build.Dir = progDir
-	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("go build %s for Linux: %w", program, err)
@@ -139,14 +154,15 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 		return err
 	}
 	yolkImage := filepath.Join(outDir, "program.elf")
-	if _, err := image.Build(ctx, progDir, image.Options{Output: yolkImage}); err != nil {
+	if _, err := image.Build(ctx, progDir, image.Options{Output: yolkImage, Arch: arch}); err != nil {
 		return fmt.Errorf("building the yolk image: %w", err)
 	}
 
 	var linuxTxt, yolkTxt, info bytes.Buffer
 	fmt.Fprintf(&info, "program: %s\n", program)
-	fmt.Fprintf(&info, "machine: %s\naccel: tcg\ncpu: max\nmemory: 128M\nsmp: %d\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
-		machine, lc.SMP, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
+	cpu := map[string]string{"amd64": "max", "arm64": "cortex-a72"}[arch]
+	fmt.Fprintf(&info, "arch: %s\nmachine: %s\naccel: tcg\ncpu: %s\nmemory: 128M\nsmp: %d\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
+		arch, machine, cpu, lc.SMP, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
 	cmdline, _ := lc.Cmdline()
 	fmt.Fprintf(&info, "linux command line: %s\n", cmdline)
 	fmt.Fprintf(&info, "load average at start: %s\n", loadavg())
