@@ -159,11 +159,9 @@ func benchKernelLock(kind int) func(*testing.B) {
 // run on another, halted one: a thread blocked in FUTEX_WAIT (its CPU
 // halts) is woken by a thread that then spins, holding its own CPU, until
 // the sleeper reports the time it started running. ns/op is the mean of
-// that latency, p50-ns and max-ns its median and largest. Needs two CPUs.
+// that latency, p50-ns and max-ns its median and largest. Needs two CPUs
+// (benchMinCPUs).
 func benchWakeupIPI(b *testing.B) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		b.Skip("needs two CPUs")
-	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var word uint32
 	var ranAt atomic.Int64 // when the sleeper ran, ns since base
