@@ -13,29 +13,34 @@ import (
 
 // BenchmarkBoot boots the probe image (a Go program that prints one line
 // from main and returns) on each machine with one CPU, and on microvm with
-// four, and reports, per boot, the time from
+// four and virt with two (the arm64 build on the arm64 machines), and reports, per boot, the time from
 // starting QEMU to the first serial line (the kernel's first output), to the
 // line printed by main, and to QEMU's exit, plus the image size. It needs
 // the yolk kernel. The accelerator comes from $YOLK_ACCEL (auto, kvm or tcg)
 // as in TestGuest; the choice is logged.
 func BenchmarkBoot(b *testing.B) {
-	if _, err := FindQEMU(); err != nil {
-		b.Fatal(err)
-	}
-	img := filepath.Join(b.TempDir(), "probe.elf")
-	if _, err := image.Build(b.Context(), ProbePackage, image.Options{Output: img}); err != nil {
-		b.Fatal(err)
-	}
-	st, err := os.Stat(img)
-	if err != nil {
-		b.Fatal(err)
+	imgs := map[string]string{}
+	for _, arch := range image.Arches {
+		if _, err := FindQEMUFor(arch); err != nil {
+			b.Fatal(err)
+		}
+		imgs[arch] = filepath.Join(b.TempDir(), "probe-"+arch+".elf")
+		if _, err := image.Build(b.Context(), ProbePackage, image.Options{Output: imgs[arch], Arch: arch}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	for _, c := range []struct {
 		m    string
 		cpus int
-	}{{"microvm", 1}, {"microvm", 4}, {"pc", 1}, {"q35", 1}} {
+	}{{"microvm", 1}, {"microvm", 4}, {"pc", 1}, {"q35", 1}, {"virt", 1}, {"virt", 2}, {"virt-gicv3", 1}} {
 		m := c.m
-		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Machine: m, ProbeImage: img})
+		arch := ArchOfMachine(m)
+		img := imgs[arch]
+		st, err := os.Stat(img)
+		if err != nil {
+			b.Fatal(err)
+		}
+		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: m, ProbeImage: img})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +51,7 @@ func BenchmarkBoot(b *testing.B) {
 				var mainAt time.Duration
 				start := time.Now()
 				res, err := Run(b.Context(), Config{
-					Image: img, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
+					Image: img, Arch: arch, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
 					OnLine: func(l string) {
 						if strings.HasPrefix(l, "yolk: kvm probe: Go main reached") {
 							mainAt = time.Since(start)

@@ -38,6 +38,7 @@ func TestBuildAndRunProgram(t *testing.T) {
 		{"cpus", 3, 0, []string{"NumCPU=3 GOMAXPROCS=3", "3 CPUs"}},
 		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
 		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
+		{"userfault", 1, 125, []string{"yolk: fault: page fault (#PF) vector=14", "address=0x10 (not mapped) write", "main.main", "yolk: exit 125"}},
 	})
 }
 
@@ -57,6 +58,7 @@ func TestBuildAndRunProgramArm64(t *testing.T) {
 		{"cpus", 2, 0, []string{"NumCPU=2 GOMAXPROCS=2", "2 CPUs"}},
 		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
 		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
+		{"userfault", 1, 125, []string{"yolk: fault: data abort esr=", "address=0x10 (not mapped) write", "yolk: x00=", "main.main", "yolk: exit 125"}},
 	})
 }
 
@@ -91,6 +93,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"unsafe"
 )
 
 var nilPtr *int
@@ -140,8 +143,16 @@ func main() {
 	case "sigterm":
 		syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
 		select {}
+	case "userfault":
+		// Without the runtime's SIGSEGV handler, a fault in
+		// application code is the kernel's to report.
+		var dfl [4]uint64
+		syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGSEGV), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+		*(*int)(unsafe.Pointer(badAddr)) = 1
 	}
 }
+
+var badAddr uintptr = 0x10
 `), 0o644)
 	img := filepath.Join(tmp, "app.elf")
 	if out, err := exec.Command(yolk, "build", "-arch", arch, "-o", img, app).CombinedOutput(); err != nil {

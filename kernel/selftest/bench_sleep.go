@@ -14,10 +14,20 @@ import (
 
 func benchNanosleep(d time.Duration) func(*testing.B) {
 	return func(b *testing.B) {
-		ts := unix.NsecToTimespec(int64(d))
 		benchSleep(b, d, func() {
-			if err := unix.Nanosleep(&ts, nil); err != nil {
-				b.Fatalf("nanosleep: %v", err)
+			// Linux ends the sleep early with EINTR when the
+			// runtime's preemption signal (SIGURG) arrives: sleep
+			// out the rest, as a caller of nanosleep must.
+			ts, rem := unix.NsecToTimespec(int64(d)), unix.Timespec{}
+			for {
+				err := unix.Nanosleep(&ts, &rem)
+				if err == nil {
+					return
+				}
+				if err != unix.EINTR {
+					b.Fatalf("nanosleep: %v", err)
+				}
+				ts = rem
 			}
 		})
 	}
