@@ -414,9 +414,21 @@ const (
 	kstackSize   = 32 << 10
 )
 
+// allocKStack returns slot's kernel stack, mapping it the first time. A
+// slot keeps its stack when its task ends: mapping fresh frames over it
+// later would leave other CPUs' TLBs pointing at the old ones (the task
+// switch benchmark's partner, taking an exited thread's slot, once ran on
+// two CPUs' different views of its stack).
 func allocKStack(slot int) (lo, hi uintptr, ok bool) {
 	hi = kstackBase + uintptr(slot+1)*kstackStride
 	lo = hi - kstackSize
+	mmLock.Lock()
+	pte := walk(lo, false)
+	mapped := pte != 0 && pteValid(*at[uint64](pte))
+	mmLock.Unlock()
+	if mapped {
+		return lo, hi, true
+	}
 	return lo, hi, mapKernel(lo, hi)
 }
 
