@@ -8,9 +8,10 @@ const StackSize = 64 << 10
 // it.
 var Stack [StackSize]byte
 
-// PageTables is room for the early page tables built by the 32-bit entry: one
-// PML4, one PDPT and four page directories mapping the first 4 GiB with 2 MiB
-// pages, plus one page of slack for 4 KiB alignment. The kernel keeps using
+// PageTables is room for the early page tables built by the entry code: one
+// top-level table (PML4; arm64 level 0), one PDPT (level 1) and four page
+// directories (level 2) mapping the first 4 GiB with 2 MiB pages (blocks),
+// plus one page of slack for 4 KiB alignment. The kernel keeps using
 // these tables (one address space) and adds its own mappings to them.
 var PageTables [7 * 4096]byte
 
