@@ -3,6 +3,7 @@
 #   make run              build the self-test image and boot it (serial on the terminal)
 #   make run SMP=4        ... with 4 CPUs (1 to 64; default 1)
 #   make run ARCH=arm64   ... the arm64 build on QEMU virt (MACHINE=virt-gicv3 for a GICv3)
+#   make debug            ... halted, with QEMU's gdb stub on GDBPORT (1234): prints the gdb command
 #   make test             hosted tests (go test -race), the guest self-tests in QEMU
 #                         (every x86 machine at 1, 2 and 4 CPUs; arm64 virt with GICv2
 #                         and GICv3 at 1 and 2 CPUs) and a few standard-library
@@ -23,10 +24,16 @@ GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
 IMAGE   := out/selftest$(if $(filter arm64,$(ARCH)),-arm64).elf
 
-.PHONY: run test hosted guest stdquick conformance bench smpbench linuxref qemu image clean
+.PHONY: run debug test hosted guest stdquick conformance bench smpbench linuxref qemu image clean
 
 run: qemu image
 	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE)
+
+# debug boots the self-test image halted with QEMU's gdb stub on GDBPORT
+# and prints the gdb-multiarch command that attaches with its symbols.
+GDBPORT ?= 1234
+debug: qemu image
+	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) -timeout 0 -gdb $(GDBPORT) $(IMAGE)
 
 test: qemu hosted guest stdquick
 
@@ -118,7 +125,7 @@ image:
 # otherwise through sudo if it needs no password (sudo -n); failing both it
 # prints the command to run.
 qemu:
-	@for pair in qemu-system-x86_64:qemu-system-x86 qemu-system-aarch64:qemu-system-arm; do \
+	@for pair in qemu-system-x86_64:qemu-system-x86 qemu-system-aarch64:qemu-system-arm gdb-multiarch:gdb-multiarch; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$bin >/dev/null 2>&1 && continue; \
 	  echo "$$bin not found: installing Debian's $$pkg"; \

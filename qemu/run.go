@@ -148,6 +148,10 @@ type Config struct {
 	Initrd  string        // -initrd: a boot archive of host files (Tree), "" for none
 	Extra   []string      // more QEMU arguments, appended last
 
+	// GDB, if non-zero, starts QEMU halted (-S) with its gdb stub on
+	// this TCP port: a debugger attaches (GDBCommand) and continues.
+	GDB int
+
 	// Stdin is the guest's console input, sent framed (FrameConsole);
 	// nil: none, the guest reads end of file at once.
 	Stdin io.Reader
@@ -298,7 +302,20 @@ func QEMUArgs(c Config) ([]string, error) {
 	}
 	args = append(args, "-kernel", c.Image, "-append", cmdline)
 	args = append(args, initrd...)
+	if c.GDB != 0 {
+		if c.GDB < 0 || c.GDB > 65535 {
+			return nil, fmt.Errorf("gdb port %d: want 1 to 65535", c.GDB)
+		}
+		args = append(args, "-gdb", fmt.Sprintf("tcp::%d", c.GDB), "-S")
+	}
 	return append(args, c.Extra...), nil
+}
+
+// GDBCommand is the command that attaches a debugger, with the image's
+// symbols, to a guest started with Config.GDB = port: Debian's gdb-multiarch
+// knows both architectures.
+func GDBCommand(image string, port int) string {
+	return fmt.Sprintf("gdb-multiarch -q -ex 'target remote :%d' %s", port, image)
 }
 
 // armRAMBase is where QEMU virt's RAM starts.

@@ -139,6 +139,7 @@ func run(args []string) int {
 	var env envFlag
 	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
 	dir := fs.String("dir", "", "give the guest this host `directory` (read-only, at its absolute path) and start there")
+	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]")
 		fs.PrintDefaults()
@@ -210,6 +211,9 @@ func run(args []string) int {
 		return 2
 	}
 	fmt.Fprintln(os.Stderr, choice)
+	if *gdb != 0 {
+		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(fs.Arg(0), *gdb))
+	}
 
 	res, err := qemu.Run(ctx, qemu.Config{
 		QEMU:    qemuBin,
@@ -223,6 +227,7 @@ func run(args []string) int {
 		Env:     env,
 		Args:    fs.Args()[1:],
 		Initrd:  initrd,
+		GDB:     *gdb,
 		Stdin:   os.Stdin,
 		Stdout:  os.Stdout,
 		Stderr:  os.Stderr,
