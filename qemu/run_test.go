@@ -545,3 +545,27 @@ func TestArmInitrd(t *testing.T) {
 		t.Error("missing archive accepted")
 	}
 }
+
+// TestFindQEMUFor: each architecture's emulator, its own override
+// variable (the guest suite boots both in one run), and the install hint.
+func TestFindQEMUFor(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "my-qemu")
+	os.WriteFile(fake, nil, 0o755)
+	t.Setenv("PATH", "/nonexistent")
+	t.Setenv("YOLK_QEMU", fake)
+	t.Setenv("YOLK_QEMU_ARM64", "")
+	if p, err := FindQEMUFor("amd64"); err != nil || p != fake {
+		t.Errorf("amd64 with $YOLK_QEMU: %q, %v", p, err)
+	}
+	if _, err := FindQEMUFor("arm64"); !errors.Is(err, ErrNoQEMU) || !strings.Contains(err.Error(), "qemu-system-aarch64 is not installed; install it with: "+ArmInstallHint) {
+		t.Errorf("arm64 without qemu-system-aarch64: %v", err)
+	}
+	t.Setenv("YOLK_QEMU_ARM64", fake)
+	if p, err := FindQEMUFor("arm64"); err != nil || p != fake {
+		t.Errorf("arm64 with $YOLK_QEMU_ARM64: %q, %v", p, err)
+	}
+	t.Setenv("YOLK_QEMU_ARM64", fake+".missing")
+	if _, err := FindQEMUFor("arm64"); err == nil || !strings.Contains(err.Error(), "$YOLK_QEMU_ARM64") {
+		t.Errorf("missing $YOLK_QEMU_ARM64: %v", err)
+	}
+}
