@@ -53,11 +53,14 @@ type AccelOptions struct {
 }
 
 // ChooseAccel picks the accelerator. "kvm" and "tcg" are taken as given
-// ("forced"). "auto" uses KVM only if the KVM device opens read-write and a
-// probe boot under KVM reaches "yolk: exit 0" within the probe timeout; the
-// verdict is cached per QEMU version, host kernel release, machine and probe
-// image hash, so only the first run pays for the probe. The error is non-nil
-// only for a bad mode or a missing QEMU.
+// ("forced"). "auto" chooses TCG without a probe for a guest of another
+// architecture than the host's (an arm64 image on an amd64 host); otherwise
+// it uses KVM only if the KVM device opens read-write and a probe boot (of
+// ProbePackage built for the guest's architecture) under KVM reaches
+// "yolk: exit 0" within the probe timeout; the verdict is cached per QEMU
+// version, host kernel release, machine and probe image hash, so only the
+// first run pays for the probe. The error is non-nil only for a bad mode or
+// architecture or a missing QEMU.
 func ChooseAccel(ctx context.Context, o AccelOptions) (AccelChoice, error) {
 	switch o.Mode {
 	case "kvm", "tcg":
@@ -71,15 +74,16 @@ func ChooseAccel(ctx context.Context, o AccelOptions) (AccelChoice, error) {
 		return AccelChoice{}, err
 	}
 	o.Arch = arch
+	if runtime.GOARCH != arch {
+		// KVM runs only the host's own architecture: no probe.
+		return AccelChoice{"tcg", fmt.Sprintf("an %s guest on an %s host: no KVM", arch, runtime.GOARCH)}, nil
+	}
 	if o.QEMU == "" {
 		q, err := FindQEMUFor(arch)
 		if err != nil {
 			return AccelChoice{}, err
 		}
 		o.QEMU = q
-	}
-	if runtime.GOARCH != arch {
-		return AccelChoice{"tcg", fmt.Sprintf("an %s guest on an %s host: no KVM", arch, runtime.GOARCH)}, nil
 	}
 	if o.Machine == "" {
 		o.Machine = MachinesFor(arch)[0]

@@ -3,6 +3,7 @@ package qemu
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,24 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A guest of the other architecture runs under TCG, without a probe and
+// without looking for QEMU (KVM runs only the host's architecture).
+func TestChooseAccelForeignArch(t *testing.T) {
+	foreign := "arm64"
+	if runtime.GOARCH == "arm64" {
+		foreign = "amd64"
+	}
+	t.Setenv("PATH", "/nonexistent")
+	t.Setenv("YOLK_QEMU", "")
+	t.Setenv("YOLK_QEMU_ARM64", "")
+	c, err := ChooseAccel(t.Context(), AccelOptions{Arch: foreign, KVMDevice: os.DevNull, ProbeImage: "/nonexistent/probe.elf", CacheDir: t.TempDir()})
+	want := "yolk: accel tcg (an " + foreign + " guest on an " + runtime.GOARCH + " host: no KVM)"
+	if err != nil || c.String() != want {
+		t.Errorf("got %q, %v; want %q", c, err, want)
+	}
+	if _, err := ChooseAccel(t.Context(), AccelOptions{Arch: "riscv64"}); err == nil {
+		t.Error("riscv64 accepted")
+	}
 }

@@ -21,20 +21,56 @@ import (
 // SelftestPackage is the guest self-test main package TestGuest boots.
 const SelftestPackage = "yolk/kernel/selftest"
 
-// guestMachines are the machines TestGuest boots the self-test image on
-// unless $YOLK_MACHINE names others (comma-separated). An entry is
+// guestMachines are the machines TestGuest boots the self-test image on,
+// per architecture, unless $YOLK_MACHINE names others (comma-separated);
+// $YOLK_ARCH selects whose run (guestEntries). An entry is
 // machine[@memory][:cpus]: the guest's memory after "@" (default 128M;
 // q35@6G checks RAM above 4 GiB) and its CPU count after ":" (default 1).
 // Every x86 machine runs the suite at 1, 2 and 4 CPUs (4 vCPUs on CI's 2
 // host cores is oversubscribed under TCG on purpose); arm64's virt at 1 and
 // 2 CPUs with each GIC version. An arm64 machine boots the arm64 build of
 // the self-test image.
-var guestMachines = []string{
-	"microvm:1", "microvm:2", "microvm:4",
-	"pc:1", "pc:2", "pc:4",
-	"q35:1", "q35:2", "q35:4",
-	"q35@6G:2",
-	"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2",
+var guestMachines = map[string][]string{
+	"amd64": {
+		"microvm:1", "microvm:2", "microvm:4",
+		"pc:1", "pc:2", "pc:4",
+		"q35:1", "q35:2", "q35:4",
+		"q35@6G:2",
+	},
+	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2"},
+}
+
+// defaultGuestArch is what an unset $YOLK_ARCH means: every architecture's
+// entries (the arm64 kernel passes the suite; "amd64" would leave arm64 to
+// make guest ARCH=arm64).
+const defaultGuestArch = "all"
+
+// guestEntries are the entries TestGuest boots: machineEnv's
+// ($YOLK_MACHINE) if set, else the default entries of the architectures
+// archEnv ($YOLK_ARCH: amd64, arm64 or all; default defaultGuestArch)
+// selects, amd64's first.
+func guestEntries(machineEnv, archEnv string) ([]string, error) {
+	if machineEnv != "" {
+		entries := strings.Split(machineEnv, ",")
+		for _, e := range entries {
+			if _, _, _, _, err := guestEntry(e); err != nil {
+				return nil, fmt.Errorf("YOLK_MACHINE: %v", err)
+			}
+		}
+		return entries, nil
+	}
+	var entries []string
+	switch a := cmp.Or(archEnv, defaultGuestArch); a {
+	case "all":
+		for _, arch := range image.Arches {
+			entries = append(entries, guestMachines[arch]...)
+		}
+	case "amd64", "arm64":
+		entries = guestMachines[a]
+	default:
+		return nil, fmt.Errorf("YOLK_ARCH=%q: want amd64, arm64 or all", archEnv)
+	}
+	return entries, nil
 }
 
 // guestEntry splits a guestMachines entry; arch is the machine's.
@@ -90,6 +126,7 @@ const defaultGuestTimeout = 10 * time.Minute
 // passes is missing), and when the kernel's "not implemented" line for
 // TestUnknownSyscallENOSYS's system call does not appear exactly once.
 //
+// $YOLK_MACHINE and $YOLK_ARCH choose the entries (guestEntries).
 // $YOLK_GUEST_ARGS (split at spaces) are the self-test's arguments, e.g.
 // "-bench ." to run the guest benchmarks; $YOLK_SELFTEST_IMAGE (amd64) and
 // $YOLK_SELFTEST_IMAGE_ARM64 boot prebuilt images instead of building them,
@@ -105,19 +142,17 @@ func TestGuest(t *testing.T) {
 		t.Fatalf("the guest self-test package %s (%s) does not exist", SelftestPackage, pkgDir)
 	}
 
-	machines := guestMachines
-	if env := os.Getenv("YOLK_MACHINE"); env != "" {
-		machines = strings.Split(env, ",")
+	machines, err := guestEntries(os.Getenv("YOLK_MACHINE"), os.Getenv("YOLK_ARCH"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	arches := map[string]bool{}
 	for _, m := range machines {
-		_, _, _, arch, err := guestEntry(m)
-		if err != nil {
-			t.Fatalf("YOLK_MACHINE: %v", err)
-		}
+		_, _, _, arch, _ := guestEntry(m)
 		arches[arch] = true
 	}
-	// A missing emulator is a failure, never a skip.
+	// A missing emulator is a failure (with the command that installs
+	// it), never a skip.
 	for arch := range arches {
 		if _, err := FindQEMUFor(arch); err != nil {
 			t.Fatal(err)

@@ -111,3 +111,58 @@ func TestGuestHarness(t *testing.T) {
 		})
 	}
 }
+
+// TestGuestEntries: $YOLK_MACHINE names the entries; otherwise $YOLK_ARCH
+// picks the architectures whose default entries run.
+func TestGuestEntries(t *testing.T) {
+	all := append(append([]string{}, guestMachines["amd64"]...), guestMachines["arm64"]...)
+	for _, c := range []struct {
+		machine, arch string
+		want          []string
+	}{
+		{"", "amd64", guestMachines["amd64"]},
+		{"", "arm64", []string{"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2"}},
+		{"", "all", all},
+		{"", "", map[string][]string{"all": all, "amd64": guestMachines["amd64"]}[defaultGuestArch]},
+		{"virt:1,virt-gicv3:2", "", []string{"virt:1", "virt-gicv3:2"}},
+		{"q35@6G:2", "arm64", []string{"q35@6G:2"}},
+	} {
+		got, err := guestEntries(c.machine, c.arch)
+		if err != nil || strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("YOLK_MACHINE=%q YOLK_ARCH=%q: %q, %v; want %q", c.machine, c.arch, got, err, c.want)
+		}
+	}
+	for arch, entries := range guestMachines {
+		for _, e := range entries {
+			if _, _, _, a, err := guestEntry(e); err != nil || a != arch {
+				t.Errorf("default entry %q: arch %q, %v; want %s", e, a, err, arch)
+			}
+		}
+	}
+	for _, bad := range [][2]string{{"", "riscv64"}, {"", "x86"}, {"virt:0", ""}, {"raspi3b", ""}, {"virt,", ""}} {
+		if _, err := guestEntries(bad[0], bad[1]); err == nil {
+			t.Errorf("YOLK_MACHINE=%q YOLK_ARCH=%q accepted", bad[0], bad[1])
+		}
+	}
+	for e, want := range map[string][3]string{"virt-gicv3@256M:2": {"virt-gicv3", "256M", "arm64"}, "virt": {"virt", "", "arm64"}} {
+		m, mem, cpus, arch, err := guestEntry(e)
+		if err != nil || m != want[0] || mem != want[1] || arch != want[2] || cpus != map[bool]int{true: 2, false: 1}[e != "virt"] {
+			t.Errorf("guestEntry(%q) = %q %q %d %q %v", e, m, mem, cpus, arch, err)
+		}
+	}
+}
+
+// TestGuestMissingEmulator: arm64 entries without qemu-system-aarch64 fail
+// TestGuest with the command that installs it; they are never skipped.
+func TestGuestMissingEmulator(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGuest$", "-test.v", "-test.timeout=1m")
+	cmd.Env = append(os.Environ(), "PATH=/nonexistent", "YOLK_QEMU_ARM64=", "YOLK_MACHINE=", "YOLK_ARCH=arm64",
+		"YOLK_OUT="+t.TempDir(), "YOLK_SELFTEST_IMAGE_ARM64=/nonexistent/selftest-arm64.elf")
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+		!strings.Contains(string(b), "qemu-system-aarch64 is not installed; install it with: "+ArmInstallHint) ||
+		!strings.Contains(string(b), "--- FAIL: TestGuest") {
+		t.Errorf("child test: %v\n%s", err, b)
+	}
+}

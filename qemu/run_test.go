@@ -3,6 +3,7 @@ package qemu
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -449,5 +450,122 @@ func TestFrameConsole(t *testing.T) {
 	FrameConsole(&out, nil)
 	if !bytes.Equal(out.Bytes(), []byte{0xFF, 0x01}) {
 		t.Errorf("no input: %x", out.Bytes())
+	}
+}
+
+// TestImageArch: the ELF header's machine names the image's architecture
+// (and so the emulator Run starts); anything else is an error that says
+// what the file is.
+func TestImageArch(t *testing.T) {
+	dir := t.TempDir()
+	header := func(name string, machine elf.Machine) string {
+		h := make([]byte, 64)
+		copy(h, "\x7fELF\x02\x01\x01")
+		le := binary.LittleEndian
+		le.PutUint16(h[16:], uint16(elf.ET_EXEC))
+		le.PutUint16(h[18:], uint16(machine))
+		le.PutUint32(h[20:], 1)
+		le.PutUint16(h[52:], 64) // e_ehsize
+		le.PutUint16(h[54:], 56) // e_phentsize
+		le.PutUint16(h[58:], 64) // e_shentsize
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, h, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for path, want := range map[string]string{
+		header("x86.elf", elf.EM_X86_64):  "amd64",
+		header("arm.elf", elf.EM_AARCH64): "arm64",
+	} {
+		if got, err := ImageArch(path); err != nil || got != want {
+			t.Errorf("ImageArch(%s) = %q, %v; want %q", path, got, err, want)
+		}
+	}
+	notELF := filepath.Join(dir, "script")
+	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o644)
+	for path, msg := range map[string]string{
+		header("riscv.elf", elf.EM_RISCV): "EM_RISCV",
+		notELF:                            "not an ELF image",
+		filepath.Join(dir, "missing"):     "no such file",
+	} {
+		if _, err := ImageArch(path); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("ImageArch(%s): err = %v, want it to contain %q", filepath.Base(path), err, msg)
+		}
+	}
+	if MachinesFor("arm64")[0] != "virt" || MachinesFor("amd64")[0] != "microvm" {
+		t.Error("default machines: want virt (arm64) and microvm (amd64)")
+	}
+	for m, arch := range map[string]string{"virt": "arm64", "virt-gicv3": "arm64", "q35": "amd64", "microvm": "amd64", "raspi3b": ""} {
+		if got := ArchOfMachine(m); got != arch {
+			t.Errorf("ArchOfMachine(%q) = %q, want %q", m, got, arch)
+		}
+	}
+}
+
+// TestArmInitrd: the boot archive's address is 0x40000000 + RAM -
+// roundup(size, 64 KiB) - 64 KiB, and the command line names it in hex
+// with the size in decimal, as a yolk.* entry before the arguments.
+func TestArmInitrd(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		size int
+		mem  string
+		addr uint64
+	}{
+		{100_000, "", 0x40000000 + 128<<20 - 128<<10 - 64<<10},
+		{64 << 10, "1G", 0x40000000 + 1<<30 - 64<<10 - 64<<10},
+		{64<<10 + 1, "256M", 0x40000000 + 256<<20 - 128<<10 - 64<<10},
+		{1, "2G", 0x40000000 + 2<<30 - 64<<10 - 64<<10},
+		{0, "128M", 0x40000000 + 128<<20 - 64<<10},
+	} {
+		rd := filepath.Join(dir, fmt.Sprint(c.size))
+		if err := os.WriteFile(rd, make([]byte, c.size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args, err := QEMUArgs(Config{Image: "app.elf", Arch: "arm64", Memory: c.mem, Initrd: rd, Args: []string{"a"}})
+		if err != nil {
+			t.Errorf("%d bytes, -m %q: %v", c.size, c.mem, err)
+			continue
+		}
+		line := strings.Join(args, " ")
+		loader := fmt.Sprintf("-device loader,file=%s,addr=0x%x,force-raw=on", rd, c.addr)
+		cmdline := fmt.Sprintf("-append yolk.initrd=0x%x,%d -- a", c.addr, c.size)
+		if !strings.Contains(line, loader) || !strings.Contains(line, cmdline) || strings.Contains(line, "-initrd") {
+			t.Errorf("%d bytes, -m %q: %s\nwant %q and %q", c.size, c.mem, line, loader, cmdline)
+		}
+	}
+	// amd64 keeps -initrd, and no yolk.initrd on its command line.
+	rd := filepath.Join(dir, "1")
+	args, err := QEMUArgs(Config{Image: "app.elf", Initrd: rd})
+	if line := strings.Join(args, " "); err != nil || !strings.Contains(line, "-initrd "+rd) || strings.Contains(line, "yolk.initrd") || strings.Contains(line, "loader") {
+		t.Errorf("amd64: %s, %v", line, err)
+	}
+	if _, err := QEMUArgs(Config{Image: "app.elf", Arch: "arm64", Initrd: filepath.Join(dir, "missing")}); err == nil {
+		t.Error("missing archive accepted")
+	}
+}
+
+// TestFindQEMUFor: each architecture's emulator, its own override
+// variable (the guest suite boots both in one run), and the install hint.
+func TestFindQEMUFor(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "my-qemu")
+	os.WriteFile(fake, nil, 0o755)
+	t.Setenv("PATH", "/nonexistent")
+	t.Setenv("YOLK_QEMU", fake)
+	t.Setenv("YOLK_QEMU_ARM64", "")
+	if p, err := FindQEMUFor("amd64"); err != nil || p != fake {
+		t.Errorf("amd64 with $YOLK_QEMU: %q, %v", p, err)
+	}
+	if _, err := FindQEMUFor("arm64"); !errors.Is(err, ErrNoQEMU) || !strings.Contains(err.Error(), "qemu-system-aarch64 is not installed; install it with: "+ArmInstallHint) {
+		t.Errorf("arm64 without qemu-system-aarch64: %v", err)
+	}
+	t.Setenv("YOLK_QEMU_ARM64", fake)
+	if p, err := FindQEMUFor("arm64"); err != nil || p != fake {
+		t.Errorf("arm64 with $YOLK_QEMU_ARM64: %q, %v", p, err)
+	}
+	t.Setenv("YOLK_QEMU_ARM64", fake+".missing")
+	if _, err := FindQEMUFor("arm64"); err == nil || !strings.Contains(err.Error(), "$YOLK_QEMU_ARM64") {
+		t.Errorf("missing $YOLK_QEMU_ARM64: %v", err)
 	}
 }

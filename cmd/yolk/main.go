@@ -7,7 +7,8 @@
 //
 // build's architecture is -arch, else $GOARCH if it names one the kernel
 // runs, else amd64; run boots an image in the emulator of its ELF machine
-// (qemu-system-x86_64 or qemu-system-aarch64, machine virt by default).
+// (qemu-system-x86_64, or $YOLK_QEMU; qemu-system-aarch64, or
+// $YOLK_QEMU_ARM64, machine virt by default).
 //
 //	yolk test [-run re] [-v] [-short] [-timeout 10m] [...] [-smp 1] [...] packages [-args ...]
 //

@@ -167,11 +167,12 @@ type listedPackage struct {
 }
 
 // listPackages resolves go test patterns with go list, for the guest's
-// GOOS/GOARCH. Packages that cannot be loaded come back with Error set.
-func listPackages(ctx context.Context, patterns []string) ([]listedPackage, error) {
+// GOOS and GOARCH (arch), so that a package's arch-specific test files
+// count. Packages that cannot be loaded come back with Error set.
+func listPackages(ctx context.Context, arch string, patterns []string) ([]listedPackage, error) {
 	args := append([]string{"list", "-e", "-json=ImportPath,Dir,Name,Standard,TestGoFiles,XTestGoFiles,Error"}, patterns...)
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
@@ -227,7 +228,7 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 	if len(patterns) == 0 {
 		patterns = []string{"."}
 	}
-	pkgs, err := listPackages(ctx, patterns)
+	pkgs, err := listPackages(ctx, c.arch, patterns)
 	if err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		return 1

@@ -202,3 +202,56 @@ func TestTestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTestArch: yolk test builds for -arch, else $GOARCH when the kernel
+// runs on it, else amd64; the default machine follows, and another
+// architecture's machine is refused.
+func TestTestArch(t *testing.T) {
+	for _, c := range []struct {
+		goarch  string
+		args    []string
+		arch    string
+		machine string
+	}{
+		{"", nil, "amd64", "microvm"},
+		{"arm64", nil, "arm64", "virt"},
+		{"riscv64", nil, "amd64", "microvm"},
+		{"arm64", []string{"-arch", "amd64"}, "amd64", "microvm"},
+		{"", []string{"-arch", "arm64", "-machine", "virt-gicv3"}, "arm64", "virt-gicv3"},
+	} {
+		t.Setenv("GOARCH", c.goarch)
+		got, err := parseTestArgs(c.args)
+		if err != nil || got.arch != c.arch || got.machine != c.machine {
+			t.Errorf("GOARCH=%q %q: %+v, %v; want %s on %s", c.goarch, c.args, got, err, c.arch, c.machine)
+		}
+	}
+	t.Setenv("GOARCH", "")
+	for _, bad := range [][]string{{"-arch", "arm64", "-machine", "q35"}, {"-machine", "virt"}, {"-arch", "riscv64"}} {
+		if _, err := parseTestArgs(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// listPackages lists for the target architecture: a package whose only
+// test file is arm64's has tests for arm64 and none for amd64.
+func TestListPackagesArch(t *testing.T) {
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"go.mod":          "module armonly\n\ngo 1.26\n",
+		"a.go":            "package armonly\n",
+		"a_arm64_test.go": "package armonly\n\nimport \"testing\"\n\nfunc TestA(t *testing.T) {}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	t.Setenv("GOWORK", "off")
+	for arch, want := range map[string]int{"arm64": 1, "amd64": 0} {
+		pkgs, err := listPackages(t.Context(), arch, []string{"."})
+		if err != nil || len(pkgs) != 1 || pkgs[0].Error != nil || len(pkgs[0].TestGoFiles) != want {
+			t.Errorf("%s: %+v, %v; want %d test files", arch, pkgs, err, want)
+		}
+	}
+}

@@ -3,14 +3,17 @@
 // through the ELF entry point.
 //
 // Build compiles the package with the stock toolchain (GOOS=linux
-// GOARCH=amd64 CGO_ENABLED=0) and links the yolk kernel in by an -overlay that
+// GOARCH=amd64 or arm64, CGO_ENABLED=0; arm64 images linked at ArmTextAddr,
+// see LinkFlags) and links the yolk kernel in by an -overlay that
 // adds one generated file (a blank import of yolk/kernel) to the package, so
 // the package needs no import of ours; a package of another module is built in
 // a temporary workspace that uses both modules. BuildTest does the same for
 // a package's test binary (go test -c), through an external test file, for
-// any package including the standard library's. Patch then rewrites the Go
-// linker's PT_NOTE into the Xen PHYS32_ENTRY note QEMU's PVH loader reads,
-// and changes no other byte of the image but that note's headers.
+// any package including the standard library's. Patch then makes the image
+// bootable and changes no other byte: on amd64 it rewrites the Go linker's
+// PT_NOTE (and that note's headers) into the Xen PHYS32_ENTRY note QEMU's
+// PVH loader reads; on arm64 it sets the ELF header's e_entry to the
+// kernel's entry, yolk/boot.entry.
 //
 // The package runs on the host only. It does not check that the kernel boots;
 // qemu.Run does.
@@ -228,6 +231,16 @@ func CheckArch(arch string) (string, error) {
 // linked above it, and 2 MiB aligned.
 const ArmTextAddr = 0x40201000
 
+// LinkFlags is the -ldflags value an image for arch is built with: user's
+// flags, after "-T 0x40201000" (ArmTextAddr) for arm64. The linker takes
+// the last -T it is given, so a -T among user's flags moves the image.
+func LinkFlags(arch, user string) string {
+	if arch == "arm64" {
+		return strings.TrimSpace(fmt.Sprintf("-T %#x %s", ArmTextAddr, user))
+	}
+	return user
+}
+
 // buildEnv is the environment of every go command that builds for the kernel.
 func buildEnv(arch string) []string {
 	return append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
@@ -262,11 +275,7 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.Tags != "" {
 		args = append(args, "-tags", opt.Tags)
 	}
-	ldflags := opt.LDFlags
-	if arch == "arm64" {
-		ldflags = strings.TrimSpace(fmt.Sprintf("-T %#x %s", ArmTextAddr, ldflags))
-	}
-	if ldflags != "" {
+	if ldflags := LinkFlags(arch, opt.LDFlags); ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}
 	link := opt.LinkPackage

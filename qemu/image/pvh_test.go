@@ -40,8 +40,16 @@ TEXT ·entry32(SB), NOSPLIT|NOFRAME, $0-0
 	RET
 `
 
+// testAsmArm64 is testAsm for arm64 (BRK #0).
+const testAsmArm64 = `#include "textflag.h"
+
+TEXT ·entry32(SB), NOSPLIT|NOFRAME, $0-0
+	WORD $0xd4200000
+	RET
+`
+
 var (
-	buildOnce sync.Map // ldflags -> *builtProgram
+	buildOnce sync.Map // arch and ldflags -> *builtProgram
 )
 
 type builtProgram struct {
@@ -50,11 +58,17 @@ type builtProgram struct {
 	err  error
 }
 
-// testProgram builds the test program once per set of -ldflags with the
-// stock toolchain and returns the path of the (unpatched) binary.
+// testProgram builds the amd64 test program once per set of -ldflags with
+// the stock toolchain and returns the path of the (unpatched) binary.
 func testProgram(t *testing.T, ldflags string) string {
 	t.Helper()
-	v, _ := buildOnce.LoadOrStore(ldflags, &builtProgram{})
+	return testProgramArch(t, "amd64", ldflags)
+}
+
+// testProgramArch is testProgram for GOARCH arch.
+func testProgramArch(t *testing.T, arch, ldflags string) string {
+	t.Helper()
+	v, _ := buildOnce.LoadOrStore(arch+" "+ldflags, &builtProgram{})
 	b := v.(*builtProgram)
 	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "yolk-image-test-")
@@ -66,6 +80,7 @@ func testProgram(t *testing.T, ldflags string) string {
 			"go.mod":        "module testprog\n\ngo 1.26\n",
 			"main.go":       testMain,
 			"entry_amd64.s": testAsm,
+			"entry_arm64.s": testAsmArm64,
 		}
 		for name, src := range files {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
@@ -79,7 +94,7 @@ func testProgram(t *testing.T, ldflags string) string {
 		}
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0", "GOWORK=off")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0", "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = &buildError{err, out}
 			return
@@ -371,5 +386,84 @@ func TestPatchFile(t *testing.T) {
 	info, err = Patch(dst, "main.main")
 	if err != nil || !info.Unchanged {
 		t.Fatalf("second Patch: %+v %v", info, err)
+	}
+}
+
+// TestLinkFlags: arm64 images are always linked at ArmTextAddr, with the
+// user's flags after it; amd64 images get the user's flags alone.
+func TestLinkFlags(t *testing.T) {
+	for _, c := range []struct{ arch, user, want string }{
+		{"arm64", "", "-T 0x40201000"},
+		{"arm64", "-s -w", "-T 0x40201000 -s -w"},
+		{"amd64", "", ""},
+		{"amd64", "-s", "-s"},
+	} {
+		if got := LinkFlags(c.arch, c.user); got != c.want {
+			t.Errorf("LinkFlags(%q, %q) = %q, want %q", c.arch, c.user, got, c.want)
+		}
+	}
+}
+
+// TestPatchArm64 patches real arm64 linker output (linked as Build links
+// arm64 images, without the kernel): the first PT_LOAD starts at
+// 0x40200000, e_entry becomes the symbol's physical address and no other
+// byte changes (the Go build-id note stays); a second patch changes
+// nothing; a missing or non-function symbol is an error.
+func TestPatchArm64(t *testing.T) {
+	orig, err := os.ReadFile(testProgramArch(t, "arm64", LinkFlags("arm64", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.NewFile(bytes.NewReader(orig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Machine != elf.EM_AARCH64 {
+		t.Fatalf("machine %v", f.Machine)
+	}
+	first := f.Progs[progIndex(t, f, elf.PT_LOAD)]
+	if first.Paddr != 0x40200000 || first.Vaddr != 0x40200000 {
+		t.Errorf("first PT_LOAD at physical %#x (virtual %#x), want 0x40200000", first.Paddr, first.Vaddr)
+	}
+	want := symbolValue(t, f, "main.entry32.abi0")
+
+	out, info, err := PatchBytes(orig, "yolk/boot.entry", "main.entry32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Symbol != "main.entry32.abi0" || info.Entry != want || info.Unchanged {
+		t.Fatalf("patch %+v, want main.entry32.abi0 at %#x", info, want)
+	}
+	if len(out) != len(orig) {
+		t.Fatalf("size %d, was %d", len(out), len(orig))
+	}
+	for i := range out {
+		if out[i] != orig[i] && (i < 24 || i >= 32) {
+			t.Fatalf("byte %#x changed outside e_entry", i)
+		}
+	}
+	g, err := elf.NewFile(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Entry != want {
+		t.Errorf("e_entry %#x, want %#x", g.Entry, want)
+	}
+	if again, info, err := PatchBytes(out, "main.entry32"); err != nil || !info.Unchanged || !bytes.Equal(again, out) {
+		t.Errorf("second patch: %+v %v", info, err)
+	}
+
+	// The default symbol is the kernel's arm64 entry, absent here.
+	if _, _, err := PatchBytes(orig); err == nil || !strings.Contains(err.Error(), ArmEntrySymbol) {
+		t.Errorf("missing entry: err = %v, want it to name %s", err, ArmEntrySymbol)
+	}
+	if _, _, err := PatchBytes(orig, "runtime.buildVersion"); err == nil {
+		t.Error("data symbol accepted")
+	}
+	// Neither x86-64 nor AArch64: refused.
+	riscv := bytes.Clone(orig)
+	binary.LittleEndian.PutUint16(riscv[18:], uint16(elf.EM_RISCV))
+	if _, _, err := PatchBytes(riscv, "main.entry32"); err == nil || !strings.Contains(err.Error(), "AArch64") {
+		t.Errorf("RISC-V image: err = %v", err)
 	}
 }
