@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"unsafe"
-
 	"yolk/boot"
 	"yolk/drivers/clock"
 	"yolk/sched"
@@ -59,37 +57,7 @@ func kmain(info uintptr) {
 	smpStart(n, page)
 	tscCheck(n)
 	unmapLow()
-	for i := 0; i < n; i++ {
-		bssKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
-		bssKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
-	}
-	bssReclaim()
-	smpRelease(n)
-
-	klog("boot: ")
-	kprintDec(framesAll * pageSize >> 20)
-	kprint(" MiB RAM free (")
-	kprintDec(bssReclaimed * pageSize >> 20)
-	kprint(" MiB of it untouched BSS, now demand-paged), TSC ")
-	kprintDec(int64(clock.Hz() / 1e6))
-	kprint(" MHz (")
-	kprint(tscSources[tscSource])
-	kprint("), LAPIC timer ")
-	kprintDec(int64(lapicHz / 1e6))
-	kprint(" MHz")
-	if hasTSCDL {
-		kprint(" (TSC-deadline capable)")
-	}
-	kprint(", ")
-	kprintDec(int64(n))
-	kprint(" CPU")
-	if n > 1 {
-		kprint("s")
-	}
-	kprint(", boot ")
-	kprintDec(nanotime() / 1e3)
-	kprint(" µs\n")
-	smpReport(n)
+	bootDone(n)
 
 	conInInit(ioapicFor(com1IRQ), uint32(c.IRQ))
 	startInit()
@@ -101,3 +69,17 @@ func timerHz() uint64 { return lapicHz }
 
 // clockSynced reports whether the TSCs were found synchronised.
 func clockSynced() bool { return !tscProbe.skewed }
+
+// printClock names the clock and timer in the boot report.
+func printClock() {
+	kprint("TSC ")
+	kprintDec(int64(clock.Hz() / 1e6))
+	kprint(" MHz (")
+	kprint(tscSources[tscSource])
+	kprint("), LAPIC timer ")
+	kprintDec(int64(lapicHz / 1e6))
+	kprint(" MHz")
+	if hasTSCDL {
+		kprint(" (TSC-deadline capable)")
+	}
+}

@@ -83,31 +83,7 @@ func kmain(dtb uintptr) {
 	filesInit()
 	rngState = clock.Base()
 	smpStart(n)
-	for i := 0; i < n; i++ {
-		bssKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
-		bssKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
-	}
-	bssReclaim()
-	smpRelease(n)
-
-	klog("boot: ")
-	kprintDec(framesAll * pageSize >> 20)
-	kprint(" MiB RAM free (")
-	kprintDec(bssReclaimed * pageSize >> 20)
-	kprint(" MiB of it untouched BSS, now demand-paged), counter ")
-	kprintDec(int64(clock.Hz() / 1e6))
-	kprint(" MHz, GICv")
-	kprintDec(int64(gic.Version()))
-	kprint(", ")
-	kprintDec(int64(n))
-	kprint(" CPU")
-	if n > 1 {
-		kprint("s")
-	}
-	kprint(", boot ")
-	kprintDec(nanotime() / 1e3)
-	kprint(" µs\n")
-	smpReport(n)
+	bootDone(n)
 
 	conInInit()
 	startInit()
@@ -206,4 +182,12 @@ func hexDigit(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
+}
+
+// printClock names the clock and the interrupt controller in the boot report.
+func printClock() {
+	kprint("counter ")
+	kprintDec(int64(clock.Hz() / 1e6))
+	kprint(" MHz, GICv")
+	kprintDec(int64(gic.Version()))
 }

@@ -47,3 +47,7 @@ func fpSave(addr uintptr)
 // so they hold what the kernel's Go code left; the Go runtime treats them
 // as clobbered by the call anyway.
 func exitFPState(r *Regs) uintptr { return 0 }
+
+// fpState is where the FP/SSE state of the interrupted code is kept beside
+// a trap frame r (below it: fxArea).
+func fpState(r *Regs) uintptr { return fxArea(r) }

@@ -171,27 +171,10 @@ func smpRelease(n int) {
 	}
 }
 
-// smpReport prints the CPUs and their start-up times.
-func smpReport(n int) {
-	if n < 2 {
-		return
-	}
-	var slowest, last int64
-	for i := 1; i < n; i++ {
-		p := &percpu[i]
-		slowest = max(slowest, p.up-p.sent)
-		last = max(last, p.up)
-	}
-	klog("smp: ")
-	kprintDec(int64(n))
-	kprint(" CPUs (APIC IDs")
-	for i := 0; i < n; i++ {
-		kprint(" ")
-		kprintDec(int64(apIRQ[i]))
-	}
-	kprint("); the slowest AP ran Go code ")
-	kprintDec(slowest / 1e3)
-	kprint(" µs after its STARTUP, all ")
-	kprintDec((last - percpu[1].sent) / 1e3)
-	kprint(" µs after the first\n")
-}
+// The boot report's names for CPUs and their start: APIC IDs, STARTUP.
+const (
+	cpuIDName    = "APIC IDs"
+	cpuStartName = "STARTUP"
+)
+
+func printCPUID(i int) { kprintDec(int64(apIRQ[i])) }

@@ -141,27 +141,10 @@ func smpRelease(n int) {
 	}
 }
 
-// smpReport prints the CPUs and their start-up times.
-func smpReport(n int) {
-	if n < 2 {
-		return
-	}
-	var slowest, last int64
-	for i := 1; i < n; i++ {
-		p := &percpu[i]
-		slowest = max(slowest, p.up-p.sent)
-		last = max(last, p.up)
-	}
-	klog("smp: ")
-	kprintDec(int64(n))
-	kprint(" CPUs (MPIDR")
-	for i := 0; i < n; i++ {
-		kprint(" ")
-		kprintHex(cpuMPIDR[i], 1)
-	}
-	kprint("); the slowest ran Go code ")
-	kprintDec(slowest / 1e3)
-	kprint(" µs after its CPU_ON, all ")
-	kprintDec((last - percpu[1].sent) / 1e3)
-	kprint(" µs after the first\n")
-}
+// The boot report's names for CPUs and their start: MPIDR, CPU_ON.
+const (
+	cpuIDName    = "MPIDR"
+	cpuStartName = "CPU_ON"
+)
+
+func printCPUID(i int) { kprintHex(cpuMPIDR[i], 1) }

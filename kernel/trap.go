@@ -5,6 +5,24 @@ import "yolk/sched"
 // ExitFault is the exit status after a kernel fault or panic report.
 const ExitFault = 125
 
+// preemptUser runs on the kernel stack of a task that an interrupt or
+// exception took from application code, with the frame the trap entry
+// moved there (entry_$GOARCH.s): the only place where a task is switched
+// involuntarily. After a timer interrupt the task gives up its CPU if the
+// interrupt woke another task or its slice is over (sched.Preempt); then a
+// pending signal is delivered. The task resumes with every register as the
+// frame holds it.
+func preemptUser(r *Regs) {
+	sched.AssertKernel()
+	p := &percpu[sched.This().ID]
+	if p.userTimer {
+		p.userTimer = false
+		sched.Preempt(p.timerWoke)
+	}
+	deliverSignal(r, fpState(r))
+	userSync()
+}
+
 func printTask() {
 	c := sched.This()
 	kprint("yolk: cpu=")

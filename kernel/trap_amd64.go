@@ -111,24 +111,6 @@ func trap(r *Regs) (toTask bool) {
 	return toTask
 }
 
-// preemptUser runs on the kernel stack of a task that an interrupt or
-// exception took from application code, with the frame trapCommon moved
-// there (its FP/SSE state just below): the only place where a task is
-// switched involuntarily. After a timer interrupt the task gives up its CPU
-// if the interrupt woke another task or its slice is over (sched.Preempt);
-// then a pending signal is delivered. The task resumes through trapReturn
-// with every register as the frame holds it.
-func preemptUser(r *Regs) {
-	sched.AssertKernel()
-	p := &percpu[sched.This().ID]
-	if p.userTimer {
-		p.userTimer = false
-		sched.Preempt(p.timerWoke)
-	}
-	deliverSignal(r, fxArea(r))
-	userSync()
-}
-
 // fxArea is the FP/SSE save area trapCommon keeps below the frame r.
 func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 }
 

@@ -178,22 +178,6 @@ func irq(p *perCPU) (timer bool) {
 	return timer
 }
 
-// preemptUser runs on the kernel stack of a task that an interrupt took
-// from application code, with the frame trapSave moved there: the only
-// place where a task is switched involuntarily. After a timer interrupt
-// the task gives up its CPU if the interrupt woke another task or its
-// slice is over (sched.Preempt); then a pending signal is delivered.
-func preemptUser(r *Regs) {
-	sched.AssertKernel()
-	p := &percpu[sched.This().ID]
-	if p.userTimer {
-		p.userTimer = false
-		sched.Preempt(p.timerWoke)
-	}
-	deliverSignal(r, fpState(r))
-	userSync()
-}
-
 // signalIPI interrupts CPU cpu, which runs a task that has a new signal.
 func signalIPI(cpu int) { gic.SendSGI(gic.Target(sched.CPUAt(cpu).IRQ), vecSignal) }
 
