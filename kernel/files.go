@@ -369,9 +369,8 @@ func pollWatch(w *watch) (uint32, bool) {
 	return ev, true
 }
 
-// struct epoll_event is epollEventSize bytes, its data at epollDataOff
-// (amd64: packed, 12 and 4; arm64: 16 and 8).
-
+// sysEpollWait fills struct epoll_event records of epollEventSize bytes,
+// the data at epollDataOff (amd64: packed, 12 and 4; arm64: 16 and 8).
 func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, Errno) {
 	// Linux's order: maxevents, the buffer, the descriptor.
 	if max <= 0 || max > (1<<31-1)/epollEventSize {
