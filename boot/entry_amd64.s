@@ -1,9 +1,17 @@
-// PVH entry for amd64.
+// PVH and Multiboot2 entry for amd64.
 //
 // QEMU (and Xen) enter here in 32-bit protected mode with paging off, flat
 // CS/DS/ES/SS, interrupts off and EBX holding the physical address of the
 // hvm_start_info block. ESP is undefined. The host image tool writes this
 // symbol's address into the ELF's XEN_ELFNOTE_PHYS32_ENTRY note.
+//
+// A Multiboot2 loader (GRUB, BIOS or UEFI) enters the same code, named by
+// the entry-address tag of the Multiboot2 header the image tool writes,
+// in the same state except that EAX holds 0x36d76289, EBX points at the
+// Multiboot2 information, and the GDTR may be invalid: nothing here loads
+// a segment register before the code's own LGDT. EAX is kept on the boot
+// stack and handed to the kernel, which tells the two protocols apart by
+// it.
 //
 // Until the far return into 64-bit code, every instruction must encode the
 // same in 32-bit and 64-bit mode: only AX..DI, no REX, and no RIP-relative
@@ -29,9 +37,10 @@ TEXT ·pvhEntry(SB),NOSPLIT|NOFRAME,$0
 	// first CALL, and put them back afterwards.
 	MOVL	BX, SP
 	MOVL	-4(BX), DI
-	ADDR32(·Stack+65536(SB), AX)
+	ADDR32(·Stack+65536(SB), CX)
 	MOVL	DI, -4(BX)
-	MOVL	AX, SP
+	MOVL	CX, SP
+	PUSHQ	AX			// the boot protocol's magic: entry64 reads it
 
 	// Early page tables: PML4 | PDPT | PD0..PD3, 4 KiB aligned, zeroed.
 	ADDR32(·PageTables(SB), DI)
@@ -101,8 +110,12 @@ cached:
 	RETFL
 
 // entry64 runs in 64-bit mode on the boot stack; BX still holds the
-// start-info address (upper halves of registers are undefined here).
+// start-info (or Multiboot2 information) address, and the top four bytes
+// of the boot stack the entry's EAX (upper halves of registers, SP's
+// included, are undefined here). It calls start64 with BX = that address
+// and SI = EAX.
 TEXT ·entry64(SB),NOSPLIT|NOFRAME,$0
+	MOVL	·Stack+65532(SB), SI
 	MOVL	$0x10, AX
 	BYTE $0x8e; BYTE $0xd8		// MOV DS, AX
 	BYTE $0x8e; BYTE $0xc0		// MOV ES, AX

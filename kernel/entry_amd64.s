@@ -38,7 +38,8 @@
 	ORQ	DX, AX
 
 // start64 is entered from boot in 64-bit mode on the boot stack with BX
-// holding the PVH start-info address.
+// holding the PVH start-info (or Multiboot2 information) address and SI
+// the entry's EAX (Multiboot2's magic, or whatever PVH left there).
 TEXT ·start64(SB),NOSPLIT|NOFRAME,$0
 	// SSE: CR4.OSFXSR | OSXMMEXCPT (boot cleared CR0.EM and set CR0.MP).
 	MOVQ	CR4, AX
@@ -65,6 +66,7 @@ TEXT ·start64(SB),NOSPLIT|NOFRAME,$0
 
 	SUBQ	$16, SP
 	MOVQ	BX, 0(SP)
+	MOVQ	SI, 8(SP)
 	CALL	·kmain(SB)
 hang:
 	CLI

@@ -20,14 +20,23 @@ var entryPC uintptr
 func init() { entryPC = boot.EntryPC() }
 
 // kmain is the kernel's Go entry, called by start64 on the boot stack with
-// the PVH start-info address. It never returns: the boot context becomes CPU
-// 0's idle task once the Go runtime's first thread is ready to run.
-func kmain(info uintptr) {
+// the PVH start-info or Multiboot2 information address and the entry's EAX
+// (boot.Multiboot2Magic from a Multiboot2 loader). It never returns: the
+// boot context becomes CPU 0's idle task once the Go runtime's first thread
+// is ready to run.
+func kmain(info, magic uintptr) {
 	c := sched.InitCPU(0, 0) // first: locks use the per-CPU block
 	consoleInit()
-	klog("boot: yolk kernel, PVH entry\n")
-	if !boot.ParsePVH(info, &bootInfo) {
-		fatal("boot: no PVH start-info block (boot with QEMU -kernel and a PVH note)")
+	if uint32(magic) == boot.Multiboot2Magic {
+		klog("boot: yolk kernel, Multiboot2 entry\n")
+		if !boot.ParseMultiboot2(info, &bootInfo) {
+			fatal("boot: the Multiboot2 information has no memory map")
+		}
+	} else {
+		klog("boot: yolk kernel, PVH entry\n")
+		if !boot.ParsePVH(info, &bootInfo) {
+			fatal("boot: no PVH start-info block (boot with QEMU -kernel and a PVH note, or through GRUB's multiboot2)")
+		}
 	}
 	probeCPU()
 	framesInit(&bootInfo)

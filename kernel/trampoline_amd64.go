@@ -30,9 +30,13 @@ func apEntry64PC() uintptr
 // 1 MiB (STARTUP names it by its page number), above the real-mode
 // interrupt table. Nothing the kernel keeps lives there: the boot data in
 // low memory (start info, memory map, command line, ACPI) has been read
-// before the APs start.
+// before the APs start. A boot loader may have put the boot module there
+// (Multiboot2 leaves that to GRUB): its pages are skipped.
 func trampolinePage() uintptr {
 	for _, p := range [...]uintptr{0x8000, 0x9000, 0x7000, 0x6000, 0x5000, 0x4000, 0x3000, 0x2000, 0x1000} {
+		if m := bootInfo.Module; bootInfo.ModuleSize != 0 && p < m+bootInfo.ModuleSize && m < p+pageSize {
+			continue
+		}
 		for i := 0; i < bootInfo.MemEntries; i++ {
 			r := bootInfo.Region(i)
 			if r.Type == boot.MemRAM && uint64(p) >= r.Addr && uint64(p)+pageSize <= r.Addr+r.Size {
