@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // DefaultEntrySymbol is the 32-bit PVH entry of the yolk kernel (boot/, Go
@@ -72,27 +71,7 @@ func Patch(path string, symbols ...string) (*PatchInfo, error) {
 	if info.Unchanged {
 		return info, nil
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".yolk-patch-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	return info, os.Rename(tmp.Name(), path)
+	return info, replaceFile(path, out)
 }
 
 // PatchBytes returns a copy of the ELF image data in which the PT_NOTE segment
