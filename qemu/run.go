@@ -152,6 +152,14 @@ type Config struct {
 	// this TCP port: a debugger attaches (GDBCommand) and continues.
 	GDB int
 
+	// Board "pc" boots a PC image (image.BuildISO) from -cdrom through
+	// its firmware and GRUB instead of an ELF image through -kernel;
+	// Machine is then "q35" (default) or "pc", Firmware "bios" (SeaBIOS,
+	// default) or "uefi" (OVMF, OVMFPath), and Env, Args and Initrd must
+	// be empty: the image carries its own command line and boot archive.
+	Board    string
+	Firmware string
+
 	// Stdin is the guest's console input, sent framed (FrameConsole);
 	// nil: none, the guest reads end of file at once.
 	Stdin io.Reader
@@ -216,6 +224,9 @@ type Result struct {
 
 // QEMUArgs returns the QEMU command-line arguments for c (without the binary).
 func QEMUArgs(c Config) ([]string, error) {
+	if c.Board != "" {
+		return boardArgs(c)
+	}
 	arch, err := image.CheckArch(c.Arch)
 	if err != nil {
 		return nil, err
@@ -302,13 +313,21 @@ func QEMUArgs(c Config) ([]string, error) {
 	}
 	args = append(args, "-kernel", c.Image, "-append", cmdline)
 	args = append(args, initrd...)
-	if c.GDB != 0 {
-		if c.GDB < 0 || c.GDB > 65535 {
-			return nil, fmt.Errorf("gdb port %d: want 1 to 65535", c.GDB)
-		}
-		args = append(args, "-gdb", fmt.Sprintf("tcp::%d", c.GDB), "-S")
+	if args, err = gdbArgs(args, c.GDB); err != nil {
+		return nil, err
 	}
 	return append(args, c.Extra...), nil
+}
+
+// gdbArgs appends the gdb stub's options for port (none for 0).
+func gdbArgs(args []string, port int) ([]string, error) {
+	if port == 0 {
+		return args, nil
+	}
+	if port < 0 || port > 65535 {
+		return nil, fmt.Errorf("gdb port %d: want 1 to 65535", port)
+	}
+	return append(args, "-gdb", fmt.Sprintf("tcp::%d", port), "-S"), nil
 }
 
 // GDBCommand is the command that attaches a debugger, with the image's
@@ -414,16 +433,25 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	var start time.Time
 	// Console input starts with the kernel's first line: by then it has
 	// set up the UART (which resets its receive FIFO: an earlier byte
-	// would be lost).
-	firstLine := make(chan struct{})
+	// would be lost). That is the first line with the kernel's "yolk: "
+	// prefix: before it, a PC image's firmware and GRUB print their own.
+	kernelUp := make(chan struct{})
+	kernelSeen := false // guarded by mu
+	symbolImage := c.Image
+	if c.Board != "" {
+		symbolImage = ""
+	}
 	stream := &serialStream{
 		out:       stdout,
-		symbolize: lazySymbolizer(c.Image),
+		symbolize: lazySymbolizer(ctx, symbolImage, c.Image),
 		onLine: func(line string) {
 			mu.Lock()
 			if res.FirstLine == 0 {
 				res.FirstLine = time.Since(start)
-				close(firstLine)
+			}
+			if !kernelSeen && strings.Contains(line, "yolk: ") {
+				kernelSeen = true
+				close(kernelUp)
 			}
 			mu.Unlock()
 			if n, ok := ParseExitLine(line); ok {
@@ -457,7 +485,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	// its stdin close); Wait closes it.
 	go func() {
 		select {
-		case <-firstLine:
+		case <-kernelUp:
 			FrameConsole(in, c.Stdin)
 		case <-ctx.Done():
 		}
@@ -555,14 +583,28 @@ func qemuComplained(stderr, name string) bool {
 	return false
 }
 
-// lazySymbolizer opens the image's line table on the first backtrace line.
-func lazySymbolizer(path string) func(uint64, bool) string {
+// lazySymbolizer opens the image's line table on the first backtrace line:
+// the ELF image path, or (path "") the kernel extracted from the PC image
+// iso.
+func lazySymbolizer(ctx context.Context, path, iso string) func(uint64, bool) string {
 	var (
 		once sync.Once
 		sym  *image.Symbolizer
 	)
 	return func(pc uint64, first bool) string {
-		once.Do(func() { sym, _ = image.OpenSymbolizer(path) })
+		once.Do(func() {
+			if path == "" {
+				dir, err := os.MkdirTemp("", "yolk-symbols-")
+				if err != nil {
+					return
+				}
+				defer os.RemoveAll(dir)
+				if path, err = image.ExtractISOKernel(ctx, iso, dir); err != nil {
+					return
+				}
+			}
+			sym, _ = image.OpenSymbolizer(path)
+		})
 		if sym == nil {
 			return ""
 		}

@@ -5,6 +5,13 @@
 //	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
 //	         [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
 //
+// PC images (amd64; docs/pc-image.md): build -board pc writes a BIOS- and
+// UEFI-bootable ISO with GRUB, its command line and boot archive built in;
+// run -board pc boots it from q35's CD-ROM drive with SeaBIOS or OVMF:
+//
+//	yolk build -board pc [-o app.iso] [-e KEY=VALUE ...] [-dir DIR] ./path/to/pkg [arg ...]
+//	yolk run -board pc [-firmware bios|uefi] [-machine q35|pc] [...] app.iso
+//
 // build's architecture is -arch, else $GOARCH if it names one the kernel
 // runs, else amd64; run boots an image in the emulator of its ELF machine
 // (qemu-system-x86_64, or $YOLK_QEMU; qemu-system-aarch64, or
@@ -44,6 +51,8 @@ func usage() {
   yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
   yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
            [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+  yolk build -board pc [-o app.iso] [-e KEY=VALUE ...] [-dir DIR] ./path/to/pkg [arg ...]
+  yolk run -board pc [-firmware bios|uefi] [...] app.iso
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
@@ -78,12 +87,17 @@ func build(args []string) int {
 	tags := fs.String("tags", "", "build tags, as for go build")
 	ldflags := fs.String("ldflags", "", "linker flags, as for go build")
 	arch := fs.String("arch", "", "target architecture: amd64 or arm64 (default $GOARCH if one of them, else amd64)")
+	board := fs.String("board", "", "pc: a BIOS- and UEFI-bootable ISO (GRUB, Multiboot2) instead of an ELF image")
+	var env envFlag
+	fs.Var(&env, "e", "-board pc: KEY=VALUE built into the image's command line (repeatable)")
+	dir := fs.String("dir", "", "-board pc: build this host `directory` into the image (read-only, at its absolute path; the program starts there)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg")
+		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg\n"+
+			"       yolk build -board pc [-o out.iso] [-e KEY=VALUE ...] [-dir DIR] [...] ./path/to/pkg [arg ...]")
 		fs.PrintDefaults()
 	}
 	fs.Parse(args)
-	if fs.NArg() != 1 {
+	if fs.NArg() < 1 || (*board == "" && fs.NArg() != 1) {
 		fs.Usage()
 		return 2
 	}
@@ -94,17 +108,72 @@ func build(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
 		return 2
 	}
-	res, err := image.Build(ctx, fs.Arg(0), image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags})
+	opt := image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags, Board: *board}
+	switch *board {
+	case "":
+		if len(env) > 0 || *dir != "" {
+			fmt.Fprintln(os.Stderr, "yolk build: -e and -dir only go with -board pc (an ELF image takes them from yolk run)")
+			return 2
+		}
+	case "pc":
+		if a != "amd64" {
+			fmt.Fprintf(os.Stderr, "yolk build: -board pc is an amd64 board, not %s\n", a)
+			return 2
+		}
+		if *dir != "" {
+			tmp, err := os.MkdirTemp("", "yolk-build-")
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+				return 1
+			}
+			defer os.RemoveAll(tmp)
+			if opt.Initrd, err = dirArchive(*dir, tmp, &env); err != nil {
+				fmt.Fprintf(os.Stderr, "yolk build: -dir: %v\n", err)
+				return 2
+			}
+		}
+		if opt.Cmdline, err = qemu.Cmdline(env, fs.Args()[1:]); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+			return 2
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "yolk build: -board %q: want pc\n", *board)
+		return 2
+	}
+	res, err := image.Build(ctx, fs.Arg(0), opt)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
 		return 1
 	}
 	kind := "PVH entry"
-	if a == "arm64" {
+	switch {
+	case a == "arm64":
 		kind = "arm64 entry"
+	case *board == "pc":
+		kind = fmt.Sprintf("PC image: GRUB, Multiboot2 header at %#x, entry", res.Multiboot2.Offset)
 	}
 	fmt.Fprintf(os.Stderr, "yolk: built %s (%s %s at %#x)\n", res.Output, kind, res.Patch.Symbol, res.Patch.Entry)
 	return 0
+}
+
+// dirArchive writes the boot archive of the host directory dir into tmp
+// (read-only, at its absolute path), adds the guest's working directory
+// to env, and returns the archive's path.
+func dirArchive(dir, tmp string, env *envFlag) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	t := qemu.NewTree()
+	if err := t.AddDir(abs, filepath.ToSlash(abs), true); err != nil {
+		return "", err
+	}
+	archive := filepath.Join(tmp, "files.tar")
+	if err := t.WriteFile(archive); err != nil {
+		return "", err
+	}
+	*env = append(*env, "yolk.cwd="+filepath.ToSlash(abs))
+	return archive, nil
 }
 
 // targetArch is the architecture to build for: flag if given, else
@@ -141,8 +210,10 @@ func run(args []string) int {
 	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
 	dir := fs.String("dir", "", "give the guest this host `directory` (read-only, at its absolute path) and start there")
 	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
+	board := fs.String("board", "", "pc: boot a PC image (yolk build -board pc) from the CD-ROM drive of q35 (default) or pc")
+	firmware := fs.String("firmware", "bios", "-board pc: bios (SeaBIOS) or uefi (OVMF)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]")
+		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")
 		fs.PrintDefaults()
 		fmt.Fprintln(os.Stderr, "exit status: the guest's (2: Go panic, 125: kernel fault report), or 123: guest reset\n"+
 			"without a report (triple fault), 124: timeout, 126: QEMU failed, 127: QEMU not installed, 130: interrupted")
@@ -160,43 +231,59 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
 	}
+	switch *board {
+	case "":
+	case "pc":
+		if len(env) > 0 || *dir != "" || fs.NArg() > 1 {
+			fmt.Fprintf(os.Stderr, "yolk run: %v\n", qemu.ErrFixedCmdline)
+			return 2
+		}
+		if err := qemu.CheckPCImage(fs.Arg(0)); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk run: %v\n", err)
+			return 2
+		}
+		if *gdb != 0 {
+			fmt.Fprintln(os.Stderr, "yolk run: -gdb boots ELF images (the kernel inside a PC image is the same ELF: boot that one)")
+			return 2
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "yolk run: -board %q: want pc\n", *board)
+		return 2
+	}
 	var initrd string
 	if *dir != "" {
-		abs, err := filepath.Abs(*dir)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
-			return 2
-		}
-		t := qemu.NewTree()
-		if err := t.AddDir(abs, filepath.ToSlash(abs), true); err != nil {
-			fmt.Fprintf(os.Stderr, "yolk run: -dir: %v\n", err)
-			return 2
-		}
 		tmp, err := os.MkdirTemp("", "yolk-run-")
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 			return 2
 		}
 		defer os.RemoveAll(tmp)
-		initrd = filepath.Join(tmp, "files.tar")
-		if err := t.WriteFile(initrd); err != nil {
-			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+		if initrd, err = dirArchive(*dir, tmp, &env); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk run: -dir: %v\n", err)
 			return 2
 		}
-		env = append(env, "yolk.cwd="+filepath.ToSlash(abs))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	arch, err := qemu.ImageArch(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
-		return 2
+	arch := "amd64"
+	if *board == "" {
+		var err error
+		if arch, err = qemu.ImageArch(fs.Arg(0)); err != nil {
+			if qemu.CheckPCImage(fs.Arg(0)) == nil {
+				err = fmt.Errorf("%s is a PC image: boot it with yolk run -board pc", fs.Arg(0))
+			}
+			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+			return 2
+		}
 	}
 	if *machine == "" {
 		*machine = qemu.MachinesFor(arch)[0]
+		if *board == "pc" {
+			*machine = qemu.PCMachines[0]
+		}
 	}
-	if other := qemu.ArchOfMachine(*machine); other != "" && other != arch {
+	if other := qemu.ArchOfMachine(*machine); *board == "" && other != "" && other != arch {
 		fmt.Fprintf(os.Stderr, "yolk run: -machine %s is an %s machine; %s is an %s image (machines: %s)\n",
 			*machine, other, fs.Arg(0), arch, strings.Join(qemu.MachinesFor(arch), ", "))
 		return 2
@@ -216,22 +303,28 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(fs.Arg(0), *gdb))
 	}
 
+	fw := ""
+	if *board == "pc" {
+		fw = *firmware
+	}
 	res, err := qemu.Run(ctx, qemu.Config{
-		QEMU:    qemuBin,
-		Image:   fs.Arg(0),
-		Arch:    arch,
-		Machine: *machine,
-		Accel:   choice.Accel,
-		Memory:  *mem,
-		SMP:     *smp,
-		Timeout: *timeout,
-		Env:     env,
-		Args:    fs.Args()[1:],
-		Initrd:  initrd,
-		GDB:     *gdb,
-		Stdin:   os.Stdin,
-		Stdout:  os.Stdout,
-		Stderr:  os.Stderr,
+		Firmware: fw,
+		QEMU:     qemuBin,
+		Image:    fs.Arg(0),
+		Arch:     arch,
+		Machine:  *machine,
+		Accel:    choice.Accel,
+		Memory:   *mem,
+		SMP:      *smp,
+		Timeout:  *timeout,
+		Env:      env,
+		Args:     fs.Args()[1:],
+		Initrd:   initrd,
+		GDB:      *gdb,
+		Board:    *board,
+		Stdin:    os.Stdin,
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
 	})
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "yolk: interrupted")

@@ -15,6 +15,9 @@
 // PVH loader reads; on arm64 it sets the ELF header's e_entry to the
 // kernel's entry, yolk/boot.entry.
 //
+// With Options.Board "pc" the output is instead a PC image, a hybrid ISO
+// that GRUB boots on BIOS and UEFI machines (iso.go, multiboot2.go).
+//
 // The package runs on the host only. It does not check that the kernel boots;
 // qemu.Run does.
 package image
@@ -49,7 +52,7 @@ const overlayTestFile = "zz_yolk_link_gen_test.go"
 
 // Options control Build. The zero value builds with the defaults.
 type Options struct {
-	Output      string    // image path; default "<package dir name>.elf" in the working directory
+	Output      string    // image path; default "<package dir name>.elf" (Board "pc": ".iso") in the working directory
 	Arch        string    // GOARCH: "amd64" (default) or "arm64"
 	Tags        string    // -tags for go build
 	LDFlags     string    // -ldflags for go build
@@ -58,7 +61,18 @@ type Options struct {
 	NoPatch     bool      // build only, leave the PT_NOTE alone
 	Go          string    // go command; default "go"
 	Stderr      io.Writer // go build's diagnostics; default os.Stderr
+
+	// Board "pc" (amd64 only) makes Output a bootable PC image (BuildISO)
+	// instead of an ELF image: the kernel gets a Multiboot2 header beside
+	// its PVH note, and Cmdline and Initrd (a boot archive) are fixed in
+	// the image. "" is the ELF image QEMU boots directly.
+	Board   string
+	Cmdline string // Board "pc": the kernel command line (qemu.Cmdline's encoding)
+	Initrd  string // Board "pc": a boot archive file
 }
+
+// Boards are the values of Options.Board besides "".
+var Boards = []string{"pc"}
 
 // Result describes a built image.
 type Result struct {
@@ -66,6 +80,8 @@ type Result struct {
 	PkgDir  string     // directory of the main package
 	ModRoot string     // root of the package's module
 	Patch   *PatchInfo // nil with NoPatch
+
+	Multiboot2 *Multiboot2Info // Board "pc": the kernel's Multiboot2 header
 }
 
 // ModuleRoot returns the root directory of the yolk module: from the source
@@ -132,6 +148,9 @@ func Build(ctx context.Context, pkg string, opt Options) (*Result, error) {
 	out := opt.Output
 	if out == "" {
 		out = filepath.Base(pkgDir) + ".elf"
+		if opt.Board == "pc" {
+			out = filepath.Base(pkgDir) + ".iso"
+		}
 	}
 	if out, err = filepath.Abs(out); err != nil {
 		return nil, err
@@ -259,6 +278,23 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if err != nil {
 		return nil, err
 	}
+	image := out
+	switch opt.Board {
+	case "":
+		if opt.Cmdline != "" || opt.Initrd != "" {
+			return nil, errors.New("a command line or boot archive is built into PC images only (Board \"pc\"); an ELF image takes them when it boots")
+		}
+	case "pc":
+		if arch != "amd64" || opt.NoPatch {
+			return nil, fmt.Errorf("board pc: want an amd64 image with its entry patched (arch %s)", arch)
+		}
+		if err := CheckISOTools(); err != nil {
+			return nil, err
+		}
+		image = filepath.Join(tmp, "yolk.elf")
+	default:
+		return nil, fmt.Errorf("board %q: want pc (or none for an ELF image)", opt.Board)
+	}
 	env := buildEnv(arch)
 	if t.modRoot != root {
 		work, err := writeGoWork(ctx, goCmd, tmp, root, t.modRoot)
@@ -268,9 +304,9 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 		env = append(env, "GOWORK="+work)
 	}
 
-	args := []string{"build", "-o", out}
+	args := []string{"build", "-o", image}
 	if t.test != "" {
-		args = []string{"test", "-c", "-o", out}
+		args = []string{"test", "-c", "-o", image}
 	}
 	if opt.Tags != "" {
 		args = append(args, "-tags", opt.Tags)
@@ -306,8 +342,16 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.NoPatch {
 		return res, nil
 	}
-	if res.Patch, err = Patch(out, opt.Entry...); err != nil {
+	if res.Patch, err = Patch(image, opt.Entry...); err != nil {
 		return nil, err
+	}
+	if opt.Board == "pc" {
+		if res.Multiboot2, err = PatchMultiboot2(image, opt.Entry...); err != nil {
+			return nil, err
+		}
+		if err := BuildISO(ctx, image, ISOOptions{Output: out, Cmdline: opt.Cmdline, Initrd: opt.Initrd}); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -1,0 +1,132 @@
+package qemu
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"yolk/qemu/image"
+)
+
+// The PC board: a hybrid ISO made by image.BuildISO, booted like a PC from
+// its CD-ROM drive by the machine's firmware and GRUB (docs/pc-image.md).
+
+// PCMachines are the QEMU machines a PC image boots on, q35 first (the
+// default); Firmwares the firmware choices, "bios" first (the default).
+var (
+	PCMachines = []string{"q35", "pc"}
+	Firmwares  = []string{"bios", "uefi"}
+)
+
+// OVMFPath is the UEFI firmware for -firmware uefi: Debian's ovmf package
+// (OVMF code and variables in one image, loaded with -bios). $YOLK_OVMF
+// names another file.
+const (
+	OVMFPath        = "/usr/share/qemu/OVMF.fd"
+	OVMFInstallHint = "apt-get update && apt-get install -y ovmf"
+)
+
+// FindOVMF returns the UEFI firmware image: $YOLK_OVMF if set, else
+// OVMFPath, or an error that says how to install it.
+func FindOVMF() (string, error) {
+	if p := os.Getenv("YOLK_OVMF"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$YOLK_OVMF: %w", err)
+		}
+		return p, nil
+	}
+	if _, err := os.Stat(OVMFPath); err != nil {
+		return "", fmt.Errorf("UEFI firmware %s is missing; install it with: %s", OVMFPath, OVMFInstallHint)
+	}
+	return OVMFPath, nil
+}
+
+// ErrFixedCmdline is returned for a PC image booted with an environment,
+// arguments or a boot archive: those are built into the image.
+var ErrFixedCmdline = errors.New("a PC image carries its command line and boot archive from yolk build -board pc (-e, -dir, arguments there); it cannot take new ones when it boots")
+
+// boardArgs are QEMUArgs for c.Board == "pc": the image on the CD-ROM
+// drive (-cdrom), the firmware, and the rest as for an ELF image.
+func boardArgs(c Config) ([]string, error) {
+	if c.Board != "pc" {
+		return nil, fmt.Errorf("board %q: want pc", c.Board)
+	}
+	if c.Arch != "" && c.Arch != "amd64" {
+		return nil, fmt.Errorf("board pc: the image is %s, want amd64", c.Arch)
+	}
+	if len(c.Env) > 0 || len(c.Args) > 0 || c.Initrd != "" {
+		return nil, ErrFixedCmdline
+	}
+	machine := c.Machine
+	if machine == "" {
+		machine = PCMachines[0]
+	}
+	if !contains(PCMachines, machine) {
+		return nil, fmt.Errorf("board pc: machine %q: want one of %s", machine, strings.Join(PCMachines, ", "))
+	}
+	fw := c.Firmware
+	if fw == "" {
+		fw = Firmwares[0]
+	}
+	var firmware []string
+	switch fw {
+	case "bios": // QEMU's default, SeaBIOS
+	case "uefi":
+		ovmf, err := FindOVMF()
+		if err != nil {
+			return nil, err
+		}
+		firmware = []string{"-bios", ovmf}
+	default:
+		return nil, fmt.Errorf("firmware %q: want one of %s", fw, strings.Join(Firmwares, ", "))
+	}
+	accel, cpu := c.Accel, "max"
+	switch accel {
+	case "", "tcg":
+		accel = "tcg"
+	case "kvm":
+		cpu = "host"
+	default:
+		return nil, fmt.Errorf("accelerator %q: want kvm or tcg", accel)
+	}
+	smp := c.SMP
+	if smp == 0 {
+		smp = 1
+	}
+	if smp < 0 {
+		return nil, fmt.Errorf("-smp %d: want a positive CPU count", smp)
+	}
+	if c.Image == "" {
+		return nil, errors.New("no image")
+	}
+	args := []string{
+		"-machine", machine,
+		"-accel", accel,
+		"-cpu", cpu,
+		"-m", cmp.Or(c.Memory, "128M"),
+		"-smp", fmt.Sprint(smp),
+		"-nodefaults", "-no-user-config",
+		"-display", "none",
+		"-no-reboot",
+		"-serial", "stdio",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+	}
+	args = append(args, firmware...)
+	args = append(args, "-cdrom", c.Image)
+	args, err := gdbArgs(args, c.GDB)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, c.Extra...), nil
+}
+
+// CheckPCImage reports an error unless path is a PC image (an ISO 9660
+// file; yolk build -board pc makes them).
+func CheckPCImage(path string) error {
+	if !image.IsISO(path) {
+		return fmt.Errorf("%s is not a PC image (an ISO made by yolk build -board pc)", path)
+	}
+	return nil
+}
