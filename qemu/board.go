@@ -28,6 +28,9 @@ const (
 	OVMFInstallHint = "apt-get update && apt-get install -y ovmf"
 )
 
+// UEFIMemory is a PC image's default RAM under OVMF (128M otherwise).
+const UEFIMemory = "256M"
+
 // FindOVMF returns the UEFI firmware image: $YOLK_OVMF if set, else
 // OVMFPath, or an error that says how to install it.
 func FindOVMF() (string, error) {
@@ -71,6 +74,7 @@ func boardArgs(c Config) ([]string, error) {
 		fw = Firmwares[0]
 	}
 	var firmware []string
+	mem := cmp.Or(c.Memory, "128M")
 	switch fw {
 	case "bios": // QEMU's default, SeaBIOS
 	case "uefi":
@@ -79,6 +83,10 @@ func boardArgs(c Config) ([]string, error) {
 			return nil, err
 		}
 		firmware = []string{"-bios", ovmf}
+		// OVMF keeps memory near the top of RAM that a kernel linked
+		// at 4 MiB reaches with its BSS (the self-test's ends near
+		// 120 MiB): with 128M, GRUB reports "out of memory".
+		mem = cmp.Or(c.Memory, UEFIMemory)
 	default:
 		return nil, fmt.Errorf("firmware %q: want one of %s", fw, strings.Join(Firmwares, ", "))
 	}
@@ -105,7 +113,7 @@ func boardArgs(c Config) ([]string, error) {
 		"-machine", machine,
 		"-accel", accel,
 		"-cpu", cpu,
-		"-m", cmp.Or(c.Memory, "128M"),
+		"-m", mem,
 		"-smp", fmt.Sprint(smp),
 		"-nodefaults", "-no-user-config",
 		"-display", "none",

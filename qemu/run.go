@@ -155,7 +155,8 @@ type Config struct {
 	// Board "pc" boots a PC image (image.BuildISO) from -cdrom through
 	// its firmware and GRUB instead of an ELF image through -kernel;
 	// Machine is then "q35" (default) or "pc", Firmware "bios" (SeaBIOS,
-	// default) or "uefi" (OVMF, OVMFPath), and Env, Args and Initrd must
+	// default) or "uefi" (OVMF, OVMFPath; Memory defaults to UEFIMemory
+	// there), and Env, Args and Initrd must
 	// be empty: the image carries its own command line and boot archive.
 	Board    string
 	Firmware string

@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -203,7 +204,7 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("yolk run", flag.ExitOnError)
 	accel := fs.String("accel", "auto", "accelerator: auto (KVM if a probe boot works), kvm or tcg")
 	machine := fs.String("machine", "", "QEMU machine: microvm (default), pc or q35 for amd64 images; virt (GICv2, default) or virt-gicv3 for arm64")
-	mem := fs.String("m", "128M", "guest RAM, as for QEMU -m")
+	mem := fs.String("m", "", "guest RAM, as for QEMU -m (default 128M; -board pc -firmware uefi: "+qemu.UEFIMemory+")")
 	smp := fs.Int("smp", 1, "guest CPUs (1 to 64)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "kill the guest after this long (0: never)")
 	var env envFlag
@@ -211,7 +212,7 @@ func run(args []string) int {
 	dir := fs.String("dir", "", "give the guest this host `directory` (read-only, at its absolute path) and start there")
 	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
 	board := fs.String("board", "", "pc: boot a PC image (yolk build -board pc) from the CD-ROM drive of q35 (default) or pc")
-	firmware := fs.String("firmware", "bios", "-board pc: bios (SeaBIOS) or uefi (OVMF)")
+	firmware := fs.String("firmware", "", "-board pc: bios (SeaBIOS, the default) or uefi (OVMF)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")
 		fs.PrintDefaults()
@@ -233,7 +234,15 @@ func run(args []string) int {
 	}
 	switch *board {
 	case "":
+		if *firmware != "" {
+			fmt.Fprintln(os.Stderr, "yolk run: -firmware goes with -board pc")
+			return 2
+		}
 	case "pc":
+		if *firmware != "" && !slices.Contains(qemu.Firmwares, *firmware) {
+			fmt.Fprintf(os.Stderr, "yolk run: -firmware %q: want %s\n", *firmware, strings.Join(qemu.Firmwares, " or "))
+			return 2
+		}
 		if len(env) > 0 || *dir != "" || fs.NArg() > 1 {
 			fmt.Fprintf(os.Stderr, "yolk run: %v\n", qemu.ErrFixedCmdline)
 			return 2
@@ -303,12 +312,8 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(fs.Arg(0), *gdb))
 	}
 
-	fw := ""
-	if *board == "pc" {
-		fw = *firmware
-	}
 	res, err := qemu.Run(ctx, qemu.Config{
-		Firmware: fw,
+		Firmware: *firmware,
 		QEMU:     qemuBin,
 		Image:    fs.Arg(0),
 		Arch:     arch,

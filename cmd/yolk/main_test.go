@@ -202,6 +202,9 @@ func TestRunUsageErrors(t *testing.T) {
 	armImg := fakeELF(t, elf.EM_AARCH64)
 	notELF := filepath.Join(t.TempDir(), "not.elf")
 	os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o644)
+	// An ISO 9660 volume descriptor's identifier is all yolk run reads.
+	iso := filepath.Join(t.TempDir(), "fake.iso")
+	os.WriteFile(iso, append(make([]byte, 0x8001), "CD001"...), 0o644)
 	for _, c := range []struct {
 		args []string
 		env  []string
@@ -225,6 +228,17 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", notELF}, nil, 2, "not an ELF"},
 		{[]string{"build", "-arch", "riscv64", "."}, nil, 2, `architecture "riscv64": want amd64 or arm64`},
 		{[]string{"build"}, nil, 2, "usage: yolk build"},
+		{[]string{"build", "-e", "A=B", "."}, nil, 2, "-e and -dir only go with -board pc"},
+		{[]string{"build", "-board", "pc", "-arch", "arm64", "."}, nil, 2, "-board pc is an amd64 board"},
+		{[]string{"build", "-board", "rpi0", "."}, nil, 2, `-board "rpi0": want pc`},
+		{[]string{"run", "-board", "pc", "-e", "A=B", iso}, nil, 2, "a PC image carries its command line"},
+		{[]string{"run", "-board", "pc", "-dir", ".", iso}, nil, 2, "a PC image carries its command line"},
+		{[]string{"run", "-board", "pc", iso, "arg"}, nil, 2, "a PC image carries its command line"},
+		{[]string{"run", "-board", "pc", "-firmware", "efi", iso}, nil, 2, `-firmware "efi": want bios or uefi`},
+		{[]string{"run", "-board", "pc", "-gdb", "1234", iso}, nil, 2, "-gdb boots ELF images"},
+		{[]string{"run", "-board", "pc", img}, nil, 2, "is not a PC image"},
+		{[]string{"run", "-firmware", "uefi", img}, nil, 2, "-firmware goes with -board pc"},
+		{[]string{"run", iso}, nil, 2, "is a PC image: boot it with yolk run -board pc"},
 	} {
 		cmd := exec.Command(yolk, c.args...)
 		cmd.Env = append(os.Environ(), c.env...)

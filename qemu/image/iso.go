@@ -76,8 +76,11 @@ func CheckISOTools() error {
 // (115200 8N1) as well as the screen, then straight to the kernel, no
 // menu. The command line (when there is one) travels as a module whose
 // bytes the kernel reads verbatim: GRUB's own multiboot2 command line is
-// re-quoted by GRUB, differently in different versions. If loading fails,
-// GRUB prints the error and stops at its prompt, on both terminals.
+// re-quoted by GRUB, differently in different versions. If loading fails
+// (GRUB prints why: for example "out of memory" when the firmware holds
+// part of the kernel's fixed physical range), GRUB says so and powers the
+// machine off 10 seconds later, so that a test run ends instead of
+// waiting at GRUB's prompt.
 func GRUBConfig(cmdline, initrd bool) string {
 	var b strings.Builder
 	b.WriteString("# yolk PC image (docs/pc-image.md): the kernel through Multiboot2, no menu.\n")
@@ -92,6 +95,9 @@ func GRUBConfig(cmdline, initrd bool) string {
 		fmt.Fprintf(&b, "module2 %s %s\n", ISOInitrd, initrdModule)
 	}
 	b.WriteString("boot\n")
+	b.WriteString("echo \"GRUB could not boot the kernel (error above): power off in 10 s\"\n")
+	b.WriteString("sleep 10\n")
+	b.WriteString("halt\n")
 	return b.String()
 }
 

@@ -1,0 +1,82 @@
+package qemu
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestQEMUArgsPC: a PC image boots from -cdrom on q35 (default) or pc,
+// with SeaBIOS (QEMU's default: no -bios) or OVMF (-bios), and with no
+// -kernel, -append or -initrd: its command line and boot archive are
+// inside it, and new ones are refused.
+func TestQEMUArgsPC(t *testing.T) {
+	ovmf := filepath.Join(t.TempDir(), "OVMF.fd")
+	if err := os.WriteFile(ovmf, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("YOLK_OVMF", ovmf)
+	common := []string{"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-serial", "stdio",
+		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"}
+	got, err := QEMUArgs(Config{Board: "pc", Image: "app.iso", SMP: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]string{"-machine", "q35", "-accel", "tcg", "-cpu", "max", "-m", "128M", "-smp", "2"}, common...),
+		"-cdrom", "app.iso")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("bios:\n%q\nwant\n%q", got, want)
+	}
+	got, err = QEMUArgs(Config{Board: "pc", Firmware: "uefi", Machine: "pc", Image: "app.iso", Memory: "512M", GDB: 1234})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(append([]string{"-machine", "pc", "-accel", "tcg", "-cpu", "max", "-m", "512M", "-smp", "1"}, common...),
+		"-bios", ovmf, "-cdrom", "app.iso", "-gdb", "tcp::1234", "-S")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("uefi:\n%q\nwant\n%q", got, want)
+	}
+	if got, err := QEMUArgs(Config{Board: "pc", Firmware: "uefi", Image: "a"}); err != nil || got[7] != UEFIMemory {
+		t.Errorf("uefi default memory: %q, %v; want -m %s", got, err, UEFIMemory)
+	}
+	for _, c := range []struct {
+		cfg Config
+		msg string
+	}{
+		{Config{Board: "pc", Image: "a", Env: []string{"A=1"}}, "carries its command line"},
+		{Config{Board: "pc", Image: "a", Args: []string{"x"}}, "carries its command line"},
+		{Config{Board: "pc", Image: "a", Initrd: "files.tar"}, "carries its command line"},
+		{Config{Board: "pc", Image: "a", Machine: "microvm"}, `machine "microvm": want one of q35, pc`},
+		{Config{Board: "pc", Image: "a", Firmware: "coreboot"}, `firmware "coreboot": want one of bios, uefi`},
+		{Config{Board: "pc", Image: "a", Arch: "arm64"}, "want amd64"},
+		{Config{Board: "pc"}, "no image"},
+		{Config{Board: "rpi9", Image: "a"}, `board "rpi9"`},
+	} {
+		if _, err := QEMUArgs(c.cfg); err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("QEMUArgs(%+v): %v, want an error containing %q", c.cfg, err, c.msg)
+		}
+	}
+	if _, err := QEMUArgs(Config{Board: "pc", Image: "a", Env: []string{"A=1"}}); !errors.Is(err, ErrFixedCmdline) {
+		t.Errorf("env for a PC image: %v, want ErrFixedCmdline", err)
+	}
+}
+
+// TestFindOVMF: $YOLK_OVMF wins; a missing firmware says how to install it.
+func TestFindOVMF(t *testing.T) {
+	t.Setenv("YOLK_OVMF", "/no/such/OVMF.fd")
+	if _, err := FindOVMF(); err == nil || !strings.Contains(err.Error(), "YOLK_OVMF") {
+		t.Errorf("missing $YOLK_OVMF file: %v", err)
+	}
+	t.Setenv("YOLK_OVMF", "")
+	p, err := FindOVMF()
+	if _, serr := os.Stat(OVMFPath); serr == nil {
+		if err != nil || p != OVMFPath {
+			t.Errorf("FindOVMF = %q, %v; want %s", p, err, OVMFPath)
+		}
+	} else if err == nil || !strings.Contains(err.Error(), OVMFInstallHint) {
+		t.Errorf("no OVMF: %v, want the install hint", err)
+	}
+}
