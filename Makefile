@@ -5,7 +5,8 @@
 #   make run ARCH=arm64   ... the arm64 build on QEMU virt (MACHINE=virt-gicv3 for a GICv3)
 #   make debug            ... halted, with QEMU's gdb stub on GDBPORT (1234): prints the gdb command
 #   make test             hosted tests (go test -race), the guest self-tests in QEMU
-#                         (every x86 machine at 1, 2 and 4 CPUs; arm64 virt with GICv2
+#                         (every x86 machine at 1, 2 and 4 CPUs; the PC image (GRUB ISO) on q35 with
+#                         SeaBIOS and OVMF at 2; arm64 virt with GICv2
 #                         and GICv3 at 1 and 2 CPUs) and a few standard-library
 #                         packages' tests through yolk test (make stdquick)
 #   make guest ARCH=arm64 the guest self-tests on arm64 only (ARCH=amd64: x86 only)
@@ -123,16 +124,20 @@ image:
 # qemu installs QEMU from Debian's packages when it is missing: ARCH's
 # emulator when ARCH is given (command line or environment), else both
 # (the guest suite boots x86 and arm64), and gdb-multiarch (make debug,
-# TestDebugGDB); as root directly, otherwise
+# TestDebugGDB); with amd64's, what the PC image needs (GRUB for BIOS and
+# UEFI, grub-mkrescue's xorriso and mtools, OVMF: docs/pc-image.md), each
+# checked by its program or file; as root directly, otherwise
 # through sudo if it needs no password (sudo -n); failing both it prints
 # the command to run.
-QEMU_amd64  = qemu-system-x86_64:qemu-system-x86
+QEMU_amd64  = qemu-system-x86_64:qemu-system-x86 \
+              grub-mkrescue:grub-common xorriso:xorriso mformat:mtools /usr/lib/grub/i386-pc:grub-pc-bin \
+              /usr/lib/grub/x86_64-efi:grub-efi-amd64-bin /usr/share/qemu/OVMF.fd:ovmf
 QEMU_arm64  = qemu-system-aarch64:qemu-system-arm
 QEMU_NEEDED = $(if $(filter command line environment,$(origin ARCH)),$(QEMU_$(ARCH)),$(QEMU_amd64) $(QEMU_arm64))
 qemu:
 	@for pair in $(QEMU_NEEDED) gdb-multiarch:gdb-multiarch; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
-	  command -v $$bin >/dev/null 2>&1 && continue; \
+	  { test -e $$bin || command -v $$bin; } >/dev/null 2>&1 && continue; \
 	  echo "$$bin not found: installing Debian's $$pkg"; \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkg || exit 1; \
 	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \

@@ -13,7 +13,9 @@ import (
 
 // BenchmarkBoot boots the probe image (a Go program that prints one line
 // from main and returns) on each machine with one CPU, and on microvm with
-// four and virt with two (the arm64 build on the arm64 machines), and reports, per boot, the time from
+// four and virt with two (the arm64 build on the arm64 machines), and the
+// probe's PC image (pcEntries: GRUB from q35's CD-ROM drive, SeaBIOS and
+// OVMF) with one, and reports, per boot, the time from
 // starting QEMU to the first serial line (the kernel's first output), to the
 // line printed by main, and to QEMU's exit, plus the image size. It needs
 // the yolk kernel. The accelerator comes from $YOLK_ACCEL (auto, kvm or tcg)
@@ -29,29 +31,47 @@ func BenchmarkBoot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	iso := filepath.Join(b.TempDir(), "probe.iso")
+	kernel := filepath.Join(b.TempDir(), "probe-pc.elf")
+	if elf, err := os.ReadFile(imgs["amd64"]); err != nil {
+		b.Fatal(err)
+	} else if err := os.WriteFile(kernel, elf, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := image.PatchMultiboot2(kernel); err != nil {
+		b.Fatal(err)
+	}
+	if err := image.BuildISO(b.Context(), kernel, image.ISOOptions{Output: iso}); err != nil {
+		b.Fatal(err)
+	}
 	for _, c := range []struct {
 		m    string
 		cpus int
-	}{{"microvm", 1}, {"microvm", 4}, {"pc", 1}, {"q35", 1}, {"virt", 1}, {"virt", 2}, {"virt-gicv3", 1}} {
-		m := c.m
+	}{{"microvm", 1}, {"microvm", 4}, {"pc", 1}, {"q35", 1}, {"iso-bios", 1}, {"iso-uefi", 1}, {"virt", 1}, {"virt", 2}, {"virt-gicv3", 1}} {
+		m, board, firmware := c.m, "", pcEntries[c.m]
 		arch := ArchOfMachine(m)
 		img := imgs[arch]
+		probe := img // the accelerator probe boots the ELF image
+		if firmware != "" {
+			m, board, arch, img, probe = "q35", "pc", "amd64", iso, imgs["amd64"]
+		}
 		st, err := os.Stat(img)
 		if err != nil {
 			b.Fatal(err)
 		}
-		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: m, ProbeImage: img})
+		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: m, ProbeImage: probe})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Log(choice)
-		b.Run(fmt.Sprintf("%s/cpus=%d", m, c.cpus), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/cpus=%d", c.m, c.cpus), func(b *testing.B) {
 			var first, toMain, total time.Duration
 			for b.Loop() {
 				var mainAt time.Duration
 				start := time.Now()
 				res, err := Run(b.Context(), Config{
 					Image: img, Arch: arch, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
+					Board: board, Firmware: firmware,
 					OnLine: func(l string) {
 						if strings.HasPrefix(l, "yolk: kvm probe: Go main reached") {
 							mainAt = time.Since(start)

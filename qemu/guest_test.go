@@ -36,9 +36,15 @@ var guestMachines = map[string][]string{
 		"pc:1", "pc:2", "pc:4",
 		"q35:1", "q35:2", "q35:4",
 		"q35@6G:2",
+		"iso-bios:2", "iso-uefi:2",
 	},
 	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2"},
 }
+
+// pcEntries are the entry names that boot the PC image (image.BuildISO,
+// the self-test's environment, arguments and boot archive built in) from
+// q35's CD-ROM drive through GRUB, with SeaBIOS or OVMF.
+var pcEntries = map[string]string{"iso-bios": "bios", "iso-uefi": "uefi"}
 
 // defaultGuestArch is what an unset $YOLK_ARCH means: every architecture's
 // entries (the arm64 kernel passes the suite; "amd64" would leave arm64 to
@@ -83,8 +89,11 @@ func guestEntry(e string) (machine, memory string, cpus int, arch string, err er
 			return "", "", 0, "", fmt.Errorf("%q: want a CPU count from 1 to %d after the colon", e, MaxCPUs)
 		}
 	}
+	if _, pc := pcEntries[machine]; pc {
+		return machine, memory, cpus, "amd64", nil
+	}
 	if arch = ArchOfMachine(machine); arch == "" {
-		return "", "", 0, "", fmt.Errorf("%q: unknown machine %q (want %s, or %s for arm64)", e, machine,
+		return "", "", 0, "", fmt.Errorf("%q: unknown machine %q (want %s, iso-bios or iso-uefi, or %s for arm64)", e, machine,
 			strings.Join(Machines, ", "), strings.Join(ArmMachines, ", "))
 	}
 	return machine, memory, cpus, arch, nil
@@ -199,16 +208,58 @@ func TestGuest(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{guestEnvKey + "=" + guestEnvWant, "yolk.cwd=" + guestDir, "YOLK_SELFTEST_DIR=" + guestDir, "YOLK_STDIN_TEST=1"}
+	args := append(strings.Fields(os.Getenv("YOLK_GUEST_ARGS")), "--", guestArgWant)
+
+	// The PC image: the amd64 kernel with a Multiboot2 header, in an
+	// ISO with this run's command line and boot archive.
+	var iso string
+	for _, m := range machines {
+		if machine, _, _, _, _ := guestEntry(m); pcEntries[machine] != "" && iso == "" {
+			iso = buildSelftestISO(t, imgs["amd64"], outDir, env, args, initrd)
+		}
+	}
 
 	for _, m := range machines {
 		t.Run(m, func(t *testing.T) {
-			_, _, _, arch, _ := guestEntry(m)
-			bootSelftest(t, imgs[arch], initrd, env, m, timeout, outDir)
+			machine, _, _, arch, _ := guestEntry(m)
+			img := imgs[arch]
+			if pcEntries[machine] != "" {
+				img = iso
+			}
+			bootSelftest(t, img, initrd, env, args, m, timeout, outDir)
 		})
 	}
 }
 
-func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, timeout time.Duration, outDir string) {
+// buildSelftestISO copies the amd64 self-test image, gives it a
+// Multiboot2 header and builds the PC image of it with env, args and the
+// boot archive initrd built in.
+func buildSelftestISO(t *testing.T, elfImage, outDir string, env, args []string, initrd string) string {
+	b, err := os.ReadFile(elfImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := filepath.Join(outDir, "selftest-pc.elf")
+	if err := os.WriteFile(kernel, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := image.PatchMultiboot2(kernel); err != nil {
+		t.Fatal(err)
+	}
+	cmdline, err := Cmdline(env, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(outDir, "selftest-pc.iso")
+	start := time.Now()
+	if err := image.BuildISO(t.Context(), kernel, image.ISOOptions{Output: iso, Cmdline: cmdline, Initrd: initrd}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built %s in %v", iso, time.Since(start).Round(time.Millisecond))
+	return iso
+}
+
+func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry string, timeout time.Duration, outDir string) {
 	// Leave the go test binary time to report when its -timeout is near.
 	if deadline, ok := t.Deadline(); ok {
 		if left := time.Until(deadline) - 30*time.Second; left < timeout {
@@ -219,6 +270,12 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 	machine, memory, cpus, arch, err := guestEntry(entry)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A PC image boots on q35 with its command line and boot archive
+	// inside.
+	board, firmware := "", pcEntries[machine]
+	if firmware != "" {
+		board, machine, env, args, initrd = "pc", "q35", nil, nil, ""
 	}
 	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: machine})
 	if err != nil {
@@ -242,19 +299,21 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 	var gateOnce sync.Once
 	stdin := io.MultiReader(bytes.NewReader(input[:1000]), gatedReader{gate, bytes.NewReader(input[1000:])})
 	res, err := Run(t.Context(), Config{
-		Image:   img,
-		Arch:    arch,
-		Machine: machine,
-		Memory:  memory,
-		SMP:     cpus,
-		Accel:   choice.Accel,
-		Timeout: timeout,
-		Env:     env,
-		Initrd:  initrd,
-		Args:    append(strings.Fields(os.Getenv("YOLK_GUEST_ARGS")), "--", guestArgWant),
-		Stdout:  logFile,
-		Stderr:  logFile,
-		Stdin:   stdin,
+		Image:    img,
+		Arch:     arch,
+		Machine:  machine,
+		Memory:   memory,
+		SMP:      cpus,
+		Accel:    choice.Accel,
+		Timeout:  timeout,
+		Env:      env,
+		Initrd:   initrd,
+		Args:     args,
+		Board:    board,
+		Firmware: firmware,
+		Stdout:   logFile,
+		Stderr:   logFile,
+		Stdin:    stdin,
 		OnLine: func(l string) {
 			if l == "=== RUN   TestConsoleInput" {
 				gateOnce.Do(func() { time.AfterFunc(300*time.Millisecond, func() { close(gate) }) })
