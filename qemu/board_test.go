@@ -1,12 +1,16 @@
 package qemu
 
 import (
+	"debug/elf"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"yolk/qemu/image"
 )
 
 // TestQEMUArgsPC: a PC image boots from -cdrom on q35 (default) or pc,
@@ -78,5 +82,47 @@ func TestFindOVMF(t *testing.T) {
 		}
 	} else if err == nil || !strings.Contains(err.Error(), OVMFInstallHint) {
 		t.Errorf("no OVMF: %v, want the install hint", err)
+	}
+}
+
+// TestRunStubPCImage boots a stub guest (stub_test.go) from a PC image
+// with each firmware: GRUB finds the Multiboot2 header and enters the
+// stub's 32-bit entry, the exit status comes through isa-debug-exit, and
+// the fault report's addresses are symbolized from the kernel extracted
+// from the ISO.
+func TestRunStubPCImage(t *testing.T) {
+	needQEMU(t)
+	if err := image.CheckISOTools(); err != nil {
+		t.Fatal(err)
+	}
+	kernel := stubImage(t, "stubFault")
+	f, err := elf.Open(kernel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	f.Close()
+	var mainPC uint64
+	for _, s := range syms {
+		if s.Name == "main.main" {
+			mainPC = s.Value
+		}
+	}
+	setFaultPCs(t, kernel, mainPC, mainPC+1)
+	if _, err := image.PatchMultiboot2(kernel, "main.stubFault"); err != nil {
+		t.Fatal(err)
+	}
+	iso := filepath.Join(t.TempDir(), "stub.iso")
+	if err := image.BuildISO(t.Context(), kernel, image.ISOOptions{Output: iso}); err != nil {
+		t.Fatal(err)
+	}
+	for _, fw := range Firmwares {
+		t.Run(fw, func(t *testing.T) {
+			res, out := runStub(t, "", "q35", Config{Image: iso, Board: "pc", Firmware: fw})
+			want := fmt.Sprintf("yolk:   at 0x%016x main.main+0x0", mainPC)
+			if res.ExitCode != 125 || !strings.Contains(out, "yolk: fault: vector 6 (#UD)\n") || !strings.Contains(out, want) {
+				t.Errorf("exit %d, output lacks the fault report or %q:\n%s", res.ExitCode, want, out)
+			}
+		})
 	}
 }
