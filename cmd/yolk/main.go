@@ -255,6 +255,10 @@ func run(args []string) int {
 			fmt.Fprintln(os.Stderr, "yolk run: -gdb boots ELF images (the kernel inside a PC image is the same ELF: boot that one)")
 			return 2
 		}
+		if *machine != "" && !slices.Contains(qemu.PCMachines, *machine) {
+			fmt.Fprintf(os.Stderr, "yolk run: -board pc boots on %s, not -machine %s\n", strings.Join(qemu.PCMachines, " or "), *machine)
+			return 2
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "yolk run: -board %q: want pc\n", *board)
 		return 2

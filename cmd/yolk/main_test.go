@@ -239,6 +239,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "-board", "pc", img}, nil, 2, "is not a PC image"},
 		{[]string{"run", "-firmware", "uefi", img}, nil, 2, "-firmware goes with -board pc"},
 		{[]string{"run", iso}, nil, 2, "is a PC image: boot it with yolk run -board pc"},
+		{[]string{"run", "-board", "pc", "-machine", "microvm", iso}, nil, 2, "-board pc boots on q35 or pc, not -machine microvm"},
 	} {
 		cmd := exec.Command(yolk, c.args...)
 		cmd.Env = append(os.Environ(), c.env...)
