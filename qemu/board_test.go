@@ -1,14 +1,18 @@
 package qemu
 
 import (
+	"context"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"yolk/qemu/image"
 )
@@ -89,7 +93,7 @@ func TestFindOVMF(t *testing.T) {
 // with each firmware: GRUB finds the Multiboot2 header and enters the
 // stub's 32-bit entry, the exit status comes through isa-debug-exit, and
 // the fault report's addresses are symbolized from the kernel extracted
-// from the ISO.
+// from the ISO. The same file also boots as a USB stick.
 func TestRunStubPCImage(t *testing.T) {
 	needQEMU(t)
 	if err := image.CheckISOTools(); err != nil {
@@ -122,6 +126,28 @@ func TestRunStubPCImage(t *testing.T) {
 			want := fmt.Sprintf("yolk:   at 0x%016x main.main+0x0", mainPC)
 			if res.ExitCode != 125 || !strings.Contains(out, "yolk: fault: vector 6 (#UD)\n") || !strings.Contains(out, want) {
 				t.Errorf("exit %d, output lacks the fault report or %q:\n%s", res.ExitCode, want, out)
+			}
+		})
+		// The same file as a USB stick (what dd writes): a USB mass
+		// storage device on an xHCI controller, the boot device.
+		t.Run(fw+"-usb", func(t *testing.T) {
+			args, err := QEMUArgs(Config{Image: iso, Board: "pc", Firmware: fw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.Index(args, "-cdrom")
+			args = slices.Replace(args, i, i+2, "-drive", "file="+iso+",format=raw,if=none,id=stick,readonly=on",
+				"-device", "qemu-xhci", "-device", "usb-storage,drive=stick,bootindex=0")
+			qemu, err := FindQEMU()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, qemu, args...).Output()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 125<<1|1 || !strings.Contains(string(out), "yolk: fault: vector 6 (#UD)") {
+				t.Errorf("QEMU %q: %v, want isa-debug-exit status %d and the stub's report; output:\n%s", args, err, 125<<1|1, out)
 			}
 		})
 	}
