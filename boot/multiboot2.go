@@ -82,7 +82,10 @@ func ParseMultiboot2(addr uintptr, in *Info) bool {
 			cmdTag = p
 		case mbTagModule:
 			m := at[mbModule](p)
-			start, size := uintptr(m.start), uintptr(m.end-m.start)
+			start, size := uintptr(m.start), uintptr(0)
+			if m.end > m.start {
+				size = uintptr(m.end - m.start)
+			}
 			switch name := p + 8; {
 			case cstrEqual(name, CmdlineModule):
 				cmdMod, cmdModLen = start, size
