@@ -24,6 +24,7 @@ const (
 	mbTagCmdline = 1
 	mbTagModule  = 3
 	mbTagMmap    = 6
+	mbTagFB      = 8
 	mbTagACPIOld = 14
 	mbTagACPINew = 15
 )
@@ -54,6 +55,16 @@ type mbTag struct{ typ, size uint32 }
 // physical range and a NUL-terminated string.
 type mbModule struct{ start, end uint32 }
 
+// mbFramebuffer is the start of the framebuffer tag's payload; for an
+// EGA text screen (fbType fbEGAText) width and height count characters.
+type mbFramebuffer struct {
+	addr                 uint64
+	pitch, width, height uint32
+	bpp, fbType          uint8
+}
+
+const fbEGAText = 2
+
 // mbMmap is the memory-map tag's payload after its header; entries of
 // entrySize bytes follow, each starting like MemRegion (base, length,
 // type as u64, u64, u32).
@@ -61,7 +72,8 @@ type mbMmap struct{ entrySize, entryVersion uint32 }
 
 // ParseMultiboot2 decodes the Multiboot2 information at addr into in,
 // copying the memory map (adjacent entries of one type merged), the
-// command line and the RSDP. It reports false if there is no memory map.
+// command line and the RSDP, and noting an EGA text screen. It reports
+// false if there is no memory map.
 func ParseMultiboot2(addr uintptr, in *Info) bool {
 	*in = Info{}
 	total := uintptr(*at[uint32](addr))
@@ -105,6 +117,11 @@ func ParseMultiboot2(addr uintptr, in *Info) bool {
 				}
 				mbMemMap[n] = r
 				n++
+			}
+		case mbTagFB:
+			if fb := at[mbFramebuffer](p); fb.fbType == fbEGAText && fb.addr < 1<<32 {
+				in.Text, in.TextPitch = uintptr(fb.addr), int(fb.pitch)
+				in.TextCols, in.TextRows = int(fb.width), int(fb.height)
 			}
 		case mbTagACPIOld:
 			rsdpOld, rsdpOldLen = p, plen

@@ -74,6 +74,16 @@ func bytesAt(p uintptr, n int) []byte {
 }
 
 // cstring is the NUL-terminated string at p.
+// fbTag is a framebuffer tag's payload (without color information).
+func fbTag(addr uint64, pitch, width, height uint32, bpp, typ uint8) []byte {
+	le := binary.LittleEndian
+	p := le.AppendUint64(nil, addr)
+	p = le.AppendUint32(p, pitch)
+	p = le.AppendUint32(p, width)
+	p = le.AppendUint32(p, height)
+	return append(p, bpp, typ, 0, 0)
+}
+
 func cstring(p uintptr) string {
 	n := 0
 	for bytesAt(p, n+1)[n] != 0 {
@@ -85,7 +95,8 @@ func cstring(p uintptr) string {
 // TestParseMultiboot2 decodes what GRUB passes for a PC image: the memory
 // map (adjacent entries of one type merged), the command line from the
 // yolk.cmdline module rather than the loader's, the boot archive module,
-// the ACPI 2.0 RSDP preferred to 1.0; and everything the kernel reads
+// the ACPI 2.0 RSDP preferred to 1.0, an EGA text screen (not a graphics
+// framebuffer); and everything the kernel reads
 // later is copied out of the loader's memory.
 func TestParseMultiboot2(t *testing.T) {
 	mem := lowMem(t, 1<<16)
@@ -109,6 +120,7 @@ func TestParseMultiboot2(t *testing.T) {
 	m.tag(3, module(cmdAt, cmdAt+14, "yolk.cmdline"))
 	m.tag(15, rsdp2)
 	m.tag(99, []byte("unknown tags are skipped"))
+	m.tag(8, fbTag(0xB8000, 160, 80, 25, 16, 2))
 	m.end()
 
 	var in boot.Info
@@ -138,6 +150,9 @@ func TestParseMultiboot2(t *testing.T) {
 	if got := string(bytesAt(in.RSDP, len(rsdp2))); got != string(rsdp2) {
 		t.Errorf("RSDP %q, want the ACPI 2.0 tag's", got)
 	}
+	if in.Text != 0xB8000 || in.TextCols != 80 || in.TextRows != 25 || in.TextPitch != 160 {
+		t.Errorf("text screen %#x %dx%d pitch %d, want 0xb8000 80x25 pitch 160", in.Text, in.TextCols, in.TextRows, in.TextPitch)
+	}
 
 	// Without the module, the loader's command line; the first other
 	// module is the boot archive; ACPI 1.0 alone is used.
@@ -147,6 +162,7 @@ func TestParseMultiboot2(t *testing.T) {
 	m.tag(1, []byte("x y\x00"))
 	m.tag(3, module(initrdAt, initrdAt+3, "other"))
 	m.tag(14, rsdp1)
+	m.tag(8, fbTag(0xFD000000, 4096, 1024, 768, 32, 1)) // a graphics framebuffer: not text
 	m.end()
 	if !boot.ParseMultiboot2(lowBase, &in) {
 		t.Fatal("ParseMultiboot2 = false")
@@ -159,6 +175,9 @@ func TestParseMultiboot2(t *testing.T) {
 	}
 	if got := string(bytesAt(in.RSDP, len(rsdp1))); got != string(rsdp1) {
 		t.Errorf("RSDP %q, want the ACPI 1.0 tag's", got)
+	}
+	if in.Text != 0 {
+		t.Errorf("a graphics framebuffer taken for a text screen at %#x", in.Text)
 	}
 
 	// No memory map: refused.

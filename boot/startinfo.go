@@ -40,6 +40,11 @@ type Info struct {
 	// Module is the first boot module (QEMU -initrd), 0 if none, and
 	// ModuleSize its length in bytes.
 	Module, ModuleSize uintptr
+	// Text is the physical address of an EGA text screen the boot
+	// loader left (Multiboot2's framebuffer tag; GRUB under BIOS), 0 if
+	// none, and its geometry: characters per row, rows, bytes per row.
+	Text                          uintptr
+	TextCols, TextRows, TextPitch int
 }
 
 // modlistEntry is one entry of the PVH module list.

@@ -38,6 +38,7 @@ func kmain(info, magic uintptr) {
 			fatal("boot: no PVH start-info block (boot with QEMU -kernel and a PVH note, or through GRUB's multiboot2)")
 		}
 	}
+	screenInit(&bootInfo)
 	probeCPU()
 	framesInit(&bootInfo)
 	physInit()

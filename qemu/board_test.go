@@ -5,12 +5,15 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,5 +153,86 @@ func TestRunStubPCImage(t *testing.T) {
 				t.Errorf("QEMU %q: %v, want isa-debug-exit status %d and the stub's report; output:\n%s", args, err, 125<<1|1, out)
 			}
 		})
+	}
+}
+
+// TestPCImageTextScreen boots a program from a PC image with SeaBIOS on a
+// machine with a VGA card: GRUB leaves the EGA text screen and says so in
+// the Multiboot2 information, and the kernel shows its console there too.
+// The program waits for the end of its input; meanwhile QEMU's monitor
+// saves the text screen's memory (0xB8000), which must hold the line the
+// program printed.
+func TestPCImageTextScreen(t *testing.T) {
+	needQEMU(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module screen\n\ngo 1.26\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.go"), []byte(`package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	fmt.Println("shown on the text screen")
+	io.ReadAll(os.Stdin)
+}
+`), 0o644)
+	iso := filepath.Join(dir, "screen.iso")
+	if _, err := image.Build(t.Context(), dir, image.Options{Output: iso, Board: "pc", Cmdline: "--"}); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "monitor.sock")
+	dump := filepath.Join(dir, "screen.bin")
+	stdinR, stdinW := io.Pipe()
+	printed := make(chan struct{})
+	var once sync.Once
+	go func() {
+		defer stdinW.Close()
+		select {
+		case <-printed:
+		case <-t.Context().Done():
+			return
+		}
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "pmemsave 0xb8000 4000 %q\n", dump)
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if st, err := os.Stat(dump); err == nil && st.Size() == 4000 {
+				return
+			}
+		}
+		t.Error("QEMU's monitor did not save the screen")
+	}()
+	res, out := runStub(t, "", "q35", Config{
+		Image: iso, Board: "pc", Stdin: stdinR,
+		Extra: []string{"-vga", "std", "-monitor", "unix:" + sock + ",server,nowait"},
+		OnLine: func(l string) {
+			if l == "shown on the text screen" {
+				once.Do(func() { close(printed) })
+			}
+		},
+	})
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d: %v\n%s", res.ExitCode, res.Messages, out)
+	}
+	b, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for i := 0; i+1 < len(b); i += 2 {
+		text.WriteByte(b[i])
+		if i/2%80 == 79 {
+			text.WriteByte('\n')
+		}
+	}
+	if !strings.Contains(text.String(), "shown on the text screen") || !strings.Contains(text.String(), "yolk: boot: ") {
+		t.Errorf("the text screen lacks the kernel's boot line or the program's output:\n%s", text.String())
 	}
 }
