@@ -71,8 +71,6 @@ type Options struct {
 	Initrd  string // Board "pc": a boot archive file
 }
 
-// Boards are the values of Options.Board besides "".
-var Boards = []string{"pc"}
 
 // Result describes a built image.
 type Result struct {
