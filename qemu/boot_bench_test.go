@@ -13,7 +13,8 @@ import (
 
 // BenchmarkBoot boots the probe image (a Go program that prints one line
 // from main and returns) on each machine with one CPU, and on microvm with
-// four and virt with two (the arm64 build on the arm64 machines), and reports, per boot, the time from
+// four and virt with two (the arm64 build on the arm64 machines), and the
+// Raspberry Pi 3 card on raspi3b (4 cores), and reports, per boot, the time from
 // starting QEMU to the first serial line (the kernel's first output), to the
 // line printed by main, and to QEMU's exit, plus the image size. It needs
 // the yolk kernel. The accelerator comes from $YOLK_ACCEL (auto, kvm or tcg)
@@ -29,18 +30,30 @@ func BenchmarkBoot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	card := filepath.Join(b.TempDir(), "probe-rpi3")
+	if res, err := image.Build(b.Context(), ProbePackage, image.Options{Output: filepath.Join(card, "kernel8.elf"), Arch: "arm64", Board: "rpi3"}); err != nil {
+		b.Fatal(err)
+	} else if c, err := image.WriteRPi3(res.Output, card, image.RPi3Options{}); err != nil {
+		b.Fatal(err)
+	} else {
+		imgs["rpi3"] = c.Disk
+	}
 	for _, c := range []struct {
-		m    string
-		cpus int
-	}{{"microvm", 1}, {"microvm", 4}, {"pc", 1}, {"q35", 1}, {"virt", 1}, {"virt", 2}, {"virt-gicv3", 1}} {
+		m     string
+		cpus  int
+		board string
+	}{{"microvm", 1, ""}, {"microvm", 4, ""}, {"pc", 1, ""}, {"q35", 1, ""}, {"virt", 1, ""}, {"virt", 2, ""}, {"virt-gicv3", 1, ""}, {RPi3Machine, 4, "rpi3"}} {
 		m := c.m
 		arch := ArchOfMachine(m)
 		img := imgs[arch]
+		if c.board != "" {
+			arch, img = "arm64", imgs[c.board]
+		}
 		st, err := os.Stat(img)
 		if err != nil {
 			b.Fatal(err)
 		}
-		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: m, ProbeImage: img})
+		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: m, ProbeImage: imgs[arch]})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -51,7 +64,7 @@ func BenchmarkBoot(b *testing.B) {
 				var mainAt time.Duration
 				start := time.Now()
 				res, err := Run(b.Context(), Config{
-					Image: img, Arch: arch, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
+					Image: img, Board: c.board, Arch: arch, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
 					OnLine: func(l string) {
 						if strings.HasPrefix(l, "yolk: kvm probe: Go main reached") {
 							mainAt = time.Since(start)

@@ -29,7 +29,8 @@ const SelftestPackage = "yolk/kernel/selftest"
 // Every x86 machine runs the suite at 1, 2 and 4 CPUs (4 vCPUs on CI's 2
 // host cores is oversubscribed under TCG on purpose); arm64's virt at 1 and
 // 2 CPUs with each GIC version. An arm64 machine boots the arm64 build of
-// the self-test image.
+// the self-test image. A board name (Boards) is an entry too: "rpi3" boots
+// the Raspberry Pi 3 SD-card image of the self-test on raspi3b (4 cores).
 var guestMachines = map[string][]string{
 	"amd64": {
 		"microvm:1", "microvm:2", "microvm:4",
@@ -37,7 +38,7 @@ var guestMachines = map[string][]string{
 		"q35:1", "q35:2", "q35:4",
 		"q35@6G:2",
 	},
-	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2"},
+	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2", "rpi3"},
 }
 
 // defaultGuestArch is what an unset $YOLK_ARCH means: every architecture's
@@ -73,8 +74,12 @@ func guestEntries(machineEnv, archEnv string) ([]string, error) {
 	return entries, nil
 }
 
-// guestEntry splits a guestMachines entry; arch is the machine's.
+// guestEntry splits a guestMachines entry; arch is the machine's. A board
+// entry is its machine with the board's CPU count and memory.
 func guestEntry(e string) (machine, memory string, cpus int, arch string, err error) {
+	if e == "rpi3" {
+		return RPi3Machine, "", 4, "arm64", nil
+	}
 	rest, n, hasCPUs := strings.Cut(e, ":")
 	machine, memory, _ = strings.Cut(rest, "@")
 	cpus = 1
@@ -84,10 +89,18 @@ func guestEntry(e string) (machine, memory string, cpus int, arch string, err er
 		}
 	}
 	if arch = ArchOfMachine(machine); arch == "" {
-		return "", "", 0, "", fmt.Errorf("%q: unknown machine %q (want %s, or %s for arm64)", e, machine,
-			strings.Join(Machines, ", "), strings.Join(ArmMachines, ", "))
+		return "", "", 0, "", fmt.Errorf("%q: unknown machine %q (want %s, or %s for arm64, or a board: %s)", e, machine,
+			strings.Join(Machines, ", "), strings.Join(ArmMachines, ", "), strings.Join(Boards, ", "))
 	}
 	return machine, memory, cpus, arch, nil
+}
+
+// guestBoard is the board image an entry's machine boots ("" for an ELF).
+func guestBoard(machine string) string {
+	if machine == RPi3Machine {
+		return "rpi3"
+	}
+	return ""
 }
 
 // What TestGuest passes on the kernel command line for the guest's
@@ -147,9 +160,11 @@ func TestGuest(t *testing.T) {
 		t.Fatal(err)
 	}
 	arches := map[string]bool{}
+	boards := map[string]bool{}
 	for _, m := range machines {
-		_, _, _, arch, _ := guestEntry(m)
+		machine, _, _, arch, _ := guestEntry(m)
 		arches[arch] = true
+		boards[guestBoard(machine)] = true
 	}
 	// A missing emulator is a failure (with the command that installs
 	// it), never a skip.
@@ -186,6 +201,22 @@ func TestGuest(t *testing.T) {
 		t.Logf("built %s in %v (entry %s at %#x)", img, time.Since(start).Round(time.Millisecond), res.Patch.Symbol, res.Patch.Entry)
 		imgs[arch] = img
 	}
+	if boards["rpi3"] {
+		// The SD card, booted from its disk image.
+		dir := filepath.Join(outDir, "selftest-rpi3")
+		var buildLog bytes.Buffer
+		start := time.Now()
+		res, err := image.Build(t.Context(), SelftestPackage, image.Options{Output: filepath.Join(dir, "kernel8.elf"), Arch: "arm64", Board: "rpi3", Stderr: &buildLog})
+		if err != nil {
+			t.Fatalf("building the Raspberry Pi 3 self-test card: %v\n%s", err, buildLog.String())
+		}
+		card, err := image.WriteRPi3(res.Output, dir, image.RPi3Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("built %s in %v (kernel8.img, entry %s)", card.Disk, time.Since(start).Round(time.Millisecond), res.Patch.Symbol)
+		imgs["rpi3"] = card.Disk
+	}
 
 	// The self-test package's directory, with its testdata, as yolk test
 	// gives a package's (TestBootFiles).
@@ -202,8 +233,12 @@ func TestGuest(t *testing.T) {
 
 	for _, m := range machines {
 		t.Run(m, func(t *testing.T) {
-			_, _, _, arch, _ := guestEntry(m)
-			bootSelftest(t, imgs[arch], initrd, env, m, timeout, outDir)
+			machine, _, _, arch, _ := guestEntry(m)
+			img := imgs[arch]
+			if b := guestBoard(machine); b != "" {
+				img = imgs[b]
+			}
+			bootSelftest(t, img, initrd, env, m, timeout, outDir)
 		})
 	}
 }
@@ -243,6 +278,7 @@ func bootSelftest(t *testing.T, img, initrd string, env []string, entry string, 
 	stdin := io.MultiReader(bytes.NewReader(input[:1000]), gatedReader{gate, bytes.NewReader(input[1000:])})
 	res, err := Run(t.Context(), Config{
 		Image:   img,
+		Board:   guestBoard(machine),
 		Arch:    arch,
 		Machine: machine,
 		Memory:  memory,

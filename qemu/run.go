@@ -139,6 +139,7 @@ type Config struct {
 	Image   string        // ELF image (patched by image.Patch)
 	Arch    string        // "amd64" or "arm64"; Run reads it from the image when empty
 	Machine string        // amd64: "microvm" (default), "pc" or "q35"; arm64: "virt" (default) or "virt-gicv3"
+	Board   string        // "" (Image is an ELF) or a board image (Boards): "rpi3"
 	Accel   string        // "tcg" (default) or "kvm"; see ChooseAccel
 	Memory  string        // -m; default "128M"
 	SMP     int           // -smp; default 1 (QEMUArgs accepts any count: the kernel refuses more than MaxCPUs)
@@ -224,7 +225,11 @@ func QEMUArgs(c Config) ([]string, error) {
 	if machine == "" {
 		machine = MachinesFor(arch)[0]
 	}
-	if !contains(MachinesFor(arch), machine) {
+	if c.Board == "rpi3" {
+		arch, machine = "arm64", RPi3Machine
+	} else if c.Board != "" {
+		return nil, fmt.Errorf("board %q: want one of %s", c.Board, strings.Join(Boards, ", "))
+	} else if !contains(MachinesFor(arch), machine) {
 		if other := ArchOfMachine(machine); other != "" {
 			return nil, fmt.Errorf("machine %q is an %s machine; the image is %s (want one of %s)", machine, other, arch, strings.Join(MachinesFor(arch), ", "))
 		}
@@ -259,7 +264,7 @@ func QEMUArgs(c Config) ([]string, error) {
 	env := c.Env
 	var initrd []string
 	if c.Initrd != "" {
-		if arch == "arm64" {
+		if arch == "arm64" && c.Board == "" {
 			// QEMU virt loads no -initrd for an ELF kernel: a loader
 			// device puts it at the top of RAM and the command line
 			// says where (the kernel reads yolk.initrd first).
@@ -278,7 +283,14 @@ func QEMUArgs(c Config) ([]string, error) {
 		return nil, err
 	}
 	args := []string{"-machine", machine}
-	if arch == "arm64" {
+	kernel := []string{"-kernel", c.Image}
+	if c.Board != "" {
+		if err := rpi3Check(c); err != nil {
+			return nil, err
+		}
+		mem, smp, cpu = "1G", 4, "cortex-a53"
+		kernel = []string{"-kernel", filepath.Join(c.Image, "kernel8.img"), "-dtb", filepath.Join(c.Image, image.RPi3DTB)}
+	} else if arch == "arm64" {
 		gic := "2"
 		if machine == "virt-gicv3" {
 			gic = "3"
@@ -300,7 +312,12 @@ func QEMUArgs(c Config) ([]string, error) {
 	} else {
 		args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	}
-	args = append(args, "-kernel", c.Image, "-append", cmdline)
+	args = append(args, kernel...)
+	if len(env) > 0 || len(c.Args) > 0 || c.Board == "" {
+		// A board's tree carries its card's command line; QEMU
+		// replaces it only when -append is given.
+		args = append(args, "-append", cmdline)
+	}
 	args = append(args, initrd...)
 	if c.GDB != 0 {
 		if c.GDB < 0 || c.GDB > 65535 {
@@ -381,6 +398,15 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if _, err := os.Stat(c.Image); err != nil {
 		return nil, err
 	}
+	symbols := c.Image
+	if c.Board != "" {
+		dir, elfPath, cleanup, err := boardFiles(c.Board, c.Image)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		c.Image, c.Arch, symbols = dir, "arm64", elfPath
+	}
 	if c.Arch == "" {
 		// An image that is not an ELF of ours goes to the amd64
 		// emulator, whose own complaint ends up in the result.
@@ -418,7 +444,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	firstLine := make(chan struct{})
 	stream := &serialStream{
 		out:       stdout,
-		symbolize: lazySymbolizer(c.Image),
+		symbolize: lazySymbolizer(symbols),
 		onLine: func(line string) {
 			mu.Lock()
 			if res.FirstLine == 0 {

@@ -2,13 +2,19 @@
 // and boots them in QEMU.
 //
 //	yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+//	yolk build -board rpi3 [-firmware dir] [-e KEY=VALUE ...] [-o dir] ./path/to/pkg [arg ...]
 //	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
 //	         [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+//	yolk run -board rpi3 [flags] dir|dir.img [arg ...]
 //
 // build's architecture is -arch, else $GOARCH if it names one the kernel
 // runs, else amd64; run boots an image in the emulator of its ELF machine
 // (qemu-system-x86_64, or $YOLK_QEMU; qemu-system-aarch64, or
-// $YOLK_QEMU_ARM64, machine virt by default).
+// $YOLK_QEMU_ARM64, machine virt by default). -board rpi3 builds a
+// Raspberry Pi 3 SD card instead of an ELF — the boot directory dir
+// (kernel8.img, config.txt, cmdline.txt, yolk.dtb, the GPU firmware when
+// found) and the disk image dir.img — and run boots either on QEMU
+// raspi3b.
 //
 //	yolk test [-run re] [-v] [-short] [-timeout 10m] [...] [-smp 1] [...] packages [-args ...]
 //
@@ -42,8 +48,10 @@ import (
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+  yolk build -board rpi3 [-firmware dir] [-e KEY=VALUE ...] [-o dir] ./path/to/pkg [arg ...]
   yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
            [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
+  yolk run -board rpi3 [flags] dir|dir.img [arg ...]
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
@@ -78,12 +86,16 @@ func build(args []string) int {
 	tags := fs.String("tags", "", "build tags, as for go build")
 	ldflags := fs.String("ldflags", "", "linker flags, as for go build")
 	arch := fs.String("arch", "", "target architecture: amd64 or arm64 (default $GOARCH if one of them, else amd64)")
+	board := fs.String("board", "", "board image instead of an ELF: rpi3 (Raspberry Pi 3 SD card: -o names its boot directory, the disk image is <dir>.img)")
+	firmware := fs.String("firmware", "", "rpi3: `directory` with the Pi's bootcode.bin, start.elf and fixup.dat (default: Debian raspi-firmware's, if installed)")
+	var env envFlag
+	fs.Var(&env, "e", "rpi3: KEY=VALUE for the guest environment on the card (repeatable); arguments after the package go there too (cmdline.txt)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg")
+		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-board rpi3 [-firmware dir] [-e KEY=VALUE ...]] [-o out] [-tags tags] [-ldflags flags] ./path/to/pkg [arg ...]")
 		fs.PrintDefaults()
 	}
 	fs.Parse(args)
-	if fs.NArg() != 1 {
+	if fs.NArg() < 1 || (fs.NArg() > 1 && *board == "") {
 		fs.Usage()
 		return 2
 	}
@@ -92,6 +104,23 @@ func build(args []string) int {
 	a, err := targetArch(*arch)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 2
+	}
+	switch *board {
+	case "":
+		if *firmware != "" || len(env) > 0 {
+			fmt.Fprintln(os.Stderr, "yolk build: -firmware and -e are for -board rpi3 (an ELF gets its environment from yolk run)")
+			return 2
+		}
+	case "rpi3":
+		cmdline, err := qemu.Cmdline(env, fs.Args()[1:])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+			return 2
+		}
+		return buildRPi3(ctx, fs.Arg(0), *out, *tags, *ldflags, *firmware, cmdline)
+	default:
+		fmt.Fprintf(os.Stderr, "yolk build: -board %q: want rpi3\n", *board)
 		return 2
 	}
 	res, err := image.Build(ctx, fs.Arg(0), image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags})
@@ -104,6 +133,40 @@ func build(args []string) int {
 		kind = "arm64 entry"
 	}
 	fmt.Fprintf(os.Stderr, "yolk: built %s (%s %s at %#x)\n", res.Output, kind, res.Patch.Symbol, res.Patch.Entry)
+	return 0
+}
+
+// buildRPi3 builds pkg for the Raspberry Pi 3: the ELF as <out>/kernel8.elf
+// (symbols; not on the card), the boot directory out and the disk image
+// out.img.
+func buildRPi3(ctx context.Context, pkg, out, tags, ldflags, firmware, cmdline string) int {
+	if a := os.Getenv("GOARCH"); a != "" && a != "arm64" && out == "" {
+		// Only a note: the board decides the architecture.
+		fmt.Fprintf(os.Stderr, "yolk build: -board rpi3 builds for arm64 ($GOARCH=%s ignored)\n", a)
+	}
+	if out == "" {
+		out = filepath.Base(pkg) + "-rpi3"
+	}
+	out = strings.TrimSuffix(filepath.Clean(out), ".img")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 1
+	}
+	res, err := image.Build(ctx, pkg, image.Options{Output: filepath.Join(out, "kernel8.elf"), Arch: "arm64", Board: "rpi3", Tags: tags, LDFlags: ldflags})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 1
+	}
+	card, err := image.WriteRPi3(res.Output, out, image.RPi3Options{Cmdline: cmdline, Firmware: firmware})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "yolk: built %s/ (%s) and the SD-card image %s (Raspberry Pi 3: kernel8.img at %#x, %s, memory to %#x)\n",
+		card.Dir, strings.Join(card.Files, " "), card.Disk, image.RPi3LoadAddr, res.Patch.Symbol, card.ImageEnd)
+	if len(card.MissingFirmware) > 0 {
+		fmt.Fprintf(os.Stderr, "yolk: note: %s\n", image.MissingFirmwareHelp(card.MissingFirmware))
+	}
 	return 0
 }
 
@@ -141,6 +204,7 @@ func run(args []string) int {
 	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
 	dir := fs.String("dir", "", "give the guest this host `directory` (read-only, at its absolute path) and start there")
 	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
+	board := fs.String("board", "", "boot a board image: rpi3 (the boot directory or .img of yolk build -board rpi3, on QEMU raspi3b: 4 cores, 1 GiB)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]")
 		fs.PrintDefaults()
@@ -152,6 +216,18 @@ func run(args []string) int {
 		fs.Usage()
 		return 2
 	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	if *board != "" {
+		// The board's machine, cores and memory unless asked otherwise
+		// (QEMUArgs refuses what the board does not have).
+		if !setFlags["smp"] {
+			*smp = 4
+		}
+		if !setFlags["m"] {
+			*mem = "1G"
+		}
+	}
 	if *smp < 1 || *smp > qemu.MaxCPUs {
 		fmt.Fprintf(os.Stderr, "yolk run: -smp %d: the kernel runs 1 to %d CPUs\n", *smp, qemu.MaxCPUs)
 		return 2
@@ -159,6 +235,16 @@ func run(args []string) int {
 	if _, err := os.Stat(fs.Arg(0)); err != nil {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
+	}
+	if *board != "" {
+		if (setFlags["machine"] && *machine != qemu.RPi3Machine) || *smp != 4 || (*mem != "1G" && *mem != "1024M") {
+			fmt.Fprintf(os.Stderr, "yolk run: -board %s is QEMU %s with 4 cores and 1 GiB: leave -machine, -smp and -m out\n", *board, qemu.RPi3Machine)
+			return 2
+		}
+		if err := qemu.CheckBoardImage(*board, fs.Arg(0)); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk run: %v\n", err)
+			return 2
+		}
 	}
 	var initrd string
 	if *dir != "" {
@@ -189,6 +275,12 @@ func run(args []string) int {
 	defer stop()
 
 	arch, err := qemu.ImageArch(fs.Arg(0))
+	if *board != "" {
+		arch, err = "arm64", nil
+		if *machine == "" {
+			*machine = qemu.RPi3Machine
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
@@ -213,7 +305,11 @@ func run(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, choice)
 	if *gdb != 0 {
-		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(fs.Arg(0), *gdb))
+		symbols := fs.Arg(0)
+		if *board != "" { // the card's ELF, kept beside it
+			symbols = filepath.Join(strings.TrimSuffix(symbols, ".img"), "kernel8.elf")
+		}
+		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(symbols, *gdb))
 	}
 
 	res, err := qemu.Run(ctx, qemu.Config{
@@ -221,6 +317,7 @@ func run(args []string) int {
 		Image:   fs.Arg(0),
 		Arch:    arch,
 		Machine: *machine,
+		Board:   *board,
 		Accel:   choice.Accel,
 		Memory:  *mem,
 		SMP:     *smp,

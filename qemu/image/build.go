@@ -51,6 +51,7 @@ const overlayTestFile = "zz_yolk_link_gen_test.go"
 type Options struct {
 	Output      string    // image path; default "<package dir name>.elf" in the working directory
 	Arch        string    // GOARCH: "amd64" (default) or "arm64"
+	Board       string    // "" (QEMU's ELF loaders) or "rpi3" (arm64, linked at RPi3TextAddr: WriteRPi3 makes the card)
 	Tags        string    // -tags for go build
 	LDFlags     string    // -ldflags for go build
 	LinkPackage string    // package imported by the overlay; default DefaultLinkPackage; "-" for none
@@ -275,7 +276,22 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.Tags != "" {
 		args = append(args, "-tags", opt.Tags)
 	}
-	if ldflags := LinkFlags(arch, opt.LDFlags); ldflags != "" {
+	ldflags := LinkFlags(arch, opt.LDFlags)
+	entry := opt.Entry
+	switch opt.Board {
+	case "":
+	case "rpi3":
+		if arch != "arm64" {
+			return nil, fmt.Errorf("board rpi3 is arm64, not %s", arch)
+		}
+		ldflags = strings.TrimSpace(fmt.Sprintf("-T %#x %s", RPi3TextAddr, opt.LDFlags))
+		if len(entry) == 0 {
+			entry = []string{RPi3EntrySymbol}
+		}
+	default:
+		return nil, fmt.Errorf("board %q: want rpi3", opt.Board)
+	}
+	if ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}
 	link := opt.LinkPackage
@@ -306,7 +322,7 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.NoPatch {
 		return res, nil
 	}
-	if res.Patch, err = Patch(out, opt.Entry...); err != nil {
+	if res.Patch, err = Patch(out, entry...); err != nil {
 		return nil, err
 	}
 	return res, nil
