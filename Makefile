@@ -3,11 +3,13 @@
 #   make run              build the self-test image and boot it (serial on the terminal)
 #   make run SMP=4        ... with 4 CPUs (1 to 64; default 1)
 #   make run ARCH=arm64   ... the arm64 build on QEMU virt (MACHINE=virt-gicv3 for a GICv3)
+#   make run BOARD=rpi3   ... the Raspberry Pi 3 SD-card image (out/selftest-rpi3.img) on QEMU raspi3b
+#   make run BOARD=pc     ... the PC image (out/selftest-pc.iso, GRUB) on q35 with SeaBIOS (FIRMWARE=uefi: OVMF)
 #   make debug            ... halted, with QEMU's gdb stub on GDBPORT (1234): prints the gdb command
 #   make test             hosted tests (go test -race), the guest self-tests in QEMU
 #                         (every x86 machine at 1, 2 and 4 CPUs; the PC image (GRUB ISO) on q35 with
-#                         SeaBIOS and OVMF at 2; arm64 virt with GICv2
-#                         and GICv3 at 1 and 2 CPUs) and a few standard-library
+#                         SeaBIOS and OVMF at 2; arm64 virt with GICv2 and GICv3 at 1 and 2 CPUs;
+#                         the Raspberry Pi 3 card on raspi3b) and a few standard-library
 #                         packages' tests through yolk test (make stdquick)
 #   make guest ARCH=arm64 the guest self-tests on arm64 only (ARCH=amd64: x86 only)
 #   make ACCEL=tcg ...    force software emulation (default: KVM only if a probe boot works)
@@ -23,18 +25,21 @@ MACHINE ?= $(if $(filter arm64,$(ARCH)),virt,microvm)
 SMP     ?= 1
 GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
-IMAGE   := out/selftest$(if $(filter arm64,$(ARCH)),-arm64).elf
+BOARD   ?=
+IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/selftest-$(BOARD).img,out/selftest$(if $(filter arm64,$(ARCH)),-arm64).elf))
+# A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
+BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
 .PHONY: run debug test hosted guest stdquick conformance bench smpbench linuxref qemu image clean
 
 run: qemu image
-	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) $(IMAGE)
+	$(YOLK) run -accel $(ACCEL) $(BOOT) $(IMAGE)
 
 # debug boots the self-test image halted with QEMU's gdb stub on GDBPORT
 # and prints the gdb-multiarch command that attaches with its symbols.
 GDBPORT ?= 1234
 debug: qemu image
-	$(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SMP) -timeout 0 -gdb $(GDBPORT) $(IMAGE)
+	$(YOLK) run -accel $(ACCEL) $(BOOT) -timeout 0 -gdb $(GDBPORT) $(IMAGE)
 
 test: qemu hosted guest stdquick
 
@@ -119,7 +124,7 @@ linuxref: qemu
 
 image:
 	mkdir -p out
-	$(YOLK) build -arch $(ARCH) -o $(IMAGE) ./kernel/selftest
+	$(if $(filter pc,$(BOARD)),$(YOLK) build -board pc -o $(IMAGE) ./kernel/selftest,$(if $(BOARD),$(YOLK) build -board $(BOARD) -o $(IMAGE:.img=) ./kernel/selftest,$(YOLK) build -arch $(ARCH) -o $(IMAGE) ./kernel/selftest))
 
 # qemu installs QEMU from Debian's packages when it is missing: ARCH's
 # emulator when ARCH is given (command line or environment), else both
@@ -133,7 +138,7 @@ QEMU_amd64  = qemu-system-x86_64:qemu-system-x86 \
               grub-mkrescue:grub-common xorriso:xorriso mformat:mtools /usr/lib/grub/i386-pc:grub-pc-bin \
               /usr/lib/grub/x86_64-efi:grub-efi-amd64-bin /usr/share/qemu/OVMF.fd:ovmf
 QEMU_arm64  = qemu-system-aarch64:qemu-system-arm
-QEMU_NEEDED = $(if $(filter command line environment,$(origin ARCH)),$(QEMU_$(ARCH)),$(QEMU_amd64) $(QEMU_arm64))
+QEMU_NEEDED = $(if $(filter pc,$(BOARD)),$(QEMU_amd64),$(if $(BOARD),$(QEMU_arm64),$(if $(filter command line environment,$(origin ARCH)),$(QEMU_$(ARCH)),$(QEMU_amd64) $(QEMU_arm64))))
 qemu:
 	@for pair in $(QEMU_NEEDED) gdb-multiarch:gdb-multiarch; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \

@@ -12,10 +12,23 @@
 // index the same four-level table as on amd64 — and then run on SP_EL0
 // (SPSel 0: SP_EL1 is kept for exception entry), the boot CPU on Stack.
 //
-// Registers across the EL2 → EL1 drop: R19 the DTB or context, R21 1 for a
-// secondary CPU.
+// Raspberry Pi 3 (kernel8.img, yolk build -board rpi3): the firmware (or
+// QEMU raspi3b) loads the raw image at 0x80000, whose first word the image
+// tool made a branch to entryRPi3, and enters it at EL2 with x0 = the DTB.
+// Secondaries wait in the firmware's spin loop until the boot CPU writes
+// secondaryRPi3's address to their spin-table slot; they start with x0 = 0
+// and find their CPU number by MPIDR (apStart). The Pi's RAM starts at 0:
+// the early tables map [0, 2 MiB) with 4 KiB pages, [0, 0x80000) left
+// unmapped as the nil guard, then normal memory up to the peripherals at
+// 0x3F000000 and device memory from there to 4 GiB (the local interrupt
+// controller is at 0x40000000). RAM is not zeroed on real hardware, so the
+// boot CPU clears the BSS first (with the MMU off: the tables live there).
+//
+// Registers across the EL2 → EL1 drop: R19 the DTB or context (-1: find
+// it by MPIDR), R21 1 for a secondary CPU, R22 the board (Board).
 
 #include "textflag.h"
+#include "board_arm64.h"
 
 #define SCTLR_EL1_RES1	0x30d00800
 #define SCTLR_MMU	(SCTLR_EL1_RES1|1|4|0x1000)	// + M, C, I
@@ -29,16 +42,35 @@
 // MAIR_EL1: attribute 0 normal write-back, 1 device nGnRnE.
 #define MAIR_VALUE	0xFF
 
+// Page descriptor: valid, page, AF, inner shareable, AttrIndx 0.
+#define PAGE_NORMAL	0x703
+
 TEXT ·entry(SB),NOSPLIT|NOFRAME,$0
 	MSR	$0xf, DAIFSet
 	MOVD	R0, R19
 	MOVD	$0, R21
+	MOVD	$BoardVirt, R22
 	B	·dropEL(SB)
 
 TEXT ·secondary(SB),NOSPLIT|NOFRAME,$0
 	MSR	$0xf, DAIFSet
 	MOVD	R0, R19
 	MOVD	$1, R21
+	MOVD	$BoardVirt, R22
+	B	·dropEL(SB)
+
+TEXT ·entryRPi3(SB),NOSPLIT|NOFRAME,$0
+	MSR	$0xf, DAIFSet
+	MOVD	R0, R19
+	MOVD	$0, R21
+	MOVD	$BoardRPi3, R22
+	B	·dropEL(SB)
+
+TEXT ·secondaryRPi3(SB),NOSPLIT|NOFRAME,$0
+	MSR	$0xf, DAIFSet
+	MOVD	$-1, R19
+	MOVD	$1, R21
+	MOVD	$BoardRPi3, R22
 	B	·dropEL(SB)
 
 // dropEL continues at entryEL1, at EL1.
@@ -87,9 +119,21 @@ TEXT ·entryEL1(SB),NOSPLIT|NOFRAME,$0
 	AND	$~4095, R20, R20
 	CBNZ	R21, mmu
 
-	// Boot CPU: the early page tables. L0 | L1 | L2 × 4, zeroed.
+	CMP	$BoardRPi3, R22
+	BNE	tables
+	// The Pi's BSS (16-byte aligned by the linker).
+	MOVD	$runtime·bss(SB), R2
+	MOVD	$runtime·end(SB), R3
+bss:
+	CMP	R3, R2
+	BHS	tables
+	STP.P	(ZR, ZR), 16(R2)
+	B	bss
+
+tables:
+	// Boot CPU: the early page tables. L0 | L1 | L2 × 4 | L3, zeroed.
 	MOVD	R20, R2
-	MOVD	$(6*4096/16), R3
+	MOVD	$(7*4096/16), R3
 zero:
 	STP.P	(ZR, ZR), 16(R2)
 	SUB	$1, R3, R3
@@ -109,9 +153,29 @@ zero:
 	MOVD	$1, R5	// entry 0 stays invalid: the nil guard
 	MOVD	$BLOCK_DEVICE, R8
 	MOVD	$BLOCK_NORMAL, R9
+	MOVD	$512, R11	// first normal block (virt: RAM from 1 GiB)
+	CMP	$BoardRPi3, R22
+	BNE	l2
+	// Pi: [0, 2 MiB) through the L3 table, [0x80000, 2 MiB) mapped;
+	// normal memory below the peripherals (block 504), device above.
+	ADD	$0x6000, R20, R6	// L3
+	ORR	$3, R6, R3
+	MOVD	R3, (R4)
+	MOVD	$(0x80000>>12), R7
+l3:
+	LSL	$12, R7, R3
+	ORR	$PAGE_NORMAL, R3, R3
+	MOVD	R3, (R6)(R7<<3)
+	ADD	$1, R7, R7
+	CMP	$512, R7
+	BNE	l3
+	MOVD	R9, R10	// swap: normal below block 504, device from there
+	MOVD	R8, R9
+	MOVD	R10, R8
+	MOVD	$(0x3F000000>>21), R11
 l2:
 	LSL	$21, R5, R7
-	CMP	$512, R5
+	CMP	R11, R5
 	CSEL	LO, R8, R9, R10
 	ORR	R10, R7, R7
 	MOVD	R7, (R4)(R5<<3)
@@ -144,6 +208,7 @@ mmu:
 
 	MOVD	R19, R0
 	CBNZ	R21, second
+	MOVW	R22, ·Board(SB)
 	MOVD	$·Stack+65536(SB), R2
 	MOVD	R2, RSP
 	B	yolk∕kernel·start(SB)
@@ -159,5 +224,17 @@ TEXT ·EntryPC(SB),NOSPLIT,$0-8
 // func SecondaryPC() uintptr
 TEXT ·SecondaryPC(SB),NOSPLIT,$0-8
 	MOVD	$·secondary(SB), R0
+	MOVD	R0, ret+0(FP)
+	RET
+
+// func RPi3EntryPC() uintptr
+TEXT ·RPi3EntryPC(SB),NOSPLIT,$0-8
+	MOVD	$·entryRPi3(SB), R0
+	MOVD	R0, ret+0(FP)
+	RET
+
+// func RPi3SecondaryPC() uintptr
+TEXT ·RPi3SecondaryPC(SB),NOSPLIT,$0-8
+	MOVD	$·secondaryRPi3(SB), R0
 	MOVD	R0, ret+0(FP)
 	RET

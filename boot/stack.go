@@ -11,9 +11,10 @@ var Stack [StackSize]byte
 // PageTables is room for the early page tables built by the entry code: one
 // top-level table (PML4; arm64 level 0), one PDPT (level 1) and four page
 // directories (level 2) mapping the first 4 GiB with 2 MiB pages (blocks),
-// plus one page of slack for 4 KiB alignment. The kernel keeps using
+// one page table (arm64 level 3: the Raspberry Pi's first 2 MiB), plus one
+// page of slack for 4 KiB alignment. The kernel keeps using
 // these tables (one address space) and adds its own mappings to them.
-var PageTables [7 * 4096]byte
+var PageTables [8 * 4096]byte
 
 // PageTableRoot returns the physical (= virtual) address of the PML4.
 func PageTableRoot() uintptr {

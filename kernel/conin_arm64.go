@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"yolk/drivers/gic"
 	"yolk/sched"
 )
 
@@ -15,9 +14,7 @@ func conInInit() {
 		klog("console: the UART has no interrupt in the device tree: no console input\n")
 		return
 	}
-	gic.SetEdge(percpu[0].gic, conIRQ, false)
-	gic.Route(conIRQ, gic.Target(sched.CPUAt(0).IRQ))
-	gic.Enable(percpu[0].gic, conIRQ, gic.DefaultPriority)
+	conIRQEnable()
 	uart.EnableRX()
 }
 

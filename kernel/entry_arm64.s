@@ -17,6 +17,7 @@
 // the task may block or be switched. They return through userRestore.
 
 #include "textflag.h"
+#include "go_asm.h"
 
 #define FRAME	832	// regsSize
 #define F_SP	248
@@ -85,8 +86,25 @@ hang:
 	B	hang
 
 // apStart is a secondary CPU's first kernel code (from boot, MMU on), R0
-// its CPU number: it runs apMain on its idle task's stack with that task's g.
+// its CPU number, or -1 (spin-table start) to look it up by MPIDR in
+// cpuMPIDR: it runs apMain on its idle task's stack with that task's g.
 TEXT ·apStart(SB),NOSPLIT|NOFRAME,$0
+	CMP	$0, R0
+	BGE	known
+	MRS	MPIDR_EL1, R3
+	MOVD	$0xff00ffffff, R4	// mpidrAff
+	AND	R4, R3, R3
+	MOVD	$·cpuMPIDR(SB), R1
+	MOVD	$1, R0
+find:
+	MOVD	(R1)(R0<<3), R4
+	CMP	R3, R4
+	BEQ	known
+	ADD	$1, R0, R0
+	CMP	$const_maxCPUs, R0
+	BLT	find
+	B	aphang	// not a CPU the kernel started
+known:
 	MOVD	$·apStack(SB), R1
 	MOVD	(R1)(R0<<3), R2
 	MOVD	R2, RSP
@@ -489,4 +507,17 @@ TEXT ·readMPIDR(SB),NOSPLIT,$0-8
 TEXT ·readISAR0(SB),NOSPLIT,$0-8
 	MRS	ID_AA64ISAR0_EL1, R0
 	MOVD	R0, ret+0(FP)
+	RET
+
+// func spinRelease(slot, entry uintptr): store entry at the spin-table
+// slot (through its physical-map address), clean it to memory for a CPU
+// that reads it with its caches off, and wake the waiting CPUs (SEV).
+TEXT ·spinRelease(SB),NOSPLIT,$0-16
+	MOVD	slot+0(FP), R0
+	MOVD	entry+8(FP), R1
+	MOVD	R1, (R0)
+	DSB	$11	// ISH
+	WORD	$0xd50b7e20	// DC CIVAC, X0
+	DSB	$15	// SY
+	SEV
 	RET

@@ -61,7 +61,7 @@ func smpReport(n int) {
 	kprint("); the slowest ran Go code ")
 	kprintDec(slowest / 1e3)
 	kprint(" µs after its ")
-	kprint(cpuStartName)
+	kprint(cpuStartName())
 	kprint(", all ")
 	kprintDec((last - percpu[1].sent) / 1e3)
 	kprint(" µs after the first\n")

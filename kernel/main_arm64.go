@@ -17,15 +17,15 @@ var (
 	bootG    sched.G
 	memMap   [32]boot.MemRegion
 	dt       fdt.FDT
-	gicReady bool // the distributor is set up (stopOthers may send SGIs)
 	bootEL   uint8
 )
 
-// entryPC keeps the arm64 entry in the image (nothing else refers to it:
-// the image tool finds it in the symbol table) and is printed at boot.
-var entryPC uintptr
+// entryPC and piEntryPC keep the arm64 entries in the image (nothing else
+// refers to them: the image tool finds them in the symbol table); entryPC
+// is printed at boot.
+var entryPC, piEntryPC uintptr
 
-func init() { entryPC = boot.EntryPC() }
+func init() { entryPC, piEntryPC = boot.EntryPC(), boot.RPi3EntryPC() }
 
 // earlyTrapStack is the trap stack until the boot CPU has its own (a fault
 // at boot is reported, not a silent loop). Initialised data, not BSS: it
@@ -44,26 +44,35 @@ func kmain(dtb uintptr) {
 	c := sched.InitCPU(0, 0) // first: locks use the per-CPU block
 	c.TrapG.SetStack(uintptr(unsafe.Pointer(&earlyTrapStack[0])), uintptr(unsafe.Pointer(&earlyTrapStack[0]))+uintptr(len(earlyTrapStack)))
 	setTrapStack(c.TrapG.StackHi)
-	if dtb == 0 {
+	if onPi() {
+		piConsole()
+	} else if dtb == 0 {
 		dtb = defaultDTB
 	}
 	var e fdt.Error
 	if dt, e = fdt.Open(dtb, 1<<20); e != fdt.OK {
-		consoleInit() // virt's PL011, the best guess
+		consoleInit() // virt's or the Pi's PL011, the best guess
 		klog("boot: no device tree at ")
 		kprintHex(uint64(dtb), 1)
 		kprint(": ")
 		kprint(e.String())
 		kprint("\n")
+		if onPi() {
+			fatal("boot: no device tree (the firmware loads the one config.txt's device_tree= names; QEMU: -dtb)")
+		}
 		fatal("boot: no device tree (boot with QEMU -kernel on -machine virt)")
 	}
-	if u, e := dt.PL011(); e == fdt.OK {
+	if u, e := dt.PL011(); e == fdt.OK && !onPi() {
 		uart.Base = uintptr(u.Base)
 		conIRQ = u.IRQ
 	}
 	consoleInit()
-	klog("boot: yolk kernel, arm64 entry\n")
-	readDeviceTree()
+	if onPi() {
+		klog("boot: yolk kernel, arm64 entry, Raspberry Pi 3\n")
+	} else {
+		klog("boot: yolk kernel, arm64 entry\n")
+	}
+	readDeviceTree(dtb)
 	framesInit(&bootInfo)
 	physInit()
 	highMemInit()
@@ -71,7 +80,7 @@ func kmain(dtb uintptr) {
 	twa.Prefault()
 	prepareCPU(0)
 	setupCPU(0)
-	initGIC()
+	intcInit()
 	cpuInterrupts(0, c)
 	timeInit()
 	parseCmdline(bootInfo.Cmdline)
@@ -90,11 +99,12 @@ func kmain(dtb uintptr) {
 	sched.Idle(idleWait)
 }
 
-// readDeviceTree fills bootInfo: RAM, the command line (/chosen bootargs),
-// the boot archive (yolk.initrd=ADDR,SIZE on it: QEMU loads no -initrd for
-// an ELF kernel, so the host places it with a loader device), and finds
-// the PSCI conduit and the RTC.
-func readDeviceTree() {
+// readDeviceTree fills bootInfo: RAM less the reservation block's ranges
+// and the tree itself at dtb, the command line (/chosen bootargs), the boot
+// archive (yolk.initrd=ADDR,SIZE on it — QEMU virt loads no -initrd for an
+// ELF kernel, so the host places it with a loader device — else /chosen's
+// linux,initrd-start/end), and finds the PSCI conduit and the RTC.
+func readDeviceTree(dtb uintptr) {
 	var ram [len(memMap)]fdt.Range
 	m, e := dt.Memory(ram[:])
 	if e != fdt.OK || m == 0 {
@@ -105,10 +115,27 @@ func readDeviceTree() {
 	}
 	bootInfo.MemMap = uintptr(unsafe.Pointer(&memMap[0]))
 	bootInfo.MemEntries = min(m, len(ram))
+	var rsv [8]fdt.Range
+	k, _ := dt.Reserved(rsv[:])
+	for _, r := range rsv[:min(k, len(rsv))] {
+		carveRAM(r.Base, r.Size)
+	}
+	carveRAM(uint64(dtb), uint64(dt.TotalSize))
 	if n, _, e := dt.Find("/chosen"); e == fdt.OK {
 		if p, e := dt.Prop(n, "bootargs"); e == fdt.OK && p.Len > 0 {
 			bootInfo.Cmdline = dt.Base + uintptr(p.Off)
 			bootInfo.Module, bootInfo.ModuleSize = initrdOption(bootInfo.Cmdline)
+		}
+		if bootInfo.ModuleSize == 0 {
+			ps, e1 := dt.Prop(n, "linux,initrd-start")
+			pe, e2 := dt.Prop(n, "linux,initrd-end")
+			if e1 == fdt.OK && e2 == fdt.OK {
+				s, e1 := dt.Cells(ps, 0, ps.Len/4)
+				end, e2 := dt.Cells(pe, 0, pe.Len/4)
+				if e1 == fdt.OK && e2 == fdt.OK && end > s {
+					bootInfo.Module, bootInfo.ModuleSize = uintptr(s), uintptr(end-s)
+				}
+			}
 		}
 	}
 	if c, e := dt.PSCI(); e == fdt.OK {
@@ -122,23 +149,29 @@ func readDeviceTree() {
 	}
 }
 
-// initGIC sets up the distributor from the device tree and finds the
-// timer's interrupt.
-func initGIC() {
-	g, e := dt.GIC()
-	if e != fdt.OK {
-		fatal("boot: no GIC in the device tree")
-	}
-	if ge := gic.Init(gic.Config{Version: g.Version, Dist: uintptr(g.Dist), CPU: uintptr(g.CPU),
-		Redist: uintptr(g.Redist), RedistSize: uintptr(g.RedistSize)}); ge != gic.OK {
-		klog("gic: ")
-		kprint(ge.String())
-		kprint("\n")
-		fatal("boot: GIC set-up failed")
-	}
-	gicReady = true
-	if t, e := dt.Timer(); e == fdt.OK && t.Virt.ID != 0 {
-		timerIRQ = t.Virt.ID
+// carveRAM takes [base, base+size) out of memMap's RAM regions.
+func carveRAM(base, size uint64) {
+	end := base + size
+	for i := 0; i < bootInfo.MemEntries; i++ {
+		r := &memMap[i]
+		rend := r.Addr + r.Size
+		if size == 0 || end <= r.Addr || base >= rend {
+			continue
+		}
+		if base > r.Addr && end < rend && bootInfo.MemEntries < len(memMap) {
+			memMap[bootInfo.MemEntries] = boot.MemRegion{Addr: end, Size: rend - end, Type: boot.MemRAM}
+			bootInfo.MemEntries++
+			r.Size = base - r.Addr
+			continue
+		}
+		switch {
+		case base <= r.Addr && end >= rend:
+			r.Size = 0
+		case base <= r.Addr:
+			r.Size, r.Addr = rend-end, end
+		default:
+			r.Size = base - r.Addr
+		}
 	}
 }
 
@@ -188,6 +221,10 @@ func hexDigit(c byte) int {
 func printClock() {
 	kprint("counter ")
 	kprintDec(int64(clock.Hz() / 1e6))
+	if onPi() {
+		kprint(" MHz, BCM2836 local interrupts")
+		return
+	}
 	kprint(" MHz, GICv")
 	kprintDec(int64(gic.Version()))
 }

@@ -33,9 +33,13 @@ func physInit() {
 		outOfMemory()
 	}
 	*at[uint64](root + (physBase>>39)&511*8) = pteTable(l1)
-	// RAM below 4 GiB (virt: from 1 GiB), while phys is still the
-	// identity.
-	for pa := uintptr(1 << 30); pa < 4<<30; pa += 1 << 30 {
+	// RAM below 4 GiB (virt: from 1 GiB; the Pi: from 0), while phys
+	// is still the identity.
+	pa := uintptr(1 << 30)
+	if onPi() {
+		pa = 0
+	}
+	for ; pa < 4<<30; pa += 1 << 30 {
 		if !physMapGiB(pa) {
 			outOfMemory()
 		}
@@ -57,7 +61,9 @@ func physMapGiB(pa uintptr) bool {
 		return false
 	}
 	for i := uintptr(0); i < 512; i++ {
-		*at[uint64](phys(l2) + i*8) = uint64(pa+i<<21) | blockNormal
+		if b := pa + i<<21; !onPi() || b < piPeripherals {
+			*at[uint64](phys(l2) + i*8) = uint64(b) | blockNormal
+		}
 	}
 	tableSync()
 	*e = pteTable(l2)

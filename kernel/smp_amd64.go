@@ -172,9 +172,8 @@ func smpRelease(n int) {
 }
 
 // The boot report's names for CPUs and their start: APIC IDs, STARTUP.
-const (
-	cpuIDName    = "APIC IDs"
-	cpuStartName = "STARTUP"
-)
+const cpuIDName = "APIC IDs"
+
+func cpuStartName() string { return "STARTUP" }
 
 func printCPUID(i int) { kprintDec(int64(apIRQ[i])) }

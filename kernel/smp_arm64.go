@@ -5,7 +5,6 @@ import (
 
 	"yolk/boot"
 	"yolk/drivers/fdt"
-	"yolk/drivers/gic"
 	"yolk/drivers/psci"
 	"yolk/sched"
 )
@@ -13,8 +12,10 @@ import (
 // SMP start-up on arm64. The boot CPU finds the CPUs in the device tree,
 // gives each secondary an idle task with a kernel stack and a trap stack,
 // and starts them with PSCI CPU_ON at boot.SecondaryPC with their CPU
-// number as the context. Each sets up its per-CPU base, GIC interface,
-// vectors and timer interrupt, records when it got there, and waits
+// number as the context (on the Raspberry Pi 3, which has no PSCI, by
+// writing boot.RPi3SecondaryPC to their spin-table slots: they find their
+// number by MPIDR). Each sets up its per-CPU base, interrupt
+// controller interface, vectors and timer interrupt, records when it got there, and waits
 // (WFI) until the boot CPU has finished the boot steps that change the
 // page tables for everyone; then it enters its idle loop.
 
@@ -28,8 +29,11 @@ var (
 	dtCPUs   [512]fdt.CPU
 )
 
-// mpidrAff masks MPIDR_EL1 to its affinity fields.
+// mpidrAff masks MPIDR_EL1 to its affinity fields (apStart has a copy).
 const mpidrAff = 0xff00ffffff
+
+// maxCPUs bounds apStart's search of cpuMPIDR.
+const maxCPUs = sched.MaxCPUs
 
 // findCPUs fills cpuMPIDR with the CPUs to run, the boot CPU first, and
 // returns how many there are.
@@ -79,6 +83,10 @@ func smpStart(n int) {
 	}
 	for i := 1; i < n; i++ {
 		percpu[i].sent = nanotime()
+		if onPi() {
+			piRelease(cpuMPIDR[i])
+			continue
+		}
 		if st := psci.CPUOn(cpuMPIDR[i], boot.SecondaryPC(), uint64(i)); st != psci.Success {
 			klog("smp: PSCI CPU_ON for MPIDR ")
 			kprintHex(cpuMPIDR[i], 1)
@@ -115,36 +123,23 @@ func apMain(id int) {
 	sched.Idle(idleWait)
 }
 
-// cpuInterrupts sets up this CPU's GIC interface and enables its SGIs and
-// timer interrupt.
-func cpuInterrupts(id int, c *sched.CPU) {
-	gc, e := gic.InitCPU()
-	if e != gic.OK {
-		klog("gic: ")
-		kprint(e.String())
-		kprint("\n")
-		fatal("gic: CPU interface set-up failed")
-	}
-	percpu[id].gic = gc
-	c.IRQ = uint64(gc.Target)
-	for _, sgi := range [...]uint32{vecWake, vecSignal, vecStop} {
-		gic.Enable(gc, sgi, gic.DefaultPriority)
-	}
-	gic.Enable(gc, timerIRQ, gic.DefaultPriority)
-}
-
 // smpRelease lets the secondaries leave the boot barrier.
 func smpRelease(n int) {
 	atomic.StoreUint32(&smpGo, 1)
 	for i := 1; i < n; i++ {
-		gic.SendSGI(gic.Target(sched.CPUAt(i).IRQ), vecWake)
+		sendIPI(i, vecWake)
 	}
 }
 
-// The boot report's names for CPUs and their start: MPIDR, CPU_ON.
-const (
-	cpuIDName    = "MPIDR"
-	cpuStartName = "CPU_ON"
-)
+// The boot report's names for CPUs and their start: MPIDR, CPU_ON (or the
+// Pi's spin table).
+const cpuIDName = "MPIDR"
+
+func cpuStartName() string {
+	if onPi() {
+		return "spin-table release"
+	}
+	return "CPU_ON"
+}
 
 func printCPUID(i int) { kprintHex(cpuMPIDR[i], 1) }

@@ -6,7 +6,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"yolk/drivers/gic"
 	"yolk/drivers/gtimer"
 	"yolk/drivers/psci"
 	"yolk/drivers/semihosting"
@@ -26,7 +25,8 @@ const (
 	vecOverflow = 16
 )
 
-// Software-generated interrupts the kernel sends.
+// Inter-processor interrupts the kernel sends (GIC SGIs; mailbox bits on
+// the Raspberry Pi).
 const (
 	vecWake   = 0 // wake-up: a task became ready while the CPU idled (sched's kick)
 	vecSignal = 1 // a signal for the task the CPU runs (signal.go)
@@ -129,6 +129,13 @@ func syncException(r *Regs, p *perCPU) {
 			return
 		}
 	case ecUnknown:
+		if inKernel(r) && *at[uint32](uintptr(r.PC)) == hltSemihosting {
+			// No debugger or emulator took the semihosting call (real
+			// hardware): it is an undefined instruction. It returns -1.
+			r.X[0] = ^uint64(0)
+			r.PC += 4
+			return
+		}
 		if signalUser(r, fpState(r), int(unix.SIGILL), illIllopn, uintptr(r.PC)) {
 			return
 		}
@@ -150,36 +157,8 @@ const (
 	trapBrkpt = 1
 )
 
-// irq acknowledges and handles one interrupt; it reports whether it was
-// the timer.
-func irq(p *perCPU) (timer bool) {
-	iar := gic.Ack()
-	id := gic.ID(iar)
-	switch {
-	case id == gic.Spurious:
-		return false
-	case id == timerIRQ:
-		// Level-triggered: stopped before the end of interrupt, re-armed
-		// by timerInterrupt if anything is still due.
-		gtimer.Stop()
-		p.timer.armed = 0
-		p.timerWoke = timerInterrupt()
-		timer = true
-	case id == conIRQ && conIRQ != 0:
-		conInInterrupt()
-	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
-		gic.EOI(iar)
-		stopHere()
-	case id == vecWake, id == vecSignal:
-		// Nothing to do: the idle loop looks at the ready queue, the
-		// return path for signals.
-	}
-	gic.EOI(iar)
-	return timer
-}
-
 // signalIPI interrupts CPU cpu, which runs a task that has a new signal.
-func signalIPI(cpu int) { gic.SendSGI(gic.Target(sched.CPUAt(cpu).IRQ), vecSignal) }
+func signalIPI(cpu int) { sendIPI(cpu, vecSignal) }
 
 // stopping is set by the first CPU that reports a fault; the others stop
 // when its SGI reaches them.
@@ -195,11 +174,11 @@ func stopOthers() {
 		}
 		return
 	}
-	if gicReady {
+	if intcReady {
 		me := sched.This().ID
 		for i := 0; i < sched.NumCPU(); i++ {
 			if i != me {
-				gic.SendSGI(gic.Target(sched.CPUAt(i).IRQ), vecStop)
+				sendIPI(i, vecStop)
 			}
 		}
 	}
@@ -211,11 +190,20 @@ func stopHere() {
 	}
 }
 
+// hltSemihosting is HLT #0xF000, the A64 semihosting call.
+const hltSemihosting = 0xD45E0000
+
 // machineExit ends QEMU with status code through semihosting SYS_EXIT;
-// without semihosting (the call returns) PSCI SYSTEM_OFF powers off.
+// without semihosting (the call returns: real hardware) PSCI SYSTEM_OFF
+// powers off, and without PSCI (the Raspberry Pi) the CPU halts, the
+// status on the console.
 func machineExit(code uint8) {
 	semihosting.Exit(int(code))
 	psci.SystemOff()
+	kprint("yolk: halted with status ")
+	kprintDec(int64(code))
+	kprint(": no semihosting and no PSCI to power off; reset the board\n")
+	stopHere()
 }
 
 // inKernel reports whether the exception interrupted kernel code. Kernel

@@ -69,6 +69,7 @@ func walk(va uintptr, create bool) uintptr {
 				return 0
 			}
 			*e = pteTable(f)
+			pteWritten()
 		} else if pteBlock(*e) {
 			return 0
 		}
@@ -84,6 +85,7 @@ func mapPage(va, f uintptr) bool {
 		return false
 	}
 	*at[uint64](pte) = ptePage(f, true)
+	pteWritten()
 	return true
 }
 
@@ -377,6 +379,7 @@ func pageFault(addr uintptr, code uint64) bool {
 			outOfMemory()
 		}
 		*e = ptePage(f, vmas[i].prot&protWrite != 0)
+		pteWritten()
 		pagesMapped++
 	case write:
 		// A read-only entry of an area mprotect has made writable (or

@@ -43,3 +43,7 @@ func unmapLow() {
 	x86.Invlpg(0)
 	x86.SetCR3(x86.CR3())
 }
+
+// pteWritten orders a page-table write before the accesses that use it:
+// nothing to do on x86, whose table walks see the CPU's own stores in order.
+func pteWritten() {}

@@ -40,3 +40,8 @@ func flushTLBAll() { tlbiAll() }
 // unmapLow has nothing to do: the boot page tables never mapped the first
 // 2 MiB.
 func unmapLow() {}
+
+// pteWritten orders a page-table write before the accesses that use it
+// (DSB ISHST; ISB): an arm64 table walk may otherwise miss the new entry
+// and fault (TCG never does; hardware may).
+func pteWritten() { tableSync() }

@@ -14,12 +14,13 @@ import (
 // BenchmarkBoot boots the probe image (a Go program that prints one line
 // from main and returns) on each machine with one CPU, and on microvm with
 // four and virt with two (the arm64 build on the arm64 machines), and the
-// probe's PC image (pcEntries: GRUB from q35's CD-ROM drive, SeaBIOS and
-// OVMF) with one, and reports, per boot, the time from starting QEMU to the
-// kernel's first line (ms-to-kernel: after the firmware and GRUB for a PC
-// image), to the first serial line (the kernel's first output for an ELF
-// image; the firmware's under OVMF), to the line printed by main, and to
-// QEMU's exit, plus the image size. It needs
+// Raspberry Pi 3 card on raspi3b (4 cores), and the probe's PC image
+// (pcEntries: GRUB from q35's CD-ROM drive, SeaBIOS and OVMF) with one,
+// and reports, per boot, the time from starting QEMU to the kernel's first
+// line (ms-to-kernel: after the firmware and GRUB for a PC image), to the
+// first serial line (the kernel's first output for an ELF image; the
+// firmware's under OVMF), to the line printed by main, and to QEMU's exit,
+// plus the image size. It needs
 // the yolk kernel. The accelerator comes from $YOLK_ACCEL (auto, kvm or tcg)
 // as in TestGuest; the choice is logged.
 func BenchmarkBoot(b *testing.B) {
@@ -32,6 +33,14 @@ func BenchmarkBoot(b *testing.B) {
 		if _, err := image.Build(b.Context(), ProbePackage, image.Options{Output: imgs[arch], Arch: arch}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	card := filepath.Join(b.TempDir(), "probe-rpi3")
+	if res, err := image.Build(b.Context(), ProbePackage, image.Options{Output: filepath.Join(card, "kernel8.elf"), Arch: "arm64", Board: "rpi3"}); err != nil {
+		b.Fatal(err)
+	} else if c, err := image.WriteRPi3(res.Output, card, image.RPi3Options{}); err != nil {
+		b.Fatal(err)
+	} else {
+		imgs["rpi3"] = c.Disk
 	}
 	iso := filepath.Join(b.TempDir(), "probe.iso")
 	kernel := filepath.Join(b.TempDir(), "probe-pc.elf")
@@ -47,21 +56,25 @@ func BenchmarkBoot(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
-		m    string
-		cpus int
-	}{{"microvm", 1}, {"microvm", 4}, {"pc", 1}, {"q35", 1}, {"iso-bios", 1}, {"iso-uefi", 1}, {"virt", 1}, {"virt", 2}, {"virt-gicv3", 1}} {
-		m, board, firmware := c.m, "", pcEntries[c.m]
+		m     string
+		cpus  int
+		board string
+	}{{"microvm", 1, ""}, {"microvm", 4, ""}, {"pc", 1, ""}, {"q35", 1, ""}, {"iso-bios", 1, "pc"}, {"iso-uefi", 1, "pc"},
+		{"virt", 1, ""}, {"virt", 2, ""}, {"virt-gicv3", 1, ""}, {RPi3Machine, 4, "rpi3"}} {
+		m, firmware := c.m, pcEntries[c.m]
 		arch := ArchOfMachine(m)
 		img := imgs[arch]
-		probe := img // the accelerator probe boots the ELF image
-		if firmware != "" {
-			m, board, arch, img, probe = "q35", "pc", "amd64", iso, imgs["amd64"]
+		switch c.board {
+		case "rpi3":
+			arch, img = "arm64", imgs[c.board]
+		case "pc":
+			m, arch, img = "q35", "amd64", iso
 		}
 		st, err := os.Stat(img)
 		if err != nil {
 			b.Fatal(err)
 		}
-		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: m, ProbeImage: probe})
+		choice, err := ChooseAccel(b.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: m, ProbeImage: imgs[arch]})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -72,8 +85,7 @@ func BenchmarkBoot(b *testing.B) {
 				var kernelAt, mainAt time.Duration
 				start := time.Now()
 				res, err := Run(b.Context(), Config{
-					Image: img, Arch: arch, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
-					Board: board, Firmware: firmware,
+					Image: img, Board: c.board, Firmware: firmware, Arch: arch, Machine: m, SMP: c.cpus, Accel: choice.Accel, Timeout: time.Minute,
 					OnLine: func(l string) {
 						if kernelAt == 0 && strings.Contains(l, "yolk: boot: yolk kernel") {
 							kernelAt = time.Since(start)

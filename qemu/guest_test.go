@@ -29,7 +29,9 @@ const SelftestPackage = "yolk/kernel/selftest"
 // Every x86 machine runs the suite at 1, 2 and 4 CPUs (4 vCPUs on CI's 2
 // host cores is oversubscribed under TCG on purpose); arm64's virt at 1 and
 // 2 CPUs with each GIC version. An arm64 machine boots the arm64 build of
-// the self-test image.
+// the self-test image. Boards have entries too: "rpi3" boots the Raspberry
+// Pi 3 SD-card image of the self-test on raspi3b (4 cores); iso-bios and
+// iso-uefi the PC image (pcEntries).
 var guestMachines = map[string][]string{
 	"amd64": {
 		"microvm:1", "microvm:2", "microvm:4",
@@ -38,7 +40,7 @@ var guestMachines = map[string][]string{
 		"q35@6G:2",
 		"iso-bios:2", "iso-uefi:2",
 	},
-	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2"},
+	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2", "rpi3"},
 }
 
 // pcEntries are the entry names that boot the PC image (image.BuildISO,
@@ -79,8 +81,12 @@ func guestEntries(machineEnv, archEnv string) ([]string, error) {
 	return entries, nil
 }
 
-// guestEntry splits a guestMachines entry; arch is the machine's.
+// guestEntry splits a guestMachines entry; arch is the machine's. A board
+// entry is its machine with the board's CPU count and memory.
 func guestEntry(e string) (machine, memory string, cpus int, arch string, err error) {
+	if e == "rpi3" {
+		return RPi3Machine, "", 4, "arm64", nil
+	}
 	rest, n, hasCPUs := strings.Cut(e, ":")
 	machine, memory, _ = strings.Cut(rest, "@")
 	cpus = 1
@@ -93,10 +99,18 @@ func guestEntry(e string) (machine, memory string, cpus int, arch string, err er
 		return machine, memory, cpus, "amd64", nil
 	}
 	if arch = ArchOfMachine(machine); arch == "" {
-		return "", "", 0, "", fmt.Errorf("%q: unknown machine %q (want %s, iso-bios or iso-uefi, or %s for arm64)", e, machine,
+		return "", "", 0, "", fmt.Errorf("%q: unknown machine %q (want %s, or %s for arm64, or a board: rpi3, iso-bios or iso-uefi)", e, machine,
 			strings.Join(Machines, ", "), strings.Join(ArmMachines, ", "))
 	}
 	return machine, memory, cpus, arch, nil
+}
+
+// guestBoard is the board image an entry's machine boots ("" for an ELF).
+func guestBoard(machine string) string {
+	if machine == RPi3Machine {
+		return "rpi3"
+	}
+	return ""
 }
 
 // What TestGuest passes on the kernel command line for the guest's
@@ -156,9 +170,11 @@ func TestGuest(t *testing.T) {
 		t.Fatal(err)
 	}
 	arches := map[string]bool{}
+	boards := map[string]bool{}
 	for _, m := range machines {
-		_, _, _, arch, _ := guestEntry(m)
+		machine, _, _, arch, _ := guestEntry(m)
 		arches[arch] = true
+		boards[guestBoard(machine)] = true
 	}
 	// A missing emulator is a failure (with the command that installs
 	// it), never a skip.
@@ -195,6 +211,22 @@ func TestGuest(t *testing.T) {
 		t.Logf("built %s in %v (entry %s at %#x)", img, time.Since(start).Round(time.Millisecond), res.Patch.Symbol, res.Patch.Entry)
 		imgs[arch] = img
 	}
+	if boards["rpi3"] {
+		// The SD card, booted from its disk image.
+		dir := filepath.Join(outDir, "selftest-rpi3")
+		var buildLog bytes.Buffer
+		start := time.Now()
+		res, err := image.Build(t.Context(), SelftestPackage, image.Options{Output: filepath.Join(dir, "kernel8.elf"), Arch: "arm64", Board: "rpi3", Stderr: &buildLog})
+		if err != nil {
+			t.Fatalf("building the Raspberry Pi 3 self-test card: %v\n%s", err, buildLog.String())
+		}
+		card, err := image.WriteRPi3(res.Output, dir, image.RPi3Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("built %s in %v (kernel8.img, entry %s)", card.Disk, time.Since(start).Round(time.Millisecond), res.Patch.Symbol)
+		imgs["rpi3"] = card.Disk
+	}
 
 	// The self-test package's directory, with its testdata, as yolk test
 	// gives a package's (TestBootFiles).
@@ -223,8 +255,11 @@ func TestGuest(t *testing.T) {
 		t.Run(m, func(t *testing.T) {
 			machine, _, _, arch, _ := guestEntry(m)
 			img := imgs[arch]
-			if pcEntries[machine] != "" {
+			switch b := guestBoard(machine); {
+			case pcEntries[machine] != "":
 				img = iso
+			case b != "":
+				img = imgs[b]
 			}
 			bootSelftest(t, img, initrd, env, args, m, timeout, outDir)
 		})
@@ -273,7 +308,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	}
 	// A PC image boots on q35 with its command line and boot archive
 	// inside.
-	board, firmware := "", pcEntries[machine]
+	board, firmware := guestBoard(machine), pcEntries[machine]
 	if firmware != "" {
 		board, machine, env, args, initrd = "pc", "q35", nil, nil, ""
 	}
@@ -300,6 +335,8 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	stdin := io.MultiReader(bytes.NewReader(input[:1000]), gatedReader{gate, bytes.NewReader(input[1000:])})
 	res, err := Run(t.Context(), Config{
 		Image:    img,
+		Board:    board,
+		Firmware: firmware,
 		Arch:     arch,
 		Machine:  machine,
 		Memory:   memory,
@@ -309,8 +346,6 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		Env:      env,
 		Initrd:   initrd,
 		Args:     args,
-		Board:    board,
-		Firmware: firmware,
 		Stdout:   logFile,
 		Stderr:   logFile,
 		Stdin:    stdin,

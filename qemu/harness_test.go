@@ -121,7 +121,7 @@ func TestGuestEntries(t *testing.T) {
 		want          []string
 	}{
 		{"", "amd64", guestMachines["amd64"]},
-		{"", "arm64", []string{"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2"}},
+		{"", "arm64", []string{"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2", "rpi3"}},
 		{"", "all", all},
 		{"", "", map[string][]string{"all": all, "amd64": guestMachines["amd64"]}[defaultGuestArch]},
 		{"virt:1,virt-gicv3:2", "", []string{"virt:1", "virt-gicv3:2"}},
@@ -144,9 +144,9 @@ func TestGuestEntries(t *testing.T) {
 			t.Errorf("YOLK_MACHINE=%q YOLK_ARCH=%q accepted", bad[0], bad[1])
 		}
 	}
-	for e, want := range map[string][3]string{"virt-gicv3@256M:2": {"virt-gicv3", "256M", "arm64"}, "virt": {"virt", "", "arm64"}} {
+	for e, want := range map[string][3]string{"virt-gicv3@256M:2": {"virt-gicv3", "256M", "arm64"}, "virt": {"virt", "", "arm64"}, "rpi3": {"raspi3b", "", "arm64"}} {
 		m, mem, cpus, arch, err := guestEntry(e)
-		if err != nil || m != want[0] || mem != want[1] || arch != want[2] || cpus != map[bool]int{true: 2, false: 1}[e != "virt"] {
+		if err != nil || m != want[0] || mem != want[1] || arch != want[2] || cpus != map[string]int{"virt-gicv3@256M:2": 2, "virt": 1, "rpi3": 4}[e] {
 			t.Errorf("guestEntry(%q) = %q %q %d %q %v", e, m, mem, cpus, arch, err)
 		}
 	}

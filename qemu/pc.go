@@ -50,9 +50,9 @@ func FindOVMF() (string, error) {
 // arguments or a boot archive: those are built into the image.
 var ErrFixedCmdline = errors.New("a PC image carries its command line and boot archive from yolk build -board pc (-e, -dir, arguments there); it cannot take new ones when it boots")
 
-// boardArgs are QEMUArgs for c.Board == "pc": the image on the CD-ROM
+// pcArgs are QEMUArgs for c.Board == "pc": the image on the CD-ROM
 // drive (-cdrom), the firmware, and the rest as for an ELF image.
-func boardArgs(c Config) ([]string, error) {
+func pcArgs(c Config) ([]string, error) {
 	if c.Board != "pc" {
 		return nil, fmt.Errorf("board %q: want pc", c.Board)
 	}

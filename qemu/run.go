@@ -139,6 +139,7 @@ type Config struct {
 	Image   string        // ELF image (patched by image.Patch)
 	Arch    string        // "amd64" or "arm64"; Run reads it from the image when empty
 	Machine string        // amd64: "microvm" (default), "pc" or "q35"; arm64: "virt" (default) or "virt-gicv3"
+	Board   string        // "" (Image is an ELF) or a board image (Boards): "rpi3", "pc" (below)
 	Accel   string        // "tcg" (default) or "kvm"; see ChooseAccel
 	Memory  string        // -m; default "128M"
 	SMP     int           // -smp; default 1 (QEMUArgs accepts any count: the kernel refuses more than MaxCPUs)
@@ -158,7 +159,6 @@ type Config struct {
 	// default) or "uefi" (OVMF, OVMFPath; Memory defaults to UEFIMemory
 	// there), and Env, Args and Initrd must
 	// be empty: the image carries its own command line and boot archive.
-	Board    string
 	Firmware string
 
 	// Stdin is the guest's console input, sent framed (FrameConsole);
@@ -225,8 +225,8 @@ type Result struct {
 
 // QEMUArgs returns the QEMU command-line arguments for c (without the binary).
 func QEMUArgs(c Config) ([]string, error) {
-	if c.Board != "" {
-		return boardArgs(c)
+	if c.Board == "pc" {
+		return pcArgs(c)
 	}
 	arch, err := image.CheckArch(c.Arch)
 	if err != nil {
@@ -236,7 +236,11 @@ func QEMUArgs(c Config) ([]string, error) {
 	if machine == "" {
 		machine = MachinesFor(arch)[0]
 	}
-	if !contains(MachinesFor(arch), machine) {
+	if c.Board == "rpi3" {
+		arch, machine = "arm64", RPi3Machine
+	} else if c.Board != "" {
+		return nil, fmt.Errorf("board %q: want one of %s", c.Board, strings.Join(Boards, ", "))
+	} else if !contains(MachinesFor(arch), machine) {
 		if other := ArchOfMachine(machine); other != "" {
 			return nil, fmt.Errorf("machine %q is an %s machine; the image is %s (want one of %s)", machine, other, arch, strings.Join(MachinesFor(arch), ", "))
 		}
@@ -271,7 +275,7 @@ func QEMUArgs(c Config) ([]string, error) {
 	env := c.Env
 	var initrd []string
 	if c.Initrd != "" {
-		if arch == "arm64" {
+		if arch == "arm64" && c.Board == "" {
 			// QEMU virt loads no -initrd for an ELF kernel: a loader
 			// device puts it at the top of RAM and the command line
 			// says where (the kernel reads yolk.initrd first).
@@ -290,7 +294,14 @@ func QEMUArgs(c Config) ([]string, error) {
 		return nil, err
 	}
 	args := []string{"-machine", machine}
-	if arch == "arm64" {
+	kernel := []string{"-kernel", c.Image}
+	if c.Board != "" {
+		if err := rpi3Check(c); err != nil {
+			return nil, err
+		}
+		mem, smp, cpu = "1G", 4, "cortex-a53"
+		kernel = []string{"-kernel", filepath.Join(c.Image, "kernel8.img"), "-dtb", filepath.Join(c.Image, image.RPi3DTB)}
+	} else if arch == "arm64" {
 		gic := "2"
 		if machine == "virt-gicv3" {
 			gic = "3"
@@ -312,7 +323,12 @@ func QEMUArgs(c Config) ([]string, error) {
 	} else {
 		args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	}
-	args = append(args, "-kernel", c.Image, "-append", cmdline)
+	args = append(args, kernel...)
+	if len(env) > 0 || len(c.Args) > 0 || c.Board == "" {
+		// A board's tree carries its card's command line; QEMU
+		// replaces it only when -append is given.
+		args = append(args, "-append", cmdline)
+	}
 	args = append(args, initrd...)
 	if args, err = gdbArgs(args, c.GDB); err != nil {
 		return nil, err
@@ -401,6 +417,18 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if _, err := os.Stat(c.Image); err != nil {
 		return nil, err
 	}
+	symbols, iso := c.Image, ""
+	if c.Board == "pc" {
+		// The kernel's symbols are inside the ISO.
+		symbols, iso, c.Arch = "", c.Image, "amd64"
+	} else if c.Board != "" {
+		dir, elfPath, cleanup, err := boardFiles(c.Board, c.Image)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		c.Image, c.Arch, symbols = dir, "arm64", elfPath
+	}
 	if c.Arch == "" {
 		// An image that is not an ELF of ours goes to the amd64
 		// emulator, whose own complaint ends up in the result.
@@ -438,13 +466,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	// prefix: before it, a PC image's firmware and GRUB print their own.
 	kernelUp := make(chan struct{})
 	kernelSeen := false // guarded by mu
-	symbolImage := c.Image
-	if c.Board != "" {
-		symbolImage = ""
-	}
 	stream := &serialStream{
 		out:       stdout,
-		symbolize: lazySymbolizer(ctx, symbolImage, c.Image),
+		symbolize: lazySymbolizer(ctx, symbols, iso),
 		onLine: func(line string) {
 			mu.Lock()
 			if res.FirstLine == 0 {
@@ -585,8 +609,8 @@ func qemuComplained(stderr, name string) bool {
 }
 
 // lazySymbolizer opens the image's line table on the first backtrace line:
-// the ELF image path, or (path "") the kernel extracted from the PC image
-// iso.
+// the ELF image path, or the kernel extracted from the PC image iso, or
+// none when both are "".
 func lazySymbolizer(ctx context.Context, path, iso string) func(uint64, bool) string {
 	var (
 		once sync.Once
@@ -594,7 +618,7 @@ func lazySymbolizer(ctx context.Context, path, iso string) func(uint64, bool) st
 	)
 	return func(pc uint64, first bool) string {
 		once.Do(func() {
-			if path == "" {
+			if iso != "" {
 				dir, err := os.MkdirTemp("", "yolk-symbols-")
 				if err != nil {
 					return

@@ -1,6 +1,10 @@
 package sched
 
-import "yolk/drivers/gic"
+import (
+	"yolk/boot"
+	"yolk/drivers/bcm2836"
+	"yolk/drivers/gic"
+)
 
 // setCPUBase points TPIDR_EL1 at the per-CPU block c.
 func setCPUBase(c uintptr)
@@ -14,5 +18,12 @@ func pause()
 // trapNow raises an undefined-instruction exception (UDF).
 func trapNow()
 
-// kick interrupts c with the wake-up software-generated interrupt.
-func kick(c *CPU) { gic.SendSGI(gic.Target(c.IRQ), uint32(wakeVector)) }
+// kick interrupts c with the wake-up interrupt: a GIC SGI, or a mailbox
+// bit on the Raspberry Pi 3.
+func kick(c *CPU) {
+	if boot.Board == boot.BoardRPi3 {
+		bcm2836.Send(int(c.IRQ), uint32(wakeVector))
+		return
+	}
+	gic.SendSGI(gic.Target(c.IRQ), uint32(wakeVector))
+}

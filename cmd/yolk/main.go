@@ -2,20 +2,23 @@
 // and boots them in QEMU.
 //
 //	yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+//	yolk build -board rpi3 [-firmware dir] [-e KEY=VALUE ...] [-o dir] ./path/to/pkg [arg ...]
 //	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
 //	         [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
-//
-// PC images (amd64; docs/pc-image.md): build -board pc writes a BIOS- and
-// UEFI-bootable ISO with GRUB, its command line and boot archive built in;
-// run -board pc boots it from q35's CD-ROM drive with SeaBIOS or OVMF:
-//
-//	yolk build -board pc [-o app.iso] [-e KEY=VALUE ...] [-dir DIR] ./path/to/pkg [arg ...]
-//	yolk run -board pc [-firmware bios|uefi] [-machine q35|pc] [...] app.iso
+//	yolk run -board rpi3 [flags] dir|dir.img [arg ...]
+//	yolk build -board pc [-e KEY=VALUE ...] [-dir DIR] [-o app.iso] ./path/to/pkg [arg ...]
+//	yolk run -board pc [-firmware bios|uefi] [-machine q35|pc] [flags] app.iso
 //
 // build's architecture is -arch, else $GOARCH if it names one the kernel
 // runs, else amd64; run boots an image in the emulator of its ELF machine
 // (qemu-system-x86_64, or $YOLK_QEMU; qemu-system-aarch64, or
-// $YOLK_QEMU_ARM64, machine virt by default).
+// $YOLK_QEMU_ARM64, machine virt by default). -board rpi3 builds a
+// Raspberry Pi 3 SD card instead of an ELF — the boot directory dir
+// (kernel8.img, config.txt, cmdline.txt, yolk.dtb, the GPU firmware when
+// found) and the disk image dir.img — and run boots either on QEMU
+// raspi3b. -board pc (amd64; docs/pc-image.md) builds a BIOS- and
+// UEFI-bootable ISO with GRUB, its command line and boot archive built in,
+// and run boots it from the CD-ROM drive of q35 with SeaBIOS or OVMF.
 //
 //	yolk test [-run re] [-v] [-short] [-timeout 10m] [...] [-smp 1] [...] packages [-args ...]
 //
@@ -50,10 +53,12 @@ import (
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
+  yolk build -board rpi3 [-firmware dir] [-e KEY=VALUE ...] [-o dir] ./path/to/pkg [arg ...]
   yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|virt|virt-gicv3] [-m 128M] [-smp 1]
            [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
-  yolk build -board pc [-o app.iso] [-e KEY=VALUE ...] [-dir DIR] ./path/to/pkg [arg ...]
-  yolk run -board pc [-firmware bios|uefi] [...] app.iso
+  yolk run -board rpi3 [flags] dir|dir.img [arg ...]
+  yolk build -board pc [-e KEY=VALUE ...] [-dir DIR] [-o app.iso] ./path/to/pkg [arg ...]
+  yolk run -board pc [-firmware bios|uefi] [flags] app.iso
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
@@ -88,17 +93,17 @@ func build(args []string) int {
 	tags := fs.String("tags", "", "build tags, as for go build")
 	ldflags := fs.String("ldflags", "", "linker flags, as for go build")
 	arch := fs.String("arch", "", "target architecture: amd64 or arm64 (default $GOARCH if one of them, else amd64)")
-	board := fs.String("board", "", "pc: a BIOS- and UEFI-bootable ISO (GRUB, Multiboot2) instead of an ELF image")
+	board := fs.String("board", "", "board image instead of an ELF: rpi3 (Raspberry Pi 3 SD card: -o names its boot directory, the disk image is <dir>.img) or pc (a BIOS- and UEFI-bootable ISO: GRUB, Multiboot2)")
+	firmware := fs.String("firmware", "", "rpi3: `directory` with the Pi's bootcode.bin, start.elf and fixup.dat (default: Debian raspi-firmware's, if installed)")
 	var env envFlag
-	fs.Var(&env, "e", "-board pc: KEY=VALUE built into the image's command line (repeatable)")
-	dir := fs.String("dir", "", "-board pc: build this host `directory` into the image (read-only, at its absolute path; the program starts there)")
+	fs.Var(&env, "e", "rpi3, pc: KEY=VALUE for the guest environment on the card or in the ISO (repeatable); arguments after the package go there too")
+	dir := fs.String("dir", "", "pc: build this host `directory` into the ISO (read-only, at its absolute path; the program starts there)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg\n"+
-			"       yolk build -board pc [-o out.iso] [-e KEY=VALUE ...] [-dir DIR] [...] ./path/to/pkg [arg ...]")
+		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-board rpi3 [-firmware dir] [-e KEY=VALUE ...] | -board pc [-e KEY=VALUE ...] [-dir DIR]] [-o out] [-tags tags] [-ldflags flags] ./path/to/pkg [arg ...]")
 		fs.PrintDefaults()
 	}
 	fs.Parse(args)
-	if fs.NArg() < 1 || (*board == "" && fs.NArg() != 1) {
+	if fs.NArg() < 1 || (fs.NArg() > 1 && *board == "") {
 		fs.Usage()
 		return 2
 	}
@@ -109,14 +114,22 @@ func build(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
 		return 2
 	}
-	opt := image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags, Board: *board}
+	opt := image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags}
+	if *dir != "" && *board != "pc" {
+		fmt.Fprintln(os.Stderr, "yolk build: -dir is for -board pc (an ELF gets its files from yolk run -dir)")
+		return 2
+	}
 	switch *board {
 	case "":
-		if len(env) > 0 || *dir != "" {
-			fmt.Fprintln(os.Stderr, "yolk build: -e and -dir only go with -board pc (an ELF image takes them from yolk run)")
+		if *firmware != "" || len(env) > 0 {
+			fmt.Fprintln(os.Stderr, "yolk build: -firmware and -e are for -board rpi3 or pc (an ELF gets its environment from yolk run)")
 			return 2
 		}
 	case "pc":
+		if *firmware != "" {
+			fmt.Fprintln(os.Stderr, "yolk build: -firmware is for -board rpi3 (a PC image's firmware is the PC's: yolk run -board pc -firmware bios|uefi)")
+			return 2
+		}
 		if a != "amd64" {
 			fmt.Fprintf(os.Stderr, "yolk build: -board pc is an amd64 board, not %s\n", a)
 			return 2
@@ -137,8 +150,16 @@ func build(args []string) int {
 			fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
 			return 2
 		}
+		opt.Board = "pc"
+	case "rpi3":
+		cmdline, err := qemu.Cmdline(env, fs.Args()[1:])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+			return 2
+		}
+		return buildRPi3(ctx, fs.Arg(0), *out, *tags, *ldflags, *firmware, cmdline)
 	default:
-		fmt.Fprintf(os.Stderr, "yolk build: -board %q: want pc\n", *board)
+		fmt.Fprintf(os.Stderr, "yolk build: -board %q: want rpi3 or pc\n", *board)
 		return 2
 	}
 	res, err := image.Build(ctx, fs.Arg(0), opt)
@@ -155,6 +176,52 @@ func build(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "yolk: built %s (%s %s at %#x)\n", res.Output, kind, res.Patch.Symbol, res.Patch.Entry)
 	return 0
+}
+
+// buildRPi3 builds pkg for the Raspberry Pi 3: the ELF as <out>/kernel8.elf
+// (symbols; not on the card), the boot directory out and the disk image
+// out.img.
+func buildRPi3(ctx context.Context, pkg, out, tags, ldflags, firmware, cmdline string) int {
+	if a := os.Getenv("GOARCH"); a != "" && a != "arm64" && out == "" {
+		// Only a note: the board decides the architecture.
+		fmt.Fprintf(os.Stderr, "yolk build: -board rpi3 builds for arm64 ($GOARCH=%s ignored)\n", a)
+	}
+	if out == "" {
+		out = filepath.Base(pkg) + "-rpi3"
+	}
+	out = strings.TrimSuffix(filepath.Clean(out), ".img")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 1
+	}
+	res, err := image.Build(ctx, pkg, image.Options{Output: filepath.Join(out, "kernel8.elf"), Arch: "arm64", Board: "rpi3", Tags: tags, LDFlags: ldflags})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 1
+	}
+	card, err := image.WriteRPi3(res.Output, out, image.RPi3Options{Cmdline: cmdline, Firmware: firmware})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "yolk: built %s/ (%s) and the SD-card image %s (Raspberry Pi 3: kernel8.img at %#x, %s, memory to %#x)\n",
+		card.Dir, strings.Join(card.Files, " "), card.Disk, image.RPi3LoadAddr, res.Patch.Symbol, card.ImageEnd)
+	if len(card.MissingFirmware) > 0 {
+		fmt.Fprintf(os.Stderr, "yolk: note: %s\n", image.MissingFirmwareHelp(card.MissingFirmware))
+	}
+	return 0
+}
+
+// targetArch is the architecture to build for: flag if given, else
+// $GOARCH when the kernel runs on it, else amd64.
+func targetArch(flag string) (string, error) {
+	if flag != "" {
+		return image.CheckArch(flag)
+	}
+	if g := os.Getenv("GOARCH"); g == "amd64" || g == "arm64" {
+		return g, nil
+	}
+	return "amd64", nil
 }
 
 // dirArchive writes the boot archive of the host directory dir into tmp
@@ -175,18 +242,6 @@ func dirArchive(dir, tmp string, env *envFlag) (string, error) {
 	}
 	*env = append(*env, "yolk.cwd="+filepath.ToSlash(abs))
 	return archive, nil
-}
-
-// targetArch is the architecture to build for: flag if given, else
-// $GOARCH when the kernel runs on it, else amd64.
-func targetArch(flag string) (string, error) {
-	if flag != "" {
-		return image.CheckArch(flag)
-	}
-	if g := os.Getenv("GOARCH"); g == "amd64" || g == "arm64" {
-		return g, nil
-	}
-	return "amd64", nil
 }
 
 type envFlag []string
@@ -211,10 +266,10 @@ func run(args []string) int {
 	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
 	dir := fs.String("dir", "", "give the guest this host `directory` (read-only, at its absolute path) and start there")
 	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
-	board := fs.String("board", "", "pc: boot a PC image (yolk build -board pc) from the CD-ROM drive of q35 (default) or pc")
+	board := fs.String("board", "", "boot a board image: rpi3 (the boot directory or .img of yolk build -board rpi3, on QEMU raspi3b: 4 cores, 1 GiB) or pc (the ISO of yolk build -board pc, from the CD-ROM drive of q35 (default) or pc)")
 	firmware := fs.String("firmware", "", "-board pc: bios (SeaBIOS, the default) or uefi (OVMF)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")
+		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board rpi3 [flags] dir|dir.img [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")
 		fs.PrintDefaults()
 		fmt.Fprintln(os.Stderr, "exit status: the guest's (2: Go panic, 125: kernel fault report), or 123: guest reset\n"+
 			"without a report (triple fault), 124: timeout, 126: QEMU failed, 127: QEMU not installed, 130: interrupted")
@@ -224,6 +279,18 @@ func run(args []string) int {
 		fs.Usage()
 		return 2
 	}
+	setFlags := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setFlags[f.Name] = true })
+	if *board == "rpi3" {
+		// The board's machine, cores and memory unless asked otherwise
+		// (QEMUArgs refuses what the board does not have).
+		if !setFlags["smp"] {
+			*smp = 4
+		}
+		if !setFlags["m"] {
+			*mem = "1G"
+		}
+	}
 	if *smp < 1 || *smp > qemu.MaxCPUs {
 		fmt.Fprintf(os.Stderr, "yolk run: -smp %d: the kernel runs 1 to %d CPUs\n", *smp, qemu.MaxCPUs)
 		return 2
@@ -232,10 +299,19 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
 	}
+	if *firmware != "" && *board != "pc" {
+		fmt.Fprintln(os.Stderr, "yolk run: -firmware goes with -board pc")
+		return 2
+	}
 	switch *board {
 	case "":
-		if *firmware != "" {
-			fmt.Fprintln(os.Stderr, "yolk run: -firmware goes with -board pc")
+	case "rpi3":
+		if (setFlags["machine"] && *machine != qemu.RPi3Machine) || *smp != 4 || (*mem != "1G" && *mem != "1024M") {
+			fmt.Fprintf(os.Stderr, "yolk run: -board %s is QEMU %s with 4 cores and 1 GiB: leave -machine, -smp and -m out\n", *board, qemu.RPi3Machine)
+			return 2
+		}
+		if err := qemu.CheckBoardImage(*board, fs.Arg(0)); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk run: %v\n", err)
 			return 2
 		}
 	case "pc":
@@ -260,7 +336,7 @@ func run(args []string) int {
 			return 2
 		}
 	default:
-		fmt.Fprintf(os.Stderr, "yolk run: -board %q: want pc\n", *board)
+		fmt.Fprintf(os.Stderr, "yolk run: -board %q: want rpi3 or pc\n", *board)
 		return 2
 	}
 	var initrd string
@@ -279,24 +355,31 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	arch := "amd64"
-	if *board == "" {
-		var err error
-		if arch, err = qemu.ImageArch(fs.Arg(0)); err != nil {
-			if qemu.CheckPCImage(fs.Arg(0)) == nil {
-				err = fmt.Errorf("%s is a PC image: boot it with yolk run -board pc", fs.Arg(0))
-			}
-			fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
-			return 2
+	arch, err := qemu.ImageArch(fs.Arg(0))
+	switch *board {
+	case "rpi3":
+		arch, err = "arm64", nil
+		if *machine == "" {
+			*machine = qemu.RPi3Machine
 		}
+	case "pc":
+		arch, err = "amd64", nil
+		if *machine == "" {
+			*machine = qemu.PCMachines[0]
+		}
+	case "":
+		if err != nil && qemu.CheckPCImage(fs.Arg(0)) == nil {
+			err = fmt.Errorf("%s is a PC image: boot it with yolk run -board pc", fs.Arg(0))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
+		return 2
 	}
 	if *machine == "" {
 		*machine = qemu.MachinesFor(arch)[0]
-		if *board == "pc" {
-			*machine = qemu.PCMachines[0]
-		}
 	}
-	if other := qemu.ArchOfMachine(*machine); *board == "" && other != "" && other != arch {
+	if other := qemu.ArchOfMachine(*machine); other != "" && other != arch {
 		fmt.Fprintf(os.Stderr, "yolk run: -machine %s is an %s machine; %s is an %s image (machines: %s)\n",
 			*machine, other, fs.Arg(0), arch, strings.Join(qemu.MachinesFor(arch), ", "))
 		return 2
@@ -313,16 +396,21 @@ func run(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, choice)
 	if *gdb != 0 {
-		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(fs.Arg(0), *gdb))
+		symbols := fs.Arg(0)
+		if *board != "" { // the card's ELF, kept beside it
+			symbols = filepath.Join(strings.TrimSuffix(symbols, ".img"), "kernel8.elf")
+		}
+		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(symbols, *gdb))
 	}
 
 	res, err := qemu.Run(ctx, qemu.Config{
-		Firmware: *firmware,
 		QEMU:     qemuBin,
 		Image:    fs.Arg(0),
 		Arch:     arch,
 		Machine:  *machine,
+		Board:    *board,
 		Accel:    choice.Accel,
+		Firmware: *firmware,
 		Memory:   *mem,
 		SMP:      *smp,
 		Timeout:  *timeout,
@@ -330,7 +418,6 @@ func run(args []string) int {
 		Args:     fs.Args()[1:],
 		Initrd:   initrd,
 		GDB:      *gdb,
-		Board:    *board,
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,

@@ -62,15 +62,15 @@ type Options struct {
 	Go          string    // go command; default "go"
 	Stderr      io.Writer // go build's diagnostics; default os.Stderr
 
-	// Board "pc" (amd64 only) makes Output a bootable PC image (BuildISO)
-	// instead of an ELF image: the kernel gets a Multiboot2 header beside
-	// its PVH note, and Cmdline and Initrd (a boot archive) are fixed in
-	// the image. "" is the ELF image QEMU boots directly.
+	// Board is "" for the ELF image QEMU's loaders boot; "rpi3" (arm64)
+	// links the image at RPi3TextAddr (WriteRPi3 makes the card); "pc"
+	// (amd64) makes Output a bootable PC image (BuildISO) instead of an
+	// ELF image: the kernel gets a Multiboot2 header beside its PVH note,
+	// and Cmdline and Initrd (a boot archive) are fixed in the image.
 	Board   string
 	Cmdline string // Board "pc": the kernel command line (qemu.Cmdline's encoding)
 	Initrd  string // Board "pc": a boot archive file
 }
-
 
 // Result describes a built image.
 type Result struct {
@@ -276,11 +276,18 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if err != nil {
 		return nil, err
 	}
-	image := out
+	image := out // the ELF image go build writes
+	ldflags := LinkFlags(arch, opt.LDFlags)
+	entry := opt.Entry
 	switch opt.Board {
 	case "":
-		if opt.Cmdline != "" || opt.Initrd != "" {
-			return nil, errors.New("a command line or boot archive is built into PC images only (Board \"pc\"); an ELF image takes them when it boots")
+	case "rpi3":
+		if arch != "arm64" {
+			return nil, fmt.Errorf("board rpi3 is arm64, not %s", arch)
+		}
+		ldflags = strings.TrimSpace(fmt.Sprintf("-T %#x %s", RPi3TextAddr, opt.LDFlags))
+		if len(entry) == 0 {
+			entry = []string{RPi3EntrySymbol}
 		}
 	case "pc":
 		if arch != "amd64" || opt.NoPatch {
@@ -291,7 +298,10 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 		}
 		image = filepath.Join(tmp, "yolk.elf")
 	default:
-		return nil, fmt.Errorf("board %q: want pc (or none for an ELF image)", opt.Board)
+		return nil, fmt.Errorf("board %q: want rpi3 or pc", opt.Board)
+	}
+	if opt.Board != "pc" && (opt.Cmdline != "" || opt.Initrd != "") {
+		return nil, errors.New("a command line or boot archive is built into PC images only (Board \"pc\"); other images take them when they boot")
 	}
 	env := buildEnv(arch)
 	if t.modRoot != root {
@@ -309,7 +319,7 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.Tags != "" {
 		args = append(args, "-tags", opt.Tags)
 	}
-	if ldflags := LinkFlags(arch, opt.LDFlags); ldflags != "" {
+	if ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}
 	link := opt.LinkPackage
@@ -340,11 +350,11 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.NoPatch {
 		return res, nil
 	}
-	if res.Patch, err = Patch(image, opt.Entry...); err != nil {
+	if res.Patch, err = Patch(image, entry...); err != nil {
 		return nil, err
 	}
 	if opt.Board == "pc" {
-		if res.Multiboot2, err = PatchMultiboot2(image, opt.Entry...); err != nil {
+		if res.Multiboot2, err = PatchMultiboot2(image, entry...); err != nil {
 			return nil, err
 		}
 		if err := BuildISO(ctx, image, ISOOptions{Output: out, Cmdline: opt.Cmdline, Initrd: opt.Initrd}); err != nil {

@@ -1,0 +1,150 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"yolk/boot"
+	"yolk/drivers/bcm2836"
+	"yolk/drivers/fdt"
+	"yolk/drivers/gic"
+	"yolk/drivers/gtimer"
+	"yolk/sched"
+)
+
+// The interrupt controller behind one set of calls: the GIC (QEMU virt,
+// from the device tree) or, on the Raspberry Pi 3, the BCM2836 local
+// controller (timers, mailbox IPIs) with the BCM2835 ARM controller for the
+// UART. A CPU's sched.CPU.IRQ is its GIC target or its Pi core number.
+
+// onPi says the kernel runs on the Raspberry Pi 3 (boot.Board).
+func onPi() bool { return boot.Board == boot.BoardRPi3 }
+
+// intcReady: the controller is set up (stopOthers may send IPIs).
+var intcReady bool
+
+// intcInit sets up the controller on the boot CPU and finds the timer's
+// interrupt.
+func intcInit() {
+	if onPi() {
+		bcm2836.Init(bcm2836.LocalBase, bcm2836.ARMCtrlBase)
+		intcReady = true
+		return
+	}
+	g, e := dt.GIC()
+	if e != fdt.OK {
+		fatal("boot: no GIC in the device tree")
+	}
+	if ge := gic.Init(gic.Config{Version: g.Version, Dist: uintptr(g.Dist), CPU: uintptr(g.CPU),
+		Redist: uintptr(g.Redist), RedistSize: uintptr(g.RedistSize)}); ge != gic.OK {
+		klog("gic: ")
+		kprint(ge.String())
+		kprint("\n")
+		fatal("boot: GIC set-up failed")
+	}
+	intcReady = true
+	if t, e := dt.Timer(); e == fdt.OK && t.Virt.ID != 0 {
+		timerIRQ = t.Virt.ID
+	}
+}
+
+// cpuInterrupts sets up this CPU's side of the controller and enables its
+// IPIs and timer interrupt.
+func cpuInterrupts(id int, c *sched.CPU) {
+	if onPi() {
+		core := int(readMPIDR() & 0xff)
+		c.IRQ = uint64(core)
+		bcm2836.InitCPU(core)
+		bcm2836.EnableTimer(core)
+		return
+	}
+	gc, e := gic.InitCPU()
+	if e != gic.OK {
+		klog("gic: ")
+		kprint(e.String())
+		kprint("\n")
+		fatal("gic: CPU interface set-up failed")
+	}
+	percpu[id].gic = gc
+	c.IRQ = uint64(gc.Target)
+	for _, sgi := range [...]uint32{vecWake, vecSignal, vecStop} {
+		gic.Enable(gc, sgi, gic.DefaultPriority)
+	}
+	gic.Enable(gc, timerIRQ, gic.DefaultPriority)
+}
+
+// sendIPI raises vec at CPU cpu.
+func sendIPI(cpu int, vec uint32) {
+	if onPi() {
+		bcm2836.Send(int(sched.CPUAt(cpu).IRQ), vec)
+		return
+	}
+	gic.SendSGI(gic.Target(sched.CPUAt(cpu).IRQ), vec)
+}
+
+// conIRQEnable routes the UART's receive interrupt to the boot CPU and
+// turns it on at the controller.
+func conIRQEnable() {
+	if onPi() {
+		bcm2836.Enable(conIRQ) // GPU interrupts go to core 0 (bcm2836.Init)
+		return
+	}
+	gic.SetEdge(percpu[0].gic, conIRQ, false)
+	gic.Route(conIRQ, gic.Target(sched.CPUAt(0).IRQ))
+	gic.Enable(percpu[0].gic, conIRQ, gic.DefaultPriority)
+}
+
+// irq acknowledges and handles the pending interrupt (the GIC's one; every
+// pending source on the Pi); it reports whether the timer was among them.
+func irq(p *perCPU) (timer bool) {
+	if onPi() {
+		return irqPi(p)
+	}
+	iar := gic.Ack()
+	id := gic.ID(iar)
+	switch {
+	case id == gic.Spurious:
+		return false
+	case id == timerIRQ:
+		timerIRQTaken(p)
+		timer = true
+	case id == conIRQ && conIRQ != 0:
+		conInInterrupt()
+	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
+		gic.EOI(iar)
+		stopHere()
+	case id == vecWake, id == vecSignal:
+		// Nothing to do: the idle loop looks at the ready queue, the
+		// return path for signals.
+	}
+	gic.EOI(iar)
+	return timer
+}
+
+func irqPi(p *perCPU) (timer bool) {
+	core := int(sched.This().IRQ)
+	src := bcm2836.Pending(core)
+	if src&bcm2836.SrcMailbox != 0 {
+		v := bcm2836.TakeMailbox(core)
+		if v&(1<<vecStop) != 0 && atomic.LoadUint32(&stopping) != 0 {
+			stopHere()
+		}
+		// vecWake, vecSignal: nothing to do (as above).
+	}
+	if src&bcm2836.SrcGPU != 0 && conIRQ != 0 && bcm2836.PeripheralPending(conIRQ) {
+		conInInterrupt()
+	}
+	if src&bcm2836.SrcCNTV != 0 {
+		timerIRQTaken(p)
+		timer = true
+	}
+	return timer
+}
+
+// timerIRQTaken handles this CPU's timer interrupt. Level-triggered: the
+// timer is stopped before the interrupt ends, re-armed by timerInterrupt if
+// anything is still due.
+func timerIRQTaken(p *perCPU) {
+	gtimer.Stop()
+	p.timer.armed = 0
+	p.timerWoke = timerInterrupt()
+}
