@@ -95,6 +95,9 @@ func rpi3Check(c Config) error {
 // CheckBoardImage reports whether path is a board image Run can boot for
 // board, without booting it.
 func CheckBoardImage(board, path string) error {
+	if board == "pc" {
+		return CheckPCImage(path)
+	}
 	_, _, cleanup, err := boardFiles(board, path)
 	cleanup()
 	return err
