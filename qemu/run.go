@@ -154,11 +154,11 @@ type Config struct {
 	GDB int
 
 	// Board "pc" boots a PC image (image.BuildISO) from -cdrom through
-	// its firmware and GRUB instead of an ELF image through -kernel;
-	// Machine is then "q35" (default) or "pc", Firmware "bios" (SeaBIOS,
+	// its firmware and GRUB instead of an ELF image through -kernel.
+	// Machine is then "q35" (default) or "pc"; Firmware "bios" (SeaBIOS,
 	// default) or "uefi" (OVMF, OVMFPath; Memory defaults to UEFIMemory
-	// there), and Env, Args and Initrd must
-	// be empty: the image carries its own command line and boot archive.
+	// there); Env, Args and Initrd must be empty: the image carries its
+	// own command line and boot archive.
 	Firmware string
 
 	// Stdin is the guest's console input, sent framed (FrameConsole);
