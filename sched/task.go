@@ -64,6 +64,7 @@ type Task struct {
 	// Timer heap membership (timer.go), changed under the heap's lock.
 	tcpu  int32   // atomic: 1 + the CPU whose heap holds the task, 0 if none
 	tidx  int32   // index in that heap
+	tseq  uint32  // the wait (seq) the entry is for
 	tnext uintptr // list of tasks ExpireTimers woke
 }
 

@@ -81,9 +81,9 @@ func (tm *timers) publish() {
 	atomic.StoreInt64(&tm.next, d)
 }
 
-// timerAdd puts t, which is about to block on this CPU with t.deadline set,
-// into this CPU's heap. t is not yet visible to any waker.
-func (t *Task) timerAdd() {
+// timerAdd puts t, which is about to block in wait seq on this CPU with
+// t.deadline set, into this CPU's heap. t is not yet visible to any waker.
+func (t *Task) timerAdd(seq uint32) {
 	c := This()
 	tm := &c.timers
 	tm.lock.Lock()
@@ -93,7 +93,7 @@ func (t *Task) timerAdd() {
 	i := tm.n
 	tm.n++
 	tm.heap[i] = t.addr()
-	t.tidx = i
+	t.tidx, t.tseq = i, seq
 	atomic.StoreInt32(&t.tcpu, int32(c.ID+1))
 	tm.up(i)
 	tm.publish()
@@ -125,10 +125,15 @@ func (t *Task) timerCancel() {
 // lateness): a task woken before its deadline waits out the rest itself
 // (Block), so the interrupt can be armed early by its expected lateness.
 //
-// The blocked-to-ready transition is made under the heap's lock, and only
-// the tasks whose transition it won are listed (through tnext) and
-// finished after the lock is dropped: a task another CPU woke first may
-// run and wait again meanwhile, and its fields are then that wait's.
+// The blocked-to-ready transition is made under the heap's lock, for the
+// wait the entry was made for (tseq, read while the entry is in the heap),
+// and only the tasks whose transition it won are listed (through tnext)
+// and finished after the lock is dropped: a task another CPU woke first
+// may run and wait again meanwhile, and its fields are then that wait's.
+// (Once remove has cleared tcpu, that waker's timerCancel no longer waits
+// for this lock: the task can be blocked in its next wait before the
+// transition below is tried, which must then fail — with the task's
+// current seq it would time out a wait that has no deadline.)
 func ExpireTimers(until int64) (next int64, woke bool) {
 	tm := &This().timers
 	var expired uintptr
@@ -138,8 +143,9 @@ func ExpireTimers(until int64) (next int64, woke bool) {
 		if t.deadline > until {
 			break
 		}
+		seq := t.tseq
 		tm.remove(0)
-		if t.casState(t.seq(), stBlocked, stReady) {
+		if t.casState(seq, stBlocked, stReady) {
 			t.tnext, expired = expired, t.addr()
 		}
 	}

@@ -58,7 +58,7 @@ func (t *Task) commitBlock() {
 	// wait, whose condition and wait count are not this one's.
 	seq, condAddr, condVal := t.seq(), t.condAddr, t.condVal
 	if t.deadline != 0 {
-		t.timerAdd()
+		t.timerAdd(seq)
 	}
 	if t.wq != 0 {
 		q := wqAt(t.wq)
