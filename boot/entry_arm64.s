@@ -89,6 +89,16 @@ el2:
 	ORR	$3, R2, R2
 	WORD	$0xd51ce102	// MSR CNTHCTL_EL2, X2
 	WORD	$0xd51ce07f	// MSR CNTVOFF_EL2, XZR
+	// No FP/SIMD or system-register traps to EL2 (CPTR_EL2.TFP clear,
+	// RES1 bits set; HSTR_EL2 = 0), and EL1's MIDR/MPIDR reads see the
+	// real ones (VPIDR_EL2, VMPIDR_EL2): set, not left to the firmware.
+	MOVD	$0x33ff, R2
+	WORD	$0xd51c1142	// MSR CPTR_EL2, X2
+	WORD	$0xd51c117f	// MSR HSTR_EL2, XZR
+	MRS	MIDR_EL1, R2
+	WORD	$0xd51c0002	// MSR VPIDR_EL2, X2
+	MRS	MPIDR_EL1, R2
+	WORD	$0xd51c00a2	// MSR VMPIDR_EL2, X2
 	// A GICv3's system registers are usable at EL1 only if EL2 allows
 	// it: ICC_SRE_EL2.Enable|SRE.
 	MRS	ID_AA64PFR0_EL1, R2

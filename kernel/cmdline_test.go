@@ -56,3 +56,26 @@ func TestCmdlineKernelOptionsAndGODEBUG(t *testing.T) {
 	}
 	strace = false
 }
+
+// A boot loader's own options before the start mark (the Raspberry Pi
+// firmware's, in front of cmdline.txt's line) are not the program's; a
+// line without the mark is read whole.
+func TestCmdlineStartMark(t *testing.T) {
+	line, err := qemu.Cmdline([]string{"USER=gopher"}, []string{"-run", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := "coherent_pool=1M 8250.nr_uarts=0 bcm2708_fb.fbwidth=656 vc_mem.mem_base=0x3ec00000 console=ttyS0,115200 "
+	args, env := parse(t, fw+"yolk.start "+line)
+	if strings.Join(args, "|") != "yolk|-run|x" || strings.Join(env, "|") != "USER=gopher" {
+		t.Errorf("after the mark: args %q, env %q", args, env)
+	}
+	args, env = parse(t, "yolk.start")
+	if len(args) != 1 || len(env) != 0 {
+		t.Errorf("mark alone: args %q, env %q", args, env)
+	}
+	args, _ = parse(t, "x.yolk.start yolk.startx y")
+	if strings.Join(args, "|") != "yolk|x.yolk.start|y" {
+		t.Errorf("no whole-token mark: args %q", args)
+	}
+}

@@ -51,7 +51,7 @@ func parseCmdline(p uintptr) {
 	}
 	s := at[[4096]byte](p)
 	afterDashes := false
-	i := 0
+	i := cmdlineStart(s)
 	for {
 		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n') {
 			i++
@@ -106,6 +106,29 @@ func parseCmdline(p uintptr) {
 			}
 		}
 	}
+}
+
+// cmdStartMark starts the command line proper when a boot loader puts its
+// own options in front of it (the Raspberry Pi firmware writes Linux's
+// into /chosen/bootargs before cmdline.txt's line): parsing begins after
+// the mark; a line without one is read whole.
+const cmdStartMark = "yolk.start"
+
+// cmdlineStart is the offset just after cmdStartMark in s (a whole token),
+// or 0.
+func cmdlineStart(s *[4096]byte) int {
+	for i := 0; i+len(cmdStartMark) <= len(s) && s[i] != 0; i++ {
+		if i > 0 && s[i-1] != ' ' && s[i-1] != '\t' && s[i-1] != '\n' {
+			continue
+		}
+		if string(s[i:i+len(cmdStartMark)]) != cmdStartMark {
+			continue
+		}
+		if j := i + len(cmdStartMark); j == len(s) || s[j] == 0 || s[j] == ' ' || s[j] == '\t' || s[j] == '\n' {
+			return j
+		}
+	}
+	return 0
 }
 
 func hasPrefix(b []byte, p string) bool {

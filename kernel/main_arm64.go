@@ -46,6 +46,7 @@ func kmain(dtb uintptr) {
 	setTrapStack(c.TrapG.StackHi)
 	if onPi() {
 		piConsole()
+		lowGuard = piImageStart
 	} else if dtb == 0 {
 		dtb = defaultDTB
 	}
@@ -115,9 +116,12 @@ func readDeviceTree(dtb uintptr) {
 	}
 	bootInfo.MemMap = uintptr(unsafe.Pointer(&memMap[0]))
 	bootInfo.MemEntries = min(m, len(ram))
-	var rsv [8]fdt.Range
+	var rsv [16]fdt.Range
 	k, _ := dt.Reserved(rsv[:])
-	for _, r := range rsv[:min(k, len(rsv))] {
+	if k > len(rsv) {
+		fatal("boot: more memory reservations in the device tree than the kernel keeps")
+	}
+	for _, r := range rsv[:k] {
 		carveRAM(r.Base, r.Size)
 	}
 	carveRAM(uint64(dtb), uint64(dt.TotalSize))
@@ -152,15 +156,22 @@ func readDeviceTree(dtb uintptr) {
 // carveRAM takes [base, base+size) out of memMap's RAM regions.
 func carveRAM(base, size uint64) {
 	end := base + size
+	if end < base {
+		end = ^uint64(0)
+	}
 	for i := 0; i < bootInfo.MemEntries; i++ {
 		r := &memMap[i]
 		rend := r.Addr + r.Size
 		if size == 0 || end <= r.Addr || base >= rend {
 			continue
 		}
-		if base > r.Addr && end < rend && bootInfo.MemEntries < len(memMap) {
-			memMap[bootInfo.MemEntries] = boot.MemRegion{Addr: end, Size: rend - end, Type: boot.MemRAM}
-			bootInfo.MemEntries++
+		if base > r.Addr && end < rend {
+			if bootInfo.MemEntries < len(memMap) {
+				memMap[bootInfo.MemEntries] = boot.MemRegion{Addr: end, Size: rend - end, Type: boot.MemRAM}
+				bootInfo.MemEntries++
+			} else {
+				klog("boot: memory map full: RAM above a reservation left unused\n")
+			}
 			r.Size = base - r.Addr
 			continue
 		}

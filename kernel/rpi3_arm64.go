@@ -14,6 +14,7 @@ import (
 // the spin table the firmware's secondaries wait on (no PSCI).
 
 const (
+	piImageStart  = 0x80000    // kernel8.img; below it only the nil guard
 	piPeripherals = 0x3F000000 // to 4 GiB: devices, not memory
 	piUART        = 0x3F201000
 	piUARTClock   = 48_000_000
@@ -24,17 +25,22 @@ const (
 // GPIO registers (BCM2835 ARM Peripherals, 6.1).
 const (
 	gpfsel1   = 0x04
+	gpfsel3   = 0x0C
 	gppud     = 0x94
 	gppudclk0 = 0x98
 )
 
 // piConsole routes the PL011 to GPIO 14 (TXD0) and 15 (RXD0), function
-// ALT0, pulls off, and makes it the console.
+// ALT0, pulls off, takes it off the Bluetooth pins (GPIO 32/33, ALT3: made
+// inputs, or the receiver would listen on two pins), and makes it the
+// console.
 func piConsole() {
 	sel := mmio.Read32(piGPIO + gpfsel1)
 	sel &^= 7<<12 | 7<<15
 	sel |= 4<<12 | 4<<15
 	mmio.Write32(piGPIO+gpfsel1, sel)
+	sel = mmio.Read32(piGPIO + gpfsel3)
+	mmio.Write32(piGPIO+gpfsel3, sel&^(7<<6|7<<9))
 	mmio.Write32(piGPIO+gppud, 0)
 	delayCycles(150)
 	mmio.Write32(piGPIO+gppudclk0, 1<<14|1<<15)

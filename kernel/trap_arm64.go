@@ -200,6 +200,7 @@ const hltSemihosting = 0xD45E0000
 func machineExit(code uint8) {
 	semihosting.Exit(int(code))
 	psci.SystemOff()
+	stopOthers()
 	kprint("yolk: halted with status ")
 	kprintDec(int64(code))
 	kprint(": no semihosting and no PSCI to power off; reset the board\n")

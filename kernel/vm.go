@@ -404,9 +404,10 @@ func readable(a uintptr) bool {
 	return pte != 0 && pteValid(*at[uint64](pte))
 }
 
-// lowGuard is the size of the unmapped region at address 0: the first
-// 2 MiB identity page is removed after boot, so nil dereferences fault.
-const lowGuard = 2 << 20
+// lowGuard is the size of the unmapped region at address 0, so nil
+// dereferences fault: the first 2 MiB identity page is removed after boot
+// (the Raspberry Pi's image starts at 0x80000: its guard ends there).
+var lowGuard uintptr = 2 << 20
 
 // Kernel stacks: slot i gets [kstackBase + i*kstackStride + kstackGuard,
 // kstackBase + (i+1)*kstackStride), mapped eagerly; the gap below is a

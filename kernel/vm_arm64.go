@@ -38,7 +38,7 @@ func pteAccessed(e uint64) bool   { return e&pteAF != 0 }
 func flushTLBAll() { tlbiAll() }
 
 // unmapLow has nothing to do: the boot page tables never mapped the first
-// 2 MiB.
+// 2 MiB (virt) or the first 512 KiB, below the image (the Raspberry Pi).
 func unmapLow() {}
 
 // pteWritten orders a page-table write before the accesses that use it

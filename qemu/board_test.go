@@ -1,11 +1,14 @@
 package qemu
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"yolk/qemu/image"
 )
@@ -84,5 +87,41 @@ func TestBoardFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "junk.img"), make([]byte, 4096), 0o644)
 	if _, _, _, err := boardFiles("rpi3", filepath.Join(dir, "junk.img")); err == nil {
 		t.Error("a file without a FAT partition accepted")
+	}
+}
+
+// A card boots with its own command line when yolk run gives none (the
+// tree's bootargs, after the start mark), and a program whose string
+// literals sit in the image's first 2 MiB (the Pi's image starts at
+// 0x80000) prints its panic: system calls accept those addresses.
+func TestRPi3CardBoot(t *testing.T) {
+	if _, err := FindQEMUFor("arm64"); err != nil {
+		t.Fatal(err)
+	}
+	card := filepath.Join(t.TempDir(), "card")
+	res, err := image.Build(t.Context(), "yolk/examples/hello", image.Options{Output: filepath.Join(card, "kernel8.elf"), Arch: "arm64", Board: "rpi3", Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := Cmdline([]string{"USER=pi"}, []string{"-panic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := image.WriteRPi3(res.Output, card, image.RPi3Options{Cmdline: line})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	r, err := Run(t.Context(), Config{Image: c.Disk, Board: "rpi3", Timeout: 2 * time.Minute, Stdout: &out, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`args ["-panic"], USER="pi"`, "panic: hello: asked to panic"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if r.ExitCode != 2 {
+		t.Errorf("exit %d, want 2 (Go panic); %q", r.ExitCode, r.Messages)
 	}
 }

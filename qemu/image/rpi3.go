@@ -48,6 +48,10 @@ const RPi3FirmwareDir = "/usr/lib/raspi-firmware"
 // makes no long names).
 const RPi3DTB = "yolk.dtb"
 
+// RPi3CmdlineMark starts the card's command line: the kernel ignores what
+// a boot loader puts before it (kernel/initstack.go, cmdStartMark).
+const RPi3CmdlineMark = "yolk.start"
+
 // RPi3Options control WriteRPi3.
 type RPi3Options struct {
 	Cmdline  string // the kernel command line: cmdline.txt, and the tree's bootargs (QEMU without -append)
@@ -95,14 +99,17 @@ func WriteRPi3(elfPath, dir string, o RPi3Options) (*RPi3Result, error) {
 		return nil, err
 	}
 	res := &RPi3Result{Dir: dir, Disk: dir + ".img", ImageEnd: end}
+	// The firmware puts Linux's options in front of cmdline.txt's line in
+	// the tree's bootargs: the kernel reads from the mark on.
+	line := RPi3CmdlineMark + " " + o.Cmdline
 	files := []struct {
 		name string
 		data []byte
 	}{
 		{"kernel8.img", img},
 		{"config.txt", []byte(RPi3Config())},
-		{"cmdline.txt", []byte(o.Cmdline + "\n")},
-		{RPi3DTB, RPi3DeviceTree(o.Cmdline)},
+		{"cmdline.txt", []byte(line + "\n")},
+		{RPi3DTB, RPi3DeviceTree(line)},
 	}
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {

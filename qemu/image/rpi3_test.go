@@ -203,7 +203,7 @@ func TestBuildRPi3(t *testing.T) {
 			t.Errorf("config.txt lacks %s", line)
 		}
 	}
-	if c, _ := os.ReadFile(filepath.Join(out, "cmdline.txt")); string(c) != "-- hello\n" {
+	if c, _ := os.ReadFile(filepath.Join(out, "cmdline.txt")); string(c) != "yolk.start -- hello\n" {
 		t.Errorf("cmdline.txt %q", c)
 	}
 
