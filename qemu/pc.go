@@ -90,40 +90,17 @@ func pcArgs(c Config) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("firmware %q: want one of %s", fw, strings.Join(Firmwares, ", "))
 	}
-	accel, cpu := c.Accel, "max"
-	switch accel {
-	case "", "tcg":
-		accel = "tcg"
-	case "kvm":
-		cpu = "host"
-	default:
-		return nil, fmt.Errorf("accelerator %q: want kvm or tcg", accel)
-	}
-	smp := c.SMP
-	if smp == 0 {
-		smp = 1
-	}
-	if smp < 0 {
-		return nil, fmt.Errorf("-smp %d: want a positive CPU count", smp)
-	}
 	if c.Image == "" {
 		return nil, errors.New("no image")
 	}
-	args := []string{
-		"-machine", machine,
-		"-accel", accel,
-		"-cpu", cpu,
-		"-m", mem,
-		"-smp", fmt.Sprint(smp),
-		"-nodefaults", "-no-user-config",
-		"-display", "none",
-		"-no-reboot",
-		"-serial", "stdio",
-		"-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+	args, err := baseArgs(machine, c.Accel, "max", mem, c.SMP)
+	if err != nil {
+		return nil, err
 	}
+	args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	args = append(args, firmware...)
 	args = append(args, "-cdrom", c.Image)
-	args, err := gdbArgs(args, c.GDB)
+	args, err = gdbArgs(args, c.GDB)
 	if err != nil {
 		return nil, err
 	}

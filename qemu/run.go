@@ -14,6 +14,7 @@
 package qemu
 
 import (
+	"cmp"
 	"context"
 	"debug/elf"
 	"errors"
@@ -246,28 +247,23 @@ func QEMUArgs(c Config) ([]string, error) {
 		}
 		return nil, fmt.Errorf("machine %q: want one of %s", machine, strings.Join(MachinesFor(arch), ", "))
 	}
-	accel, cpu := c.Accel, "max"
-	if arch == "arm64" {
+	cpu, mem, smp := "max", cmp.Or(c.Memory, "128M"), c.SMP
+	machineArg := machine
+	kernel := []string{"-kernel", c.Image}
+	switch {
+	case c.Board == "rpi3":
+		if err := rpi3Check(c); err != nil {
+			return nil, err
+		}
+		cpu, mem, smp = "cortex-a53", "1G", 4
+		kernel = []string{"-kernel", filepath.Join(c.Image, "kernel8.img"), "-dtb", filepath.Join(c.Image, image.RPi3DTB)}
+	case arch == "arm64":
 		cpu = "cortex-a72"
-	}
-	switch accel {
-	case "", "tcg":
-		accel = "tcg"
-	case "kvm":
-		cpu = "host"
-	default:
-		return nil, fmt.Errorf("accelerator %q: want kvm or tcg", accel)
-	}
-	mem := c.Memory
-	if mem == "" {
-		mem = "128M"
-	}
-	smp := c.SMP
-	if smp == 0 {
-		smp = 1
-	}
-	if smp < 0 {
-		return nil, fmt.Errorf("-smp %d: want a positive CPU count", smp)
+		gic := "2"
+		if machine == "virt-gicv3" {
+			gic = "3"
+		}
+		machineArg = "virt,gic-version=" + gic
 	}
 	if c.Image == "" {
 		return nil, errors.New("no image")
@@ -293,31 +289,10 @@ func QEMUArgs(c Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-machine", machine}
-	kernel := []string{"-kernel", c.Image}
-	if c.Board != "" {
-		if err := rpi3Check(c); err != nil {
-			return nil, err
-		}
-		mem, smp, cpu = "1G", 4, "cortex-a53"
-		kernel = []string{"-kernel", filepath.Join(c.Image, "kernel8.img"), "-dtb", filepath.Join(c.Image, image.RPi3DTB)}
-	} else if arch == "arm64" {
-		gic := "2"
-		if machine == "virt-gicv3" {
-			gic = "3"
-		}
-		args = []string{"-machine", "virt,gic-version=" + gic}
+	args, err := baseArgs(machineArg, c.Accel, cpu, mem, smp)
+	if err != nil {
+		return nil, err
 	}
-	args = append(args,
-		"-accel", accel,
-		"-cpu", cpu,
-		"-m", mem,
-		"-smp", fmt.Sprint(smp),
-		"-nodefaults", "-no-user-config",
-		"-display", "none",
-		"-no-reboot",
-		"-serial", "stdio",
-	)
 	if arch == "arm64" {
 		args = append(args, "-semihosting-config", "enable=on,target=native")
 	} else {
@@ -334,6 +309,38 @@ func QEMUArgs(c Config) ([]string, error) {
 		return nil, err
 	}
 	return append(args, c.Extra...), nil
+}
+
+// baseArgs are every boot's first QEMU arguments: machine, accelerator
+// ("" or "tcg", or "kvm" with the host's CPU model in place of cpu), CPU
+// model, memory, CPU count (0: 1), no default devices or display, no
+// reboot, the first serial port on stdio.
+func baseArgs(machine, accel, cpu, mem string, smp int) ([]string, error) {
+	switch accel {
+	case "", "tcg":
+		accel = "tcg"
+	case "kvm":
+		cpu = "host"
+	default:
+		return nil, fmt.Errorf("accelerator %q: want kvm or tcg", accel)
+	}
+	if smp == 0 {
+		smp = 1
+	}
+	if smp < 0 {
+		return nil, fmt.Errorf("-smp %d: want a positive CPU count", smp)
+	}
+	return []string{
+		"-machine", machine,
+		"-accel", accel,
+		"-cpu", cpu,
+		"-m", mem,
+		"-smp", fmt.Sprint(smp),
+		"-nodefaults", "-no-user-config",
+		"-display", "none",
+		"-no-reboot",
+		"-serial", "stdio",
+	}, nil
 }
 
 // gdbArgs appends the gdb stub's options for port (none for 0).

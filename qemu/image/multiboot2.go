@@ -83,18 +83,15 @@ type Multiboot2Info struct {
 // PatchMultiboot2 writes a Multiboot2 header into the ELF file at path (see
 // PatchMultiboot2Bytes). The file is replaced atomically.
 func PatchMultiboot2(path string, symbols ...string) (*Multiboot2Info, error) {
-	data, err := os.ReadFile(path)
+	var info *Multiboot2Info
+	err := patchFile(path, func(data []byte) (out []byte, unchanged bool, err error) {
+		out, info, err = PatchMultiboot2Bytes(data, symbols...)
+		return out, err == nil && info.Unchanged, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	out, info, err := PatchMultiboot2Bytes(data, symbols...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if info.Unchanged {
-		return info, nil
-	}
-	return info, replaceFile(path, out)
+	return info, nil
 }
 
 // PatchMultiboot2Bytes returns a copy of the amd64 ELF image data with a

@@ -60,18 +60,32 @@ type PatchInfo struct {
 // PHYS32_ENTRY note pointing at the first of symbols found (see PatchBytes).
 // The file is replaced atomically.
 func Patch(path string, symbols ...string) (*PatchInfo, error) {
-	data, err := os.ReadFile(path)
+	var info *PatchInfo
+	err := patchFile(path, func(data []byte) (out []byte, unchanged bool, err error) {
+		out, info, err = PatchBytes(data, symbols...)
+		return out, err == nil && info.Unchanged, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	out, info, err := PatchBytes(data, symbols...)
+	return info, nil
+}
+
+// patchFile replaces the file at path with what patch makes of its
+// contents, atomically, unless patch fails or changes nothing.
+func patchFile(path string, patch func([]byte) ([]byte, bool, error)) error {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return err
 	}
-	if info.Unchanged {
-		return info, nil
+	out, unchanged, err := patch(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return info, replaceFile(path, out)
+	if unchanged {
+		return nil
+	}
+	return replaceFile(path, out)
 }
 
 // PatchBytes returns a copy of the ELF image data in which the PT_NOTE segment
