@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"yolk/kernel/abi"
 	"yolk/sched"
 )
 
@@ -94,12 +95,12 @@ func conInDrain() bool {
 // consoleRead reads console input into the user buffer [p, p+n): what is
 // there (at most 512 bytes a call), 0 at the end of input; it blocks while
 // there is neither.
-func consoleRead(p, n uintptr) (uintptr, Errno) {
+func consoleRead(p, n uintptr) (uintptr, abi.Errno) {
 	if n == 0 {
 		return 0, 0
 	}
 	if !userW(p, n) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	var tmp [512]byte
 	for {

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/sched"
 )
@@ -89,7 +90,7 @@ func getFile(fd int, kind uint32) *file {
 	return &files[fd]
 }
 
-func newFile(kind uint32, init uint64) (uintptr, Errno) {
+func newFile(kind uint32, init uint64) (uintptr, abi.Errno) {
 	fileLock.Lock()
 	defer fileLock.Unlock()
 	for i := 3; i < len(files); i++ {
@@ -98,19 +99,19 @@ func newFile(kind uint32, init uint64) (uintptr, Errno) {
 			return uintptr(i), 0
 		}
 	}
-	return 0, EMFILE
+	return 0, abi.EMFILE
 }
 
-func sysClose(fd int) Errno {
+func sysClose(fd int) abi.Errno {
 	fileLock.Lock()
 	defer fileLock.Unlock()
 	return closeLocked(fd)
 }
 
 // closeLocked closes fd; fileLock is held.
-func closeLocked(fd int) Errno {
+func closeLocked(fd int) abi.Errno {
 	if fd < 3 || fd >= len(files) || files[fd].kind == fileFree {
-		return EBADF
+		return abi.EBADF
 	}
 	switch files[fd].kind {
 	case fileFS:
@@ -135,28 +136,28 @@ func closeLocked(fd int) Errno {
 	return 0
 }
 
-func sysFcntl(fd, cmd, arg int) (uintptr, Errno) {
+func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
-		return 0, EBADF
+		return 0, abi.EBADF
 	}
 	if cmd == unix.F_DUPFD || cmd == unix.F_DUPFD_CLOEXEC {
 		if arg < 0 || arg >= len(files) {
-			return 0, EINVAL
+			return 0, abi.EINVAL
 		}
 		return sysDup3(fd, -1, arg)
 	}
 	if h := fsGet(fd); h >= 0 {
 		var r uintptr
-		var e Errno
+		var e abi.Errno
 		switch cmd {
 		case unix.F_GETFL:
 			fl, fe := vfs.Flags(h)
-			r, e = uintptr(fl), Errno(fe)
+			r, e = uintptr(fl), abi.Errno(fe)
 		case unix.F_SETFL:
-			e = Errno(vfs.SetFlags(h, arg))
+			e = abi.Errno(vfs.SetFlags(h, arg))
 		case unix.F_GETFD, unix.F_SETFD:
 		default:
-			e = EINVAL
+			e = abi.EINVAL
 		}
 		fsPut(h)
 		return r, e
@@ -170,10 +171,10 @@ func sysFcntl(fd, cmd, arg int) (uintptr, Errno) {
 	case unix.F_SETFL, unix.F_GETFD, unix.F_SETFD:
 		return 0, 0
 	}
-	return 0, EINVAL
+	return 0, abi.EINVAL
 }
 
-func sysRead(fd int, p, n uintptr) (uintptr, Errno) {
+func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
 		return consoleRead(p, n)
 	}
@@ -188,17 +189,17 @@ func sysRead(fd int, p, n uintptr) (uintptr, Errno) {
 	}
 	f := getFile(fd, fileEventfd)
 	if f == nil {
-		return 0, EBADF
+		return 0, abi.EBADF
 	}
 	if n < 8 {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	if !userW(p, 8) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	v := atomic.SwapUint64(&f.count, 0)
 	if v == 0 {
-		return 0, EAGAIN
+		return 0, abi.EAGAIN
 	}
 	*at[uint64](p) = v
 	atomic.AddUint32(&f.seq, 1)
@@ -206,9 +207,9 @@ func sysRead(fd int, p, n uintptr) (uintptr, Errno) {
 	return 8, 0
 }
 
-func sysWrite(fd int, p, n uintptr) (uintptr, Errno) {
+func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if !userOK(p, n) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
 		consoleWrite(bytesAt(p, int(n)))
@@ -225,10 +226,10 @@ func sysWrite(fd int, p, n uintptr) (uintptr, Errno) {
 	}
 	f := getFile(fd, fileEventfd)
 	if f == nil {
-		return 0, EBADF
+		return 0, abi.EBADF
 	}
 	if n < 8 {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	atomic.AddUint64(&f.count, *at[uint64](p))
 	atomic.AddUint32(&f.seq, 1)
@@ -256,14 +257,14 @@ func unwatch(w *watch) {
 // sysEpollCtl checks in Linux's order: the event's memory, both
 // descriptors, whether fd can be polled, whether epfd is another epoll
 // instance, then the op.
-func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
+func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 	if (op == unix.EPOLL_CTL_ADD || op == unix.EPOLL_CTL_MOD) && !userOK(ev, epollEventSize) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	fileLock.Lock()
 	defer fileLock.Unlock()
 	if epfd < 0 || epfd >= len(files) || files[epfd].kind == fileFree || fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
-		return EBADF
+		return abi.EBADF
 	}
 	// What fd is: for a pipe, its open file; regular files and
 	// directories cannot be watched.
@@ -273,14 +274,14 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
 		h = files[fd].h
 		var e fs.Errno
 		if id, seqAddr, e = vfs.Pollable(int(h)); e != 0 {
-			return Errno(e)
+			return abi.Errno(e)
 		}
 	case fileEventfd:
 		seqAddr = uintptr(unsafe.Pointer(&files[fd].seq))
 	}
 	ep := getFile(epfd, fileEpoll)
 	if ep == nil || fd == epfd {
-		return EINVAL
+		return abi.EINVAL
 	}
 	var w *watch
 	for i := ep.whead; i != 0; i = watches[i-1].next {
@@ -292,14 +293,14 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
 	switch op {
 	case unix.EPOLL_CTL_ADD, unix.EPOLL_CTL_MOD:
 		if op == unix.EPOLL_CTL_ADD && w != nil {
-			return EEXIST
+			return abi.EEXIST
 		}
 		if w == nil {
 			if op == unix.EPOLL_CTL_MOD {
-				return ENOENT
+				return abi.ENOENT
 			}
 			if w = newWatch(); w == nil {
-				return ENOMEM
+				return abi.ENOMEM
 			}
 			*w = watch{ep: int32(epfd) + 1, next: ep.whead, fd: int32(fd), h: h, id: id, seqAddr: seqAddr}
 			ep.whead = watchID(w)
@@ -310,11 +311,11 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) Errno {
 		epollNotify() // it may be ready now: a waiter should look
 	case unix.EPOLL_CTL_DEL:
 		if w == nil {
-			return ENOENT
+			return abi.ENOENT
 		}
 		unwatch(w)
 	default:
-		return EINVAL
+		return abi.EINVAL
 	}
 	return 0
 }
@@ -371,16 +372,16 @@ func pollWatch(w *watch) (uint32, bool) {
 
 // sysEpollWait fills struct epoll_event records of epollEventSize bytes,
 // the data at epollDataOff (amd64: packed, 12 and 4; arm64: 16 and 8).
-func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, Errno) {
+func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Errno) {
 	// Linux's order: maxevents, the buffer, the descriptor.
 	if max <= 0 || max > (1<<31-1)/epollEventSize {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	if !userW(events, uintptr(max)*epollEventSize) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	if getFile(epfd, fileEpoll) == nil {
-		return 0, badFD(epfd, EINVAL)
+		return 0, badFD(epfd, abi.EINVAL)
 	}
 	var deadline int64
 	if timeoutMS > 0 {
@@ -393,7 +394,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, Errno)
 		ep := getFile(epfd, fileEpoll)
 		if ep == nil {
 			fileLock.Unlock()
-			return 0, EBADF // closed while it waited
+			return 0, abi.EBADF // closed while it waited
 		}
 		for i := ep.whead; i != 0 && n < max; {
 			w := &watches[i-1]

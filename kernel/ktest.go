@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"yolk/drivers/clock"
+	"yolk/kernel/abi"
 	"yolk/sched"
 	"yolk/sync/twa"
 	"yolk/sync/twa/baseline"
@@ -14,28 +15,6 @@ import (
 // yolk's own system calls (syscall.go): they run kernel-context code — the
 // kernel's own locks, inside the kernel — on as many CPUs as the guest
 // program has threads in those calls.
-
-// Kernel locks the lock test and benchmark can exercise (sysYolkLockTest).
-const (
-	lockTWA      = iota // sched.TWALock: the kernel's spin lock
-	lockTicket          // the classic ticket lock (baseline)
-	lockTTAS            // test-and-test-and-set (baseline: the old kernel lock)
-	lockCES             // sched.Mutex: the kernel's blocking mutex, CES handoff
-	lockDispatch        // sched.Mutex with Dispatch: wake the waiter and continue
-	nLockKinds
-)
-
-// lockTestOut is what one sysYolkLockTest call reports (the guest mirrors
-// it).
-type lockTestOut struct {
-	Done       int64  // critical sections this call ran
-	NS         int64  // time in the call
-	Violations int64  // sections that saw another owner inside
-	Waited     int64  // mutex acquisitions handed over by a contended Unlock
-	SameCPU    int64  // of those, the new owner resumed on the unlocker's CPU
-	HandoffNS  int64  // their total time from the Unlock to the new owner running
-	Counter    uint64 // the shared counter after the call
-}
 
 var lockTest struct {
 	twa      sched.TWALock
@@ -52,28 +31,28 @@ var lockTest struct {
 // owner, spins work PAUSEs, checks it is still the owner, and writes the
 // counter back incremented: without mutual exclusion increments get lost
 // and owners collide.
-func sysLockTest(kind, n int, work int, out uintptr) Errno {
-	if kind < 0 || kind >= nLockKinds || work < 0 || work > 1e6 || !userW(out, unsafe.Sizeof(lockTestOut{})) {
-		return EINVAL
+func sysLockTest(kind, n int, work int, out uintptr) abi.Errno {
+	if kind < 0 || kind >= abi.NumLockKinds || work < 0 || work > 1e6 || !userW(out, unsafe.Sizeof(abi.LockTestOut{})) {
+		return abi.EINVAL
 	}
 	if atomic.CompareAndSwapUint32(&lockTest.dispInit, 0, 1) {
 		lockTest.mutex[1].Dispatch = true
 	}
 	me := sched.Current().TID
-	var r lockTestOut
+	var r abi.LockTestOut
 	start := clock.Nanotime()
 	end := start - int64(n)*1000
 	for n > 0 && r.Done < int64(n) || n < 0 && clock.Nanotime() < end {
 		waited := false
 		switch kind {
-		case lockTWA:
+		case abi.LockTWA:
 			lockTest.twa.Lock()
-		case lockTicket:
+		case abi.LockTicket:
 			lockTest.ticket.Lock()
-		case lockTTAS:
+		case abi.LockTTAS:
 			lockTest.ttas.Lock()
 		default:
-			m := &lockTest.mutex[kind-lockCES]
+			m := &lockTest.mutex[kind-abi.LockCES]
 			if waited = m.Lock(); waited {
 				r.Waited++
 				r.HandoffNS += clock.Nanotime() - m.HandoffAt
@@ -92,36 +71,31 @@ func sysLockTest(kind, n int, work int, out uintptr) Errno {
 		}
 		lockTest.counter = v + 1
 		switch kind {
-		case lockTWA:
+		case abi.LockTWA:
 			lockTest.twa.Unlock()
-		case lockTicket:
+		case abi.LockTicket:
 			lockTest.ticket.Unlock()
-		case lockTTAS:
+		case abi.LockTTAS:
 			lockTest.ttas.Unlock()
 		default:
-			lockTest.mutex[kind-lockCES].Unlock()
+			lockTest.mutex[kind-abi.LockCES].Unlock()
 		}
 		r.Done++
 	}
 	r.NS = clock.Nanotime() - start
 	r.Counter = atomic.LoadUint64(&lockTest.counter)
-	*at[lockTestOut](out) = r
+	*at[abi.LockTestOut](out) = r
 	return 0
 }
 
-// cpuStats is one CPU's counters (sysYolkCPUStats; the guest mirrors it).
-type cpuStats struct {
-	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
-}
-
-func sysCPUStats(p uintptr, n int) (uintptr, Errno) {
+func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
 	n = min(n, sched.NumCPU())
 	if n < 0 || !userW(p, uintptr(n)*32) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	for i := 0; i < n; i++ {
 		c := sched.CPUAt(i)
-		*at[cpuStats](p + uintptr(i)*32) = cpuStats{c.Switches(), c.WakeIPIs(),
+		*at[abi.CPUStats](p + uintptr(i)*32) = abi.CPUStats{c.Switches(), c.WakeIPIs(),
 			atomic.LoadUint64(&percpu[i].timer.fired), atomic.LoadUint64(&percpu[i].shootdowns)}
 	}
 	return uintptr(sched.NumCPU()), 0
@@ -151,7 +125,7 @@ func sysFrameOf(va uintptr) uintptr {
 	return 0
 }
 
-// Crash modes of sysYolkCrash: ways to stop the machine from kernel
+// Crash modes of abi.SysCrash: ways to stop the machine from kernel
 // context, for the tests of the fault report.
 const (
 	crashFault     = iota // a page fault in kernel code
@@ -165,9 +139,9 @@ var crashMode uint32
 // sysCrash faults in kernel context as mode says, on CPU cpu1-1 (cpu1 0:
 // any); on another CPU it returns EAGAIN, for the caller to try again from
 // another thread.
-func sysCrash(mode, cpu1 int) Errno {
+func sysCrash(mode, cpu1 int) abi.Errno {
 	if cpu1 > 0 && sched.This().ID != cpu1-1 {
-		return EAGAIN
+		return abi.EAGAIN
 	}
 	switch mode {
 	case crashFault:
@@ -179,7 +153,7 @@ func sysCrash(mode, cpu1 int) Errno {
 		atomic.StoreUint32(&crashMode, uint32(mode))
 		breakpoint()
 	}
-	return EINVAL
+	return abi.EINVAL
 }
 
 // crashKernel writes to an address nothing maps, from kernel context: the

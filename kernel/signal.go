@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/abi"
 	"yolk/sched"
 )
 
@@ -84,12 +85,12 @@ func sigInit(t, parent *sched.Task) {
 	altStacks[i] = altStack{}
 }
 
-func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) Errno {
+func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno {
 	if size != 8 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	if (set != 0 && !userOK(set, 8)) || (oset != 0 && !userW(oset, 8)) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	m := &sigMask[t.Index()]
 	old := *m
@@ -103,7 +104,7 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) Errno {
 		case unix.SIG_SETMASK:
 			*m = v
 		default:
-			return EINVAL
+			return abi.EINVAL
 		}
 		*m &^= unblockable
 	}
@@ -116,12 +117,12 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) Errno {
 // sysKill sends sig to the process (pid 1, 0 or -1: there is one): to the
 // calling thread unless it blocks sig, else to the first thread that does
 // not, as Linux prefers.
-func sysKill(pid, sig int) Errno {
+func sysKill(pid, sig int) abi.Errno {
 	if sig < 0 || sig > 64 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	if pid != 1 && pid != 0 && pid != -1 {
-		return ESRCH
+		return abi.ESRCH
 	}
 	if sig == 0 {
 		return 0
@@ -140,16 +141,16 @@ func sysKill(pid, sig int) Errno {
 }
 
 // sysTgkill sends sig to thread tid (tgid 1, or -1 for tkill).
-func sysTgkill(tgid, tid, sig int) Errno {
+func sysTgkill(tgid, tid, sig int) abi.Errno {
 	if sig < 0 || sig > 64 || tid <= 0 || tgid == 0 || tgid < -1 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	if tgid != -1 && tgid != 1 {
-		return ESRCH
+		return abi.ESRCH
 	}
 	t := sched.FindTID(int32(tid))
 	if t == nil {
-		return ESRCH
+		return abi.ESRCH
 	}
 	if sig != 0 {
 		sendSignal(t, sig, false)
@@ -231,15 +232,15 @@ func killedBy(sig int) {
 	halt(uint8(128 + sig))
 }
 
-func sysRtSigaction(sig int, act, oact, size uintptr) Errno {
+func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 	if sig < 1 || sig > 64 || size != 8 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	if act != 0 && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP)) {
-		return EINVAL
+		return abi.EINVAL
 	}
 	if (act != 0 && !userOK(act, 32)) || (oact != 0 && !userW(oact, 32)) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	sigLock.Lock()
 	old := sigActs[sig]
@@ -253,10 +254,10 @@ func sysRtSigaction(sig int, act, oact, size uintptr) Errno {
 	return 0
 }
 
-func sysSigaltstack(t *sched.Task, ss, oss uintptr) Errno {
+func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
 	as := &altStacks[t.Index()]
 	if (ss != 0 && !userOK(ss, 24)) || (oss != 0 && !userW(oss, 24)) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	old := *as
 	if ss != 0 {
@@ -265,7 +266,7 @@ func sysSigaltstack(t *sched.Task, ss, oss uintptr) Errno {
 		case flags&ssDisable != 0:
 			*as = altStack{}
 		case size < minSigStk:
-			return ENOMEM
+			return abi.ENOMEM
 		default:
 			*as = altStack{sp, size}
 		}

@@ -5,19 +5,20 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/abi"
 	"yolk/sched"
 )
 
 // timespec is struct timespec.
 type timespec struct{ sec, nsec int64 }
 
-func readTimespec(p uintptr) (int64, Errno) {
+func readTimespec(p uintptr) (int64, abi.Errno) {
 	if !userOK(p, 16) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	ts := at[timespec](p)
 	if ts.nsec < 0 || ts.nsec >= 1e9 || ts.sec < 0 {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	if ts.sec > 1<<32 {
 		return 1 << 62, 0
@@ -25,15 +26,15 @@ func readTimespec(p uintptr) (int64, Errno) {
 	return ts.sec*1e9 + ts.nsec, 0
 }
 
-func writeTimespec(p uintptr, ns int64) Errno {
+func writeTimespec(p uintptr, ns int64) abi.Errno {
 	if !userW(p, 16) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9}
 	return 0
 }
 
-func sysNanosleep(req uintptr) Errno {
+func sysNanosleep(req uintptr) abi.Errno {
 	d, err := readTimespec(req)
 	if err != 0 {
 		return err
@@ -44,7 +45,7 @@ func sysNanosleep(req uintptr) Errno {
 	return 0
 }
 
-func sysClockGettime(clock int, p uintptr) Errno {
+func sysClockGettime(clock int, p uintptr) abi.Errno {
 	switch clock {
 	case unix.CLOCK_REALTIME, unix.CLOCK_REALTIME_COARSE, unix.CLOCK_TAI:
 		return writeTimespec(p, walltime())
@@ -52,19 +53,19 @@ func sysClockGettime(clock int, p uintptr) Errno {
 	return writeTimespec(p, monotonic())
 }
 
-func sysClockGetres(p uintptr) Errno {
+func sysClockGetres(p uintptr) abi.Errno {
 	if p == 0 {
 		return 0
 	}
 	return writeTimespec(p, 1)
 }
 
-func sysGettimeofday(p uintptr) Errno {
+func sysGettimeofday(p uintptr) abi.Errno {
 	if p == 0 {
 		return 0
 	}
 	if !userW(p, 16) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	ns := walltime()
 	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9 / 1e3}
@@ -82,15 +83,15 @@ const (
 	futexClockRealtime = 256
 )
 
-func sysFutex(addr uintptr, op int, val uint32, timeout uintptr) (uintptr, Errno) {
+func sysFutex(addr uintptr, op int, val uint32, timeout uintptr) (uintptr, abi.Errno) {
 	if addr&3 != 0 || !userOK(addr, 4) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	q := &futexQ[(addr>>2)%uintptr(len(futexQ))]
 	switch op &^ (futexPrivateFlag | futexClockRealtime) {
 	case futexWait:
 		if atomic.LoadUint32(at[uint32](addr)) != val {
-			return 0, EAGAIN
+			return 0, abi.EAGAIN
 		}
 		var deadline int64
 		if timeout != 0 {
@@ -99,17 +100,17 @@ func sysFutex(addr uintptr, op int, val uint32, timeout uintptr) (uintptr, Errno
 				return 0, err
 			}
 			if d == 0 {
-				return 0, ETIMEDOUT
+				return 0, abi.ETIMEDOUT
 			}
 			deadline = nanotime() + d
 		}
 		if sched.Block(q, addr, addr, val, deadline) {
-			return 0, ETIMEDOUT
+			return 0, abi.ETIMEDOUT
 		}
 		return 0, 0
 	case futexWake:
 		return uintptr(q.Wake(addr, int(val))), 0
 	}
 	logENOSYS(unix.SYS_FUTEX)
-	return 0, ENOSYS
+	return 0, abi.ENOSYS
 }

@@ -6,40 +6,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/abi"
 	"yolk/sched"
-)
-
-// Errno is a Linux error number; system calls return its negation.
-type Errno uintptr
-
-const (
-	EPERM     = Errno(unix.EPERM)
-	ENOENT    = Errno(unix.ENOENT)
-	EAGAIN    = Errno(unix.EAGAIN)
-	EBADF     = Errno(unix.EBADF)
-	ENOMEM    = Errno(unix.ENOMEM)
-	EFAULT    = Errno(unix.EFAULT)
-	EEXIST    = Errno(unix.EEXIST)
-	EINVAL    = Errno(unix.EINVAL)
-	EMFILE    = Errno(unix.EMFILE)
-	ENODEV    = Errno(unix.ENODEV)
-	ENOSYS    = Errno(unix.ENOSYS)
-	ETIMEDOUT = Errno(unix.ETIMEDOUT)
-	ESRCH     = Errno(unix.ESRCH)
-	ECHILD    = Errno(unix.ECHILD)
-	EPIPE     = Errno(unix.EPIPE)
-)
-
-// Yolk's own system calls, for the self-tests (outside Linux's numbering).
-const (
-	sysYolkStats    = 0x1000 // copy kernel counters to a0
-	sysYolkSwitch   = 0x1001 // a0 task-switch round trips, a1 != 0: save-everything variant; returns ns
-	sysYolkUnmapped = 0x1002 // number of syscalls answered ENOSYS so far
-	sysYolkCrash    = 0x1003 // a0 crash mode, a1 1+CPU (0: any): fault in kernel context (ktest.go)
-	sysYolkNumCPU   = 0x1004 // number of CPUs the kernel brought up
-	sysYolkCPUStats = 0x1005 // copy a1 CPUs' counters to a0; returns the CPU count
-	sysYolkLockTest = 0x1006 // a0 lock kind, a1 sections (<0: -µs), a2 work, a3 out (ktest.go)
-	sysYolkFrameOf  = 0x1007 // the physical frame behind user or BSS page a0
 )
 
 var (
@@ -68,7 +36,7 @@ func syscall(r *Regs) {
 		return
 	}
 	var ret uintptr
-	var err Errno
+	var err abi.Errno
 	switch nr {
 	case unix.SYS_READ:
 		ret, err = sysRead(int(a0), a1, a2)
@@ -97,7 +65,7 @@ func syscall(r *Regs) {
 	case unix.SYS_REBOOT:
 		err = sysReboot(uint32(a0), uint32(a1), uint32(a2))
 	case unix.SYS_WAIT4, unix.SYS_WAITID:
-		err = ECHILD // one process, no children
+		err = abi.ECHILD // one process, no children
 	case unix.SYS_KILL:
 		err = sysKill(int(int32(a0)), int(int32(a1)))
 	case unix.SYS_TGKILL:
@@ -201,7 +169,7 @@ func syscall(r *Regs) {
 	case unix.SYS_SYNC:
 	case unix.SYS_SYNCFS:
 		if int(a0) < 0 || int(a0) >= len(files) || files[a0].kind == fileFree {
-			err = EBADF
+			err = abi.EBADF
 		}
 	case unix.SYS_GETGROUPS:
 		// Root without supplementary groups: none, whatever the size.
@@ -213,44 +181,44 @@ func syscall(r *Regs) {
 		ret, err = sysDup3(int(a0), -1, 0)
 	case unix.SYS_DUP3:
 		if a0 == a1 || a2&^unix.O_CLOEXEC != 0 {
-			err = EINVAL
+			err = abi.EINVAL
 			break
 		}
 		if int(a1) < 0 {
-			err = EBADF
+			err = abi.EBADF
 			break
 		}
 		ret, err = sysDup3(int(a0), int(a1), 0)
 	case unix.SYS_PRCTL:
-		err = EINVAL
+		err = abi.EINVAL
 	case unix.SYS_PRLIMIT64:
 		err = sysPrlimit(int(a1), a3)
 	case unix.SYS_GETRANDOM:
 		ret, err = sysGetrandom(a0, a1)
-	case sysYolkStats:
+	case abi.SysStats:
 		err = sysStats(a0)
-	case sysYolkSwitch:
+	case abi.SysSwitch:
 		ret, err = sysSwitchBench(int(a0), a1 != 0)
-	case sysYolkCrash:
+	case abi.SysCrash:
 		err = sysCrash(int(a0), int(a1))
-	case sysYolkCPUStats:
+	case abi.SysCPUStats:
 		ret, err = sysCPUStats(a0, int(a1))
-	case sysYolkLockTest:
+	case abi.SysLockTest:
 		err = sysLockTest(int(a0), int(a1), int(a2), a3)
-	case sysYolkFrameOf:
+	case abi.SysFrameOf:
 		ret = sysFrameOf(a0)
-	case sysYolkUnmapped:
+	case abi.SysUnmapped:
 		ret = uintptr(atomic.LoadUint64(&enosysN))
-	case sysYolkNumCPU:
+	case abi.SysNumCPU:
 		ret = uintptr(sched.NumCPU())
 	default:
 		var ok bool
 		if ret, err, ok = sysLegacy(t, nr, a0, a1, a2, a3); !ok {
-			err = ENOSYS
+			err = abi.ENOSYS
 			logENOSYS(nr)
 		}
 	}
-	if err == EPIPE {
+	if err == abi.EPIPE {
 		// A write to a pipe without readers also raises SIGPIPE.
 		sendSignal(t, int(unix.SIGPIPE), true)
 	}
@@ -294,7 +262,7 @@ func printSyscallStats() {
 	for nr, n := range syscallCount {
 		if n := atomic.LoadUint64(&n); n != 0 {
 			klog("syscalls: ")
-			kprint(sysName(uintptr(nr)))
+			kprint(abi.SysName(uintptr(nr)))
 			kprint(" ")
 			kprintDec(int64(n))
 			kprint("\n")
@@ -316,13 +284,6 @@ func printSyscallStats() {
 	conRelease()
 }
 
-func sysName(nr uintptr) string {
-	if nr < uintptr(len(sysNames)) && sysNames[nr] != "" {
-		return sysNames[nr]
-	}
-	return "?"
-}
-
 // logENOSYS reports an unimplemented system call the first time it is used.
 func logENOSYS(nr uintptr) {
 	atomic.AddUint64(&enosysN, 1)
@@ -335,7 +296,7 @@ func logENOSYS(nr uintptr) {
 	}
 	conAcquire()
 	klog("syscall ")
-	kprint(sysName(nr))
+	kprint(abi.SysName(nr))
 	kprint(" (")
 	kprintDec(int64(nr))
 	kprint(") not implemented: ENOSYS\n")
@@ -347,7 +308,7 @@ func traceSyscall(t *sched.Task, nr, a0, a1, a2, ret uintptr) {
 	klog("strace [")
 	kprintDec(int64(t.TID))
 	kprint("] ")
-	kprint(sysName(nr))
+	kprint(abi.SysName(nr))
 	kprint("(")
 	kprintHex(uint64(a0), 1)
 	kprint(", ")
@@ -362,9 +323,9 @@ func traceSyscall(t *sched.Task, nr, a0, a1, a2, ret uintptr) {
 
 func pageRound(n uintptr) uintptr { return (n + pageSize - 1) &^ (pageSize - 1) }
 
-func checkPage(addr, n uintptr) Errno {
+func checkPage(addr, n uintptr) abi.Errno {
 	if addr&(pageSize-1) != 0 || n == 0 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	return 0
 }
@@ -400,28 +361,28 @@ func userRange(p, n uintptr, need uint32) bool {
 	return true
 }
 
-func zeroUser(p, n uintptr) Errno {
+func zeroUser(p, n uintptr) abi.Errno {
 	if p == 0 {
 		return 0
 	}
 	if !userW(p, n) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	clear(bytesAt(p, int(n)))
 	return 0
 }
 
-func sysMmap(addr, n, prot, flags uintptr) (uintptr, Errno) {
+func sysMmap(addr, n, prot, flags uintptr) (uintptr, abi.Errno) {
 	if flags&unix.MAP_ANONYMOUS == 0 {
-		return 0, ENODEV
+		return 0, abi.ENODEV
 	}
 	if n == 0 || addr&(pageSize-1) != 0 {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	return vmMap(addr, pageRound(n), uint32(prot&7), flags&unix.MAP_FIXED != 0)
 }
 
-func sysMadvise(addr, n uintptr, advice int) Errno {
+func sysMadvise(addr, n uintptr, advice int) abi.Errno {
 	if err := checkPage(addr, n); err != 0 {
 		return err
 	}
@@ -432,14 +393,14 @@ func sysMadvise(addr, n uintptr, advice int) Errno {
 	return 0 // hints (huge pages, collapse, ...) need no action
 }
 
-func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
+func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 	const need = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD
 	if flags&need != need {
-		return 0, EINVAL // threads only: there is one process
+		return 0, abi.EINVAL // threads only: there is one process
 	}
 	t := sched.Alloc()
 	if t == nil {
-		return 0, EAGAIN
+		return 0, abi.EAGAIN
 	}
 	if t.KStackHi == 0 {
 		lo, hi, ok := allocKStack(t.Index())
@@ -462,11 +423,11 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, Errno) {
 // sysReboot: power-off, halt and restart end the machine as exit_group(0)
 // does (QEMU runs with -no-reboot: a restart is the end too); the Ctrl-Alt-Del
 // settings change nothing. Magic numbers are checked as Linux does.
-func sysReboot(magic1, magic2, cmd uint32) Errno {
+func sysReboot(magic1, magic2, cmd uint32) abi.Errno {
 	// MAGIC2 and its three other accepted values (A, B, C in Linux).
 	if magic1 != unix.LINUX_REBOOT_MAGIC1 || (magic2 != unix.LINUX_REBOOT_MAGIC2 &&
 		magic2 != 0x05121996 && magic2 != 0x16041998 && magic2 != 0x20112000) {
-		return EINVAL
+		return abi.EINVAL
 	}
 	var what string
 	switch cmd {
@@ -479,7 +440,7 @@ func sysReboot(magic1, magic2, cmd uint32) Errno {
 	case unix.LINUX_REBOOT_CMD_CAD_ON, unix.LINUX_REBOOT_CMD_CAD_OFF:
 		return 0
 	default:
-		return EINVAL
+		return abi.EINVAL
 	}
 	printSyscallStats()
 	conGrab()
@@ -497,23 +458,23 @@ func taskEntry() {
 	userSync()
 }
 
-func sysSchedGetaffinity(size, mask uintptr) (uintptr, Errno) {
+func sysSchedGetaffinity(size, mask uintptr) (uintptr, abi.Errno) {
 	if size < 8 {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	if !userW(mask, 8) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	*at[uint64](mask) = 1<<uint(sched.NumCPU()) - 1
 	return 8, 0
 }
 
-func sysPrlimit(res int, old uintptr) Errno {
+func sysPrlimit(res int, old uintptr) abi.Errno {
 	if old == 0 {
 		return 0
 	}
 	if !userW(old, 16) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	cur, max := ^uint64(0), ^uint64(0)
 	switch res {
@@ -526,9 +487,9 @@ func sysPrlimit(res int, old uintptr) Errno {
 	return 0
 }
 
-func sysUname(p uintptr) Errno {
+func sysUname(p uintptr) abi.Errno {
 	if !userW(p, 6*65) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	clear(bytesAt(p, 6*65))
 	for i, s := range [...]string{"Linux", "yolk", "6.1.0-yolk", "#1 yolk", unameMachine, "(none)"} {
@@ -564,9 +525,9 @@ func random64() uint64 {
 	return z ^ z>>31
 }
 
-func sysGetrandom(p, n uintptr) (uintptr, Errno) {
+func sysGetrandom(p, n uintptr) (uintptr, abi.Errno) {
 	if !userW(p, n) {
-		return 0, EFAULT
+		return 0, abi.EFAULT
 	}
 	b := bytesAt(p, int(n))
 	for i := 0; i < len(b); i += 8 {
@@ -586,16 +547,16 @@ var (
 	benchMu      sched.Mutex
 )
 
-func sysSwitchBench(n int, all bool) (uintptr, Errno) {
+func sysSwitchBench(n int, all bool) (uintptr, abi.Errno) {
 	if n < 0 {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	benchMu.Lock()
 	defer benchMu.Unlock()
 	if benchPartner == 0 {
 		t := sched.Alloc()
 		if t == nil {
-			return 0, EAGAIN
+			return 0, abi.EAGAIN
 		}
 		lo, hi, ok := allocKStack(t.Index())
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/drivers/x86"
+	"yolk/kernel/abi"
 	"yolk/sched"
 )
 
@@ -13,7 +14,7 @@ import (
 // arch_prctl for the FS base.
 
 // sysLegacy handles nr if it is one of them; ok is false otherwise.
-func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err Errno, ok bool) {
+func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.Errno, ok bool) {
 	switch nr {
 	case unix.SYS_ARCH_PRCTL:
 		err = sysArchPrctl(t, a0, a1)
@@ -62,7 +63,7 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err Errn
 		err = sysPipe2(a0, 0)
 	case unix.SYS_DUP2:
 		if int(a1) < 0 {
-			err = EBADF
+			err = abi.EBADF
 			break
 		}
 		ret, err = sysDup3(int(a0), int(a1), 0)
@@ -82,17 +83,17 @@ const (
 	archGetFS = 0x1003
 )
 
-func sysArchPrctl(t *sched.Task, code, addr uintptr) Errno {
+func sysArchPrctl(t *sched.Task, code, addr uintptr) abi.Errno {
 	switch code {
 	case archSetFS:
 		t.UserFS = addr
 	case archGetFS:
 		if !userW(addr, 8) {
-			return EFAULT
+			return abi.EFAULT
 		}
 		*at[uintptr](addr) = t.UserFS
 	default:
-		return EINVAL
+		return abi.EINVAL
 	}
 	return 0
 }

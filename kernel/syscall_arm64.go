@@ -1,9 +1,12 @@
 package kernel
 
-import "yolk/sched"
+import (
+	"yolk/kernel/abi"
+	"yolk/sched"
+)
 
 // arm64 has only the generic system-call table: no legacy calls.
-func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err Errno, ok bool) {
+func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.Errno, ok bool) {
 	return 0, 0, false
 }
 

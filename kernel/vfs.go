@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/sched"
 )
@@ -63,32 +64,32 @@ func vfsInit() {
 var devDir = [...]byte{'/', 'd', 'e', 'v', '/', 0, 0, 0, 0}
 
 // userPath is the NUL-terminated path at p.
-func userPath(p uintptr) ([]byte, Errno) {
+func userPath(p uintptr) ([]byte, abi.Errno) {
 	for n := uintptr(0); n < fs.PathMax; n++ {
 		if (p+n)%pageSize == 0 || n == 0 {
 			if !userOK(p+n, 1) {
-				return nil, EFAULT
+				return nil, abi.EFAULT
 			}
 		}
 		if *at[byte](p + n) == 0 {
 			return bytesAt(p, int(n)), 0
 		}
 	}
-	return nil, Errno(unix.ENAMETOOLONG)
+	return nil, abi.Errno(unix.ENAMETOOLONG)
 }
 
 // userBuf is the n bytes at p, checked.
-func userBuf(p, n uintptr) ([]byte, Errno) { return userBufNeed(p, n, protRead) }
+func userBuf(p, n uintptr) ([]byte, abi.Errno) { return userBufNeed(p, n, protRead) }
 
 // userBufW is userBuf for a buffer the kernel writes.
-func userBufW(p, n uintptr) ([]byte, Errno) { return userBufNeed(p, n, protWrite) }
+func userBufW(p, n uintptr) ([]byte, abi.Errno) { return userBufNeed(p, n, protWrite) }
 
-func userBufNeed(p, n uintptr, need uint32) ([]byte, Errno) {
+func userBufNeed(p, n uintptr, need uint32) ([]byte, abi.Errno) {
 	if n == 0 {
 		return nil, 0
 	}
 	if int(n) < 0 || !userRange(p, n, need) {
-		return nil, EFAULT
+		return nil, abi.EFAULT
 	}
 	return bytesAt(p, int(n)), 0
 }
@@ -119,28 +120,28 @@ func fsPut(h int) {
 
 // badFD is the errno for a descriptor that is not an fs file: err if it
 // is open (the console, epoll, eventfd), EBADF if not.
-func badFD(fd int, err Errno) Errno {
+func badFD(fd int, err abi.Errno) abi.Errno {
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
 		return err
 	}
-	return EBADF
+	return abi.EBADF
 }
 
 // dirHandle is the fs directory for a *at call's dirfd and path, with a
 // reference (fsPut).
-func dirHandle(dirfd int, path []byte) (int, Errno) {
+func dirHandle(dirfd int, path []byte) (int, abi.Errno) {
 	if int32(dirfd) == unix.AT_FDCWD || len(path) > 0 && path[0] == '/' {
 		return fs.AtCWD, 0
 	}
 	if h := fsGet(dirfd); h >= 0 {
 		return h, 0
 	}
-	return fs.AtCWD, badFD(dirfd, Errno(unix.ENOTDIR))
+	return fs.AtCWD, badFD(dirfd, abi.Errno(unix.ENOTDIR))
 }
 
 // pathArgs reads a *at call's path and resolves its dirfd, with a
 // reference (fsPut).
-func pathArgs(dirfd int, p uintptr) (int, []byte, Errno) {
+func pathArgs(dirfd int, p uintptr) (int, []byte, abi.Errno) {
 	path, e := userPath(p)
 	if e != 0 {
 		return fs.AtCWD, nil, e
@@ -150,7 +151,7 @@ func pathArgs(dirfd int, p uintptr) (int, []byte, Errno) {
 }
 
 // installFS gives fs handle h a descriptor (closing h if none is free).
-func installFS(h int) (uintptr, Errno) {
+func installFS(h int) (uintptr, abi.Errno) {
 	fd, e := newFile(fileFS, 0)
 	if e != 0 {
 		vfs.Close(h)
@@ -160,7 +161,7 @@ func installFS(h int) (uintptr, Errno) {
 	return fd, 0
 }
 
-func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, Errno) {
+func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno) {
 	d, path, e := pathArgs(dirfd, p)
 	if e != 0 {
 		return 0, e
@@ -168,7 +169,7 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, Errno) {
 	h, fe := vfs.Open(d, path, flags&^unix.O_CLOEXEC, mode)
 	fsPut(d)
 	if fe != 0 {
-		return 0, Errno(fe)
+		return 0, abi.Errno(fe)
 	}
 	// A FIFO opened blocking waits for its other end, as Linux.
 	for {
@@ -181,13 +182,13 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, Errno) {
 	return installFS(h)
 }
 
-func sysPipe2(p uintptr, flags int) Errno {
+func sysPipe2(p uintptr, flags int) abi.Errno {
 	if !userW(p, 8) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	r, w, e := vfs.Pipe(flags)
 	if e != 0 {
-		return Errno(e)
+		return abi.Errno(e)
 	}
 	rfd, err := installFS(r)
 	if err != 0 {
@@ -204,12 +205,12 @@ func sysPipe2(p uintptr, flags int) Errno {
 }
 
 // fsRead reads fs handle h; a pipe blocks until data or end of file.
-func fsRead(h int, b []byte) (uintptr, Errno) {
+func fsRead(h int, b []byte) (uintptr, abi.Errno) {
 	for {
 		pipe, addr, val, ok := vfs.Wait(h)
 		n, e := vfs.Read(h, b)
 		if e != unix.EAGAIN || !ok || vfs.Nonblocking(h) {
-			return uintptr(n), Errno(e)
+			return uintptr(n), abi.Errno(e)
 		}
 		sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
 	}
@@ -217,7 +218,7 @@ func fsRead(h int, b []byte) (uintptr, Errno) {
 
 // fsWrite writes to fs handle h; a pipe blocks until all is written, or
 // returns what was written before it would block (O_NONBLOCK) or broke.
-func fsWrite(h int, b []byte) (uintptr, Errno) {
+func fsWrite(h int, b []byte) (uintptr, abi.Errno) {
 	done := 0
 	for {
 		pipe, addr, val, ok := vfs.Wait(h)
@@ -227,7 +228,7 @@ func fsWrite(h int, b []byte) (uintptr, Errno) {
 			if done > 0 {
 				return uintptr(done), 0
 			}
-			return 0, Errno(e)
+			return 0, abi.Errno(e)
 		}
 		if e == unix.EAGAIN {
 			sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
@@ -235,7 +236,7 @@ func fsWrite(h int, b []byte) (uintptr, Errno) {
 	}
 }
 
-func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
+func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
 	need := uint32(protWrite) // pread fills the buffer
 	if write {
 		need = protRead
@@ -247,9 +248,9 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
 	h := fsGet(fd)
 	if h < 0 {
 		if off < 0 {
-			return 0, EINVAL
+			return 0, abi.EINVAL
 		}
-		return 0, badFD(fd, Errno(unix.ESPIPE))
+		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
 	}
 	var c int
 	var fe fs.Errno
@@ -259,40 +260,40 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, Errno) {
 		c, fe = vfs.Pread(h, b, off)
 	}
 	fsPut(h)
-	return uintptr(c), Errno(fe)
+	return uintptr(c), abi.Errno(fe)
 }
 
-func sysLseek(fd int, off int64, whence int) (uintptr, Errno) {
+func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
 	h := fsGet(fd)
 	if h < 0 {
-		return 0, badFD(fd, Errno(unix.ESPIPE))
+		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
 	}
 	pos, e := vfs.Seek(h, off, whence)
 	fsPut(h)
-	return uintptr(pos), Errno(e)
+	return uintptr(pos), abi.Errno(e)
 }
 
 const statSize = unsafe.Sizeof(unix.Stat_t{})
 
-func sysFstat(fd int, p uintptr) Errno {
+func sysFstat(fd int, p uintptr) abi.Errno {
 	if !userW(p, statSize) {
-		return EFAULT
+		return abi.EFAULT
 	}
 	st := at[unix.Stat_t](p)
 	if h := fsGet(fd); h >= 0 {
 		e := vfs.Fstat(h, st)
 		fsPut(h)
-		return Errno(e)
+		return abi.Errno(e)
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
 		// The console and the kernel's own files: a character device.
 		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: pageSize}
 		return 0
 	}
-	return EBADF
+	return abi.EBADF
 }
 
-func sysNewfstatat(dirfd int, p, sp uintptr, flags int) Errno {
+func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 	path, e := userPath(p)
 	if e != 0 {
 		return e
@@ -302,62 +303,62 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) Errno {
 	}
 	d, e := dirHandle(dirfd, path)
 	if e == 0 && !userW(sp, statSize) {
-		e = EFAULT
+		e = abi.EFAULT
 	}
 	if e == 0 {
-		e = Errno(vfs.Stat(d, path, flags, at[unix.Stat_t](sp)))
+		e = abi.Errno(vfs.Stat(d, path, flags, at[unix.Stat_t](sp)))
 	}
 	fsPut(d)
 	return e
 }
 
-func sysGetdents64(fd int, p, n uintptr) (uintptr, Errno) {
+func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	b, e := userBufW(p, n)
 	if e != 0 {
 		return 0, e
 	}
 	h := fsGet(fd)
 	if h < 0 {
-		return 0, badFD(fd, Errno(unix.ENOTDIR))
+		return 0, badFD(fd, abi.Errno(unix.ENOTDIR))
 	}
 	c, fe := vfs.Getdents(h, b)
 	fsPut(h)
-	return uintptr(c), Errno(fe)
+	return uintptr(c), abi.Errno(fe)
 }
 
-func sysMkdirat(dirfd int, p uintptr, mode uint32) Errno {
+func sysMkdirat(dirfd int, p uintptr, mode uint32) abi.Errno {
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = Errno(vfs.Mkdir(d, path, mode))
+		e = abi.Errno(vfs.Mkdir(d, path, mode))
 	}
 	fsPut(d)
 	return e
 }
 
-func sysUnlinkat(dirfd int, p uintptr, flags int) Errno {
+func sysUnlinkat(dirfd int, p uintptr, flags int) abi.Errno {
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = Errno(vfs.Unlink(d, path, flags))
+		e = abi.Errno(vfs.Unlink(d, path, flags))
 	}
 	fsPut(d)
 	return e
 }
 
-func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno {
+func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
 	od, opath, e := pathArgs(odirfd, op)
 	if e != 0 {
 		return e
 	}
 	nd, npath, e := pathArgs(ndirfd, np)
 	if e == 0 {
-		e = Errno(vfs.Rename(od, opath, nd, npath, flags))
+		e = abi.Errno(vfs.Rename(od, opath, nd, npath, flags))
 	}
 	fsPut(nd)
 	fsPut(od)
 	return e
 }
 
-func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno {
+func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
 	opath, e := userPath(op)
 	if e != 0 {
 		return e
@@ -368,7 +369,7 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno 
 		od, e = dirHandle(odirfd, opath)
 	} else if int32(odirfd) != unix.AT_FDCWD {
 		if od = fsGet(odirfd); od < 0 {
-			od, e = fs.AtCWD, badFD(odirfd, Errno(unix.EPERM)) // the console, epoll, eventfd: no inode to name
+			od, e = fs.AtCWD, badFD(odirfd, abi.Errno(unix.EPERM)) // the console, epoll, eventfd: no inode to name
 		}
 	}
 	if e != 0 {
@@ -376,38 +377,38 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) Errno 
 	}
 	nd, npath, e := pathArgs(ndirfd, np)
 	if e == 0 {
-		e = Errno(vfs.Link(od, opath, nd, npath, flags))
+		e = abi.Errno(vfs.Link(od, opath, nd, npath, flags))
 	}
 	fsPut(nd)
 	fsPut(od)
 	return e
 }
 
-func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) Errno {
+func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) abi.Errno {
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = Errno(vfs.Mknod(d, path, mode, dev))
+		e = abi.Errno(vfs.Mknod(d, path, mode, dev))
 	}
 	fsPut(d)
 	return e
 }
 
-func sysSymlinkat(tp uintptr, dirfd int, p uintptr) Errno {
+func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
 	target, e := userPath(tp)
 	if e != 0 {
 		return e
 	}
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = Errno(vfs.Symlink(target, d, path))
+		e = abi.Errno(vfs.Symlink(target, d, path))
 	}
 	fsPut(d)
 	return e
 }
 
-func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, Errno) {
+func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
 	if int(n) <= 0 {
-		return 0, EINVAL
+		return 0, abi.EINVAL
 	}
 	d, path, e := pathArgs(dirfd, p)
 	var b []byte
@@ -418,76 +419,76 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, Errno) {
 	if e == 0 {
 		var fe fs.Errno
 		c, fe = vfs.Readlink(d, path, b)
-		e = Errno(fe)
+		e = abi.Errno(fe)
 	}
 	fsPut(d)
 	return uintptr(c), e
 }
 
-func sysFtruncate(fd int, size int64) Errno {
+func sysFtruncate(fd int, size int64) abi.Errno {
 	if size < 0 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	h := fsGet(fd)
 	if h < 0 {
-		return badFD(fd, EINVAL)
+		return badFD(fd, abi.EINVAL)
 	}
 	e := vfs.Ftruncate(h, size)
 	fsPut(h)
-	return Errno(e)
+	return abi.Errno(e)
 }
 
-func sysTruncate(p uintptr, size int64) Errno {
+func sysTruncate(p uintptr, size int64) abi.Errno {
 	path, e := userPath(p)
 	if e != 0 {
 		return e
 	}
-	return Errno(vfs.Truncate(fs.AtCWD, path, size))
+	return abi.Errno(vfs.Truncate(fs.AtCWD, path, size))
 }
 
-func sysGetcwd(p, n uintptr) (uintptr, Errno) {
+func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
 	b, e := userBufW(p, n)
 	if e != 0 {
 		return 0, e
 	}
 	c, fe := vfs.Getcwd(b)
-	return uintptr(c), Errno(fe)
+	return uintptr(c), abi.Errno(fe)
 }
 
-func sysChdir(p uintptr) Errno {
+func sysChdir(p uintptr) abi.Errno {
 	path, e := userPath(p)
 	if e != 0 {
 		return e
 	}
-	return Errno(vfs.Chdir(fs.AtCWD, path))
+	return abi.Errno(vfs.Chdir(fs.AtCWD, path))
 }
 
-func sysFchdir(fd int) Errno {
+func sysFchdir(fd int) abi.Errno {
 	h := fsGet(fd)
 	if h < 0 {
-		return badFD(fd, Errno(unix.ENOTDIR))
+		return badFD(fd, abi.Errno(unix.ENOTDIR))
 	}
 	e := vfs.Fchdir(h)
 	fsPut(h)
-	return Errno(e)
+	return abi.Errno(e)
 }
 
 // sysFchmodat is fchmodat, and fchmodat2 with its flags
 // (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH).
-func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) Errno {
+func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) abi.Errno {
 	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
 		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
 			if d == fs.AtCWD {
-				e = Errno(vfs.Chmod(fs.AtCWD, dotPath[:], mode, 0))
+				e = abi.Errno(vfs.Chmod(fs.AtCWD, dotPath[:], mode, 0))
 			} else {
-				e = Errno(vfs.Fchmod(d, mode))
+				e = abi.Errno(vfs.Fchmod(d, mode))
 			}
 		} else {
-			e = Errno(vfs.Chmod(d, path, mode, flags&^unix.AT_EMPTY_PATH))
+			e = abi.Errno(vfs.Chmod(d, path, mode, flags&^unix.AT_EMPTY_PATH))
 		}
 	}
 	fsPut(d)
@@ -498,76 +499,76 @@ var dotPath = [...]byte{'.'}
 
 // sysFchownat is chown, lchown and fchownat (flags: AT_SYMLINK_NOFOLLOW,
 // AT_EMPTY_PATH). Owners are kept, never enforced (see package fs).
-func sysFchownat(dirfd int, p uintptr, uid, gid int, flags int) Errno {
+func sysFchownat(dirfd int, p uintptr, uid, gid int, flags int) abi.Errno {
 	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
 		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
 			if d == fs.AtCWD {
-				e = Errno(vfs.Chown(fs.AtCWD, dotPath[:], uid, gid, 0))
+				e = abi.Errno(vfs.Chown(fs.AtCWD, dotPath[:], uid, gid, 0))
 			} else {
-				e = Errno(vfs.Fchown(d, uid, gid))
+				e = abi.Errno(vfs.Fchown(d, uid, gid))
 			}
 		} else {
-			e = Errno(vfs.Chown(d, path, uid, gid, flags&^unix.AT_EMPTY_PATH))
+			e = abi.Errno(vfs.Chown(d, path, uid, gid, flags&^unix.AT_EMPTY_PATH))
 		}
 	}
 	fsPut(d)
 	return e
 }
 
-func sysFchown(fd int, uid, gid int) Errno {
+func sysFchown(fd int, uid, gid int) abi.Errno {
 	if h := fsGet(fd); h >= 0 {
 		e := vfs.Fchown(h, uid, gid)
 		fsPut(h)
-		return Errno(e)
+		return abi.Errno(e)
 	}
 	return badFD(fd, 0) // the console: accepted
 }
 
 // sysFsync is fsync and fdatasync: the file system is memory, nothing to
 // write back; EINVAL for pipes and the console, as Linux.
-func sysFsync(fd int) Errno {
+func sysFsync(fd int) abi.Errno {
 	if h := fsGet(fd); h >= 0 {
 		e := vfs.Fsync(h)
 		fsPut(h)
-		return Errno(e)
+		return abi.Errno(e)
 	}
-	return badFD(fd, EINVAL)
+	return badFD(fd, abi.EINVAL)
 }
 
-func sysFchmod(fd int, mode uint32) Errno {
+func sysFchmod(fd int, mode uint32) abi.Errno {
 	if h := fsGet(fd); h >= 0 {
 		e := vfs.Fchmod(h, mode)
 		fsPut(h)
-		return Errno(e)
+		return abi.Errno(e)
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
 		return 0
 	}
-	return EBADF
+	return abi.EBADF
 }
 
 // sysDup3 makes newfd (-1: the lowest free one from lowest on) a copy of
 // oldfd, closing what newfd was, all under fileLock: a close racing it
 // cannot leave newfd naming a freed open file.
-func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
+func sysDup3(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	fileLock.Lock()
 	defer fileLock.Unlock()
 	if oldfd < 0 || oldfd >= len(files) || files[oldfd].kind == fileFree {
-		return 0, EBADF
+		return 0, abi.EBADF
 	}
 	if newfd == oldfd {
 		return uintptr(newfd), 0
 	}
 	k := files[oldfd].kind
 	if k != fileFS && k != fileConsole {
-		return 0, EINVAL // epoll and eventfd descriptors are the runtime's own
+		return 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
 	}
 	if newfd >= len(files) {
-		return 0, EBADF
+		return 0, abi.EBADF
 	}
 	if newfd >= 3 && files[newfd].kind != fileFree {
 		closeLocked(newfd)
@@ -581,7 +582,7 @@ func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
 			}
 		}
 		if newfd < 0 {
-			return 0, EMFILE
+			return 0, abi.EMFILE
 		}
 	}
 	if k == fileFS {
@@ -594,9 +595,9 @@ func sysDup3(oldfd, newfd int, lowest int) (uintptr, Errno) {
 // sysUtimensat sets the access and modification times of a path (times:
 // two timespecs, 0 for now; UTIME_NOW and UTIME_OMIT as Linux). A NULL
 // path (futimens) is not supported: EINVAL.
-func sysUtimensat(dirfd int, p, times uintptr, flags int) Errno {
+func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
 	if p == 0 || flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
-		return EINVAL
+		return abi.EINVAL
 	}
 	var t [2]int64
 	for i := range t {
@@ -605,7 +606,7 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) Errno {
 			continue
 		}
 		if !userOK(times+uintptr(i)*16, 16) {
-			return EFAULT
+			return abi.EFAULT
 		}
 		ts := at[timespec](times + uintptr(i)*16)
 		switch {
@@ -613,14 +614,14 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) Errno {
 		case ts.nsec == unix.UTIME_OMIT:
 			t[i] = fs.UtimeOmit
 		case ts.nsec < 0 || ts.nsec >= 1e9:
-			return EINVAL
+			return abi.EINVAL
 		default:
 			t[i] = ts.sec*1e9 + ts.nsec
 		}
 	}
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = Errno(vfs.Utimes(d, path, t[0], t[1], flags))
+		e = abi.Errno(vfs.Utimes(d, path, t[0], t[1], flags))
 	}
 	fsPut(d)
 	return e

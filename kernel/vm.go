@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/boot"
+	"yolk/kernel/abi"
 	"yolk/sched"
 )
 
@@ -222,12 +223,12 @@ func inUser(start, end uintptr) bool {
 }
 
 // vmMap creates an anonymous mapping; see sysMmap.
-func vmMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, Errno) {
+func vmMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
 	if fixed {
 		if !inUser(addr, addr+n) {
-			return 0, ENOMEM
+			return 0, abi.ENOMEM
 		}
 		if err := vmRemove(addr, n); err != 0 {
 			return 0, err
@@ -242,31 +243,31 @@ func vmMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, Errno) {
 // replacing what is there; at addr if that range is free; elsewhere
 // otherwise — and returns its address. mmLock is held (or the test owns
 // the areas).
-func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, Errno) {
+func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
 	switch {
 	case fixed:
 		if !inUser(addr, addr+n) {
-			return 0, ENOMEM
+			return 0, abi.ENOMEM
 		}
 		if !removeVMA(addr, addr+n) {
-			return 0, ENOMEM
+			return 0, abi.ENOMEM
 		}
 	case addr != 0 && inUser(addr, addr+n) && !overlaps(addr, addr+n):
 	default:
 		if addr = findFree(n); addr == 0 {
-			return 0, ENOMEM
+			return 0, abi.ENOMEM
 		}
 	}
 	if !insertVMA(addr, addr+n, prot) {
-		return 0, ENOMEM
+		return 0, abi.ENOMEM
 	}
 	return addr, 0
 }
 
 // vmUnmap removes [addr, addr+n).
-func vmUnmap(addr, n uintptr) Errno {
+func vmUnmap(addr, n uintptr) abi.Errno {
 	if !inUser(addr, addr+n) {
-		return EINVAL
+		return abi.EINVAL
 	}
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
@@ -275,12 +276,12 @@ func vmUnmap(addr, n uintptr) Errno {
 
 // vmRemove forgets the areas in [addr, addr+n) and then unbacks the range;
 // vmMutex is held.
-func vmRemove(addr, n uintptr) Errno {
+func vmRemove(addr, n uintptr) abi.Errno {
 	mmLock.Lock()
 	ok := removeVMA(addr, addr+n)
 	mmLock.Unlock()
 	if !ok {
-		return ENOMEM
+		return abi.ENOMEM
 	}
 	unback(addr, addr+n)
 	return 0
@@ -288,9 +289,9 @@ func vmRemove(addr, n uintptr) Errno {
 
 // vmDontNeed drops the frames behind [addr, addr+n): the next touch sees
 // zeroes, as MADV_DONTNEED promises for private anonymous memory.
-func vmDontNeed(addr, n uintptr) Errno {
+func vmDontNeed(addr, n uintptr) abi.Errno {
 	if !inUser(addr, addr+n) {
-		return EINVAL
+		return abi.EINVAL
 	}
 	vmMutex.Lock()
 	unback(addr, addr+n)
@@ -302,9 +303,9 @@ func vmDontNeed(addr, n uintptr) Errno {
 // inaccessible lose their frames (their contents are not kept); pages made
 // read-only lose the write bit of their page-table entries, with a TLB
 // shootdown; pages made writable get it back at their next write fault.
-func vmProtect(addr, n uintptr, prot uint32) Errno {
+func vmProtect(addr, n uintptr, prot uint32) abi.Errno {
 	if !inUser(addr, addr+n) {
-		return EINVAL
+		return abi.EINVAL
 	}
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
@@ -336,9 +337,9 @@ func vmProtect(addr, n uintptr, prot uint32) Errno {
 }
 
 // areaProtect records prot for [addr, addr+n); mmLock is held.
-func areaProtect(addr, n uintptr, prot uint32) Errno {
+func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
 	if !removeVMA(addr, addr+n) || !insertVMA(addr, addr+n, prot) {
-		return ENOMEM
+		return abi.ENOMEM
 	}
 	return 0
 }

@@ -3,6 +3,8 @@ package kernel
 import (
 	"math/rand"
 	"testing"
+
+	"yolk/kernel/abi"
 )
 
 // The VMA bookkeeping runs hosted: the area operations the system calls
@@ -116,7 +118,7 @@ func TestVMAFindFreeSkipsMappings(t *testing.T) {
 	if got, _ := areaMap(0x400000, pageSize, protRead, false); got < userMin {
 		t.Fatalf("mapping placed in the identity map at %#x", got)
 	}
-	if _, err := areaMap(0x400000, pageSize, protRead, true); err != ENOMEM {
+	if _, err := areaMap(0x400000, pageSize, protRead, true); err != abi.ENOMEM {
 		t.Fatalf("fixed mapping over the kernel = %d, want ENOMEM", err)
 	}
 }

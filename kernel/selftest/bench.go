@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"yolk/kernel/abi"
 )
 
 // benches is every guest benchmark, in the order they run. It is a
@@ -95,7 +97,7 @@ func benchSwitch(b *testing.B, all bool) {
 	if all {
 		v = 1
 	}
-	ns, _, e := syscall.Syscall(sysYolkSwitch, uintptr(b.N), v, 0)
+	ns, _, e := syscall.Syscall(abi.SysSwitch, uintptr(b.N), v, 0)
 	if e != 0 {
 		b.Fatalf("switch benchmark syscall: %v", e)
 	}

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 // Preemption benchmarks (docs/preemption.md).
@@ -77,10 +79,10 @@ func benchPreemptRate(busy bool) func(*testing.B) {
 		if busy {
 			defer spinners(runtime.GOMAXPROCS(0))()
 		}
-		read := func() (ks kernelStats, irqs uint64) {
-			syscall.Syscall(sysYolkStats, uintptr(unsafe.Pointer(&ks)), 0, 0)
-			s := make([]cpuStats, 64)
-			n, _, _ := syscall.Syscall(sysYolkCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
+		read := func() (ks abi.Stats, irqs uint64) {
+			syscall.Syscall(abi.SysStats, uintptr(unsafe.Pointer(&ks)), 0, 0)
+			s := make([]abi.CPUStats, 64)
+			n, _, _ := syscall.Syscall(abi.SysCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
 			for _, c := range s[:n] {
 				irqs += c.TimerIRQs
 			}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"yolk/kernel/abi"
 )
 
 // Multiprocessor benchmarks. Each reports Go's ns/op plus its own metrics;
@@ -20,11 +22,11 @@ func init() {
 	benches = append(benches,
 		bench{"BenchmarkParallelCPU", benchParallelCPU, false},
 		bench{"BenchmarkSchedYieldParallel", benchYieldParallel, false},
-		bench{"BenchmarkKernelLock/TWA", benchKernelLock(lockTWA), true},
-		bench{"BenchmarkKernelLock/Ticket", benchKernelLock(lockTicket), true},
-		bench{"BenchmarkKernelLock/TTAS", benchKernelLock(lockTTAS), true},
-		bench{"BenchmarkKernelMutex/CES", benchKernelLock(lockCES), true},
-		bench{"BenchmarkKernelMutex/Dispatch", benchKernelLock(lockDispatch), true},
+		bench{"BenchmarkKernelLock/TWA", benchKernelLock(abi.LockTWA), true},
+		bench{"BenchmarkKernelLock/Ticket", benchKernelLock(abi.LockTicket), true},
+		bench{"BenchmarkKernelLock/TTAS", benchKernelLock(abi.LockTTAS), true},
+		bench{"BenchmarkKernelMutex/CES", benchKernelLock(abi.LockCES), true},
+		bench{"BenchmarkKernelMutex/Dispatch", benchKernelLock(abi.LockDispatch), true},
 		bench{"BenchmarkWakeupIPI", benchWakeupIPI, false},
 	)
 }
@@ -66,7 +68,7 @@ func benchParallelCPU(b *testing.B) {
 func benchYieldParallel(b *testing.B) {
 	threads := 2 * runtime.GOMAXPROCS(0)
 	var next atomic.Int64
-	var ks0, ks1 []cpuStats
+	var ks0, ks1 []abi.CPUStats
 	t0 := time.Now()
 	ks0 = cpuCounters(b)
 	b.ResetTimer()
@@ -85,11 +87,11 @@ func benchYieldParallel(b *testing.B) {
 	b.ReportMetric(float64(sw)/el.Seconds(), "switches/s")
 }
 
-func cpuCounters(b *testing.B) []cpuStats {
-	s := make([]cpuStats, 64)
-	n, _, e := syscall.Syscall(sysYolkCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
+func cpuCounters(b *testing.B) []abi.CPUStats {
+	s := make([]abi.CPUStats, 64)
+	n, _, e := syscall.Syscall(abi.SysCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
 	if e != 0 {
-		return make([]cpuStats, 64) // not on yolk: no counters
+		return make([]abi.CPUStats, 64) // not on yolk: no counters
 	}
 	return s[:n]
 }
@@ -107,7 +109,7 @@ func cpuCounters(b *testing.B) []cpuStats {
 func benchKernelLock(kind int) func(*testing.B) {
 	return func(b *testing.B) {
 		threads := runtime.GOMAXPROCS(0)
-		if kind >= lockCES {
+		if kind >= abi.LockCES {
 			threads = 2 * runtime.GOMAXPROCS(0) // blocking: more waiters than CPUs
 		}
 		const chunk = 100

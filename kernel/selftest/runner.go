@@ -27,6 +27,8 @@ import (
 	"unsafe"
 
 	_ "yolk/kernel"
+
+	"yolk/kernel/abi"
 )
 
 // T is the handle a self-test gets.
@@ -87,8 +89,8 @@ var benchMinCPUs = map[string]int{"BenchmarkWakeupIPI": 2}
 
 // onYolk reports whether the kernel answers yolk's own system calls.
 func onYolk() bool {
-	var s kernelStats
-	_, _, e := syscall.Syscall(sysYolkStats, uintptr(unsafe.Pointer(&s)), 0, 0)
+	var s abi.Stats
+	_, _, e := syscall.Syscall(abi.SysStats, uintptr(unsafe.Pointer(&s)), 0, 0)
 	return e == 0
 }
 

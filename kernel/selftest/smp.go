@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 // Self-tests of the multiprocessor kernel. They run at any CPU count (the
@@ -33,14 +35,9 @@ func init() {
 	)
 }
 
-// cpuStats mirrors the kernel's per-CPU counters (sysYolkCPUStats).
-type cpuStats struct {
-	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
-}
-
-func readCPUStats(t *T) []cpuStats {
-	s := make([]cpuStats, 64)
-	n, _, e := syscall.Syscall(sysYolkCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
+func readCPUStats(t *T) []abi.CPUStats {
+	s := make([]abi.CPUStats, 64)
+	n, _, e := syscall.Syscall(abi.SysCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
 	if e != 0 {
 		t.Fatalf("cpu stats syscall: %v", e)
 	}
@@ -109,7 +106,7 @@ func testAllCPUsRun(t *T) {
 	t.Logf("%d CPUs; task switches per CPU since boot: %v", len(cs), switches(cs))
 }
 
-func switches(cs []cpuStats) []uint64 {
+func switches(cs []abi.CPUStats) []uint64 {
 	var s []uint64
 	for _, c := range cs {
 		s = append(s, c.Switches)
@@ -343,24 +340,9 @@ func testFutexTimeoutRace(t *T) {
 	t.Logf("%d pairs, %d rounds: %d waits timed out, %d woken, the rest found a released", pairs, rounds.Load(), timedOut.Load(), woken.Load())
 }
 
-// Kernel lock kinds of sysYolkLockTest (kernel/ktest.go).
-const (
-	lockTWA = iota
-	lockTicket
-	lockTTAS
-	lockCES
-	lockDispatch
-)
-
-// lockTestOut mirrors the kernel's report of one lock-test call.
-type lockTestOut struct {
-	Done, NS, Violations, Waited, SameCPU, HandoffNS int64
-	Counter                                          uint64
-}
-
-func lockTest(kind, n, work int) (lockTestOut, error) {
-	var o lockTestOut
-	_, _, e := syscall.Syscall6(sysYolkLockTest, uintptr(kind), uintptr(n), uintptr(work), uintptr(unsafe.Pointer(&o)), 0, 0)
+func lockTest(kind, n, work int) (abi.LockTestOut, error) {
+	var o abi.LockTestOut
+	_, _, e := syscall.Syscall6(abi.SysLockTest, uintptr(kind), uintptr(n), uintptr(work), uintptr(unsafe.Pointer(&o)), 0, 0)
 	if e != 0 {
 		return o, e
 	}
@@ -382,7 +364,7 @@ func testKernelLocks(t *T) {
 	for _, c := range []struct {
 		name string
 		kind int
-	}{{"TWA", lockTWA}, {"CES", lockCES}, {"dispatch", lockDispatch}} {
+	}{{"TWA", abi.LockTWA}, {"CES", abi.LockCES}, {"dispatch", abi.LockDispatch}} {
 		start, err := lockTest(c.kind, 0, 0)
 		if err != nil {
 			t.Fatalf("lock test syscall: %v", err)
@@ -413,7 +395,7 @@ func testKernelLocks(t *T) {
 			t.Errorf("%s: %d critical sections saw another owner inside", c.name, viol.Load())
 		}
 		switch {
-		case c.kind != lockCES:
+		case c.kind != abi.LockCES:
 		case n >= 2 && waited.Load() == 0:
 			t.Errorf("CES: no contended handoff in %d sections on %d CPUs: the exchange was not exercised", done.Load(), n)
 		case same.Load() != waited.Load():
@@ -441,7 +423,7 @@ func testTLBShootdown(t *T) {
 		p := mmap(t, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, 0)
 		old, fresh := uint64(r)<<1|1, uint64(r)<<1|0x8000000000000000
 		*word64(p) = old
-		frame, _, _ := syscall.Syscall(sysYolkFrameOf, p, 0, 0)
+		frame, _, _ := syscall.Syscall(abi.SysFrameOf, p, 0, 0)
 		var touched, stop atomic.Bool
 		done := make(chan struct{})
 		go func() {
@@ -469,7 +451,7 @@ func testTLBShootdown(t *T) {
 		mmap(t, p, 4096, unix.PROT_NONE, unix.MAP_FIXED) // frame freed, address kept
 		q := mmap(t, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, 0)
 		*word64(q) = fresh
-		if f, _, _ := syscall.Syscall(sysYolkFrameOf, q, 0, 0); f == frame && f != 0 {
+		if f, _, _ := syscall.Syscall(abi.SysFrameOf, q, 0, 0); f == frame && f != 0 {
 			reused.Add(1)
 		}
 		spinUntil(200*time.Microsecond, func() bool { return false })
@@ -577,8 +559,8 @@ func testGCParallel(t *T) {
 					keep = keep[1:]
 				}
 				if total.Load()%(8<<20) < 256<<10 {
-					var ks kernelStats
-					syscall.Syscall(sysYolkStats, uintptr(unsafe.Pointer(&ks)), 0, 0)
+					var ks abi.Stats
+					syscall.Syscall(abi.SysStats, uintptr(unsafe.Pointer(&ks)), 0, 0)
 					for f := minFree.Load(); ks.FramesFree < f && !minFree.CompareAndSwap(f, ks.FramesFree); f = minFree.Load() {
 					}
 				}

@@ -19,6 +19,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 func init() {
@@ -46,36 +48,9 @@ func init() {
 	}, tests...)
 }
 
-// kernelStats mirrors the kernel's sysYolkStats layout.
-type kernelStats struct {
-	FramesAll, FramesFree, PagesMapped int64
-	Tasks                              int64
-	NodesInUse, NodeBound              int64
-	TSCHz, LAPICHz                     int64
-	Syscalls                           int64
-	CPUs                               int64
-	Shootdowns, ShootdownIPIs          int64
-	ShootdownLazy                      int64
-	NodesPeak, PeakBound               int64
-	TSCSynced                          int64
-	Preempts                           int64
-	Signals                            int64
-	ConsoleIRQs, ConsoleWaits          int64
-}
-
-const (
-	sysYolkStats    = 0x1000
-	sysYolkSwitch   = 0x1001
-	sysYolkUnmapped = 0x1002
-	sysYolkNumCPU   = 0x1004
-	sysYolkCPUStats = 0x1005
-	sysYolkLockTest = 0x1006
-	sysYolkFrameOf  = 0x1007
-)
-
-func stats(t *T) kernelStats {
-	var s kernelStats
-	if _, _, e := syscall.Syscall(sysYolkStats, uintptr(unsafe.Pointer(&s)), 0, 0); e != 0 {
+func stats(t *T) abi.Stats {
+	var s abi.Stats
+	if _, _, e := syscall.Syscall(abi.SysStats, uintptr(unsafe.Pointer(&s)), 0, 0); e != 0 {
 		t.Fatalf("stats syscall: %v", e)
 	}
 	return s
@@ -94,7 +69,7 @@ func testBoot(t *T) {
 	if g := os.Getenv("GODEBUG"); strings.Contains(g, "asyncpreemptoff") {
 		t.Errorf("GODEBUG=%q: the kernel must leave asynchronous preemption on", g)
 	}
-	ncpu, _, e := syscall.Syscall(sysYolkNumCPU, 0, 0, 0)
+	ncpu, _, e := syscall.Syscall(abi.SysNumCPU, 0, 0, 0)
 	if e != 0 {
 		t.Fatalf("yolk numcpu syscall: %v", e)
 	}
@@ -279,7 +254,7 @@ func bytesAt(p, n uintptr) []byte {
 func backed(p, n, step uintptr) int {
 	c := 0
 	for va := p; va < p+n; va += step * 4096 {
-		if f, _, _ := syscall.Syscall(sysYolkFrameOf, va, 0, 0); f != 0 {
+		if f, _, _ := syscall.Syscall(abi.SysFrameOf, va, 0, 0); f != 0 {
 			c++
 		}
 	}
@@ -571,13 +546,13 @@ func testGC(t *T) {
 // count, and the kernel logs it once (TestGuest counts the
 // "syscall acct (163) not implemented" lines on the console).
 func testENOSYS(t *T) {
-	before, _, _ := syscall.Syscall(sysYolkUnmapped, 0, 0, 0)
+	before, _, _ := syscall.Syscall(abi.SysUnmapped, 0, 0, 0)
 	for i := 0; i < 2; i++ {
 		if _, _, e := syscall.Syscall(syscall.SYS_ACCT, 0, 0, 0); e != syscall.ENOSYS {
 			t.Errorf("acct() = %v, want ENOSYS", e)
 		}
 	}
-	if after, _, _ := syscall.Syscall(sysYolkUnmapped, 0, 0, 0); after != before+2 {
+	if after, _, _ := syscall.Syscall(abi.SysUnmapped, 0, 0, 0); after != before+2 {
 		t.Errorf("ENOSYS counter %d -> %d, want +2", before, after)
 	}
 }

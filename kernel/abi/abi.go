@@ -1,0 +1,94 @@
+// Package abi is what the kernel and the programs it runs agree on beyond
+// Linux's own numbering: the error numbers the kernel returns, yolk's
+// private system calls (used by the self-tests) and the layouts they copy
+// out, and the Linux system-call names by number (for strace and the
+// ENOSYS log).
+//
+// A leaf: it imports only golang.org/x/sys/unix, holds constants, types
+// and read-only tables, and has no code that runs. The kernel and the
+// guest self-tests both import it, so a layout is declared once.
+package abi
+
+import "golang.org/x/sys/unix"
+
+// Errno is a Linux error number; system calls return its negation.
+type Errno uintptr
+
+const (
+	EPERM        = Errno(unix.EPERM)
+	ENOENT       = Errno(unix.ENOENT)
+	ESRCH        = Errno(unix.ESRCH)
+	EINTR        = Errno(unix.EINTR)
+	ECHILD       = Errno(unix.ECHILD)
+	EAGAIN       = Errno(unix.EAGAIN)
+	EBADF        = Errno(unix.EBADF)
+	ENOMEM       = Errno(unix.ENOMEM)
+	EFAULT       = Errno(unix.EFAULT)
+	EEXIST       = Errno(unix.EEXIST)
+	ENODEV       = Errno(unix.ENODEV)
+	ENOTDIR      = Errno(unix.ENOTDIR)
+	EINVAL       = Errno(unix.EINVAL)
+	EMFILE       = Errno(unix.EMFILE)
+	ESPIPE       = Errno(unix.ESPIPE)
+	EPIPE        = Errno(unix.EPIPE)
+	ENAMETOOLONG = Errno(unix.ENAMETOOLONG)
+	ENOSYS       = Errno(unix.ENOSYS)
+	ETIMEDOUT    = Errno(unix.ETIMEDOUT)
+)
+
+// yolk's own system calls, outside Linux's numbering. The self-test image
+// uses them to read the kernel's counters and to run kernel-side halves
+// of tests and benchmarks (kernel/sys_yolk.go).
+const (
+	SysStats    = 0x1000 // copy Stats to a0
+	SysSwitch   = 0x1001 // a0 task-switch round trips, a1 != 0: save-everything variant; returns ns
+	SysUnmapped = 0x1002 // number of system calls answered ENOSYS so far
+	SysCrash    = 0x1003 // a0 crash mode, a1 1+CPU (0: any): fault in kernel context
+	SysNumCPU   = 0x1004 // number of CPUs the kernel brought up
+	SysCPUStats = 0x1005 // copy a1 CPUs' CPUStats to a0; returns the CPU count
+	SysLockTest = 0x1006 // a0 lock kind, a1 sections (<0: -µs), a2 work, a3 *LockTestOut
+	SysFrameOf  = 0x1007 // the physical frame behind user or BSS page a0
+)
+
+// Stats is what SysStats copies out.
+type Stats struct {
+	FramesAll, FramesFree, PagesMapped int64
+	Tasks                              int64
+	NodesInUse, NodeBound              int64
+	TSCHz, LAPICHz                     int64 // the clock's counter and the per-CPU timer (amd64: TSC, LAPIC; arm64: both CNTFRQ)
+	Syscalls                           int64
+	CPUs                               int64
+	Shootdowns, ShootdownIPIs          int64 // TLB shootdowns; interrupts they sent
+	ShootdownLazy                      int64 // idle CPUs marked stale instead
+	NodesPeak, PeakBound               int64 // most queue nodes ever out, and its bound
+	TSCSynced                          int64 // 1: the CPUs' counters are synchronised (amd64: verified, vDSO on; arm64: architectural)
+	Preempts                           int64 // involuntary switches, all CPUs
+	Signals                            int64 // asynchronous signals delivered
+	ConsoleIRQs, ConsoleWaits          int64 // serial receive interrupts; console reads that blocked
+}
+
+// CPUStats is one CPU's counters (SysCPUStats).
+type CPUStats struct {
+	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
+}
+
+// Kernel locks SysLockTest can exercise.
+const (
+	LockTWA      = iota // sched.TWALock: the kernel's spin lock
+	LockTicket          // the classic ticket lock (baseline)
+	LockTTAS            // test-and-test-and-set (baseline: the old kernel lock)
+	LockCES             // sched.Mutex: the kernel's blocking mutex, CES handoff
+	LockDispatch        // sched.Mutex with Dispatch: wake the waiter and continue
+	NumLockKinds
+)
+
+// LockTestOut is what one SysLockTest call reports.
+type LockTestOut struct {
+	Done       int64  // critical sections this call ran
+	NS         int64  // time in the call
+	Violations int64  // sections that saw another owner inside
+	Waited     int64  // mutex acquisitions handed over by a contended Unlock
+	SameCPU    int64  // of those, the new owner resumed on the unlocker's CPU
+	HandoffNS  int64  // their total time from the Unlock to the new owner running
+	Counter    uint64 // the shared counter after the call
+}
