@@ -1,11 +1,8 @@
 package kernel
 
 import (
-	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/clock"
-	"yolk/kernel/abi"
 	"yolk/sched"
 )
 
@@ -82,31 +79,4 @@ func startInit() {
 	*fr = userStart(rt0PC(), sp)
 	t.Prepare(hi-regsSize, forkretPC())
 	sched.Ready(t)
-}
-
-func sysStats(p uintptr) abi.Errno {
-	if !userW(p, unsafe.Sizeof(abi.Stats{})) {
-		return abi.EFAULT
-	}
-	s := sched.ReadStats()
-	*at[abi.Stats](p) = abi.Stats{
-		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
-		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
-		TSCHz: int64(clock.Hz()), LAPICHz: int64(timerHz()),
-		Syscalls:   int64(atomic.LoadUint64(&nsyscalls)),
-		CPUs:       int64(sched.NumCPU()),
-		Shootdowns: int64(atomic.LoadUint64(&shoot.count)), ShootdownIPIs: int64(atomic.LoadUint64(&shoot.ipis)),
-		ShootdownLazy: int64(atomic.LoadUint64(&shoot.lazy)),
-		NodesPeak:     int64(s.NodesPeak), PeakBound: int64(s.PeakBound),
-	}
-	if clockSynced() {
-		at[abi.Stats](p).TSCSynced = 1
-	}
-	for i := 0; i < sched.NumCPU(); i++ {
-		at[abi.Stats](p).Preempts += int64(sched.CPUAt(i).Preempts())
-	}
-	at[abi.Stats](p).Signals = int64(atomic.LoadUint64(&sigDelivered))
-	at[abi.Stats](p).ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
-	at[abi.Stats](p).ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
-	return 0
 }

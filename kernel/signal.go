@@ -6,7 +6,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"yolk/kernel/abi"
 	"yolk/sched"
 )
 
@@ -85,79 +84,6 @@ func sigInit(t, parent *sched.Task) {
 	altStacks[i] = altStack{}
 }
 
-func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno {
-	if size != 8 {
-		return abi.EINVAL
-	}
-	if (set != 0 && !userOK(set, 8)) || (oset != 0 && !userW(oset, 8)) {
-		return abi.EFAULT
-	}
-	m := &sigMask[t.Index()]
-	old := *m
-	if set != 0 {
-		v := *at[uint64](set)
-		switch how {
-		case unix.SIG_BLOCK:
-			*m |= v
-		case unix.SIG_UNBLOCK:
-			*m &^= v
-		case unix.SIG_SETMASK:
-			*m = v
-		default:
-			return abi.EINVAL
-		}
-		*m &^= unblockable
-	}
-	if oset != 0 {
-		*at[uint64](oset) = old
-	}
-	return 0
-}
-
-// sysKill sends sig to the process (pid 1, 0 or -1: there is one): to the
-// calling thread unless it blocks sig, else to the first thread that does
-// not, as Linux prefers.
-func sysKill(pid, sig int) abi.Errno {
-	if sig < 0 || sig > 64 {
-		return abi.EINVAL
-	}
-	if pid != 1 && pid != 0 && pid != -1 {
-		return abi.ESRCH
-	}
-	if sig == 0 {
-		return 0
-	}
-	t := sched.Current()
-	if sigMask[t.Index()]&sigBit(sig) != 0 {
-		for i := 0; i < sched.MaxTasks; i++ {
-			if u := sched.TaskAt(i); u.Alive() && sigMask[i]&sigBit(sig) == 0 {
-				t = u
-				break
-			}
-		}
-	}
-	sendSignal(t, sig, true)
-	return 0
-}
-
-// sysTgkill sends sig to thread tid (tgid 1, or -1 for tkill).
-func sysTgkill(tgid, tid, sig int) abi.Errno {
-	if sig < 0 || sig > 64 || tid <= 0 || tgid == 0 || tgid < -1 {
-		return abi.EINVAL
-	}
-	if tgid != -1 && tgid != 1 {
-		return abi.ESRCH
-	}
-	t := sched.FindTID(int32(tid))
-	if t == nil {
-		return abi.ESRCH
-	}
-	if sig != 0 {
-		sendSignal(t, sig, false)
-	}
-	return 0
-}
-
 // sendSignal makes sig pending for t and, if t runs application code on
 // another CPU, interrupts that CPU so that it delivers the signal now.
 func sendSignal(t *sched.Task, sig int, byKill bool) {
@@ -230,53 +156,4 @@ func killedBy(sig int) {
 	kprintDec(int64(sig))
 	kprint("\n")
 	halt(uint8(128 + sig))
-}
-
-func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
-	if sig < 1 || sig > 64 || size != 8 {
-		return abi.EINVAL
-	}
-	if act != 0 && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP)) {
-		return abi.EINVAL
-	}
-	if (act != 0 && !userOK(act, 32)) || (oact != 0 && !userW(oact, 32)) {
-		return abi.EFAULT
-	}
-	sigLock.Lock()
-	old := sigActs[sig]
-	if act != 0 {
-		sigActs[sig] = *at[sigaction](act)
-	}
-	sigLock.Unlock()
-	if oact != 0 {
-		*at[sigaction](oact) = old
-	}
-	return 0
-}
-
-func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
-	as := &altStacks[t.Index()]
-	if (ss != 0 && !userOK(ss, 24)) || (oss != 0 && !userW(oss, 24)) {
-		return abi.EFAULT
-	}
-	old := *as
-	if ss != 0 {
-		sp, flags, size := *at[uintptr](ss), *at[int32](ss + 8), *at[uintptr](ss + 16)
-		switch {
-		case flags&ssDisable != 0:
-			*as = altStack{}
-		case size < minSigStk:
-			return abi.ENOMEM
-		default:
-			*as = altStack{sp, size}
-		}
-	}
-	if oss != 0 {
-		*at[uintptr](oss), *at[uintptr](oss + 16) = old.sp, old.size
-		*at[int32](oss + 8) = 0
-		if old.size == 0 {
-			*at[int32](oss + 8) = ssDisable
-		}
-	}
-	return 0
 }

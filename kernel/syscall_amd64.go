@@ -3,7 +3,6 @@ package kernel
 import (
 	"golang.org/x/sys/unix"
 
-	"yolk/drivers/x86"
 	"yolk/kernel/abi"
 	"yolk/sched"
 )
@@ -20,22 +19,16 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 		err = sysArchPrctl(t, a0, a1)
 	case unix.SYS_OPEN:
 		ret, err = sysOpenat(unix.AT_FDCWD, a0, int(a1), uint32(a2))
-	case unix.SYS_STAT, unix.SYS_LSTAT:
-		if nr == unix.SYS_LSTAT {
-			a3 = unix.AT_SYMLINK_NOFOLLOW
-		} else {
-			a3 = 0
-		}
-		err = sysNewfstatat(unix.AT_FDCWD, a0, a1, int(a3))
+	case unix.SYS_STAT:
+		err = sysNewfstatat(unix.AT_FDCWD, a0, a1, 0)
+	case unix.SYS_LSTAT:
+		err = sysNewfstatat(unix.AT_FDCWD, a0, a1, unix.AT_SYMLINK_NOFOLLOW)
 	case unix.SYS_MKDIR:
 		err = sysMkdirat(unix.AT_FDCWD, a0, uint32(a1))
-	case unix.SYS_UNLINK, unix.SYS_RMDIR:
-		if nr == unix.SYS_RMDIR {
-			a1 = unix.AT_REMOVEDIR
-		} else {
-			a1 = 0
-		}
-		err = sysUnlinkat(unix.AT_FDCWD, a0, int(a1))
+	case unix.SYS_UNLINK:
+		err = sysUnlinkat(unix.AT_FDCWD, a0, 0)
+	case unix.SYS_RMDIR:
+		err = sysUnlinkat(unix.AT_FDCWD, a0, unix.AT_REMOVEDIR)
 	case unix.SYS_RENAME:
 		err = sysRenameat2(unix.AT_FDCWD, a0, unix.AT_FDCWD, a1, 0)
 	case unix.SYS_LINK:
@@ -46,13 +39,10 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 		err = sysSymlinkat(a0, unix.AT_FDCWD, a1)
 	case unix.SYS_READLINK:
 		ret, err = sysReadlinkat(unix.AT_FDCWD, a0, a1, a2)
-	case unix.SYS_CHOWN, unix.SYS_LCHOWN:
-		if nr == unix.SYS_LCHOWN {
-			a3 = unix.AT_SYMLINK_NOFOLLOW
-		} else {
-			a3 = 0
-		}
-		err = sysFchownat(unix.AT_FDCWD, a0, int(int32(a1)), int(int32(a2)), int(a3))
+	case unix.SYS_CHOWN:
+		err = sysFchownat(unix.AT_FDCWD, a0, int(int32(a1)), int(int32(a2)), 0)
+	case unix.SYS_LCHOWN:
+		err = sysFchownat(unix.AT_FDCWD, a0, int(int32(a1)), int(int32(a2)), unix.AT_SYMLINK_NOFOLLOW)
 	case unix.SYS_EPOLL_CREATE:
 		ret, err = newFile(fileEpoll, 0)
 	case unix.SYS_EPOLL_WAIT:
@@ -62,11 +52,7 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 	case unix.SYS_PIPE:
 		err = sysPipe2(a0, 0)
 	case unix.SYS_DUP2:
-		if int(a1) < 0 {
-			err = abi.EBADF
-			break
-		}
-		ret, err = sysDup3(int(a0), int(a1), 0)
+		ret, err = sysDup2(int(a0), int(a1))
 	default:
 		return 0, 0, false
 	}
@@ -100,21 +86,6 @@ func sysArchPrctl(t *sched.Task, code, addr uintptr) abi.Errno {
 
 // unameMachine is uname's machine field.
 const unameMachine = "x86_64"
-
-// hwRandom is a random number from the CPU (RDRAND), if it has one.
-func hwRandom() (uint64, bool) {
-	if !hasRDRAND {
-		return 0, false
-	}
-	for i := 0; i < 10; i++ {
-		if v, ok := x86.Rdrand(); ok {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
-const hwRandomName = "RDRAND"
 
 // struct epoll_event is packed on amd64: events, then data at 4.
 const (

@@ -17,11 +17,6 @@ func cloneTLS(a3, a4 uintptr) uintptr { return a3 }
 // unameMachine is uname's machine field.
 const unameMachine = "aarch64"
 
-// hwRandom: no RNDR is used (QEMU's cortex-a72 has none).
-func hwRandom() (uint64, bool) { return 0, false }
-
-const hwRandomName = "RNDR"
-
 // struct epoll_event is 16 bytes on arm64: events, padding, data at 8.
 const (
 	epollEventSize = 16

@@ -11,10 +11,10 @@ import (
 	"yolk/sync/twa/baseline"
 )
 
-// Kernel-side halves of the guest self-tests and benchmarks, reached through
-// yolk's own system calls (syscall.go): they run kernel-context code — the
-// kernel's own locks, inside the kernel — on as many CPUs as the guest
-// program has threads in those calls.
+// yolk's private system calls (kernel/abi): the kernel's counters for the
+// self-tests, and the kernel-side halves of the self-tests and benchmarks.
+// They run kernel-context code, such as the kernel's own locks inside the
+// kernel, on as many CPUs as the guest program has threads in those calls.
 
 var lockTest struct {
 	twa      sched.TWALock
@@ -90,13 +90,14 @@ func sysLockTest(kind, n int, work int, out uintptr) abi.Errno {
 
 func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
 	n = min(n, sched.NumCPU())
-	if n < 0 || !userW(p, uintptr(n)*32) {
+	const size = unsafe.Sizeof(abi.CPUStats{})
+	if n < 0 || !userW(p, uintptr(n)*size) {
 		return 0, abi.EFAULT
 	}
 	for i := 0; i < n; i++ {
 		c := sched.CPUAt(i)
-		*at[abi.CPUStats](p + uintptr(i)*32) = abi.CPUStats{c.Switches(), c.WakeIPIs(),
-			atomic.LoadUint64(&percpu[i].timer.fired), atomic.LoadUint64(&percpu[i].shootdowns)}
+		*at[abi.CPUStats](p + uintptr(i)*size) = abi.CPUStats{Switches: c.Switches(), WakeIPIs: c.WakeIPIs(),
+			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: atomic.LoadUint64(&percpu[i].shootdowns)}
 	}
 	return uintptr(sched.NumCPU()), 0
 }
@@ -124,15 +125,6 @@ func sysFrameOf(va uintptr) uintptr {
 	}
 	return 0
 }
-
-// Crash modes of abi.SysCrash: ways to stop the machine from kernel
-// context, for the tests of the fault report.
-const (
-	crashFault     = iota // a page fault in kernel code
-	crashConsole          // the same while this CPU holds the console lock
-	crashTrapStack        // a trap handler that outgrows its slice of the trap stack
-	crashTrapNest         // traps nested deeper than the trap stack has slices
-)
 
 var crashMode uint32
 
@@ -185,3 +177,67 @@ func eatStack(depth int) int {
 }
 
 func breakpoint()
+
+// benchPartner is the kernel task the switch benchmark bounces to; one
+// benchmark runs at a time (benchMu), since they share it and its stack.
+var (
+	benchPartner uintptr
+	benchMu      sched.Mutex
+)
+
+func sysSwitchBench(n int, all bool) (uintptr, abi.Errno) {
+	if n < 0 {
+		return 0, abi.EINVAL
+	}
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if benchPartner == 0 {
+		t := sched.Alloc()
+		if t == nil {
+			return 0, abi.EAGAIN
+		}
+		lo, hi, ok := allocKStack(t.Index())
+		if !ok {
+			outOfMemory()
+		}
+		t.SetStack(lo, hi)
+		benchPartner = uintptr(unsafe.Pointer(t))
+	}
+	return uintptr(sched.SwitchBench(at[sched.Task](benchPartner), n, all)), 0
+}
+
+func sysStats(p uintptr) abi.Errno {
+	if !userW(p, unsafe.Sizeof(abi.Stats{})) {
+		return abi.EFAULT
+	}
+	s := sched.ReadStats()
+	*at[abi.Stats](p) = abi.Stats{
+		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
+		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
+		TSCHz: int64(clock.Hz()), LAPICHz: int64(timerHz()),
+		Syscalls:   int64(atomic.LoadUint64(&nsyscalls)),
+		CPUs:       int64(sched.NumCPU()),
+		Shootdowns: int64(atomic.LoadUint64(&shoot.count)), ShootdownIPIs: int64(atomic.LoadUint64(&shoot.ipis)),
+		ShootdownLazy: int64(atomic.LoadUint64(&shoot.lazy)),
+		NodesPeak:     int64(s.NodesPeak), PeakBound: int64(s.PeakBound),
+	}
+	if clockSynced() {
+		at[abi.Stats](p).TSCSynced = 1
+	}
+	for i := 0; i < sched.NumCPU(); i++ {
+		at[abi.Stats](p).Preempts += int64(sched.CPUAt(i).Preempts())
+	}
+	at[abi.Stats](p).Signals = int64(atomic.LoadUint64(&sigDelivered))
+	at[abi.Stats](p).ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
+	at[abi.Stats](p).ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
+	return 0
+}
+
+// Crash modes of abi.SysCrash: ways to stop the machine from kernel
+// context, for the tests of the fault report.
+const (
+	crashFault     = iota // a page fault in kernel code
+	crashConsole          // the same while this CPU holds the console lock
+	crashTrapStack        // a trap handler that outgrows its slice of the trap stack
+	crashTrapNest         // traps nested deeper than the trap stack has slices
+)

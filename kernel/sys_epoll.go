@@ -1,0 +1,230 @@
+package kernel
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/fs"
+	"yolk/sched"
+)
+
+// epoll: an instance's watches are a list in a fixed pool. A watch names
+// the descriptor and, for a pipe, the open file behind it (its fs handle
+// and identity: the watch dies with the open file, as Linux's); its
+// readiness comes from a change counter (a pipe's, an eventfd's) and a
+// poll of the current state. Edge-triggered watches (EPOLLET) report when
+// the counter moved since they last did, level-triggered ones whenever the
+// state is ready. Every change bumps one counter all epoll waits block on
+// (epollSeq): the runtime has one epoll instance, so a wake-up meant for
+// another is rare and only costs a rescan. Regular files and directories
+// cannot be watched (EPERM), as on Linux; the console and epoll instances
+// can be but never report anything.
+
+type watch struct {
+	ep      int32   // 1 + the epoll descriptor holding it; 0: free
+	next    int32   // 1 + the next watch of that epoll, 0 at the end
+	fd      int32   // the descriptor watched
+	h       int32   // fileFS: its open file, -1 for other kinds
+	id      uint64  // fileFS: the open file's identity (fs.Pollable)
+	seqAddr uintptr // the counter that changes with its readiness; 0: never ready
+	seen    uint32  // *seqAddr when last polled
+	fresh   bool    // not polled since added or modified
+	events  uint32  // the events asked for, EPOLLHUP and EPOLLERR included
+	data    uint64
+}
+
+// epollUser are the event bits a watch reports; a one-shot watch that
+// fired keeps only the others.
+const epollUser = unix.EPOLLIN | unix.EPOLLPRI | unix.EPOLLOUT | unix.EPOLLERR | unix.EPOLLHUP |
+	unix.EPOLLRDNORM | unix.EPOLLRDBAND | unix.EPOLLWRNORM | unix.EPOLLWRBAND | unix.EPOLLMSG | unix.EPOLLRDHUP
+
+// epollNotify wakes the epoll waits: a watched file's state changed.
+func epollNotify() {
+	atomic.AddUint32(&epollSeq, 1)
+	epollWQ.Wake(0, len(files))
+}
+
+// watchID is 1 + w's index in watches, as lists name it.
+func watchID(w *watch) int32 {
+	return int32(1 + (uintptr(unsafe.Pointer(w))-uintptr(unsafe.Pointer(&watches[0])))/unsafe.Sizeof(watch{}))
+}
+
+// unwatch takes w off its epoll's list and frees it; fileLock is held.
+func unwatch(w *watch) {
+	i := watchID(w)
+	for p := &files[w.ep-1].whead; *p != 0; p = &watches[*p-1].next {
+		if *p == i {
+			*p = w.next
+			break
+		}
+	}
+	*w = watch{}
+}
+
+// sysEpollCtl checks in Linux's order: the event's memory, both
+// descriptors, whether fd can be polled, whether epfd is another epoll
+// instance, then the op.
+func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
+	if (op == unix.EPOLL_CTL_ADD || op == unix.EPOLL_CTL_MOD) && !userOK(ev, epollEventSize) {
+		return abi.EFAULT
+	}
+	fileLock.Lock()
+	defer fileLock.Unlock()
+	if epfd < 0 || epfd >= len(files) || files[epfd].kind == fileFree || fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
+		return abi.EBADF
+	}
+	// What fd is: for a pipe, its open file; regular files and
+	// directories cannot be watched.
+	h, id, seqAddr := int32(-1), uint64(0), uintptr(0)
+	switch files[fd].kind {
+	case fileFS:
+		h = files[fd].h
+		var e fs.Errno
+		if id, seqAddr, e = vfs.Pollable(int(h)); e != 0 {
+			return abi.Errno(e)
+		}
+	case fileEventfd:
+		seqAddr = uintptr(unsafe.Pointer(&files[fd].seq))
+	}
+	ep := getFile(epfd, fileEpoll)
+	if ep == nil || fd == epfd {
+		return abi.EINVAL
+	}
+	var w *watch
+	for i := ep.whead; i != 0; i = watches[i-1].next {
+		if x := &watches[i-1]; x.fd == int32(fd) && x.h == h && x.id == id {
+			w = x
+			break
+		}
+	}
+	switch op {
+	case unix.EPOLL_CTL_ADD, unix.EPOLL_CTL_MOD:
+		if op == unix.EPOLL_CTL_ADD && w != nil {
+			return abi.EEXIST
+		}
+		if w == nil {
+			if op == unix.EPOLL_CTL_MOD {
+				return abi.ENOENT
+			}
+			if w = newWatch(); w == nil {
+				return abi.ENOMEM
+			}
+			*w = watch{ep: int32(epfd) + 1, next: ep.whead, fd: int32(fd), h: h, id: id, seqAddr: seqAddr}
+			ep.whead = watchID(w)
+		}
+		w.events = *at[uint32](ev) | unix.EPOLLHUP | unix.EPOLLERR
+		w.data = *at[uint64](ev + epollDataOff)
+		w.fresh = true
+		epollNotify() // it may be ready now: a waiter should look
+	case unix.EPOLL_CTL_DEL:
+		if w == nil {
+			return abi.ENOENT
+		}
+		unwatch(w)
+	default:
+		return abi.EINVAL
+	}
+	return 0
+}
+
+// newWatch is a free watch, nil if none is left even after dropping the
+// watches of closed files; fileLock is held.
+func newWatch() *watch {
+	for pass := 0; pass < 2; pass++ {
+		for i := range watches {
+			if watches[i].ep == 0 {
+				return &watches[i]
+			}
+		}
+		for i := range watches {
+			if w := &watches[i]; w.ep != 0 && w.h >= 0 {
+				if _, _, ok := vfs.Poll(int(w.h), w.id); !ok {
+					unwatch(w)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// pollWatch is the events w reports now (0: none), and false if the
+// open file it watches is gone; fileLock is held.
+func pollWatch(w *watch) (uint32, bool) {
+	if w.seqAddr == 0 || w.events&epollUser == 0 {
+		return 0, true
+	}
+	seq := atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&w.seqAddr))))
+	if w.events&unix.EPOLLET != 0 && !w.fresh && seq == w.seen {
+		return 0, true // edge-triggered: nothing happened since it last looked
+	}
+	var ready uint32
+	if w.h >= 0 {
+		var ok bool
+		if ready, seq, ok = vfs.Poll(int(w.h), w.id); !ok {
+			return 0, false
+		}
+	} else if files[w.fd].kind == fileEventfd {
+		ready = unix.EPOLLOUT | unix.EPOLLWRNORM
+		if atomic.LoadUint64(&files[w.fd].count) != 0 {
+			ready |= unix.EPOLLIN | unix.EPOLLRDNORM
+		}
+	}
+	w.seen, w.fresh = seq, false
+	ev := ready & w.events & epollUser
+	if ev != 0 && w.events&unix.EPOLLONESHOT != 0 {
+		w.events &^= epollUser // until EPOLL_CTL_MOD
+	}
+	return ev, true
+}
+
+// sysEpollWait fills struct epoll_event records of epollEventSize bytes,
+// the data at epollDataOff (amd64: packed, 12 and 4; arm64: 16 and 8).
+func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Errno) {
+	// Linux's order: maxevents, the buffer, the descriptor.
+	if max <= 0 || max > (1<<31-1)/epollEventSize {
+		return 0, abi.EINVAL
+	}
+	if !userW(events, uintptr(max)*epollEventSize) {
+		return 0, abi.EFAULT
+	}
+	if getFile(epfd, fileEpoll) == nil {
+		return 0, badFD(epfd, abi.EINVAL)
+	}
+	var deadline int64
+	if timeoutMS > 0 {
+		deadline = nanotime() + int64(timeoutMS)*1e6
+	}
+	for {
+		seq := atomic.LoadUint32(&epollSeq)
+		n := 0
+		fileLock.Lock()
+		ep := getFile(epfd, fileEpoll)
+		if ep == nil {
+			fileLock.Unlock()
+			return 0, abi.EBADF // closed while it waited
+		}
+		for i := ep.whead; i != 0 && n < max; {
+			w := &watches[i-1]
+			i = w.next
+			ev, ok := pollWatch(w)
+			if !ok {
+				unwatch(w)
+				continue
+			}
+			if ev != 0 {
+				e := events + uintptr(n)*epollEventSize
+				*at[uint32](e) = ev
+				*at[uint64](e + epollDataOff) = w.data
+				n++
+			}
+		}
+		fileLock.Unlock()
+		if n > 0 || timeoutMS == 0 || (deadline != 0 && nanotime() >= deadline) {
+			return uintptr(n), 0
+		}
+		sched.Block(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline)
+	}
+}

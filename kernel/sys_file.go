@@ -1,0 +1,312 @@
+package kernel
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/fs"
+)
+
+func sysClose(fd int) abi.Errno {
+	fileLock.Lock()
+	defer fileLock.Unlock()
+	return closeLocked(fd)
+}
+
+func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
+	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
+		return 0, abi.EBADF
+	}
+	if cmd == unix.F_DUPFD || cmd == unix.F_DUPFD_CLOEXEC {
+		if arg < 0 || arg >= len(files) {
+			return 0, abi.EINVAL
+		}
+		return dupFD(fd, -1, arg)
+	}
+	if h := fsGet(fd); h >= 0 {
+		var r uintptr
+		var e abi.Errno
+		switch cmd {
+		case unix.F_GETFL:
+			fl, fe := vfs.Flags(h)
+			r, e = uintptr(fl), abi.Errno(fe)
+		case unix.F_SETFL:
+			e = abi.Errno(vfs.SetFlags(h, arg))
+		case unix.F_GETFD, unix.F_SETFD:
+		default:
+			e = abi.EINVAL
+		}
+		fsPut(h)
+		return r, e
+	}
+	switch cmd {
+	case unix.F_GETFL:
+		if files[fd].kind == fileConsole {
+			return unix.O_RDWR, 0
+		}
+		return unix.O_RDWR | unix.O_NONBLOCK, 0
+	case unix.F_SETFL, unix.F_GETFD, unix.F_SETFD:
+		return 0, 0
+	}
+	return 0, abi.EINVAL
+}
+
+func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
+	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
+		return consoleRead(p, n)
+	}
+	if h := fsGet(fd); h >= 0 {
+		b, e := userBufW(p, n)
+		var c uintptr
+		if e == 0 {
+			c, e = fsRead(h, b)
+		}
+		fsPut(h)
+		return c, e
+	}
+	f := getFile(fd, fileEventfd)
+	if f == nil {
+		return 0, abi.EBADF
+	}
+	if n < 8 {
+		return 0, abi.EINVAL
+	}
+	if !userW(p, 8) {
+		return 0, abi.EFAULT
+	}
+	v := atomic.SwapUint64(&f.count, 0)
+	if v == 0 {
+		return 0, abi.EAGAIN
+	}
+	*at[uint64](p) = v
+	atomic.AddUint32(&f.seq, 1)
+	epollNotify()
+	return 8, 0
+}
+
+func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
+	if !userOK(p, n) {
+		return 0, abi.EFAULT
+	}
+	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
+		consoleWrite(bytesAt(p, int(n)))
+		return n, 0
+	}
+	if h := fsGet(fd); h >= 0 {
+		b, e := userBuf(p, n)
+		var c uintptr
+		if e == 0 {
+			c, e = fsWrite(h, b)
+		}
+		fsPut(h)
+		return c, e
+	}
+	f := getFile(fd, fileEventfd)
+	if f == nil {
+		return 0, abi.EBADF
+	}
+	if n < 8 {
+		return 0, abi.EINVAL
+	}
+	atomic.AddUint64(&f.count, *at[uint64](p))
+	atomic.AddUint32(&f.seq, 1)
+	epollNotify()
+	return 8, 0
+}
+
+func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
+	need := uint32(protWrite) // pread fills the buffer
+	if write {
+		need = protRead
+	}
+	b, e := userBufNeed(p, n, need)
+	if e != 0 {
+		return 0, e
+	}
+	h := fsGet(fd)
+	if h < 0 {
+		if off < 0 {
+			return 0, abi.EINVAL
+		}
+		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
+	}
+	var c int
+	var fe fs.Errno
+	if write {
+		c, fe = vfs.Pwrite(h, b, off)
+	} else {
+		c, fe = vfs.Pread(h, b, off)
+	}
+	fsPut(h)
+	return uintptr(c), abi.Errno(fe)
+}
+
+func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
+	h := fsGet(fd)
+	if h < 0 {
+		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
+	}
+	pos, e := vfs.Seek(h, off, whence)
+	fsPut(h)
+	return uintptr(pos), abi.Errno(e)
+}
+
+const statSize = unsafe.Sizeof(unix.Stat_t{})
+
+func sysFstat(fd int, p uintptr) abi.Errno {
+	if !userW(p, statSize) {
+		return abi.EFAULT
+	}
+	st := at[unix.Stat_t](p)
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fstat(h, st)
+		fsPut(h)
+		return abi.Errno(e)
+	}
+	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+		// The console and the kernel's own files: a character device.
+		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: pageSize}
+		return 0
+	}
+	return abi.EBADF
+}
+
+func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
+	b, e := userBufW(p, n)
+	if e != 0 {
+		return 0, e
+	}
+	h := fsGet(fd)
+	if h < 0 {
+		return 0, badFD(fd, abi.Errno(unix.ENOTDIR))
+	}
+	c, fe := vfs.Getdents(h, b)
+	fsPut(h)
+	return uintptr(c), abi.Errno(fe)
+}
+
+func sysFtruncate(fd int, size int64) abi.Errno {
+	if size < 0 {
+		return abi.EINVAL
+	}
+	h := fsGet(fd)
+	if h < 0 {
+		return badFD(fd, abi.EINVAL)
+	}
+	e := vfs.Ftruncate(h, size)
+	fsPut(h)
+	return abi.Errno(e)
+}
+
+func sysFchdir(fd int) abi.Errno {
+	h := fsGet(fd)
+	if h < 0 {
+		return badFD(fd, abi.Errno(unix.ENOTDIR))
+	}
+	e := vfs.Fchdir(h)
+	fsPut(h)
+	return abi.Errno(e)
+}
+
+func sysFchown(fd int, uid, gid int) abi.Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fchown(h, uid, gid)
+		fsPut(h)
+		return abi.Errno(e)
+	}
+	return badFD(fd, 0) // the console: accepted
+}
+
+// sysFsync is fsync and fdatasync: the file system is memory, nothing to
+// write back; EINVAL for pipes and the console, as Linux.
+func sysFsync(fd int) abi.Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fsync(h)
+		fsPut(h)
+		return abi.Errno(e)
+	}
+	return badFD(fd, abi.EINVAL)
+}
+
+func sysFchmod(fd int, mode uint32) abi.Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fchmod(h, mode)
+		fsPut(h)
+		return abi.Errno(e)
+	}
+	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+		return 0
+	}
+	return abi.EBADF
+}
+
+func sysDup(fd int) (uintptr, abi.Errno) { return dupFD(fd, -1, 0) }
+
+func sysDup2(oldfd, newfd int) (uintptr, abi.Errno) {
+	if newfd < 0 {
+		return 0, abi.EBADF
+	}
+	return dupFD(oldfd, newfd, 0)
+}
+
+func sysDup3(oldfd, newfd, flags int) (uintptr, abi.Errno) {
+	if oldfd == newfd || flags&^unix.O_CLOEXEC != 0 {
+		return 0, abi.EINVAL
+	}
+	if newfd < 0 {
+		return 0, abi.EBADF
+	}
+	return dupFD(oldfd, newfd, 0)
+}
+
+// sysSyncfs: nothing to write back; the descriptor must be open.
+func sysSyncfs(fd int) abi.Errno {
+	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
+		return abi.EBADF
+	}
+	return 0
+}
+
+// dupFD makes newfd (-1: the lowest free one from lowest on) a copy of
+// oldfd, closing what newfd was, all under fileLock: a close racing it
+// cannot leave newfd naming a freed open file.
+func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
+	fileLock.Lock()
+	defer fileLock.Unlock()
+	if oldfd < 0 || oldfd >= len(files) || files[oldfd].kind == fileFree {
+		return 0, abi.EBADF
+	}
+	if newfd == oldfd {
+		return uintptr(newfd), 0
+	}
+	k := files[oldfd].kind
+	if k != fileFS && k != fileConsole {
+		return 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
+	}
+	if newfd >= len(files) {
+		return 0, abi.EBADF
+	}
+	if newfd >= 3 && files[newfd].kind != fileFree {
+		closeLocked(newfd)
+	} else if newfd >= 0 && files[newfd].kind == fileFS {
+		vfs.Close(int(files[newfd].h)) // 0, 1 or 2, dup'ed to before
+	} else if newfd < 0 {
+		for i := lowest; i < len(files); i++ {
+			if files[i].kind == fileFree {
+				newfd = i
+				break
+			}
+		}
+		if newfd < 0 {
+			return 0, abi.EMFILE
+		}
+	}
+	if k == fileFS {
+		vfs.Ref(int(files[oldfd].h))
+	}
+	files[newfd].kind, files[newfd].h = k, files[oldfd].h
+	return uintptr(newfd), 0
+}

@@ -1,0 +1,276 @@
+package kernel
+
+import (
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/fs"
+	"yolk/sched"
+)
+
+func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno) {
+	d, path, e := pathArgs(dirfd, p)
+	if e != 0 {
+		return 0, e
+	}
+	h, fe := vfs.Open(d, path, flags&^unix.O_CLOEXEC, mode)
+	fsPut(d)
+	if fe != 0 {
+		return 0, abi.Errno(fe)
+	}
+	// A FIFO opened blocking waits for its other end, as Linux.
+	for {
+		pipe, addr, val, wait := vfs.OpenWait(h)
+		if !wait {
+			break
+		}
+		sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
+	}
+	return installFS(h)
+}
+
+func sysPipe2(p uintptr, flags int) abi.Errno {
+	if !userW(p, 8) {
+		return abi.EFAULT
+	}
+	r, w, e := vfs.Pipe(flags)
+	if e != 0 {
+		return abi.Errno(e)
+	}
+	rfd, err := installFS(r)
+	if err != 0 {
+		vfs.Close(w)
+		return err
+	}
+	wfd, err := installFS(w)
+	if err != 0 {
+		sysClose(int(rfd))
+		return err
+	}
+	*at[[2]int32](p) = [2]int32{int32(rfd), int32(wfd)}
+	return 0
+}
+
+func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
+	path, e := userPath(p)
+	if e != 0 {
+		return e
+	}
+	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 && int32(dirfd) != unix.AT_FDCWD {
+		return sysFstat(dirfd, sp)
+	}
+	d, e := dirHandle(dirfd, path)
+	if e == 0 && !userW(sp, statSize) {
+		e = abi.EFAULT
+	}
+	if e == 0 {
+		e = abi.Errno(vfs.Stat(d, path, flags, at[unix.Stat_t](sp)))
+	}
+	fsPut(d)
+	return e
+}
+
+func sysMkdirat(dirfd int, p uintptr, mode uint32) abi.Errno {
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		e = abi.Errno(vfs.Mkdir(d, path, mode))
+	}
+	fsPut(d)
+	return e
+}
+
+func sysUnlinkat(dirfd int, p uintptr, flags int) abi.Errno {
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		e = abi.Errno(vfs.Unlink(d, path, flags))
+	}
+	fsPut(d)
+	return e
+}
+
+func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
+	od, opath, e := pathArgs(odirfd, op)
+	if e != 0 {
+		return e
+	}
+	nd, npath, e := pathArgs(ndirfd, np)
+	if e == 0 {
+		e = abi.Errno(vfs.Rename(od, opath, nd, npath, flags))
+	}
+	fsPut(nd)
+	fsPut(od)
+	return e
+}
+
+func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
+	opath, e := userPath(op)
+	if e != 0 {
+		return e
+	}
+	// AT_EMPTY_PATH links the open file odirfd itself.
+	od := fs.AtCWD
+	if len(opath) > 0 || flags&unix.AT_EMPTY_PATH == 0 {
+		od, e = dirHandle(odirfd, opath)
+	} else if int32(odirfd) != unix.AT_FDCWD {
+		if od = fsGet(odirfd); od < 0 {
+			od, e = fs.AtCWD, badFD(odirfd, abi.Errno(unix.EPERM)) // the console, epoll, eventfd: no inode to name
+		}
+	}
+	if e != 0 {
+		return e
+	}
+	nd, npath, e := pathArgs(ndirfd, np)
+	if e == 0 {
+		e = abi.Errno(vfs.Link(od, opath, nd, npath, flags))
+	}
+	fsPut(nd)
+	fsPut(od)
+	return e
+}
+
+func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) abi.Errno {
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		e = abi.Errno(vfs.Mknod(d, path, mode, dev))
+	}
+	fsPut(d)
+	return e
+}
+
+func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
+	target, e := userPath(tp)
+	if e != 0 {
+		return e
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		e = abi.Errno(vfs.Symlink(target, d, path))
+	}
+	fsPut(d)
+	return e
+}
+
+func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
+	if int(n) <= 0 {
+		return 0, abi.EINVAL
+	}
+	d, path, e := pathArgs(dirfd, p)
+	var b []byte
+	if e == 0 {
+		b, e = userBufW(bp, n)
+	}
+	var c int
+	if e == 0 {
+		var fe fs.Errno
+		c, fe = vfs.Readlink(d, path, b)
+		e = abi.Errno(fe)
+	}
+	fsPut(d)
+	return uintptr(c), e
+}
+
+func sysTruncate(p uintptr, size int64) abi.Errno {
+	path, e := userPath(p)
+	if e != 0 {
+		return e
+	}
+	return abi.Errno(vfs.Truncate(fs.AtCWD, path, size))
+}
+
+func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
+	b, e := userBufW(p, n)
+	if e != 0 {
+		return 0, e
+	}
+	c, fe := vfs.Getcwd(b)
+	return uintptr(c), abi.Errno(fe)
+}
+
+func sysChdir(p uintptr) abi.Errno {
+	path, e := userPath(p)
+	if e != 0 {
+		return e
+	}
+	return abi.Errno(vfs.Chdir(fs.AtCWD, path))
+}
+
+// sysFchmodat is fchmodat, and fchmodat2 with its flags
+// (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH).
+func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) abi.Errno {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return abi.EINVAL
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+			if d == fs.AtCWD {
+				e = abi.Errno(vfs.Chmod(fs.AtCWD, dotPath[:], mode, 0))
+			} else {
+				e = abi.Errno(vfs.Fchmod(d, mode))
+			}
+		} else {
+			e = abi.Errno(vfs.Chmod(d, path, mode, flags&^unix.AT_EMPTY_PATH))
+		}
+	}
+	fsPut(d)
+	return e
+}
+
+var dotPath = [...]byte{'.'}
+
+// sysFchownat is chown, lchown and fchownat (flags: AT_SYMLINK_NOFOLLOW,
+// AT_EMPTY_PATH). Owners are kept, never enforced (see package fs).
+func sysFchownat(dirfd int, p uintptr, uid, gid int, flags int) abi.Errno {
+	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return abi.EINVAL
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+			if d == fs.AtCWD {
+				e = abi.Errno(vfs.Chown(fs.AtCWD, dotPath[:], uid, gid, 0))
+			} else {
+				e = abi.Errno(vfs.Fchown(d, uid, gid))
+			}
+		} else {
+			e = abi.Errno(vfs.Chown(d, path, uid, gid, flags&^unix.AT_EMPTY_PATH))
+		}
+	}
+	fsPut(d)
+	return e
+}
+
+// sysUtimensat sets the access and modification times of a path (times:
+// two timespecs, 0 for now; UTIME_NOW and UTIME_OMIT as Linux). A NULL
+// path (futimens) is not supported: EINVAL.
+func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
+	if p == 0 || flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
+		return abi.EINVAL
+	}
+	var t [2]int64
+	for i := range t {
+		t[i] = fs.UtimeNow
+		if times == 0 {
+			continue
+		}
+		if !userOK(times+uintptr(i)*16, 16) {
+			return abi.EFAULT
+		}
+		ts := at[timespec](times + uintptr(i)*16)
+		switch {
+		case ts.nsec == unix.UTIME_NOW:
+		case ts.nsec == unix.UTIME_OMIT:
+			t[i] = fs.UtimeOmit
+		case ts.nsec < 0 || ts.nsec >= 1e9:
+			return abi.EINVAL
+		default:
+			t[i] = ts.sec*1e9 + ts.nsec
+		}
+	}
+	d, path, e := pathArgs(dirfd, p)
+	if e == 0 {
+		e = abi.Errno(vfs.Utimes(d, path, t[0], t[1], flags))
+	}
+	fsPut(d)
+	return e
+}

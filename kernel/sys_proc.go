@@ -1,0 +1,119 @@
+package kernel
+
+import (
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/sched"
+)
+
+func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
+	const need = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD
+	if flags&need != need {
+		return 0, abi.EINVAL // threads only: there is one process
+	}
+	t := sched.Alloc()
+	if t == nil {
+		return 0, abi.EAGAIN
+	}
+	if t.KStackHi == 0 {
+		lo, hi, ok := allocKStack(t.Index())
+		if !ok {
+			outOfMemory()
+		}
+		t.SetStack(lo, hi)
+	}
+	sigInit(t, sched.Current())
+	t.UserFS = sched.Current().UserFS
+	if flags&unix.CLONE_SETTLS != 0 {
+		t.UserFS = tls
+	}
+	cloneRegs(at[Regs](t.KStackHi-regsSize), r, stack, t.UserFS)
+	t.Prepare(t.KStackHi-regsSize, forkretPC())
+	sched.Ready(t)
+	return uintptr(t.TID), 0
+}
+
+// sysExitGroup ends the machine with the program's exit status.
+func sysExitGroup(code int) {
+	printSyscallStats()
+	exitQEMU(uint8(code))
+}
+
+// sysReboot: power-off, halt and restart end the machine as exit_group(0)
+// does (QEMU runs with -no-reboot: a restart is the end too); the Ctrl-Alt-Del
+// settings change nothing. Magic numbers are checked as Linux does.
+func sysReboot(magic1, magic2, cmd uint32) abi.Errno {
+	// MAGIC2 and its three other accepted values (A, B, C in Linux).
+	if magic1 != unix.LINUX_REBOOT_MAGIC1 || (magic2 != unix.LINUX_REBOOT_MAGIC2 &&
+		magic2 != 0x05121996 && magic2 != 0x16041998 && magic2 != 0x20112000) {
+		return abi.EINVAL
+	}
+	var what string
+	switch cmd {
+	case unix.LINUX_REBOOT_CMD_POWER_OFF:
+		what = "power off"
+	case unix.LINUX_REBOOT_CMD_HALT:
+		what = "halt"
+	case unix.LINUX_REBOOT_CMD_RESTART, unix.LINUX_REBOOT_CMD_RESTART2:
+		what = "restart"
+	case unix.LINUX_REBOOT_CMD_CAD_ON, unix.LINUX_REBOOT_CMD_CAD_OFF:
+		return 0
+	default:
+		return abi.EINVAL
+	}
+	printSyscallStats()
+	conGrab()
+	knewline()
+	kprint("yolk: reboot: ")
+	kprint(what)
+	kprint("\n")
+	halt(0)
+	return 0
+}
+
+// taskEntry is the first Go code a new task runs (from forkret).
+func taskEntry() {
+	sched.FinishSwitch()
+	userSync()
+}
+
+func sysSchedGetaffinity(size, mask uintptr) (uintptr, abi.Errno) {
+	if size < 8 {
+		return 0, abi.EINVAL
+	}
+	if !userW(mask, 8) {
+		return 0, abi.EFAULT
+	}
+	*at[uint64](mask) = 1<<uint(sched.NumCPU()) - 1
+	return 8, 0
+}
+
+func sysPrlimit(res int, old uintptr) abi.Errno {
+	if old == 0 {
+		return 0
+	}
+	if !userW(old, 16) {
+		return abi.EFAULT
+	}
+	cur, max := ^uint64(0), ^uint64(0)
+	switch res {
+	case unix.RLIMIT_NOFILE:
+		cur, max = uint64(len(files)), uint64(len(files))
+	case unix.RLIMIT_STACK:
+		cur = 8 << 20
+	}
+	*at[uint64](old), *at[uint64](old + 8) = cur, max
+	return 0
+}
+
+func sysUname(p uintptr) abi.Errno {
+	if !userW(p, 6*65) {
+		return abi.EFAULT
+	}
+	clear(bytesAt(p, 6*65))
+	for i, s := range [...]string{"Linux", "yolk", "6.1.0-yolk", "#1 yolk", unameMachine, "(none)"} {
+		copy(bytesAt(p+uintptr(i)*65, 64), s)
+	}
+	return 0
+}
