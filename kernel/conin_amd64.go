@@ -12,8 +12,10 @@ const (
 )
 
 // conInInit routes the UART's receive interrupt to this (the boot) CPU and
-// turns it on. ioapicBase is the I/O APIC serving GSI 4 (0: the default).
-func conInInit(ioapicBase uintptr, apicID uint32) {
+// turns it on, through the I/O APIC the MADT names for GSI 4 (else the
+// default one).
+func conInInit(c *sched.CPU) {
+	ioapicBase, apicID := ioapicFor(com1IRQ), uint32(c.IRQ)
 	if ioapicBase == 0 {
 		ioapicBase = ioapic.Default
 	}

@@ -9,7 +9,7 @@ var conIRQ uint32
 
 // conInInit routes the PL011's receive interrupt to this (the boot) CPU and
 // turns it on.
-func conInInit() {
+func conInInit(c *sched.CPU) {
 	if conIRQ == 0 {
 		klog("console: the UART has no interrupt in the device tree: no console input\n")
 		return

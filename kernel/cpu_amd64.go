@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/lapic"
 	"yolk/drivers/x86"
 	"yolk/sched"
 )
@@ -170,6 +169,13 @@ func probeCPU() {
 }
 
 // syscallInit points this CPU's SYSCALL at the kernel entry.
+// schedStarted: from here on the boot CPU's kernel TLS block names the
+// current task's g, and SYSCALL enters the kernel.
+func schedStarted(c *sched.CPU) {
+	setFS(c.KernelTLS())
+	syscallInit()
+}
+
 func syscallInit() {
 	x86.Wrmsr(x86.MSR_STAR, uint64(selCode)<<32)
 	x86.Wrmsr(x86.MSR_LSTAR, uint64(syscallEntryPC()))
@@ -177,20 +183,7 @@ func syscallInit() {
 	x86.Wrmsr(x86.MSR_FMASK, 0x47700)
 }
 
-// lapicReady is set once the boot CPU has found the local APIC.
-var lapicReady bool
-
-// localAPICInit enables this CPU's local APIC.
-func localAPICInit() {
-	if !lapicReady {
-		lapic.Setup()
-		lapicReady = true
-	}
-	lapic.Init(vecSpurious)
-}
-
 //go:generate go run gen_vectors.go
-//go:generate go run gen_sysnames.go
 
 // vectorPC is the address of vector v's entry stub (vectors_amd64.s).
 func vectorPC(v int) uintptr

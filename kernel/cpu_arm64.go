@@ -54,6 +54,10 @@ func setupCPU(id int) { setTrapStack(percpu[id].trapTop) }
 // when they are needed (hwcap).
 func probeCPU() {}
 
+// schedStarted: nothing to do on arm64 (the kernel g is in R28; SVC comes
+// through the vectors setupCPU installed).
+func schedStarted(c *sched.CPU) {}
+
 // AT_HWCAP bits (Linux arch/arm64/include/uapi/asm/hwcap.h). HWCAP_CPUID
 // stays clear: with it the Go runtime reads MIDR_EL1 expecting the kernel
 // to emulate EL0 accesses.

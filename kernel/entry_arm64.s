@@ -78,8 +78,9 @@ TEXT ·start(SB),NOSPLIT|NOFRAME,$0
 	MOVD	R3, 16(g)
 	MOVD	R3, 24(g)
 	MOVD	$0, R29
-	SUB	$16, RSP
-	MOVD	R0, 8(RSP)
+	SUB	$32, RSP
+	MOVD	R0, 8(RSP)	// kmain(dtb, 0)
+	MOVD	ZR, 16(RSP)
 	CALL	·kmain(SB)
 hang:
 	WFI

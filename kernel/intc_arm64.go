@@ -22,14 +22,20 @@ func onPi() bool { return boot.Board == boot.BoardRPi3 }
 // intcReady: the controller is set up (stopOthers may send IPIs).
 var intcReady bool
 
-// intcInit sets up the controller on the boot CPU and finds the timer's
-// interrupt.
-func intcInit() {
+// intcInit sets up the controller and the boot CPU's side of it, and
+// finds the timer's interrupt.
+func intcInit(c *sched.CPU) {
 	if onPi() {
 		bcm2836.Init(bcm2836.LocalBase, bcm2836.ARMCtrlBase)
-		intcReady = true
-		return
+	} else {
+		gicInit()
 	}
+	intcReady = true
+	cpuInterrupts(0, c)
+}
+
+// gicInit sets up the GIC the device tree names.
+func gicInit() {
 	g, e := dt.GIC()
 	if e != fdt.OK {
 		fatal("boot: no GIC in the device tree")
@@ -41,7 +47,6 @@ func intcInit() {
 		kprint("\n")
 		fatal("boot: GIC set-up failed")
 	}
-	intcReady = true
 	if t, e := dt.Timer(); e == fdt.OK && t.Virt.ID != 0 {
 		timerIRQ = t.Virt.ID
 	}

@@ -3,8 +3,61 @@ package kernel
 import (
 	"unsafe"
 
+	"yolk/boot"
+	"yolk/drivers/clock"
 	"yolk/sched"
+	"yolk/sync/twa"
 )
+
+var (
+	bootInfo boot.Info // what the boot loader passed (bootinfo_$GOARCH.go)
+	bootG    sched.G   // the boot CPU's g until sched runs
+)
+
+// entryPC keeps the entry in the image (nothing else refers to it: the
+// image tool finds it in the symbol table) and is printed at boot.
+var entryPC uintptr
+
+func init() { entryPC = boot.EntryPC() }
+
+// kmain is the kernel's Go entry, called by the entry assembly
+// (entry_$GOARCH.s) on the boot stack with what the boot loader passed:
+// on amd64 the PVH start-info or Multiboot2 information and the entry's
+// EAX, on arm64 the device tree's address and 0. It never returns: the
+// boot context becomes CPU 0's idle task once the Go runtime's first
+// thread is ready to run. The arch's steps are hooks of the same name in
+// each arch's files.
+func kmain(a0, a1 uintptr) {
+	c := sched.InitCPU(0, 0) // first: locks use the per-CPU block
+	bootInfoInit(c, a0, a1)  // the console, then the boot information
+	probeCPU()
+	framesInit(&bootInfo)
+	physInit()
+	highMemInit()
+	bssSplit() // before anything writes tables that must count as touched
+	twa.Prefault()
+	prepareCPU(0)
+	setupCPU(0)
+	intcInit(c)
+	timeInit()
+	parseCmdline(bootInfo.Cmdline)
+	n := findCPUs()
+	lo, hi := boot.StackBounds()
+	if sched.Init(n, vecWake, lo, hi) == nil {
+		fatal("sched: init failed")
+	}
+	schedStarted(c)
+	filesInit()
+	rngState = clock.Base()
+	smpStart(n)
+	clockCheck(n)
+	unmapLow()
+	bootDone(n)
+
+	conInInit(c)
+	startInit()
+	sched.Idle(idleWait)
+}
 
 // bootDone ends the boot once the n CPUs are up: the per-CPU blocks are
 // kept out of the demand-paged BSS (the fault path uses them), the BSS
@@ -34,35 +87,6 @@ func bootDone(n int) {
 	kprintDec(nanotime() / 1e3)
 	kprint(" µs\n")
 	smpReport(n)
-}
-
-// smpReport prints the CPUs and their start-up times (the arch names
-// them: printCPUID, cpuIDName, cpuStartName).
-func smpReport(n int) {
-	if n < 2 {
-		return
-	}
-	var slowest, last int64
-	for i := 1; i < n; i++ {
-		p := &percpu[i]
-		slowest = max(slowest, p.up-p.sent)
-		last = max(last, p.up)
-	}
-	klog("smp: ")
-	kprintDec(int64(n))
-	kprint(" CPUs (")
-	kprint(cpuIDName)
-	for i := 0; i < n; i++ {
-		kprint(" ")
-		printCPUID(i)
-	}
-	kprint("); the slowest ran Go code ")
-	kprintDec(slowest / 1e3)
-	kprint(" µs after its ")
-	kprint(cpuStartName())
-	kprint(", all ")
-	kprintDec((last - percpu[1].sent) / 1e3)
-	kprint(" µs after the first\n")
 }
 
 // startInit creates the first user task: the Go runtime's entry point on a

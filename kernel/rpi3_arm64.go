@@ -13,6 +13,12 @@ import (
 // (config.txt's init_uart_clock), the interrupt controllers (bcm2836) and
 // the spin table the firmware's secondaries wait on (no PSCI).
 
+// piEntryPC keeps the Raspberry Pi 3 entry in the image (nothing else
+// refers to it: the image tool finds it in the symbol table).
+var piEntryPC uintptr
+
+func init() { piEntryPC = boot.RPi3EntryPC() }
+
 const (
 	piImageStart  = 0x80000    // kernel8.img; below it only the nil guard
 	piPeripherals = 0x3F000000 // to 4 GiB: devices, not memory

@@ -157,3 +157,6 @@ func killedBy(sig int) {
 	kprint("\n")
 	halt(uint8(128 + sig))
 }
+
+// signalIPI interrupts CPU cpu, which runs a task that has a new signal.
+func signalIPI(cpu int) { sendIPI(cpu, vecSignal) }

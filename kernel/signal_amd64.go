@@ -16,14 +16,6 @@ const (
 	fpStateSize = 512
 )
 
-// inKernel reports whether the trap interrupted kernel code: the kernel runs
-// with FS pointing at a per-CPU TLS block (or the boot block).
-func inKernel(r *Regs) bool {
-	c := sched.This()
-	fs := uintptr(r.FSBase)
-	return fs == c.KernelTLS() || fs == c.TrapTLSBase() || fs == uintptr(unsafe.Pointer(&bootTLS[1]))
-}
-
 // signalUser redirects the user context in r to the handler of sig with an
 // rt_sigframe; fx is the interrupted FP/SSE state. false if the fault was in
 // the kernel, there is no usable handler, or the frame does not fit.

@@ -29,7 +29,8 @@ var (
 )
 
 var (
-	smpGo uint32 // atomic: APs may leave the boot barrier
+	// trampoline is the page below 1 MiB the APs start in (findCPUs).
+	trampoline uintptr
 	// madtCPUs has room for more entries than the kernel runs CPUs: the
 	// MADT may list hot-pluggable slots beside the CPUs present.
 	madtCPUs    [512]acpi.CPU
@@ -37,19 +38,8 @@ var (
 	nIOAPICs    int
 )
 
-// ioapicFor is the address of the I/O APIC serving global system interrupt
-// gsi according to the MADT, 0 if the MADT did not say.
-func ioapicFor(gsi uint32) uintptr {
-	for _, a := range madtIOAPICs[:nIOAPICs] {
-		if a.GSIBase <= gsi && gsi < a.GSIBase+24 {
-			return uintptr(a.Addr)
-		}
-	}
-	return 0
-}
-
 // findCPUs fills apIRQ with the APIC IDs of the CPUs to run, the boot CPU
-// first, and returns how many there are.
+// first, finds the page they start in, and returns how many there are.
 func findCPUs() int {
 	me := lapic.ID()
 	apIRQ[0] = me
@@ -79,12 +69,7 @@ func findCPUs() int {
 		present++ // the boot CPU runs whatever the table says
 	}
 	if present > sched.MaxCPUs || e == acpi.ErrTooManyCPUs {
-		klog("smp: the machine has ")
-		kprintDec(int64(max(present, m.CPUs)))
-		kprint(" CPUs; this kernel supports at most ")
-		kprintDec(sched.MaxCPUs)
-		kprint(" (sched.MaxCPUs)\n")
-		fatal("smp: more CPUs than the kernel supports")
+		tooManyCPUs(max(present, m.CPUs))
 	}
 	n := 1
 	for _, c := range madtCPUs[:m.CPUs] {
@@ -102,53 +87,31 @@ func findCPUs() int {
 	if !self {
 		klog("smp: warning: the boot CPU is not in the MADT\n")
 	}
+	if trampoline = trampolinePage(); n > 1 && trampoline == 0 {
+		klog("smp: no free page below 1 MiB for the start-up code: running on the boot CPU only\n")
+		n = 1
+	}
 	return n
 }
 
-// smpStart starts CPUs 1..n-1 with the start-up code in page and waits
-// until each runs Go code.
-func smpStart(n int, page uintptr) {
-	if n < 2 {
-		return
-	}
-	installTrampoline(page)
-	for i := 1; i < n; i++ {
-		t := sched.Alloc()
-		if t == nil {
-			fatal("smp: no task slot for an idle task")
-		}
-		lo, hi, ok := allocKStack(t.Index())
-		if !ok {
-			outOfMemory()
-		}
-		t.SetStack(lo, hi)
-		apStack[i], apCPU[i] = hi, sched.PrepareCPU(i, uint64(apIRQ[i]), t).Self
-		prepareCPU(i)
-	}
+// smpPrepare installs the start-up code for n CPUs.
+func smpPrepare(n int) {
+	installTrampoline(trampoline)
 	atomic.StoreUint32(&apCount, uint32(n))
-	for i := 1; i < n; i++ {
-		percpu[i].sent = nanotime()
-		startAP(apIRQ[i], page)
-	}
-	for i := 1; i < n; i++ {
-		for deadline := nanotime() + 2e9; atomic.LoadInt64(&percpu[i].up) == 0; {
-			if nanotime() > deadline {
-				klog("smp: CPU ")
-				kprintDec(int64(i))
-				kprint(" (APIC ID ")
-				kprintDec(int64(apIRQ[i]))
-				kprint(") did not start within 2 s\n")
-				fatal("smp: an application processor did not start")
-			}
-			x86.Pause()
-		}
-	}
 }
+
+// prepareIdle gives CPU i its idle task t, whose stack ends at top.
+func prepareIdle(i int, t *sched.Task, top uintptr) {
+	apStack[i], apCPU[i] = top, sched.PrepareCPU(i, uint64(apIRQ[i]), t).Self
+}
+
+// startCPU sends CPU i INIT and STARTUP.
+func startCPU(i int) { startAP(apIRQ[i], trampoline) }
 
 // apMain is an AP's first Go code, on its idle task's stack.
 func apMain(id int) {
 	setupCPU(id)
-	localAPICInit()
+	cpuInterrupts(id, sched.CPUAt(id))
 	syscallInit()
 	atomic.StoreInt64(&percpu[id].up, nanotime())
 	// The barrier halts between the boot CPU's requests (each comes with
@@ -163,16 +126,8 @@ func apMain(id int) {
 	sched.Idle(idleWait)
 }
 
-// smpRelease lets the APs leave the boot barrier.
-func smpRelease(n int) {
-	atomic.StoreUint32(&smpGo, 1)
-	for i := 1; i < n; i++ {
-		lapic.IPI(apIRQ[i], vecWake)
-	}
-}
-
 // The boot report's names for CPUs and their start: APIC IDs, STARTUP.
-const cpuIDName = "APIC IDs"
+const cpuIDName = "APIC ID"
 
 func cpuStartName() string { return "STARTUP" }
 

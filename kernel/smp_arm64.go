@@ -25,7 +25,6 @@ var (
 	apG     [sched.MaxCPUs]uintptr
 	// cpuMPIDR is each CPU's affinity (PSCI names CPUs by it).
 	cpuMPIDR [sched.MaxCPUs]uint64
-	smpGo    uint32 // atomic: secondaries may leave the boot barrier
 	dtCPUs   [512]fdt.CPU
 )
 
@@ -37,10 +36,10 @@ const maxCPUs = sched.MaxCPUs
 
 // findCPUs fills cpuMPIDR with the CPUs to run, the boot CPU first, and
 // returns how many there are.
-func findCPUs(f *fdt.FDT) int {
+func findCPUs() int {
 	me := readMPIDR() & mpidrAff
 	cpuMPIDR[0] = me
-	m, e := f.CPUs(dtCPUs[:])
+	m, e := dt.CPUs(dtCPUs[:])
 	if e != fdt.OK {
 		klog("smp: device tree: ")
 		kprint(e.String())
@@ -48,12 +47,7 @@ func findCPUs(f *fdt.FDT) int {
 		return 1
 	}
 	if m > sched.MaxCPUs {
-		klog("smp: the machine has ")
-		kprintDec(int64(m))
-		kprint(" CPUs; this kernel supports at most ")
-		kprintDec(sched.MaxCPUs)
-		kprint(" (sched.MaxCPUs)\n")
-		fatal("smp: more CPUs than the kernel supports")
+		tooManyCPUs(m)
 	}
 	n := 1
 	for _, c := range dtCPUs[:min(m, len(dtCPUs))] {
@@ -65,49 +59,28 @@ func findCPUs(f *fdt.FDT) int {
 	return n
 }
 
-// smpStart starts CPUs 1..n-1 and waits until each runs Go code.
-func smpStart(n int) {
-	for i := 1; i < n; i++ {
-		t := sched.Alloc()
-		if t == nil {
-			fatal("smp: no task slot for an idle task")
-		}
-		lo, hi, ok := allocKStack(t.Index())
-		if !ok {
-			outOfMemory()
-		}
-		t.SetStack(lo, hi)
-		apStack[i], apG[i] = hi, t.G()
-		sched.PrepareCPU(i, 0, t)
-		prepareCPU(i)
+// smpPrepare: nothing to install; the secondaries enter at boot.SecondaryPC.
+func smpPrepare(n int) {}
+
+// prepareIdle gives CPU i its idle task t, whose stack ends at top.
+func prepareIdle(i int, t *sched.Task, top uintptr) {
+	apStack[i], apG[i] = top, t.G()
+	sched.PrepareCPU(i, 0, t)
+}
+
+// startCPU starts CPU i: PSCI CPU_ON, or the Pi's spin table.
+func startCPU(i int) {
+	if onPi() {
+		piRelease(cpuMPIDR[i])
+		return
 	}
-	for i := 1; i < n; i++ {
-		percpu[i].sent = nanotime()
-		if onPi() {
-			piRelease(cpuMPIDR[i])
-			continue
-		}
-		if st := psci.CPUOn(cpuMPIDR[i], boot.SecondaryPC(), uint64(i)); st != psci.Success {
-			klog("smp: PSCI CPU_ON for MPIDR ")
-			kprintHex(cpuMPIDR[i], 1)
-			kprint(": ")
-			kprint(st.String())
-			kprint("\n")
-			fatal("smp: a secondary CPU did not start")
-		}
-	}
-	for i := 1; i < n; i++ {
-		for deadline := nanotime() + 2e9; atomic.LoadInt64(&percpu[i].up) == 0; {
-			if nanotime() > deadline {
-				klog("smp: CPU ")
-				kprintDec(int64(i))
-				kprint(" (MPIDR ")
-				kprintHex(cpuMPIDR[i], 1)
-				kprint(") did not start within 2 s\n")
-				fatal("smp: a secondary CPU did not start")
-			}
-			sched.Pause()
-		}
+	if st := psci.CPUOn(cpuMPIDR[i], boot.SecondaryPC(), uint64(i)); st != psci.Success {
+		klog("smp: PSCI CPU_ON for MPIDR ")
+		kprintHex(cpuMPIDR[i], 1)
+		kprint(": ")
+		kprint(st.String())
+		kprint("\n")
+		fatal("smp: a secondary CPU did not start")
 	}
 }
 
@@ -121,14 +94,6 @@ func apMain(id int) {
 		waitForInterrupt()
 	}
 	sched.Idle(idleWait)
-}
-
-// smpRelease lets the secondaries leave the boot barrier.
-func smpRelease(n int) {
-	atomic.StoreUint32(&smpGo, 1)
-	for i := 1; i < n; i++ {
-		sendIPI(i, vecWake)
-	}
 }
 
 // The boot report's names for CPUs and their start: MPIDR, CPU_ON (or the

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"math/bits"
+	"sync/atomic"
 
 	"yolk/drivers/clock"
 	"yolk/drivers/kvmclock"
@@ -26,8 +27,6 @@ func timeInit() {
 	clock.SetHz(calibrateTSC())
 	wallBase = rtc.Unix() * 1e9
 
-	pit.MaskPIC(vecPICBase)
-	localAPICInit()
 	lapicHz = calibrateLAPIC(lapicWindow)
 }
 
@@ -191,4 +190,48 @@ func idleWait(deadline int64) {
 	tlbEnterIdle(p)
 	x86.StiHlt()
 	tlbWake(p)
+}
+
+// timerHz is the local APIC timer's rate.
+func timerHz() uint64 { return lapicHz }
+
+// clockSynced reports whether the TSCs were found synchronised.
+func clockSynced() bool { return !tscProbe.skewed }
+
+// printClock names the clock and timer in the boot report.
+func printClock() {
+	kprint("TSC ")
+	kprintDec(int64(clock.Hz() / 1e6))
+	kprint(" MHz (")
+	kprint(tscSources[tscSource])
+	kprint("), LAPIC timer ")
+	kprintDec(int64(lapicHz / 1e6))
+	kprint(" MHz")
+	if hasTSCDL {
+		kprint(" (TSC-deadline capable)")
+	}
+}
+
+// clockCheck checks that the n CPUs' counters agree (tscsync_amd64.go).
+func clockCheck(n int) { tscCheck(n) }
+
+// monoFloor is the largest monotonic time clock_gettime has returned, when
+// the TSCs are not synchronised.
+var monoFloor int64
+
+// monotonic is nanotime, made monotonic across CPUs when their TSCs differ.
+func monotonic() int64 {
+	t := nanotime()
+	if !tscProbe.skewed {
+		return t
+	}
+	for {
+		f := atomic.LoadInt64(&monoFloor)
+		if t <= f {
+			return f
+		}
+		if atomic.CompareAndSwapInt64(&monoFloor, f, t) {
+			return t
+		}
+	}
 }

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/drivers/clock"
+	"yolk/drivers/gic"
 	"yolk/drivers/gtimer"
 	"yolk/drivers/mmio"
 )
@@ -53,3 +54,18 @@ func clockSynced() bool { return true }
 
 // monotonic is the clock as CLOCK_MONOTONIC reads it.
 func monotonic() int64 { return nanotime() }
+
+// printClock names the clock and the interrupt controller in the boot report.
+func printClock() {
+	kprint("counter ")
+	kprintDec(int64(clock.Hz() / 1e6))
+	if onPi() {
+		kprint(" MHz, BCM2836 local interrupts")
+		return
+	}
+	kprint(" MHz, GICv")
+	kprintDec(int64(gic.Version()))
+}
+
+// clockCheck: the generic timer's counter is one for all CPUs.
+func clockCheck(n int) {}

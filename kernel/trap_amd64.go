@@ -114,9 +114,6 @@ func trap(r *Regs) (toTask bool) {
 // fxArea is the FP/SSE save area trapCommon keeps below the frame r.
 func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 }
 
-// signalIPI interrupts CPU cpu, which runs a task that has a new signal.
-func signalIPI(cpu int) { lapic.IPI(uint32(sched.CPUAt(cpu).IRQ), vecSignal) }
-
 // stopping is set by the first CPU that reports a fault; the others stop
 // when its NMI reaches them.
 var stopping uint32
@@ -228,4 +225,12 @@ func fault(r *Regs, why string) {
 	}
 	backtrace(uintptr(r.IP), uintptr(r.BP))
 	halt(ExitFault)
+}
+
+// inKernel reports whether the trap interrupted kernel code: the kernel runs
+// with FS pointing at a per-CPU TLS block (or the boot block).
+func inKernel(r *Regs) bool {
+	c := sched.This()
+	fs := uintptr(r.FSBase)
+	return fs == c.KernelTLS() || fs == c.TrapTLSBase() || fs == uintptr(unsafe.Pointer(&bootTLS[1]))
 }

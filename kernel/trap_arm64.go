@@ -157,9 +157,6 @@ const (
 	trapBrkpt = 1
 )
 
-// signalIPI interrupts CPU cpu, which runs a task that has a new signal.
-func signalIPI(cpu int) { sendIPI(cpu, vecSignal) }
-
 // stopping is set by the first CPU that reports a fault; the others stop
 // when its SGI reaches them.
 var stopping uint32

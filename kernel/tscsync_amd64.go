@@ -148,27 +148,6 @@ func tscCheck(n int) {
 	}
 }
 
-// monoFloor is the largest monotonic time clock_gettime has returned, when
-// the TSCs are not synchronised.
-var monoFloor int64
-
-// monotonic is nanotime, made monotonic across CPUs when their TSCs differ.
-func monotonic() int64 {
-	t := nanotime()
-	if !tscProbe.skewed {
-		return t
-	}
-	for {
-		f := atomic.LoadInt64(&monoFloor)
-		if t <= f {
-			return f
-		}
-		if atomic.CompareAndSwapInt64(&monoFloor, f, t) {
-			return t
-		}
-	}
-}
-
 func ticksToNs(t int64) int64 {
 	if t < 0 {
 		return -ticksToNs(-t)

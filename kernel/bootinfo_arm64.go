@@ -4,28 +4,15 @@ import (
 	"unsafe"
 
 	"yolk/boot"
-	"yolk/drivers/clock"
 	"yolk/drivers/fdt"
-	"yolk/drivers/gic"
 	"yolk/drivers/psci"
 	"yolk/sched"
-	"yolk/sync/twa"
 )
 
 var (
-	bootInfo boot.Info
-	bootG    sched.G
-	memMap   [32]boot.MemRegion
-	dt       fdt.FDT
-	bootEL   uint8
+	memMap [32]boot.MemRegion
+	dt     fdt.FDT
 )
-
-// entryPC and piEntryPC keep the arm64 entries in the image (nothing else
-// refers to them: the image tool finds them in the symbol table); entryPC
-// is printed at boot.
-var entryPC, piEntryPC uintptr
-
-func init() { entryPC, piEntryPC = boot.EntryPC(), boot.RPi3EntryPC() }
 
 // earlyTrapStack is the trap stack until the boot CPU has its own (a fault
 // at boot is reported, not a silent loop). Initialised data, not BSS: it
@@ -36,12 +23,9 @@ var earlyTrapStack = [8 << 10]byte{1}
 // linked above it (it passes x0 = 0): the start of RAM.
 const defaultDTB = 0x40000000
 
-// kmain is the kernel's Go entry, called by start on the boot stack with
-// the device tree's address (0: none given). It never returns: the boot
-// context becomes CPU 0's idle task once the Go runtime's first thread is
-// ready to run.
-func kmain(dtb uintptr) {
-	c := sched.InitCPU(0, 0) // first: locks use the per-CPU block
+// bootInfoInit takes the early trap stack, brings the console up and
+// reads the device tree at dtb (0: none given, QEMU virt's default place).
+func bootInfoInit(c *sched.CPU, dtb, _ uintptr) {
 	c.TrapG.SetStack(uintptr(unsafe.Pointer(&earlyTrapStack[0])), uintptr(unsafe.Pointer(&earlyTrapStack[0]))+uintptr(len(earlyTrapStack)))
 	setTrapStack(c.TrapG.StackHi)
 	if onPi() {
@@ -74,30 +58,6 @@ func kmain(dtb uintptr) {
 		klog("boot: yolk kernel, arm64 entry\n")
 	}
 	readDeviceTree(dtb)
-	framesInit(&bootInfo)
-	physInit()
-	highMemInit()
-	bssSplit() // before anything writes tables that must count as touched
-	twa.Prefault()
-	prepareCPU(0)
-	setupCPU(0)
-	intcInit()
-	cpuInterrupts(0, c)
-	timeInit()
-	parseCmdline(bootInfo.Cmdline)
-	n := findCPUs(&dt)
-	lo, hi := boot.StackBounds()
-	if sched.Init(n, vecWake, lo, hi) == nil {
-		fatal("sched: init failed")
-	}
-	filesInit()
-	rngState = clock.Base()
-	smpStart(n)
-	bootDone(n)
-
-	conInInit()
-	startInit()
-	sched.Idle(idleWait)
 }
 
 // readDeviceTree fills bootInfo: RAM less the reservation block's ranges
@@ -184,58 +144,4 @@ func carveRAM(base, size uint64) {
 			r.Size = base - r.Addr
 		}
 	}
-}
-
-// initrdOption finds "yolk.initrd=0xADDR,SIZE" on the command line at p.
-func initrdOption(p uintptr) (addr, size uintptr) {
-	s := at[[4096]byte](p)
-	const key = "yolk.initrd="
-	for i := 0; i+len(key) < len(s) && s[i] != 0; i++ {
-		if (i > 0 && s[i-1] != ' ') || string(s[i:i+len(key)]) != key {
-			continue
-		}
-		j := i + len(key)
-		if j+2 < len(s) && s[j] == '0' && s[j+1] == 'x' {
-			j += 2
-		}
-		for ; j < len(s); j++ {
-			d := hexDigit(s[j])
-			if d < 0 {
-				break
-			}
-			addr = addr<<4 | uintptr(d)
-		}
-		if j >= len(s) || s[j] != ',' {
-			return 0, 0
-		}
-		for j++; j < len(s) && s[j] >= '0' && s[j] <= '9'; j++ {
-			size = size*10 + uintptr(s[j]-'0')
-		}
-		return addr, size
-	}
-	return 0, 0
-}
-
-func hexDigit(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
-}
-
-// printClock names the clock and the interrupt controller in the boot report.
-func printClock() {
-	kprint("counter ")
-	kprintDec(int64(clock.Hz() / 1e6))
-	if onPi() {
-		kprint(" MHz, BCM2836 local interrupts")
-		return
-	}
-	kprint(" MHz, GICv")
-	kprintDec(int64(gic.Version()))
 }
