@@ -89,6 +89,7 @@ func smpReport(n int) {
 	kprintDec(int64(n))
 	kprint(" CPUs (")
 	kprint(cpuIDName)
+	kprint("s")
 	for i := 0; i < n; i++ {
 		kprint(" ")
 		printCPUID(i)
