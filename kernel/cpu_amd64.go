@@ -4,8 +4,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -72,9 +72,9 @@ func loadTable(lgdt bool, base uintptr, size int) {
 	p.base = uint64(base)
 	a := uintptr(unsafe.Pointer(&p.limit))
 	if lgdt {
-		x86.Lgdt(a)
+		amd64.Lgdt(a)
 	} else {
-		x86.Lidt(a)
+		amd64.Lidt(a)
 	}
 }
 
@@ -116,7 +116,7 @@ func setupCPU(id int) {
 	p.tss[25] = uint32(unsafe.Sizeof(p.tss)) << 16 // I/O map base: none
 	loadTable(true, uintptr(unsafe.Pointer(&p.gdt[0])), int(unsafe.Sizeof(p.gdt)))
 	reloadSegments()
-	x86.Ltr(selTSS)
+	amd64.Ltr(selTSS)
 
 	if id == 0 {
 		for v := range idt {
@@ -132,7 +132,7 @@ func setupCPU(id int) {
 	loadTable(false, uintptr(unsafe.Pointer(&idt[0])), int(unsafe.Sizeof(idt)))
 	atomic.StoreUint32(&p.hasIDT, 1)
 	if fsgsbase != 0 {
-		x86.SetCR4(x86.CR4() | 1<<16) // CR4.FSGSBASE
+		amd64.SetCR4(amd64.CR4() | 1<<16) // CR4.FSGSBASE
 	}
 }
 
@@ -157,12 +157,12 @@ var (
 )
 
 func probeCPU() {
-	_, _, c1, d1 := x86.Cpuid(1, 0)
+	_, _, c1, d1 := amd64.Cpuid(1, 0)
 	cpuidEDX1 = d1
 	hasRDRAND = c1&(1<<30) != 0
 	hasTSCDL = c1&(1<<24) != 0
 	hypervisor = c1&(1<<31) != 0
-	_, b7, _, _ := x86.Cpuid(7, 0)
+	_, b7, _, _ := amd64.Cpuid(7, 0)
 	if b7&1 != 0 {
 		fsgsbase = 1
 	}
@@ -171,10 +171,10 @@ func probeCPU() {
 
 // syscallInit points this CPU's SYSCALL at the kernel entry.
 func syscallInit() {
-	x86.Wrmsr(x86.MSR_STAR, uint64(selCode)<<32)
-	x86.Wrmsr(x86.MSR_LSTAR, uint64(syscallEntryPC()))
+	amd64.Wrmsr(amd64.MSR_STAR, uint64(selCode)<<32)
+	amd64.Wrmsr(amd64.MSR_LSTAR, uint64(syscallEntryPC()))
 	// Clear TF, DF, IF, IOPL, NT, AC on entry.
-	x86.Wrmsr(x86.MSR_FMASK, 0x47700)
+	amd64.Wrmsr(amd64.MSR_FMASK, 0x47700)
 }
 
 // lapicReady is set once the boot CPU has found the local APIC.

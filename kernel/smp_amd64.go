@@ -3,9 +3,9 @@ package kernel
 import (
 	"sync/atomic"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/acpi"
 	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -140,7 +140,7 @@ func smpStart(n int, page uintptr) {
 				kprint(") did not start within 2 s\n")
 				fatal("smp: an application processor did not start")
 			}
-			x86.Pause()
+			amd64.Pause()
 		}
 	}
 }
@@ -156,10 +156,10 @@ func apMain(id int) {
 	// boot CPU under emulation.
 	for atomic.LoadUint32(&smpGo) == 0 {
 		if !tscServe(id) {
-			x86.StiHlt()
+			amd64.StiHlt()
 		}
 	}
-	x86.FlushTLB()
+	amd64.FlushTLB()
 	sched.Idle(idleWait)
 }
 

@@ -3,7 +3,7 @@ package kernel
 import (
 	"golang.org/x/sys/unix"
 
-	"yolk/drivers/x86"
+	"yolk/arch/amd64"
 	"yolk/sched"
 )
 
@@ -106,7 +106,7 @@ func hwRandom() (uint64, bool) {
 		return 0, false
 	}
 	for i := 0; i < 10; i++ {
-		if v, ok := x86.Rdrand(); ok {
+		if v, ok := amd64.Rdrand(); ok {
 			return v, true
 		}
 	}
