@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/x86"
+	"yolk/arch/amd64"
 	"yolk/sched"
 )
 
@@ -71,9 +71,9 @@ func loadTable(lgdt bool, base uintptr, size int) {
 	p.base = uint64(base)
 	a := uintptr(unsafe.Pointer(&p.limit))
 	if lgdt {
-		x86.Lgdt(a)
+		amd64.Lgdt(a)
 	} else {
-		x86.Lidt(a)
+		amd64.Lidt(a)
 	}
 }
 
@@ -115,7 +115,7 @@ func setupCPU(id int) {
 	p.tss[25] = uint32(unsafe.Sizeof(p.tss)) << 16 // I/O map base: none
 	loadTable(true, uintptr(unsafe.Pointer(&p.gdt[0])), int(unsafe.Sizeof(p.gdt)))
 	reloadSegments()
-	x86.Ltr(selTSS)
+	amd64.Ltr(selTSS)
 
 	if id == 0 {
 		for v := range idt {
@@ -131,7 +131,7 @@ func setupCPU(id int) {
 	loadTable(false, uintptr(unsafe.Pointer(&idt[0])), int(unsafe.Sizeof(idt)))
 	atomic.StoreUint32(&p.hasIDT, 1)
 	if fsgsbase != 0 {
-		x86.SetCR4(x86.CR4() | 1<<16) // CR4.FSGSBASE
+		amd64.SetCR4(amd64.CR4() | 1<<16) // CR4.FSGSBASE
 	}
 }
 
@@ -156,12 +156,12 @@ var (
 )
 
 func probeCPU() {
-	_, _, c1, d1 := x86.Cpuid(1, 0)
+	_, _, c1, d1 := amd64.Cpuid(1, 0)
 	cpuidEDX1 = d1
 	hasRDRAND = c1&(1<<30) != 0
 	hasTSCDL = c1&(1<<24) != 0
 	hypervisor = c1&(1<<31) != 0
-	_, b7, _, _ := x86.Cpuid(7, 0)
+	_, b7, _, _ := amd64.Cpuid(7, 0)
 	if b7&1 != 0 {
 		fsgsbase = 1
 	}
@@ -177,10 +177,10 @@ func schedStarted(c *sched.CPU) {
 }
 
 func syscallInit() {
-	x86.Wrmsr(x86.MSR_STAR, uint64(selCode)<<32)
-	x86.Wrmsr(x86.MSR_LSTAR, uint64(syscallEntryPC()))
+	amd64.Wrmsr(amd64.MSR_STAR, uint64(selCode)<<32)
+	amd64.Wrmsr(amd64.MSR_LSTAR, uint64(syscallEntryPC()))
 	// Clear TF, DF, IF, IOPL, NT, AC on entry.
-	x86.Wrmsr(x86.MSR_FMASK, 0x47700)
+	amd64.Wrmsr(amd64.MSR_FMASK, 0x47700)
 }
 
 //go:generate go run gen_vectors.go
@@ -195,5 +195,5 @@ func rt0PC() uintptr
 func imageEnd() uintptr
 func setFS(base uintptr)
 
-// hwcap is AT_HWCAP: CPUID leaf 1's EDX, as Linux gives on x86.
+// hwcap is AT_HWCAP: CPUID leaf 1's EDX, as Linux gives on amd64.
 func hwcap() uintptr { return uintptr(cpuidEDX1) }

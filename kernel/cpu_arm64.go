@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"yolk/arch/arm64"
 	"yolk/drivers/gic"
 	"yolk/sched"
 )
@@ -74,7 +75,7 @@ const (
 
 // hwcap is AT_HWCAP from ID_AA64ISAR0_EL1.
 func hwcap() uintptr {
-	isar := readISAR0()
+	isar := arm64.ISAR0()
 	h := uintptr(hwcapFP | hwcapASIMD)
 	field := func(shift uint) uint64 { return isar >> shift & 15 }
 	if field(4) >= 1 {
@@ -105,9 +106,3 @@ func forkretPC() uintptr
 func rt0PC() uintptr
 func imageEnd() uintptr
 func sigreturnPC() uintptr
-func waitForInterrupt()
-func tlbiPage(va uintptr)
-func tlbiAll()
-func tableSync()
-func readMPIDR() uint64
-func readISAR0() uint64

@@ -3,6 +3,7 @@ package kernel
 import (
 	"sync/atomic"
 
+	"yolk/arch/arm64"
 	"yolk/boot"
 	"yolk/drivers/bcm2836"
 	"yolk/drivers/fdt"
@@ -56,7 +57,7 @@ func gicInit() {
 // IPIs and timer interrupt.
 func cpuInterrupts(id int, c *sched.CPU) {
 	if onPi() {
-		core := int(readMPIDR() & 0xff)
+		core := int(arm64.MPIDR() & 0xff)
 		c.IRQ = uint64(core)
 		bcm2836.InitCPU(core)
 		bcm2836.EnableTimer(core)

@@ -1,8 +1,8 @@
 package kernel
 
 import (
+	"yolk/arch/amd64"
 	"yolk/boot"
-	"yolk/drivers/x86"
 )
 
 // The physical map: the first 4 GiB of physical memory again at physBase,
@@ -40,7 +40,7 @@ func physInit() {
 		*at[uint64](pdpt + i*8) = *at[uint64](idPDPT + i*8)
 	}
 	*at[uint64](root + (physBase>>39)&511*8) = uint64(pdpt) | ptePresent | pteWrite
-	x86.SetCR3(x86.CR3())
+	amd64.SetCR3(amd64.CR3())
 	physOff = physBase
 }
 

@@ -1,6 +1,9 @@
 package kernel
 
-import "yolk/boot"
+import (
+	"yolk/arch/arm64"
+	"yolk/boot"
+)
 
 // The physical map: physical memory again at physBase, in the upper half
 // (TTBR1, which shares the root table with TTBR0), with 2 MiB blocks of
@@ -65,8 +68,8 @@ func physMapGiB(pa uintptr) bool {
 			*at[uint64](phys(l2) + i*8) = uint64(b) | blockNormal
 		}
 	}
-	tableSync()
+	arm64.TableSync()
 	*e = pteTable(l2)
-	tableSync()
+	arm64.TableSync()
 	return true
 }

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"yolk/arch/arm64"
 	"yolk/boot"
 	"yolk/drivers/bcm2836"
 	"yolk/drivers/fdt"
@@ -73,7 +74,7 @@ func piRelease(mpidr uint64) {
 	if a, ok := releaseAddr(mpidr); ok {
 		slot = a
 	}
-	spinRelease(phys(slot), boot.RPi3SecondaryPC())
+	arm64.SpinRelease(phys(slot), boot.RPi3SecondaryPC())
 }
 
 // releaseAddr finds the cpu-release-addr of the CPU node whose reg is mpidr.
@@ -95,5 +96,3 @@ func releaseAddr(mpidr uint64) (uintptr, bool) {
 	}
 	return 0, false
 }
-
-func spinRelease(slot, entry uintptr)

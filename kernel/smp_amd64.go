@@ -3,9 +3,9 @@ package kernel
 import (
 	"sync/atomic"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/acpi"
 	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -119,10 +119,10 @@ func apMain(id int) {
 	// boot CPU under emulation.
 	for atomic.LoadUint32(&smpGo) == 0 {
 		if !tscServe(id) {
-			x86.StiHlt()
+			amd64.StiHlt()
 		}
 	}
-	x86.FlushTLB()
+	amd64.FlushTLB()
 	sched.Idle(idleWait)
 }
 

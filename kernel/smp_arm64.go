@@ -3,6 +3,7 @@ package kernel
 import (
 	"sync/atomic"
 
+	"yolk/arch/arm64"
 	"yolk/boot"
 	"yolk/drivers/fdt"
 	"yolk/drivers/psci"
@@ -37,7 +38,7 @@ const maxCPUs = sched.MaxCPUs
 // findCPUs fills cpuMPIDR with the CPUs to run, the boot CPU first, and
 // returns how many there are.
 func findCPUs() int {
-	me := readMPIDR() & mpidrAff
+	me := arm64.MPIDR() & mpidrAff
 	cpuMPIDR[0] = me
 	m, e := dt.CPUs(dtCPUs[:])
 	if e != fdt.OK {
@@ -91,7 +92,7 @@ func apMain(id int) {
 	setupCPU(id)
 	atomic.StoreInt64(&percpu[id].up, nanotime())
 	for atomic.LoadUint32(&smpGo) == 0 {
-		waitForInterrupt()
+		arm64.WaitForInterrupt()
 	}
 	sched.Idle(idleWait)
 }

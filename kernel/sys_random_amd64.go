@@ -1,6 +1,6 @@
 package kernel
 
-import "yolk/drivers/x86"
+import "yolk/arch/amd64"
 
 // hwRandom is a random number from the CPU (RDRAND), if it has one.
 func hwRandom() (uint64, bool) {
@@ -8,7 +8,7 @@ func hwRandom() (uint64, bool) {
 		return 0, false
 	}
 	for i := 0; i < 10; i++ {
-		if v, ok := x86.Rdrand(); ok {
+		if v, ok := amd64.Rdrand(); ok {
 			return v, true
 		}
 	}

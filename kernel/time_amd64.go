@@ -4,12 +4,12 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/clock"
 	"yolk/drivers/kvmclock"
 	"yolk/drivers/lapic"
 	"yolk/drivers/pit"
 	"yolk/drivers/rtc"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -56,7 +56,7 @@ func calibrateLAPIC(window uint64) uint64 {
 	for i := range m {
 		lapic.Count(0xFFFFFFFF)
 		c0, t0 := lapicRead()
-		for x86.Rdtsc()-t0 < span {
+		for amd64.Rdtsc()-t0 < span {
 		}
 		c1, t1 := lapicRead()
 		lapic.Stop()
@@ -75,9 +75,9 @@ func calibrateLAPIC(window uint64) uint64 {
 func lapicRead() (count uint32, t uint64) {
 	width := ^uint64(0)
 	for i := 0; i < 4; i++ {
-		before := x86.Rdtsc()
+		before := amd64.Rdtsc()
 		c := lapic.Current()
-		after := x86.Rdtsc()
+		after := amd64.Rdtsc()
 		if after-before < width {
 			width, count, t = after-before, c, before+(after-before)/2
 		}
@@ -114,15 +114,15 @@ func calibrateTSC() uint64 {
 		return hz
 	}
 	if hypervisor {
-		if max, _, _, _ := x86.Cpuid(0x40000000, 0); max >= 0x40000010 {
-			if khz, _, _, _ := x86.Cpuid(0x40000010, 0); khz != 0 {
+		if max, _, _, _ := amd64.Cpuid(0x40000000, 0); max >= 0x40000010 {
+			if khz, _, _, _ := amd64.Cpuid(0x40000010, 0); khz != 0 {
 				tscSource = tscHypervisorLeaf
 				return uint64(khz) * 1000
 			}
 		}
 	}
-	if max, _, _, _ := x86.Cpuid(0, 0); max >= 0x15 {
-		if hz := leaf15Hz(x86.Cpuid(0x15, 0)); hz != 0 {
+	if max, _, _, _ := amd64.Cpuid(0, 0); max >= 0x15 {
+		if hz := leaf15Hz(amd64.Cpuid(0x15, 0)); hz != 0 {
 			tscSource = tscCPUID15
 			return hz
 		}
@@ -130,7 +130,7 @@ func calibrateTSC() uint64 {
 	// Median of three: under emulation one run can be stretched.
 	var m [3]uint64
 	for i := range m {
-		hz, ok := pit.Measure(x86.Rdtsc, tscSpan, 1<<33)
+		hz, ok := pit.Measure(amd64.Rdtsc, tscSpan, 1<<33)
 		if !ok || hz == 0 {
 			break
 		}
@@ -140,8 +140,8 @@ func calibrateTSC() uint64 {
 			return median3(m)
 		}
 	}
-	if max, _, _, _ := x86.Cpuid(0, 0); max >= 0x16 {
-		if mhz, _, _, _ := x86.Cpuid(0x16, 0); mhz != 0 {
+	if max, _, _, _ := amd64.Cpuid(0, 0); max >= 0x16 {
+		if mhz, _, _, _ := amd64.Cpuid(0x16, 0); mhz != 0 {
 			tscSource = tscCPUID16
 			return uint64(mhz) * 1e6
 		}
@@ -188,7 +188,7 @@ func idleWait(deadline int64) {
 		timerSync()
 	}
 	tlbEnterIdle(p)
-	x86.StiHlt()
+	amd64.StiHlt()
 	tlbWake(p)
 }
 

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"yolk/arch/arm64"
 	"yolk/drivers/clock"
 	"yolk/drivers/gic"
 	"yolk/drivers/gtimer"
@@ -37,12 +38,12 @@ func timerProgram(at int64) {
 
 // idleWait halts this CPU until an interrupt, its timer armed for deadline
 // (0: none). It runs, and returns, with interrupts masked; WFI ends on a
-// pending interrupt even then, and waitForInterrupt takes it.
+// pending interrupt even then, and arm64.WaitForInterrupt takes it.
 func idleWait(deadline int64) {
 	if deadline != 0 {
 		timerSync()
 	}
-	waitForInterrupt()
+	arm64.WaitForInterrupt()
 }
 
 // timerHz is the timer's rate: the counter's.

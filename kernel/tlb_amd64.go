@@ -4,9 +4,9 @@ import (
 	"math/bits"
 	"sync/atomic"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/clock"
 	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -46,11 +46,11 @@ var shoot struct {
 // invalidate drops this CPU's translations of [start, end).
 func invalidate(start, end uintptr) {
 	if (end-start)/pageSize > invlpgMax {
-		x86.FlushTLB()
+		amd64.FlushTLB()
 		return
 	}
 	for va := start; va < end; va += pageSize {
-		x86.Invlpg(va)
+		amd64.Invlpg(va)
 	}
 }
 
@@ -91,7 +91,7 @@ func shootdown(start, end uintptr) {
 		if clock.Nanotime() > deadline {
 			fatal("TLB shootdown: a CPU did not answer within 5 s")
 		}
-		x86.Pause()
+		amd64.Pause()
 	}
 }
 
@@ -110,6 +110,6 @@ func tlbEnterIdle(p *perCPU) { atomic.StoreUint32(&p.tlb, tlbIdle) }
 
 func tlbWake(p *perCPU) {
 	if atomic.SwapUint32(&p.tlb, tlbRunning) == tlbStale {
-		x86.FlushTLB()
+		amd64.FlushTLB()
 	}
 }

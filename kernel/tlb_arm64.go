@@ -2,6 +2,8 @@ package kernel
 
 import (
 	"sync/atomic"
+
+	"yolk/arch/arm64"
 )
 
 // TLB maintenance on arm64: the inner-shareable TLBI forms reach every CPU
@@ -22,11 +24,11 @@ var shoot struct {
 // invalidate drops every CPU's translations of [start, end).
 func invalidate(start, end uintptr) {
 	if (end-start)/pageSize > invlpgMax {
-		tlbiAll()
+		arm64.TLBIAll()
 		return
 	}
 	for va := start; va < end; va += pageSize {
-		tlbiPage(va)
+		arm64.TLBIPage(va)
 	}
 }
 

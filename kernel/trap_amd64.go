@@ -6,9 +6,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/debugexit"
 	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
 	"yolk/sched"
 )
 
@@ -55,7 +55,7 @@ func trap(r *Regs) (toTask bool) {
 	fx := fxArea(r)
 	switch v := r.Vector; {
 	case v == 14:
-		p.faultAddr = x86.CR2()
+		p.faultAddr = amd64.CR2()
 		faultAddr := p.faultAddr
 		if !pageFault(faultAddr, r.Error) {
 			code := int32(segvMaperr)
@@ -144,8 +144,8 @@ func machineExit(code uint8) { debugexit.Exit(code) }
 
 func stopHere() {
 	for {
-		x86.Cli()
-		x86.Hlt()
+		amd64.Cli()
+		amd64.Hlt()
 	}
 }
 
@@ -208,7 +208,7 @@ func fault(r *Regs, why string) {
 		{"rax", r.AX}, {"rbx", r.BX}, {"rcx", r.CX}, {"rdx", r.DX},
 		{"rsi", r.SI}, {"rdi", r.DI}, {"rbp", r.BP}, {"r8 ", r.R8},
 		{"r9 ", r.R9}, {"r10", r.R10}, {"r11", r.R11}, {"r12", r.R12},
-		{"r13", r.R13}, {"r14", r.R14}, {"r15", r.R15}, {"cr3", uint64(x86.CR3())},
+		{"r13", r.R13}, {"r14", r.R14}, {"r15", r.R15}, {"cr3", uint64(amd64.CR3())},
 	}
 	for i, g := range regs {
 		if i%4 == 0 {

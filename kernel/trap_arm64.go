@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/arch/arm64"
 	"yolk/drivers/gtimer"
 	"yolk/drivers/psci"
 	"yolk/drivers/semihosting"
@@ -183,7 +184,7 @@ func stopOthers() {
 
 func stopHere() {
 	for {
-		waitForInterrupt()
+		arm64.WaitForInterrupt()
 	}
 }
 
@@ -206,7 +207,7 @@ func machineExit(code uint8) {
 
 // inKernel reports whether the exception interrupted kernel code. Kernel
 // code runs with IRQs masked (PSTATE.I), application code with them
-// unmasked; the one place the kernel unmasks them is waitForInterrupt
+// unmasked; the one place the kernel unmasks them is arm64.WaitForInterrupt
 // (the idle loop), which an interrupt finds with a kernel g in R28.
 func inKernel(r *Regs) bool {
 	if r.PSTATE&pstateI != 0 {

@@ -3,9 +3,9 @@ package kernel
 import (
 	"sync/atomic"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/clock"
 	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
 )
 
 // TSC synchronisation. The monotonic clock and the vDSO read the TSC of
@@ -58,13 +58,13 @@ func tscServe(id int) bool {
 		served = true
 		switch atomic.LoadUint32(&tscProbe.ping) {
 		case 1:
-			atomic.StoreUint64(&tscProbe.val, x86.Rdtsc())
+			atomic.StoreUint64(&tscProbe.val, amd64.Rdtsc())
 			atomic.StoreUint32(&tscProbe.ping, 2)
 		case 3:
-			x86.Wrmsr(x86.MSR_TSC_ADJUST, x86.Rdmsr(x86.MSR_TSC_ADJUST)+uint64(tscProbe.adj))
+			amd64.Wrmsr(amd64.MSR_TSC_ADJUST, amd64.Rdmsr(amd64.MSR_TSC_ADJUST)+uint64(tscProbe.adj))
 			atomic.StoreUint32(&tscProbe.ping, 2)
 		}
-		x86.Pause()
+		amd64.Pause()
 	}
 	return served
 }
@@ -76,7 +76,7 @@ func tscAsk(i int, req uint32) {
 		if nanotime() > deadline {
 			fatal("tsc: an application processor stopped answering")
 		}
-		x86.Pause()
+		amd64.Pause()
 	}
 }
 
@@ -87,9 +87,9 @@ func tscOffset(i int) (off, unc int64) {
 	best := uint64(1<<63 - 1)
 	end := nanotime() + tscBudget
 	for r := 0; r < tscMaxRounds && (r < tscMinRounds || best > good && nanotime() < end); r++ {
-		t0 := x86.Rdtsc()
+		t0 := amd64.Rdtsc()
 		tscAsk(i, 1)
-		t2 := x86.Rdtsc()
+		t2 := amd64.Rdtsc()
 		if rtt := t2 - t0; rtt < best {
 			best = rtt
 			off = int64(atomic.LoadUint64(&tscProbe.val) - t0 - rtt/2)

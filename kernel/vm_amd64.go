@@ -1,6 +1,6 @@
 package kernel
 
-import "yolk/drivers/x86"
+import "yolk/arch/amd64"
 
 // amd64 page-table entries (Intel SDM vol. 3, 4.5): everything runs in
 // ring 0, so no entry has the user bit; a 2 MiB page has PS.
@@ -34,14 +34,14 @@ func pteReadOnly(e uint64) uint64 { return e &^ pteWrite }
 func pteAccessed(e uint64) bool   { return e&pteA != 0 }
 
 // flushTLBAll drops this CPU's non-global translations (reloads CR3).
-func flushTLBAll() { x86.SetCR3(x86.CR3()) }
+func flushTLBAll() { amd64.SetCR3(amd64.CR3()) }
 
 // unmapLow removes the identity mapping of [0, 2 MiB) once the boot data
 // there (PVH start info, memory map, command line) has been read.
 func unmapLow() {
 	*at[uint64](identityPDE(0)) = 0
-	x86.Invlpg(0)
-	x86.SetCR3(x86.CR3())
+	amd64.Invlpg(0)
+	amd64.SetCR3(amd64.CR3())
 }
 
 // pteWritten orders a page-table write before the accesses that use it:

@@ -1,5 +1,7 @@
 package kernel
 
+import "yolk/arch/arm64"
+
 // arm64 translation-table descriptors (4 KiB granule; Arm ARM D8.3):
 // bits 1:0 are 11 for a table (levels 0-2) or a page (level 3), 01 for a
 // block; AttrIndx 0 (MAIR: normal write-back), inner shareable; AP[2]
@@ -35,7 +37,7 @@ func pteReadOnly(e uint64) uint64 { return e | pteRO }
 func pteAccessed(e uint64) bool   { return e&pteAF != 0 }
 
 // flushTLBAll drops every translation (on every CPU: the broadcast form).
-func flushTLBAll() { tlbiAll() }
+func flushTLBAll() { arm64.TLBIAll() }
 
 // unmapLow has nothing to do: the boot page tables never mapped the first
 // 2 MiB (virt) or the first 512 KiB, below the image (the Raspberry Pi).
@@ -44,4 +46,4 @@ func unmapLow() {}
 // pteWritten orders a page-table write before the accesses that use it
 // (DSB ISHST; ISB): an arm64 table walk may otherwise miss the new entry
 // and fault (TCG never does; hardware may).
-func pteWritten() { tableSync() }
+func pteWritten() { arm64.TableSync() }

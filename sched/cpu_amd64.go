@@ -1,16 +1,16 @@
 package sched
 
 import (
+	"yolk/arch/amd64"
 	"yolk/drivers/lapic"
-	"yolk/drivers/x86"
 )
 
 // setCPUBase points GS at the per-CPU block c.
-func setCPUBase(c uintptr) { x86.Wrmsr(x86.MSR_GS_BASE, uint64(c)) }
+func setCPUBase(c uintptr) { amd64.Wrmsr(amd64.MSR_GS_BASE, uint64(c)) }
 
-func intsOn() bool { return x86.IntsOn() }
+func intsOn() bool { return amd64.IntsOn() }
 
-func pause() { x86.Pause() }
+func pause() { amd64.Pause() }
 
 // trapNow raises an invalid-opcode trap.
 func trapNow()

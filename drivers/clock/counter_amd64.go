@@ -1,6 +1,6 @@
 package clock
 
-import "yolk/drivers/x86"
+import "yolk/arch/amd64"
 
 // Counter reads the time-stamp counter.
-func Counter() uint64 { return x86.Rdtsc() }
+func Counter() uint64 { return amd64.Rdtsc() }

@@ -1,8 +1,12 @@
 package gic
 
-// The GICv3 CPU interface and MPIDR_EL1 (icc_arm64.s).
+import "yolk/arch/arm64"
 
-func readMPIDR() uint64
+// readMPIDR reads MPIDR_EL1 (icc_other.go models it on the host).
+func readMPIDR() uint64 { return arm64.MPIDR() }
+
+// The GICv3 CPU interface (icc_arm64.s).
+
 func readSRE() uint64
 func writeSRE(v uint64)
 func writePMR(v uint64)

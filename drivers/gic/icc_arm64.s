@@ -3,12 +3,6 @@
 // GICv3 CPU interface system registers. The Go assembler knows the ICC_*
 // EL1 names; ICC_SRE_EL2 (S3_4_C12_C9_5) it does not, so it is a WORD.
 
-// func readMPIDR() uint64
-TEXT ·readMPIDR(SB),NOSPLIT,$0-8
-	MRS	MPIDR_EL1, R0
-	MOVD	R0, ret+0(FP)
-	RET
-
 // func readSRE() uint64
 TEXT ·readSRE(SB),NOSPLIT,$0-8
 	MRS	ICC_SRE_EL1, R0

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"yolk/drivers/x86"
+	"yolk/arch/amd64"
 )
 
 // CPUID and MSR interface (Linux Documentation/virt/kvm/x86/cpuid.rst and
@@ -45,11 +45,11 @@ var records [2]timeInfo
 
 // signature finds KVM's CPUID leaf base ("KVMKVMKVM\0\0\0"), or returns 0.
 func signature() uint32 {
-	if _, _, c, _ := x86.Cpuid(1, 0); c&(1<<31) == 0 {
+	if _, _, c, _ := amd64.Cpuid(1, 0); c&(1<<31) == 0 {
 		return 0 // no hypervisor
 	}
 	for base := uint32(0x40000000); base < 0x40010000; base += 0x100 {
-		_, b, c, d := x86.Cpuid(base, 0)
+		_, b, c, d := amd64.Cpuid(base, 0)
 		if b == 0x4b4d564b && c == 0x564b4d56 && d == 0x4d {
 			return base
 		}
@@ -64,7 +64,7 @@ func TSCHz() uint64 {
 	if base == 0 {
 		return 0
 	}
-	features, _, _, _ := x86.Cpuid(base+1, 0)
+	features, _, _, _ := amd64.Cpuid(base+1, 0)
 	var msr uint32
 	switch {
 	case features&featureClocksource2 != 0:
@@ -78,12 +78,12 @@ func TSCHz() uint64 {
 	if a := uintptr(unsafe.Pointer(r)); a&4095 > 4096-unsafe.Sizeof(*r) {
 		r = &records[1]
 	}
-	x86.Wrmsr(msr, uint64(uintptr(unsafe.Pointer(r)))|1) // bit 0: enable
+	amd64.Wrmsr(msr, uint64(uintptr(unsafe.Pointer(r)))|1) // bit 0: enable
 	var mul uint32
 	var shift int8
 	for i := 0; ; i++ {
 		if i == 1e6 {
-			x86.Wrmsr(msr, 0)
+			amd64.Wrmsr(msr, 0)
 			return 0 // the host never wrote the record
 		}
 		v := atomic.LoadUint32(&r.version)
@@ -95,7 +95,7 @@ func TSCHz() uint64 {
 			break
 		}
 	}
-	x86.Wrmsr(msr, 0) // stop the host's updates: the record is only read here
+	amd64.Wrmsr(msr, 0) // stop the host's updates: the record is only read here
 	return Hz(mul, shift)
 }
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/usbarmory/tamago/amd64/lapic"
 
+	"yolk/arch/amd64"
 	"yolk/drivers/clock"
-	"yolk/drivers/x86"
 )
 
 // Register offsets and ICR fields (Intel SDM Vol. 3A, 11.4–11.6).
@@ -54,14 +54,14 @@ func write(off uintptr, v uint32) { atomic.StoreUint32(reg(off), v) }
 // CPU) and globally enables the APIC of the calling CPU. Call it once, on
 // the boot CPU, before Init.
 func Setup() {
-	msr := x86.Rdmsr(x86.MSR_APIC_BASE)
+	msr := amd64.Rdmsr(amd64.MSR_APIC_BASE)
 	apic.Base = uint32(msr & 0xfffff000) // xAPIC: below 4 GiB
 }
 
 // Init enables the calling CPU's local APIC with the given spurious vector
 // and masks its timer.
 func Init(spurious uint8) {
-	x86.Wrmsr(x86.MSR_APIC_BASE, x86.Rdmsr(x86.MSR_APIC_BASE)|1<<11) // global enable
+	amd64.Wrmsr(amd64.MSR_APIC_BASE, amd64.Rdmsr(amd64.MSR_APIC_BASE)|1<<11) // global enable
 	write(regSVR, uint32(spurious))
 	apic.Enable()
 	write(regLVTTmr, lvtMasked)
@@ -78,7 +78,7 @@ func EOI() { apic.ClearInterrupt() }
 // at once under QEMU, a few hundred cycles on hardware), then sends.
 func send(apicID uint32, vector int, flags int) {
 	for read(regICRLo)&icrPending != 0 {
-		x86.Pause()
+		amd64.Pause()
 	}
 	apic.IPI(int(apicID), vector, flags)
 }
@@ -111,7 +111,7 @@ func StartAP(apicID uint32, page uint8) {
 
 func spin(ns int64) {
 	for end := clock.Nanotime() + ns; clock.Nanotime() < end; {
-		x86.Pause()
+		amd64.Pause()
 	}
 }
 

@@ -6,7 +6,7 @@
 // Kernel-context: no allocation, no runtime calls.
 package pit
 
-import "yolk/drivers/x86"
+import "yolk/arch/amd64"
 
 // Hz is the PIT's input clock.
 const Hz = 1193182
@@ -37,9 +37,9 @@ const warmup = 8
 // stall inside the span costs nothing as long as two readings are less
 // than 55 ms apart.
 func Measure(counter func() uint64, span, limit uint64) (hz uint64, ok bool) {
-	x86.Outb(0x43, 0x30) // channel 0, lobyte/hibyte, mode 0
-	x86.Outb(0x40, 0xFF)
-	x86.Outb(0x40, 0xFF)
+	amd64.Outb(0x43, 0x30) // channel 0, lobyte/hibyte, mode 0
+	amd64.Outb(0x40, 0xFF)
+	amd64.Outb(0x40, 0xFF)
 	prev, t0, width := latch(counter)
 	for i := 1; i < warmup; i++ {
 		c, t, w := latch(counter)
@@ -98,10 +98,10 @@ func Measure(counter func() uint64, span, limit uint64) (hz uint64, ok bool) {
 // the width of that bracket.
 func latch(counter func() uint64) (count, t, width uint64) {
 	before := counter()
-	x86.Outb(0x43, 0x00)
+	amd64.Outb(0x43, 0x00)
 	after := counter()
-	lo := x86.Inb(0x40)
-	hi := x86.Inb(0x40)
+	lo := amd64.Inb(0x40)
+	hi := amd64.Inb(0x40)
 	return uint64(hi)<<8 | uint64(lo), before + (after-before)/2, after - before
 }
 
@@ -109,14 +109,14 @@ func latch(counter func() uint64) (count, t, width uint64) {
 // every line, so that they can neither raise interrupts nor alias CPU
 // exceptions.
 func MaskPIC(base uint8) {
-	x86.Outb(0x20, 0x11)
-	x86.Outb(0xA0, 0x11)
-	x86.Outb(0x21, base)
-	x86.Outb(0xA1, base+8)
-	x86.Outb(0x21, 4)
-	x86.Outb(0xA1, 2)
-	x86.Outb(0x21, 1)
-	x86.Outb(0xA1, 1)
-	x86.Outb(0x21, 0xFF)
-	x86.Outb(0xA1, 0xFF)
+	amd64.Outb(0x20, 0x11)
+	amd64.Outb(0xA0, 0x11)
+	amd64.Outb(0x21, base)
+	amd64.Outb(0xA1, base+8)
+	amd64.Outb(0x21, 4)
+	amd64.Outb(0xA1, 2)
+	amd64.Outb(0x21, 1)
+	amd64.Outb(0xA1, 1)
+	amd64.Outb(0x21, 0xFF)
+	amd64.Outb(0xA1, 0xFF)
 }

@@ -8,11 +8,11 @@
 // Kernel-context: no allocation, no runtime calls.
 package rtc
 
-import "yolk/drivers/x86"
+import "yolk/arch/amd64"
 
 func cmos(reg uint8) uint8 {
-	x86.Outb(0x70, reg)
-	return x86.Inb(0x71)
+	amd64.Outb(0x70, reg)
+	return amd64.Inb(0x71)
 }
 
 // Unix returns the RTC time as seconds since 1970 (the RTC is assumed to

@@ -13,7 +13,7 @@ package uart16550
 import (
 	"github.com/usbarmory/tamago/soc/intel/uart"
 
-	"yolk/drivers/x86"
+	"yolk/arch/amd64"
 )
 
 // COM1 is the first serial port's I/O base.
@@ -42,13 +42,13 @@ type UART struct {
 // Init programs 115200 baud, 8N1, FIFOs on, interrupts off.
 func (u *UART) Init() {
 	b := u.Base
-	x86.Outb(b+regIER, 0)
-	x86.Outb(b+regLCR, 0x80) // DLAB
-	x86.Outb(b+regData, 1)   // divisor 1: 115200 baud
-	x86.Outb(b+regIER, 0)
-	x86.Outb(b+regLCR, 0x03) // 8N1
-	x86.Outb(b+regFCR, 0xC7) // enable and clear FIFOs
-	x86.Outb(b+regMCR, 0x03) // DTR, RTS
+	amd64.Outb(b+regIER, 0)
+	amd64.Outb(b+regLCR, 0x80) // DLAB
+	amd64.Outb(b+regData, 1)   // divisor 1: 115200 baud
+	amd64.Outb(b+regIER, 0)
+	amd64.Outb(b+regLCR, 0x03) // 8N1
+	amd64.Outb(b+regFCR, 0xC7) // enable and clear FIFOs
+	amd64.Outb(b+regMCR, 0x03) // DTR, RTS
 }
 
 // Put sends one byte, waiting for room in the transmitter.
@@ -60,18 +60,18 @@ func (u *UART) Put(c byte) {
 // EnableRx turns the receive interrupt on or off (and, once, the OUT2 gate
 // of the interrupt line).
 func (u *UART) EnableRx(on bool) {
-	x86.Outb(u.Base+regMCR, 0x03|mcrOut2)
+	amd64.Outb(u.Base+regMCR, 0x03|mcrOut2)
 	var ier uint8
 	if on {
 		ier = ierRx
 	}
-	x86.Outb(u.Base+regIER, ier)
+	amd64.Outb(u.Base+regIER, ier)
 }
 
 // Get returns a received byte, if there is one.
 func (u *UART) Get() (byte, bool) {
-	if x86.Inb(u.Base+regLSR)&lsrDataReady == 0 {
+	if amd64.Inb(u.Base+regLSR)&lsrDataReady == 0 {
 		return 0, false
 	}
-	return x86.Inb(u.Base + regData), true
+	return amd64.Inb(u.Base + regData), true
 }

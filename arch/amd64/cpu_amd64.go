@@ -1,11 +1,4 @@
-//go:build amd64
-
-// Package x86 wraps the amd64 instructions the kernel and its drivers need
-// and Go cannot express: port I/O, MSRs, control registers, CPUID, TSC,
-// descriptor-table loads, interrupt flag and halt.
-//
-// Kernel-context: every function is a leaf in assembly; no allocation.
-package x86
+package amd64
 
 // Port I/O.
 func Outb(port uint16, v uint8)
