@@ -107,25 +107,24 @@ func kprintHex(v uint64, digits int) {
 
 func kprintDec(v int64) {
 	var buf [20]byte
-	neg := v < 0
 	u := uint64(v)
-	if neg {
+	if v < 0 {
+		putc('-')
 		u = uint64(-v)
 	}
+	kprintBytes(decimal(&buf, u))
+}
+
+// decimal writes u in decimal at the end of buf and returns those digits.
+func decimal(buf *[20]byte, u uint64) []byte {
 	i := len(buf)
 	for {
 		i--
 		buf[i] = byte('0' + u%10)
 		u /= 10
 		if u == 0 {
-			break
+			return buf[i:]
 		}
-	}
-	if neg {
-		putc('-')
-	}
-	for ; i < len(buf); i++ {
-		putc(buf[i])
 	}
 }
 

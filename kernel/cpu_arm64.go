@@ -77,24 +77,17 @@ const (
 func hwcap() uintptr {
 	isar := arm64.ISAR0()
 	h := uintptr(hwcapFP | hwcapASIMD)
-	field := func(shift uint) uint64 { return isar >> shift & 15 }
-	if field(4) >= 1 {
-		h |= hwcapAES
-	}
-	if field(4) >= 2 {
-		h |= hwcapPMULL
-	}
-	if field(8) >= 1 {
-		h |= hwcapSHA1
-	}
-	if field(12) >= 1 {
-		h |= hwcapSHA2
-	}
-	if field(16) >= 1 {
-		h |= hwcapCRC32
-	}
-	if field(20) >= 2 {
-		h |= hwcapATOMICS
+	for _, f := range [...]struct {
+		shift uint   // the ID_AA64ISAR0_EL1 field
+		min   uint64 // the value from which the feature is there
+		bit   uintptr
+	}{
+		{4, 1, hwcapAES}, {4, 2, hwcapPMULL}, {8, 1, hwcapSHA1}, {12, 1, hwcapSHA2},
+		{16, 1, hwcapCRC32}, {20, 2, hwcapATOMICS},
+	} {
+		if isar>>f.shift&15 >= f.min {
+			h |= f.bit
+		}
 	}
 	return h
 }

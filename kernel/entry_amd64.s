@@ -5,6 +5,14 @@
 
 #include "textflag.h"
 
+// ADDRESS(NAME, SYM) defines func NAME() uintptr, the address of SYM: the
+// kernel's own entry points and the runtime's symbols Go code cannot name.
+#define ADDRESS(NAME, SYM) \
+	TEXT NAME(SB),NOSPLIT,$0-8; \
+	MOVQ	$SYM(SB), AX; \
+	MOVQ	AX, ret+0(FP); \
+	RET
+
 // Regs frame, as pushed (see regs.go): FSBase, R15..AX, Vector, Error,
 // IP, CS, Flags, SP, SS.
 #define PUSHALL \
@@ -246,25 +254,10 @@ TEXT ·setFS(SB),NOSPLIT,$0-8
 	SETFS_AX
 	RET
 
-TEXT ·syscallEntryPC(SB),NOSPLIT,$0-8
-	MOVQ	$·syscallEntry(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET
-
-TEXT ·forkretPC(SB),NOSPLIT,$0-8
-	MOVQ	$·forkret(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET
-
-TEXT ·rt0PC(SB),NOSPLIT,$0-8
-	MOVQ	$_rt0_amd64_linux(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET
-
-TEXT ·imageEnd(SB),NOSPLIT,$0-8
-	MOVQ	$runtime·end(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET
+ADDRESS(·syscallEntryPC, ·syscallEntry)
+ADDRESS(·forkretPC, ·forkret)
+ADDRESS(·rt0PC, _rt0_amd64_linux)
+ADDRESS(·imageEnd, runtime·end)
 
 TEXT ·vectorPC(SB),NOSPLIT,$0-16
 	MOVQ	v+0(FP), AX
@@ -291,15 +284,8 @@ TEXT ·getcallerpc(SB),NOSPLIT,$0-8
 	MOVQ	AX, ret+0(FP)
 	RET
 
-TEXT ·bssStart(SB),NOSPLIT,$0-8
-	MOVQ	$runtime·bss(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET
-
-TEXT ·morestackPC(SB),NOSPLIT,$0-8
-	MOVQ	$runtime·morestack(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET
+ADDRESS(·bssStart, runtime·bss)
+ADDRESS(·morestackPC, runtime·morestack)
 
 // func breakpoint(): INT3, a #BP trap from kernel context.
 TEXT ·breakpoint(SB),NOSPLIT,$0

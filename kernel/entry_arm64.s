@@ -19,6 +19,14 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// ADDRESS(NAME, SYM) defines func NAME() uintptr, the address of SYM: the
+// kernel's own entry points and the runtime's symbols Go code cannot name.
+#define ADDRESS(NAME, SYM) \
+	TEXT NAME(SB),NOSPLIT,$0-8; \
+	MOVD	$SYM(SB), R0; \
+	MOVD	R0, ret+0(FP); \
+	RET
+
 #define FRAME	832	// regsSize
 #define F_SP	248
 #define F_PC	256
@@ -383,40 +391,13 @@ TEXT ·sigreturnCode(SB),NOSPLIT|NOFRAME,$0
 	SVC	$0
 	WORD	$0	// UDF
 
-TEXT ·sigreturnPC(SB),NOSPLIT,$0-8
-	MOVD	$·sigreturnCode(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
-
-TEXT ·forkretPC(SB),NOSPLIT,$0-8
-	MOVD	$·forkret(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
-
-TEXT ·rt0PC(SB),NOSPLIT,$0-8
-	MOVD	$_rt0_arm64_linux(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
-
-TEXT ·imageEnd(SB),NOSPLIT,$0-8
-	MOVD	$runtime·end(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
-
-TEXT ·bssStart(SB),NOSPLIT,$0-8
-	MOVD	$runtime·bss(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
-
-TEXT ·morestackPC(SB),NOSPLIT,$0-8
-	MOVD	$runtime·morestack(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
-
-TEXT ·vectorsPC(SB),NOSPLIT,$0-8
-	MOVD	$·vectors(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
+ADDRESS(·sigreturnPC, ·sigreturnCode)
+ADDRESS(·forkretPC, ·forkret)
+ADDRESS(·rt0PC, _rt0_arm64_linux)
+ADDRESS(·imageEnd, runtime·end)
+ADDRESS(·bssStart, runtime·bss)
+ADDRESS(·morestackPC, runtime·morestack)
+ADDRESS(·vectorsPC, ·vectors)
 
 // func setTrapStack(top uintptr): SP_EL1 = top, VBAR_EL1 = vectors.
 // SP_EL1 is not an MSR target at EL1: it is written as SP with SPSel 1.

@@ -56,17 +56,7 @@ func buildInitStack() uintptr {
 		// scavenger keep the heap inside it (Linux would have swap or the
 		// OOM killer; we have neither).
 		var num [20]byte
-		v := uint64(framesFree) * pageSize / 4 * 3
-		i := len(num)
-		for {
-			i--
-			num[i] = byte('0' + v%10)
-			v /= 10
-			if v == 0 {
-				break
-			}
-		}
-		envp[ne] = pushStr([]byte("GOMEMLIMIT="), num[i:])
+		envp[ne] = pushStr([]byte("GOMEMLIMIT="), decimal(&num, uint64(framesFree)*pageSize/4*3))
 		ne++
 	}
 	sp -= 16

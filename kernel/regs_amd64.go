@@ -36,6 +36,9 @@ func cloneRegs(fr, r *Regs, stack, tls uintptr) {
 	fr.FSBase = uint64(tls)
 }
 
+// fp is the trapped code's frame pointer.
+func (r *Regs) fp() uintptr { return uintptr(r.BP) }
+
 func (r *Regs) pc() uintptr { return uintptr(r.IP) }
 
 // fpSave stores the FP/SSE state at addr (FXSAVE: fpStateSize bytes,

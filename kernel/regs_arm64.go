@@ -52,6 +52,9 @@ func cloneRegs(fr, r *Regs, stack, tls uintptr) {
 	fr.SP = uint64(stack)
 }
 
+// fp is the trapped code's frame pointer.
+func (r *Regs) fp() uintptr { return uintptr(r.X[29]) }
+
 func (r *Regs) pc() uintptr { return uintptr(r.PC) }
 
 // fpState is where r holds the FP/SIMD state (the signal frame's copy).

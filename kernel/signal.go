@@ -160,3 +160,25 @@ func killedBy(sig int) {
 
 // signalIPI interrupts CPU cpu, which runs a task that has a new signal.
 func signalIPI(cpu int) { sendIPI(cpu, vecSignal) }
+
+// signalStart is where both architectures' signalUser begin: sig's
+// handler, if the trap came from application code and the program
+// installed a usable one (sigNeedFlags), the thread's alternate stack, and
+// the address the frame goes below: the top of the alternate stack if the
+// handler asks for it and the thread is not on it already, else sp.
+func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top uintptr, ok bool) {
+	if inKernel(r) {
+		return act, as, 0, false
+	}
+	sigLock.Lock()
+	act = sigActs[sig]
+	sigLock.Unlock()
+	if act.handler <= 1 || act.flags&sigNeedFlags != sigNeedFlags {
+		return act, as, 0, false
+	}
+	as = altStacks[sched.Current().Index()]
+	if act.flags&saOnstack != 0 && as.size != 0 && !(sp > as.sp && sp <= as.sp+as.size) {
+		sp = as.sp + as.size
+	}
+	return act, as, sp, true
+}

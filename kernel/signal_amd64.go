@@ -14,25 +14,19 @@ const (
 	ucFpregs    = ucGregs + 23*8
 	ucSigmask   = ucSize - 8
 	fpStateSize = 512
+
+	// sigNeedFlags: a handler is usable with SA_SIGINFO and a restorer
+	// (the runtime's sigreturn trampoline).
+	sigNeedFlags = saSiginfo | saRestorer
 )
 
 // signalUser redirects the user context in r to the handler of sig with an
 // rt_sigframe; fx is the interrupted FP/SSE state. false if the fault was in
 // the kernel, there is no usable handler, or the frame does not fit.
 func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
-	if inKernel(r) {
+	act, as, sp, ok := signalStart(r, sig, uintptr(r.SP)-128) // below the red zone
+	if !ok {
 		return false
-	}
-	sigLock.Lock()
-	act := sigActs[sig]
-	sigLock.Unlock()
-	if act.handler <= 1 || act.flags&saSiginfo == 0 || act.flags&saRestorer == 0 {
-		return false
-	}
-	as := altStacks[sched.Current().Index()]
-	sp := uintptr(r.SP) - 128 // red zone
-	if act.flags&saOnstack != 0 && as.size != 0 && !(sp > as.sp && sp <= as.sp+as.size) {
-		sp = as.sp + as.size
 	}
 	fp := (sp - fpStateSize) &^ 63
 	info := fp - sigInfoSize

@@ -26,6 +26,10 @@ const (
 	fpsimdMagic  = 0x46508001
 	fpsimdSize   = 528 // head (8), fpsr, fpcr, 32 × 16-byte V registers
 	sigFrameSize = sigInfoSize + ucSize
+
+	// sigNeedFlags: a handler is usable with SA_SIGINFO (without a
+	// restorer it returns through the kernel's sigreturn code).
+	sigNeedFlags = saSiginfo
 )
 
 // signalUser redirects the user context in r to the handler of sig with an
@@ -33,19 +37,9 @@ const (
 // if the fault was in the kernel, there is no usable handler, or the frame
 // does not fit.
 func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
-	if inKernel(r) {
+	act, as, sp, ok := signalStart(r, sig, uintptr(r.SP))
+	if !ok {
 		return false
-	}
-	sigLock.Lock()
-	act := sigActs[sig]
-	sigLock.Unlock()
-	if act.handler <= 1 || act.flags&saSiginfo == 0 {
-		return false
-	}
-	as := altStacks[sched.Current().Index()]
-	sp := uintptr(r.SP)
-	if act.flags&saOnstack != 0 && as.size != 0 && !(sp > as.sp && sp <= as.sp+as.size) {
-		sp = as.sp + as.size
 	}
 	rec := (sp - 16) &^ 15 // frame record
 	frame := (rec - sigFrameSize) &^ 15

@@ -59,20 +59,11 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 		return consoleRead(p, n)
 	}
 	if h := fsGet(fd); h >= 0 {
-		b, e := userBufW(p, n)
-		var c uintptr
-		if e == 0 {
-			c, e = fsRead(h, b)
-		}
-		fsPut(h)
-		return c, e
+		return fsTransfer(h, p, n, false)
 	}
-	f := getFile(fd, fileEventfd)
-	if f == nil {
-		return 0, abi.EBADF
-	}
-	if n < 8 {
-		return 0, abi.EINVAL
+	f, e := eventfdArg(fd, n)
+	if e != 0 {
+		return 0, e
 	}
 	if !userW(p, 8) {
 		return 0, abi.EFAULT
@@ -96,20 +87,11 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 		return n, 0
 	}
 	if h := fsGet(fd); h >= 0 {
-		b, e := userBuf(p, n)
-		var c uintptr
-		if e == 0 {
-			c, e = fsWrite(h, b)
-		}
-		fsPut(h)
-		return c, e
+		return fsTransfer(h, p, n, true)
 	}
-	f := getFile(fd, fileEventfd)
-	if f == nil {
-		return 0, abi.EBADF
-	}
-	if n < 8 {
-		return 0, abi.EINVAL
+	f, e := eventfdArg(fd, n)
+	if e != 0 {
+		return 0, e
 	}
 	atomic.AddUint64(&f.count, *at[uint64](p))
 	atomic.AddUint32(&f.seq, 1)
@@ -161,17 +143,12 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 		return abi.EFAULT
 	}
 	st := at[unix.Stat_t](p)
-	if h := fsGet(fd); h >= 0 {
-		e := vfs.Fstat(h, st)
-		fsPut(h)
-		return abi.Errno(e)
-	}
-	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
+	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS {
 		// The console and the kernel's own files: a character device.
 		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: pageSize}
 		return 0
 	}
-	return abi.EBADF
+	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fstat(h, st) })
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
@@ -212,35 +189,17 @@ func sysFchdir(fd int) abi.Errno {
 }
 
 func sysFchown(fd int, uid, gid int) abi.Errno {
-	if h := fsGet(fd); h >= 0 {
-		e := vfs.Fchown(h, uid, gid)
-		fsPut(h)
-		return abi.Errno(e)
-	}
-	return badFD(fd, 0) // the console: accepted
+	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchown(h, uid, gid) }) // the console: accepted
 }
 
 // sysFsync is fsync and fdatasync: the file system is memory, nothing to
 // write back; EINVAL for pipes and the console, as Linux.
 func sysFsync(fd int) abi.Errno {
-	if h := fsGet(fd); h >= 0 {
-		e := vfs.Fsync(h)
-		fsPut(h)
-		return abi.Errno(e)
-	}
-	return badFD(fd, abi.EINVAL)
+	return onFS(fd, abi.EINVAL, func(h int) fs.Errno { return vfs.Fsync(h) })
 }
 
 func sysFchmod(fd int, mode uint32) abi.Errno {
-	if h := fsGet(fd); h >= 0 {
-		e := vfs.Fchmod(h, mode)
-		fsPut(h)
-		return abi.Errno(e)
-	}
-	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
-		return 0
-	}
-	return abi.EBADF
+	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchmod(h, mode) }) // the console: accepted
 }
 
 func sysDup(fd int) (uintptr, abi.Errno) { return dupFD(fd, -1, 0) }
@@ -309,4 +268,49 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	}
 	files[newfd].kind, files[newfd].h = k, files[oldfd].h
 	return uintptr(newfd), 0
+}
+
+// fsTransfer reads (write false) or writes the user buffer [p, p+n) at
+// the open file h, and drops the call's reference to h.
+func fsTransfer(h int, p, n uintptr, write bool) (uintptr, abi.Errno) {
+	var b []byte
+	var e abi.Errno
+	if write {
+		b, e = userBuf(p, n)
+	} else {
+		b, e = userBufW(p, n)
+	}
+	var c uintptr
+	if e == 0 && write {
+		c, e = fsWrite(h, b)
+	} else if e == 0 {
+		c, e = fsRead(h, b)
+	}
+	fsPut(h)
+	return c, e
+}
+
+// eventfdArg is fd's eventfd for a read or write of n bytes.
+func eventfdArg(fd int, n uintptr) (*file, abi.Errno) {
+	f := getFile(fd, fileEventfd)
+	if f == nil {
+		return nil, abi.EBADF
+	}
+	if n < 8 {
+		return nil, abi.EINVAL
+	}
+	return f, 0
+}
+
+// onFS runs op on fd's open file when fd names one of the file system,
+// holding the call's reference while it runs; for an open descriptor of
+// another kind it returns notFS, for a closed one EBADF (badFD). op does
+// not escape: the closures the handlers pass live on their stacks.
+func onFS(fd int, notFS abi.Errno, op func(h int) fs.Errno) abi.Errno {
+	if h := fsGet(fd); h >= 0 {
+		e := op(h)
+		fsPut(h)
+		return abi.Errno(e)
+	}
+	return badFD(fd, notFS)
 }

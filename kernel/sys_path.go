@@ -71,21 +71,11 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 }
 
 func sysMkdirat(dirfd int, p uintptr, mode uint32) abi.Errno {
-	d, path, e := pathArgs(dirfd, p)
-	if e == 0 {
-		e = abi.Errno(vfs.Mkdir(d, path, mode))
-	}
-	fsPut(d)
-	return e
+	return atPath(dirfd, p, func(d int, path []byte) fs.Errno { return vfs.Mkdir(d, path, mode) })
 }
 
 func sysUnlinkat(dirfd int, p uintptr, flags int) abi.Errno {
-	d, path, e := pathArgs(dirfd, p)
-	if e == 0 {
-		e = abi.Errno(vfs.Unlink(d, path, flags))
-	}
-	fsPut(d)
-	return e
+	return atPath(dirfd, p, func(d int, path []byte) fs.Errno { return vfs.Unlink(d, path, flags) })
 }
 
 func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
@@ -93,11 +83,7 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi
 	if e != 0 {
 		return e
 	}
-	nd, npath, e := pathArgs(ndirfd, np)
-	if e == 0 {
-		e = abi.Errno(vfs.Rename(od, opath, nd, npath, flags))
-	}
-	fsPut(nd)
+	e = atPath(ndirfd, np, func(nd int, npath []byte) fs.Errno { return vfs.Rename(od, opath, nd, npath, flags) })
 	fsPut(od)
 	return e
 }
@@ -119,22 +105,13 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 	if e != 0 {
 		return e
 	}
-	nd, npath, e := pathArgs(ndirfd, np)
-	if e == 0 {
-		e = abi.Errno(vfs.Link(od, opath, nd, npath, flags))
-	}
-	fsPut(nd)
+	e = atPath(ndirfd, np, func(nd int, npath []byte) fs.Errno { return vfs.Link(od, opath, nd, npath, flags) })
 	fsPut(od)
 	return e
 }
 
 func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) abi.Errno {
-	d, path, e := pathArgs(dirfd, p)
-	if e == 0 {
-		e = abi.Errno(vfs.Mknod(d, path, mode, dev))
-	}
-	fsPut(d)
-	return e
+	return atPath(dirfd, p, func(d int, path []byte) fs.Errno { return vfs.Mknod(d, path, mode, dev) })
 }
 
 func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
@@ -142,12 +119,7 @@ func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
 	if e != 0 {
 		return e
 	}
-	d, path, e := pathArgs(dirfd, p)
-	if e == 0 {
-		e = abi.Errno(vfs.Symlink(target, d, path))
-	}
-	fsPut(d)
-	return e
+	return atPath(dirfd, p, func(d int, path []byte) fs.Errno { return vfs.Symlink(target, d, path) })
 }
 
 func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
@@ -200,20 +172,15 @@ func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) abi.Errno {
 	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return abi.EINVAL
 	}
-	d, path, e := pathArgs(dirfd, p)
-	if e == 0 {
+	return atPath(dirfd, p, func(d int, path []byte) fs.Errno {
 		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
 			if d == fs.AtCWD {
-				e = abi.Errno(vfs.Chmod(fs.AtCWD, dotPath[:], mode, 0))
-			} else {
-				e = abi.Errno(vfs.Fchmod(d, mode))
+				return vfs.Chmod(fs.AtCWD, dotPath[:], mode, 0)
 			}
-		} else {
-			e = abi.Errno(vfs.Chmod(d, path, mode, flags&^unix.AT_EMPTY_PATH))
+			return vfs.Fchmod(d, mode)
 		}
-	}
-	fsPut(d)
-	return e
+		return vfs.Chmod(d, path, mode, flags&^unix.AT_EMPTY_PATH)
+	})
 }
 
 var dotPath = [...]byte{'.'}
@@ -224,20 +191,15 @@ func sysFchownat(dirfd int, p uintptr, uid, gid int, flags int) abi.Errno {
 	if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return abi.EINVAL
 	}
-	d, path, e := pathArgs(dirfd, p)
-	if e == 0 {
+	return atPath(dirfd, p, func(d int, path []byte) fs.Errno {
 		if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
 			if d == fs.AtCWD {
-				e = abi.Errno(vfs.Chown(fs.AtCWD, dotPath[:], uid, gid, 0))
-			} else {
-				e = abi.Errno(vfs.Fchown(d, uid, gid))
+				return vfs.Chown(fs.AtCWD, dotPath[:], uid, gid, 0)
 			}
-		} else {
-			e = abi.Errno(vfs.Chown(d, path, uid, gid, flags&^unix.AT_EMPTY_PATH))
+			return vfs.Fchown(d, uid, gid)
 		}
-	}
-	fsPut(d)
-	return e
+		return vfs.Chown(d, path, uid, gid, flags&^unix.AT_EMPTY_PATH)
+	})
 }
 
 // sysUtimensat sets the access and modification times of a path (times:
@@ -267,9 +229,16 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
 			t[i] = ts.sec*1e9 + ts.nsec
 		}
 	}
+	return atPath(dirfd, p, func(d int, path []byte) fs.Errno { return vfs.Utimes(d, path, t[0], t[1], flags) })
+}
+
+// atPath runs op on a *at call's directory and path, holding the
+// directory's reference while it runs. op does not escape: the closures
+// the handlers pass live on their stacks.
+func atPath(dirfd int, p uintptr, op func(d int, path []byte) fs.Errno) abi.Errno {
 	d, path, e := pathArgs(dirfd, p)
 	if e == 0 {
-		e = abi.Errno(vfs.Utimes(d, path, t[0], t[1], flags))
+		e = abi.Errno(op(d, path))
 	}
 	fsPut(d)
 	return e

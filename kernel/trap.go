@@ -95,3 +95,81 @@ func halt(code uint8) {
 func getbp() uintptr       // the caller's frame pointer
 func getcallerpc() uintptr // the return address of the caller's frame
 func morestackPC() uintptr // runtime.morestack, for the stack-overflow diagnosis
+
+// memFault is what the fault report says of a memory-access fault.
+type memFault struct {
+	addr   uintptr
+	ok     bool   // a memory-access fault: addr is the address
+	data   bool   // a data access (not an instruction fetch)
+	cause  string // " (not mapped)", " (protection)" or ""
+	access string // " read", " write" or ""
+}
+
+// fault prints the report for r and stops the machine: what trapped
+// (faultName), the address a memory-access fault touched (faultMemory),
+// the likely cause, the task, the registers and the backtrace (printRegs).
+func fault(r *Regs, why string) {
+	stopOthers()
+	conGrab()
+	knewline()
+	kprint("yolk: fault: ")
+	faultName(r)
+	m := faultMemory(r)
+	if m.ok {
+		kprint(" address=")
+		kprintHex(uint64(m.addr), 1)
+		kprint(m.cause)
+		kprint(m.access)
+	}
+	switch {
+	case why != "":
+		kprint(": ")
+		kprint(why)
+	case sched.DieReason() != "":
+		kprint(": sched: ")
+		kprint(sched.DieReason())
+	case m.data && r.pc() >= morestackPC() && r.pc() < morestackPC()+64:
+		kprint(": kernel stack overflow (morestack on a kernel stack)")
+	default:
+		kprint(faultNote(r))
+	}
+	kprint("\n")
+	printTask()
+	printRegs(r)
+	halt(ExitFault)
+}
+
+// namedReg is a register in the fault report, printed with digits hex
+// digits (1: as many as it takes).
+type namedReg struct {
+	name   string
+	v      uint64
+	digits int
+}
+
+// printRegs prints the registers of the fault report (faultRegs: a line
+// of four, then four a line) and the backtrace.
+func printRegs(r *Regs) {
+	head, regs := faultRegs(r)
+	for i, g := range head {
+		printReg(g, i == 0, i == len(head)-1)
+	}
+	for i, g := range regs {
+		printReg(g, i%4 == 0, i%4 == 3 || i == len(regs)-1)
+	}
+	backtrace(r.pc(), r.fp())
+}
+
+func printReg(g namedReg, first, last bool) {
+	if first {
+		kprint("yolk: ")
+	} else {
+		kprint(" ")
+	}
+	kprint(g.name)
+	kprint("=")
+	kprintHex(g.v, g.digits)
+	if last {
+		kprint("\n")
+	}
+}

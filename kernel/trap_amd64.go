@@ -149,12 +149,8 @@ func stopHere() {
 	}
 }
 
-// fault prints the report for r and stops the machine.
-func fault(r *Regs, why string) {
-	stopOthers()
-	conGrab()
-	knewline()
-	kprint("yolk: fault: ")
+// faultName prints what trapped and its codes, for the fault report.
+func faultName(r *Regs) {
 	if r.Vector < uint64(len(trapNames)) {
 		kprint(trapNames[r.Vector])
 	} else {
@@ -164,67 +160,44 @@ func fault(r *Regs, why string) {
 	kprintDec(int64(r.Vector))
 	kprint(" error=")
 	kprintHex(r.Error, 1)
-	if r.Vector == 14 {
-		kprint(" address=")
-		kprintHex(uint64(percpu[sched.This().ID].faultAddr), 1)
-		if r.Error&1 == 0 {
-			kprint(" (not mapped)")
-		} else {
-			kprint(" (protection)")
-		}
-		if r.Error&2 != 0 {
-			kprint(" write")
-		} else {
-			kprint(" read")
-		}
+}
+
+// faultMemory describes a page fault for the fault report.
+func faultMemory(r *Regs) (m memFault) {
+	if r.Vector != 14 {
+		return m
 	}
-	switch {
-	case why != "":
-		kprint(": ")
-		kprint(why)
-	case sched.DieReason() != "":
-		kprint(": sched: ")
-		kprint(sched.DieReason())
-	case r.Vector == 14 && uintptr(r.IP) >= morestackPC() && uintptr(r.IP) < morestackPC()+64:
-		kprint(": kernel stack overflow (morestack on a kernel stack)")
-	case r.Vector == 8:
-		kprint(" (a trap while delivering a trap: trap stack overflow or nesting too deep?)")
+	m.addr, m.ok, m.data = percpu[sched.This().ID].faultAddr, true, true
+	m.cause = " (protection)"
+	if r.Error&1 == 0 {
+		m.cause = " (not mapped)"
 	}
-	kprint("\n")
-	printTask()
-	kprint("yolk: rip=")
-	kprintHex(r.IP, 16)
-	kprint(" rsp=")
-	kprintHex(r.SP, 16)
-	kprint(" rflags=")
-	kprintHex(r.Flags, 1)
-	kprint(" fs=")
-	kprintHex(r.FSBase, 1)
-	kprint("\n")
-	regs := [...]struct {
-		n string
-		v uint64
-	}{
-		{"rax", r.AX}, {"rbx", r.BX}, {"rcx", r.CX}, {"rdx", r.DX},
-		{"rsi", r.SI}, {"rdi", r.DI}, {"rbp", r.BP}, {"r8 ", r.R8},
-		{"r9 ", r.R9}, {"r10", r.R10}, {"r11", r.R11}, {"r12", r.R12},
-		{"r13", r.R13}, {"r14", r.R14}, {"r15", r.R15}, {"cr3", uint64(amd64.CR3())},
+	m.access = " read"
+	if r.Error&2 != 0 {
+		m.access = " write"
 	}
-	for i, g := range regs {
-		if i%4 == 0 {
-			kprint("yolk: ")
-		} else {
-			kprint(" ")
-		}
-		kprint(g.n)
-		kprint("=")
-		kprintHex(g.v, 16)
-		if i%4 == 3 {
-			kprint("\n")
-		}
+	return m
+}
+
+// faultNote is the report's guess at a cause the vector alone tells.
+func faultNote(r *Regs) string {
+	if r.Vector == 8 {
+		return " (a trap while delivering a trap: trap stack overflow or nesting too deep?)"
 	}
-	backtrace(uintptr(r.IP), uintptr(r.BP))
-	halt(ExitFault)
+	return ""
+}
+
+// faultRegs lists the registers for the fault report: the first line's
+// four, then the general registers.
+func faultRegs(r *Regs) (head [4]namedReg, regs [16]namedReg) {
+	head = [4]namedReg{{"rip", r.IP, 16}, {"rsp", r.SP, 16}, {"rflags", r.Flags, 1}, {"fs", r.FSBase, 1}}
+	regs = [16]namedReg{
+		{"rax", r.AX, 16}, {"rbx", r.BX, 16}, {"rcx", r.CX, 16}, {"rdx", r.DX, 16},
+		{"rsi", r.SI, 16}, {"rdi", r.DI, 16}, {"rbp", r.BP, 16}, {"r8 ", r.R8, 16},
+		{"r9 ", r.R9, 16}, {"r10", r.R10, 16}, {"r11", r.R11, 16}, {"r12", r.R12, 16},
+		{"r13", r.R13, 16}, {"r14", r.R14, 16}, {"r15", r.R15, 16}, {"cr3", uint64(amd64.CR3()), 16},
+	}
+	return head, regs
 }
 
 // inKernel reports whether the trap interrupted kernel code: the kernel runs

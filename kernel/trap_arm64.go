@@ -224,12 +224,8 @@ func inKernel(r *Regs) bool {
 // pstateI is PSTATE.I: IRQs masked.
 const pstateI = 1 << 7
 
-// fault prints the report for r and stops the machine.
-func fault(r *Regs, why string) {
-	stopOthers()
-	conGrab()
-	knewline()
-	kprint("yolk: fault: ")
+// faultName prints what trapped and its codes, for the fault report.
+func faultName(r *Regs) {
 	ec := r.ESR >> 26 & 0x3f
 	switch r.Vector &^ vecNested {
 	case vecSync:
@@ -253,60 +249,43 @@ func fault(r *Regs, why string) {
 	kprintHex(r.ESR, 1)
 	kprint(" ec=")
 	kprintHex(ec, 2)
-	if ec == ecDataSame || ec == ecDataLower || ec == ecInstrSame || ec == ecInstrLower {
-		kprint(" address=")
-		kprintHex(r.FAR, 1)
-		if fsc := r.ESR & 0x3f; fsc >= 4 && fsc <= 7 {
-			kprint(" (not mapped)")
-		} else if fsc >= 0x0c && fsc <= 0x0f {
-			kprint(" (protection)")
-		}
-		if ec == ecDataSame || ec == ecDataLower {
-			if r.ESR&(1<<6) != 0 {
-				kprint(" write")
-			} else {
-				kprint(" read")
-			}
-		}
-	}
-	switch {
-	case why != "":
-		kprint(": ")
-		kprint(why)
-	case sched.DieReason() != "":
-		kprint(": sched: ")
-		kprint(sched.DieReason())
-	case (ec == ecDataSame || ec == ecDataLower) && uintptr(r.PC) >= morestackPC() && uintptr(r.PC) < morestackPC()+64:
-		kprint(": kernel stack overflow (morestack on a kernel stack)")
-	}
-	kprint("\n")
-	printTask()
-	kprint("yolk: pc=")
-	kprintHex(r.PC, 16)
-	kprint(" sp=")
-	kprintHex(r.SP, 16)
-	kprint(" pstate=")
-	kprintHex(r.PSTATE, 1)
-	kprint(" far=")
-	kprintHex(r.FAR, 1)
-	kprint("\n")
-	for i := 0; i < 31; i++ {
-		if i%4 == 0 {
-			kprint("yolk: ")
-		} else {
-			kprint(" ")
-		}
-		kprint("x")
-		if i < 10 {
-			kprint("0")
-		}
-		kprintDec(int64(i))
-		kprint("=")
-		kprintHex(r.X[i], 16)
-		if i%4 == 3 || i == 30 {
-			kprint("\n")
-		}
-	}
-	backtrace(uintptr(r.PC), uintptr(r.X[29]))
-	halt(ExitFault)
 }
+
+// faultMemory describes an instruction or data abort for the fault report.
+func faultMemory(r *Regs) (m memFault) {
+	ec := r.ESR >> 26 & 0x3f
+	m.data = ec == ecDataSame || ec == ecDataLower
+	if !m.data && ec != ecInstrSame && ec != ecInstrLower {
+		return m
+	}
+	m.addr, m.ok = uintptr(r.FAR), true
+	if fsc := r.ESR & 0x3f; fsc >= 4 && fsc <= 7 {
+		m.cause = " (not mapped)"
+	} else if fsc >= 0x0c && fsc <= 0x0f {
+		m.cause = " (protection)"
+	}
+	if m.data {
+		m.access = " read"
+		if r.ESR&(1<<6) != 0 {
+			m.access = " write"
+		}
+	}
+	return m
+}
+
+// faultNote: the vector alone tells nothing more on arm64.
+func faultNote(r *Regs) string { return "" }
+
+// faultRegs lists the registers for the fault report: the first line's
+// four, then x00 to x30.
+func faultRegs(r *Regs) (head [4]namedReg, regs [31]namedReg) {
+	head = [4]namedReg{{"pc", r.PC, 16}, {"sp", r.SP, 16}, {"pstate", r.PSTATE, 1}, {"far", r.FAR, 1}}
+	for i := range regs {
+		regs[i] = namedReg{xNames[i], r.X[i], 16}
+	}
+	return head, regs
+}
+
+var xNames = [31]string{"x00", "x01", "x02", "x03", "x04", "x05", "x06", "x07", "x08", "x09",
+	"x10", "x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19",
+	"x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x29", "x30"}
