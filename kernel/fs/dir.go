@@ -13,15 +13,9 @@ import (
 func (f *FS[E]) Mkdir(dir int, path []byte, mode uint32) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	r, e := f.walk(dir, path, noFollow)
+	r, e := f.walkNew(dir, path, true)
 	if e != 0 {
 		return e
-	}
-	if r.kind != lastNorm || r.ino >= 0 {
-		return unix.EEXIST
-	}
-	if f.inodes[r.dir].ro {
-		return unix.EROFS
 	}
 	_, e = f.newInode(r.dir, r.name, unix.S_IFDIR|mode&^f.umask&0o7777)
 	return e
@@ -35,12 +29,7 @@ func (f *FS[E]) Mkdir(dir int, path []byte, mode uint32) Errno {
 // they stand for two mounts.
 func (f *FS[E]) Link(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
 	f.env.Lock()
-	e := f.linkat(odir, oldpath, ndir, newpath, flags)
-	f.env.Unlock()
-	return e
-}
-
-func (f *FS[E]) linkat(odir int, oldpath []byte, ndir int, newpath []byte, flags int) Errno {
+	defer f.env.Unlock()
 	if flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return unix.EINVAL
 	}
@@ -62,27 +51,15 @@ func (f *FS[E]) linkat(odir int, oldpath []byte, ndir int, newpath []byte, flags
 		if flags&unix.AT_SYMLINK_FOLLOW != 0 {
 			wm = follow
 		}
-		o, e := f.walk(odir, oldpath, wm)
+		o, e := f.walkExisting(odir, oldpath, wm)
 		if e != 0 {
 			return e
 		}
-		if o.ino < 0 {
-			return unix.ENOENT
-		}
 		ino = o.ino
 	}
-	n, e := f.walk(ndir, newpath, noFollow)
+	n, e := f.walkNew(ndir, newpath, false)
 	if e != 0 {
 		return e
-	}
-	if n.kind != lastNorm || n.ino >= 0 {
-		return unix.EEXIST
-	}
-	if n.slash {
-		return unix.ENOENT
-	}
-	if f.inodes[n.dir].ro {
-		return unix.EROFS
 	}
 	ip := &f.inodes[ino]
 	switch {
@@ -115,18 +92,9 @@ func (f *FS[E]) Mknod(dir int, path []byte, mode uint32, dev uint64) Errno {
 	default:
 		return unix.EINVAL
 	}
-	r, e := f.walk(dir, path, noFollow)
+	r, e := f.walkNew(dir, path, false)
 	if e != 0 {
 		return e
-	}
-	if r.kind != lastNorm || r.ino >= 0 {
-		return unix.EEXIST
-	}
-	if r.slash {
-		return unix.ENOENT
-	}
-	if f.inodes[r.dir].ro {
-		return unix.EROFS
 	}
 	ino, e := f.newInode(r.dir, r.name, typ|mode&^f.umask&0o7777)
 	if e == 0 && (typ == unix.S_IFCHR || typ == unix.S_IFBLK) {
@@ -145,18 +113,9 @@ func (f *FS[E]) Symlink(target []byte, dir int, path []byte) Errno {
 	if len(target) >= PathMax {
 		return unix.ENAMETOOLONG
 	}
-	r, e := f.walk(dir, path, noFollow)
+	r, e := f.walkNew(dir, path, false)
 	if e != 0 {
 		return e
-	}
-	if r.kind != lastNorm || r.ino >= 0 {
-		return unix.EEXIST
-	}
-	if r.slash {
-		return unix.ENOENT
-	}
-	if f.inodes[r.dir].ro {
-		return unix.EROFS
 	}
 	a, e := f.allocPage()
 	if e != 0 {
@@ -181,12 +140,9 @@ func (f *FS[E]) Readlink(dir int, path []byte, b []byte) (int, Errno) {
 	if len(b) == 0 {
 		return 0, unix.EINVAL
 	}
-	r, e := f.walk(dir, path, slashFollow)
+	r, e := f.walkExisting(dir, path, slashFollow)
 	if e != 0 {
 		return 0, e
-	}
-	if r.ino < 0 {
-		return 0, unix.ENOENT
 	}
 	ip := &f.inodes[r.ino]
 	if !isLink(ip.mode) {
@@ -347,14 +303,14 @@ func (f *FS[E]) rename(odir int, oldpath []byte, ndir int, newpath []byte, flags
 func (f *FS[E]) Getdents(h int, b []byte) (int, Errno) {
 	f.env.Lock()
 	defer f.env.Unlock()
-	fl := f.file(h)
-	if fl == nil {
-		return 0, unix.EBADF
-	}
-	if fl.kind != kindInode || !isDir(f.inodes[fl.obj].mode) {
-		return 0, unix.ENOTDIR
+	fl, e := f.inodeFile(h, unix.ENOTDIR)
+	if e != 0 {
+		return 0, e
 	}
 	d := &f.inodes[fl.obj]
+	if !isDir(d.mode) {
+		return 0, unix.ENOTDIR
+	}
 	if d.nlink == 0 {
 		return 0, unix.ENOENT
 	}
@@ -407,25 +363,10 @@ func (f *FS[E]) Getdents(h int, b []byte) (int, Errno) {
 // dirEOF is a directory's offset once its listing has reached the end.
 const dirEOF = 1<<63 - 1
 
-func dtype(m uint32) byte {
-	switch m & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return unix.DT_DIR
-	case unix.S_IFREG:
-		return unix.DT_REG
-	case unix.S_IFLNK:
-		return unix.DT_LNK
-	case unix.S_IFIFO:
-		return unix.DT_FIFO
-	case unix.S_IFSOCK:
-		return unix.DT_SOCK
-	case unix.S_IFCHR:
-		return unix.DT_CHR
-	case unix.S_IFBLK:
-		return unix.DT_BLK
-	}
-	return unix.DT_UNKNOWN
-}
+// dtype is the d_type of a file of mode m: the type bits shifted down,
+// as Linux's fs_umode_to_dtype (DT_DIR is S_IFDIR>>12, DT_REG S_IFREG>>12,
+// and so on for every type; DT_UNKNOWN is 0).
+func dtype(m uint32) byte { return byte((m & unix.S_IFMT) >> 12) }
 
 // Getcwd writes the working directory's path and a NUL into b and
 // returns the length with the NUL; ERANGE if b is too small, ENOENT if
@@ -468,12 +409,9 @@ func (f *FS[E]) Getcwd(b []byte) (int, Errno) {
 func (f *FS[E]) Chdir(dir int, path []byte) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	r, e := f.walk(dir, path, follow)
+	r, e := f.walkExisting(dir, path, follow)
 	if e != 0 {
 		return e
-	}
-	if r.ino < 0 {
-		return unix.ENOENT
 	}
 	return f.setCwd(r.ino)
 }
@@ -482,12 +420,9 @@ func (f *FS[E]) Chdir(dir int, path []byte) Errno {
 func (f *FS[E]) Fchdir(h int) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	fl := f.file(h)
-	if fl == nil {
-		return unix.EBADF
-	}
-	if fl.kind != kindInode {
-		return unix.ENOTDIR
+	fl, e := f.inodeFile(h, unix.ENOTDIR)
+	if e != 0 {
+		return e
 	}
 	return f.setCwd(fl.obj)
 }
@@ -507,86 +442,69 @@ func (f *FS[E]) setCwd(ino int32) Errno {
 // Chmod sets the permission bits of path (flags: AT_SYMLINK_NOFOLLOW,
 // which Linux refuses with EOPNOTSUPP on a link).
 func (f *FS[E]) Chmod(dir int, path []byte, mode uint32, flags int) Errno {
-	f.env.Lock()
-	defer f.env.Unlock()
-	if flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
-		return unix.EINVAL
-	}
-	wm := follow
-	if flags != 0 {
-		wm = slashFollow
-	}
-	r, e := f.walk(dir, path, wm)
-	if e != 0 {
-		return e
-	}
-	if r.ino < 0 {
-		return unix.ENOENT
-	}
-	if isLink(f.inodes[r.ino].mode) {
-		return unix.EOPNOTSUPP
-	}
-	return f.chmod(r.ino, mode)
+	return f.setPathAttr(dir, path, flags, attr{what: attrMode, mode: mode})
 }
 
 // Fchmod sets the permission bits of open file h.
 func (f *FS[E]) Fchmod(h int, mode uint32) Errno {
-	f.env.Lock()
-	defer f.env.Unlock()
-	fl := f.file(h)
-	if fl == nil {
-		return unix.EBADF
-	}
-	ino := f.fileInode(fl)
-	if ino < 0 {
-		return 0 // pipe(2)'s ends: accepted, nothing kept
-	}
-	return f.chmod(ino, mode)
-}
-
-// fileInode is the inode behind open file fl: its own, a FIFO's, -1 for
-// pipe(2)'s ends.
-func (f *FS[E]) fileInode(fl *file) int32 {
-	if fl.kind == kindPipe {
-		return fl.ino
-	}
-	return fl.obj
-}
-
-func (f *FS[E]) chmod(ino int32, mode uint32) Errno {
-	ip := &f.inodes[ino]
-	if ip.ro {
-		return unix.EROFS
-	}
-	ip.mode = ip.mode&unix.S_IFMT | mode&0o7777
-	ip.ctime = f.env.Now()
-	return 0
+	return f.setFileAttr(h, attr{what: attrMode, mode: mode})
 }
 
 // Chown sets the owner and group of path (-1 for either: unchanged;
 // flags: AT_SYMLINK_NOFOLLOW changes a symbolic link itself).
 func (f *FS[E]) Chown(dir int, path []byte, uid, gid int, flags int) Errno {
-	f.env.Lock()
-	defer f.env.Unlock()
-	if flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
-		return unix.EINVAL
-	}
-	wm := follow
-	if flags != 0 {
-		wm = slashFollow
-	}
-	r, e := f.walk(dir, path, wm)
-	if e != 0 {
-		return e
-	}
-	if r.ino < 0 {
-		return unix.ENOENT
-	}
-	return f.chown(r.ino, uid, gid)
+	return f.setPathAttr(dir, path, flags, attr{what: attrOwner, uid: uid, gid: gid})
 }
 
 // Fchown sets the owner and group of open file h.
 func (f *FS[E]) Fchown(h int, uid, gid int) Errno {
+	return f.setFileAttr(h, attr{what: attrOwner, uid: uid, gid: gid})
+}
+
+// Utimes sets the access and modification times of path, in nanoseconds
+// since the epoch; UtimeNow and UtimeOmit as in utimensat (flags:
+// AT_SYMLINK_NOFOLLOW; any other is EINVAL, as Linux).
+func (f *FS[E]) Utimes(dir int, path []byte, atime, mtime int64, flags int) Errno {
+	return f.setPathAttr(dir, path, flags, attr{what: attrTimes, atime: atime, mtime: mtime})
+}
+
+// Special time values for Utimes.
+const (
+	UtimeNow  = -1
+	UtimeOmit = -2
+)
+
+// attr is a change of an inode's attributes (Linux's struct iattr).
+type attr struct {
+	what         int    // attrMode, attrOwner or attrTimes
+	mode         uint32 // attrMode: the permission bits
+	uid, gid     int    // attrOwner: -1 leaves one unchanged
+	atime, mtime int64  // attrTimes: as Utimes
+}
+
+const (
+	attrMode = iota
+	attrOwner
+	attrTimes
+)
+
+// setPathAttr makes change a to what path names (flags:
+// AT_SYMLINK_NOFOLLOW).
+func (f *FS[E]) setPathAttr(dir int, path []byte, flags int, a attr) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	r, e := f.walkAt(dir, path, flags)
+	if e != 0 {
+		return e
+	}
+	if a.what == attrMode && isLink(f.inodes[r.ino].mode) {
+		return unix.EOPNOTSUPP
+	}
+	return f.setAttr(r.ino, a)
+}
+
+// setFileAttr makes change a to open file h.
+func (f *FS[E]) setFileAttr(h int, a attr) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
 	fl := f.file(h)
@@ -597,56 +515,39 @@ func (f *FS[E]) Fchown(h int, uid, gid int) Errno {
 	if ino < 0 {
 		return 0 // pipe(2)'s ends: accepted, nothing kept
 	}
-	return f.chown(ino, uid, gid)
+	return f.setAttr(ino, a)
 }
 
-func (f *FS[E]) chown(ino int32, uid, gid int) Errno {
+// setAttr makes change a to inode ino and stamps it on the inode's ctime
+// (Linux's notify_change); EROFS if the inode is read-only.
+func (f *FS[E]) setAttr(ino int32, a attr) Errno {
 	ip := &f.inodes[ino]
 	if ip.ro {
 		return unix.EROFS
 	}
-	if uid != -1 {
-		ip.uid = uint32(uid)
-	}
-	if gid != -1 {
-		ip.gid = uint32(gid)
-	}
-	if !isDir(ip.mode) {
-		// As Linux's chown_common, for root too: set-user-ID goes,
-		// set-group-ID with group execute.
-		ip.mode &^= unix.S_ISUID
-		if ip.mode&unix.S_IXGRP != 0 {
-			ip.mode &^= unix.S_ISGID
-		}
-	}
-	ip.ctime = f.env.Now()
-	return 0
-}
-
-// Utimes sets the access and modification times of path, in nanoseconds
-// since the epoch; UtimeNow and UtimeOmit as in utimensat (flags:
-// AT_SYMLINK_NOFOLLOW).
-func (f *FS[E]) Utimes(dir int, path []byte, atime, mtime int64, flags int) Errno {
-	f.env.Lock()
-	defer f.env.Unlock()
-	wm := follow
-	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
-		wm = slashFollow
-	}
-	r, e := f.walk(dir, path, wm)
-	if e != 0 {
-		return e
-	}
-	if r.ino < 0 {
-		return unix.ENOENT
-	}
-	ip := &f.inodes[r.ino]
-	if ip.ro {
-		return unix.EROFS
-	}
 	now := f.env.Now()
-	setTime(&ip.atime, atime, now)
-	setTime(&ip.mtime, mtime, now)
+	switch a.what {
+	case attrMode:
+		ip.mode = ip.mode&unix.S_IFMT | a.mode&0o7777
+	case attrOwner:
+		if a.uid != -1 {
+			ip.uid = uint32(a.uid)
+		}
+		if a.gid != -1 {
+			ip.gid = uint32(a.gid)
+		}
+		if !isDir(ip.mode) {
+			// As Linux's chown_common, for root too: set-user-ID goes,
+			// set-group-ID with group execute.
+			ip.mode &^= unix.S_ISUID
+			if ip.mode&unix.S_IXGRP != 0 {
+				ip.mode &^= unix.S_ISGID
+			}
+		}
+	case attrTimes:
+		setTime(&ip.atime, a.atime, now)
+		setTime(&ip.mtime, a.mtime, now)
+	}
 	ip.ctime = now
 	return 0
 }
@@ -661,11 +562,14 @@ func setTime(p *int64, v, now int64) {
 	}
 }
 
-// Special time values for Utimes.
-const (
-	UtimeNow  = -1
-	UtimeOmit = -2
-)
+// fileInode is the inode behind open file fl: its own, a FIFO's, -1 for
+// pipe(2)'s ends.
+func (f *FS[E]) fileInode(fl *file) int32 {
+	if fl.kind == kindPipe {
+		return fl.ino
+	}
+	return fl.obj
+}
 
 // SetReadOnly makes path and, if it is a directory, everything under it
 // read-only: writes, creations, removals and renames there fail with
@@ -673,12 +577,9 @@ const (
 func (f *FS[E]) SetReadOnly(dir int, path []byte) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	r, e := f.walk(dir, path, noFollow)
+	r, e := f.walkExisting(dir, path, noFollow)
 	if e != 0 {
 		return e
-	}
-	if r.ino < 0 {
-		return unix.ENOENT
 	}
 	// Depth-first through the listings, without a stack: next sibling,
 	// else up to the first ancestor with one.

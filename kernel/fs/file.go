@@ -12,6 +12,19 @@ func (f *FS[E]) file(h int) *file {
 	return &f.files[h]
 }
 
+// inodeFile is open file h if it is an inode's (not a pipe's or a FIFO's):
+// EBADF if h is not open, notInode if it is not an inode's.
+func (f *FS[E]) inodeFile(h int, notInode Errno) (*file, Errno) {
+	fl := f.file(h)
+	if fl == nil {
+		return nil, unix.EBADF
+	}
+	if fl.kind != kindInode {
+		return nil, notInode
+	}
+	return fl, 0
+}
+
 func (f *FS[E]) newFile(kind uint8, flags int, obj int32) (int, Errno) {
 	for i := range f.files {
 		if fl := &f.files[i]; fl.refs == 0 {
@@ -170,119 +183,105 @@ func (f *FS[E]) SetFlags(h, flags int) Errno {
 
 // Read reads from h at its offset (a pipe: EAGAIN when empty with a
 // writer, 0 at end of file).
-func (f *FS[E]) Read(h int, b []byte) (int, Errno) {
-	f.env.Lock()
-	defer f.env.Unlock()
-	fl := f.file(h)
-	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
-		return 0, unix.EBADF
-	}
-	if fl.kind == kindPipe {
-		return f.readPipe(fl, b)
-	}
-	n, e := f.pread(fl, b, fl.off)
-	fl.off += int64(n)
-	return n, e
-}
+func (f *FS[E]) Read(h int, b []byte) (int, Errno) { return f.rw(h, b, atOffset, false) }
 
 // Pread reads from h at off, leaving its offset alone.
 func (f *FS[E]) Pread(h int, b []byte, off int64) (int, Errno) {
-	f.env.Lock()
-	defer f.env.Unlock()
 	if off < 0 {
 		return 0, unix.EINVAL // before anything else, as Linux
 	}
-	fl := f.file(h)
-	if fl == nil {
-		return 0, unix.EBADF
-	}
-	if fl.kind != kindInode {
-		return 0, unix.ESPIPE // before the access mode, as Linux
-	}
-	if fl.flags&unix.O_ACCMODE == unix.O_WRONLY {
-		return 0, unix.EBADF
-	}
-	return f.pread(fl, b, off)
-}
-
-func (f *FS[E]) pread(fl *file, b []byte, off int64) (int, Errno) {
-	ip := &f.inodes[fl.obj]
-	if isDir(ip.mode) {
-		return 0, unix.EISDIR
-	}
-	if isChr(ip.mode) {
-		if ip.rdev == DevNull {
-			return 0, 0
-		}
-		clear(b) // zero and full
-		return len(b), 0
-	}
-	n := f.readAt(ip, b, off)
-	if now := f.env.Now(); ip.atime <= ip.mtime || ip.atime <= ip.ctime { // relatime
-		ip.atime = now
-	}
-	return n, 0
+	return f.rw(h, b, off, false)
 }
 
 // Write writes to h at its offset (O_APPEND: at the end). A pipe takes
 // what fits: EAGAIN when nothing does (or, for up to PipeBuf bytes, when
 // not all does), EPIPE when no reader is left.
-func (f *FS[E]) Write(h int, b []byte) (int, Errno) {
-	f.env.Lock()
-	defer f.env.Unlock()
-	fl := f.file(h)
-	if fl == nil || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
-		return 0, unix.EBADF
-	}
-	if fl.kind == kindPipe {
-		return f.writePipe(fl, b)
-	}
-	if ip := &f.inodes[fl.obj]; isChr(ip.mode) {
-		return devWrite(ip, b)
-	}
-	off := fl.off
-	if fl.flags&unix.O_APPEND != 0 {
-		off = f.inodes[fl.obj].size
-	}
-	n, e := f.writeAt(&f.inodes[fl.obj], b, off)
-	fl.off = off + int64(n)
-	return n, e
-}
+func (f *FS[E]) Write(h int, b []byte) (int, Errno) { return f.rw(h, b, atOffset, true) }
 
 // Pwrite writes to h at off (with O_APPEND at the end, as Linux does),
 // leaving its offset alone.
 func (f *FS[E]) Pwrite(h int, b []byte, off int64) (int, Errno) {
-	f.env.Lock()
-	defer f.env.Unlock()
 	if off < 0 {
 		return 0, unix.EINVAL // before anything else, as Linux
 	}
-	fl := f.file(h)
-	if fl == nil {
-		return 0, unix.EBADF
-	}
-	if fl.kind != kindInode {
-		return 0, unix.ESPIPE // before the access mode, as Linux
-	}
-	if fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
-		return 0, unix.EBADF
-	}
-	if ip := &f.inodes[fl.obj]; isChr(ip.mode) {
-		return devWrite(ip, b)
-	}
-	if fl.flags&unix.O_APPEND != 0 {
-		off = f.inodes[fl.obj].size
-	}
-	return f.writeAt(&f.inodes[fl.obj], b, off)
+	return f.rw(h, b, off, true)
 }
 
-// devWrite writes to a memory device: null and zero take everything,
-// full nothing (ENOSPC).
-func devWrite(ip *inode, b []byte) (int, Errno) {
-	if ip.rdev == DevFull {
-		return 0, unix.ENOSPC
+// atOffset as rw's offset is the open file's own (read, write).
+const atOffset = -1
+
+// rw reads into b (write false) or writes b to open file h at off, or at
+// its offset (off atOffset), which it then advances past the bytes moved.
+// A pipe has no offset: ESPIPE for an off of its own.
+func (f *FS[E]) rw(h int, b []byte, off int64, write bool) (n int, e Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	switch {
+	case fl == nil:
+		return 0, unix.EBADF
+	case off != atOffset && fl.kind != kindInode:
+		return 0, unix.ESPIPE // before the access mode, as Linux
+	case write && !canWrite(fl), !write && !canRead(fl):
+		return 0, unix.EBADF
+	case fl.kind == kindPipe && write:
+		return f.writePipe(fl, b)
+	case fl.kind == kindPipe:
+		return f.readPipe(fl, b)
 	}
-	return len(b), 0
+	pos := off
+	if off == atOffset {
+		pos = fl.off
+	}
+	var end int64
+	if write {
+		n, end, e = f.pwrite(fl, b, pos)
+	} else {
+		n, end, e = f.pread(fl, b, pos)
+	}
+	if off == atOffset {
+		fl.off = end
+	}
+	return n, e
+}
+
+// pread reads inode file fl at off into b and returns the offset after
+// what it read.
+func (f *FS[E]) pread(fl *file, b []byte, off int64) (n int, end int64, e Errno) {
+	ip := &f.inodes[fl.obj]
+	if isDir(ip.mode) {
+		return 0, off, unix.EISDIR
+	}
+	if isChr(ip.mode) {
+		if ip.rdev == DevNull {
+			return 0, off, 0
+		}
+		clear(b) // zero and full
+		return len(b), off + int64(len(b)), 0
+	}
+	n = f.readAt(ip, b, off)
+	if now := f.env.Now(); ip.atime <= ip.mtime || ip.atime <= ip.ctime { // relatime
+		ip.atime = now
+	}
+	return n, off + int64(n), 0
+}
+
+// pwrite writes b to inode file fl at off (with O_APPEND at the end) and
+// returns the offset after what it wrote. A memory device has no offset
+// (end is off): null and zero take everything, full nothing (ENOSPC).
+func (f *FS[E]) pwrite(fl *file, b []byte, off int64) (n int, end int64, e Errno) {
+	ip := &f.inodes[fl.obj]
+	if isChr(ip.mode) {
+		if ip.rdev == DevFull {
+			return 0, off, unix.ENOSPC
+		}
+		return len(b), off, 0
+	}
+	if fl.flags&unix.O_APPEND != 0 {
+		off = ip.size
+	}
+	n, e = f.writeAt(ip, b, off)
+	return n, off + int64(n), e
 }
 
 // Seek moves h's offset (SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA,
@@ -352,11 +351,11 @@ func (f *FS[E]) Ftruncate(h int, size int64) Errno {
 	if size < 0 {
 		return unix.EINVAL
 	}
-	fl := f.file(h)
-	if fl == nil {
-		return unix.EBADF
+	fl, e := f.inodeFile(h, unix.EINVAL)
+	if e != 0 {
+		return e
 	}
-	if fl.kind != kindInode || !isReg(f.inodes[fl.obj].mode) || fl.flags&unix.O_ACCMODE == unix.O_RDONLY {
+	if !isReg(f.inodes[fl.obj].mode) || !canWrite(fl) {
 		return unix.EINVAL
 	}
 	return f.setSize(&f.inodes[fl.obj], size)
@@ -369,12 +368,9 @@ func (f *FS[E]) Truncate(dir int, path []byte, size int64) Errno {
 	if size < 0 {
 		return unix.EINVAL
 	}
-	r, e := f.walk(dir, path, follow)
+	r, e := f.walkExisting(dir, path, follow)
 	if e != 0 {
 		return e
-	}
-	if r.ino < 0 {
-		return unix.ENOENT
 	}
 	ip := &f.inodes[r.ino]
 	switch {
@@ -434,16 +430,9 @@ func (f *FS[E]) Stat(dir int, path []byte, flags int, st *unix.Stat_t) Errno {
 	}
 	f.env.Lock()
 	defer f.env.Unlock()
-	wm := follow
-	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
-		wm = slashFollow
-	}
-	r, e := f.walk(dir, path, wm)
+	r, e := f.walkExisting(dir, path, followMode(flags))
 	if e != 0 {
 		return e
-	}
-	if r.ino < 0 {
-		return unix.ENOENT
 	}
 	f.stat(r.ino, st)
 	return 0
@@ -477,14 +466,8 @@ func (f *FS[E]) stat(ino int32, st *unix.Stat_t) {
 func (f *FS[E]) Fsync(h int) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	fl := f.file(h)
-	if fl == nil {
-		return unix.EBADF
-	}
-	if fl.kind != kindInode {
-		return unix.EINVAL
-	}
-	return 0
+	_, e := f.inodeFile(h, unix.EINVAL)
+	return e
 }
 
 func set[T ~int32 | ~int64 | ~uint32 | ~uint64](p *T, v int64) { *p = T(v) }

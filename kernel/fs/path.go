@@ -172,38 +172,75 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 				}
 				return r, 0
 			}
-			if isLink(f.inodes[next].mode) && (mode == follow || mode == slashFollow && r.slash) {
-				if links++; links > MaxSymlinks || n == len(stack) {
-					return r, unix.ELOOP
+			followLink := isLink(f.inodes[next].mode) && (mode == follow || mode == slashFollow && r.slash)
+			if !followLink {
+				if r.slash && mode != noFollow && !noSlashCheck && !isDir(f.inodes[next].mode) {
+					return r, unix.ENOTDIR
 				}
-				t := f.linkTarget(&f.inodes[next])
-				stack[n] = t
-				n++
-				if len(t) > 0 && t[0] == '/' {
-					cur = f.root
-				}
-				continue
+				return r, 0
 			}
-			if r.slash && mode != noFollow && !noSlashCheck && !isDir(f.inodes[next].mode) {
-				return r, unix.ENOTDIR
-			}
-			return r, 0
-		}
-		if next < 0 {
+		} else if next < 0 {
 			return r, unix.ENOENT
-		}
-		if isLink(f.inodes[next].mode) {
-			if links++; links > MaxSymlinks || n == len(stack) {
-				return r, unix.ELOOP
-			}
-			t := f.linkTarget(&f.inodes[next])
-			stack[n] = t
-			n++
-			if len(t) > 0 && t[0] == '/' {
-				cur = f.root
-			}
+		} else if !isLink(f.inodes[next].mode) {
+			cur = next
 			continue
 		}
-		cur = next
+		// next is a symbolic link to follow: its target goes on top of
+		// the rest of the path.
+		if links++; links > MaxSymlinks || n == len(stack) {
+			return r, unix.ELOOP
+		}
+		t := f.linkTarget(&f.inodes[next])
+		stack[n] = t
+		n++
+		if len(t) > 0 && t[0] == '/' {
+			cur = f.root
+		}
 	}
+}
+
+// walkExisting is walk for a path that must name something: ENOENT if its
+// last component does not exist.
+func (f *FS[E]) walkExisting(dir int, path []byte, mode int) (walkResult, Errno) {
+	r, e := f.walk(dir, path, mode)
+	if e == 0 && r.ino < 0 {
+		e = unix.ENOENT
+	}
+	return r, e
+}
+
+// walkAt is walkExisting for the calls whose one flag is
+// AT_SYMLINK_NOFOLLOW (chmod, chown, utimensat); any other flag is EINVAL.
+func (f *FS[E]) walkAt(dir int, path []byte, flags int) (walkResult, Errno) {
+	if flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
+		return walkResult{}, unix.EINVAL
+	}
+	return f.walkExisting(dir, path, followMode(flags))
+}
+
+// followMode is the walk mode for *at flags: a symbolic link as the last
+// component is followed unless AT_SYMLINK_NOFOLLOW is set (then only with
+// a trailing slash).
+func followMode(flags int) int {
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
+		return slashFollow
+	}
+	return follow
+}
+
+// walkNew is walk for a path that names a new directory entry: EEXIST if
+// it exists (or is ".", ".." or "/"), ENOENT if a slash follows its last
+// component unless dirOK (mkdir), EROFS if its directory is read-only.
+func (f *FS[E]) walkNew(dir int, path []byte, dirOK bool) (walkResult, Errno) {
+	r, e := f.walk(dir, path, noFollow)
+	switch {
+	case e != 0:
+	case r.kind != lastNorm || r.ino >= 0:
+		e = unix.EEXIST
+	case r.slash && !dirOK:
+		e = unix.ENOENT
+	case f.inodes[r.dir].ro:
+		e = unix.EROFS
+	}
+	return r, e
 }

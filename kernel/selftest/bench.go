@@ -12,9 +12,9 @@ import (
 )
 
 // benches is every guest benchmark, in the order they run. It is a
-// package-level initialiser, so it is set before any init function runs
-// (tests.go's init fills tests and leaves benches alone); an init that
-// wants to add one must append. Benchmarks print as Name-GOMAXPROCS.
+// package-level initialiser, so it is set before any init function runs;
+// an init that wants to add one must append (bench_preempt.go's and
+// bench_smp.go's do). Benchmarks print as Name-GOMAXPROCS.
 var benches = []bench{
 	{"BenchmarkSyscallGetpid", benchSyscall, false},
 	{"BenchmarkTimeNow", benchTimeNow, false},
@@ -126,28 +126,17 @@ func benchMutexContended(b *testing.B) {
 	var (
 		mu     sync.Mutex
 		shared int
-		stop   atomic.Bool
-		others int
 	)
 	yield := runtime.GOMAXPROCS(0) == 1
-	started, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		close(started)
-		n := 0
-		for !stop.Load() {
-			mu.Lock()
-			shared++
-			mu.Unlock()
-			n++
-			preemptPoint()
-			if yield {
-				runtime.Gosched()
-			}
+	stop := alongside(func() {
+		mu.Lock()
+		shared++
+		mu.Unlock()
+		preemptPoint()
+		if yield {
+			runtime.Gosched()
 		}
-		others = n
-	}()
-	<-started
+	})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		mu.Lock()
@@ -156,8 +145,7 @@ func benchMutexContended(b *testing.B) {
 		preemptPoint()
 	}
 	b.StopTimer()
-	stop.Store(true)
-	<-done
+	others := stop()
 	if shared != b.N+others {
 		b.Fatalf("counter %d, want %d+%d: the mutex let two holders in", shared, b.N, others)
 	}
@@ -172,30 +160,36 @@ func benchMutexContended(b *testing.B) {
 // other-gosched/op is how many Gosched calls the other goroutine made per
 // op (about 1 at GOMAXPROCS 1).
 func benchGosched(b *testing.B) {
-	var (
-		stop   atomic.Bool
-		others int
-	)
-	started, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		close(started)
-		n := 0
-		for !stop.Load() {
-			runtime.Gosched()
-			n++
-		}
-		others = n
-	}()
-	<-started
+	stop := alongside(runtime.Gosched)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		runtime.Gosched()
 	}
 	b.StopTimer()
-	stop.Store(true)
-	<-done
-	b.ReportMetric(float64(others)/float64(b.N), "other-gosched/op")
+	b.ReportMetric(float64(stop())/float64(b.N), "other-gosched/op")
+}
+
+// alongside calls f in a loop on a goroutine of its own, started before it
+// returns, until stop is called; stop waits for the loop to end and
+// returns how many times f ran.
+func alongside(f func()) (stop func() int) {
+	var halt atomic.Bool
+	started, done := make(chan struct{}), make(chan struct{})
+	n := 0
+	go func() {
+		defer close(done)
+		close(started)
+		for !halt.Load() {
+			f()
+			n++
+		}
+	}()
+	<-started
+	return func() int {
+		halt.Store(true)
+		<-done
+		return n
+	}
 }
 
 // benchSpawnJoin: one op is starting one goroutine (go statement, through

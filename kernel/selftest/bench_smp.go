@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -118,27 +117,19 @@ func benchKernelLock(kind int) func(*testing.B) {
 		var waited, same, handoff atomic.Int64
 		b.ResetTimer()
 		t0 := time.Now()
-		var wg sync.WaitGroup
-		for i := 0; i < threads; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				for taken.Add(chunk) <= int64(b.N)+chunk-1 {
-					o, err := lockTest(kind, chunk, 10)
-					if err != nil {
-						b.Errorf("lock test: %v", err)
-						return
-					}
-					counts[i] += o.Done
-					waited.Add(o.Waited)
-					same.Add(o.SameCPU)
-					handoff.Add(o.HandoffNS)
+		locked(threads, func(i int) {
+			for taken.Add(chunk) <= int64(b.N)+chunk-1 {
+				o, err := lockTest(kind, chunk, 10)
+				if err != nil {
+					b.Errorf("lock test: %v", err)
+					return
 				}
-			}()
-		}
-		wg.Wait()
+				counts[i] += o.Done
+				waited.Add(o.Waited)
+				same.Add(o.SameCPU)
+				handoff.Add(o.HandoffNS)
+			}
+		})
 		el := time.Since(t0)
 		b.StopTimer()
 		total := int64(0)

@@ -8,10 +8,6 @@ import (
 	"yolk/internal/consoletest"
 )
 
-func init() {
-	tests = append(tests, test{"TestConsoleInput", testConsoleInput})
-}
-
 // testConsoleInput reads os.Stdin to its end and compares it with what the
 // harness sent (YOLK_STDIN_TEST=1): all 256 byte values, the framing's
 // escape among them, through the receive interrupt and the kernel's ring,

@@ -15,21 +15,6 @@ import (
 // The in-memory file system (kernel/fs) and pipes, through the os package
 // and raw system calls: what Go programs and their tests do with files.
 
-func init() {
-	tests = append(tests,
-		test{"TestFileSystem", testFileSystem},
-		test{"TestFileErrno", testFileErrno},
-		test{"TestPipe", testPipe},
-		test{"TestPipeEpoll", testPipeEpoll},
-		test{"TestPipeNetpoll", testPipeNetpoll},
-		test{"TestPipeBlockingClose", testPipeBlockingClose},
-		test{"TestFIFO", testFIFO},
-		test{"TestHardLink", testHardLink},
-		test{"TestDevNull", testDevNull},
-		test{"TestBootFiles", testBootFiles},
-	)
-}
-
 // testBootFiles checks the files the harness passes in the boot archive
 // (qemu.Tree, kernel/initrd.go): this package's testdata at its host path,
 // read-only, with the package directory as the working directory — what

@@ -14,10 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	tests = append(tests, test{"TestSyscallFuzz", testSyscallFuzz})
-}
-
 // fuzzCalls is how many system calls TestSyscallFuzz makes unless
 // YOLK_FUZZ_CALLS says otherwise (yolk run ... -e YOLK_FUZZ_CALLS=1000000
 // for the 10⁶: 14 s at -smp 1 under TCG).

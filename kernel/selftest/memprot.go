@@ -8,10 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	tests = append(tests, test{"TestMemoryProtection", testMemoryProtection})
-}
-
 const pageSize = 4096
 
 // writeFaults reports whether a write to *p faults (as a panic, with

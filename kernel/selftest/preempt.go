@@ -11,15 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	tests = append(tests,
-		test{"TestPreemptSleepBesideSpinner", testPreemptSleep},
-		test{"TestPreemptGCBesideSpinner", testPreemptGC},
-		test{"TestSignalFrameRoundTrip", testSignalRoundTrip},
-		test{"TestSignalNotify", testSignalNotify},
-	)
-}
-
 // preemptPoint is a call with a stack check, where Go can preempt a
 // goroutine synchronously. A benchmark loop that spins on shared memory
 // and would otherwise make no such call (inlined fast paths, frameless

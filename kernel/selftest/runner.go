@@ -94,11 +94,6 @@ func onYolk() bool {
 	return e == 0
 }
 
-// tests is filled by the init functions of tests.go (which prepends the
-// base suite) and smp.go; benches is bench.go's list, to which
-// bench_smp.go's init appends.
-var tests []test
-
 // defaultTestTimeout bounds one test unless -timeout says otherwise.
 const defaultTestTimeout = 60 * time.Second
 

@@ -21,20 +21,6 @@ import (
 // and say why. Threads that must keep a CPU are goroutines locked to their
 // OS thread (a kernel task each).
 
-func init() {
-	tests = append(tests,
-		test{"TestSMPAllCPUsRun", testAllCPUsRun},
-		test{"TestSMPSchedInvariants", testSMPSchedInvariants},
-		test{"TestSMPFutexStress", testFutexStress},
-		test{"TestSMPFutexTimeoutRace", testFutexTimeoutRace},
-		test{"TestSMPKernelLocks", testKernelLocks},
-		test{"TestSMPTLBShootdown", testTLBShootdown},
-		test{"TestSMPTimeMonotonic", testTimeMonotonic},
-		test{"TestSMPGCParallel", testGCParallel},
-		test{"TestSMPIdleWakeup", testIdleWakeup},
-	)
-}
-
 func readCPUStats(t *T) []abi.CPUStats {
 	s := make([]abi.CPUStats, 64)
 	n, _, e := syscall.Syscall(abi.SysCPUStats, uintptr(unsafe.Pointer(&s[0])), uintptr(len(s)), 0)
@@ -46,7 +32,11 @@ func readCPUStats(t *T) []abi.CPUStats {
 
 // locked runs f(i) for i in [0, n) on n goroutines locked to their own OS
 // threads and waits for all of them.
-func locked(n int, f func(i int)) {
+func locked(n int, f func(i int)) { goLocked(n, f)() }
+
+// goLocked starts f(i) for i in [0, n) on n goroutines locked to their own
+// OS threads and returns a function that waits for all of them.
+func goLocked(n int, f func(i int)) (wait func()) {
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -57,7 +47,7 @@ func locked(n int, f func(i int)) {
 			f(i)
 		}()
 	}
-	wg.Wait()
+	return wg.Wait
 }
 
 // spinUntil spins (no system call: time.Now is the vDSO) until cond holds
@@ -128,27 +118,20 @@ func testSMPSchedInvariants(t *T) {
 	ch := make(chan int, 8)
 	var sum atomic.Int64
 	var got atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			for v := range ch {
-				sum.Add(int64(v))
-				got.Add(1)
-				if v%7 == 0 {
-					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-				}
+	wait := goLocked(workers, func(int) {
+		for v := range ch {
+			sum.Add(int64(v))
+			got.Add(1)
+			if v%7 == 0 {
+				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 			}
-		}()
-	}
+		}
+	})
 	for i := 1; i <= msgs; i++ {
 		ch <- i
 	}
 	close(ch)
-	wg.Wait()
+	wait()
 	if got.Load() != msgs || sum.Load() != msgs*(msgs+1)/2 {
 		t.Errorf("%d messages received, sum %d; want %d, %d: a task was lost or ran twice", got.Load(), sum.Load(), msgs, msgs*(msgs+1)/2)
 	}

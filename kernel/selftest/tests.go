@@ -23,29 +23,64 @@ import (
 	"yolk/kernel/abi"
 )
 
-func init() {
-	// Prepended: other files' init functions may run first and append.
-	tests = append([]test{
-		{"TestBoot", testBoot},
-		{"TestArgsEnv", testArgsEnv},
-		{"TestStdlib", testStdlib},
-		{"TestTestTimeout", testTestTimeout},
-		{"TestMemoryReserveCommit", testMemoryReserveCommit},
-		{"TestMemoryPartialUnmap", testMemoryPartialUnmap},
-		{"TestMemoryDontNeedZeroes", testMemoryDontNeed},
-		{"TestMemoryBSSDemandPaged", testBSSDemandPaged},
-		{"TestTimerSleepAccuracy", testSleepAccuracy},
-		{"TestTimersChannels", testTimersChannels},
-		{"TestFutexTimeout", testFutexTimeout},
-		{"TestVDSOClock", testVDSO},
-		{"TestGoroutines10k", testGoroutines10k},
-		{"TestGCUnderPressure", testGC},
-		{"TestUnknownSyscallENOSYS", testENOSYS},
-		{"TestSchedInvariants", testSchedInvariants},
-		{"TestPanicRecover", testPanicRecover},
-		{"TestNilDereferencePanics", testNilDeref},
-		{"TestCryptoRand", testCryptoRand},
-	}, tests...)
+// tests is every self-test, in the order they run: this file's, then the
+// other files' by file name.
+var tests = []test{
+	{"TestBoot", testBoot},
+	{"TestArgsEnv", testArgsEnv},
+	{"TestStdlib", testStdlib},
+	{"TestTestTimeout", testTestTimeout},
+	{"TestMemoryReserveCommit", testMemoryReserveCommit},
+	{"TestMemoryPartialUnmap", testMemoryPartialUnmap},
+	{"TestMemoryDontNeedZeroes", testMemoryDontNeed},
+	{"TestMemoryBSSDemandPaged", testBSSDemandPaged},
+	{"TestTimerSleepAccuracy", testSleepAccuracy},
+	{"TestTimersChannels", testTimersChannels},
+	{"TestFutexTimeout", testFutexTimeout},
+	{"TestVDSOClock", testVDSO},
+	{"TestGoroutines10k", testGoroutines10k},
+	{"TestGCUnderPressure", testGC},
+	{"TestUnknownSyscallENOSYS", testENOSYS},
+	{"TestSchedInvariants", testSchedInvariants},
+	{"TestPanicRecover", testPanicRecover},
+	{"TestNilDereferencePanics", testNilDeref},
+	{"TestCryptoRand", testCryptoRand},
+
+	// conin.go
+	{"TestConsoleInput", testConsoleInput},
+
+	// fs.go
+	{"TestFileSystem", testFileSystem},
+	{"TestFileErrno", testFileErrno},
+	{"TestPipe", testPipe},
+	{"TestPipeEpoll", testPipeEpoll},
+	{"TestPipeNetpoll", testPipeNetpoll},
+	{"TestPipeBlockingClose", testPipeBlockingClose},
+	{"TestFIFO", testFIFO},
+	{"TestHardLink", testHardLink},
+	{"TestDevNull", testDevNull},
+	{"TestBootFiles", testBootFiles},
+
+	// fuzz.go, memprot.go
+	{"TestSyscallFuzz", testSyscallFuzz},
+	{"TestMemoryProtection", testMemoryProtection},
+
+	// preempt.go
+	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
+	{"TestPreemptGCBesideSpinner", testPreemptGC},
+	{"TestSignalFrameRoundTrip", testSignalRoundTrip},
+	{"TestSignalNotify", testSignalNotify},
+
+	// smp.go
+	{"TestSMPAllCPUsRun", testAllCPUsRun},
+	{"TestSMPSchedInvariants", testSMPSchedInvariants},
+	{"TestSMPFutexStress", testFutexStress},
+	{"TestSMPFutexTimeoutRace", testFutexTimeoutRace},
+	{"TestSMPKernelLocks", testKernelLocks},
+	{"TestSMPTLBShootdown", testTLBShootdown},
+	{"TestSMPTimeMonotonic", testTimeMonotonic},
+	{"TestSMPGCParallel", testGCParallel},
+	{"TestSMPIdleWakeup", testIdleWakeup},
 }
 
 func stats(t *T) abi.Stats {
@@ -561,25 +596,18 @@ func testSchedInvariants(t *T) {
 	// Stress the scheduler with blocking goroutines on locked threads, so
 	// that tasks block and wake through futexes on the ready queue.
 	const workers = 8
-	var wg sync.WaitGroup
 	var counter atomic.Int64
 	ch := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			for v := range ch {
-				counter.Add(int64(v))
-			}
-		}()
-	}
+	wait := goLocked(workers, func(int) {
+		for v := range ch {
+			counter.Add(int64(v))
+		}
+	})
 	for i := 1; i <= 1000; i++ {
 		ch <- i
 	}
 	close(ch)
-	wg.Wait()
+	wait()
 	if counter.Load() != 500500 {
 		t.Errorf("sum %d, want 500500: a task was lost or ran twice", counter.Load())
 	}
