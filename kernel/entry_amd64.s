@@ -286,6 +286,7 @@ TEXT ·getcallerpc(SB),NOSPLIT,$0-8
 
 ADDRESS(·bssStart, runtime·bss)
 ADDRESS(·morestackPC, runtime·morestack)
+ADDRESS(·vdsoClockGettimePC, ·vdsoClockGettime)
 
 // func breakpoint(): INT3, a #BP trap from kernel context.
 TEXT ·breakpoint(SB),NOSPLIT,$0

@@ -397,6 +397,7 @@ ADDRESS(·rt0PC, _rt0_arm64_linux)
 ADDRESS(·imageEnd, runtime·end)
 ADDRESS(·bssStart, runtime·bss)
 ADDRESS(·morestackPC, runtime·morestack)
+ADDRESS(·vdsoClockGettimePC, ·vdsoClockGettime)
 ADDRESS(·vectorsPC, ·vectors)
 
 // func setTrapStack(top uintptr): SP_EL1 = top, VBAR_EL1 = vectors.

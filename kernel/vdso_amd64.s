@@ -28,8 +28,3 @@ split:
 	MOVQ	DX, 8(SI)
 	XORL	AX, AX
 	RET
-
-TEXT ·vdsoClockGettimePC(SB),NOSPLIT,$0-8
-	MOVQ	$·vdsoClockGettime(SB), AX
-	MOVQ	AX, ret+0(FP)
-	RET

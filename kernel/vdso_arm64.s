@@ -30,8 +30,3 @@ split:
 	STP	(R4, R5), (R1)
 	MOVD	ZR, R0
 	RET
-
-TEXT ·vdsoClockGettimePC(SB),NOSPLIT,$0-8
-	MOVD	$·vdsoClockGettime(SB), R0
-	MOVD	R0, ret+0(FP)
-	RET
