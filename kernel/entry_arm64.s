@@ -206,7 +206,7 @@ sp0:
 	MRS	FAR_EL1, R2
 	MOVD	R2, F_FAR(R1)
 	SAVE_FP
-	// An access-flag fault (the demand-paged BSS, bss.go): set AF in the
+	// An access-flag fault (the demand-paged BSS, mm/bss.go): set AF in the
 	// page's entry here, without Go code, which may itself touch pages
 	// whose flag is clear. Only the frame and the page tables (through
 	// the physical map, which exists before any entry lacks AF) are used.
@@ -225,7 +225,7 @@ abort:
 	MRS	FAR_EL1, R2
 	MRS	TTBR0_EL1, R3
 	AND	$0x0000fffffffff000, R3, R3
-	MOVD	$0xffffc00000000000, R5	// physBase
+	MOVD	$0xffffc00000000000, R5	// mm's physBase
 	MOVD	$0x0000fffffffff000, R6
 	MOVD	$39, R7
 walk:
@@ -471,30 +471,6 @@ TEXT ·waitForInterrupt(SB),NOSPLIT,$0
 	MSR	$2, DAIFClr
 	ISB	$15
 	MSR	$2, DAIFSet
-	RET
-
-// func tlbiPage(va uintptr): drop va's translation on every CPU.
-TEXT ·tlbiPage(SB),NOSPLIT,$0-8
-	MOVD	va+0(FP), R0
-	LSR	$12, R0, R0
-	DSB	$10	// ISHST: the page-table write first
-	TLBI	VAE1IS, R0
-	DSB	$11	// ISH
-	ISB	$15
-	RET
-
-// func tlbiAll(): drop every translation on every CPU.
-TEXT ·tlbiAll(SB),NOSPLIT,$0
-	DSB	$10
-	TLBI	VMALLE1IS
-	DSB	$11
-	ISB	$15
-	RET
-
-// func tableSync(): make page-table writes visible to the table walker.
-TEXT ·tableSync(SB),NOSPLIT,$0
-	DSB	$10
-	ISB	$15
 	RET
 
 // func readMPIDR() uint64

@@ -1,6 +1,9 @@
 package kernel
 
-import "yolk/sched"
+import (
+	"yolk/kernel/mm"
+	"yolk/sched"
+)
 
 // The command line and the Linux-style initial stack of the first task.
 //
@@ -212,7 +215,7 @@ const (
 )
 
 func buildInitStack() uintptr {
-	if _, err := vmMap(stackTop-stackSize, stackSize, protRead|protWrite, true); err != 0 {
+	if _, err := vm.Map(stackTop-stackSize, stackSize, mm.ProtRead|mm.ProtWrite, true); err != 0 {
 		outOfMemory()
 	}
 	sp := uintptr(stackTop)
@@ -249,7 +252,7 @@ func buildInitStack() uintptr {
 		// scavenger keep the heap inside it (Linux would have swap or the
 		// OOM killer; we have neither).
 		var num [20]byte
-		v := uint64(framesFree) * pageSize / 4 * 3
+		v := uint64(mm.ReadStats().FramesFree) * mm.PageSize / 4 * 3
 		i := len(num)
 		for {
 			i--
@@ -268,7 +271,7 @@ func buildInitStack() uintptr {
 	sp &^= 15
 
 	auxv := [...]uintptr{
-		atPagesz, pageSize,
+		atPagesz, mm.PageSize,
 		atClktck, 100,
 		atHwcap, hwcap(),
 		atSecure, 0,

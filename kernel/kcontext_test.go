@@ -13,9 +13,9 @@ import (
 
 // kernelContext are the packages whose code runs in kernel context (inside
 // traps and system calls, under a fake g, while the collector may run),
-// including the file system core (kernel/fs) and the kernel's locks (sched's TWA spin lock and CES mutex, and
+// including the file system core (kernel/fs), memory management (kernel/mm) and the kernel's locks (sched's TWA spin lock and CES mutex, and
 // sync/twa under them) and the TamaGo drivers the kernel's drivers call.
-var kernelContext = regexp.MustCompile(`^(yolk/(kernel|kernel/fs|sched|sched/queue|sync/twa|sync/twa/baseline|boot|drivers/[a-z0-9]+)|github\.com/usbarmory/tamago/.*)\.`)
+var kernelContext = regexp.MustCompile(`^(yolk/(kernel|kernel/fs|kernel/mm|sched|sched/queue|sync/twa|sync/twa/baseline|boot|drivers/[a-z0-9]+)|github\.com/usbarmory/tamago/.*)\.`)
 
 // runtimeContext are kernel-package functions that run as ordinary Go code
 // (package initialisers, run by the runtime), or once at boot before the
@@ -33,7 +33,7 @@ var runtimeContext = regexp.MustCompile(`^yolk/kernel\.init(\.|$)`)
 // and the runtime reads g.m first (morestack loads m.g0 after saving into
 // g.sched, which sched.G's padding holds; the bounds panics reach
 // acquirem/gp.m in mallocgc or gopanic). That nil read is a page fault with
-// FS at the kernel or trap TLS block: pageFault finds no mapping for the low
+// FS at the kernel or trap TLS block: mm's PageFault finds no mapping for the low
 // address (arm64: with a kernel g in R28), signalUser refuses to deliver
 // SIGSEGV in kernel context (inKernel), and trap calls fault, which prints the report (vector,
 // address, registers, symbolized backtrace naming the kernel function) and

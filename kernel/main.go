@@ -3,6 +3,7 @@ package kernel
 import (
 	"unsafe"
 
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -12,16 +13,21 @@ import (
 // their barrier, and the boot report is printed.
 func bootDone(n int) {
 	for i := 0; i < n; i++ {
-		bssKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
-		bssKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
+		mm.BSSKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
+		mm.BSSKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
 	}
-	bssReclaim()
+	if va := mm.BSSReclaim(); va != 0 {
+		klog("bss: no page-table entry for ")
+		kprintHex(uint64(va), 1)
+		kprint("\n")
+	}
 	smpRelease(n)
 
+	ms := mm.ReadStats()
 	klog("boot: ")
-	kprintDec(framesAll * pageSize >> 20)
+	kprintDec(ms.FramesAll * mm.PageSize >> 20)
 	kprint(" MiB RAM free (")
-	kprintDec(bssReclaimed * pageSize >> 20)
+	kprintDec(ms.BSSReclaimed * mm.PageSize >> 20)
 	kprint(" MiB of it untouched BSS, now demand-paged), ")
 	printClock()
 	kprint(", ")
@@ -69,7 +75,7 @@ func smpReport(n int) {
 // Linux-style initial stack.
 func startInit() {
 	t := sched.Alloc()
-	lo, hi, ok := allocKStack(t.Index())
+	lo, hi, ok := mm.AllocKStack(t.Index())
 	if !ok {
 		outOfMemory()
 	}

@@ -3,6 +3,7 @@ package kernel
 import (
 	"yolk/boot"
 	"yolk/drivers/clock"
+	"yolk/kernel/mm"
 	"yolk/sched"
 	"yolk/sync/twa"
 )
@@ -40,10 +41,12 @@ func kmain(info, magic uintptr) {
 	}
 	screenInit(&bootInfo)
 	probeCPU()
-	framesInit(&bootInfo)
-	physInit()
-	highMemInit()
-	bssSplit() // before anything writes tables that must count as touched
+	mm.FramesInit(&bootInfo, imageEnd())
+	vm.PhysInit()
+	if !mm.HighMemInit() {
+		klog("boot: no memory to map RAM above 4 GiB\n")
+	}
+	vm.BSSSplit(bssStart(), imageEnd()) // before anything writes tables that must count as touched
 	twa.Prefault()
 	prepareCPU(0)
 	setupCPU(0)
@@ -66,7 +69,7 @@ func kmain(info, magic uintptr) {
 	rngState = clock.Base()
 	smpStart(n, page)
 	tscCheck(n)
-	unmapLow()
+	mm.UnmapLow()
 	bootDone(n)
 
 	conInInit(ioapicFor(com1IRQ), uint32(c.IRQ))

@@ -8,6 +8,7 @@ import (
 	"yolk/drivers/fdt"
 	"yolk/drivers/gic"
 	"yolk/drivers/psci"
+	"yolk/kernel/mm"
 	"yolk/sched"
 	"yolk/sync/twa"
 )
@@ -46,7 +47,7 @@ func kmain(dtb uintptr) {
 	setTrapStack(c.TrapG.StackHi)
 	if onPi() {
 		piConsole()
-		lowGuard = piImageStart
+		mm.SetLowGuard(piImageStart)
 	} else if dtb == 0 {
 		dtb = defaultDTB
 	}
@@ -74,10 +75,12 @@ func kmain(dtb uintptr) {
 		klog("boot: yolk kernel, arm64 entry\n")
 	}
 	readDeviceTree(dtb)
-	framesInit(&bootInfo)
-	physInit()
-	highMemInit()
-	bssSplit() // before anything writes tables that must count as touched
+	mm.FramesInit(&bootInfo, imageEnd())
+	vm.PhysInit()
+	if !mm.HighMemInit() {
+		klog("boot: no memory to map RAM above 4 GiB\n")
+	}
+	vm.BSSSplit(bssStart(), imageEnd()) // before anything writes tables that must count as touched
 	twa.Prefault()
 	prepareCPU(0)
 	setupCPU(0)

@@ -5,6 +5,7 @@ import (
 	"yolk/drivers/bcm2836"
 	"yolk/drivers/fdt"
 	"yolk/drivers/mmio"
+	"yolk/kernel/mm"
 )
 
 // The Raspberry Pi 3 (BCM2837, kernel8.img: yolk build -board rpi3). What
@@ -14,12 +15,11 @@ import (
 // the spin table the firmware's secondaries wait on (no PSCI).
 
 const (
-	piImageStart  = 0x80000    // kernel8.img; below it only the nil guard
-	piPeripherals = 0x3F000000 // to 4 GiB: devices, not memory
-	piUART        = 0x3F201000
-	piUARTClock   = 48_000_000
-	piGPIO        = 0x3F200000
-	piSpinTable   = 0xd8 // core n's slot: 0xd8 + 8n (cpu-release-addr)
+	piImageStart = 0x80000 // kernel8.img; below it only the nil guard
+	piUART       = 0x3F201000
+	piUARTClock  = 48_000_000
+	piGPIO       = 0x3F200000
+	piSpinTable  = 0xd8 // core n's slot: 0xd8 + 8n (cpu-release-addr)
 )
 
 // GPIO registers (BCM2835 ARM Peripherals, 6.1).
@@ -67,7 +67,7 @@ func piRelease(mpidr uint64) {
 	if a, ok := releaseAddr(mpidr); ok {
 		slot = a
 	}
-	spinRelease(phys(slot), boot.RPi3SecondaryPC())
+	spinRelease(mm.Phys(slot), boot.RPi3SecondaryPC())
 }
 
 // releaseAddr finds the cpu-release-addr of the CPU node whose reg is mpidr.

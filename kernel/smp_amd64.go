@@ -6,6 +6,7 @@ import (
 	"yolk/drivers/acpi"
 	"yolk/drivers/lapic"
 	"yolk/drivers/x86"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -58,7 +59,7 @@ func findCPUs() int {
 		klog("smp: no ACPI tables: running on the boot CPU only\n")
 		return 1
 	}
-	m, e := acpi.ReadMADT(bootInfo.RSDP, physOff, madtCPUs[:], madtIOAPICs[:])
+	m, e := acpi.ReadMADT(bootInfo.RSDP, mm.PhysOff(), madtCPUs[:], madtIOAPICs[:])
 	nIOAPICs = min(m.IOAPICs, len(madtIOAPICs))
 	if e != acpi.OK && e != acpi.ErrTooManyCPUs {
 		klog("smp: ACPI MADT: ")
@@ -117,7 +118,7 @@ func smpStart(n int, page uintptr) {
 		if t == nil {
 			fatal("smp: no task slot for an idle task")
 		}
-		lo, hi, ok := allocKStack(t.Index())
+		lo, hi, ok := mm.AllocKStack(t.Index())
 		if !ok {
 			outOfMemory()
 		}

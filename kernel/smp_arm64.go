@@ -6,6 +6,7 @@ import (
 	"yolk/boot"
 	"yolk/drivers/fdt"
 	"yolk/drivers/psci"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -72,7 +73,7 @@ func smpStart(n int) {
 		if t == nil {
 			fatal("smp: no task slot for an idle task")
 		}
-		lo, hi, ok := allocKStack(t.Index())
+		lo, hi, ok := mm.AllocKStack(t.Index())
 		if !ok {
 			outOfMemory()
 		}

@@ -8,6 +8,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
+	"yolk/kernel/mm"
 )
 
 func sysClose(fd int) abi.Errno {
@@ -59,7 +60,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 		return consoleRead(p, n)
 	}
 	if h := fsGet(fd); h >= 0 {
-		b, e := userBufW(p, n)
+		b, e := mm.UserBufW(p, n)
 		var c uintptr
 		if e == 0 {
 			c, e = fsRead(h, b)
@@ -74,7 +75,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if n < 8 {
 		return 0, abi.EINVAL
 	}
-	if !userW(p, 8) {
+	if !mm.UserW(p, 8) {
 		return 0, abi.EFAULT
 	}
 	v := atomic.SwapUint64(&f.count, 0)
@@ -88,7 +89,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	if !userOK(p, n) {
+	if !mm.UserOK(p, n) {
 		return 0, abi.EFAULT
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
@@ -96,7 +97,7 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 		return n, 0
 	}
 	if h := fsGet(fd); h >= 0 {
-		b, e := userBuf(p, n)
+		b, e := mm.UserBuf(p, n)
 		var c uintptr
 		if e == 0 {
 			c, e = fsWrite(h, b)
@@ -118,11 +119,11 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	need := uint32(protWrite) // pread fills the buffer
+	need := uint32(mm.ProtWrite) // pread fills the buffer
 	if write {
-		need = protRead
+		need = mm.ProtRead
 	}
-	b, e := userBufNeed(p, n, need)
+	b, e := mm.UserBufNeed(p, n, need)
 	if e != 0 {
 		return 0, e
 	}
@@ -157,7 +158,7 @@ func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
 const statSize = unsafe.Sizeof(unix.Stat_t{})
 
 func sysFstat(fd int, p uintptr) abi.Errno {
-	if !userW(p, statSize) {
+	if !mm.UserW(p, statSize) {
 		return abi.EFAULT
 	}
 	st := at[unix.Stat_t](p)
@@ -168,14 +169,14 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree {
 		// The console and the kernel's own files: a character device.
-		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: pageSize}
+		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
 		return 0
 	}
 	return abi.EBADF
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	b, e := userBufW(p, n)
+	b, e := mm.UserBufW(p, n)
 	if e != 0 {
 		return 0, e
 	}

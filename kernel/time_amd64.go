@@ -9,6 +9,7 @@ import (
 	"yolk/drivers/pit"
 	"yolk/drivers/rtc"
 	"yolk/drivers/x86"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -184,11 +185,11 @@ func timerProgram(at int64) {
 // idleWait halts this CPU until an interrupt, its timer armed for deadline
 // (0: none). It runs, and returns, with interrupts off.
 func idleWait(deadline int64) {
-	p := &percpu[sched.This().ID]
+	id := sched.This().ID
 	if deadline != 0 {
 		timerSync()
 	}
-	tlbEnterIdle(p)
+	mm.TLBEnterIdle(id)
 	x86.StiHlt()
-	tlbWake(p)
+	mm.TLBWake(id)
 }

@@ -9,6 +9,7 @@ import (
 	"yolk/drivers/debugexit"
 	"yolk/drivers/lapic"
 	"yolk/drivers/x86"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -57,7 +58,7 @@ func trap(r *Regs) (toTask bool) {
 	case v == 14:
 		p.faultAddr = x86.CR2()
 		faultAddr := p.faultAddr
-		if !pageFault(faultAddr, r.Error) {
+		if !vm.PageFault(faultAddr, r.Error) {
 			code := int32(segvMaperr)
 			if r.Error&1 != 0 {
 				code = segvAccerr
@@ -93,7 +94,7 @@ func trap(r *Regs) (toTask bool) {
 		// which now looks at the ready queue.
 		lapic.EOI()
 	case v == vecShootdown:
-		shootdownInterrupt()
+		mm.ShootdownInterrupt()
 		lapic.EOI()
 	case v == vecNMI && atomic.LoadUint32(&stopping) != 0:
 		stopHere()
@@ -116,6 +117,9 @@ func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^
 
 // signalIPI interrupts CPU cpu, which runs a task that has a new signal.
 func signalIPI(cpu int) { lapic.IPI(uint32(sched.CPUAt(cpu).IRQ), vecSignal) }
+
+// ShootdownIPI interrupts CPU cpu for a TLB shootdown (mm.Env).
+func (mmenv) ShootdownIPI(cpu int) { lapic.IPI(uint32(sched.CPUAt(cpu).IRQ), vecShootdown) }
 
 // stopping is set by the first CPU that reports a fault; the others stop
 // when its NMI reaches them.

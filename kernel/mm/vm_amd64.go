@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import "yolk/drivers/x86"
 
@@ -36,9 +36,9 @@ func pteAccessed(e uint64) bool   { return e&pteA != 0 }
 // flushTLBAll drops this CPU's non-global translations (reloads CR3).
 func flushTLBAll() { x86.SetCR3(x86.CR3()) }
 
-// unmapLow removes the identity mapping of [0, 2 MiB) once the boot data
+// UnmapLow removes the identity mapping of [0, 2 MiB) once the boot data
 // there (PVH start info, memory map, command line) has been read.
-func unmapLow() {
+func UnmapLow() {
 	*at[uint64](identityPDE(0)) = 0
 	x86.Invlpg(0)
 	x86.SetCR3(x86.CR3())
