@@ -6,6 +6,7 @@ import (
 	"yolk/boot"
 	"yolk/drivers/fdt"
 	"yolk/drivers/psci"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -30,7 +31,7 @@ func bootInfoInit(c *sched.CPU, dtb, _ uintptr) {
 	setTrapStack(c.TrapG.StackHi)
 	if onPi() {
 		piConsole()
-		lowGuard = piImageStart
+		mm.SetLowGuard(piImageStart)
 	} else if dtb == 0 {
 		dtb = defaultDTB
 	}

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -99,7 +100,7 @@ func consoleRead(p, n uintptr) (uintptr, abi.Errno) {
 	if n == 0 {
 		return 0, 0
 	}
-	if !userW(p, n) {
+	if !mm.UserW(p, n) {
 		return 0, abi.EFAULT
 	}
 	var tmp [512]byte

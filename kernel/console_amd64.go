@@ -4,6 +4,7 @@ import (
 	"yolk/boot"
 	"yolk/drivers/uart16550"
 	"yolk/drivers/vgatext"
+	"yolk/kernel/mm"
 )
 
 // The console is COM1, a 16550 UART, and also, when the boot loader left
@@ -25,7 +26,7 @@ func screenInit(in *boot.Info) {
 		return
 	}
 	screen = s
-	screen.Clear(phys(in.Text))
+	screen.Clear(mm.Phys(in.Text))
 	screenPA = in.Text
 }
 
@@ -33,6 +34,6 @@ func screenInit(in *boot.Info) {
 func conPut(c byte) {
 	com1.Put(c)
 	if screenPA != 0 {
-		screen.Put(phys(screenPA), c)
+		screen.Put(mm.Phys(screenPA), c)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"yolk/arch/amd64"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -30,19 +31,17 @@ func (t *tss) getIST(n int) uint64 {
 
 // perCPU holds each CPU's descriptor tables, trap stacks and the kernel's
 // per-CPU state. GDT and TSS live here, in BSS that the boot CPU touches
-// for every CPU before that CPU starts (bssSplit/bssReclaim never take it
-// away); the trap stacks are mapped eagerly in the kernel-stack region,
-// with unmapped guards (trapStacks).
+// for every CPU before that CPU starts (mm's BSSSplit/BSSReclaim never
+// take it away); the trap stacks are mapped eagerly in the kernel-stack
+// region, with unmapped guards (trapStacks).
 type perCPU struct {
 	gdt [5]uint64 // null, code, data, TSS (two slots)
 	// faultAddr is CR2 as read at the entry of the last page fault here.
-	faultAddr  uintptr
-	tss        tss
-	_          [4]byte
-	timer      timerState
-	tlb        uint32 // atomic: lazy-TLB state (tlb.go)
-	hasIDT     uint32 // atomic: the CPU has loaded the IDT (may take an NMI)
-	shootdowns uint64 // TLB shootdown interrupts handled here
+	faultAddr uintptr
+	tss       tss
+	_         [4]byte
+	timer     timerState
+	hasIDT    uint32 // atomic: the CPU has loaded the IDT (may take an NMI)
 
 	// userTimer: the trap being handled is a timer interrupt that came
 	// from application code; timerWoke: it woke a task (preemptUser).
@@ -84,7 +83,7 @@ func loadTable(lgdt bool, base uintptr, size int) {
 const (
 	istLevel     = 8 << 10
 	istLevels    = 4
-	trapBase     = kstackBase + sched.MaxTasks*kstackStride
+	trapBase     = mm.KStackBase + sched.MaxTasks*mm.KStackStride
 	trapStride   = 64 << 10
 	ist1Off      = 16 << 10 // IST1 is [ist1Off, ist1Off+istLevels*istLevel)
 	ist2Off      = 52 << 10 // IST2 is [ist2Off, ist2Off+istLevel)
@@ -95,8 +94,8 @@ const (
 // IST2.
 func trapStacks(id int) (ist1, ist2 uintptr) {
 	base := trapBase + uintptr(id)*trapStride
-	if !mapKernel(base+ist1Off, base+ist1Off+istLevels*istLevel) ||
-		!mapKernel(base+ist2Off, base+ist2Off+istLevel) {
+	if !mm.MapKernel(base+ist1Off, base+ist1Off+istLevels*istLevel) ||
+		!mm.MapKernel(base+ist2Off, base+ist2Off+istLevel) {
 		outOfMemory()
 	}
 	return base + ist1Off + istLevels*istLevel, base + ist2Off + istLevel

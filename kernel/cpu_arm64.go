@@ -3,16 +3,16 @@ package kernel
 import (
 	"yolk/arch/arm64"
 	"yolk/drivers/gic"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
 // perCPU is the kernel's per-CPU state (the scheduler's is sched.CPU).
 type perCPU struct {
-	faultAddr  uintptr // FAR_EL1 of the last abort taken here
-	timer      timerState
-	shootdowns uint64  // kept for the statistics' shape: TLBI broadcasts need no interrupt
-	gic        gic.CPU // this CPU's GIC interface (InitCPU)
-	trapTop    uintptr // SP_EL1: the top of this CPU's trap stack
+	faultAddr uintptr // FAR_EL1 of the last abort taken here
+	timer     timerState
+	gic       gic.CPU // this CPU's GIC interface (InitCPU)
+	trapTop   uintptr // SP_EL1: the top of this CPU's trap stack
 
 	// userTimer: the trap being handled is a timer interrupt that came
 	// from application code; timerWoke: it woke a task (preemptUser).
@@ -30,7 +30,7 @@ var percpu [sched.MaxCPUs]perCPU
 // nested exception continues below the one it interrupted on the same
 // stack (SP_EL1).
 const (
-	trapBase     = kstackBase + sched.MaxTasks*kstackStride
+	trapBase     = mm.KStackBase + sched.MaxTasks*mm.KStackStride
 	trapStride   = 64 << 10
 	trapLo       = 16 << 10
 	trapHi       = 48 << 10
@@ -41,7 +41,7 @@ const (
 // CPU, before that CPU starts.
 func prepareCPU(id int) {
 	base := trapBase + uintptr(id)*trapStride
-	if !mapKernel(base+trapLo, base+trapHi) {
+	if !mm.MapKernel(base+trapLo, base+trapHi) {
 		outOfMemory()
 	}
 	percpu[id].trapTop = base + trapHi

@@ -9,8 +9,9 @@
 // wake-up, timers, TLB shootdown, the locks); docs/arm64.md the arch seam:
 // the files without a suffix are the arch-neutral core, each *_amd64 file
 // has an *_arm64 twin (CPU set-up, entry and trap frames, signal frame,
-// page-table entries and TLB, physical map, timer, vDSO, console, SMP
-// start-up, the boot sequence).
+// timer, vDSO, console, SMP start-up, the boot sequence). Memory
+// management, with its own twins (page-table entries, TLB, physical map),
+// is package kernel/mm.
 //
 // Kernel-context: everything here runs inside traps and system calls on
 // kernel stacks under a fake g, underneath a runtime that may be in any

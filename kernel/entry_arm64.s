@@ -215,7 +215,7 @@ sp0:
 	MRS	FAR_EL1, R2
 	MOVD	R2, F_FAR(R1)
 	SAVE_FP
-	// An access-flag fault (the demand-paged BSS, bss.go): set AF in the
+	// An access-flag fault (the demand-paged BSS, mm/bss.go): set AF in the
 	// page's entry here, without Go code, which may itself touch pages
 	// whose flag is clear. Only the frame and the page tables (through
 	// the physical map, which exists before any entry lacks AF) are used.
@@ -234,7 +234,7 @@ abort:
 	MRS	FAR_EL1, R2
 	MRS	TTBR0_EL1, R3
 	AND	$0x0000fffffffff000, R3, R3
-	MOVD	$0xffffc00000000000, R5	// physBase
+	MOVD	$0xffffc00000000000, R5	// mm's physBase
 	MOVD	$0x0000fffffffff000, R6
 	MOVD	$39, R7
 walk:

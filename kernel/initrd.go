@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/fs"
+	"yolk/kernel/mm"
 )
 
 // The boot module (QEMU -initrd): a ustar archive of files the program
@@ -28,7 +29,7 @@ var (
 // unpackInitrd unpacks the archive at physical address pa, n bytes.
 func unpackInitrd(pa, n uintptr) {
 	if n != 0 {
-		a := bytesAt(phys(pa), int(n))
+		a := bytesAt(mm.Phys(pa), int(n))
 		files, bytes, bad := untar(a)
 		klog("initrd: ")
 		kprintDec(int64(files))
@@ -41,12 +42,7 @@ func unpackInitrd(pa, n uintptr) {
 			kprint(" skipped")
 		}
 		kprint("\n")
-		if moduleReserved {
-			for p := pa &^ (pageSize - 1); p < pa+n; p += pageSize {
-				freeFrame(p)
-				framesAll++
-			}
-		}
+		mm.FreeModule(pa, n)
 	}
 	if cwdLen != 0 {
 		if e := vfs.Chdir(fs.AtCWD, cwdPath[:cwdLen]); e != 0 {

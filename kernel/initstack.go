@@ -1,5 +1,7 @@
 package kernel
 
+import "yolk/kernel/mm"
+
 // The Linux-style initial stack of the first task: arguments and
 // environment from the command line (cmdline.go), the auxiliary vector.
 
@@ -19,7 +21,7 @@ const (
 )
 
 func buildInitStack() uintptr {
-	if _, err := vmMap(stackTop-stackSize, stackSize, protRead|protWrite, true); err != 0 {
+	if _, err := vm.Map(stackTop-stackSize, stackSize, mm.ProtRead|mm.ProtWrite, true); err != 0 {
 		outOfMemory()
 	}
 	sp := uintptr(stackTop)
@@ -56,7 +58,7 @@ func buildInitStack() uintptr {
 		// scavenger keep the heap inside it (Linux would have swap or the
 		// OOM killer; we have neither).
 		var num [20]byte
-		envp[ne] = pushStr([]byte("GOMEMLIMIT="), decimal(&num, uint64(framesFree)*pageSize/4*3))
+		envp[ne] = pushStr([]byte("GOMEMLIMIT="), decimal(&num, uint64(mm.ReadStats().FramesFree)*mm.PageSize/4*3))
 		ne++
 	}
 	sp -= 16
@@ -65,7 +67,7 @@ func buildInitStack() uintptr {
 	sp &^= 15
 
 	auxv := [...]uintptr{
-		atPagesz, pageSize,
+		atPagesz, mm.PageSize,
 		atClktck, 100,
 		atHwcap, hwcap(),
 		atSecure, 0,

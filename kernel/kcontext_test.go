@@ -33,7 +33,7 @@ var runtimeContext = regexp.MustCompile(`^yolk/kernel\.init(\.|$)`)
 // and the runtime reads g.m first (morestack loads m.g0 after saving into
 // g.sched, which sched.G's padding holds; the bounds panics reach
 // acquirem/gp.m in mallocgc or gopanic). That nil read is a page fault with
-// FS at the kernel or trap TLS block: pageFault finds no mapping for the low
+// FS at the kernel or trap TLS block: mm's PageFault finds no mapping for the low
 // address (arm64: with a kernel g in R28), signalUser refuses to deliver
 // SIGSEGV in kernel context (inKernel), and trap calls fault, which prints the report (vector,
 // address, registers, symbolized backtrace naming the kernel function) and

@@ -5,6 +5,7 @@ import (
 
 	"yolk/boot"
 	"yolk/drivers/clock"
+	"yolk/kernel/mm"
 	"yolk/sched"
 	"yolk/sync/twa"
 )
@@ -31,10 +32,12 @@ func kmain(a0, a1 uintptr) {
 	c := sched.InitCPU(0, 0) // first: locks use the per-CPU block
 	bootInfoInit(c, a0, a1)  // the console, then the boot information
 	probeCPU()
-	framesInit(&bootInfo)
-	physInit()
-	highMemInit()
-	bssSplit() // before anything writes tables that must count as touched
+	mm.FramesInit(&bootInfo, imageEnd())
+	vm.PhysInit()
+	if !mm.HighMemInit() {
+		klog("boot: no memory to map RAM above 4 GiB\n")
+	}
+	vm.BSSSplit(bssStart(), imageEnd()) // before anything writes tables that must count as touched
 	twa.Prefault()
 	prepareCPU(0)
 	setupCPU(0)
@@ -51,7 +54,7 @@ func kmain(a0, a1 uintptr) {
 	rngState = clock.Base()
 	smpStart(n)
 	clockCheck(n)
-	unmapLow()
+	mm.UnmapLow()
 	bootDone(n)
 
 	conInInit(c)
@@ -65,16 +68,21 @@ func kmain(a0, a1 uintptr) {
 // their barrier, and the boot report is printed.
 func bootDone(n int) {
 	for i := 0; i < n; i++ {
-		bssKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
-		bssKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
+		mm.BSSKeep(uintptr(unsafe.Pointer(sched.CPUAt(i))), unsafe.Sizeof(sched.CPU{}))
+		mm.BSSKeep(uintptr(unsafe.Pointer(&percpu[i])), unsafe.Sizeof(percpu[i]))
 	}
-	bssReclaim()
+	if va := mm.BSSReclaim(); va != 0 {
+		klog("bss: no page-table entry for ")
+		kprintHex(uint64(va), 1)
+		kprint("\n")
+	}
 	smpRelease(n)
 
+	ms := mm.ReadStats()
 	klog("boot: ")
-	kprintDec(framesAll * pageSize >> 20)
+	kprintDec(ms.FramesAll * mm.PageSize >> 20)
 	kprint(" MiB RAM free (")
-	kprintDec(bssReclaimed * pageSize >> 20)
+	kprintDec(ms.BSSReclaimed * mm.PageSize >> 20)
 	kprint(" MiB of it untouched BSS, now demand-paged), ")
 	printClock()
 	kprint(", ")
@@ -93,7 +101,7 @@ func bootDone(n int) {
 // Linux-style initial stack.
 func startInit() {
 	t := sched.Alloc()
-	lo, hi, ok := allocKStack(t.Index())
+	lo, hi, ok := mm.AllocKStack(t.Index())
 	if !ok {
 		outOfMemory()
 	}

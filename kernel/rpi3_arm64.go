@@ -6,6 +6,7 @@ import (
 	"yolk/drivers/bcm2836"
 	"yolk/drivers/fdt"
 	"yolk/drivers/mmio"
+	"yolk/kernel/mm"
 )
 
 // The Raspberry Pi 3 (BCM2837, kernel8.img: yolk build -board rpi3). What
@@ -21,12 +22,11 @@ var piEntryPC uintptr
 func init() { piEntryPC = boot.RPi3EntryPC() }
 
 const (
-	piImageStart  = 0x80000    // kernel8.img; below it only the nil guard
-	piPeripherals = 0x3F000000 // to 4 GiB: devices, not memory
-	piUART        = 0x3F201000
-	piUARTClock   = 48_000_000
-	piGPIO        = 0x3F200000
-	piSpinTable   = 0xd8 // core n's slot: 0xd8 + 8n (cpu-release-addr)
+	piImageStart = 0x80000 // kernel8.img; below it only the nil guard
+	piUART       = 0x3F201000
+	piUARTClock  = 48_000_000
+	piGPIO       = 0x3F200000
+	piSpinTable  = 0xd8 // core n's slot: 0xd8 + 8n (cpu-release-addr)
 )
 
 // GPIO registers (BCM2835 ARM Peripherals, 6.1).
@@ -74,7 +74,7 @@ func piRelease(mpidr uint64) {
 	if a, ok := releaseAddr(mpidr); ok {
 		slot = a
 	}
-	arm64.SpinRelease(phys(slot), boot.RPi3SecondaryPC())
+	arm64.SpinRelease(mm.Phys(slot), boot.RPi3SecondaryPC())
 }
 
 // releaseAddr finds the cpu-release-addr of the CPU node whose reg is mpidr.

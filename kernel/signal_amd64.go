@@ -3,6 +3,7 @@ package kernel
 import (
 	"unsafe"
 
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -32,7 +33,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	info := fp - sigInfoSize
 	uc := (info - ucSize) &^ 15
 	frame := uc - 8
-	if !userW(frame, sp-frame) {
+	if !mm.UserW(frame, sp-frame) {
 		return false
 	}
 	clear(bytesAt(frame, int(fp-frame)))
@@ -90,7 +91,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 // address), and marks r for a full return.
 func rtSigreturn(r *Regs) {
 	uc := uintptr(r.SP)
-	if !userOK(uc, ucSize) {
+	if !mm.UserOK(uc, ucSize) {
 		fault(r, "rt_sigreturn: bad frame")
 	}
 	g := unsafe.Slice(at[uint64](uc+ucGregs), 23)
@@ -102,7 +103,7 @@ func rtSigreturn(r *Regs) {
 	// as application code runs.
 	r.Flags = g[17]&0x40CD5 | 0x202
 	r.Vector, r.Error = 0, 0
-	if fp := *at[uintptr](uc + ucFpregs); fp != 0 && fp&15 == 0 && userOK(fp, fpStateSize) {
+	if fp := *at[uintptr](uc + ucFpregs); fp != 0 && fp&15 == 0 && mm.UserOK(fp, fpStateSize) {
 		r.Error = uint64(fp)
 	}
 	sigMask[sched.Current().Index()] = *at[uint64](uc + ucSigmask) &^ unblockable

@@ -3,6 +3,7 @@ package kernel
 import (
 	"unsafe"
 
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -43,7 +44,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	}
 	rec := (sp - 16) &^ 15 // frame record
 	frame := (rec - sigFrameSize) &^ 15
-	if !userW(frame, sp-frame) {
+	if !mm.UserW(frame, sp-frame) {
 		return false
 	}
 	info, uc := frame, frame+sigInfoSize
@@ -96,7 +97,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 func sysRtSigreturn(r *Regs, t *sched.Task) {
 	frame := uintptr(r.SP)
 	uc := frame + sigInfoSize
-	if !userOK(frame, sigFrameSize) {
+	if !mm.UserOK(frame, sigFrameSize) {
 		fault(r, "rt_sigreturn: bad frame")
 	}
 	mc := uc + ucMcontext

@@ -3,6 +3,7 @@ package kernel
 import (
 	"sync/atomic"
 
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -26,7 +27,7 @@ func smpStart(n int) {
 		if t == nil {
 			fatal("smp: no task slot for an idle task")
 		}
-		lo, hi, ok := allocKStack(t.Index())
+		lo, hi, ok := mm.AllocKStack(t.Index())
 		if !ok {
 			outOfMemory()
 		}

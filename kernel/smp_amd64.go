@@ -6,6 +6,7 @@ import (
 	"yolk/arch/amd64"
 	"yolk/drivers/acpi"
 	"yolk/drivers/lapic"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -48,7 +49,7 @@ func findCPUs() int {
 		klog("smp: no ACPI tables: running on the boot CPU only\n")
 		return 1
 	}
-	m, e := acpi.ReadMADT(bootInfo.RSDP, physOff, madtCPUs[:], madtIOAPICs[:])
+	m, e := acpi.ReadMADT(bootInfo.RSDP, mm.PhysOff(), madtCPUs[:], madtIOAPICs[:])
 	nIOAPICs = min(m.IOAPICs, len(madtIOAPICs))
 	if e != acpi.OK && e != acpi.ErrTooManyCPUs {
 		klog("smp: ACPI MADT: ")

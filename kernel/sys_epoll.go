@@ -8,6 +8,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -68,7 +69,7 @@ func unwatch(w *watch) {
 // descriptors, whether fd can be polled, whether epfd is another epoll
 // instance, then the op.
 func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
-	if (op == unix.EPOLL_CTL_ADD || op == unix.EPOLL_CTL_MOD) && !userOK(ev, epollEventSize) {
+	if (op == unix.EPOLL_CTL_ADD || op == unix.EPOLL_CTL_MOD) && !mm.UserOK(ev, epollEventSize) {
 		return abi.EFAULT
 	}
 	fileLock.Lock()
@@ -187,7 +188,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 	if max <= 0 || max > (1<<31-1)/epollEventSize {
 		return 0, abi.EINVAL
 	}
-	if !userW(events, uintptr(max)*epollEventSize) {
+	if !mm.UserW(events, uintptr(max)*epollEventSize) {
 		return 0, abi.EFAULT
 	}
 	if getFile(epfd, fileEpoll) == nil {

@@ -8,6 +8,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
+	"yolk/kernel/mm"
 )
 
 func sysClose(fd int) abi.Errno {
@@ -65,7 +66,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if e != 0 {
 		return 0, e
 	}
-	if !userW(p, 8) {
+	if !mm.UserW(p, 8) {
 		return 0, abi.EFAULT
 	}
 	v := atomic.SwapUint64(&f.count, 0)
@@ -79,7 +80,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	if !userOK(p, n) {
+	if !mm.UserOK(p, n) {
 		return 0, abi.EFAULT
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
@@ -100,11 +101,11 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	need := uint32(protWrite) // pread fills the buffer
+	need := uint32(mm.ProtWrite) // pread fills the buffer
 	if write {
-		need = protRead
+		need = mm.ProtRead
 	}
-	b, e := userBufNeed(p, n, need)
+	b, e := mm.UserBufNeed(p, n, need)
 	if e != 0 {
 		return 0, e
 	}
@@ -139,20 +140,20 @@ func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
 const statSize = unsafe.Sizeof(unix.Stat_t{})
 
 func sysFstat(fd int, p uintptr) abi.Errno {
-	if !userW(p, statSize) {
+	if !mm.UserW(p, statSize) {
 		return abi.EFAULT
 	}
 	st := at[unix.Stat_t](p)
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS {
 		// The console and the kernel's own files: a character device.
-		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: pageSize}
+		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
 		return 0
 	}
 	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fstat(h, st) })
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	b, e := userBufW(p, n)
+	b, e := mm.UserBufW(p, n)
 	if e != 0 {
 		return 0, e
 	}
@@ -276,9 +277,9 @@ func fsTransfer(h int, p, n uintptr, write bool) (uintptr, abi.Errno) {
 	var b []byte
 	var e abi.Errno
 	if write {
-		b, e = userBuf(p, n)
+		b, e = mm.UserBuf(p, n)
 	} else {
-		b, e = userBufW(p, n)
+		b, e = mm.UserBufW(p, n)
 	}
 	var c uintptr
 	if e == 0 && write {

@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -13,7 +14,7 @@ import (
 var futexQ [64]sched.WaitQueue
 
 func sysFutex(addr uintptr, op int, val uint32, timeout uintptr) (uintptr, abi.Errno) {
-	if addr&3 != 0 || !userOK(addr, 4) {
+	if addr&3 != 0 || !mm.UserOK(addr, 4) {
 		return 0, abi.EFAULT
 	}
 	q := &futexQ[(addr>>2)%uintptr(len(futexQ))]

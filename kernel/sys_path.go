@@ -5,6 +5,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -30,7 +31,7 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno
 }
 
 func sysPipe2(p uintptr, flags int) abi.Errno {
-	if !userW(p, 8) {
+	if !mm.UserW(p, 8) {
 		return abi.EFAULT
 	}
 	r, w, e := vfs.Pipe(flags)
@@ -52,7 +53,7 @@ func sysPipe2(p uintptr, flags int) abi.Errno {
 }
 
 func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
-	path, e := userPath(p)
+	path, e := mm.UserPath(p)
 	if e != 0 {
 		return e
 	}
@@ -60,7 +61,7 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 		return sysFstat(dirfd, sp)
 	}
 	d, e := dirHandle(dirfd, path)
-	if e == 0 && !userW(sp, statSize) {
+	if e == 0 && !mm.UserW(sp, statSize) {
 		e = abi.EFAULT
 	}
 	if e == 0 {
@@ -89,7 +90,7 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi
 }
 
 func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
-	opath, e := userPath(op)
+	opath, e := mm.UserPath(op)
 	if e != 0 {
 		return e
 	}
@@ -115,7 +116,7 @@ func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) abi.Errno {
 }
 
 func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
-	target, e := userPath(tp)
+	target, e := mm.UserPath(tp)
 	if e != 0 {
 		return e
 	}
@@ -129,7 +130,7 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
 	d, path, e := pathArgs(dirfd, p)
 	var b []byte
 	if e == 0 {
-		b, e = userBufW(bp, n)
+		b, e = mm.UserBufW(bp, n)
 	}
 	var c int
 	if e == 0 {
@@ -142,7 +143,7 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysTruncate(p uintptr, size int64) abi.Errno {
-	path, e := userPath(p)
+	path, e := mm.UserPath(p)
 	if e != 0 {
 		return e
 	}
@@ -150,7 +151,7 @@ func sysTruncate(p uintptr, size int64) abi.Errno {
 }
 
 func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
-	b, e := userBufW(p, n)
+	b, e := mm.UserBufW(p, n)
 	if e != 0 {
 		return 0, e
 	}
@@ -159,7 +160,7 @@ func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysChdir(p uintptr) abi.Errno {
-	path, e := userPath(p)
+	path, e := mm.UserPath(p)
 	if e != 0 {
 		return e
 	}
@@ -215,7 +216,7 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
 		if times == 0 {
 			continue
 		}
-		if !userOK(times+uintptr(i)*16, 16) {
+		if !mm.UserOK(times+uintptr(i)*16, 16) {
 			return abi.EFAULT
 		}
 		ts := at[timespec](times + uintptr(i)*16)

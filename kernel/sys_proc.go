@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -17,7 +18,7 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 		return 0, abi.EAGAIN
 	}
 	if t.KStackHi == 0 {
-		lo, hi, ok := allocKStack(t.Index())
+		lo, hi, ok := mm.AllocKStack(t.Index())
 		if !ok {
 			outOfMemory()
 		}
@@ -82,7 +83,7 @@ func sysSchedGetaffinity(size, mask uintptr) (uintptr, abi.Errno) {
 	if size < 8 {
 		return 0, abi.EINVAL
 	}
-	if !userW(mask, 8) {
+	if !mm.UserW(mask, 8) {
 		return 0, abi.EFAULT
 	}
 	*at[uint64](mask) = 1<<uint(sched.NumCPU()) - 1
@@ -93,7 +94,7 @@ func sysPrlimit(res int, old uintptr) abi.Errno {
 	if old == 0 {
 		return 0
 	}
-	if !userW(old, 16) {
+	if !mm.UserW(old, 16) {
 		return abi.EFAULT
 	}
 	cur, max := ^uint64(0), ^uint64(0)
@@ -108,7 +109,7 @@ func sysPrlimit(res int, old uintptr) abi.Errno {
 }
 
 func sysUname(p uintptr) abi.Errno {
-	if !userW(p, 6*65) {
+	if !mm.UserW(p, 6*65) {
 		return abi.EFAULT
 	}
 	clear(bytesAt(p, 6*65))

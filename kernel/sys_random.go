@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 )
 
 // rngState backs getrandom when the CPU has no RDRAND.
@@ -34,7 +35,7 @@ func random64() uint64 {
 }
 
 func sysGetrandom(p, n uintptr) (uintptr, abi.Errno) {
-	if !userW(p, n) {
+	if !mm.UserW(p, n) {
 		return 0, abi.EFAULT
 	}
 	b := bytesAt(p, int(n))

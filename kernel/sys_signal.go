@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -11,7 +12,7 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno
 	if size != 8 {
 		return abi.EINVAL
 	}
-	if (set != 0 && !userOK(set, 8)) || (oset != 0 && !userW(oset, 8)) {
+	if (set != 0 && !mm.UserOK(set, 8)) || (oset != 0 && !mm.UserW(oset, 8)) {
 		return abi.EFAULT
 	}
 	m := &sigMask[t.Index()]
@@ -87,7 +88,7 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 	if act != 0 && (sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP)) {
 		return abi.EINVAL
 	}
-	if (act != 0 && !userOK(act, 32)) || (oact != 0 && !userW(oact, 32)) {
+	if (act != 0 && !mm.UserOK(act, 32)) || (oact != 0 && !mm.UserW(oact, 32)) {
 		return abi.EFAULT
 	}
 	sigLock.Lock()
@@ -104,7 +105,7 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 
 func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
 	as := &altStacks[t.Index()]
-	if (ss != 0 && !userOK(ss, 24)) || (oss != 0 && !userW(oss, 24)) {
+	if (ss != 0 && !mm.UserOK(ss, 24)) || (oss != 0 && !mm.UserW(oss, 24)) {
 		return abi.EFAULT
 	}
 	old := *as

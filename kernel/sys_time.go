@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -11,7 +12,7 @@ import (
 type timespec struct{ sec, nsec int64 }
 
 func readTimespec(p uintptr) (int64, abi.Errno) {
-	if !userOK(p, 16) {
+	if !mm.UserOK(p, 16) {
 		return 0, abi.EFAULT
 	}
 	ts := at[timespec](p)
@@ -25,7 +26,7 @@ func readTimespec(p uintptr) (int64, abi.Errno) {
 }
 
 func writeTimespec(p uintptr, ns int64) abi.Errno {
-	if !userW(p, 16) {
+	if !mm.UserW(p, 16) {
 		return abi.EFAULT
 	}
 	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9}
@@ -62,7 +63,7 @@ func sysGettimeofday(p uintptr) abi.Errno {
 	if p == 0 {
 		return 0
 	}
-	if !userW(p, 16) {
+	if !mm.UserW(p, 16) {
 		return abi.EFAULT
 	}
 	ns := walltime()

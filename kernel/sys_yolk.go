@@ -6,6 +6,7 @@ import (
 
 	"yolk/drivers/clock"
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 	"yolk/sync/twa"
 	"yolk/sync/twa/baseline"
@@ -32,7 +33,7 @@ var lockTest struct {
 // counter back incremented: without mutual exclusion increments get lost
 // and owners collide.
 func sysLockTest(kind, n int, work int, out uintptr) abi.Errno {
-	if kind < 0 || kind >= abi.NumLockKinds || work < 0 || work > 1e6 || !userW(out, unsafe.Sizeof(abi.LockTestOut{})) {
+	if kind < 0 || kind >= abi.NumLockKinds || work < 0 || work > 1e6 || !mm.UserW(out, unsafe.Sizeof(abi.LockTestOut{})) {
 		return abi.EINVAL
 	}
 	if atomic.CompareAndSwapUint32(&lockTest.dispInit, 0, 1) {
@@ -91,40 +92,20 @@ func sysLockTest(kind, n int, work int, out uintptr) abi.Errno {
 func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
 	n = min(n, sched.NumCPU())
 	const size = unsafe.Sizeof(abi.CPUStats{})
-	if n < 0 || !userW(p, uintptr(n)*size) {
+	if n < 0 || !mm.UserW(p, uintptr(n)*size) {
 		return 0, abi.EFAULT
 	}
 	for i := 0; i < n; i++ {
 		c := sched.CPUAt(i)
 		*at[abi.CPUStats](p + uintptr(i)*size) = abi.CPUStats{Switches: c.Switches(), WakeIPIs: c.WakeIPIs(),
-			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: atomic.LoadUint64(&percpu[i].shootdowns)}
+			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: mm.CPUShootdowns(i)}
 	}
 	return uintptr(sched.NumCPU()), 0
 }
 
 // sysFrameOf returns the physical frame behind user page va, or behind a
 // page of the demand-paged BSS; 0 if none.
-func sysFrameOf(va uintptr) uintptr {
-	va &^= pageSize - 1
-	if va >= bssLazyLo && va < bssLazyHi {
-		// bssFault fills these entries with a CAS and no lock.
-		if pte := walk(va, false); pte != 0 {
-			if e := atomic.LoadUint64(at[uint64](pte)); pteValid(e) {
-				return pteFrame(e)
-			}
-		}
-		return 0
-	}
-	if !inUser(va, va+1) {
-		return 0
-	}
-	mmLock.Lock()
-	defer mmLock.Unlock()
-	if pte := walk(va, false); pte != 0 && pteValid(*at[uint64](pte)) {
-		return pteFrame(*at[uint64](pte))
-	}
-	return 0
-}
+func sysFrameOf(va uintptr) uintptr { return mm.FrameOf(va) }
 
 var crashMode uint32
 
@@ -196,7 +177,7 @@ func sysSwitchBench(n int, all bool) (uintptr, abi.Errno) {
 		if t == nil {
 			return 0, abi.EAGAIN
 		}
-		lo, hi, ok := allocKStack(t.Index())
+		lo, hi, ok := mm.AllocKStack(t.Index())
 		if !ok {
 			outOfMemory()
 		}
@@ -207,18 +188,19 @@ func sysSwitchBench(n int, all bool) (uintptr, abi.Errno) {
 }
 
 func sysStats(p uintptr) abi.Errno {
-	if !userW(p, unsafe.Sizeof(abi.Stats{})) {
+	if !mm.UserW(p, unsafe.Sizeof(abi.Stats{})) {
 		return abi.EFAULT
 	}
 	s := sched.ReadStats()
+	m := mm.ReadStats()
 	*at[abi.Stats](p) = abi.Stats{
-		FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped,
+		FramesAll: m.FramesAll, FramesFree: m.FramesFree, PagesMapped: m.PagesMapped,
 		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
 		TSCHz: int64(clock.Hz()), LAPICHz: int64(timerHz()),
 		Syscalls:   int64(atomic.LoadUint64(&nsyscalls)),
 		CPUs:       int64(sched.NumCPU()),
-		Shootdowns: int64(atomic.LoadUint64(&shoot.count)), ShootdownIPIs: int64(atomic.LoadUint64(&shoot.ipis)),
-		ShootdownLazy: int64(atomic.LoadUint64(&shoot.lazy)),
+		Shootdowns: int64(m.Shootdowns), ShootdownIPIs: int64(m.ShootdownIPIs),
+		ShootdownLazy: int64(m.ShootdownLazy),
 		NodesPeak:     int64(s.NodesPeak), PeakBound: int64(s.PeakBound),
 	}
 	if clockSynced() {

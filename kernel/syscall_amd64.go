@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -74,7 +75,7 @@ func sysArchPrctl(t *sched.Task, code, addr uintptr) abi.Errno {
 	case archSetFS:
 		t.UserFS = addr
 	case archGetFS:
-		if !userW(addr, 8) {
+		if !mm.UserW(addr, 8) {
 			return abi.EFAULT
 		}
 		*at[uintptr](addr) = t.UserFS

@@ -10,6 +10,7 @@ import (
 	"yolk/drivers/lapic"
 	"yolk/drivers/pit"
 	"yolk/drivers/rtc"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -183,13 +184,13 @@ func timerProgram(at int64) {
 // idleWait halts this CPU until an interrupt, its timer armed for deadline
 // (0: none). It runs, and returns, with interrupts off.
 func idleWait(deadline int64) {
-	p := &percpu[sched.This().ID]
+	id := sched.This().ID
 	if deadline != 0 {
 		timerSync()
 	}
-	tlbEnterIdle(p)
+	mm.TLBEnterIdle(id)
 	amd64.StiHlt()
-	tlbWake(p)
+	mm.TLBWake(id)
 }
 
 // timerHz is the local APIC timer's rate.

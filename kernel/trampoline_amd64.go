@@ -5,6 +5,7 @@ import (
 
 	"yolk/boot"
 	"yolk/drivers/lapic"
+	"yolk/kernel/mm"
 )
 
 // Offsets in the trampoline page (trampoline_amd64.s has the same).
@@ -34,12 +35,12 @@ func apEntry64PC() uintptr
 // (Multiboot2 leaves that to GRUB): its pages are skipped.
 func trampolinePage() uintptr {
 	for _, p := range [...]uintptr{0x8000, 0x9000, 0x7000, 0x6000, 0x5000, 0x4000, 0x3000, 0x2000, 0x1000} {
-		if m := bootInfo.Module; bootInfo.ModuleSize != 0 && p < m+bootInfo.ModuleSize && m < p+pageSize {
+		if m := bootInfo.Module; bootInfo.ModuleSize != 0 && p < m+bootInfo.ModuleSize && m < p+mm.PageSize {
 			continue
 		}
 		for i := 0; i < bootInfo.MemEntries; i++ {
 			r := bootInfo.Region(i)
-			if r.Type == boot.MemRAM && uint64(p) >= r.Addr && uint64(p)+pageSize <= r.Addr+r.Size {
+			if r.Type == boot.MemRAM && uint64(p) >= r.Addr && uint64(p)+mm.PageSize <= r.Addr+r.Size {
 				return p
 			}
 		}
@@ -49,7 +50,7 @@ func trampolinePage() uintptr {
 
 // installTrampoline copies the start-up code to page and fills in its data.
 func installTrampoline(page uintptr) {
-	b := bytesAt(phys(page), pageSize)
+	b := bytesAt(mm.Phys(page), mm.PageSize)
 	clear(b)
 	// (copy between two unsafe.Slice views crashes go1.26's compiler)
 	for i, code := 0, trampolineCode(); i < trampolineLen; i++ {

@@ -1,6 +1,9 @@
 package kernel
 
-import "yolk/sched"
+import (
+	"yolk/kernel/mm"
+	"yolk/sched"
+)
 
 // ExitFault is the exit status after a kernel fault or panic report.
 const ExitFault = 125
@@ -47,7 +50,7 @@ func backtrace(pc, bp uintptr) {
 		kprint("yolk:   at ")
 		kprintHex(uint64(pc), 16)
 		kprint("\n")
-		if !readable(bp) || !readable(bp+8) {
+		if !mm.Readable(bp) || !mm.Readable(bp+8) {
 			return
 		}
 		pc = *at[uintptr](bp + 8)

@@ -9,6 +9,7 @@ import (
 	"yolk/arch/amd64"
 	"yolk/drivers/debugexit"
 	"yolk/drivers/lapic"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -57,7 +58,7 @@ func trap(r *Regs) (toTask bool) {
 	case v == 14:
 		p.faultAddr = amd64.CR2()
 		faultAddr := p.faultAddr
-		if !pageFault(faultAddr, r.Error) {
+		if !vm.PageFault(faultAddr, r.Error) {
 			code := int32(segvMaperr)
 			if r.Error&1 != 0 {
 				code = segvAccerr
@@ -93,7 +94,7 @@ func trap(r *Regs) (toTask bool) {
 		// which now looks at the ready queue.
 		lapic.EOI()
 	case v == vecShootdown:
-		shootdownInterrupt()
+		mm.ShootdownInterrupt()
 		lapic.EOI()
 	case v == vecNMI && atomic.LoadUint32(&stopping) != 0:
 		stopHere()
@@ -113,6 +114,9 @@ func trap(r *Regs) (toTask bool) {
 
 // fxArea is the FP/SSE save area trapCommon keeps below the frame r.
 func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 }
+
+// ShootdownIPI interrupts CPU cpu for a TLB shootdown (mm.Env).
+func (mmenv) ShootdownIPI(cpu int) { sendIPI(cpu, vecShootdown) }
 
 // stopping is set by the first CPU that reports a fault; the others stop
 // when its NMI reaches them.

@@ -110,7 +110,7 @@ func syncException(r *Regs, p *perCPU) {
 			if write {
 				code |= 2
 			}
-			if pageFault(addr, code) {
+			if vm.PageFault(addr, code) {
 				return
 			}
 			si := int32(segvMaperr)

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"yolk/drivers/clock"
+	"yolk/kernel/mm"
 )
 
 // The vDSO: a one-page ELF shared object the kernel builds at boot and
@@ -18,7 +19,7 @@ import (
 // and vdsoWall, which the kernel sets at boot and never changes.
 
 var (
-	vdsoPage    [2 * pageSize]byte
+	vdsoPage    [2 * mm.PageSize]byte
 	vdsoTSCBase uint64
 	vdsoMult    uint64
 	vdsoWall    int64
@@ -49,8 +50,8 @@ func vdsoInit() uintptr {
 		return 0
 	}
 	vdsoTSCBase, vdsoMult, vdsoWall = clock.Base(), clock.Mult(), wallBase
-	base := (uintptr(unsafe.Pointer(&vdsoPage[0])) + pageSize - 1) &^ (pageSize - 1)
-	b := bytesAt(base, pageSize)
+	base := (uintptr(unsafe.Pointer(&vdsoPage[0])) + mm.PageSize - 1) &^ (mm.PageSize - 1)
+	b := bytesAt(base, mm.PageSize)
 	le := binary.LittleEndian
 
 	copy(b[0:], "\x7fELF\x02\x01\x01")
@@ -72,8 +73,8 @@ func vdsoInit() uintptr {
 		le.PutUint64(b[off+40:], size)  // p_memsz
 		le.PutUint64(b[off+48:], align) // p_align
 	}
-	ph(vdPhdr, 1, 5, 0, pageSize, pageSize)    // PT_LOAD, R+X
-	ph(vdPhdr+56, 2, 4, vdDyn, vdSym-vdDyn, 8) // PT_DYNAMIC
+	ph(vdPhdr, 1, 5, 0, mm.PageSize, mm.PageSize) // PT_LOAD, R+X
+	ph(vdPhdr+56, 2, 4, vdDyn, vdSym-vdDyn, 8)    // PT_DYNAMIC
 
 	dyn := [...][2]uint64{
 		{4, vdHash},            // DT_HASH

@@ -5,6 +5,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -20,12 +21,12 @@ import (
 type kenv struct{}
 
 func (kenv) AllocPage() uintptr {
-	if f := allocFrame(); f != 0 {
-		return phys(f)
+	if f := mm.AllocFrame(); f != 0 {
+		return mm.Phys(f)
 	}
 	return 0
 }
-func (kenv) FreePage(a uintptr) { freeFrame(a - physOff) }
+func (kenv) FreePage(a uintptr) { mm.FreeFrame(a - mm.PhysOff()) }
 func (kenv) Now() int64         { return walltime() }
 func (kenv) Lock()              { fsLock.Lock() }
 func (kenv) Unlock()            { fsLock.Unlock() }
@@ -45,7 +46,7 @@ var (
 // devices null, zero and full (mode 0666). File data may take half of
 // the free memory.
 func vfsInit() {
-	vfs.Init(kenv{}, framesFree/2)
+	vfs.Init(kenv{}, mm.ReadStats().FramesFree/2)
 	vfs.Mkdir(fs.AtCWD, tmpDir[:], 0o777)
 	vfs.Chmod(fs.AtCWD, tmpDir[:], 0o1777, 0)
 	vfs.Mkdir(fs.AtCWD, devDir[:4], 0o755)
@@ -109,7 +110,7 @@ func dirHandle(dirfd int, path []byte) (int, abi.Errno) {
 // pathArgs reads a *at call's path and resolves its dirfd, with a
 // reference (fsPut).
 func pathArgs(dirfd int, p uintptr) (int, []byte, abi.Errno) {
-	path, e := userPath(p)
+	path, e := mm.UserPath(p)
 	if e != 0 {
 		return fs.AtCWD, nil, e
 	}

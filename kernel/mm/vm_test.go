@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import (
 	"math/rand"
@@ -35,7 +35,7 @@ func checkModel(t *testing.T, step int, model *[modelPages]uint32) {
 		}
 	}
 	for p := 0; p < modelPages; p++ {
-		a := uintptr(modelBase + p*pageSize)
+		a := uintptr(modelBase + p*PageSize)
 		i := findVMA(a)
 		got := uint32(0)
 		if i < nvmas && vmas[i].start <= a {
@@ -55,7 +55,7 @@ func TestVMAModel(t *testing.T) {
 	for step := 0; step < 20000; step++ {
 		p := rng.Intn(modelPages)
 		n := 1 + rng.Intn(modelPages-p)
-		addr, size := uintptr(modelBase+p*pageSize), uintptr(n*pageSize)
+		addr, size := uintptr(modelBase+p*PageSize), uintptr(n*PageSize)
 		prot := uint32(rng.Intn(4)) // none, r, w, rw
 		switch rng.Intn(4) {
 		case 0: // fixed mapping replaces whatever was there
@@ -106,8 +106,8 @@ func TestVMAModel(t *testing.T) {
 func TestVMAFindFreeSkipsMappings(t *testing.T) {
 	resetVM()
 	defer resetVM()
-	a, _ := areaMap(0, 1<<20, protRead|protWrite, false)
-	b, _ := areaMap(0, 1<<20, protRead|protWrite, false)
+	a, _ := areaMap(0, 1<<20, ProtRead|ProtWrite, false)
+	b, _ := areaMap(0, 1<<20, ProtRead|ProtWrite, false)
 	if a == 0 || b == 0 || b+1<<20 > a && a+1<<20 > b {
 		t.Fatalf("overlapping or failed mappings %#x %#x", a, b)
 	}
@@ -115,10 +115,10 @@ func TestVMAFindFreeSkipsMappings(t *testing.T) {
 		t.Fatal("removeVMA failed")
 	}
 	// A hint inside the kernel's identity map is never honoured.
-	if got, _ := areaMap(0x400000, pageSize, protRead, false); got < userMin {
+	if got, _ := areaMap(0x400000, PageSize, ProtRead, false); got < userMin {
 		t.Fatalf("mapping placed in the identity map at %#x", got)
 	}
-	if _, err := areaMap(0x400000, pageSize, protRead, true); err != abi.ENOMEM {
+	if _, err := areaMap(0x400000, PageSize, ProtRead, true); err != abi.ENOMEM {
 		t.Fatalf("fixed mapping over the kernel = %d, want ENOMEM", err)
 	}
 }

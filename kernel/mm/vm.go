@@ -1,6 +1,8 @@
-package kernel
+package mm
 
 import (
+	"sync/atomic"
+
 	"yolk/boot"
 	"yolk/kernel/abi"
 	"yolk/sched"
@@ -20,9 +22,9 @@ import (
 // mmLock (a trap handler must not block), and the system calls take it
 // around each step. Removing or weakening a mapping clears its entries
 // under mmLock in batches, then, without mmLock, has every CPU drop the
-// translations (shootdown, tlb.go) and only then frees the frames; the
-// area goes first, so a fault in a range being unmapped finds no area and
-// is not backed again. (A thread touching a range while another remaps it
+// translations (shootdown, tlb_$GOARCH.go) and only then frees the
+// frames; the area goes first, so a fault in a range being unmapped finds
+// no area and is not backed again. (A thread touching a range while another remaps it
 // with MAP_FIXED may therefore see SIGSEGV where Linux would make it wait;
 // the Go runtime never does that.)
 
@@ -34,10 +36,13 @@ const (
 	userMin   = 1 << 32
 	userMax   = 0x7ffffffff000
 	mmapStart = 0x7f0000000000 // top of the region for mappings without a usable hint
+)
 
-	protRead  = 1
-	protWrite = 2
-	protExec  = 4
+// An area's protection: mmap's PROT_READ, PROT_WRITE and PROT_EXEC.
+const (
+	ProtRead  = 1
+	ProtWrite = 2
+	ProtExec  = 4
 )
 
 type vma struct {
@@ -60,12 +65,12 @@ var (
 func walk(va uintptr, create bool) uintptr {
 	table := boot.PageTableRoot()
 	for shift := uint(39); shift > 12; shift -= 9 {
-		e := at[uint64](phys(table) + (va>>shift)&511*8)
+		e := at[uint64](Phys(table) + (va>>shift)&511*8)
 		if !pteValid(*e) {
 			if !create {
 				return 0
 			}
-			f := allocFrame()
+			f := AllocFrame()
 			if f == 0 {
 				return 0
 			}
@@ -76,7 +81,7 @@ func walk(va uintptr, create bool) uintptr {
 		}
 		table = pteFrame(*e)
 	}
-	return phys(table) + (va>>12)&511*8
+	return Phys(table) + (va>>12)&511*8
 }
 
 // mapPage maps va to frame f.
@@ -97,7 +102,7 @@ const unbackBatch = 256
 // frames once no CPU can still reach them through its TLB. The caller holds
 // vmMutex, not mmLock, and has already removed the range's areas or made
 // sure no fault backs the range again for the area it keeps (madvise).
-func unback(start, end uintptr) {
+func (s Space[E]) unback(start, end uintptr) {
 	var batch [unbackBatch]uintptr
 	for va := start; va < end; {
 		lo, n := va, 0
@@ -115,13 +120,13 @@ func unback(start, end uintptr) {
 				n++
 				pagesMapped--
 			}
-			va += pageSize
+			va += PageSize
 		}
 		mmLock.Unlock()
 		if n > 0 {
-			shootdown(lo, min(va, end))
+			s.shootdown(lo, min(va, end))
 			for _, f := range batch[:n] {
-				freeFrame(f)
+				FreeFrame(f)
 			}
 		}
 	}
@@ -222,15 +227,18 @@ func inUser(start, end uintptr) bool {
 	return start >= userMin && end <= userMax && start < end
 }
 
-// vmMap creates an anonymous mapping; see sysMmap.
-func vmMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
+// Map creates an anonymous mapping of n bytes (a multiple of PageSize)
+// with prot at addr — exactly there if fixed, replacing what is there; at
+// addr if that range is free; elsewhere otherwise — and returns its
+// address (see kernel's sysMmap).
+func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
 	if fixed {
 		if !inUser(addr, addr+n) {
 			return 0, abi.ENOMEM
 		}
-		if err := vmRemove(addr, n); err != 0 {
+		if err := s.remove(addr, n); err != 0 {
 			return 0, err
 		}
 	}
@@ -264,46 +272,46 @@ func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
 	return addr, 0
 }
 
-// vmUnmap removes [addr, addr+n).
-func vmUnmap(addr, n uintptr) abi.Errno {
+// Unmap removes [addr, addr+n).
+func (s Space[E]) Unmap(addr, n uintptr) abi.Errno {
 	if !inUser(addr, addr+n) {
 		return abi.EINVAL
 	}
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
-	return vmRemove(addr, n)
+	return s.remove(addr, n)
 }
 
-// vmRemove forgets the areas in [addr, addr+n) and then unbacks the range;
+// remove forgets the areas in [addr, addr+n) and then unbacks the range;
 // vmMutex is held.
-func vmRemove(addr, n uintptr) abi.Errno {
+func (s Space[E]) remove(addr, n uintptr) abi.Errno {
 	mmLock.Lock()
 	ok := removeVMA(addr, addr+n)
 	mmLock.Unlock()
 	if !ok {
 		return abi.ENOMEM
 	}
-	unback(addr, addr+n)
+	s.unback(addr, addr+n)
 	return 0
 }
 
-// vmDontNeed drops the frames behind [addr, addr+n): the next touch sees
+// DontNeed drops the frames behind [addr, addr+n): the next touch sees
 // zeroes, as MADV_DONTNEED promises for private anonymous memory.
-func vmDontNeed(addr, n uintptr) abi.Errno {
+func (s Space[E]) DontNeed(addr, n uintptr) abi.Errno {
 	if !inUser(addr, addr+n) {
 		return abi.EINVAL
 	}
 	vmMutex.Lock()
-	unback(addr, addr+n)
+	s.unback(addr, addr+n)
 	vmMutex.Unlock()
 	return 0
 }
 
-// vmProtect changes the protection of [addr, addr+n). Pages made
+// Protect changes the protection of [addr, addr+n). Pages made
 // inaccessible lose their frames (their contents are not kept); pages made
 // read-only lose the write bit of their page-table entries, with a TLB
 // shootdown; pages made writable get it back at their next write fault.
-func vmProtect(addr, n uintptr, prot uint32) abi.Errno {
+func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	if !inUser(addr, addr+n) {
 		return abi.EINVAL
 	}
@@ -312,12 +320,12 @@ func vmProtect(addr, n uintptr, prot uint32) abi.Errno {
 	mmLock.Lock()
 	err := areaProtect(addr, n, prot)
 	changed := false
-	if err == 0 && prot != 0 && prot&protWrite == 0 {
-		for va := addr; va < addr+n; va += pageSize {
+	if err == 0 && prot != 0 && prot&ProtWrite == 0 {
+		for va := addr; va < addr+n; va += PageSize {
 			pte := walk(va, false)
 			if pte == 0 {
 				// No page table here: skip to the next 2 MiB boundary.
-				va = (va+1<<21)&^(1<<21-1) - pageSize
+				va = (va+1<<21)&^(1<<21-1) - PageSize
 				continue
 			}
 			if e := at[uint64](pte); pteValid(*e) && pteWritable(*e) {
@@ -328,10 +336,10 @@ func vmProtect(addr, n uintptr, prot uint32) abi.Errno {
 	}
 	mmLock.Unlock()
 	if changed {
-		shootdown(addr, addr+n)
+		s.shootdown(addr, addr+n)
 	}
 	if err == 0 && prot == 0 {
-		unback(addr, addr+n)
+		s.unback(addr, addr+n)
 	}
 	return err
 }
@@ -344,18 +352,20 @@ func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
 	return 0
 }
 
-// pageFault backs the page at addr if an area covers it that allows the
-// access (code: the page-fault error code; bit 1: a write), or gives a
-// read-only page its write bit back after mprotect made its area writable.
-func pageFault(addr uintptr, code uint64) bool {
-	page := addr &^ (pageSize - 1)
+// PageFault backs the page at addr if an area covers it that allows the
+// access (code: the page-fault error code; bit 0: a present page, bit 1: a
+// write), or gives a read-only page its write bit back after mprotect made
+// its area writable, or backs a page of the demand-paged BSS (bss.go). It
+// reports false for a fault the kernel must report or signal.
+func (s Space[E]) PageFault(addr uintptr, code uint64) bool {
+	page := addr &^ (PageSize - 1)
 	if page >= bssLazyLo && page < bssLazyHi && code&1 == 0 {
-		return bssFault(page)
+		return s.bssFault(page)
 	}
 	// Only user mappings are backed on demand; anything else (a wild
 	// kernel pointer, address 0) is reported, and so is a fault inside
 	// mmLock's own critical section, whose lock this would wait for.
-	if !inUser(page, page+pageSize) || mmLock.HeldHere() {
+	if !inUser(page, page+PageSize) || mmLock.HeldHere() {
 		return false
 	}
 	write := code&2 != 0
@@ -365,21 +375,21 @@ func pageFault(addr uintptr, code uint64) bool {
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	i := findVMA(page)
-	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 || write && vmas[i].prot&protWrite == 0 {
+	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
 		return false
 	}
 	pte := walk(page, true)
 	if pte == 0 {
-		outOfMemory()
+		s.env.OutOfMemory()
 	}
 	e := at[uint64](pte)
 	switch {
 	case !pteValid(*e):
-		f := allocFrame()
+		f := AllocFrame()
 		if f == 0 {
-			outOfMemory()
+			s.env.OutOfMemory()
 		}
-		*e = ptePage(f, vmas[i].prot&protWrite != 0)
+		*e = ptePage(f, vmas[i].prot&ProtWrite != 0)
 		pteWritten()
 		pagesMapped++
 	case write:
@@ -387,14 +397,14 @@ func pageFault(addr uintptr, code uint64) bool {
 		// one this CPU's TLB still holds from before another CPU
 		// did it): only this CPU's stale entry needs to go.
 		*e = ptePage(pteFrame(*e), true)
-		invalidate(page, page+pageSize)
+		invalidate(page, page+PageSize)
 	}
 	return true
 }
 
-// readable reports whether the 8 bytes at a can be read without faulting
-// (for the fault reporter's stack walk).
-func readable(a uintptr) bool {
+// Readable reports whether the 8 bytes at a can be read without faulting
+// (for the kernel's fault report: its stack walk).
+func Readable(a uintptr) bool {
 	if a&7 != 0 || a < lowGuard {
 		return false
 	}
@@ -410,23 +420,27 @@ func readable(a uintptr) bool {
 // (the Raspberry Pi's image starts at 0x80000: its guard ends there).
 var lowGuard uintptr = 2 << 20
 
-// Kernel stacks: slot i gets [kstackBase + i*kstackStride + kstackGuard,
-// kstackBase + (i+1)*kstackStride), mapped eagerly; the gap below is a
-// guard that faults.
+// SetLowGuard sets the size of the unmapped region at address 0 (at boot,
+// for a machine whose image starts below 2 MiB).
+func SetLowGuard(n uintptr) { lowGuard = n }
+
+// Kernel stacks: slot i gets [KStackBase + (i+1)*KStackStride - KStackSize,
+// KStackBase + (i+1)*KStackStride), mapped eagerly; the gap below is a
+// guard that faults. The kernel's trap stacks follow the last slot.
 const (
-	kstackBase   = 0xffff800000000000
-	kstackStride = 64 << 10
-	kstackSize   = 32 << 10
+	KStackBase   = 0xffff800000000000
+	KStackStride = 64 << 10
+	KStackSize   = 32 << 10
 )
 
-// allocKStack returns slot's kernel stack, mapping it the first time. A
+// AllocKStack returns slot's kernel stack, mapping it the first time. A
 // slot keeps its stack when its task ends: mapping fresh frames over it
 // later would leave other CPUs' TLBs pointing at the old ones (the task
 // switch benchmark's partner, taking an exited thread's slot, once ran on
 // two CPUs' different views of its stack).
-func allocKStack(slot int) (lo, hi uintptr, ok bool) {
-	hi = kstackBase + uintptr(slot+1)*kstackStride
-	lo = hi - kstackSize
+func AllocKStack(slot int) (lo, hi uintptr, ok bool) {
+	hi = KStackBase + uintptr(slot+1)*KStackStride
+	lo = hi - KStackSize
 	mmLock.Lock()
 	pte := walk(lo, false)
 	mapped := pte != 0 && pteValid(*at[uint64](pte))
@@ -434,18 +448,42 @@ func allocKStack(slot int) (lo, hi uintptr, ok bool) {
 	if mapped {
 		return lo, hi, true
 	}
-	return lo, hi, mapKernel(lo, hi)
+	return lo, hi, MapKernel(lo, hi)
 }
 
-// mapKernel backs [lo, hi) in the kernel's upper half with fresh frames.
-func mapKernel(lo, hi uintptr) bool {
+// MapKernel backs [lo, hi) in the kernel's upper half with fresh frames.
+func MapKernel(lo, hi uintptr) bool {
 	mmLock.Lock()
 	defer mmLock.Unlock()
-	for va := lo; va < hi; va += pageSize {
-		f := allocFrame()
+	for va := lo; va < hi; va += PageSize {
+		f := AllocFrame()
 		if f == 0 || !mapPage(va, f) {
 			return false
 		}
 	}
 	return true
+}
+
+// FrameOf returns the physical frame behind user page va, or behind a
+// page of the demand-paged BSS; 0 if none (for the self-tests).
+func FrameOf(va uintptr) uintptr {
+	va &^= PageSize - 1
+	if va >= bssLazyLo && va < bssLazyHi {
+		// bssFault fills these entries with a CAS and no lock.
+		if pte := walk(va, false); pte != 0 {
+			if e := atomic.LoadUint64(at[uint64](pte)); pteValid(e) {
+				return pteFrame(e)
+			}
+		}
+		return 0
+	}
+	if !inUser(va, va+1) {
+		return 0
+	}
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	if pte := walk(va, false); pte != 0 && pteValid(*at[uint64](pte)) {
+		return pteFrame(*at[uint64](pte))
+	}
+	return 0
 }

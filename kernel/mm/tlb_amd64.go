@@ -1,12 +1,13 @@
-package kernel
+package mm
 
 import (
 	"math/bits"
 	"sync/atomic"
 
+	"unsafe"
+
 	"yolk/arch/amd64"
 	"yolk/drivers/clock"
-	"yolk/drivers/lapic"
 	"yolk/sched"
 )
 
@@ -14,7 +15,8 @@ import (
 // address space), so before a frame whose mapping was removed goes back to
 // the allocator, every CPU must have dropped that translation: the
 // initiator invalidates its own TLB, interrupts the other CPUs that are
-// running (vecShootdown) and waits until each has invalidated and
+// running (Env.ShootdownIPI; the kernel's handler calls
+// ShootdownInterrupt) and waits until each has invalidated and
 // acknowledged. Shootdowns are serialized by vmMutex, whose holder takes no
 // spin lock while it waits, so the CPUs it waits for always get to handle
 // the interrupt (they run application code, or kernel code that ends
@@ -22,7 +24,8 @@ import (
 //
 // Lazy TLB for idle CPUs: a CPU halted in its idle loop uses no user
 // translation until it leaves the loop, so instead of being woken it is
-// marked stale and flushes its whole TLB when it wakes (tlbEnterIdle, tlbWake).
+// marked stale and flushes its whole TLB when it wakes (TLBEnterIdle,
+// TLBWake).
 // Under emulation waking a halted CPU costs far more than the flush.
 
 const (
@@ -30,6 +33,29 @@ const (
 	tlbIdle           // halted in the idle loop
 	tlbStale          // halted, and must flush before running anything
 )
+
+// archEnv is Env's amd64 part.
+type archEnv interface {
+	// ShootdownIPI interrupts CPU cpu (sched's index) with the shootdown
+	// vector, whose handler calls ShootdownInterrupt.
+	ShootdownIPI(cpu int)
+}
+
+// tlbCPU is each CPU's lazy-TLB state and its count of shootdown
+// interrupts, a cache line each: the idle loop writes its own.
+var tlbCPU [sched.MaxCPUs]struct {
+	state      uint32 // atomic: tlbRunning, tlbIdle or tlbStale
+	_          uint32
+	shootdowns uint64 // shootdown interrupts handled here (statistics)
+	_          [48]byte
+}
+
+// tlbKeep keeps tlbCPU out of the demand-paged BSS (bss.go): the idle loop
+// and the shootdown interrupt use it with interrupts off.
+func tlbKeep() { BSSKeep(uintptr(unsafe.Pointer(&tlbCPU)), unsafe.Sizeof(tlbCPU)) }
+
+// CPUShootdowns is the number of shootdown interrupts CPU cpu handled.
+func CPUShootdowns(cpu int) uint64 { return atomic.LoadUint64(&tlbCPU[cpu].shootdowns) }
 
 // invlpgMax is the largest range invalidated page by page; above it the
 // whole TLB is flushed.
@@ -45,21 +71,21 @@ var shoot struct {
 
 // invalidate drops this CPU's translations of [start, end).
 func invalidate(start, end uintptr) {
-	if (end-start)/pageSize > invlpgMax {
+	if (end-start)/PageSize > invlpgMax {
 		amd64.FlushTLB()
 		return
 	}
-	for va := start; va < end; va += pageSize {
+	for va := start; va < end; va += PageSize {
 		amd64.Invlpg(va)
 	}
 }
 
 // shootdown makes every CPU drop its translations of [start, end) and
 // returns when they all have. The caller holds vmMutex and no spin lock.
-func shootdown(start, end uintptr) {
+func (s Space[E]) shootdown(start, end uintptr) {
 	c := sched.This()
 	if c.Locks() != 0 {
-		fatal("TLB shootdown with a spin lock held: the CPUs it waits for may spin on it")
+		s.env.Fatal("TLB shootdown with a spin lock held: the CPUs it waits for may spin on it")
 	}
 	invalidate(start, end)
 	atomic.AddUint64(&shoot.count, 1)
@@ -71,7 +97,7 @@ func shootdown(start, end uintptr) {
 	var targets uint64
 	for m := others; m != 0; m &= m - 1 {
 		i := bits.TrailingZeros64(m)
-		st := &percpu[i].tlb
+		st := &tlbCPU[i].state
 		if atomic.CompareAndSwapUint32(st, tlbIdle, tlbStale) || atomic.LoadUint32(st) == tlbStale {
 			atomic.AddUint64(&shoot.lazy, 1)
 			continue
@@ -83,33 +109,34 @@ func shootdown(start, end uintptr) {
 	}
 	atomic.StoreUint64(&shoot.pending, targets)
 	for m := targets; m != 0; m &= m - 1 {
-		lapic.IPI(uint32(sched.CPUAt(bits.TrailingZeros64(m)).IRQ), vecShootdown)
+		s.env.ShootdownIPI(bits.TrailingZeros64(m))
 		atomic.AddUint64(&shoot.ipis, 1)
 	}
 	deadline := clock.Nanotime() + 5e9
 	for atomic.LoadUint64(&shoot.pending) != 0 {
 		if clock.Nanotime() > deadline {
-			fatal("TLB shootdown: a CPU did not answer within 5 s")
+			s.env.Fatal("TLB shootdown: a CPU did not answer within 5 s")
 		}
 		amd64.Pause()
 	}
 }
 
-// shootdownInterrupt is the vecShootdown handler.
-func shootdownInterrupt() {
+// ShootdownInterrupt handles the shootdown interrupt (Env.ShootdownIPI)
+// on this CPU.
+func ShootdownInterrupt() {
 	id := sched.This().ID
 	invalidate(shoot.start, shoot.end)
-	percpu[id].shootdowns++
+	tlbCPU[id].shootdowns++
 	atomic.AndUint64(&shoot.pending, ^(uint64(1) << uint(id)))
 }
 
-// tlbEnterIdle marks this CPU as not using user translations (it is about to
-// halt in its idle loop); tlbWake ends that, flushing the TLB if a
-// shootdown skipped the CPU meanwhile.
-func tlbEnterIdle(p *perCPU) { atomic.StoreUint32(&p.tlb, tlbIdle) }
+// TLBEnterIdle marks CPU cpu, this one, as not using user translations (it
+// is about to halt in its idle loop); TLBWake ends that, flushing the TLB
+// if a shootdown skipped the CPU meanwhile.
+func TLBEnterIdle(cpu int) { atomic.StoreUint32(&tlbCPU[cpu].state, tlbIdle) }
 
-func tlbWake(p *perCPU) {
-	if atomic.SwapUint32(&p.tlb, tlbRunning) == tlbStale {
+func TLBWake(cpu int) {
+	if atomic.SwapUint32(&tlbCPU[cpu].state, tlbRunning) == tlbStale {
 		amd64.FlushTLB()
 	}
 }

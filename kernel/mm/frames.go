@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import (
 	"yolk/boot"
@@ -9,9 +9,10 @@ import (
 // image, and the image's BSS pages nobody touched at boot (bss.go), handed
 // out by bumping through the regions first and then from a free list
 // threaded through the free frames themselves, reached through the physical
-// map (physmap.go).
+// map (physmap_$GOARCH.go).
 
-const pageSize = 4096
+// PageSize is the size of a frame and of a page.
+const PageSize = 4096
 
 type region struct{ next, end uintptr }
 
@@ -27,11 +28,12 @@ var (
 // physMax bounds the RAM the kernel uses: one PDPT of the physical map.
 const physMax = 512 << 30
 
-// framesInit takes every RAM region of the memory map above the kernel
-// image. Only RAM below 4 GiB is usable until highMemInit has extended the
-// physical map; regions above are remembered for it.
-func framesInit(in *boot.Info) {
-	lo := (imageEnd() + pageSize - 1) &^ (pageSize - 1)
+// FramesInit takes every RAM region of the memory map above the kernel
+// image, which ends at imageEnd. Only RAM below 4 GiB is usable until
+// HighMemInit has extended the physical map; regions above are remembered
+// for it.
+func FramesInit(in *boot.Info, imageEnd uintptr) {
+	lo := (imageEnd + PageSize - 1) &^ (PageSize - 1)
 	for i := 0; i < in.MemEntries; i++ {
 		r := in.Region(i)
 		if r.Type != boot.MemRAM {
@@ -44,8 +46,9 @@ func framesInit(in *boot.Info) {
 		if end > physMax {
 			end = physMax
 		}
-		// The boot module (initrd.go) stays out until it is unpacked.
-		if m, me := in.Module&^(pageSize-1), in.Module+in.ModuleSize; in.ModuleSize != 0 && m < end && me > start {
+		// The boot module (kernel/initrd.go) stays out until it is
+		// unpacked (FreeModule).
+		if m, me := in.Module&^(PageSize-1), in.Module+in.ModuleSize; in.ModuleSize != 0 && m < end && me > start {
 			// Its frames are given back after unpacking only if all
 			// of them are RAM the allocator would otherwise own.
 			moduleReserved = m >= start && me <= end
@@ -61,6 +64,18 @@ func framesInit(in *boot.Info) {
 // allocator, to be freed once it is unpacked.
 var moduleReserved bool
 
+// FreeModule gives the frames of the boot module, n bytes at physical
+// address pa, to the allocator once the kernel has unpacked it, if
+// FramesInit kept them out of it.
+func FreeModule(pa, n uintptr) {
+	if moduleReserved {
+		for p := pa &^ (PageSize - 1); p < pa+n; p += PageSize {
+			FreeFrame(p)
+			framesAll++
+		}
+	}
+}
+
 // addRAM records [start, end), split at 4 GiB.
 func addRAM(start, end uintptr) {
 	if start >= end {
@@ -73,20 +88,20 @@ func addRAM(start, end uintptr) {
 	addRegion(start, end, start >= 1<<32)
 }
 
-// addRegion records [start, end); high regions wait for highMemInit.
+// addRegion records [start, end); high regions wait for HighMemInit.
 func addRegion(start, end uintptr, high bool) {
-	start = (start + pageSize - 1) &^ (pageSize - 1)
-	end &^= pageSize - 1
+	start = (start + PageSize - 1) &^ (PageSize - 1)
+	end &^= PageSize - 1
 	if start >= end || nregions == len(regions) {
 		return
 	}
 	if high {
-		// Not usable yet: park it with next == end until highMemInit.
+		// Not usable yet: park it with next == end until HighMemInit.
 		regions[nregions] = region{end, end}
 		highStart[nregions] = start
 	} else {
 		regions[nregions] = region{start, end}
-		framesAll += int64((end - start) / pageSize)
+		framesAll += int64((end - start) / PageSize)
 	}
 	nregions++
 }
@@ -94,9 +109,11 @@ func addRegion(start, end uintptr, high bool) {
 // highStart holds the start of each region above 4 GiB until it is enabled.
 var highStart [len(regions)]uintptr
 
-// highMemInit maps RAM above 4 GiB into the physical map (2 MiB pages,
-// directories from low memory) and hands it to the allocator.
-func highMemInit() {
+// HighMemInit maps RAM above 4 GiB into the physical map (2 MiB pages,
+// directories from low memory) and hands it to the allocator. It reports
+// false if it ran out of memory for the directories: the RAM not mapped
+// then stays unused.
+func HighMemInit() bool {
 	for i := 0; i < nregions; i++ {
 		start := highStart[i]
 		if start == 0 {
@@ -105,30 +122,30 @@ func highMemInit() {
 		end := regions[i].end
 		for a := start &^ (1<<30 - 1); a < end; a += 1 << 30 {
 			if !physMapGiB(a) {
-				klog("boot: no memory to map RAM above 4 GiB\n")
-				return
+				return false
 			}
 		}
 		frameLock.Lock()
 		regions[i].next = start
-		framesAll += int64((end - start) / pageSize)
-		framesFree += int64((end - start) / pageSize)
+		framesAll += int64((end - start) / PageSize)
+		framesFree += int64((end - start) / PageSize)
 		frameLock.Unlock()
 		highStart[i] = 0
 	}
+	return true
 }
 
-// allocFrame returns a zeroed frame, or 0 when memory is exhausted.
-func allocFrame() uintptr {
+// AllocFrame returns a zeroed frame, or 0 when memory is exhausted.
+func AllocFrame() uintptr {
 	frameLock.Lock()
 	f := freeList
 	if f != 0 {
-		freeList = *at[uintptr](phys(f))
+		freeList = *at[uintptr](Phys(f))
 	} else {
 		for i := 0; i < nregions; i++ {
 			if r := &regions[i]; r.next < r.end {
 				f = r.next
-				r.next += pageSize
+				r.next += PageSize
 				break
 			}
 		}
@@ -138,15 +155,15 @@ func allocFrame() uintptr {
 	}
 	frameLock.Unlock()
 	if f != 0 {
-		clear(bytesAt(phys(f), pageSize))
+		clear(bytesAt(Phys(f), PageSize))
 	}
 	return f
 }
 
-// freeFrame returns frame f.
-func freeFrame(f uintptr) {
+// FreeFrame returns frame f.
+func FreeFrame(f uintptr) {
 	frameLock.Lock()
-	*at[uintptr](phys(f)) = freeList
+	*at[uintptr](Phys(f)) = freeList
 	freeList = f
 	framesFree++
 	frameLock.Unlock()

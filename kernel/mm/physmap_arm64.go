@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import (
 	"yolk/arch/arm64"
@@ -17,23 +17,34 @@ const physBase = 0xffffc00000000000 // L0 slot 384, as on amd64
 // physOff is 0 until the map exists: boot code runs on the identity map.
 var physOff uintptr
 
-// phys is the kernel address of physical address pa.
-func phys(pa uintptr) uintptr { return pa + physOff }
+// Phys is the kernel address of physical address pa.
+func Phys(pa uintptr) uintptr { return pa + physOff }
+
+// PhysOff is what Phys adds to a physical address.
+func PhysOff() uintptr { return physOff }
 
 const blockNormal = pteValidBit | pteSH | pteAF // a 2 MiB block, AttrIndx 0
 
+// piPeripherals is where the Raspberry Pi 3's peripherals start: from
+// there to 4 GiB, devices, not memory.
+const piPeripherals = 0x3F000000
+
+// onPi reports whether the kernel runs on the Raspberry Pi 3.
+func onPi() bool { return boot.Board == boot.BoardRPi3 }
+
 // identityPDE is the address of the identity map's level-2 entry for va < 4 GiB.
 func identityPDE(va uintptr) uintptr {
-	l1 := pteFrame(*at[uint64](phys(boot.PageTableRoot())))
-	l2 := pteFrame(*at[uint64](phys(l1) + (va>>30)*8))
-	return phys(l2) + (va>>21)&511*8
+	l1 := pteFrame(*at[uint64](Phys(boot.PageTableRoot())))
+	l2 := pteFrame(*at[uint64](Phys(l1) + (va>>30)*8))
+	return Phys(l2) + (va>>21)&511*8
 }
 
-func physInit() {
+// PhysInit builds the physical map.
+func (s Space[E]) PhysInit() {
 	root := boot.PageTableRoot()
-	l1 := allocFrame()
+	l1 := AllocFrame()
 	if l1 == 0 {
-		outOfMemory()
+		s.env.OutOfMemory()
 	}
 	*at[uint64](root + (physBase>>39)&511*8) = pteTable(l1)
 	// RAM below 4 GiB (virt: from 1 GiB; the Pi: from 0), while phys
@@ -44,7 +55,7 @@ func physInit() {
 	}
 	for ; pa < 4<<30; pa += 1 << 30 {
 		if !physMapGiB(pa) {
-			outOfMemory()
+			s.env.OutOfMemory()
 		}
 	}
 	physOff = physBase
@@ -54,18 +65,18 @@ func physInit() {
 // with 2 MiB blocks, if it is not mapped yet.
 func physMapGiB(pa uintptr) bool {
 	root := boot.PageTableRoot()
-	l1 := pteFrame(*at[uint64](phys(root) + (physBase>>39)&511*8))
-	e := at[uint64](phys(l1) + (pa>>30)&511*8)
+	l1 := pteFrame(*at[uint64](Phys(root) + (physBase>>39)&511*8))
+	e := at[uint64](Phys(l1) + (pa>>30)&511*8)
 	if pteValid(*e) {
 		return true
 	}
-	l2 := allocFrame()
+	l2 := AllocFrame()
 	if l2 == 0 {
 		return false
 	}
 	for i := uintptr(0); i < 512; i++ {
 		if b := pa + i<<21; !onPi() || b < piPeripherals {
-			*at[uint64](phys(l2) + i*8) = uint64(b) | blockNormal
+			*at[uint64](Phys(l2) + i*8) = uint64(b) | blockNormal
 		}
 	}
 	arm64.TableSync()

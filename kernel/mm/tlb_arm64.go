@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import (
 	"sync/atomic"
@@ -9,7 +9,18 @@ import (
 // TLB maintenance on arm64: the inner-shareable TLBI forms reach every CPU
 // in hardware, and the DSB after them waits until they all have dropped
 // the translation, so a shootdown needs no interrupt and no
-// acknowledgement (tlb_amd64.go's protocol is x86's).
+// acknowledgement (tlb_amd64.go's protocol is x86's), and idle CPUs need
+// no lazy-TLB state.
+
+// archEnv is Env's arm64 part: nothing.
+type archEnv interface{}
+
+// tlbKeep has nothing to keep: there is no per-CPU TLB state.
+func tlbKeep() {}
+
+// CPUShootdowns is 0: TLBI broadcasts need no interrupt. It is kept for
+// the statistics' shape.
+func CPUShootdowns(cpu int) uint64 { return 0 }
 
 // invlpgMax is the largest range invalidated page by page; above it every
 // translation goes.
@@ -23,18 +34,18 @@ var shoot struct {
 
 // invalidate drops every CPU's translations of [start, end).
 func invalidate(start, end uintptr) {
-	if (end-start)/pageSize > invlpgMax {
+	if (end-start)/PageSize > invlpgMax {
 		arm64.TLBIAll()
 		return
 	}
-	for va := start; va < end; va += pageSize {
+	for va := start; va < end; va += PageSize {
 		arm64.TLBIPage(va)
 	}
 }
 
 // shootdown makes every CPU drop its translations of [start, end); they
 // have when it returns.
-func shootdown(start, end uintptr) {
+func (s Space[E]) shootdown(start, end uintptr) {
 	invalidate(start, end)
 	atomic.AddUint64(&shoot.count, 1)
 }

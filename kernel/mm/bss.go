@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import "sync/atomic"
 
@@ -17,36 +17,36 @@ import "sync/atomic"
 // path itself touches — the per-CPU blocks (trap entry, the spin locks'
 // per-CPU count) and the frame allocator's state — since a fault there
 // would nest inside the frame allocator's lock. The boot touches those
-// (bssKeep) before bssReclaim.
+// (BSSKeep) before BSSReclaim, which keeps this package's per-CPU TLB
+// state itself (tlbKeep: the idle loop and the shootdown use it with
+// interrupts off).
 
 var (
 	bssLazyLo, bssLazyHi uintptr // pages subject to demand paging
 	bssReclaimed         int64   // frames given back at boot
 )
 
-func bssStart() uintptr
-
-// bssSplit remaps the whole pages of [bss, end) with 4 KiB pages, their
-// accessed bits clear.
-func bssSplit() {
-	lo := (bssStart() + pageSize - 1) &^ (pageSize - 1)
-	hi := imageEnd() &^ (pageSize - 1)
+// BSSSplit remaps the whole pages of [bssStart, imageEnd), the image's
+// BSS, with 4 KiB pages, their accessed bits clear.
+func (s Space[E]) BSSSplit(bssStart, imageEnd uintptr) {
+	lo := (bssStart + PageSize - 1) &^ (PageSize - 1)
+	hi := imageEnd &^ (PageSize - 1)
 	for va := lo &^ (1<<21 - 1); va < hi; va += 1 << 21 {
 		pde := at[uint64](identityPDE(va))
 		if !pteBlock(*pde) {
 			continue
 		}
-		pt := allocFrame()
+		pt := AllocFrame()
 		if pt == 0 {
-			outOfMemory()
+			s.env.OutOfMemory()
 		}
 		base := pteFrame(*pde) &^ (1<<21 - 1)
 		for i := uintptr(0); i < 512; i++ {
-			pa, e := base+i*pageSize, ptePage(base+i*pageSize, true)
+			pa, e := base+i*PageSize, ptePage(base+i*PageSize, true)
 			if pa >= lo && pa < hi {
 				e = pteUntouched(pa)
 			}
-			*at[uint64](phys(pt) + i*8) = e
+			*at[uint64](Phys(pt) + i*8) = e
 		}
 		*pde = pteTable(pt)
 	}
@@ -54,34 +54,34 @@ func bssSplit() {
 	bssLazyLo, bssLazyHi = lo, hi
 }
 
-// bssReclaim frees the BSS pages that nobody touched since bssSplit and
+// BSSReclaim frees the BSS pages that nobody touched since BSSSplit and
 // that hold only zeroes (a page written before the split keeps its data;
 // a zero page comes back as a zero page, so giving it back changes nothing
-// a program can see).
-func bssReclaim() {
-	for va := bssLazyLo; va < bssLazyHi; va += pageSize {
+// a program can see). It returns 0, or the address of a page it found no
+// page-table entry for, where it stopped (for the kernel to report).
+func BSSReclaim() uintptr {
+	tlbKeep()
+	for va := bssLazyLo; va < bssLazyHi; va += PageSize {
 		pte := walk(va, false)
 		if pte == 0 {
-			klog("bss: no page-table entry for ")
-			kprintHex(uint64(va), 1)
-			kprint("\n")
-			return
+			return va
 		}
 		e := at[uint64](pte)
-		if !pteAccessed(*e) && zeroPage(phys(va)) {
+		if !pteAccessed(*e) && zeroPage(Phys(va)) {
 			*e = 0
-			freeFrame(va) // identity: the frame's address is va
+			FreeFrame(va) // identity: the frame's address is va
 			bssReclaimed++
 			framesAll++
 		}
 	}
 	flushTLBAll()
+	return 0
 }
 
 // bssFault backs a reclaimed BSS page with a zeroed frame. It takes no lock
 // but the frame allocator's, so kernel code may touch fresh BSS while
 // holding any other lock.
-func bssFault(page uintptr) bool {
+func (s Space[E]) bssFault(page uintptr) bool {
 	if frameLock.HeldHere() {
 		return false // a fault inside the allocator: report it, do not wait for its lock
 	}
@@ -89,30 +89,30 @@ func bssFault(page uintptr) bool {
 	if pte == 0 {
 		return false
 	}
-	f := allocFrame()
+	f := AllocFrame()
 	if f == 0 {
-		outOfMemory()
+		s.env.OutOfMemory()
 	}
 	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, ptePage(f, true)) {
-		freeFrame(f) // another CPU backed it first
+		FreeFrame(f) // another CPU backed it first
 	}
 	return true
 }
 
-// bssKeep reads one byte in every page of [a, a+n), so that bssReclaim
-// keeps them (it gives back only pages not accessed since bssSplit).
-func bssKeep(a, n uintptr) {
-	for p := a &^ (pageSize - 1); p < a+n; p += pageSize {
+// BSSKeep reads one byte in every page of [a, a+n), so that BSSReclaim
+// keeps them (it gives back only pages not accessed since BSSSplit).
+func BSSKeep(a, n uintptr) {
+	for p := a &^ (PageSize - 1); p < a+n; p += PageSize {
 		atomic.LoadUint32(at[uint32](p))
 	}
 }
 
 // zeroPage reports whether the page at a holds only zeroes. It ORs eight
 // words per branch: under emulation (TCG) the cost is per guest
-// instruction, and bssReclaim scans every untouched BSS page (41 MiB in
+// instruction, and BSSReclaim scans every untouched BSS page (41 MiB in
 // the self-test image, whose crypto DRBG alone reserves 32 MiB).
 func zeroPage(a uintptr) bool {
-	p := at[[pageSize / 64][8]uint64](a)
+	p := at[[PageSize / 64][8]uint64](a)
 	for i := range p {
 		b := &p[i]
 		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {

@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import "yolk/arch/amd64"
 
@@ -36,9 +36,9 @@ func pteAccessed(e uint64) bool   { return e&pteA != 0 }
 // flushTLBAll drops this CPU's non-global translations (reloads CR3).
 func flushTLBAll() { amd64.SetCR3(amd64.CR3()) }
 
-// unmapLow removes the identity mapping of [0, 2 MiB) once the boot data
+// UnmapLow removes the identity mapping of [0, 2 MiB) once the boot data
 // there (PVH start info, memory map, command line) has been read.
-func unmapLow() {
+func UnmapLow() {
 	*at[uint64](identityPDE(0)) = 0
 	amd64.Invlpg(0)
 	amd64.SetCR3(amd64.CR3())

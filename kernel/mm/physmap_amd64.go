@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import (
 	"yolk/arch/amd64"
@@ -17,24 +17,28 @@ const physBase = 0xffffc00000000000 // PML4 slot 384
 // physOff is 0 until the map exists: boot code runs on the identity map.
 var physOff uintptr
 
-// phys is the kernel address of physical address pa.
-func phys(pa uintptr) uintptr { return pa + physOff }
+// Phys is the kernel address of physical address pa.
+func Phys(pa uintptr) uintptr { return pa + physOff }
+
+// PhysOff is what Phys adds to a physical address.
+func PhysOff() uintptr { return physOff }
 
 // identityPDE is the address of the identity map's 2 MiB entry for va < 4 GiB.
 func identityPDE(va uintptr) uintptr {
-	pdpt := uintptr(*at[uint64](phys(boot.PageTableRoot())) & pteAddr)
-	pd := uintptr(*at[uint64](phys(pdpt) + (va>>30)*8) & pteAddr)
-	return phys(pd) + (va>>21)&511*8
+	pdpt := uintptr(*at[uint64](Phys(boot.PageTableRoot())) & pteAddr)
+	pd := uintptr(*at[uint64](Phys(pdpt) + (va>>30)*8) & pteAddr)
+	return Phys(pd) + (va>>21)&511*8
 }
 
-func physInit() {
+// PhysInit builds the physical map.
+func (s Space[E]) PhysInit() {
 	root := boot.PageTableRoot()
 	idPDPT := uintptr(*at[uint64](root) & pteAddr)
-	pdpt, pd0 := allocFrame(), allocFrame()
+	pdpt, pd0 := AllocFrame(), AllocFrame()
 	if pdpt == 0 || pd0 == 0 {
-		outOfMemory()
+		s.env.OutOfMemory()
 	}
-	copy(bytesAt(pd0, pageSize), bytesAt(uintptr(*at[uint64](idPDPT)&pteAddr), pageSize))
+	copy(bytesAt(pd0, PageSize), bytesAt(uintptr(*at[uint64](idPDPT)&pteAddr), PageSize))
 	*at[uint64](pdpt) = uint64(pd0) | ptePresent | pteWrite
 	for i := uintptr(1); i < 4; i++ {
 		*at[uint64](pdpt + i*8) = *at[uint64](idPDPT + i*8)
@@ -48,17 +52,17 @@ func physInit() {
 // physical map with 2 MiB pages, if it is not mapped yet.
 func physMapGiB(pa uintptr) bool {
 	root := boot.PageTableRoot()
-	pdpt := uintptr(*at[uint64](phys(root) + (physBase>>39)&511*8) & pteAddr)
-	e := at[uint64](phys(pdpt) + (pa>>30)&511*8)
+	pdpt := uintptr(*at[uint64](Phys(root) + (physBase>>39)&511*8) & pteAddr)
+	e := at[uint64](Phys(pdpt) + (pa>>30)&511*8)
 	if *e&ptePresent != 0 {
 		return true
 	}
-	pd := allocFrame()
+	pd := AllocFrame()
 	if pd == 0 {
 		return false
 	}
 	for i := uintptr(0); i < 512; i++ {
-		*at[uint64](phys(pd) + i*8) = uint64(pa+i<<21) | ptePresent | pteWrite | ptePS
+		*at[uint64](Phys(pd) + i*8) = uint64(pa+i<<21) | ptePresent | pteWrite | ptePS
 	}
 	*e = uint64(pd) | ptePresent | pteWrite
 	return true

@@ -1,4 +1,4 @@
-package kernel
+package mm
 
 import "yolk/arch/arm64"
 
@@ -7,7 +7,7 @@ import "yolk/arch/arm64"
 // block; AttrIndx 0 (MAIR: normal write-back), inner shareable; AP[2]
 // makes a page read-only; AF must be set or the first access faults —
 // which is how the demand-paged BSS learns which pages were touched
-// (pteUntouched, trap_arm64.go).
+// (pteUntouched; kernel/entry_arm64.s sets the flag on that fault).
 const (
 	pteValidBit = 1 << 0
 	pteTableBit = 1 << 1
@@ -39,9 +39,9 @@ func pteAccessed(e uint64) bool   { return e&pteAF != 0 }
 // flushTLBAll drops every translation (on every CPU: the broadcast form).
 func flushTLBAll() { arm64.TLBIAll() }
 
-// unmapLow has nothing to do: the boot page tables never mapped the first
+// UnmapLow has nothing to do: the boot page tables never mapped the first
 // 2 MiB (virt) or the first 512 KiB, below the image (the Raspberry Pi).
-func unmapLow() {}
+func UnmapLow() {}
 
 // pteWritten orders a page-table write before the accesses that use it
 // (DSB ISHST; ISB): an arm64 table walk may otherwise miss the new entry

@@ -1,0 +1,79 @@
+// Package mm is yolk's memory management: the physical frame allocator
+// and the physical map (frames.go, physmap_$GOARCH.go), the demand-paged
+// BSS (bss.go), the one address space — its areas, the four-level page
+// tables both architectures share, page faults, kernel stacks (vm.go,
+// vm_$GOARCH.go) — TLB shootdown (tlb_$GOARCH.go), and the rule for the
+// user memory system calls hand the kernel, checked in one place
+// (usermem.go). The system-call handlers stay in package kernel and call
+// in here; so do the trap handlers, for page faults and the shootdown
+// interrupt.
+//
+// Kernel-context Go: everything here runs inside traps and system calls
+// on kernel stacks under a fake g, underneath a runtime that may be in any
+// state. Nothing allocates on the Go heap or stores a Go pointer into
+// memory: the areas are a fixed array, free frames are threaded through
+// themselves, addresses are uintptr. Nothing calls into the runtime's
+// scheduler: the locks are sched's (vmMutex, a CES mutex, and mmLock, a
+// TWA spin lock; vm.go says what each guards). kernel/kcontext_test.go
+// checks this on a built image.
+//
+// What lies above — the fatal report, what running out of memory means,
+// the shootdown's interrupts — the kernel supplies through Env, the type
+// parameter of Space, which holds the operations that need it. Everything
+// else is package-level and not generic: there is one machine and one
+// address space. The kernel's assembly symbols this package needs (the
+// BSS's start, the image's end) come in as arguments at boot.
+package mm
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// Env is what the kernel supplies. It must be a value type without
+// pointers (in the kernel an empty struct), whose zero value is the
+// environment: Space holds one. It is a type parameter, never an
+// interface value or a function variable, which would need a heap, write
+// barriers, or a value set before the first fault.
+type Env interface {
+	// Fatal reports a kernel panic with msg and stops the machine.
+	Fatal(msg string)
+	// OutOfMemory stops the machine for want of a frame where the
+	// kernel cannot fail the request (a page fault, a page table the
+	// boot needs).
+	OutOfMemory()
+	archEnv
+}
+
+// Space holds the operations on the address space that call up into the
+// kernel through E: those that may run out of memory (a page fault, the
+// boot's tables) and those that end in a TLB shootdown (mapping over a
+// mapping, munmap, mprotect, madvise). It holds no state of its own: the
+// areas, page tables and locks are the package's. Its zero value is ready;
+// the kernel has one.
+type Space[E Env] struct{ env E }
+
+// Stats are the memory counters, for the boot report and the self-tests.
+type Stats struct {
+	FramesAll    int64 // frames the allocator owns
+	FramesFree   int64 // of them, free
+	PagesMapped  int64 // user pages backed by frames
+	BSSReclaimed int64 // BSS frames given back at boot (bss.go)
+	// Shootdowns counts TLB shootdowns, ShootdownIPIs the interrupts
+	// they sent, ShootdownLazy the idle CPUs marked stale instead
+	// (tlb_$GOARCH.go; on arm64 the last two are 0).
+	Shootdowns, ShootdownIPIs, ShootdownLazy uint64
+}
+
+// ReadStats returns the current counters.
+func ReadStats() Stats {
+	return Stats{FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped, BSSReclaimed: bssReclaimed,
+		Shootdowns: atomic.LoadUint64(&shoot.count), ShootdownIPIs: atomic.LoadUint64(&shoot.ipis),
+		ShootdownLazy: atomic.LoadUint64(&shoot.lazy)}
+}
+
+// at converts an address the kernel owns or has checked to a pointer.
+func at[T any](a uintptr) *T { return (*T)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
+
+// bytesAt is the n bytes at address a.
+func bytesAt(a uintptr, n int) []byte { return unsafe.Slice(at[byte](a), n) }

@@ -1,0 +1,107 @@
+package mm
+
+import (
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/fs"
+)
+
+// The user-memory rule: the program cannot be trusted to pass good
+// arguments, so the system calls reach user memory only through these
+// checks. A range is good below 4 GiB above the low guard (the
+// identity-mapped image and RAM), or inside areas of the address space
+// that allow the access (writable for what the kernel writes); a range
+// whose end wraps around is refused.
+
+// PageRound rounds n up to a whole number of pages.
+func PageRound(n uintptr) uintptr { return (n + PageSize - 1) &^ (PageSize - 1) }
+
+// CheckPage is EINVAL unless addr is page-aligned and n is not 0, as
+// munmap, mprotect and madvise require.
+func CheckPage(addr, n uintptr) abi.Errno {
+	if addr&(PageSize-1) != 0 || n == 0 {
+		return abi.EINVAL
+	}
+	return 0
+}
+
+// UserOK reports whether [p, p+n) is memory the program may hand the kernel:
+// the identity-mapped image and RAM, or accessible mappings.
+func UserOK(p, n uintptr) bool { return userRange(p, n, ProtRead) }
+
+// UserW reports whether the kernel may write n bytes at p: writable areas
+// only (a write to a read-only page would fault in the kernel).
+func UserW(p, n uintptr) bool { return userRange(p, n, ProtWrite) }
+
+// userRange reports whether [p, p+n) is below the areas (above the low
+// guard) or inside areas whose protection has need.
+func userRange(p, n uintptr, need uint32) bool {
+	if p < lowGuard || p+n < p {
+		return false
+	}
+	if p+n <= 1<<32 {
+		return true
+	}
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	for p < p+n {
+		i := findVMA(p)
+		if i >= nvmas || vmas[i].start > p || vmas[i].prot == 0 || vmas[i].prot&need != need {
+			return false
+		}
+		if vmas[i].end >= p+n {
+			return true
+		}
+		n -= vmas[i].end - p
+		p = vmas[i].end
+	}
+	return true
+}
+
+// ZeroUser clears the n bytes at p, if p is not 0: EFAULT unless the
+// kernel may write them.
+func ZeroUser(p, n uintptr) abi.Errno {
+	if p == 0 {
+		return 0
+	}
+	if !UserW(p, n) {
+		return abi.EFAULT
+	}
+	clear(bytesAt(p, int(n)))
+	return 0
+}
+
+// UserPath is the NUL-terminated path at p, checked page by page:
+// EFAULT, or ENAMETOOLONG without a NUL in fs.PathMax bytes.
+func UserPath(p uintptr) ([]byte, abi.Errno) {
+	for n := uintptr(0); n < fs.PathMax; n++ {
+		if (p+n)%PageSize == 0 || n == 0 {
+			if !UserOK(p+n, 1) {
+				return nil, abi.EFAULT
+			}
+		}
+		if *at[byte](p + n) == 0 {
+			return bytesAt(p, int(n)), 0
+		}
+	}
+	return nil, abi.Errno(unix.ENAMETOOLONG)
+}
+
+// UserBuf is the n bytes at p, checked.
+func UserBuf(p, n uintptr) ([]byte, abi.Errno) { return UserBufNeed(p, n, ProtRead) }
+
+// UserBufW is UserBuf for a buffer the kernel writes.
+func UserBufW(p, n uintptr) ([]byte, abi.Errno) { return UserBufNeed(p, n, ProtWrite) }
+
+// UserBufNeed is the n bytes at p, checked for the protection need
+// (ProtRead, ProtWrite).
+func UserBufNeed(p, n uintptr, need uint32) ([]byte, abi.Errno) {
+	if n == 0 {
+		return nil, 0
+	}
+	if int(n) < 0 || !userRange(p, n, need) {
+		return nil, abi.EFAULT
+	}
+	return bytesAt(p, int(n)), 0
+}
