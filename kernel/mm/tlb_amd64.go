@@ -57,10 +57,6 @@ func tlbKeep() { BSSKeep(uintptr(unsafe.Pointer(&tlbCPU)), unsafe.Sizeof(tlbCPU)
 // CPUShootdowns is the number of shootdown interrupts CPU cpu handled.
 func CPUShootdowns(cpu int) uint64 { return atomic.LoadUint64(&tlbCPU[cpu].shootdowns) }
 
-// invlpgMax is the largest range invalidated page by page; above it the
-// whole TLB is flushed.
-const invlpgMax = 32
-
 var shoot struct {
 	start, end uintptr
 	pending    uint64 // atomic: CPUs that have not yet acknowledged
@@ -69,16 +65,10 @@ var shoot struct {
 	lazy       uint64 // idle CPUs marked stale instead (statistics)
 }
 
-// invalidate drops this CPU's translations of [start, end).
-func invalidate(start, end uintptr) {
-	if (end-start)/PageSize > invlpgMax {
-		amd64.FlushTLB()
-		return
-	}
-	for va := start; va < end; va += PageSize {
-		amd64.Invlpg(va)
-	}
-}
+// flushAll and flushPage drop this CPU's translations: all of them, or
+// those of the page at va.
+func flushAll()            { amd64.FlushTLB() }
+func flushPage(va uintptr) { amd64.Invlpg(va) }
 
 // shootdown makes every CPU drop its translations of [start, end) and
 // returns when they all have. The caller holds vmMutex and no spin lock.

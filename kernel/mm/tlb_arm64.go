@@ -22,26 +22,16 @@ func tlbKeep() {}
 // the statistics' shape.
 func CPUShootdowns(cpu int) uint64 { return 0 }
 
-// invlpgMax is the largest range invalidated page by page; above it every
-// translation goes.
-const invlpgMax = 32
-
 var shoot struct {
 	count uint64 // shootdowns (statistics)
 	ipis  uint64 // always 0: kept for the statistics' shape
 	lazy  uint64 // always 0
 }
 
-// invalidate drops every CPU's translations of [start, end).
-func invalidate(start, end uintptr) {
-	if (end-start)/PageSize > invlpgMax {
-		arm64.TLBIAll()
-		return
-	}
-	for va := start; va < end; va += PageSize {
-		arm64.TLBIPage(va)
-	}
-}
+// flushAll and flushPage drop every CPU's translations: all of them, or
+// those of the page at va.
+func flushAll()            { arm64.TLBIAll() }
+func flushPage(va uintptr) { arm64.TLBIPage(va) }
 
 // shootdown makes every CPU drop its translations of [start, end); they
 // have when it returns.
