@@ -126,12 +126,11 @@ func (f *FS[E]) Open(dir int, path []byte, flags int, mode uint32) (int, Errno) 
 func (f *FS[E]) Ref(h int) Errno {
 	f.env.Lock()
 	defer f.env.Unlock()
-	fl := f.file(h)
-	if fl == nil {
-		return unix.EBADF
+	if fl := f.file(h); fl != nil {
+		fl.refs++
+		return 0
 	}
-	fl.refs++
-	return 0
+	return unix.EBADF
 }
 
 // Close drops a reference to h; the last one closes it.

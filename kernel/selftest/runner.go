@@ -4,6 +4,10 @@
 // durations, benchmark lines, a final PASS or FAIL), then exits 0 or 1.
 // The host harness in package qemu turns each test into a subtest.
 //
+// Not kernel context: it allocates and uses the runtime like any program,
+// and reaches the kernel only through system calls, yolk's private ones
+// (kernel/abi) included; it imports no kernel package but abi.
+//
 // Arguments: -run REGEXP selects tests, -bench REGEXP runs benchmarks too,
 // -timeout D bounds each test (default 60s): a test still running then is
 // reported as "--- FAIL: Name (timeout)" and the program exits with status 1
