@@ -81,6 +81,14 @@ func trap(r *Regs) (toTask bool) {
 		}
 	case v == 3 && atomic.LoadUint32(&crashMode) != 0:
 		breakpointTrap(r)
+	case v == 3, v == 12, v == 16, v == 17, v == 19:
+		// INT3 (Go's runtime.Breakpoint and last-resort abort), a
+		// stack-segment fault, x87 and SIMD floating-point errors and
+		// alignment checks from application code raise the signal
+		// Linux's do_trap sends; from kernel code they are faults.
+		if !signalUser(r, fx, userTrapSignal(v), siKernel, 0) {
+			fault(r, "")
+		}
 	case v == vecTimer:
 		lapic.EOI()
 		p.timerWoke = timerInterrupt()
@@ -210,4 +218,16 @@ func inKernel(r *Regs) bool {
 	c := sched.This()
 	fs := uintptr(r.FSBase)
 	return fs == c.KernelTLS() || fs == c.TrapTLSBase() || fs == uintptr(unsafe.Pointer(&bootTLS[1]))
+}
+
+// userTrapSignal is the signal Linux sends for exception v in user code:
+// SIGTRAP for #BP, SIGBUS for #SS and #AC, SIGFPE for #MF and #XM.
+func userTrapSignal(v uint64) int {
+	switch v {
+	case 3:
+		return int(unix.SIGTRAP)
+	case 12, 17:
+		return int(unix.SIGBUS)
+	}
+	return int(unix.SIGFPE)
 }

@@ -20,7 +20,8 @@ import (
 // "yolk run" (accelerator from $YOLK_ACCEL, as TestGuest: auto, kvm or
 // tcg), sees its arguments, environment and -smp CPUs, and the command
 // exits with the program's status: 0 on return, 3 on os.Exit(3), 2 on a
-// panic, 125 after a kernel fault report — also when the fault happens on
+// panic or a breakpoint (SIGTRAP, as on Linux), 125 after a kernel fault
+// report — also when the fault happens on
 // another CPU than the boot CPU (the report names it and stops the
 // others), while the faulting CPU holds the console lock, when a trap
 // handler outgrows its trap stack, or when traps nest too deep. This needs
@@ -39,6 +40,7 @@ func TestBuildAndRunProgram(t *testing.T) {
 		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
 		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
 		{"userfault", 1, 125, []string{"yolk: fault: page fault (#PF) vector=14", "address=0x10 (not mapped) write", "main.main", "yolk: exit 125"}},
+		{"breakpoint", 1, 2, []string{"SIGTRAP: trace trap", "sigcode=128", "main.main"}},
 	})
 }
 
@@ -59,6 +61,7 @@ func TestBuildAndRunProgramArm64(t *testing.T) {
 		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
 		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
 		{"userfault", 1, 125, []string{"yolk: fault: data abort esr=", "address=0x10 (not mapped) write", "yolk: x00=", "main.main", "yolk: exit 125"}},
+		{"breakpoint", 1, 2, []string{"SIGTRAP: trace trap", "main.main"}},
 	})
 }
 
@@ -111,6 +114,8 @@ func main() {
 		os.Exit(3)
 	case "panic":
 		panic("boom")
+	case "breakpoint":
+		runtime.Breakpoint() // SIGTRAP, as on Linux: the runtime's "trace trap", status 2
 	case "nil":
 		*nilPtr = 1
 	case "kfault":

@@ -17,6 +17,14 @@ import (
 // PageRound rounds n up to a whole number of pages.
 func PageRound(n uintptr) uintptr { return (n + PageSize - 1) &^ (PageSize - 1) }
 
+// MaxMapping is the longest mapping the user half holds.
+const MaxMapping = userMax - userMin
+
+// UserSpan reports whether [addr, addr+n), n rounded up to pages, ends
+// below the top of the user half: the length is bounded before any sum
+// is formed, so a huge n cannot wrap around (addr is page-aligned).
+func UserSpan(addr, n uintptr) bool { return addr <= userMax && n <= userMax-addr }
+
 // CheckPage is EINVAL unless addr is page-aligned and n is not 0, as
 // munmap, mprotect and madvise require.
 func CheckPage(addr, n uintptr) abi.Errno {

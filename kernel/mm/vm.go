@@ -208,19 +208,23 @@ func removeVMA(start, end uintptr) bool {
 
 // findFree picks a free range of n bytes below the mmap cursor.
 func findFree(n uintptr) uintptr {
+	// Every candidate stays in [userMin, mmapCursor): n is bounded before
+	// it is subtracted, so nothing wraps into the kernel half.
+	if n == 0 || n > mmapCursor-userMin {
+		return 0
+	}
 	cand := mmapCursor - n
-	for cand >= userMin {
+	for {
 		i := findVMA(cand)
 		if i >= nvmas || vmas[i].start >= cand+n {
 			mmapCursor = cand
 			return cand
 		}
-		cand = vmas[i].start - n
-		if vmas[i].start < n {
-			break
+		if vmas[i].start-userMin < n {
+			return 0
 		}
+		cand = vmas[i].start - n
 	}
-	return 0
 }
 
 func inUser(start, end uintptr) bool {
@@ -344,12 +348,37 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	return err
 }
 
-// areaProtect records prot for [addr, addr+n); mmLock is held.
+// areaProtect records prot for [addr, addr+n); mmLock is held. As on
+// Linux it is ENOMEM, with nothing changed, when part of the range is not
+// mapped or the areas could run out: the removal may split an area and
+// the insertion add one, and a removal the insertion could not follow
+// would leave mapped pages without an area.
 func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
-	if !removeVMA(addr, addr+n) || !insertVMA(addr, addr+n, prot) {
+	if !covered(addr, addr+n) {
 		return abi.ENOMEM
 	}
+	need := 1 // the insertion
+	if i := findVMA(addr); vmas[i].start < addr && vmas[i].end > addr+n {
+		need = 2 // and the split
+	}
+	if nvmas+need > len(vmas) {
+		return abi.ENOMEM
+	}
+	if !removeVMA(addr, addr+n) || !insertVMA(addr, addr+n, prot) {
+		return abi.ENOMEM // not reached: the room was checked
+	}
 	return 0
+}
+
+// covered reports whether areas cover [start, end) without a gap.
+func covered(start, end uintptr) bool {
+	for i := findVMA(start); start < end; i++ {
+		if i >= nvmas || vmas[i].start > start || vmas[i].end <= start {
+			return false
+		}
+		start = vmas[i].end
+	}
+	return true
 }
 
 // PageFault backs the page at addr if an area covers it that allows the

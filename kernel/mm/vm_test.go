@@ -91,11 +91,16 @@ func TestVMAModel(t *testing.T) {
 			for i := p; i < p+n; i++ {
 				model[i] = 0
 			}
-		case 3:
-			if err := areaProtect(addr, size, prot); err != 0 {
-				t.Fatalf("step %d: protect: %d", step, err)
-			}
+		case 3: // as on Linux, ENOMEM and no change over a hole
+			mapped := true
 			for i := p; i < p+n; i++ {
+				mapped = mapped && model[i] != 0
+			}
+			err := areaProtect(addr, size, prot)
+			if mapped != (err == 0) || !mapped && err != abi.ENOMEM {
+				t.Fatalf("step %d: protect of a range mapped=%v: %d", step, mapped, err)
+			}
+			for i := p; i < p+n && mapped; i++ {
 				model[i] = prot + 1
 			}
 		}
@@ -120,5 +125,67 @@ func TestVMAFindFreeSkipsMappings(t *testing.T) {
 	}
 	if _, err := areaMap(0x400000, PageSize, ProtRead, true); err != abi.ENOMEM {
 		t.Fatalf("fixed mapping over the kernel = %d, want ENOMEM", err)
+	}
+}
+
+// TestVMAFindFreeBounds: a length beyond what is left below the cursor
+// finds no room instead of wrapping into the kernel half (mmap(NULL, 1<<47)
+// used to return 0xffffff0000000000 and move the cursor there).
+func TestVMAFindFreeBounds(t *testing.T) {
+	resetVM()
+	defer resetVM()
+	for _, n := range []uintptr{1 << 47, mmapStart - userMin + PageSize, ^uintptr(0) &^ (PageSize - 1)} {
+		if got, err := areaMap(0, n, ProtRead, false); err != abi.ENOMEM {
+			t.Errorf("map of %#x bytes = %#x, %d; want ENOMEM", n, got, err)
+		}
+	}
+	if mmapCursor != mmapStart {
+		t.Fatalf("cursor moved to %#x", mmapCursor)
+	}
+	// The largest mapping that fits ends at the cursor, starts at userMin.
+	got, err := areaMap(0, mmapStart-userMin, ProtRead, false)
+	if err != 0 || got != userMin {
+		t.Fatalf("map of all below the cursor = %#x, %d", got, err)
+	}
+	if got, err := areaMap(0, PageSize, ProtRead, false); err != abi.ENOMEM || got != 0 {
+		t.Fatalf("map with no room left = %#x, %d; want ENOMEM", got, err)
+	}
+	for i := 0; i < nvmas; i++ {
+		if !inUser(vmas[i].start, vmas[i].end) {
+			t.Fatalf("area %+v outside the user half", vmas[i])
+		}
+	}
+}
+
+// TestVMAProtectAtCapacity: with one free slot in the area array, an
+// mprotect inside an area (a split and an insertion: two slots) fails with
+// ENOMEM and leaves every page its area; it used to split the area, fail
+// to insert, and leave the page mapped without one. One over a whole area
+// still works.
+func TestVMAProtectAtCapacity(t *testing.T) {
+	resetVM()
+	defer resetVM()
+	base := uintptr(modelBase)
+	// Alternate protections page by page until two slots are left, then
+	// a three-page area: one slot left.
+	i := 0
+	for ; nvmas < len(vmas)-2; i++ {
+		if _, err := areaMap(base+uintptr(i)*PageSize, PageSize, uint32(1+i%2), true); err != 0 {
+			t.Fatalf("page %d: %d", i, err)
+		}
+	}
+	last := base + uintptr(i)*PageSize
+	if _, err := areaMap(last, 3*PageSize, ProtExec, true); err != 0 || nvmas != len(vmas)-1 {
+		t.Fatalf("three-page area: %d, %d areas", err, nvmas)
+	}
+	end := last + 3*PageSize
+	if err := areaProtect(last+PageSize, PageSize, ProtRead|ProtWrite); err != abi.ENOMEM {
+		t.Fatalf("protect inside an area at capacity = %d, want ENOMEM", err)
+	}
+	if nvmas != len(vmas)-1 || !covered(base, end) {
+		t.Fatalf("a failed protect changed the areas: %d areas, covered=%v", nvmas, covered(base, end))
+	}
+	if err := areaProtect(last, 3*PageSize, ProtRead); err != 0 || !covered(base, end) {
+		t.Fatalf("protect of a whole area at capacity = %d", err)
 	}
 }

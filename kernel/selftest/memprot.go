@@ -70,3 +70,52 @@ func testMemoryProtection(t *T) {
 		t.Errorf("contents lost across mprotect: %d %d", m[0x3e7], m[pageSize])
 	}
 }
+
+// testMemoryHugeLengths: lengths no user half holds are refused before any
+// arithmetic, as on Linux: mmap(NULL, 1<<47) is ENOMEM (it used to return
+// an area at 0xffffff0000000000 and move the mapping cursor into the
+// kernel half, where every later mmap — the runtime's heap growth too —
+// then landed); munmap and madvise of a range that would wrap are EINVAL,
+// mprotect ENOMEM; mprotect over a hole is ENOMEM (it used to succeed).
+func testMemoryHugeLengths(t *T) {
+	mmap := func(n uintptr) (uintptr, syscall.Errno) {
+		p, _, e := syscall.Syscall6(syscall.SYS_MMAP, 0, n, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANON, ^uintptr(0), 0)
+		return p, e
+	}
+	for _, n := range []uintptr{1 << 47, 1 << 63, ^uintptr(0)} {
+		if p, e := mmap(n); e != syscall.ENOMEM {
+			t.Errorf("mmap(NULL, %#x) = %#x, %v; want ENOMEM", n, p, e)
+			if e == 0 {
+				syscall.Syscall(syscall.SYS_MUNMAP, p, n, 0)
+			}
+		}
+	}
+	p, e := mmap(3 * pageSize)
+	if e != 0 {
+		t.Fatalf("mmap of 3 pages: %v", e)
+	}
+	defer syscall.Syscall(syscall.SYS_MUNMAP, p, 3*pageSize, 0)
+	if p >= 1<<47 {
+		t.Errorf("mmap after the huge ones = %#x: outside the user half", p)
+	}
+	for _, c := range []struct {
+		name string
+		nr   uintptr
+		a2   uintptr
+		want syscall.Errno
+	}{
+		{"munmap", syscall.SYS_MUNMAP, 0, syscall.EINVAL},
+		{"madvise", syscall.SYS_MADVISE, unix.MADV_DONTNEED, syscall.EINVAL},
+		{"mprotect", syscall.SYS_MPROTECT, syscall.PROT_READ, syscall.ENOMEM},
+	} {
+		if _, _, e := syscall.Syscall(c.nr, p, 1<<63, c.a2); e != c.want {
+			t.Errorf("%s(%#x, 1<<63) = %v; want %v", c.name, p, e, c.want)
+		}
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, p+pageSize, pageSize, 0); e != 0 {
+		t.Fatalf("munmap of the middle page: %v", e)
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p, 3*pageSize, syscall.PROT_READ|syscall.PROT_WRITE); e != syscall.ENOMEM {
+		t.Errorf("mprotect over a hole = %v; want ENOMEM", e)
+	}
+}

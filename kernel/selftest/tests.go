@@ -64,6 +64,7 @@ var tests = []test{
 	// fuzz.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestMemoryProtection", testMemoryProtection},
+	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 
 	// preempt.go
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
