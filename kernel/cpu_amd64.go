@@ -154,6 +154,15 @@ var (
 	cpuidEDX1  uint32 // AT_HWCAP
 )
 
+// mxcsrMask are the MXCSR bits FXRSTOR accepts (probeCPU).
+var mxcsrMask uint32 = 0xFFBF
+
+// Offsets in the FXSAVE area.
+const (
+	fxMXCSR     = 24
+	fxMXCSRMask = 28
+)
+
 func probeCPU() {
 	_, _, c1, d1 := amd64.Cpuid(1, 0)
 	cpuidEDX1 = d1
@@ -165,9 +174,17 @@ func probeCPU() {
 		fsgsbase = 1
 	}
 	hasTSCAdj = b7&2 != 0
+	// The MXCSR bits this CPU has (FXSAVE's MXCSR_MASK; 0 means the
+	// original SSE set, 0xFFBF): rt_sigreturn clears the others, as
+	// Linux does, before FXRSTOR would fault on them.
+	var buf [fpStateSize + 16]byte
+	fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
+	fpSave(fx)
+	if m := *at[uint32](fx + fxMXCSRMask); m != 0 {
+		mxcsrMask = m
+	}
 }
 
-// syscallInit points this CPU's SYSCALL at the kernel entry.
 // schedStarted: from here on the boot CPU's kernel TLS block names the
 // current task's g, and SYSCALL enters the kernel.
 func schedStarted(c *sched.CPU) {
@@ -175,6 +192,7 @@ func schedStarted(c *sched.CPU) {
 	syscallInit()
 }
 
+// syscallInit points this CPU's SYSCALL at the kernel entry.
 func syscallInit() {
 	amd64.Wrmsr(amd64.MSR_STAR, uint64(selCode)<<32)
 	amd64.Wrmsr(amd64.MSR_LSTAR, uint64(syscallEntryPC()))

@@ -182,3 +182,20 @@ func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top 
 	}
 	return act, as, sp, true
 }
+
+// forceSegv raises SIGSEGV for a fault of the thread's own making that a
+// system call found (a bad rt_sigreturn frame), as Linux's force_sig:
+// delivered at once whatever the mask, with SI_KERNEL; without a usable
+// handler or room for the frame it ends the machine as SIGSEGV's default
+// action does.
+func forceSegv(r *Regs) {
+	var buf [fpStateSize + 16]byte
+	if !signalUser(r, exitFP(&buf, exitFPState(r)), int(unix.SIGSEGV), siKernel, 0) {
+		killedBy(int(unix.SIGSEGV))
+	}
+}
+
+// userHalf reports whether a is an address in the lower half, where
+// application code and its stacks live: a program counter or stack
+// pointer a signal frame restores must be.
+func userHalf(a uint64) bool { return a < 1<<47 }

@@ -76,8 +76,13 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 // frame, delivers the next pending signal if there is one, and leaves by
 // the full return (entry_amd64.s) that restores every register.
 func sysRtSigreturn(r *Regs, t *sched.Task) {
-	rtSigreturn(r)
+	ok := rtSigreturn(r)
 	r.FSBase = uint64(t.UserFS)
+	if !ok {
+		forceSegv(r)
+		userSync()
+		return
+	}
 	// The next signal's frame may go where the one just returned
 	// from was: its FP/SSE state (at r.Error) is copied aside first.
 	if signalPending(t) && deliverAtExit(r, uintptr(r.Error)) {
@@ -88,13 +93,26 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 
 // rtSigreturn restores the context saved in the rt_sigframe whose
 // ucontext is at the caller's SP (the restorer's RET popped the return
-// address), and marks r for a full return.
-func rtSigreturn(r *Regs) {
+// address), and marks r for a full return. It reports false — and the
+// caller raises SIGSEGV — if the frame is not readable or its FP/SSE
+// state misaligned or not writable (then nothing is restored), or if the
+// restored RIP or RSP is outside the lower half (IRETQ would fault on a
+// non-canonical RIP after the user's FS base is loaded). Reserved MXCSR
+// bits are cleared in the frame, as Linux does, since FXRSTOR faults on
+// them.
+func rtSigreturn(r *Regs) bool {
 	uc := uintptr(r.SP)
 	if !mm.UserOK(uc, ucSize) {
-		fault(r, "rt_sigreturn: bad frame")
+		return false
 	}
 	g := unsafe.Slice(at[uint64](uc+ucGregs), 23)
+	fp := *at[uintptr](uc + ucFpregs)
+	if fp != 0 && (fp&15 != 0 || !mm.UserW(fp, fpStateSize)) {
+		return false
+	}
+	if fp != 0 {
+		*at[uint32](fp + fxMXCSR) &= mxcsrMask
+	}
 	r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
 	r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX = g[8], g[9], g[10], g[11], g[12], g[13], g[14]
 	r.SP, r.IP = g[15], g[16]
@@ -102,9 +120,9 @@ func rtSigreturn(r *Regs) {
 	// stop a backward copy, REP MOVS with DF set, half way); interrupts on,
 	// as application code runs.
 	r.Flags = g[17]&0x40CD5 | 0x202
-	r.Vector, r.Error = 0, 0
-	if fp := *at[uintptr](uc + ucFpregs); fp != 0 && fp&15 == 0 && mm.UserOK(fp, fpStateSize) {
-		r.Error = uint64(fp)
-	}
+	r.Vector, r.Error = 0, uint64(fp)
 	sigMask[sched.Current().Index()] = *at[uint64](uc + ucSigmask) &^ unblockable
+	// As on Linux, whose IRET fails on it: the registers are restored,
+	// and the SIGSEGV frame records the bad RIP or RSP.
+	return userHalf(r.SP) && userHalf(r.IP)
 }

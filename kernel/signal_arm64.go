@@ -97,10 +97,14 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 func sysRtSigreturn(r *Regs, t *sched.Task) {
 	frame := uintptr(r.SP)
 	uc := frame + sigInfoSize
-	if !mm.UserOK(frame, sigFrameSize) {
-		fault(r, "rt_sigreturn: bad frame")
-	}
 	mc := uc + ucMcontext
+	// A frame that is not readable, or restores a PC or SP outside the
+	// lower half, is the thread's fault: SIGSEGV, as on Linux.
+	if !mm.UserOK(frame, sigFrameSize) || !userHalf(*at[uint64](mc+mcSP)) || !userHalf(*at[uint64](mc+mcPC)) {
+		forceSegv(r)
+		userSync()
+		return
+	}
 	regs := unsafe.Slice(at[uint64](mc+mcRegs), 31)
 	for i := range regs {
 		r.X[i] = regs[i]

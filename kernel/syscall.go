@@ -227,7 +227,14 @@ func syscall(r *Regs) {
 // the live one.
 func deliverAtExit(r *Regs, fp uintptr) bool {
 	var buf [fpStateSize + 16]byte
-	fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
+	return deliverSignal(r, exitFP(&buf, fp))
+}
+
+// exitFP puts the FP/SSE state for a signal frame made on the way out of a
+// system call in buf — the one saved at fp or, if fp is 0, the live one —
+// and returns its 16-byte-aligned address there.
+func exitFP(buf *[fpStateSize + 16]byte, fp uintptr) uintptr {
+	fx := (uintptr(unsafe.Pointer(buf)) + 15) &^ 15
 	if fp != 0 {
 		for i := uintptr(0); i < fpStateSize; i += 8 {
 			*at[uint64](fx + i) = *at[uint64](fp + i)
@@ -235,5 +242,5 @@ func deliverAtExit(r *Regs, fp uintptr) bool {
 	} else {
 		fpSave(fx)
 	}
-	return deliverSignal(r, fx)
+	return fx
 }

@@ -20,8 +20,9 @@ import (
 // "yolk run" (accelerator from $YOLK_ACCEL, as TestGuest: auto, kvm or
 // tcg), sees its arguments, environment and -smp CPUs, and the command
 // exits with the program's status: 0 on return, 3 on os.Exit(3), 2 on a
-// panic or a breakpoint (SIGTRAP, as on Linux), 125 after a kernel fault
-// report — also when the fault happens on
+// panic, a breakpoint (SIGTRAP, as on Linux) or a signal frame whose RIP
+// is not canonical (SIGSEGV), 7 from where a frame with reserved MXCSR
+// bits returns to, 125 after a kernel fault report — also when the fault happens on
 // another CPU than the boot CPU (the report names it and stops the
 // others), while the faulting CPU holds the console lock, when a trap
 // handler outgrows its trap stack, or when traps nest too deep. This needs
@@ -41,6 +42,8 @@ func TestBuildAndRunProgram(t *testing.T) {
 		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
 		{"userfault", 1, 125, []string{"yolk: fault: page fault (#PF) vector=14", "address=0x10 (not mapped) write", "main.main", "yolk: exit 125"}},
 		{"breakpoint", 1, 2, []string{"SIGTRAP: trace trap", "sigcode=128", "main.main"}},
+		{"sigret-mxcsr", 1, 7, nil},
+		{"sigret-noncanon", 1, 2, []string{"pc:0x8000000000000000"}},
 	})
 }
 
@@ -148,6 +151,14 @@ func main() {
 	case "sigterm":
 		syscall.Kill(syscall.Getpid(), syscall.SIGTERM)
 		select {}
+	case "sigret-mxcsr":
+		// Reserved MXCSR bits are cleared, as Linux does, before FXRSTOR
+		// would fault on them in the kernel: the frame resumes at exit7.
+		sigreturnTo(exit7Addr(), 0xffffffff)
+	case "sigret-noncanon":
+		// A non-canonical RIP is SIGSEGV to the thread (IRETQ would fault
+		// in the kernel): the runtime's handler sees that PC.
+		sigreturnTo(0x8000000000000000, 0x1f80)
 	case "userfault":
 		// Without the runtime's SIGSEGV handler, a fault in
 		// application code is the kernel's to report.
@@ -158,6 +169,60 @@ func main() {
 }
 
 var badAddr uintptr = 0x10
+`), 0o644)
+	// rt_sigreturn through hand-made frames (amd64): the kernel checks a
+	// frame before it restores it (sigreturnAt, fakeFrame).
+	os.WriteFile(filepath.Join(app, "sigret_amd64.s"), []byte(`#include "textflag.h"
+
+// func sigreturnAt(sp uintptr): rt_sigreturn with SP at sp.
+TEXT ·sigreturnAt(SB),NOSPLIT|NOFRAME,$0-8
+	MOVQ	sp+0(FP), SP
+	MOVQ	$15, AX
+	SYSCALL
+	BYTE	$0xCC
+
+// func exit7(): exit_group(7), where a good frame returns to.
+TEXT ·exit7(SB),NOSPLIT|NOFRAME,$0
+	MOVQ	$7, DI
+	MOVQ	$231, AX
+	SYSCALL
+	BYTE	$0xCC
+
+TEXT ·exit7PC(SB),NOSPLIT,$0-8
+	MOVQ	$·exit7(SB), AX
+	MOVQ	AX, ret+0(FP)
+	RET
+`), 0o644)
+	os.WriteFile(filepath.Join(app, "sigret_amd64.go"), []byte(`package main
+
+import "unsafe"
+
+func sigreturnAt(sp uintptr)
+func exit7PC() uintptr
+
+var frame [8192]byte
+
+// sigreturnTo returns from a signal frame made by hand (Linux's
+// ucontext: gregs at 40, fpregs at 224; an FXSAVE area after it) that
+// restores rip with the MXCSR value mxcsr.
+func sigreturnTo(rip uint64, mxcsr uint32) {
+	uc := (uintptr(unsafe.Pointer(&frame[0])) + 63) &^ 63
+	fx := uc + 1024
+	g := (*[23]uint64)(unsafe.Pointer(uc + 40))
+	g[15], g[16], g[17], g[18] = uint64(uc+8192-256), rip, 0x202, 0x33|0x2b<<48
+	*(*uintptr)(unsafe.Pointer(uc + 224)) = fx
+	*(*uint32)(unsafe.Pointer(fx + 24)) = mxcsr
+	sigreturnAt(uc)
+}
+
+func exit7Addr() uint64 { return uint64(exit7PC()) }
+`), 0o644)
+	os.WriteFile(filepath.Join(app, "sigret_other.go"), []byte(`//go:build !amd64
+
+package main
+
+func sigreturnTo(rip uint64, mxcsr uint32) { panic("amd64 only") }
+func exit7Addr() uint64                   { return 0 }
 `), 0o644)
 	img := filepath.Join(tmp, "app.elf")
 	if out, err := exec.Command(yolk, "build", "-arch", arch, "-o", img, app).CombinedOutput(); err != nil {
