@@ -285,6 +285,7 @@ TEXT ·getcallerpc(SB),NOSPLIT,$0-8
 	RET
 
 ADDRESS(·bssStart, runtime·bss)
+ADDRESS(·textStart, runtime·text)
 ADDRESS(·morestackPC, runtime·morestack)
 ADDRESS(·vdsoClockGettimePC, ·vdsoClockGettime)
 

@@ -38,6 +38,7 @@ func kmain(a0, a1 uintptr) {
 		klog("boot: no memory to map RAM above 4 GiB\n")
 	}
 	vm.BSSSplit(bssStart(), imageEnd()) // before anything writes tables that must count as touched
+	vm.ProtectImage(textStart()&^(mm.PageSize-1), imageRO(), imageEnd())
 	twa.Prefault()
 	prepareCPU(0)
 	setupCPU(0)

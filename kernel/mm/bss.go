@@ -31,24 +31,11 @@ var (
 func (s Space[E]) BSSSplit(bssStart, imageEnd uintptr) {
 	lo := (bssStart + PageSize - 1) &^ (PageSize - 1)
 	hi := imageEnd &^ (PageSize - 1)
-	for va := lo &^ (1<<21 - 1); va < hi; va += 1 << 21 {
-		pde := at[uint64](identityPDE(va))
-		if !pteBlock(*pde) {
-			continue
+	s.splitIdentity(lo, hi)
+	for va := lo; va < hi; va += PageSize {
+		if pte := walk(va, false); pte != 0 {
+			*at[uint64](pte) = pteUntouched(va)
 		}
-		pt := AllocFrame()
-		if pt == 0 {
-			s.env.OutOfMemory()
-		}
-		base := pteFrame(*pde) &^ (1<<21 - 1)
-		for i := uintptr(0); i < 512; i++ {
-			pa, e := base+i*PageSize, ptePage(base+i*PageSize, true)
-			if pa >= lo && pa < hi {
-				e = pteUntouched(pa)
-			}
-			*at[uint64](Phys(pt) + i*8) = e
-		}
-		*pde = pteTable(pt)
 	}
 	flushTLBAll()
 	bssLazyLo, bssLazyHi = lo, hi
@@ -120,4 +107,46 @@ func zeroPage(a uintptr) bool {
 		}
 	}
 	return true
+}
+
+// splitIdentity remaps the 2 MiB pages of the identity map that hold
+// [lo, hi) with 4 KiB pages, writable, as they were.
+func (s Space[E]) splitIdentity(lo, hi uintptr) {
+	for va := lo &^ (1<<21 - 1); va < hi; va += 1 << 21 {
+		pde := at[uint64](identityPDE(va))
+		if !pteBlock(*pde) {
+			continue
+		}
+		pt := AllocFrame()
+		if pt == 0 {
+			s.env.OutOfMemory()
+		}
+		base := pteFrame(*pde) &^ (1<<21 - 1)
+		for i := uintptr(0); i < 512; i++ {
+			*at[uint64](Phys(pt) + i*8) = ptePage(base+i*PageSize, true)
+		}
+		*pde = pteTable(pt)
+	}
+}
+
+// The image, as the user-memory rule sees it: [imageLo, imageHi), of
+// which [imageLo, imageRO) is text and read-only data (ProtectImage).
+var imageLo, imageRO, imageHi uintptr
+
+// ProtectImage maps [lo, ro) — the image's text and read-only data —
+// read-only, as Linux maps a program's, so that a write there faults (in
+// the program: SIGSEGV; the kernel refuses it with EFAULT), and records
+// [lo, hi) as the only low memory system calls may name. At boot, before
+// the other CPUs start (they begin with a fresh TLB).
+func (s Space[E]) ProtectImage(lo, ro, hi uintptr) {
+	ro = max(ro, lo) // 0: nothing read-only
+	s.splitIdentity(lo, ro)
+	for va := lo; va < ro; va += PageSize {
+		if pte := walk(va, false); pte != 0 && pteValid(*at[uint64](pte)) {
+			*at[uint64](pte) = pteReadOnly(*at[uint64](pte))
+		}
+	}
+	pteWritten()
+	flushTLBAll()
+	imageLo, imageRO, imageHi = lo, ro, hi
 }

@@ -42,14 +42,17 @@ func UserOK(p, n uintptr) bool { return userRange(p, n, ProtRead) }
 // only (a write to a read-only page would fault in the kernel).
 func UserW(p, n uintptr) bool { return userRange(p, n, ProtWrite) }
 
-// userRange reports whether [p, p+n) is below the areas (above the low
-// guard) or inside areas whose protection has need.
+// userRange reports whether [p, p+n) is memory the program owns with the
+// access need: below the areas, the image only (its text and read-only
+// data not for writes); above, areas whose protection has need. The
+// frame pool, the boot page tables, MMIO and the hole above RAM are not
+// the program's, though the identity map reaches them.
 func userRange(p, n uintptr, need uint32) bool {
-	if p < lowGuard || p+n < p {
+	if p+n < p {
 		return false
 	}
-	if p+n <= 1<<32 {
-		return true
+	if p < 1<<32 {
+		return p >= imageLo && p+n <= imageHi && (need&ProtWrite == 0 || p >= imageRO)
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()

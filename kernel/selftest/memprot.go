@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"unsafe"
@@ -117,5 +118,59 @@ func testMemoryHugeLengths(t *T) {
 	}
 	if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p, 3*pageSize, syscall.PROT_READ|syscall.PROT_WRITE); e != syscall.ENOMEM {
 		t.Errorf("mprotect over a hole = %v; want ENOMEM", e)
+	}
+}
+
+// readOnlyText is a constant whose bytes the linker puts in the image's
+// read-only data.
+const readOnlyText = "the image's read-only data"
+
+// testMemoryImageRules: below the mapping areas only the image is the
+// program's. Its text and read-only data are mapped read-only, as Linux
+// maps them: a write there faults (reflect's TestTypeFieldReadOnly needs
+// that; it used to succeed) and the kernel refuses to write there
+// (EFAULT) while it still reads from there; the frame pool, MMIO and the
+// hole above RAM are EFAULT for every system call (a read into the local
+// APIC's page used to zero it).
+func testMemoryImageRules(t *T) {
+	ro := unsafe.StringData(readOnlyText)
+	if faulted, _ := writeFaults(ro); !faulted {
+		t.Fatalf("a write to read-only data at %p did not fault", ro)
+	}
+	zero, err := syscall.Open("/dev/zero", syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatalf("open /dev/zero: %v", err)
+	}
+	defer syscall.Close(zero)
+	read := func(p uintptr) syscall.Errno {
+		_, _, e := syscall.Syscall(syscall.SYS_READ, uintptr(zero), p, 16)
+		return e
+	}
+	if e := read(uintptr(unsafe.Pointer(ro))); e != syscall.EFAULT {
+		t.Fatalf("read into read-only data = %v; want EFAULT", e)
+	}
+	if readOnlyText[0] != 't' {
+		t.Fatalf("read-only data changed: %q", readOnlyText)
+	}
+	null, err := syscall.Open("/dev/null", syscall.O_WRONLY, 0)
+	if err != nil {
+		t.Fatalf("open /dev/null: %v", err)
+	}
+	defer syscall.Close(null)
+	if _, _, e := syscall.Syscall(syscall.SYS_WRITE, uintptr(null), uintptr(unsafe.Pointer(ro)), uintptr(len(readOnlyText))); e != 0 {
+		t.Errorf("write from read-only data = %v; want success", e)
+	}
+	// Not the program's: the frame pool (RAM past the image), MMIO, and
+	// the hole above RAM, by machine.
+	var outside []uintptr
+	if runtime.GOARCH == "amd64" {
+		outside = []uintptr{0x06000000, 0xFEC00000, 0xFEE00000, 0xC0000000} // RAM of a 128 MiB guest, I/O APIC, local APIC, hole
+	} else {
+		outside = []uintptr{0x46000000, 0x08000000, 0x09000000, 0x00200000} // RAM past the image, GIC, UART, device space below RAM
+	}
+	for _, p := range outside {
+		if e := read(p); e != syscall.EFAULT {
+			t.Errorf("read into %#x = %v; want EFAULT", p, e)
+		}
 	}
 }

@@ -65,6 +65,7 @@ var tests = []test{
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestMemoryProtection", testMemoryProtection},
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
+	{"TestMemoryImageRules", testMemoryImageRules},
 
 	// preempt.go
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
