@@ -4,6 +4,9 @@ package amd64
 func Outb(port uint16, v uint8)
 func Inb(port uint16) uint8
 func Outl(port uint16, v uint32)
+func Inl(port uint16) uint32
+func Outw(port uint16, v uint16)
+func Inw(port uint16) uint16
 
 // MSRs.
 func Rdmsr(msr uint32) uint64

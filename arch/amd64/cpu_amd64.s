@@ -19,6 +19,25 @@ TEXT ·Outl(SB),NOSPLIT,$0-8
 	OUTL
 	RET
 
+TEXT ·Inl(SB),NOSPLIT,$0-12
+	MOVW	port+0(FP), DX
+	INL
+	MOVL	AX, ret+8(FP)
+	RET
+
+TEXT ·Outw(SB),NOSPLIT,$0-4
+	MOVW	port+0(FP), DX
+	MOVW	v+2(FP), AX
+	OUTW
+	RET
+
+TEXT ·Inw(SB),NOSPLIT,$0-10
+	MOVW	port+0(FP), DX
+	XORL	AX, AX
+	INW
+	MOVW	AX, ret+8(FP)
+	RET
+
 TEXT ·Rdmsr(SB),NOSPLIT,$0-16
 	MOVL	msr+0(FP), CX
 	RDMSR

@@ -1,8 +1,9 @@
 // Package mmio reads and writes device registers: one access of exactly
 // the register's width, never merged, split or elided by the compiler
-// (sync/atomic loads and stores; on arm64 LDAR/STLR, which also order the
-// access after earlier memory accesses, as a driver that writes a buffer
-// and then a doorbell needs). The register page must be mapped as device
+// (sync/atomic loads and stores for 32 and 64 bits, assembly for 8 and 16;
+// on arm64 LDAR/STLR of every width, which also order the access after
+// earlier memory accesses, as a driver that writes a buffer and then a
+// doorbell needs). The register page must be mapped as device
 // memory (arm64: Device-nGnRnE) or uncached.
 //
 // Kernel-context: no allocation, no runtime calls; addresses are uintptr.

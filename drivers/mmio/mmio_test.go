@@ -20,3 +20,19 @@ func TestAccess(t *testing.T) {
 		t.Errorf("Write32 at +4 touched +0: %#x", regs[0])
 	}
 }
+
+func TestNarrowAccess(t *testing.T) {
+	var regs [2]uint64
+	a := uintptr(unsafe.Pointer(&regs[0]))
+	Write8(a+1, 0xab)
+	Write16(a+4, 0xcdef)
+	if got := Read8(a + 1); got != 0xab {
+		t.Errorf("Read8 = %#x", got)
+	}
+	if got := Read16(a + 4); got != 0xcdef {
+		t.Errorf("Read16 = %#x", got)
+	}
+	if regs[0] != 0x0000cdef0000ab00 || regs[1] != 0 {
+		t.Errorf("memory %#x %#x: a narrow write touched its neighbours", regs[0], regs[1])
+	}
+}

@@ -1,4 +1,5 @@
-// Command prog calls every exported function of the arm64 drivers, for
+// Command prog calls every exported function of the arm64 drivers (and of
+// virtio, which the arm64 kernel will link for virt's virtio-mmio), for
 // arm64check's disassembly test. It is never run.
 package main
 
@@ -81,6 +82,10 @@ func main() {
 
 	mmio.Write64(0x1000, mmio.Read64(0x1000))
 	mmio.Write32(0x1000, mmio.Read32(0x1000))
+	mmio.Write16(0x1000, mmio.Read16(0x1000))
+	mmio.Write8(0x1000, mmio.Read8(0x1000))
+
+	virtioCalls()
 
 	psci.Init(psci.ConduitHVC)
 	psci.Version()
