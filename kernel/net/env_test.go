@@ -109,3 +109,5 @@ func (fsEnv) Unlock() { fsMu.Unlock() }
 type testNet = Net[hostEnv]
 
 var _ fs.Env = fsEnv{}
+
+func unsafePointer(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }

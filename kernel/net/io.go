@@ -96,7 +96,12 @@ func (n *Net[E]) toIov(v *Iov, c int, p *sock, skip int) (int, bool) {
 // with what to wait for.
 func (n *Net[E]) Send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno) {
 	n.env.Lock()
-	defer n.env.Unlock()
+	c, w, e := n.send(s, v, off, flags, a)
+	n.env.Unlock()
+	return c, w, e
+}
+
+func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno) {
 	p := &n.socks[s]
 	if flags&unix.MSG_OOB != 0 {
 		return 0, Wait{}, unix.EOPNOTSUPP
