@@ -6,10 +6,11 @@ import (
 )
 
 // File descriptors: 0, 1, 2 are the serial console; the rest are the epoll
-// instances and eventfds the runtime's netpoller uses, and files,
-// directories and pipes of the in-memory file system (vfs.go). The
-// handlers are in sys_file.go (descriptors), sys_path.go (path names) and
-// sys_epoll.go (epoll and eventfd).
+// instances and eventfds the runtime's netpoller uses, files,
+// directories and pipes of the in-memory file system (vfs.go), and
+// sockets (sys_socket.go). The handlers are in sys_file.go (descriptors),
+// sys_path.go (path names), sys_epoll.go (epoll and eventfd) and
+// sys_socket.go.
 
 const (
 	fileFree = iota
@@ -17,6 +18,7 @@ const (
 	fileEpoll
 	fileEventfd
 	fileFS
+	fileSocket
 )
 
 type file struct {
@@ -24,7 +26,7 @@ type file struct {
 	count uint64 // eventfd: counter (atomic)
 	seq   uint32 // eventfd: bumped on every change of count (atomic)
 	whead int32  // epoll: 1 + its first watch, 0 if none
-	h     int32  // fileFS: the fs handle
+	h     int32  // fileFS: the fs handle; fileSocket: the socket
 }
 
 var (
@@ -40,6 +42,7 @@ func filesInit() {
 		files[i].kind = fileConsole
 	}
 	vfsInit()
+	sockets.Init(netenv{})
 	unpackInitrd(bootInfo.Module, bootInfo.ModuleSize)
 }
 
@@ -71,6 +74,8 @@ func closeLocked(fd int) abi.Errno {
 	case fileFS:
 		// Its watches go when the open file does (Poll notices).
 		vfs.Close(int(files[fd].h))
+	case fileSocket:
+		sockets.Close(int(files[fd].h)) // its watches too, as an fs file's
 	case fileEpoll:
 		for i := files[fd].whead; i != 0; {
 			w := &watches[i-1]
@@ -78,7 +83,7 @@ func closeLocked(fd int) abi.Errno {
 			*w = watch{}
 		}
 	}
-	if files[fd].kind != fileFS {
+	if files[fd].kind != fileFS && files[fd].kind != fileSocket {
 		// Not shared by dup: the watches on it end with it.
 		for i := range watches {
 			if w := &watches[i]; w.ep != 0 && w.fd == int32(fd) && w.h < 0 {

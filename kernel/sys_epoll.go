@@ -28,8 +28,9 @@ type watch struct {
 	ep      int32   // 1 + the epoll descriptor holding it; 0: free
 	next    int32   // 1 + the next watch of that epoll, 0 at the end
 	fd      int32   // the descriptor watched
-	h       int32   // fileFS: its open file, -1 for other kinds
-	id      uint64  // fileFS: the open file's identity (fs.Pollable)
+	h       int32   // fileFS: its open file, fileSocket: its socket, -1 for other kinds
+	id      uint64  // fileFS, fileSocket: the open file's or socket's identity (Pollable)
+	sock    bool    // h is a socket
 	seqAddr uintptr // the counter that changes with its readiness; 0: never ready
 	seen    uint32  // *seqAddr when last polled
 	fresh   bool    // not polled since added or modified
@@ -87,6 +88,9 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 		if id, seqAddr, e = vfs.Pollable(int(h)); e != 0 {
 			return abi.Errno(e)
 		}
+	case fileSocket:
+		h = files[fd].h
+		id, seqAddr = sockets.Pollable(int(h))
 	case fileEventfd:
 		seqAddr = uintptr(unsafe.Pointer(&files[fd].seq))
 	}
@@ -113,7 +117,8 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 			if w = newWatch(); w == nil {
 				return abi.ENOMEM
 			}
-			*w = watch{ep: int32(epfd) + 1, next: ep.whead, fd: int32(fd), h: h, id: id, seqAddr: seqAddr}
+			*w = watch{ep: int32(epfd) + 1, next: ep.whead, fd: int32(fd), h: h, id: id, seqAddr: seqAddr,
+				sock: files[fd].kind == fileSocket}
 			ep.whead = watchID(w)
 		}
 		w.events = *at[uint32](ev) | unix.EPOLLHUP | unix.EPOLLERR
@@ -141,14 +146,23 @@ func newWatch() *watch {
 			}
 		}
 		for i := range watches {
-			if w := &watches[i]; w.ep != 0 && w.h >= 0 {
-				if _, _, ok := vfs.Poll(int(w.h), w.id); !ok {
-					unwatch(w)
-				}
+			if w := &watches[i]; w.ep != 0 && w.h >= 0 && !watchPoll(w) {
+				unwatch(w)
 			}
 		}
 	}
 	return nil
+}
+
+// watchPoll reports whether the open file or socket w watches is still
+// there.
+func watchPoll(w *watch) bool {
+	if w.sock {
+		_, _, ok := sockets.Poll(int(w.h), w.id)
+		return ok
+	}
+	_, _, ok := vfs.Poll(int(w.h), w.id)
+	return ok
 }
 
 // pollWatch is the events w reports now (0: none), and false if the
@@ -162,7 +176,12 @@ func pollWatch(w *watch) (uint32, bool) {
 		return 0, true // edge-triggered: nothing happened since it last looked
 	}
 	var ready uint32
-	if w.h >= 0 {
+	if w.sock {
+		var ok bool
+		if ready, seq, ok = sockets.Poll(int(w.h), w.id); !ok {
+			return 0, false
+		}
+	} else if w.h >= 0 {
 		var ok bool
 		if ready, seq, ok = vfs.Poll(int(w.h), w.id); !ok {
 			return 0, false

@@ -9,6 +9,7 @@ import (
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
+	"yolk/kernel/net"
 )
 
 func sysClose(fd int) abi.Errno {
@@ -26,6 +27,23 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 			return 0, abi.EINVAL
 		}
 		return dupFD(fd, -1, arg)
+	}
+	if s, e := sockGet(fd); e == 0 {
+		var r uintptr
+		switch cmd {
+		case unix.F_GETFL:
+			r = unix.O_RDWR
+			if sockets.Nonblocking(s) {
+				r |= unix.O_NONBLOCK
+			}
+		case unix.F_SETFL:
+			sockets.SetNonblocking(s, arg&unix.O_NONBLOCK != 0)
+		case unix.F_GETFD, unix.F_SETFD:
+		default:
+			e = abi.EINVAL
+		}
+		sockPut(s)
+		return r, e
 	}
 	if h := fsGet(fd); h >= 0 {
 		var r uintptr
@@ -62,6 +80,14 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, false)
 	}
+	if isSocket(fd) {
+		b, e := mm.UserBufW(p, min(n, maxRW))
+		if e != 0 {
+			return 0, e
+		}
+		v := net.Iov{One: b, Len: len(b)}
+		return sockRW(fd, &v, false)
+	}
 	f, e := eventfdArg(fd, n)
 	if e != 0 {
 		return 0, e
@@ -89,6 +115,11 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	}
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, true)
+	}
+	if isSocket(fd) {
+		b := bytesAt(p, int(min(n, maxRW)))
+		v := net.Iov{One: b, Len: len(b)}
+		return sockRW(fd, &v, true)
 	}
 	f, e := eventfdArg(fd, n)
 	if e != 0 {
@@ -144,6 +175,10 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 		return abi.EFAULT
 	}
 	st := at[unix.Stat_t](p)
+	if isSocket(fd) {
+		*st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}
+		return 0
+	}
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS {
 		// The console and the kernel's own files: a character device.
 		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
@@ -243,7 +278,7 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 		return uintptr(newfd), 0
 	}
 	k := files[oldfd].kind
-	if k != fileFS && k != fileConsole {
+	if k != fileFS && k != fileConsole && k != fileSocket {
 		return 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
 	}
 	if newfd >= len(files) {
@@ -266,6 +301,8 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	}
 	if k == fileFS {
 		vfs.Ref(int(files[oldfd].h))
+	} else if k == fileSocket {
+		sockets.Ref(int(files[oldfd].h))
 	}
 	files[newfd].kind, files[newfd].h = k, files[oldfd].h
 	return uintptr(newfd), 0

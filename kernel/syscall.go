@@ -29,7 +29,7 @@ func syscall(r *Regs) {
 	sched.AssertKernel()
 	t := sched.Current()
 	atomic.AddUint64(&nsyscalls, 1)
-	nr, a0, a1, a2, a3, a4, _ := r.sysArgs()
+	nr, a0, a1, a2, a3, a4, a5 := r.sysArgs()
 	if syscallStats && nr < uintptr(len(syscallCount)) {
 		atomic.AddUint64(&syscallCount[nr], 1)
 	}
@@ -179,6 +179,44 @@ func syscall(r *Regs) {
 		err = abi.EINVAL
 	case unix.SYS_PRLIMIT64:
 		err = sysPrlimit(int(a1), a3)
+	case unix.SYS_SOCKET:
+		ret, err = sysSocket(int(int32(a0)), int(int32(a1)), int(int32(a2)))
+	case unix.SYS_SOCKETPAIR:
+		err = sysSocketpair(int(int32(a0)), int(int32(a1)), int(int32(a2)), a3)
+	case unix.SYS_BIND:
+		err = sysBind(int(a0), a1, uintptr(int32(a2)))
+	case unix.SYS_LISTEN:
+		err = sysListen(int(a0), int(int32(a1)))
+	case unix.SYS_ACCEPT:
+		ret, err = sysAccept4(int(a0), a1, a2, 0)
+	case unix.SYS_ACCEPT4:
+		ret, err = sysAccept4(int(a0), a1, a2, int(int32(a3)))
+	case unix.SYS_CONNECT:
+		err = sysConnect(int(a0), a1, uintptr(int32(a2)))
+	case unix.SYS_GETSOCKNAME:
+		err = sysGetsockname(int(a0), a1, a2, false)
+	case unix.SYS_GETPEERNAME:
+		err = sysGetsockname(int(a0), a1, a2, true)
+	case unix.SYS_SHUTDOWN:
+		err = sysShutdown(int(a0), int(int32(a1)))
+	case unix.SYS_SETSOCKOPT:
+		err = sysSetsockopt(int(a0), int(int32(a1)), int(int32(a2)), a3, uintptr(int32(a4)))
+	case unix.SYS_GETSOCKOPT:
+		err = sysGetsockopt(int(a0), int(int32(a1)), int(int32(a2)), a3, a4)
+	case unix.SYS_SENDTO:
+		ret, err = sysSendto(int(a0), a1, a2, int(int32(a3)), a4, uintptr(int32(a5)))
+	case unix.SYS_RECVFROM:
+		ret, err = sysRecvfrom(int(a0), a1, a2, int(int32(a3)), a4, a5)
+	case unix.SYS_SENDMSG:
+		ret, err = sysSendmsg(int(a0), a1, int(int32(a2)))
+	case unix.SYS_RECVMSG:
+		ret, err = sysRecvmsg(int(a0), a1, int(int32(a2)))
+	case unix.SYS_READV:
+		ret, err = sysReadv(int(a0), a1, a2, false)
+	case unix.SYS_WRITEV:
+		ret, err = sysReadv(int(a0), a1, a2, true)
+	case unix.SYS_SPLICE:
+		err = abi.EINVAL // Go's io.Copy between sockets falls back to read and write
 	case unix.SYS_GETRANDOM:
 		ret, err = sysGetrandom(a0, a1)
 	case abi.SysStats:
@@ -205,8 +243,11 @@ func syscall(r *Regs) {
 		}
 	}
 	if err == abi.EPIPE {
-		// A write to a pipe without readers also raises SIGPIPE.
+		// A write to a pipe without readers, or to a stream socket
+		// shut down for writing, also raises SIGPIPE.
 		sendSignal(t, int(unix.SIGPIPE), true)
+	} else if err == epipeQuiet {
+		err = abi.EPIPE
 	}
 	if err != 0 {
 		ret = -uintptr(err)

@@ -103,6 +103,43 @@ func (f *FS[E]) Mknod(dir int, path []byte, mode uint32, dev uint64) Errno {
 	return e
 }
 
+// BindSocket makes path a socket node (mode: its permission bits, before
+// the umask) recording the ID of the socket bind names by it, as Linux's
+// unix_bind_bsd: EADDRINUSE if path exists, else mknod's errors.
+func (f *FS[E]) BindSocket(dir int, path []byte, mode uint32, id uint64) Errno {
+	f.env.Lock()
+	defer f.env.Unlock()
+	r, e := f.walkNew(dir, path, false)
+	if e == unix.EEXIST {
+		return unix.EADDRINUSE
+	}
+	if e != 0 {
+		return e
+	}
+	ino, e := f.newInode(r.dir, r.name, unix.S_IFSOCK|mode&^f.umask&0o7777)
+	if e == 0 {
+		f.inodes[ino].sock = id
+	}
+	return e
+}
+
+// SocketAt is the ID of the socket path's node names, as connect finds
+// it: ENOENT (and the other lookup errors) if path does not resolve,
+// ECONNREFUSED if it is not a socket; 0 for a node mknod made.
+func (f *FS[E]) SocketAt(dir int, path []byte) (uint64, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	r, e := f.walkExisting(dir, path, follow)
+	if e != 0 {
+		return 0, e
+	}
+	ip := &f.inodes[r.ino]
+	if ip.mode&unix.S_IFMT != unix.S_IFSOCK {
+		return 0, unix.ECONNREFUSED
+	}
+	return ip.sock, 0
+}
+
 // Symlink makes path a symbolic link to target.
 func (f *FS[E]) Symlink(target []byte, dir int, path []byte) Errno {
 	f.env.Lock()

@@ -105,6 +105,7 @@ type inode struct {
 	link       int32 // a further name (hard link) of inode link-1; 0: the inode itself
 	uid, gid   uint32
 	rdev       uint64 // a device node's device number
+	sock       uint64 // a socket node bind made: the socket's ID (see BindSocket)
 	fifo       int32  // a FIFO: 1 + its pipe while open, else 0
 	parent     int32  // directory holding it; -1 once removed
 	prev, next int32  // siblings, in creation order

@@ -40,7 +40,8 @@ var fuzzExcluded = map[uintptr]string{
 
 // fuzzFDCalls are the calls that return a new descriptor.
 var fuzzFDCalls = append([]uintptr{unix.SYS_OPENAT, unix.SYS_OPENAT2, unix.SYS_DUP, unix.SYS_DUP3, unix.SYS_EPOLL_CREATE1,
-	unix.SYS_EVENTFD2, unix.SYS_MEMFD_CREATE, unix.SYS_TIMERFD_CREATE, unix.SYS_USERFAULTFD}, fuzzArchFDCalls...)
+	unix.SYS_EVENTFD2, unix.SYS_MEMFD_CREATE, unix.SYS_TIMERFD_CREATE, unix.SYS_USERFAULTFD, unix.SYS_SOCKET, unix.SYS_ACCEPT4},
+	fuzzArchFDCalls...)
 
 func init() {
 	for nr, why := range fuzzArchExcluded {
@@ -56,7 +57,10 @@ func init() {
 // every result must be a value or an errno, and memory outside the
 // scratch area — canaries on the heap, on this stack and in a read-only
 // page — must not change. Calls that could block get zero or tiny
-// timeouts, descriptors the runtime owns are never passed, and memory
+// timeouts, pipes and sockets are made non-blocking (accept becomes
+// accept4 with SOCK_NONBLOCK, F_SETFL keeps O_NONBLOCK), so a receive or
+// an accept nobody answers returns EAGAIN; descriptors the runtime owns
+// are never passed, and memory
 // calls only ever name the scratch area, which is put back after each.
 func testSyscallFuzz(t *T) {
 	calls := fuzzCalls
@@ -229,6 +233,16 @@ func testSyscallFuzz(t *T) {
 			a[1] |= syscall.O_NONBLOCK
 		case unix.SYS_OPENAT: // O_NONBLOCK (a FIFO of another test)
 			a[2] |= syscall.O_NONBLOCK
+		case unix.SYS_SOCKET, unix.SYS_SOCKETPAIR: // non-blocking sockets: accept, connect, send and receive never wait
+			a[1] |= syscall.SOCK_NONBLOCK
+		case unix.SYS_ACCEPT: // accept4, for a non-blocking socket
+			nr, a[3] = unix.SYS_ACCEPT4, syscall.SOCK_NONBLOCK
+		case unix.SYS_ACCEPT4:
+			a[3] |= syscall.SOCK_NONBLOCK
+		case unix.SYS_FCNTL: // F_SETFL keeps O_NONBLOCK: a pipe or socket made blocking would wait
+			if a[1] == syscall.F_SETFL {
+				a[2] |= syscall.O_NONBLOCK
+			}
 		default:
 			fuzzArchArgs(nr, &a, zeroTS)
 		}
@@ -247,9 +261,13 @@ func testSyscallFuzz(t *T) {
 				if r1 < 1024 && !theirs[r1] {
 					mine = append(mine, r1)
 				}
-			case nr == unix.SYS_PIPE2 || nr == fuzzPipe: // two descriptors in scratch (if a[0] pointed there)
-				if a[0] >= scratch && a[0]+8 <= scratchEnd {
-					b := region[a[0]-base:]
+			case nr == unix.SYS_PIPE2 || nr == fuzzPipe || nr == unix.SYS_SOCKETPAIR: // two descriptors in scratch (if the pointer was there)
+				p := a[0]
+				if nr == unix.SYS_SOCKETPAIR {
+					p = a[3]
+				}
+				if p >= scratch && p+8 <= scratchEnd {
+					b := region[p-base:]
 					for _, fd := range []uint32{binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])} {
 						if fd > 2 && fd < 1024 && !theirs[uintptr(fd)] {
 							mine = append(mine, uintptr(fd))

@@ -61,6 +61,11 @@ var tests = []test{
 	{"TestDevNull", testDevNull},
 	{"TestBootFiles", testBootFiles},
 
+	// net.go
+	{"TestUnixStream", testUnixStream},
+	{"TestUnixDatagram", testUnixDatagram},
+	{"TestUnixPacket", testUnixPacket},
+
 	// fuzz.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestMemoryProtection", testMemoryProtection},

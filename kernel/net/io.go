@@ -1,0 +1,462 @@
+package net
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+// Iov is the program's buffers of one transfer: One, or (Vec != 0) N
+// struct iovec at Vec, memory the kernel checked. Each buffer is checked
+// again through Env.UserBuf as it is used: another thread may change the
+// vector meanwhile. Len is their total length as the kernel counted it.
+type Iov struct {
+	One []byte
+	Vec uintptr
+	N   int
+	Len int
+}
+
+// Msg is what a receive returns beside the data.
+type Msg struct {
+	N       int // bytes received (with MSG_TRUNC, a datagram's whole length)
+	Flags   int // MSG_TRUNC: a datagram was cut to fit
+	AddrLen int // the sender's address in Addr: its length, 0 if none
+	Addr    [AddrMax]byte
+}
+
+// maxMsg is the largest datagram a ring holds with its header.
+const maxMsg = RingSize - msgHdr - (AddrMax - 2)
+
+// seg is buffer i of v.
+func (n *Net[E]) seg(v *Iov, i int, write bool) ([]byte, bool) {
+	if v.Vec == 0 {
+		return v.One, true
+	}
+	a := v.Vec + uintptr(i)*16
+	base, l := word(a), word(a+8)
+	if l == 0 {
+		return nil, true
+	}
+	return n.env.UserBuf(base, l, write)
+}
+
+func (n *Net[E]) segs(v *Iov) int {
+	if v.Vec == 0 {
+		return 1
+	}
+	return v.N
+}
+
+// fromIov appends c bytes of v, from byte off on, to p's ring; it returns
+// how many it appended (fewer if a buffer went bad).
+func (n *Net[E]) fromIov(v *Iov, off, c int, p *sock) (int, bool) {
+	done := 0
+	for i := 0; i < n.segs(v) && done < c; i++ {
+		b, ok := n.seg(v, i, false)
+		if !ok {
+			return done, false
+		}
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		b = b[off:]
+		off = 0
+		if len(b) > c-done {
+			b = b[:c-done]
+		}
+		p.put(b)
+		done += len(b)
+	}
+	return done, true
+}
+
+// toIov copies c bytes of p's ring, from ring offset skip on, into v.
+func (n *Net[E]) toIov(v *Iov, c int, p *sock, skip int) (int, bool) {
+	done := 0
+	for i := 0; i < n.segs(v) && done < c; i++ {
+		b, ok := n.seg(v, i, true)
+		if !ok {
+			return done, false
+		}
+		if len(b) > c-done {
+			b = b[:c-done]
+		}
+		p.get(b, skip+done)
+		done += len(b)
+	}
+	return done, true
+}
+
+// Send sends v's bytes from off on (a stream write that blocked comes back
+// with what it has sent) on socket s, to a (nil: the peer). flags are
+// send's; the kernel adds MSG_DONTWAIT for a non-blocking socket and
+// raises SIGPIPE for a stream's EPIPE unless MSG_NOSIGNAL. EAGAIN comes
+// with what to wait for.
+func (n *Net[E]) Send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno) {
+	n.env.Lock()
+	c, w, e := n.send(s, v, off, flags, a)
+	n.env.Unlock()
+	return c, w, e
+}
+
+func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno) {
+	p := &n.socks[s]
+	if flags&unix.MSG_OOB != 0 {
+		return 0, Wait{}, unix.EOPNOTSUPP
+	}
+	if p.typ == unix.SOCK_STREAM {
+		return n.sendStream(int32(s), v, off, a)
+	}
+	if p.typ == unix.SOCK_SEQPACKET {
+		if e := p.err; e != 0 {
+			p.err = 0
+			return 0, Wait{}, e
+		}
+		if p.state != stConnected {
+			return 0, Wait{}, unix.ENOTCONN
+		}
+		a = nil
+	}
+	if p.opts&optPassCred != 0 {
+		n.autobind(p)
+	}
+	l := v.Len - off
+	if l > int(p.sndbuf)-32 || l > maxMsg {
+		return 0, Wait{}, unix.EMSGSIZE
+	}
+	if p.shut&shutSend != 0 {
+		return 0, Wait{}, unix.EPIPE // Linux's sock_alloc_send_pskb
+	}
+	if a == nil && p.peer < 0 {
+		return 0, Wait{}, unix.ENOTCONN
+	}
+	o := p.peer
+	if a != nil {
+		var e Errno
+		if o, e = n.find(a, p.typ); e != 0 {
+			return 0, Wait{}, e
+		}
+	}
+	op := &n.socks[o]
+	if op.dead {
+		if p.typ == unix.SOCK_SEQPACKET {
+			return 0, Wait{}, unix.EPIPE
+		}
+		// A datagram peer that closed: disconnected, as Linux.
+		n.unpeer(p)
+		p.state = stClose
+		n.bump(int32(s))
+		return 0, Wait{}, unix.ECONNREFUSED
+	}
+	if op.peer >= 0 && op.peer != int32(s) {
+		return 0, Wait{}, unix.EPERM
+	}
+	if op.shut&shutRcv != 0 {
+		return 0, Wait{}, unix.EPIPE
+	}
+	nameLen := 0
+	if p.addrLen != 0 {
+		nameLen = int(p.addrLen) - 2
+	}
+	need := msgHdr + nameLen + l
+	if o != int32(s) && op.peer != int32(s) && n.full(op) || op.pages[0] != 0 && RingSize-op.n < need {
+		return 0, n.wait(o), unix.EAGAIN
+	}
+	if !n.ring(op) {
+		return 0, Wait{}, unix.ENOBUFS
+	}
+	mark := op.n
+	var h [msgHdr]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(l))
+	h[4] = p.addrLen
+	op.put(h[:])
+	op.put(p.name[:nameLen])
+	if c, ok := n.fromIov(v, off, l, op); !ok || c != l {
+		op.n = mark
+		return 0, Wait{}, unix.EFAULT
+	}
+	op.msgs++
+	n.bump(o)
+	return l, Wait{}, 0
+}
+
+func (n *Net[E]) sendStream(s int32, v *Iov, off int, a *Addr) (int, Wait, Errno) {
+	p := &n.socks[s]
+	if a != nil {
+		if p.state == stConnected {
+			return 0, Wait{}, unix.EISCONN
+		}
+		return 0, Wait{}, unix.EOPNOTSUPP
+	}
+	if p.peer < 0 {
+		return 0, Wait{}, unix.ENOTCONN
+	}
+	q := &n.socks[p.peer]
+	if p.shut&shutSend != 0 || q.dead || q.shut&shutRcv != 0 {
+		return 0, Wait{}, unix.EPIPE
+	}
+	c := min(RingSize-q.n, v.Len-off)
+	if c == 0 && v.Len > off {
+		return 0, n.wait(s), unix.EAGAIN
+	}
+	c, ok := n.fromIov(v, off, c, q)
+	if c > 0 {
+		n.bump(p.peer)
+	}
+	if !ok && c == 0 {
+		return 0, Wait{}, unix.EFAULT
+	}
+	return c, Wait{}, 0
+}
+
+// Recv receives into v on socket s (flags: MSG_PEEK, MSG_TRUNC, and
+// MSG_DONTWAIT, which the kernel adds for a non-blocking socket). EAGAIN
+// comes with what to wait for.
+func (n *Net[E]) Recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	p := &n.socks[s]
+	m.N, m.Flags, m.AddrLen = 0, 0, 0
+	if p.typ == unix.SOCK_STREAM {
+		if p.state != stConnected {
+			return Wait{}, unix.EINVAL
+		}
+		if flags&unix.MSG_OOB != 0 {
+			return Wait{}, unix.EOPNOTSUPP
+		}
+		if p.n == 0 {
+			if e := p.err; e != 0 {
+				p.err = 0
+				return Wait{}, e
+			}
+			if p.shut&shutRcv != 0 {
+				return Wait{}, 0
+			}
+			return n.wait(int32(s)), unix.EAGAIN
+		}
+		c, ok := n.toIov(v, min(p.n, v.Len), p, 0)
+		if !ok && c == 0 {
+			return Wait{}, unix.EFAULT
+		}
+		if flags&unix.MSG_PEEK == 0 {
+			p.drop(c)
+			n.bump(int32(s))
+			n.bump(p.peer)
+		}
+		m.N = c
+		if q := &n.socks[p.peer]; q.addrLen != 0 {
+			m.AddrLen = putName(q, &m.Addr)
+		}
+		return Wait{}, 0
+	}
+	if flags&unix.MSG_OOB != 0 {
+		return Wait{}, unix.EOPNOTSUPP
+	}
+	if p.typ == unix.SOCK_SEQPACKET && p.state != stConnected {
+		return Wait{}, unix.ENOTCONN
+	}
+	if p.msgs == 0 {
+		if e := p.err; e != 0 {
+			p.err = 0
+			return Wait{}, e
+		}
+		if p.shut&shutRcv != 0 && (p.typ == unix.SOCK_SEQPACKET || flags&unix.MSG_DONTWAIT == 0) {
+			return Wait{}, 0 // end of file; a non-blocking datagram socket says EAGAIN, as Linux
+		}
+		if flags&unix.MSG_DONTWAIT != 0 {
+			return Wait{}, unix.EAGAIN
+		}
+		return n.wait(int32(s)), unix.EAGAIN
+	}
+	var h [msgHdr]byte
+	p.get(h[:], 0)
+	l := int(binary.LittleEndian.Uint32(h[:]))
+	al := int(h[4])
+	skip := msgHdr
+	if al != 0 {
+		m.Addr[0], m.Addr[1] = unix.AF_UNIX, 0
+		p.get(m.Addr[2:al], skip)
+		m.AddrLen = al
+		skip += al - 2
+	}
+	c, ok := n.toIov(v, min(l, v.Len), p, skip)
+	if !ok {
+		return Wait{}, unix.EFAULT
+	}
+	if c < l {
+		m.Flags |= unix.MSG_TRUNC
+	}
+	m.N = c
+	if flags&unix.MSG_TRUNC != 0 {
+		m.N = l
+	}
+	if flags&unix.MSG_PEEK == 0 {
+		wasFull := n.full(p)
+		p.drop(skip + l)
+		p.msgs--
+		n.bump(int32(s))
+		if wasFull || p.typ == unix.SOCK_SEQPACKET {
+			n.wakeSenders(int32(s))
+		}
+	}
+	return Wait{}, 0
+}
+
+// wakeSenders bumps the sockets connected to s: their EPOLLOUT may have
+// come back.
+func (n *Net[E]) wakeSenders(s int32) {
+	for i := range n.socks {
+		if q := &n.socks[i]; q.used && !q.dead && q.peer == s {
+			n.bump(int32(i))
+		}
+	}
+}
+
+// Setsockopt sets option name of level (SOL_SOCKET only: other levels are
+// EOPNOTSUPP for unix sockets, as Linux) from val, which holds at least 4
+// bytes (the kernel answered EINVAL for fewer).
+func (n *Net[E]) Setsockopt(s, level, name int, val []byte) Errno {
+	n.env.Lock()
+	defer n.env.Unlock()
+	if level != unix.SOL_SOCKET {
+		return unix.EOPNOTSUPP
+	}
+	p := &n.socks[s]
+	v := int32(binary.LittleEndian.Uint32(val))
+	if bit := boolOpt(name); bit != 0 {
+		if v != 0 {
+			p.opts |= bit
+		} else {
+			p.opts &^= bit
+		}
+		return 0
+	}
+	switch name {
+	case unix.SO_SNDBUF, unix.SO_SNDBUFFORCE:
+		u := min(uint32(v), maxBuf)
+		p.sndbuf = max(int32(u*2), minSndBuf)
+	case unix.SO_RCVBUF, unix.SO_RCVBUFFORCE:
+		u := min(uint32(v), maxBuf)
+		p.rcvbuf = max(int32(u*2), minRcvBuf)
+	case unix.SO_RCVTIMEO, unix.SO_SNDTIMEO:
+		if len(val) < 16 {
+			return unix.EINVAL
+		}
+		sec := int64(binary.LittleEndian.Uint64(val))
+		usec := int64(binary.LittleEndian.Uint64(val[8:]))
+		if usec < 0 || usec >= 1e6 {
+			return unix.EDOM
+		}
+		t := int64(0)
+		if sec < 0 {
+			t = 1 // Linux: a negative time is no wait at all
+		} else if sec < 1<<32 {
+			t = sec*1e9 + usec*1e3
+		}
+		if name == unix.SO_RCVTIMEO {
+			p.rcvtimeo = t
+		} else {
+			p.sndtimeo = t
+		}
+	case unix.SO_LINGER:
+		if len(val) < 8 {
+			return unix.EINVAL
+		}
+	case unix.SO_RCVLOWAT, unix.SO_PRIORITY, unix.SO_MARK:
+		// Accepted; yolk has nothing they would change.
+	default:
+		return unix.ENOPROTOOPT
+	}
+	return 0
+}
+
+func boolOpt(name int) uint16 {
+	switch name {
+	case unix.SO_REUSEADDR:
+		return optReuseAddr
+	case unix.SO_KEEPALIVE:
+		return optKeepAlive
+	case unix.SO_BROADCAST:
+		return optBroadcast
+	case unix.SO_PASSCRED:
+		return optPassCred
+	case unix.SO_REUSEPORT:
+		return optReusePort
+	case unix.SO_DONTROUTE:
+		return optDontRoute
+	case unix.SO_OOBINLINE:
+		return optOOBInline
+	case unix.SO_PASSSEC:
+		return optPassSec
+	}
+	return 0
+}
+
+// Getsockopt writes option name of level into out and returns its
+// length: an int for most, struct ucred (12 bytes) for SO_PEERCRED, a
+// timeval (16) for the timeouts, struct linger (8) for SO_LINGER.
+func (n *Net[E]) Getsockopt(s, level, name int, out *[16]byte) (int, Errno) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	if level != unix.SOL_SOCKET {
+		return 0, unix.EOPNOTSUPP
+	}
+	p := &n.socks[s]
+	*out = [16]byte{}
+	v := int32(0)
+	if bit := boolOpt(name); bit != 0 {
+		if p.opts&bit != 0 {
+			v = 1
+		}
+		binary.LittleEndian.PutUint32(out[:], uint32(v))
+		return 4, 0
+	}
+	switch name {
+	case unix.SO_TYPE:
+		v = int32(p.typ)
+	case unix.SO_DOMAIN:
+		v = unix.AF_UNIX
+	case unix.SO_PROTOCOL:
+	case unix.SO_ERROR:
+		v = int32(p.err)
+		p.err = 0
+	case unix.SO_SNDBUF:
+		v = p.sndbuf
+	case unix.SO_RCVBUF:
+		v = p.rcvbuf
+	case unix.SO_ACCEPTCONN:
+		if p.state == stListen {
+			v = 1
+		}
+	case unix.SO_RCVLOWAT, unix.SO_SNDLOWAT:
+		v = 1
+	case unix.SO_PRIORITY, unix.SO_MARK:
+	case unix.SO_PEERCRED:
+		// The one process: pid 1, root. Linux gives an unconnected
+		// socket no credentials: pid 0 and the overflow ids.
+		pid, id := uint32(1), uint32(0)
+		if p.peer < 0 && p.state != stListen {
+			pid, id = 0, 65534
+		}
+		binary.LittleEndian.PutUint32(out[0:], pid)
+		binary.LittleEndian.PutUint32(out[4:], id)
+		binary.LittleEndian.PutUint32(out[8:], id)
+		return 12, 0
+	case unix.SO_RCVTIMEO, unix.SO_SNDTIMEO:
+		t := p.rcvtimeo
+		if name == unix.SO_SNDTIMEO {
+			t = p.sndtimeo
+		}
+		binary.LittleEndian.PutUint64(out[0:], uint64(t/1e9))
+		binary.LittleEndian.PutUint64(out[8:], uint64(t%1e9/1e3))
+		return 16, 0
+	case unix.SO_LINGER:
+		return 8, 0
+	default:
+		return 0, unix.ENOPROTOOPT
+	}
+	binary.LittleEndian.PutUint32(out[:], uint32(v))
+	return 4, 0
+}

@@ -1,0 +1,505 @@
+// Package net is yolk's socket layer: AF_UNIX sockets (stream, datagram,
+// seqpacket) with Linux's semantics errno for errno — socketpair, bind to
+// a path or an abstract name (or autobind), listen with a bounded accept
+// queue, connect, accept, shutdown, send and receive with message
+// boundaries and MSG_PEEK/MSG_TRUNC, the options Go sets, and readiness
+// for epoll. TCP/IP comes later (issue 18) and will keep its state here
+// too.
+//
+// Kernel-context Go: nothing here allocates on the Go heap, stores a Go
+// pointer into memory, calls the scheduler or blocks. Sockets are a fixed
+// pool inside the Net value, named by small integers; their receive rings
+// live in whole pages the kernel supplies through Env, named by address.
+// kernel/kcontext_test.go checks this on a built image.
+//
+// Nothing blocks: a call that would have to wait returns EAGAIN and a Wait
+// naming the socket whose change counter it waits on and the value the
+// counter had when the call looked, under the lock; every change of a
+// socket's state bumps its counter and calls Env.Wake, so the kernel blocks
+// on a wait queue with that condition and never loses a wake-up. The same
+// counter and Poll give epoll its readiness.
+//
+// Names: an abstract name lives here; a path name is a socket node of the
+// file system, made and looked up by the kernel (kernel/fs's BindSocket
+// and SocketAt), which records the socket's ID. A closed socket's node
+// stays, as on Linux: connecting to it is ECONNREFUSED.
+//
+// Lifetime: a socket is alive while descriptors or calls hold it (Ref,
+// Close); closed, it stays in its slot, dead, while a peer still names it
+// (Linux's peer reference: getpeername still answers), and the slot is
+// freed when the last peer lets go.
+//
+// Not supported yet: SCM_RIGHTS and SCM_CREDENTIALS (control messages are
+// EOPNOTSUPP; SO_PASSCRED is accepted and ignored), MSG_OOB, SO_PEEK_OFF.
+package net
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Env is what the kernel supplies. It must be a value type without
+// pointers (in the kernel an empty struct).
+type Env interface {
+	// AllocPage returns the address of a zeroed PageSize page, 0 when
+	// memory is exhausted; FreePage returns it.
+	AllocPage() uintptr
+	FreePage(a uintptr)
+	// Lock and Unlock guard the whole socket layer.
+	Lock()
+	Unlock()
+	// Wake is called, with the lock held, after sock's state changed.
+	Wake(sock int)
+	// UserBuf is the n bytes of the program's memory at p, checked for
+	// reading (write false) or writing; ok false if they may not be used.
+	UserBuf(p, n uintptr, write bool) (b []byte, ok bool)
+}
+
+// Errno is a Linux error number.
+type Errno = unix.Errno
+
+const (
+	PageSize   = 4096
+	NumSockets = 512
+	RingPages  = 16
+	RingSize   = RingPages * PageSize // a socket's receive ring
+
+	// AddrMax is sizeof(struct sockaddr_un): the family and 108 bytes of
+	// name.
+	AddrMax = 110
+	// SockMax bounds socket types: EINVAL from there on, before the
+	// family is looked at (Linux's SOCK_MAX).
+	SockMax = 11
+	// SomaxConn is Linux's net.core.somaxconn: listen's backlog bound.
+	SomaxConn = 4096
+	// MaxDgramQlen is Linux's net.unix.max_dgram_qlen: a datagram
+	// socket's queue takes one message more than this.
+	MaxDgramQlen = 10
+
+	// Linux's buffer sizes as SO_SNDBUF and SO_RCVBUF report them.
+	defaultBuf = 212992 // net.core.wmem_default, rmem_default
+	maxBuf     = 212992 // net.core.wmem_max, rmem_max
+	minSndBuf  = 4608
+	minRcvBuf  = 2304
+
+	msgHdr = 5 // a queued message: its length (uint32) and its sender's address length (uint8, 0: unnamed), then the address bytes and the data
+)
+
+// States, as Linux's sk_state for unix sockets.
+const (
+	stClose = iota // unconnected (TCP_CLOSE)
+	stListen
+	stConnected // TCP_ESTABLISHED
+)
+
+// Shutdown bits (Linux's RCV_SHUTDOWN, SEND_SHUTDOWN).
+const (
+	shutRcv  = 1
+	shutSend = 2
+	shutBoth = 3
+)
+
+// Boolean socket options kept as bits.
+const (
+	optReuseAddr = 1 << iota
+	optKeepAlive
+	optBroadcast
+	optPassCred
+	optReusePort
+	optDontRoute
+	optOOBInline
+	optPassSec
+)
+
+type sock struct {
+	used     bool // the slot is taken (alive, or dead and still named by a peer)
+	dead     bool // closed: no descriptor holds it
+	typ      uint8
+	state    uint8
+	shut     uint8
+	nonblock bool
+	path     bool  // named by a path (else abstract, if named)
+	addrLen  uint8 // the sockaddr's length as Linux keeps it; 0: unnamed
+	opts     uint16
+	err      Errno // pending error (SO_ERROR)
+	gen      uint32
+	refs     int32 // descriptors and calls in progress
+	links    int32 // sockets whose peer is this one
+	peer     int32 // -1: none
+	backlog  int32 // listen's, or MaxDgramQlen
+	qhead    int32 // listener: its accept queue (embryos), -1 if empty
+	qtail    int32
+	qlen     int32
+	qnext    int32 // an embryo: the next in its listener's queue
+	listener int32 // an embryo: the listener queueing it, -1 once accepted
+	msgs     int32 // messages queued (datagram, seqpacket)
+	sndbuf   int32
+	rcvbuf   int32
+	rcvtimeo int64 // SO_RCVTIMEO, SO_SNDTIMEO in nanoseconds; 0: none
+	sndtimeo int64
+	r, n     int // the receive ring: read position, bytes queued
+	seq      uint32
+	name     [AddrMax - 2]byte
+	pages    [RingPages]uintptr
+}
+
+// Net is the socket layer. The zero value is not usable: call Init.
+type Net[E Env] struct {
+	env      E
+	lastGen  uint32
+	autoName uint32
+	socks    [NumSockets]sock
+}
+
+// Wait names what a call that returned EAGAIN waits for: block until the
+// counter at Addr differs from Val; Sock is the index Env.Wake is called
+// with.
+type Wait struct {
+	Sock int
+	Addr uintptr
+	Val  uint32
+}
+
+// Init makes the layer empty.
+func (n *Net[E]) Init(env E) { n.env = env }
+
+func mem(a uintptr, c int) []byte {
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&a))), c)
+}
+
+func word(a uintptr) uintptr { return *(*uintptr)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
+
+// sk is socket s if s names a live one.
+func (n *Net[E]) sk(s int) *sock {
+	if s < 0 || s >= NumSockets {
+		return nil
+	}
+	p := &n.socks[s]
+	if !p.used || p.dead {
+		return nil
+	}
+	return p
+}
+
+// bump records a change of socket s and wakes its waiters.
+func (n *Net[E]) bump(s int32) {
+	atomic.AddUint32(&n.socks[s].seq, 1)
+	n.env.Wake(int(s))
+}
+
+func (n *Net[E]) wait(s int32) Wait {
+	p := &n.socks[s]
+	return Wait{int(s), uintptr(unsafe.Pointer(&p.seq)), atomic.LoadUint32(&p.seq)}
+}
+
+func (n *Net[E]) index(p *sock) int32 {
+	return int32((uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(&n.socks[0]))) / unsafe.Sizeof(sock{}))
+}
+
+// newSock takes a free slot for a socket of type typ.
+func (n *Net[E]) newSock(typ int) (int32, Errno) {
+	for i := range n.socks {
+		p := &n.socks[i]
+		if p.used {
+			continue
+		}
+		n.lastGen++
+		*p = sock{used: true, typ: uint8(typ), refs: 1, peer: -1, qhead: -1, qtail: -1, qnext: -1, listener: -1,
+			backlog: MaxDgramQlen, sndbuf: defaultBuf, rcvbuf: defaultBuf, gen: n.lastGen, seq: p.seq}
+		return int32(i), 0
+	}
+	return -1, unix.ENFILE
+}
+
+// Socket makes a socket of type typ (SOCK_STREAM, SOCK_DGRAM, SOCK_RAW —
+// a datagram socket, as Linux — or SOCK_SEQPACKET) and protocol proto.
+func (n *Net[E]) Socket(typ, proto int, nonblock bool) (int, Errno) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	s, e := n.socket(typ, proto, nonblock)
+	return int(s), e
+}
+
+func (n *Net[E]) socket(typ, proto int, nonblock bool) (int32, Errno) {
+	if typ < 0 || typ >= SockMax {
+		return -1, unix.EINVAL
+	}
+	if proto != 0 && proto != unix.AF_UNIX {
+		return -1, unix.EPROTONOSUPPORT
+	}
+	switch typ {
+	case unix.SOCK_STREAM, unix.SOCK_DGRAM, unix.SOCK_SEQPACKET:
+	case unix.SOCK_RAW:
+		typ = unix.SOCK_DGRAM
+	default:
+		return -1, unix.ESOCKTNOSUPPORT
+	}
+	s, e := n.newSock(typ)
+	if e == 0 {
+		n.socks[s].nonblock = nonblock
+	}
+	return s, e
+}
+
+// Pair makes two sockets connected to each other (socketpair).
+func (n *Net[E]) Pair(typ, proto int, nonblock bool) (a, b int, e Errno) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	sa, e := n.socket(typ, proto, nonblock)
+	if e != 0 {
+		return -1, -1, e
+	}
+	sb, e := n.socket(typ, proto, nonblock)
+	if e == 0 {
+		e = n.connectPair(sa, sb)
+	}
+	if e != 0 {
+		n.socks[sa].refs = 0
+		n.release(sa, false)
+		if sb >= 0 {
+			n.socks[sb].refs = 0
+			n.release(sb, false)
+		}
+		return -1, -1, e
+	}
+	return int(sa), int(sb), 0
+}
+
+// connectPair connects a and b both ways, with their rings.
+func (n *Net[E]) connectPair(a, b int32) Errno {
+	pa, pb := &n.socks[a], &n.socks[b]
+	if !n.ring(pa) || !n.ring(pb) {
+		return unix.ENOMEM
+	}
+	n.setPeer(pa, b)
+	n.setPeer(pb, a)
+	pa.state, pb.state = stConnected, stConnected
+	return 0
+}
+
+func (n *Net[E]) setPeer(p *sock, peer int32) {
+	p.peer = peer
+	n.socks[peer].links++
+}
+
+// unpeer drops p's peer, freeing it if it was dead and nothing else
+// names it.
+func (n *Net[E]) unpeer(p *sock) {
+	q := p.peer
+	if q < 0 {
+		return
+	}
+	p.peer = -1
+	qp := &n.socks[q]
+	qp.links--
+	n.maybeFree(qp)
+}
+
+func (n *Net[E]) maybeFree(p *sock) {
+	if p.dead && p.links == 0 && p.refs == 0 {
+		p.used = false
+	}
+}
+
+// ring gives p its receive ring if it has none; false if memory is out.
+func (n *Net[E]) ring(p *sock) bool {
+	if p.pages[0] != 0 {
+		return true
+	}
+	for i := range p.pages {
+		if p.pages[i] = n.env.AllocPage(); p.pages[i] == 0 {
+			n.freeRing(p)
+			return false
+		}
+	}
+	return true
+}
+
+func (n *Net[E]) freeRing(p *sock) {
+	for i, a := range p.pages {
+		if a != 0 {
+			n.env.FreePage(a)
+			p.pages[i] = 0
+		}
+	}
+	p.r, p.n, p.msgs = 0, 0, 0
+}
+
+// ID is socket s's identity, which a path's socket node records: it never
+// names another socket, even after s's slot is reused.
+func (n *Net[E]) ID(s int) uint64 {
+	n.env.Lock()
+	defer n.env.Unlock()
+	return uint64(n.socks[s].gen)<<32 | uint64(s)
+}
+
+// Type is socket s's type (SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET).
+func (n *Net[E]) Type(s int) int {
+	n.env.Lock()
+	defer n.env.Unlock()
+	return int(n.socks[s].typ)
+}
+
+// Nonblocking reports whether s is O_NONBLOCK; SetNonblocking sets it.
+func (n *Net[E]) Nonblocking(s int) bool {
+	n.env.Lock()
+	defer n.env.Unlock()
+	return n.socks[s].nonblock
+}
+
+func (n *Net[E]) SetNonblocking(s int, on bool) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	n.socks[s].nonblock = on
+}
+
+// Timeout is s's SO_RCVTIMEO (send false) or SO_SNDTIMEO in nanoseconds,
+// 0 for none.
+func (n *Net[E]) Timeout(s int, send bool) int64 {
+	n.env.Lock()
+	defer n.env.Unlock()
+	if send {
+		return n.socks[s].sndtimeo
+	}
+	return n.socks[s].rcvtimeo
+}
+
+// Ref adds a reference to socket s (a descriptor dup'ed, a call in
+// progress).
+func (n *Net[E]) Ref(s int) {
+	n.env.Lock()
+	n.socks[s].refs++
+	n.env.Unlock()
+}
+
+// Close drops a reference to socket s; the last one closes it.
+func (n *Net[E]) Close(s int) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	p := &n.socks[s]
+	if p.refs--; p.refs > 0 {
+		return
+	}
+	n.release(int32(s), false)
+}
+
+// release closes socket s, as Linux's unix_release_sock (embryo: a
+// connection never accepted, closed with its listener).
+func (n *Net[E]) release(s int32, embryo bool) {
+	p := &n.socks[s]
+	unread := p.n > 0
+	p.dead = true
+	n.freeRing(p)
+	if p.state == stListen {
+		for e := p.qhead; e >= 0; {
+			next := n.socks[e].qnext
+			n.socks[e].listener = -1
+			n.release(e, true)
+			e = next
+		}
+		p.qhead, p.qtail, p.qlen = -1, -1, 0
+	}
+	if q := p.peer; q >= 0 {
+		qp := &n.socks[q]
+		if p.typ != unix.SOCK_DGRAM {
+			qp.shut = shutBoth
+			if unread || embryo {
+				qp.err = unix.ECONNRESET
+			}
+		}
+		n.bump(q)
+		n.unpeer(p)
+	}
+	n.bump(s)
+	n.maybeFree(p)
+}
+
+// Pollable returns socket s's identity for Poll and the address of the
+// counter that changes with its readiness.
+func (n *Net[E]) Pollable(s int) (id uint64, addr uintptr) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	p := &n.socks[s]
+	return uint64(p.gen)<<32 | uint64(s), uintptr(unsafe.Pointer(&p.seq))
+}
+
+// Poll is socket s's readiness as epoll events, as Linux's unix_poll and
+// unix_dgram_poll; seq is the change counter's value they belong to. ok is
+// false when s is no longer the socket id names.
+func (n *Net[E]) Poll(s int, id uint64) (events uint32, seq uint32, ok bool) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	p := n.sk(s)
+	if p == nil || uint64(p.gen)<<32|uint64(s) != id {
+		return 0, 0, false
+	}
+	seq = atomic.LoadUint32(&p.seq)
+	if p.err != 0 {
+		events |= unix.EPOLLERR
+	}
+	if p.shut == shutBoth {
+		events |= unix.EPOLLHUP
+	}
+	if p.shut&shutRcv != 0 {
+		events |= unix.EPOLLRDHUP | unix.EPOLLIN | unix.EPOLLRDNORM
+	}
+	if p.n > 0 || p.qlen > 0 {
+		events |= unix.EPOLLIN | unix.EPOLLRDNORM
+	}
+	if p.typ != unix.SOCK_DGRAM && p.state == stClose {
+		events |= unix.EPOLLHUP
+	}
+	if p.state == stListen {
+		return events, seq, true
+	}
+	writable := true
+	if q := p.peer; q >= 0 && !n.socks[q].dead {
+		qp := &n.socks[q]
+		if p.typ == unix.SOCK_DGRAM {
+			writable = qp.peer == int32(s) || !n.full(qp)
+		} else {
+			writable = qp.n*4 <= RingSize
+		}
+	}
+	if writable {
+		events |= unix.EPOLLOUT | unix.EPOLLWRNORM | unix.EPOLLWRBAND
+	}
+	return events, seq, true
+}
+
+// full reports whether datagram receiver q's queue is full, as Linux's
+// unix_recvq_full.
+func (n *Net[E]) full(q *sock) bool { return q.msgs > q.backlog }
+
+// Ring helpers: positions are offsets from the read position.
+
+func (p *sock) at(pos int) (uintptr, int) {
+	pos %= RingSize
+	return p.pages[pos/PageSize] + uintptr(pos%PageSize), PageSize - pos%PageSize
+}
+
+func (p *sock) put(b []byte) {
+	for len(b) > 0 {
+		a, c := p.at(p.r + p.n)
+		c = copy(mem(a, c), b)
+		b = b[c:]
+		p.n += c
+	}
+}
+
+func (p *sock) get(b []byte, skip int) {
+	pos := p.r + skip
+	for len(b) > 0 {
+		a, c := p.at(pos)
+		c = copy(b, mem(a, c))
+		b = b[c:]
+		pos += c
+	}
+}
+
+func (p *sock) drop(k int) {
+	p.r = (p.r + k) % RingSize
+	p.n -= k
+}
