@@ -56,7 +56,7 @@ func getFile(fd int, kind uint32) *file {
 func newFile(kind uint32, init uint64) (uintptr, abi.Errno) {
 	fileLock.Lock()
 	defer fileLock.Unlock()
-	for i := 3; i < len(files); i++ {
+	for i := 0; i < len(files); i++ { // the lowest free one, as Linux
 		if f := &files[i]; f.kind == fileFree {
 			f.kind, f.count, f.seq, f.whead = kind, init, 0, 0
 			return uintptr(i), 0
@@ -67,7 +67,7 @@ func newFile(kind uint32, init uint64) (uintptr, abi.Errno) {
 
 // closeLocked closes fd; fileLock is held.
 func closeLocked(fd int) abi.Errno {
-	if fd < 3 || fd >= len(files) || files[fd].kind == fileFree {
+	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return abi.EBADF
 	}
 	switch files[fd].kind {

@@ -105,8 +105,12 @@ func signalPending(t *sched.Task) bool {
 	return atomic.LoadUint64(&sigPending[i])&^sigMask[i] != 0
 }
 
-// defaultIgnored are the signals whose default action is to do nothing.
-const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGCONT-1)
+// defaultIgnored are the signals whose default action is to do nothing:
+// Linux's ignored ones, and the stop signals (SIGSTOP, SIGTSTP, SIGTTIN,
+// SIGTTOU), whose default is to stop the process until a SIGCONT that,
+// with one process and no job control, nothing could send.
+const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGCONT-1) |
+	1<<(unix.SIGSTOP-1) | 1<<(unix.SIGTSTP-1) | 1<<(unix.SIGTTIN-1) | 1<<(unix.SIGTTOU-1)
 
 // deliverSignal redirects the user context in r to the handler of the
 // lowest pending signal the current task does not block, if there is one;

@@ -284,10 +284,8 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	if newfd >= len(files) {
 		return 0, abi.EBADF
 	}
-	if newfd >= 3 && files[newfd].kind != fileFree {
+	if newfd >= 0 && files[newfd].kind != fileFree {
 		closeLocked(newfd)
-	} else if newfd >= 0 && files[newfd].kind == fileFS {
-		vfs.Close(int(files[newfd].h)) // 0, 1 or 2, dup'ed to before
 	} else if newfd < 0 {
 		for i := lowest; i < len(files); i++ {
 			if files[i].kind == fileFree {

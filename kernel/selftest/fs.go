@@ -627,3 +627,49 @@ func testDevNull(t *T) {
 		t.Errorf("/dev/full: %v, want ENOSPC", err)
 	}
 }
+
+// testCloseStdio: descriptors 0, 1 and 2 close like any other, and the
+// lowest free descriptor is the next one given, as on Linux. With stdout
+// made a pipe's write end, closing it leaves the pipe without writers: the
+// reader sees the end of file (close(1) used to be EBADF whatever 1 was,
+// so the reader waited forever).
+func testCloseStdio(t *T) {
+	saved, err := syscall.Dup(1)
+	if err != nil {
+		t.Fatalf("dup(1): %v", err)
+	}
+	defer func() {
+		syscall.Dup3(saved, 1, 0)
+		syscall.Close(saved)
+	}()
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatalf("pipe: %v", err)
+	}
+	defer syscall.Close(p[0])
+	if err := syscall.Dup3(p[1], 1, 0); err != nil {
+		t.Fatalf("dup3(pipe, 1): %v", err)
+	}
+	syscall.Close(p[1])
+	if n, err := syscall.Write(1, []byte("x")); n != 1 || err != nil {
+		t.Fatalf("write to stdout, now the pipe: %d, %v", n, err)
+	}
+	if err := syscall.Close(1); err != nil {
+		t.Fatalf("close(1) = %v; want success", err)
+	}
+	buf := make([]byte, 8)
+	if n, err := syscall.Read(p[0], buf); n != 1 || err != nil || buf[0] != 'x' {
+		t.Fatalf("read from the pipe: %d, %v, %q", n, err, buf[:max(n, 0)])
+	}
+	if n, err := syscall.Read(p[0], buf); n != 0 || err != nil {
+		t.Fatalf("read after the last writer closed: %d, %v; want end of file", n, err)
+	}
+	fd, err := syscall.Open("/dev/null", syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open /dev/null: %v", err)
+	}
+	if fd != 1 {
+		t.Errorf("open gave descriptor %d; want 1, the lowest free", fd)
+	}
+	syscall.Close(fd)
+}

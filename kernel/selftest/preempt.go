@@ -191,3 +191,17 @@ func testSignalNotify(t *T) {
 		t.Errorf("kill of another pid: %v, want ESRCH", err)
 	}
 }
+
+// testStopSignals: with one process and no job control, the stop signals'
+// default action is to do nothing (Linux would stop the process until a
+// SIGCONT nobody could send): the program goes on. They used to end the
+// machine with status 128+N.
+func testStopSignals(t *T) {
+	for _, s := range []syscall.Signal{syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGSTOP} {
+		if err := syscall.Kill(syscall.Getpid(), s); err != nil {
+			t.Errorf("kill(%v): %v", s, err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the signals are delivered (and ignored) on the way
+	t.Logf("still running after SIGTSTP, SIGTTIN, SIGTTOU and SIGSTOP")
+}

@@ -56,6 +56,7 @@ var tests = []test{
 	{"TestPipeEpoll", testPipeEpoll},
 	{"TestPipeNetpoll", testPipeNetpoll},
 	{"TestPipeBlockingClose", testPipeBlockingClose},
+	{"TestCloseStdio", testCloseStdio},
 	{"TestFIFO", testFIFO},
 	{"TestHardLink", testHardLink},
 	{"TestDevNull", testDevNull},
@@ -77,6 +78,7 @@ var tests = []test{
 	{"TestPreemptGCBesideSpinner", testPreemptGC},
 	{"TestSignalFrameRoundTrip", testSignalRoundTrip},
 	{"TestSignalNotify", testSignalNotify},
+	{"TestStopSignals", testStopSignals},
 
 	// smp.go
 	{"TestSMPAllCPUsRun", testAllCPUsRun},
