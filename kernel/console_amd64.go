@@ -30,8 +30,14 @@ func screenInit(in *boot.Info) {
 	screenPA = in.Text
 }
 
-// conPut sends one byte (the caller holds the console).
+// conPut sends one byte (the caller holds the console). While it waits
+// for the transmitter — at 115200 baud on a real PC a long write keeps a
+// CPU here for seconds, interrupts off — it answers TLB shootdowns, whose
+// initiator would otherwise give up on this CPU after 5 s.
 func conPut(c byte) {
+	for !com1.TxReady() {
+		mm.ShootdownPoll()
+	}
 	com1.Put(c)
 	if screenPA != 0 {
 		screen.Put(mm.Phys(screenPA), c)

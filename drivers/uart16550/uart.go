@@ -29,6 +29,7 @@ const (
 	regLSR  = 5
 
 	lsrDataReady = 0x01
+	lsrTHRE      = 0x20 // the transmit holding register is empty
 	ierRx        = 0x01 // received data available
 	mcrOut2      = 0x08 // gates the interrupt line on PC serial ports
 )
@@ -50,6 +51,9 @@ func (u *UART) Init() {
 	amd64.Outb(b+regFCR, 0xC7) // enable and clear FIFOs
 	amd64.Outb(b+regMCR, 0x03) // DTR, RTS
 }
+
+// TxReady reports whether the transmitter has room for a byte.
+func (u *UART) TxReady() bool { return amd64.Inb(u.Base+regLSR)&lsrTHRE != 0 }
 
 // Put sends one byte, waiting for room in the transmitter.
 func (u *UART) Put(c byte) {

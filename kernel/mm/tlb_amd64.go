@@ -115,6 +115,12 @@ func (s Space[E]) shootdown(start, end uintptr) {
 // on this CPU.
 func ShootdownInterrupt() {
 	id := sched.This().ID
+	// The request may have been answered already, by ShootdownPoll while
+	// this CPU had interrupts off: then the interrupt is stale, and the
+	// range may be the next shootdown's, not yet announced to this CPU.
+	if atomic.LoadUint64(&shoot.pending)&(uint64(1)<<uint(id)) == 0 {
+		return
+	}
 	invalidate(shoot.start, shoot.end)
 	tlbCPU[id].shootdowns++
 	atomic.AndUint64(&shoot.pending, ^(uint64(1) << uint(id)))
@@ -130,3 +136,9 @@ func TLBWake(cpu int) {
 		amd64.FlushTLB()
 	}
 }
+
+// ShootdownPoll answers a shootdown request for this CPU, if there is one,
+// without its interrupt: for kernel code that polls a device for long with
+// interrupts off (the console's transmitter), so that the CPU waiting for
+// this one's answer does not wait out its deadline.
+func ShootdownPoll() { ShootdownInterrupt() }
