@@ -28,12 +28,15 @@ var lockTest struct {
 }
 
 // sysLockTest runs critical sections of lock kind: n of them if n > 0, or
-// for -n microseconds if n < 0. Each reads the shared counter, marks its
+// for -n microseconds if n < 0 (at most 10⁶ either way). Each reads the shared counter, marks its
 // owner, spins work PAUSEs, checks it is still the owner, and writes the
 // counter back incremented: without mutual exclusion increments get lost
 // and owners collide.
 func sysLockTest(kind, n int, work int, out uintptr) abi.Errno {
-	if kind < 0 || kind >= abi.NumLockKinds || work < 0 || work > 1e6 || !mm.UserW(out, unsafe.Sizeof(abi.LockTestOut{})) {
+	// At most a million sections or a second a call: the sections run
+	// with interrupts off, and -n is bounded before it is multiplied.
+	if kind < 0 || kind >= abi.NumLockKinds || work < 0 || work > 1e6 || n > 1e6 || n < -1e6 ||
+		!mm.UserW(out, unsafe.Sizeof(abi.LockTestOut{})) {
 		return abi.EINVAL
 	}
 	if atomic.CompareAndSwapUint32(&lockTest.dispInit, 0, 1) {
@@ -223,3 +226,33 @@ const (
 	crashTrapStack        // a trap handler that outgrows its slice of the trap stack
 	crashTrapNest         // traps nested deeper than the trap stack has slices
 )
+
+// sysYolk dispatches yolk's private calls, for an image that asked for
+// them (abi.TestCalls, which the self-test image sets): one of them stops
+// the machine on request, another spins in the kernel for up to a second,
+// so in every other image they are unknown calls (ENOSYS, logged once).
+func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
+	if !abi.TestCalls {
+		logENOSYS(nr)
+		return 0, abi.ENOSYS
+	}
+	switch nr {
+	case abi.SysStats:
+		return 0, sysStats(a0)
+	case abi.SysSwitch:
+		return sysSwitchBench(int(a0), a1 != 0)
+	case abi.SysCrash:
+		return 0, sysCrash(int(a0), int(a1))
+	case abi.SysCPUStats:
+		return sysCPUStats(a0, int(a1))
+	case abi.SysLockTest:
+		return 0, sysLockTest(int(a0), int(a1), int(a2), a3)
+	case abi.SysFrameOf:
+		return sysFrameOf(a0), 0
+	case abi.SysUnmapped:
+		return uintptr(atomic.LoadUint64(&enosysN)), 0
+	case abi.SysNumCPU:
+		return uintptr(sched.NumCPU()), 0
+	}
+	return 0, abi.ENOSYS
+}

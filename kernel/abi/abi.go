@@ -4,8 +4,8 @@
 // out, and the Linux system-call names by number (for strace and the
 // ENOSYS log).
 //
-// A leaf: it imports only golang.org/x/sys/unix, holds constants, types
-// and read-only tables, and has no code that runs. The kernel and the
+// A leaf: it imports only golang.org/x/sys/unix, holds constants, types,
+// read-only tables and the TestCalls switch, and has no code that runs. The kernel and the
 // guest self-tests both import it, so a layout is declared once.
 package abi
 
@@ -35,6 +35,13 @@ const (
 	ENOSYS       = Errno(unix.ENOSYS)
 	ETIMEDOUT    = Errno(unix.ETIMEDOUT)
 )
+
+// TestCalls enables yolk's own system calls (below). An image that wants
+// them sets it before it makes one — the self-test image, in its init;
+// in every other image they are unknown calls (ENOSYS), since one stops
+// the machine on request and another spins in the kernel with interrupts
+// off. The one variable of this package: the kernel only reads it.
+var TestCalls bool
 
 // yolk's own system calls, outside Linux's numbering. The self-test image
 // uses them to read the kernel's counters and to run kernel-side halves
