@@ -65,17 +65,81 @@ func newFile(kind uint32, init uint64) (uintptr, abi.Errno) {
 	return 0, abi.EMFILE
 }
 
+// Descriptors of kind fileFS and fileSocket name a handle (an fs open
+// file, a socket) that counts its references: one for each descriptor
+// (dup shares it) and one for each call using it.
+
+// handleRef is the handle behind fd if fd is of kind (fileFS or
+// fileSocket), with a reference of the caller's own (fsPut, sockPut),
+// taken under fileLock so that a close on another CPU cannot free the
+// handle first; -1 if fd is not of kind.
+func handleRef(fd int, kind uint32) int {
+	if fd < 0 || fd >= len(files) {
+		return -1
+	}
+	h := -1
+	fileLock.Lock()
+	if files[fd].kind == kind {
+		h = int(files[fd].h)
+		if kind == fileFS {
+			vfs.Ref(h)
+		} else {
+			sockets.Ref(h)
+		}
+	}
+	fileLock.Unlock()
+	return h
+}
+
+// closeHandle drops a reference to handle h of kind.
+func closeHandle(kind uint32, h int) {
+	if kind == fileFS {
+		vfs.Close(h)
+	} else {
+		sockets.Close(h)
+	}
+}
+
+// installHandle gives handle h of kind a descriptor (closing h if none is
+// free).
+func installHandle(kind uint32, h int) (uintptr, abi.Errno) {
+	fd, e := newFile(kind, 0)
+	if e != 0 {
+		closeHandle(kind, h)
+		return 0, e
+	}
+	files[fd].h = int32(h)
+	return fd, 0
+}
+
+// installPair gives handles a and b of kind descriptors and stores them
+// at p, which the caller has checked is writable (pipe2, socketpair); on
+// failure neither stays open.
+func installPair(kind uint32, a, b int, p uintptr) abi.Errno {
+	fa, e := installHandle(kind, a)
+	if e != 0 {
+		closeHandle(kind, b)
+		return e
+	}
+	fb, e := installHandle(kind, b)
+	if e != 0 {
+		sysClose(int(fa))
+		return e
+	}
+	*at[[2]int32](p) = [2]int32{int32(fa), int32(fb)}
+	return 0
+}
+
 // closeLocked closes fd; fileLock is held.
 func closeLocked(fd int) abi.Errno {
 	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return abi.EBADF
 	}
 	switch files[fd].kind {
-	case fileFS:
-		// Its watches go when the open file does (Poll notices).
-		vfs.Close(int(files[fd].h))
-	case fileSocket:
-		sockets.Close(int(files[fd].h)) // its watches too, as an fs file's
+	case fileFS, fileSocket:
+		// Its watches go when the open file or socket does (Poll
+		// notices).
+		closeHandle(files[fd].kind, int(files[fd].h))
 	case fileEpoll:
 		for i := files[fd].whead; i != 0; {
 			w := &watches[i-1]

@@ -131,12 +131,17 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	return 8, 0
 }
 
-func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	need := uint32(mm.ProtWrite) // pread fills the buffer
+// userBuf is the program's n bytes at p, checked for reading or, if write
+// (the kernel fills them), writing.
+func userBuf(p, n uintptr, write bool) ([]byte, abi.Errno) {
 	if write {
-		need = mm.ProtRead
+		return mm.UserBufW(p, n)
 	}
-	b, e := mm.UserBufNeed(p, n, need)
+	return mm.UserBuf(p, n)
+}
+
+func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
+	b, e := userBuf(p, n, !write) // pread fills the buffer
 	if e != 0 {
 		return 0, e
 	}

@@ -38,18 +38,7 @@ func sysPipe2(p uintptr, flags int) abi.Errno {
 	if e != 0 {
 		return abi.Errno(e)
 	}
-	rfd, err := installFS(r)
-	if err != 0 {
-		vfs.Close(w)
-		return err
-	}
-	wfd, err := installFS(w)
-	if err != 0 {
-		sysClose(int(rfd))
-		return err
-	}
-	*at[[2]int32](p) = [2]int32{int32(rfd), int32(wfd)}
-	return 0
+	return installPair(fileFS, r, w, p)
 }
 
 func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {

@@ -21,22 +21,16 @@ import (
 // (vfs.BindSocket, vfs.SocketAt). Other families are EAFNOSUPPORT until
 // TCP/IP comes (issue 18).
 
-type netenv struct{}
+type netenv struct{ pageSupplier }
 
-func (netenv) AllocPage() uintptr { return kenv{}.AllocPage() }
-func (netenv) FreePage(a uintptr) { kenv{}.FreePage(a) }
-func (netenv) Lock()              { sockLock.Lock() }
-func (netenv) Unlock()            { sockLock.Unlock() }
+func (netenv) Lock()   { sockLock.Lock() }
+func (netenv) Unlock() { sockLock.Unlock() }
 func (netenv) Wake(s int) {
 	sockWQ[s].Wake(0, len(files))
 	epollNotify()
 }
 func (netenv) UserBuf(p, n uintptr, write bool) ([]byte, bool) {
-	need := uint32(mm.ProtRead)
-	if write {
-		need = mm.ProtWrite
-	}
-	b, e := mm.UserBufNeed(p, n, need)
+	b, e := userBuf(p, n, write)
 	return b, e == 0
 }
 
@@ -60,16 +54,7 @@ const (
 // sockGet is the socket behind fd with a reference of the caller's own
 // (sockPut); for another descriptor ENOTSOCK, for none EBADF.
 func sockGet(fd int) (int, abi.Errno) {
-	if fd < 0 || fd >= len(files) {
-		return -1, abi.EBADF
-	}
-	s := -1
-	fileLock.Lock()
-	if files[fd].kind == fileSocket {
-		s = int(files[fd].h)
-		sockets.Ref(s)
-	}
-	fileLock.Unlock()
+	s := handleRef(fd, fileSocket)
 	if s < 0 {
 		return -1, badFD(fd, abi.Errno(unix.ENOTSOCK))
 	}
@@ -82,15 +67,7 @@ func sockPut(s int) { sockets.Close(s) }
 func isSocket(fd int) bool { return fd >= 0 && fd < len(files) && files[fd].kind == fileSocket }
 
 // installSocket gives socket s a descriptor (closing s if none is free).
-func installSocket(s int) (uintptr, abi.Errno) {
-	fd, e := newFile(fileSocket, 0)
-	if e != 0 {
-		sockets.Close(s)
-		return 0, e
-	}
-	files[fd].h = int32(s)
-	return fd, 0
-}
+func installSocket(s int) (uintptr, abi.Errno) { return installHandle(fileSocket, s) }
 
 // sockType splits socket's type argument into the type and its flags:
 // EINVAL for flags other than SOCK_NONBLOCK and SOCK_CLOEXEC.
@@ -136,33 +113,31 @@ func sysSocketpair(domain, typ, proto int, sv uintptr) abi.Errno {
 	if ne != 0 {
 		return abi.Errno(ne)
 	}
-	fa, e := installSocket(a)
-	if e != 0 {
-		sockets.Close(b)
-		return e
-	}
-	fb, e := installSocket(b)
-	if e != 0 {
-		sysClose(int(fa))
-		return e
-	}
-	*at[[2]int32](sv) = [2]int32{int32(fa), int32(fb)}
-	return 0
+	return installPair(fileSocket, a, b, sv)
 }
 
 // sockaddr is a copy of the program's sockaddr of n bytes at p: EINVAL
 // beyond sockaddr_storage's 128, EFAULT if unreadable (Linux's
 // move_addr_to_kernel).
-func sockaddr(p, n uintptr, sa *[128]byte) ([]byte, abi.Errno) {
-	if int(n) < 0 || n > uintptr(len(sa)) {
-		return nil, abi.EINVAL
+func sockaddr(p, n uintptr) (sa sockaddrBuf, e abi.Errno) {
+	if int(n) < 0 || n > uintptr(len(sa.b)) {
+		return sa, abi.EINVAL
 	}
 	b, e := mm.UserBuf(p, n)
 	if e != 0 {
-		return nil, e
+		return sa, e
 	}
-	return sa[:copy(sa[:], b)], 0
+	sa.n = copy(sa.b[:], b)
+	return sa, 0
 }
+
+// sockaddrBuf holds a sockaddr the program passed.
+type sockaddrBuf struct {
+	b [128]byte
+	n int
+}
+
+func (sa *sockaddrBuf) bytes() []byte { return sa.b[:sa.n] }
 
 // peerAddr resolves a sockaddr to connect or send to: a path through the
 // file system (ENOENT and the other lookup errors, ECONNREFUSED for a
@@ -179,18 +154,28 @@ func peerAddr(sa []byte) (net.Addr, abi.Errno) {
 	return net.Addr{Path: true, ID: id}, abi.Errno(e)
 }
 
-func sysBind(fd int, p, n uintptr) abi.Errno {
+// sockGetAddr is sockGet(fd) and the program's sockaddr (sockaddr), as
+// bind and connect take them; on error it holds no reference.
+func sockGetAddr(fd int, p, n uintptr) (int, sockaddrBuf, abi.Errno) {
 	s, e := sockGet(fd)
+	if e != 0 {
+		return -1, sockaddrBuf{}, e
+	}
+	sa, e := sockaddr(p, n)
+	if e != 0 {
+		sockPut(s)
+		return -1, sa, e
+	}
+	return s, sa, 0
+}
+
+func sysBind(fd int, p, n uintptr) abi.Errno {
+	s, sa, e := sockGetAddr(fd, p, n)
 	if e != 0 {
 		return e
 	}
 	defer sockPut(s)
-	var buf [128]byte
-	sa, e := sockaddr(p, n, &buf)
-	if e != 0 {
-		return e
-	}
-	kind, name, ne := net.ParseAddr(sa)
+	kind, name, ne := net.ParseAddr(sa.bytes())
 	switch {
 	case ne != 0:
 	case kind == net.AddrAuto:
@@ -287,20 +272,35 @@ func putSockaddr(s int, peer bool, p, lp uintptr) abi.Errno {
 }
 
 func copySockaddr(sa []byte, p, lp uintptr) abi.Errno {
-	if !mm.UserW(lp, 4) {
-		return abi.EFAULT
-	}
-	l := int32(*at[uint32](lp))
-	if l < 0 {
-		return abi.EINVAL
-	}
-	c := min(int(l), len(sa))
-	b, e := mm.UserBufW(p, uintptr(c))
+	l, e := userLen(lp)
 	if e != 0 {
 		return e
 	}
-	copy(b, sa)
-	*at[uint32](lp) = uint32(len(sa))
+	return copyLen(sa[:min(l, len(sa))], p, lp, len(sa))
+}
+
+// userLen is the program's socklen_t at lp, which the call writes back:
+// EFAULT if it may not, EINVAL if it is negative.
+func userLen(lp uintptr) (int, abi.Errno) {
+	if !mm.UserW(lp, 4) {
+		return 0, abi.EFAULT
+	}
+	l := int32(*at[uint32](lp))
+	if l < 0 {
+		return 0, abi.EINVAL
+	}
+	return int(l), 0
+}
+
+// copyLen copies b to the program's buffer p and stores n at lp (checked
+// by userLen).
+func copyLen(b []byte, p, lp uintptr, n int) abi.Errno {
+	u, e := mm.UserBufW(p, uintptr(len(b)))
+	if e != 0 {
+		return e
+	}
+	copy(u, b)
+	*at[uint32](lp) = uint32(n)
 	return 0
 }
 
@@ -315,21 +315,16 @@ func sysGetsockname(fd int, p, lp uintptr, peer bool) abi.Errno {
 }
 
 func sysConnect(fd int, p, n uintptr) abi.Errno {
-	s, e := sockGet(fd)
+	s, sa, e := sockGetAddr(fd, p, n)
 	if e != 0 {
 		return e
 	}
 	defer sockPut(s)
-	var buf [128]byte
-	sa, e := sockaddr(p, n, &buf)
-	if e != 0 {
-		return e
-	}
 	var a net.Addr
 	ap := &a
-	if sockets.Type(s) == unix.SOCK_DGRAM && len(sa) >= 2 && sa[0] == unix.AF_UNSPEC && sa[1] == 0 {
+	if sockets.Type(s) == unix.SOCK_DGRAM && sa.n >= 2 && sa.b[0] == unix.AF_UNSPEC && sa.b[1] == 0 {
 		ap = nil // disconnect
-	} else if a, e = peerAddr(sa); e != 0 {
+	} else if a, e = peerAddr(sa.bytes()); e != 0 {
 		return e
 	}
 	nb := sockets.Nonblocking(s)
@@ -387,26 +382,17 @@ func sysGetsockopt(fd, level, name int, p, lp uintptr) abi.Errno {
 		return e
 	}
 	defer sockPut(s)
-	if !mm.UserW(lp, 4) {
-		return abi.EFAULT
-	}
-	l := int32(*at[uint32](lp))
-	if l < 0 {
-		return abi.EINVAL
+	l, e := userLen(lp)
+	if e != 0 {
+		return e
 	}
 	var v [16]byte
 	c, ne := sockets.Getsockopt(s, level, name, &v)
 	if ne != 0 {
 		return abi.Errno(ne)
 	}
-	c = min(c, int(l))
-	b, e := mm.UserBufW(p, uintptr(c))
-	if e != 0 {
-		return e
-	}
-	copy(b, v[:c])
-	*at[uint32](lp) = uint32(c)
-	return 0
+	c = min(c, l)
+	return copyLen(v[:c], p, lp, c)
 }
 
 // userIov checks the program's iovec array of cnt entries at p and every
@@ -423,17 +409,13 @@ func userIov(p, cnt uintptr, write bool) (net.Iov, abi.Errno) {
 	if !mm.UserOK(p, cnt*16) {
 		return net.Iov{}, abi.EFAULT
 	}
-	need := uint32(mm.ProtRead)
-	if write {
-		need = mm.ProtWrite
-	}
 	total := 0
 	for i := uintptr(0); i < cnt; i++ {
 		base, l := *at[uintptr](p + i*16), *at[uintptr](p + i*16 + 8)
 		if int64(l) < 0 {
 			return net.Iov{}, abi.EINVAL
 		}
-		if _, e := mm.UserBufNeed(base, l, need); e != 0 {
+		if _, e := userBuf(base, l, write); e != 0 {
 			return net.Iov{}, e
 		}
 		total += int(min(l, uintptr(maxRW-total)))
@@ -541,17 +523,24 @@ func sockRW(fd int, v *net.Iov, write bool) (uintptr, abi.Errno) {
 	return uintptr(m.N), e
 }
 
-func sysSendto(fd int, p, n uintptr, flags int, ap, an uintptr) (uintptr, abi.Errno) {
-	b, e := mm.UserBuf(p, min(n, maxRW))
+// sockGetBuf is the program's buffer of n bytes at p, cut at maxRW
+// (write: the kernel fills it), as an Iov, and sockGet(fd), checked in
+// that order as sendto and recvfrom do; on error it holds no reference.
+func sockGetBuf(fd int, p, n uintptr, write bool) (int, net.Iov, abi.Errno) {
+	b, e := userBuf(p, min(n, maxRW), write)
 	if e != 0 {
-		return 0, e
+		return -1, net.Iov{}, e
 	}
 	s, e := sockGet(fd)
+	return s, net.Iov{One: b, Len: len(b)}, e
+}
+
+func sysSendto(fd int, p, n uintptr, flags int, ap, an uintptr) (uintptr, abi.Errno) {
+	s, v, e := sockGetBuf(fd, p, n, false)
 	if e != 0 {
 		return 0, e
 	}
 	defer sockPut(s)
-	v := net.Iov{One: b, Len: len(b)}
 	return sendTo(s, &v, flags, ap, an)
 }
 
@@ -561,14 +550,13 @@ func sendTo(s int, v *net.Iov, flags int, ap, an uintptr) (uintptr, abi.Errno) {
 	var a net.Addr
 	var to *net.Addr
 	if ap != 0 && an != 0 {
-		var buf [128]byte
-		sa, e := sockaddr(ap, an, &buf)
+		sa, e := sockaddr(ap, an)
 		if e != 0 {
 			return 0, e
 		}
 		to = &a
 		if sockets.Type(s) == unix.SOCK_DGRAM {
-			if a, e = peerAddr(sa); e != 0 {
+			if a, e = peerAddr(sa.bytes()); e != 0 {
 				return 0, e
 			}
 		}
@@ -577,11 +565,7 @@ func sendTo(s int, v *net.Iov, flags int, ap, an uintptr) (uintptr, abi.Errno) {
 }
 
 func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.Errno) {
-	b, e := mm.UserBufW(p, min(n, maxRW))
-	if e != 0 {
-		return 0, e
-	}
-	s, e := sockGet(fd)
+	s, v, e := sockGetBuf(fd, p, n, true)
 	if e != 0 {
 		return 0, e
 	}
@@ -589,7 +573,6 @@ func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.
 	if ap != 0 && !mm.UserW(lp, 4) {
 		return 0, abi.EFAULT
 	}
-	v := net.Iov{One: b, Len: len(b)}
 	var m net.Msg
 	if e = sockRecv(s, &v, flags, &m); e != 0 {
 		return 0, e
@@ -615,6 +598,22 @@ type msghdr struct {
 	_          int32
 }
 
+// sockGetMsg is sockGet(fd), then the program's msghdr at p and its
+// iovecs (write: recvmsg fills them and the header); on error it holds no
+// reference.
+func sockGetMsg(fd int, p uintptr, write bool) (int, *msghdr, net.Iov, abi.Errno) {
+	s, e := sockGet(fd)
+	if e != 0 {
+		return -1, nil, net.Iov{}, e
+	}
+	h, v, e := userMsghdr(p, write)
+	if e != 0 {
+		sockPut(s)
+		return -1, nil, net.Iov{}, e
+	}
+	return s, h, v, 0
+}
+
 // userMsghdr reads the program's msghdr at p and its iovecs.
 func userMsghdr(p uintptr, write bool) (*msghdr, net.Iov, abi.Errno) {
 	if !mm.UserOK(p, msghdrSize) || write && !mm.UserW(p, msghdrSize) {
@@ -629,15 +628,11 @@ func userMsghdr(p uintptr, write bool) (*msghdr, net.Iov, abi.Errno) {
 }
 
 func sysSendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
-	s, e := sockGet(fd)
+	s, h, v, e := sockGetMsg(fd, p, false)
 	if e != 0 {
 		return 0, e
 	}
 	defer sockPut(s)
-	h, v, e := userMsghdr(p, false)
-	if e != 0 {
-		return 0, e
-	}
 	if h.controllen != 0 {
 		// SCM_RIGHTS and SCM_CREDENTIALS are not supported yet.
 		return 0, abi.Errno(unix.EOPNOTSUPP)
@@ -650,15 +645,11 @@ func sysSendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 }
 
 func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
-	s, e := sockGet(fd)
+	s, h, v, e := sockGetMsg(fd, p, true)
 	if e != 0 {
 		return 0, e
 	}
 	defer sockPut(s)
-	h, v, e := userMsghdr(p, true)
-	if e != 0 {
-		return 0, e
-	}
 	var m net.Msg
 	if e = sockRecv(s, &v, flags&^unix.MSG_CMSG_CLOEXEC, &m); e != 0 {
 		return 0, e

@@ -18,18 +18,23 @@ import (
 // close on another CPU cannot free the handle under it, and a read blocked
 // on a pipe keeps that end open until it returns.
 
-type kenv struct{}
+// pageSupplier gives fs and net their pages (pages.Supplier): frames,
+// through the identity map.
+type pageSupplier struct{}
 
-func (kenv) AllocPage() uintptr {
+func (pageSupplier) AllocPage() uintptr {
 	if f := mm.AllocFrame(); f != 0 {
 		return mm.Phys(f)
 	}
 	return 0
 }
-func (kenv) FreePage(a uintptr) { mm.FreeFrame(a - mm.PhysOff()) }
-func (kenv) Now() int64         { return walltime() }
-func (kenv) Lock()              { fsLock.Lock() }
-func (kenv) Unlock()            { fsLock.Unlock() }
+func (pageSupplier) FreePage(a uintptr) { mm.FreeFrame(a - mm.PhysOff()) }
+
+type kenv struct{ pageSupplier }
+
+func (kenv) Now() int64 { return walltime() }
+func (kenv) Lock()      { fsLock.Lock() }
+func (kenv) Unlock()    { fsLock.Unlock() }
 func (kenv) Wake(p int) {
 	pipeWQ[p].Wake(0, len(files))
 	epollNotify() // its readiness may have changed
@@ -64,19 +69,7 @@ var devDir = [...]byte{'/', 'd', 'e', 'v', '/', 0, 0, 0, 0}
 
 // fsGet is the fs handle behind fd, -1 if fd is not an fs file, with a
 // reference of the caller's own that fsPut drops.
-func fsGet(fd int) int {
-	if fd < 0 || fd >= len(files) {
-		return -1
-	}
-	h := -1
-	fileLock.Lock()
-	if files[fd].kind == fileFS {
-		h = int(files[fd].h)
-		vfs.Ref(h)
-	}
-	fileLock.Unlock()
-	return h
-}
+func fsGet(fd int) int { return handleRef(fd, fileFS) }
 
 // fsPut drops the reference fsGet (or dirHandle, pathArgs) took; the
 // last one closes the open file. It ignores -1 and fs.AtCWD.
@@ -119,15 +112,7 @@ func pathArgs(dirfd int, p uintptr) (int, []byte, abi.Errno) {
 }
 
 // installFS gives fs handle h a descriptor (closing h if none is free).
-func installFS(h int) (uintptr, abi.Errno) {
-	fd, e := newFile(fileFS, 0)
-	if e != 0 {
-		vfs.Close(h)
-		return 0, e
-	}
-	files[fd].h = int32(h)
-	return fd, 0
-}
+func installFS(h int) (uintptr, abi.Errno) { return installHandle(fileFS, h) }
 
 // fsRead reads fs handle h; a pipe blocks until data or end of file.
 func fsRead(h int, b []byte) (uintptr, abi.Errno) {

@@ -45,17 +45,15 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/internal/pages"
 )
 
 // Env is what the kernel supplies. It must be a value type without
 // pointers (in the kernel an empty struct): the FS stores it, and a stored
 // pointer would need a write barrier.
 type Env interface {
-	// AllocPage returns the address of a zeroed PageSize page, 0 when
-	// memory is exhausted.
-	AllocPage() uintptr
-	// FreePage returns a page AllocPage gave.
-	FreePage(a uintptr)
+	pages.Supplier // file data, link targets, pipe buffers
 	// Now is the wall clock, nanoseconds since the Unix epoch.
 	Now() int64
 	// Lock and Unlock guard the whole FS (one lock: the operations are
@@ -71,7 +69,7 @@ type Env interface {
 type Errno = unix.Errno
 
 const (
-	PageSize    = 4096
+	PageSize    = pages.Size
 	NameMax     = 255  // bytes in a path component
 	PathMax     = 4096 // bytes in a path, including its NUL
 	MaxSymlinks = 40   // symbolic links followed in one resolution

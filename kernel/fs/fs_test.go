@@ -153,8 +153,8 @@ func TestTruncateSparse(t *testing.T) {
 		t.Errorf("hole: %d %q", n, buf[:53])
 	}
 	must(t, "truncate", f.Truncate(AtCWD, b("s"), 0))
-	if f.PagesUsed() != 0 || s.allocated != 0 {
-		t.Errorf("after truncate to 0: %d pages, %d allocated", f.PagesUsed(), s.allocated)
+	if f.PagesUsed() != 0 || s.pages.InUse() != 0 {
+		t.Errorf("after truncate to 0: %d pages, %d allocated", f.PagesUsed(), s.pages.InUse())
 	}
 	wantErr(t, "ftruncate negative", f.Ftruncate(h, -1), unix.EINVAL)
 	wantErr(t, "ftruncate too big", f.Ftruncate(h, MaxFileSize+1), unix.EFBIG)
@@ -205,8 +205,8 @@ func TestBigFile(t *testing.T) {
 		t.Fatalf("unlinked open file: %d", n)
 	}
 	f.Close(h)
-	if f.PagesUsed() != 0 || s.allocated != 0 {
-		t.Errorf("after close: %d pages, %d allocated", f.PagesUsed(), s.allocated)
+	if f.PagesUsed() != 0 || s.pages.InUse() != 0 {
+		t.Errorf("after close: %d pages, %d allocated", f.PagesUsed(), s.pages.InUse())
 	}
 }
 
@@ -720,14 +720,14 @@ func TestPoolExhaustion(t *testing.T) {
 	}
 	wantErr(t, "symlink when full", f.Symlink(b("t"), AtCWD, b("l")), unix.ENOSPC)
 	// The arena (the kernel's frames) running out first: pipes get ENOMEM.
-	s.limit = s.allocated + 3
+	s.pages.SetLimit(s.pages.InUse() + 3)
 	if _, _, e := f.Pipe(0); e != unix.ENOMEM {
 		t.Errorf("pipe without pages: %v", e)
 	}
-	if s.allocated != 64 {
-		t.Errorf("pipe leaked pages: %d", s.allocated)
+	if s.pages.InUse() != 64 {
+		t.Errorf("pipe leaked pages: %d", s.pages.InUse())
 	}
-	s.limit = 0
+	s.pages.SetLimit(0)
 	f.Close(h)
 	must(t, "unlink", f.Unlink(AtCWD, b("x"), 0))
 	// Pipes: ENFILE.
@@ -746,8 +746,8 @@ func TestPoolExhaustion(t *testing.T) {
 	for _, h := range ps {
 		f.Close(h)
 	}
-	if s.allocated != 0 || f.PagesUsed() != 0 {
-		t.Errorf("pages left: %d %d", s.allocated, f.PagesUsed())
+	if s.pages.InUse() != 0 || f.PagesUsed() != 0 {
+		t.Errorf("pages left: %d %d", s.pages.InUse(), f.PagesUsed())
 	}
 }
 

@@ -83,8 +83,8 @@ func TestHardLinks(t *testing.T) {
 	f.Close(h)
 	must(t, "unlink d/b", f.Unlink(AtCWD, b("d/b"), 0))
 	must(t, "rmdir", f.Unlink(AtCWD, b("d"), unix.AT_REMOVEDIR))
-	if f.PagesUsed() != 0 || s.allocated != 0 {
-		t.Errorf("pages left: %d %d", f.PagesUsed(), s.allocated)
+	if f.PagesUsed() != 0 || s.pages.InUse() != 0 {
+		t.Errorf("pages left: %d %d", f.PagesUsed(), s.pages.InUse())
 	}
 	// Every inode slot is free again: as many files fit as at first.
 	for i := 0; i < NumInodes-1; i++ {
@@ -189,8 +189,8 @@ func TestFIFO(t *testing.T) {
 	}
 	f.Close(r)
 	// The pipe went with the last end: its pages are back.
-	if s.allocated != 0 {
-		t.Errorf("pages held: %d", s.allocated)
+	if s.pages.InUse() != 0 {
+		t.Errorf("pages held: %d", s.pages.InUse())
 	}
 	// O_RDWR opens both ends at once; data stays while an end is open.
 	rw := open(t, f, "p", unix.O_RDWR, 0)
@@ -210,8 +210,8 @@ func TestFIFO(t *testing.T) {
 	must(t, "unlink", f.Unlink(AtCWD, b("p"), 0))
 	write(t, f, rw, "y")
 	f.Close(rw)
-	if s.allocated != 0 {
-		t.Errorf("pages held: %d", s.allocated)
+	if s.pages.InUse() != 0 {
+		t.Errorf("pages held: %d", s.pages.InUse())
 	}
 	// A socket's name: cannot be opened. S_IFREG or no type: a file.
 	must(t, "mknod sock", f.Mknod(AtCWD, b("s"), unix.S_IFSOCK|0o600, 0))

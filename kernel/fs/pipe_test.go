@@ -105,8 +105,8 @@ func TestPipeBasics(t *testing.T) {
 	if _, _, e := f.Pipe(unix.O_APPEND); e != unix.EINVAL {
 		t.Errorf("bad flags: %v", e)
 	}
-	if s.allocated != 0 {
-		t.Errorf("pages left: %d", s.allocated)
+	if s.pages.InUse() != 0 {
+		t.Errorf("pages left: %d", s.pages.InUse())
 	}
 }
 

@@ -38,15 +38,14 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/internal/pages"
 )
 
 // Env is what the kernel supplies. It must be a value type without
 // pointers (in the kernel an empty struct).
 type Env interface {
-	// AllocPage returns the address of a zeroed PageSize page, 0 when
-	// memory is exhausted; FreePage returns it.
-	AllocPage() uintptr
-	FreePage(a uintptr)
+	pages.Supplier // receive rings
 	// Lock and Unlock guard the whole socket layer.
 	Lock()
 	Unlock()
@@ -61,7 +60,7 @@ type Env interface {
 type Errno = unix.Errno
 
 const (
-	PageSize   = 4096
+	PageSize   = pages.Size
 	NumSockets = 512
 	RingPages  = 16
 	RingSize   = RingPages * PageSize // a socket's receive ring

@@ -53,7 +53,7 @@ func TestLifetime(t *testing.T) {
 		n.Close(acc)
 		n.Close(b)
 		n.Close(g)
-		if p := env.st().pages; p != 0 {
+		if p := env.InUse(); p != 0 {
 			t.Errorf("round %d: %d pages still held", round, p)
 		}
 		for i := range n.socks {

@@ -80,35 +80,31 @@ func (n *Net[E]) autobind(p *sock) Errno {
 // BindAbstract binds socket s to the abstract name (its leading NUL
 // included): EINVAL if s has a name, EADDRINUSE if a socket of its type
 // has this one.
-func (n *Net[E]) BindAbstract(s int, name []byte) Errno {
-	n.env.Lock()
-	defer n.env.Unlock()
-	p := &n.socks[s]
-	if p.addrLen != 0 {
-		return unix.EINVAL
-	}
-	if n.abstract(name, p.typ) >= 0 {
-		return unix.EADDRINUSE
-	}
-	p.addrLen = uint8(2 + copy(p.name[:], name))
-	p.path = false
-	return 0
-}
+func (n *Net[E]) BindAbstract(s int, name []byte) Errno { return n.bind(s, name, false) }
 
 // BindPath records that socket s is named by path (without its NUL),
 // whose node the kernel has made with s's ID: EINVAL if s has a name (the
 // kernel then removes the node, as Linux).
-func (n *Net[E]) BindPath(s int, path []byte) Errno {
+func (n *Net[E]) BindPath(s int, path []byte) Errno { return n.bind(s, path, true) }
+
+func (n *Net[E]) bind(s int, name []byte, path bool) Errno {
 	n.env.Lock()
 	defer n.env.Unlock()
 	p := &n.socks[s]
 	if p.addrLen != 0 {
 		return unix.EINVAL
 	}
-	c := copy(p.name[:len(p.name)-1], path)
-	p.name[c] = 0
-	p.addrLen = uint8(2 + c + 1) // the NUL counts, as Linux's unix_mkname_bsd
-	p.path = true
+	if path {
+		c := copy(p.name[:len(p.name)-1], name)
+		p.name[c] = 0
+		p.addrLen = uint8(2 + c + 1) // the NUL counts, as Linux's unix_mkname_bsd
+	} else {
+		if n.abstract(name, p.typ) >= 0 {
+			return unix.EADDRINUSE
+		}
+		p.addrLen = uint8(2 + copy(p.name[:], name))
+	}
+	p.path = path
 	return 0
 }
 

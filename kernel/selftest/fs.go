@@ -57,10 +57,7 @@ func testBootFiles(t *T) {
 }
 
 func testFileSystem(t *T) {
-	dir, err := os.MkdirTemp("", "fs-")
-	if err != nil {
-		t.Fatalf("MkdirTemp: %v", err)
-	}
+	dir := t.tempDir()
 	defer os.RemoveAll(dir)
 	p := filepath.Join(dir, "a")
 	before := time.Now().Add(-time.Second)

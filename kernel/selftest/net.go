@@ -16,10 +16,7 @@ import (
 // and the errors Go turns into its own.
 
 func testUnixStream(t *T) {
-	dir, err := os.MkdirTemp("", "unix-")
-	if err != nil {
-		t.Fatalf("MkdirTemp: %v", err)
-	}
+	dir := t.tempDir()
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "sock")
 	ln, err := net.Listen("unix", path)
@@ -125,10 +122,7 @@ func testUnixStream(t *T) {
 }
 
 func testUnixDatagram(t *T) {
-	dir, err := os.MkdirTemp("", "unixgram-")
-	if err != nil {
-		t.Fatalf("MkdirTemp: %v", err)
-	}
+	dir := t.tempDir()
 	defer os.RemoveAll(dir)
 	sa := &net.UnixAddr{Name: filepath.Join(dir, "server"), Net: "unixgram"}
 	ca := &net.UnixAddr{Name: filepath.Join(dir, "client"), Net: "unixgram"}
