@@ -53,12 +53,19 @@ func getFile(fd int, kind uint32) *file {
 	return &files[fd]
 }
 
-func newFile(kind uint32, init uint64) (uintptr, abi.Errno) {
+func newFile(kind uint32, init uint64) (uintptr, abi.Errno) { return allocFD(kind, init, 0) }
+
+// allocFD takes the lowest free descriptor, as Linux, for a file of kind
+// with its eventfd count init or its handle h, all set under fileLock: a
+// close on another CPU sees the descriptor whole or not at all (a handle
+// set after the descriptor was published could be a stale one, and that
+// close would drop a reference on an unrelated open file).
+func allocFD(kind uint32, init uint64, h int32) (uintptr, abi.Errno) {
 	fileLock.Lock()
 	defer fileLock.Unlock()
-	for i := 0; i < len(files); i++ { // the lowest free one, as Linux
+	for i := 0; i < len(files); i++ {
 		if f := &files[i]; f.kind == fileFree {
-			f.kind, f.count, f.seq, f.whead = kind, init, 0, 0
+			f.kind, f.count, f.seq, f.whead, f.h = kind, init, 0, 0, h
 			return uintptr(i), 0
 		}
 	}
@@ -103,13 +110,11 @@ func closeHandle(kind uint32, h int) {
 // installHandle gives handle h of kind a descriptor (closing h if none is
 // free).
 func installHandle(kind uint32, h int) (uintptr, abi.Errno) {
-	fd, e := newFile(kind, 0)
+	fd, e := allocFD(kind, 0, int32(h))
 	if e != 0 {
 		closeHandle(kind, h)
-		return 0, e
 	}
-	files[fd].h = int32(h)
-	return fd, 0
+	return fd, e
 }
 
 // installPair gives handles a and b of kind descriptors and stores them
