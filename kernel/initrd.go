@@ -81,7 +81,7 @@ func untar(a []byte) (made int, written int64, bad int) {
 		switch h[156] {
 		case '5':
 			e = vfs.Mkdir(fs.AtCWD, p, mode)
-			if e == fs.Errno(0x11) { // EEXIST: a parent made earlier
+			if e == unix.EEXIST { // a parent made earlier
 				e = 0
 			}
 		case '0', 0:

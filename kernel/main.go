@@ -98,15 +98,22 @@ func bootDone(n int) {
 	smpReport(n)
 }
 
-// startInit creates the first user task: the Go runtime's entry point on a
-// Linux-style initial stack.
-func startInit() {
-	t := sched.Alloc()
+// kernelStack gives task t a kernel stack and returns its top; the
+// machine is out of memory if there is none.
+func kernelStack(t *sched.Task) uintptr {
 	lo, hi, ok := mm.AllocKStack(t.Index())
 	if !ok {
 		outOfMemory()
 	}
 	t.SetStack(lo, hi)
+	return hi
+}
+
+// startInit creates the first user task: the Go runtime's entry point on a
+// Linux-style initial stack.
+func startInit() {
+	t := sched.Alloc()
+	hi := kernelStack(t)
 	sp := buildInitStack()
 	fr := at[Regs](hi - regsSize)
 	*fr = userStart(rt0PC(), sp)

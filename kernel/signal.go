@@ -3,6 +3,7 @@ package kernel
 import (
 	"math/bits"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -199,7 +200,25 @@ func forceSegv(r *Regs) {
 	}
 }
 
-// userHalf reports whether a is an address in the lower half, where
-// application code and its stacks live: a program counter or stack
-// pointer a signal frame restores must be.
-func userHalf(a uint64) bool { return a < 1<<47 }
+// deliverAtExit delivers a pending signal on the way out of a system call;
+// the FP/SSE state for its frame is the one saved at fp or, if fp is 0,
+// the live one.
+func deliverAtExit(r *Regs, fp uintptr) bool {
+	var buf [fpStateSize + 16]byte
+	return deliverSignal(r, exitFP(&buf, fp))
+}
+
+// exitFP puts the FP/SSE state for a signal frame made on the way out of a
+// system call in buf — the one saved at fp or, if fp is 0, the live one —
+// and returns its 16-byte-aligned address there.
+func exitFP(buf *[fpStateSize + 16]byte, fp uintptr) uintptr {
+	fx := (uintptr(unsafe.Pointer(buf)) + 15) &^ 15
+	if fp != 0 {
+		for i := uintptr(0); i < fpStateSize; i += 8 {
+			*at[uint64](fx + i) = *at[uint64](fp + i)
+		}
+	} else {
+		fpSave(fx)
+	}
+	return fx
+}

@@ -124,5 +124,5 @@ func rtSigreturn(r *Regs) bool {
 	sigMask[sched.Current().Index()] = *at[uint64](uc + ucSigmask) &^ unblockable
 	// As on Linux, whose IRET fails on it: the registers are restored,
 	// and the SIGSEGV frame records the bad RIP or RSP.
-	return userHalf(r.SP) && userHalf(r.IP)
+	return mm.UserHalf(r.SP) && mm.UserHalf(r.IP)
 }

@@ -100,7 +100,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 	mc := uc + ucMcontext
 	// A frame that is not readable, or restores a PC or SP outside the
 	// lower half, is the thread's fault: SIGSEGV, as on Linux.
-	if !mm.UserOK(frame, sigFrameSize) || !userHalf(*at[uint64](mc + mcSP)) || !userHalf(*at[uint64](mc + mcPC)) {
+	if !mm.UserOK(frame, sigFrameSize) || !mm.UserHalf(*at[uint64](mc + mcSP)) || !mm.UserHalf(*at[uint64](mc + mcPC)) {
 		forceSegv(r)
 		userSync()
 		return

@@ -3,7 +3,6 @@ package kernel
 import (
 	"sync/atomic"
 
-	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -27,11 +26,7 @@ func smpStart(n int) {
 		if t == nil {
 			fatal("smp: no task slot for an idle task")
 		}
-		lo, hi, ok := mm.AllocKStack(t.Index())
-		if !ok {
-			outOfMemory()
-		}
-		t.SetStack(lo, hi)
+		hi := kernelStack(t)
 		prepareIdle(i, t, hi)
 		prepareCPU(i)
 	}

@@ -131,15 +131,6 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	return 8, 0
 }
 
-// userBuf is the program's n bytes at p, checked for reading or, if write
-// (the kernel fills them), writing.
-func userBuf(p, n uintptr, write bool) ([]byte, abi.Errno) {
-	if write {
-		return mm.UserBufW(p, n)
-	}
-	return mm.UserBuf(p, n)
-}
-
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
 	b, e := userBuf(p, n, !write) // pread fills the buffer
 	if e != 0 {
@@ -354,4 +345,52 @@ func onFS(fd int, notFS abi.Errno, op func(h int) fs.Errno) abi.Errno {
 		return abi.Errno(e)
 	}
 	return badFD(fd, notFS)
+}
+
+// sysReadv and sysWritev: one transfer of the whole vector on a socket (a
+// datagram is one message), a transfer per buffer on other descriptors,
+// stopping at the first short one.
+func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
+	v, e := userIov(p, cnt, !write)
+	if e != 0 {
+		return 0, e
+	}
+	if isSocket(fd) {
+		return sockRW(fd, &v, write)
+	}
+	done := uintptr(0)
+	for i := uintptr(0); i < cnt; i++ {
+		base, l := *at[uintptr](p + i*16), *at[uintptr](p + i*16 + 8)
+		if l == 0 {
+			continue
+		}
+		var c uintptr
+		if write {
+			c, e = sysWrite(fd, base, l)
+		} else {
+			c, e = sysRead(fd, base, l)
+		}
+		if e != 0 {
+			if done > 0 {
+				return done, 0
+			}
+			return 0, e
+		}
+		done += c
+		if c < l {
+			break
+		}
+	}
+	return done, 0
+}
+
+func sysPipe2(p uintptr, flags int) abi.Errno {
+	if !mm.UserW(p, 8) {
+		return abi.EFAULT
+	}
+	r, w, e := vfs.Pipe(flags)
+	if e != 0 {
+		return abi.Errno(e)
+	}
+	return installPair(fileFS, r, w, p)
 }

@@ -30,17 +30,6 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno
 	return installFS(h)
 }
 
-func sysPipe2(p uintptr, flags int) abi.Errno {
-	if !mm.UserW(p, 8) {
-		return abi.EFAULT
-	}
-	r, w, e := vfs.Pipe(flags)
-	if e != 0 {
-		return abi.Errno(e)
-	}
-	return installPair(fileFS, r, w, p)
-}
-
 func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 	path, e := mm.UserPath(p)
 	if e != 0 {

@@ -18,11 +18,7 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 		return 0, abi.EAGAIN
 	}
 	if t.KStackHi == 0 {
-		lo, hi, ok := mm.AllocKStack(t.Index())
-		if !ok {
-			outOfMemory()
-		}
-		t.SetStack(lo, hi)
+		kernelStack(t)
 	}
 	sigInit(t, sched.Current())
 	t.UserFS = sched.Current().UserFS

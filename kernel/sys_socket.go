@@ -1,73 +1,13 @@
 package kernel
 
 import (
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/net"
-	"yolk/sched"
 )
-
-// Sockets: AF_UNIX sockets of package net behind descriptors of kind
-// fileSocket (the descriptor's h is the socket). A call holds a reference
-// to its socket for its duration (sockGet, sockPut), as fsGet does for
-// files. Blocking calls block here, on a wait queue per socket, with the
-// change counter net names (net.Wait) as the condition; non-blocking ones
-// return EAGAIN. Path names are socket nodes of the file system
-// (vfs.BindSocket, vfs.SocketAt). Other families are EAFNOSUPPORT until
-// TCP/IP comes (issue 18).
-
-type netenv struct{ pageSupplier }
-
-func (netenv) Lock()   { sockLock.Lock() }
-func (netenv) Unlock() { sockLock.Unlock() }
-func (netenv) Wake(s int) {
-	sockWQ[s].Wake(0, len(files))
-	epollNotify()
-}
-func (netenv) UserBuf(p, n uintptr, write bool) ([]byte, bool) {
-	b, e := userBuf(p, n, write)
-	return b, e == 0
-}
-
-var (
-	sockLock sched.TWALock
-	sockWQ   [net.NumSockets]sched.WaitQueue
-	sockets  net.Net[netenv]
-)
-
-const (
-	afMax     = 46   // Linux's NPROTO: families from here on are EAFNOSUPPORT before the type is looked at
-	uioMaxIov = 1024 // iovecs in one call
-	// maxRW is Linux's MAX_RW_COUNT: one call transfers at most this.
-	maxRW = 1<<31 - 1 - (mm.PageSize - 1)
-	// epipeQuiet is EPIPE without SIGPIPE (a datagram socket's, or
-	// MSG_NOSIGNAL): syscall reports it as EPIPE and raises nothing.
-	epipeQuiet = abi.EPIPE | 1<<16
-	msghdrSize = unsafe.Sizeof(msghdr{})
-)
-
-// sockGet is the socket behind fd with a reference of the caller's own
-// (sockPut); for another descriptor ENOTSOCK, for none EBADF.
-func sockGet(fd int) (int, abi.Errno) {
-	s := handleRef(fd, fileSocket)
-	if s < 0 {
-		return -1, badFD(fd, abi.Errno(unix.ENOTSOCK))
-	}
-	return s, 0
-}
-
-func sockPut(s int) { sockets.Close(s) }
-
-// isSocket reports whether fd is a socket descriptor.
-func isSocket(fd int) bool { return fd >= 0 && fd < len(files) && files[fd].kind == fileSocket }
-
-// installSocket gives socket s a descriptor (closing s if none is free).
-func installSocket(s int) (uintptr, abi.Errno) { return installHandle(fileSocket, s) }
 
 // sockType splits socket's type argument into the type and its flags:
 // EINVAL for flags other than SOCK_NONBLOCK and SOCK_CLOEXEC.
@@ -83,7 +23,7 @@ func sockType(domain, typ int) (int, bool, abi.Errno) {
 		return 0, false, abi.EINVAL
 	}
 	if domain != unix.AF_UNIX {
-		// AF_INET, AF_INET6 and AF_NETLINK come with TCP/IP (issue 18).
+		// AF_INET, AF_INET6 and AF_NETLINK come with TCP/IP (docs/net.md).
 		return 0, false, abi.Errno(unix.EAFNOSUPPORT)
 	}
 	return t, typ&unix.SOCK_NONBLOCK != 0, 0
@@ -114,44 +54,6 @@ func sysSocketpair(domain, typ, proto int, sv uintptr) abi.Errno {
 		return abi.Errno(ne)
 	}
 	return installPair(fileSocket, a, b, sv)
-}
-
-// sockaddr is a copy of the program's sockaddr of n bytes at p: EINVAL
-// beyond sockaddr_storage's 128, EFAULT if unreadable (Linux's
-// move_addr_to_kernel).
-func sockaddr(p, n uintptr) (sa sockaddrBuf, e abi.Errno) {
-	if int(n) < 0 || n > uintptr(len(sa.b)) {
-		return sa, abi.EINVAL
-	}
-	b, e := mm.UserBuf(p, n)
-	if e != 0 {
-		return sa, e
-	}
-	sa.n = copy(sa.b[:], b)
-	return sa, 0
-}
-
-// sockaddrBuf holds a sockaddr the program passed.
-type sockaddrBuf struct {
-	b [128]byte
-	n int
-}
-
-func (sa *sockaddrBuf) bytes() []byte { return sa.b[:sa.n] }
-
-// peerAddr resolves a sockaddr to connect or send to: a path through the
-// file system (ENOENT and the other lookup errors, ECONNREFUSED for a
-// node that is no socket), an abstract name as it is.
-func peerAddr(sa []byte) (net.Addr, abi.Errno) {
-	kind, name, e := net.ParseAddr(sa)
-	if e != 0 || kind == net.AddrAuto {
-		return net.Addr{}, abi.EINVAL
-	}
-	if kind == net.AddrAbstract {
-		return net.Addr{Name: name}, 0
-	}
-	id, e := vfs.SocketAt(fs.AtCWD, name)
-	return net.Addr{Path: true, ID: id}, abi.Errno(e)
 }
 
 // sockGetAddr is sockGet(fd) and the program's sockaddr (sockaddr), as
@@ -208,24 +110,6 @@ func sysListen(fd, backlog int) abi.Errno {
 	return e
 }
 
-// sockBlock waits for w (until deadline, 0 for none); false if the
-// deadline passed or there is nothing to wait for.
-func sockBlock(w net.Wait, deadline int64) bool {
-	if w.Addr == 0 {
-		return false
-	}
-	return !sched.Block(&sockWQ[w.Sock], 0, w.Addr, w.Val, deadline)
-}
-
-// sockDeadline is when a blocking call on s gives up (SO_RCVTIMEO,
-// SO_SNDTIMEO), 0 for never.
-func sockDeadline(s int, send bool) int64 {
-	if t := sockets.Timeout(s, send); t != 0 {
-		return nanotime() + t
-	}
-	return 0
-}
-
 func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 	if flags&^(unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC) != 0 {
 		return 0, abi.EINVAL
@@ -257,51 +141,6 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 		}
 		return nfd, e
 	}
-}
-
-// putSockaddr writes socket s's address (peer: its peer's) to the
-// program's buffer p of *lp bytes, truncated to fit, and its whole length
-// to *lp, as Linux's move_addr_to_user.
-func putSockaddr(s int, peer bool, p, lp uintptr) abi.Errno {
-	var sa [net.AddrMax]byte
-	n, e := sockets.Name(s, peer, &sa)
-	if e != 0 {
-		return abi.Errno(e)
-	}
-	return copySockaddr(sa[:n], p, lp)
-}
-
-func copySockaddr(sa []byte, p, lp uintptr) abi.Errno {
-	l, e := userLen(lp)
-	if e != 0 {
-		return e
-	}
-	return copyLen(sa[:min(l, len(sa))], p, lp, len(sa))
-}
-
-// userLen is the program's socklen_t at lp, which the call writes back:
-// EFAULT if it may not, EINVAL if it is negative.
-func userLen(lp uintptr) (int, abi.Errno) {
-	if !mm.UserW(lp, 4) {
-		return 0, abi.EFAULT
-	}
-	l := int32(*at[uint32](lp))
-	if l < 0 {
-		return 0, abi.EINVAL
-	}
-	return int(l), 0
-}
-
-// copyLen copies b to the program's buffer p and stores n at lp (checked
-// by userLen).
-func copyLen(b []byte, p, lp uintptr, n int) abi.Errno {
-	u, e := mm.UserBufW(p, uintptr(len(b)))
-	if e != 0 {
-		return e
-	}
-	copy(u, b)
-	*at[uint32](lp) = uint32(n)
-	return 0
 }
 
 func sysGetsockname(fd int, p, lp uintptr, peer bool) abi.Errno {
@@ -395,134 +234,6 @@ func sysGetsockopt(fd, level, name int, p, lp uintptr) abi.Errno {
 	return copyLen(v[:c], p, lp, c)
 }
 
-// userIov checks the program's iovec array of cnt entries at p and every
-// buffer in it (write: the kernel fills them), as Linux's import_iovec:
-// EINVAL for more than 1024 entries or a negative length, EFAULT for bad
-// memory; the total is cut at maxRW.
-func userIov(p, cnt uintptr, write bool) (net.Iov, abi.Errno) {
-	if cnt > uioMaxIov {
-		return net.Iov{}, abi.EINVAL
-	}
-	if cnt == 0 {
-		return net.Iov{}, 0
-	}
-	if !mm.UserOK(p, cnt*16) {
-		return net.Iov{}, abi.EFAULT
-	}
-	total := 0
-	for i := uintptr(0); i < cnt; i++ {
-		base, l := *at[uintptr](p + i*16), *at[uintptr](p + i*16 + 8)
-		if int64(l) < 0 {
-			return net.Iov{}, abi.EINVAL
-		}
-		if _, e := userBuf(base, l, write); e != 0 {
-			return net.Iov{}, e
-		}
-		total += int(min(l, uintptr(maxRW-total)))
-	}
-	return net.Iov{Vec: p, N: int(cnt), Len: total}, 0
-}
-
-// sockSend sends v on s (to: nil for the peer): a blocking stream send
-// waits until all is sent, a message send until it is queued.
-func sockSend(s int, v *net.Iov, flags int, to *net.Addr) (uintptr, abi.Errno) {
-	nb := flags&unix.MSG_DONTWAIT != 0 || sockets.Nonblocking(s)
-	if nb {
-		flags |= unix.MSG_DONTWAIT
-	}
-	stream := sockets.Type(s) == unix.SOCK_STREAM
-	deadline := sockDeadline(s, true)
-	done := 0
-	for {
-		c, w, e := sockets.Send(s, v, done, flags, to)
-		done += c
-		if e == 0 && (!stream || done >= v.Len) {
-			return uintptr(done), 0
-		}
-		if e == 0 || e == unix.EAGAIN && !nb && sockBlock(w, deadline) {
-			continue
-		}
-		if done > 0 {
-			return uintptr(done), 0
-		}
-		if e == unix.EPIPE && (!stream || flags&unix.MSG_NOSIGNAL != 0) {
-			return 0, epipeQuiet
-		}
-		return 0, abi.Errno(e) // a stream's EPIPE: syscall raises SIGPIPE
-	}
-}
-
-// sockRecv receives into v on s; a blocking receive waits for data, end
-// of file or an error (MSG_WAITALL on a stream: until v is full).
-func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
-	nb := flags&unix.MSG_DONTWAIT != 0 || sockets.Nonblocking(s)
-	if nb {
-		flags |= unix.MSG_DONTWAIT
-	}
-	waitAll := flags&unix.MSG_WAITALL != 0 && flags&unix.MSG_PEEK == 0 && sockets.Type(s) == unix.SOCK_STREAM
-	deadline := sockDeadline(s, false)
-	done := 0
-	for {
-		part := *v
-		if done > 0 {
-			part = skipIov(v, done)
-		}
-		w, e := sockets.Recv(s, &part, flags, m)
-		if e == 0 && m.N > 0 && waitAll && done+m.N < v.Len {
-			done += m.N
-			continue
-		}
-		if e == unix.EAGAIN && !nb && sockBlock(w, deadline) {
-			continue
-		}
-		if done > 0 {
-			m.N += done
-			return 0
-		}
-		return abi.Errno(e)
-	}
-}
-
-// skipIov is v without its first k bytes (one buffer: MSG_WAITALL's
-// continuation; a vector goes on as one buffer of its first segment
-// that has room, which is enough for what remains to be waited for).
-func skipIov(v *net.Iov, k int) net.Iov {
-	if v.Vec == 0 {
-		return net.Iov{One: v.One[k:], Len: v.Len - k}
-	}
-	for i := 0; i < v.N; i++ {
-		a := v.Vec + uintptr(i)*16
-		base, l := *at[uintptr](a), int(*at[uintptr](a + 8))
-		if k < l {
-			b, e := mm.UserBufW(base+uintptr(k), uintptr(l-k))
-			if e != 0 {
-				break
-			}
-			return net.Iov{One: b, Len: len(b)}
-		}
-		k -= l
-	}
-	return net.Iov{}
-}
-
-// sockRW is read and write (and readv, writev) on socket fd.
-func sockRW(fd int, v *net.Iov, write bool) (uintptr, abi.Errno) {
-	s, e := sockGet(fd)
-	if e != 0 {
-		return 0, e
-	}
-	defer sockPut(s)
-	if write {
-		return sockSend(s, v, 0, nil)
-	}
-	if v.Len == 0 {
-		return 0, 0 // as Linux's sock_read_iter
-	}
-	var m net.Msg
-	e = sockRecv(s, v, 0, &m)
-	return uintptr(m.N), e
-}
-
 // sockGetBuf is the program's buffer of n bytes at p, cut at maxRW
 // (write: the kernel fills it), as an Iov, and sockGet(fd), checked in
 // that order as sendto and recvfrom do; on error it holds no reference.
@@ -585,19 +296,6 @@ func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.
 	return uintptr(m.N), 0
 }
 
-// struct msghdr's fields (64-bit Linux).
-type msghdr struct {
-	name       uintptr
-	namelen    uint32
-	_          uint32
-	iov        uintptr
-	iovlen     uintptr
-	control    uintptr
-	controllen uintptr
-	flags      int32
-	_          int32
-}
-
 // sockGetMsg is sockGet(fd), then the program's msghdr at p and its
 // iovecs (write: recvmsg fills them and the header); on error it holds no
 // reference.
@@ -612,19 +310,6 @@ func sockGetMsg(fd int, p uintptr, write bool) (int, *msghdr, net.Iov, abi.Errno
 		return -1, nil, net.Iov{}, e
 	}
 	return s, h, v, 0
-}
-
-// userMsghdr reads the program's msghdr at p and its iovecs.
-func userMsghdr(p uintptr, write bool) (*msghdr, net.Iov, abi.Errno) {
-	if !mm.UserOK(p, msghdrSize) || write && !mm.UserW(p, msghdrSize) {
-		return nil, net.Iov{}, abi.EFAULT
-	}
-	h := at[msghdr](p)
-	if h.iovlen > uioMaxIov {
-		return nil, net.Iov{}, abi.Errno(unix.EMSGSIZE)
-	}
-	v, e := userIov(h.iov, h.iovlen, write)
-	return h, v, e
 }
 
 func sysSendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
@@ -669,41 +354,4 @@ func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 	h.controllen = 0
 	h.flags = int32(m.Flags)
 	return uintptr(m.N), 0
-}
-
-// sysReadv and sysWritev: one transfer of the whole vector on a socket (a
-// datagram is one message), a transfer per buffer on other descriptors,
-// stopping at the first short one.
-func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
-	v, e := userIov(p, cnt, !write)
-	if e != 0 {
-		return 0, e
-	}
-	if isSocket(fd) {
-		return sockRW(fd, &v, write)
-	}
-	done := uintptr(0)
-	for i := uintptr(0); i < cnt; i++ {
-		base, l := *at[uintptr](p + i*16), *at[uintptr](p + i*16 + 8)
-		if l == 0 {
-			continue
-		}
-		var c uintptr
-		if write {
-			c, e = sysWrite(fd, base, l)
-		} else {
-			c, e = sysRead(fd, base, l)
-		}
-		if e != 0 {
-			if done > 0 {
-				return done, 0
-			}
-			return 0, e
-		}
-		done += c
-		if c < l {
-			break
-		}
-	}
-	return done, 0
 }

@@ -106,10 +106,6 @@ func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
 	return uintptr(sched.NumCPU()), 0
 }
 
-// sysFrameOf returns the physical frame behind user page va, or behind a
-// page of the demand-paged BSS; 0 if none.
-func sysFrameOf(va uintptr) uintptr { return mm.FrameOf(va) }
-
 var crashMode uint32
 
 // sysCrash faults in kernel context as mode says, on CPU cpu1-1 (cpu1 0:
@@ -180,11 +176,7 @@ func sysSwitchBench(n int, all bool) (uintptr, abi.Errno) {
 		if t == nil {
 			return 0, abi.EAGAIN
 		}
-		lo, hi, ok := mm.AllocKStack(t.Index())
-		if !ok {
-			outOfMemory()
-		}
-		t.SetStack(lo, hi)
+		kernelStack(t)
 		benchPartner = uintptr(unsafe.Pointer(t))
 	}
 	return uintptr(sched.SwitchBench(at[sched.Task](benchPartner), n, all)), 0
@@ -248,7 +240,7 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 	case abi.SysLockTest:
 		return 0, sysLockTest(int(a0), int(a1), int(a2), a3)
 	case abi.SysFrameOf:
-		return sysFrameOf(a0), 0
+		return mm.FrameOf(a0), 0
 	case abi.SysUnmapped:
 		return uintptr(atomic.LoadUint64(&enosysN)), 0
 	case abi.SysNumCPU:

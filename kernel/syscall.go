@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -16,12 +15,12 @@ import (
 // syscall_amd64.go (sysLegacy).
 //
 // Why a switch and not a table of functions: the compiler turns this dense
-// switch into a jump table (a bounds check and an indirect jump, as a
-// table would cost), each case converts the raw registers to the handler's
-// own signature with no adapter in between, and the table would be a
-// package variable of func values, initialised by the runtime: data a fault
-// could corrupt and that does not exist before the runtime has run, where
-// a switch is code.
+// switch into a jump table (a bounds check and an indirect jump, what a
+// table would cost), and each case converts the raw registers to its
+// handler's own signature. A table needs one signature for all, so a
+// wrapper per call doing that conversion: the same lines, an indirect call
+// more, and the argument types no longer checked where the handler is
+// named.
 
 // syscall dispatches the system call in r (number and arguments as the
 // architecture passes them, Regs.sysArgs) and leaves the result in r.
@@ -247,27 +246,4 @@ func syscall(r *Regs) {
 	if signalPending(t) {
 		deliverAtExit(r, exitFPState(r))
 	}
-}
-
-// deliverAtExit delivers a pending signal on the way out of a system call;
-// the FP/SSE state for its frame is the one saved at fp or, if fp is 0,
-// the live one.
-func deliverAtExit(r *Regs, fp uintptr) bool {
-	var buf [fpStateSize + 16]byte
-	return deliverSignal(r, exitFP(&buf, fp))
-}
-
-// exitFP puts the FP/SSE state for a signal frame made on the way out of a
-// system call in buf — the one saved at fp or, if fp is 0, the live one —
-// and returns its 16-byte-aligned address there.
-func exitFP(buf *[fpStateSize + 16]byte, fp uintptr) uintptr {
-	fx := (uintptr(unsafe.Pointer(buf)) + 15) &^ 15
-	if fp != 0 {
-		for i := uintptr(0); i < fpStateSize; i += 8 {
-			*at[uint64](fx + i) = *at[uint64](fp + i)
-		}
-	} else {
-		fpSave(fx)
-	}
-	return fx
 }

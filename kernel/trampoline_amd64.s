@@ -9,7 +9,7 @@
 
 #include "textflag.h"
 
-// Offsets in the trampoline page (trampoline.go has the same).
+// Offsets in the trampoline page (trampoline_amd64.go has the same).
 #define T_PROT32 34	// first 32-bit instruction
 #define T_GDTR 0xC0	// limit (2 bytes), base (4 bytes)
 #define T_FAR32 0xC8	// 32-bit offset, selector: protected-mode entry

@@ -4,8 +4,10 @@
 // out, and the Linux system-call names by number (for strace and the
 // ENOSYS log).
 //
-// A leaf: it imports only golang.org/x/sys/unix, holds constants, types,
-// read-only tables and the TestCalls switch, and has no code that runs. The kernel and the
+// A leaf: it imports only golang.org/x/sys/unix. It holds constants,
+// types, read-only tables, the name lookup (SysName) and the TestCalls
+// switch. Kernel context: the kernel calls SysName inside system calls,
+// so nothing here allocates, stores Go pointers or calls the runtime. The kernel and the
 // guest self-tests both import it, so a layout is declared once.
 package abi
 

@@ -37,7 +37,7 @@ func (s Space[E]) BSSSplit(bssStart, imageEnd uintptr) {
 			*at[uint64](pte) = pteUntouched(va)
 		}
 	}
-	flushTLBAll()
+	flushAll()
 	bssLazyLo, bssLazyHi = lo, hi
 }
 
@@ -61,7 +61,7 @@ func BSSReclaim() uintptr {
 			framesAll++
 		}
 	}
-	flushTLBAll()
+	flushAll()
 	return 0
 }
 
@@ -147,6 +147,6 @@ func (s Space[E]) ProtectImage(lo, ro, hi uintptr) {
 		}
 	}
 	pteWritten()
-	flushTLBAll()
+	flushAll()
 	imageLo, imageRO, imageHi = lo, ro, hi
 }

@@ -17,6 +17,11 @@ import (
 // PageRound rounds n up to a whole number of pages.
 func PageRound(n uintptr) uintptr { return (n + PageSize - 1) &^ (PageSize - 1) }
 
+// UserHalf reports whether a is an address in the user half, where
+// application code and its stacks live (a program counter or stack
+// pointer a signal frame restores must be).
+func UserHalf(a uint64) bool { return a < userMax+PageSize }
+
 // MaxMapping is the longest mapping the user half holds.
 const MaxMapping = userMax - userMin
 

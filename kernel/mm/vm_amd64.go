@@ -33,9 +33,6 @@ func pteWritable(e uint64) bool   { return e&pteWrite != 0 }
 func pteReadOnly(e uint64) uint64 { return e &^ pteWrite }
 func pteAccessed(e uint64) bool   { return e&pteA != 0 }
 
-// flushTLBAll drops this CPU's non-global translations (reloads CR3).
-func flushTLBAll() { amd64.SetCR3(amd64.CR3()) }
-
 // UnmapLow removes the identity mapping of [0, 2 MiB) once the boot data
 // there (PVH start info, memory map, command line) has been read.
 func UnmapLow() {

@@ -36,9 +36,6 @@ func pteWritable(e uint64) bool   { return e&pteRO == 0 }
 func pteReadOnly(e uint64) uint64 { return e | pteRO }
 func pteAccessed(e uint64) bool   { return e&pteAF != 0 }
 
-// flushTLBAll drops every translation (on every CPU: the broadcast form).
-func flushTLBAll() { arm64.TLBIAll() }
-
 // UnmapLow has nothing to do: the boot page tables never mapped the first
 // 2 MiB (virt) or the first 512 KiB, below the image (the Raspberry Pi).
 func UnmapLow() {}

@@ -3,7 +3,7 @@
 // a path or an abstract name (or autobind), listen with a bounded accept
 // queue, connect, accept, shutdown, send and receive with message
 // boundaries and MSG_PEEK/MSG_TRUNC, the options Go sets, and readiness
-// for epoll. TCP/IP comes later (issue 18) and will keep its state here
+// for epoll. TCP/IP comes later (docs/net.md) and will keep its state here
 // too.
 //
 // Kernel-context Go: nothing here allocates on the Go heap, stores a Go

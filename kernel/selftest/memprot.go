@@ -1,10 +1,14 @@
 package main
 
+// Memory: mmap reserve and commit, unmapping, MADV_DONTNEED, the
+// demand-paged BSS, protections, the user-memory rule.
+
 import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
 	"unsafe"
+	"yolk/kernel/abi"
 
 	"golang.org/x/sys/unix"
 )
@@ -171,6 +175,161 @@ func testMemoryImageRules(t *T) {
 	for _, p := range outside {
 		if e := read(p); e != syscall.EFAULT {
 			t.Errorf("read into %#x = %v; want EFAULT", p, e)
+		}
+	}
+}
+
+func mmap(t *T, addr, n uintptr, prot, flags int) uintptr {
+	p, _, e := syscall.Syscall6(syscall.SYS_MMAP, addr, n, uintptr(prot), uintptr(flags|unix.MAP_ANON|unix.MAP_PRIVATE), ^uintptr(0), 0)
+	if e != 0 {
+		t.Fatalf("mmap(%#x, %d, %d, %#x): %v", addr, n, prot, flags, e)
+	}
+	return p
+}
+
+func bytesAt(p, n uintptr) []byte {
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
+}
+
+// backed counts the pages of [p, p+n) that have a frame behind them,
+// looking at every step-th page. It asks the kernel about these pages alone,
+// so that it is exact while other CPUs map and unmap memory of their own
+// (the global counters of stats are not).
+func backed(p, n, step uintptr) int {
+	c := 0
+	for va := p; va < p+n; va += step * 4096 {
+		if f, _, _ := syscall.Syscall(abi.SysFrameOf, va, 0, 0); f != 0 {
+			c++
+		}
+	}
+	return c
+}
+
+func testMemoryReserveCommit(t *T) {
+	const size = 256 << 20 // twice the guest's RAM: reserving costs no memory
+	before := stats(t)
+	base := mmap(t, 0, size, unix.PROT_NONE, 0)
+	mid := stats(t)
+	// The free count is shared with every other CPU: allow a little
+	// traffic (the runtime's own) and catch an eager reservation (65536).
+	if mid.FramesFree < before.FramesFree-256 {
+		t.Errorf("reserving %d MiB took %d frames", size>>20, before.FramesFree-mid.FramesFree)
+	}
+	if n := backed(base, size, 64); n != 0 {
+		t.Errorf("%d sampled pages of a fresh reservation are backed", n)
+	}
+	// Commit 1 MiB in the middle and touch every page.
+	c := base + 64<<20
+	if p := mmap(t, c, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_FIXED); p != c {
+		t.Fatalf("MAP_FIXED returned %#x, want %#x", p, c)
+	}
+	if n := backed(c, 1<<20, 1); n != 0 {
+		t.Errorf("committing backed %d pages before they were touched", n)
+	}
+	b := bytesAt(c, 1<<20)
+	for i := 0; i < len(b); i += 4096 {
+		if b[i] != 0 {
+			t.Fatalf("fresh page not zero at +%d", i)
+		}
+		b[i] = byte(i >> 12)
+	}
+	if got := backed(c, 1<<20, 1); got != 256 {
+		t.Errorf("touching 256 committed pages backed %d", got)
+	}
+	if n := backed(base, size, 64) - backed(c, 1<<20, 64); n != 0 {
+		t.Errorf("touching the committed MiB backed %d sampled pages outside it", n)
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, base, size, 0); e != 0 {
+		t.Fatalf("munmap: %v", e)
+	}
+	if n := backed(c, 1<<20, 1); n != 0 {
+		t.Errorf("munmap left %d pages backed", n)
+	}
+}
+
+func testMemoryPartialUnmap(t *T) {
+	p := mmap(t, 0, 16*4096, unix.PROT_READ|unix.PROT_WRITE, 0)
+	b := bytesAt(p, 16*4096)
+	for i := range b {
+		b[i] = 0xAA
+	}
+	// Unmap pages 4..7; the rest must keep its contents.
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, p+4*4096, 4*4096, 0); e != 0 {
+		t.Fatalf("partial munmap: %v", e)
+	}
+	for _, off := range []uintptr{0, 3 * 4096, 8 * 4096, 15 * 4096} {
+		if b[off] != 0xAA {
+			t.Errorf("byte at +%#x lost after partial munmap", off)
+		}
+	}
+	// The hole is free again: a fixed mapping there is fresh and zero.
+	q := mmap(t, p+4*4096, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_FIXED)
+	if bytesAt(q, 1)[0] != 0 {
+		t.Errorf("remapped hole not zero")
+	}
+	syscall.Syscall(syscall.SYS_MUNMAP, p, 16*4096, 0)
+}
+
+// testMemoryDontNeed checks that MADV_DONTNEED zeroes the pages and
+// returns their frames. The free-frame count is shared with the other CPUs,
+// whose runtime may take or return frames meanwhile, so the count is
+// measured up to five times and must come out exact once.
+func testMemoryDontNeed(t *T) {
+	p := mmap(t, 0, 8*4096, unix.PROT_READ|unix.PROT_WRITE, 0)
+	defer syscall.Syscall(syscall.SYS_MUNMAP, p, 8*4096, 0)
+	b := bytesAt(p, 8*4096)
+	var freed []int64
+	for try := 0; try < 5; try++ {
+		for i := range b {
+			b[i] = 0x55
+		}
+		if n := backed(p, 8*4096, 1); n != 8 {
+			t.Fatalf("8 written pages, %d backed", n)
+		}
+		before := stats(t)
+		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, p, 8*4096, unix.MADV_DONTNEED); e != 0 {
+			t.Fatalf("madvise: %v", e)
+		}
+		after := stats(t)
+		if n := backed(p, 8*4096, 1); n != 0 {
+			t.Errorf("%d pages still backed after MADV_DONTNEED", n)
+		}
+		for i := range b {
+			if b[i] != 0 {
+				t.Fatalf("byte %d = %#x after MADV_DONTNEED, want 0", i, b[i])
+			}
+		}
+		freed = append(freed, after.FramesFree-before.FramesFree)
+		if freed[try] == 8 {
+			return
+		}
+	}
+	t.Errorf("MADV_DONTNEED of 8 pages freed %v frames in five tries, want 8 once", freed)
+}
+
+// bigBSS is 8 MiB of BSS the program has not touched before the test.
+var bigBSS [8 << 20]byte
+
+func testBSSDemandPaged(t *T) {
+	// Whole pages only: the array's first page may hold other variables.
+	base := uintptr(unsafe.Pointer(&bigBSS[0]))
+	p := (base + 4095) &^ 4095
+	a := bigBSS[p-base:][:1<<20]
+	if n := backed(p, 1<<20, 1); n != 0 {
+		t.Fatalf("%d pages of an untouched BSS array are backed: BSS is not demand-paged", n)
+	}
+	for i := 0; i < len(a); i += 4096 {
+		if a[i] != 0 {
+			t.Fatalf("fresh BSS byte %d = %#x", i, a[i])
+		}
+		a[i] = byte(i>>12) | 1
+	}
+	if n := backed(p, 1<<20, 1); n != 256 {
+		t.Errorf("touching 256 BSS pages backed %d", n)
+	}
+	for i := 0; i < len(a); i += 4096 {
+		if a[i] != byte(i>>12)|1 {
+			t.Fatalf("BSS byte %d lost its value", i)
 		}
 	}
 }

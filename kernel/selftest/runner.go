@@ -6,7 +6,8 @@
 //
 // Not kernel context: it allocates and uses the runtime like any program,
 // and reaches the kernel only through system calls, yolk's private ones
-// (kernel/abi) included; it imports no kernel package but abi.
+// (kernel/abi) included; of the kernel's packages it imports abi, and the
+// kernel itself only to be linked with it.
 //
 // Arguments: -run REGEXP selects tests, -bench REGEXP runs benchmarks too,
 // -timeout D bounds each test (default 60s): a test still running then is

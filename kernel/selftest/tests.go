@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,8 +14,6 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
 )
@@ -279,220 +274,6 @@ func testTestTimeout(t *T) {
 	}
 }
 
-func mmap(t *T, addr, n uintptr, prot, flags int) uintptr {
-	p, _, e := syscall.Syscall6(syscall.SYS_MMAP, addr, n, uintptr(prot), uintptr(flags|unix.MAP_ANON|unix.MAP_PRIVATE), ^uintptr(0), 0)
-	if e != 0 {
-		t.Fatalf("mmap(%#x, %d, %d, %#x): %v", addr, n, prot, flags, e)
-	}
-	return p
-}
-
-func bytesAt(p, n uintptr) []byte {
-	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), n)
-}
-
-// backed counts the pages of [p, p+n) that have a frame behind them,
-// looking at every step-th page. It asks the kernel about these pages alone,
-// so that it is exact while other CPUs map and unmap memory of their own
-// (the global counters of stats are not).
-func backed(p, n, step uintptr) int {
-	c := 0
-	for va := p; va < p+n; va += step * 4096 {
-		if f, _, _ := syscall.Syscall(abi.SysFrameOf, va, 0, 0); f != 0 {
-			c++
-		}
-	}
-	return c
-}
-
-func testMemoryReserveCommit(t *T) {
-	const size = 256 << 20 // twice the guest's RAM: reserving costs no memory
-	before := stats(t)
-	base := mmap(t, 0, size, unix.PROT_NONE, 0)
-	mid := stats(t)
-	// The free count is shared with every other CPU: allow a little
-	// traffic (the runtime's own) and catch an eager reservation (65536).
-	if mid.FramesFree < before.FramesFree-256 {
-		t.Errorf("reserving %d MiB took %d frames", size>>20, before.FramesFree-mid.FramesFree)
-	}
-	if n := backed(base, size, 64); n != 0 {
-		t.Errorf("%d sampled pages of a fresh reservation are backed", n)
-	}
-	// Commit 1 MiB in the middle and touch every page.
-	c := base + 64<<20
-	if p := mmap(t, c, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_FIXED); p != c {
-		t.Fatalf("MAP_FIXED returned %#x, want %#x", p, c)
-	}
-	if n := backed(c, 1<<20, 1); n != 0 {
-		t.Errorf("committing backed %d pages before they were touched", n)
-	}
-	b := bytesAt(c, 1<<20)
-	for i := 0; i < len(b); i += 4096 {
-		if b[i] != 0 {
-			t.Fatalf("fresh page not zero at +%d", i)
-		}
-		b[i] = byte(i >> 12)
-	}
-	if got := backed(c, 1<<20, 1); got != 256 {
-		t.Errorf("touching 256 committed pages backed %d", got)
-	}
-	if n := backed(base, size, 64) - backed(c, 1<<20, 64); n != 0 {
-		t.Errorf("touching the committed MiB backed %d sampled pages outside it", n)
-	}
-	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, base, size, 0); e != 0 {
-		t.Fatalf("munmap: %v", e)
-	}
-	if n := backed(c, 1<<20, 1); n != 0 {
-		t.Errorf("munmap left %d pages backed", n)
-	}
-}
-
-func testMemoryPartialUnmap(t *T) {
-	p := mmap(t, 0, 16*4096, unix.PROT_READ|unix.PROT_WRITE, 0)
-	b := bytesAt(p, 16*4096)
-	for i := range b {
-		b[i] = 0xAA
-	}
-	// Unmap pages 4..7; the rest must keep its contents.
-	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, p+4*4096, 4*4096, 0); e != 0 {
-		t.Fatalf("partial munmap: %v", e)
-	}
-	for _, off := range []uintptr{0, 3 * 4096, 8 * 4096, 15 * 4096} {
-		if b[off] != 0xAA {
-			t.Errorf("byte at +%#x lost after partial munmap", off)
-		}
-	}
-	// The hole is free again: a fixed mapping there is fresh and zero.
-	q := mmap(t, p+4*4096, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_FIXED)
-	if bytesAt(q, 1)[0] != 0 {
-		t.Errorf("remapped hole not zero")
-	}
-	syscall.Syscall(syscall.SYS_MUNMAP, p, 16*4096, 0)
-}
-
-// testMemoryDontNeed checks that MADV_DONTNEED zeroes the pages and
-// returns their frames. The free-frame count is shared with the other CPUs,
-// whose runtime may take or return frames meanwhile, so the count is
-// measured up to five times and must come out exact once.
-func testMemoryDontNeed(t *T) {
-	p := mmap(t, 0, 8*4096, unix.PROT_READ|unix.PROT_WRITE, 0)
-	defer syscall.Syscall(syscall.SYS_MUNMAP, p, 8*4096, 0)
-	b := bytesAt(p, 8*4096)
-	var freed []int64
-	for try := 0; try < 5; try++ {
-		for i := range b {
-			b[i] = 0x55
-		}
-		if n := backed(p, 8*4096, 1); n != 8 {
-			t.Fatalf("8 written pages, %d backed", n)
-		}
-		before := stats(t)
-		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, p, 8*4096, unix.MADV_DONTNEED); e != 0 {
-			t.Fatalf("madvise: %v", e)
-		}
-		after := stats(t)
-		if n := backed(p, 8*4096, 1); n != 0 {
-			t.Errorf("%d pages still backed after MADV_DONTNEED", n)
-		}
-		for i := range b {
-			if b[i] != 0 {
-				t.Fatalf("byte %d = %#x after MADV_DONTNEED, want 0", i, b[i])
-			}
-		}
-		freed = append(freed, after.FramesFree-before.FramesFree)
-		if freed[try] == 8 {
-			return
-		}
-	}
-	t.Errorf("MADV_DONTNEED of 8 pages freed %v frames in five tries, want 8 once", freed)
-}
-
-// testSleepAccuracy reports requested against actual sleep, as the median
-// and the extremes of several samples, for time.Sleep (the runtime's timers:
-// futex and epoll timeouts, whose epoll timeout is in whole milliseconds)
-// and nanosleep (the kernel's timer alone). No sample may end early; every
-// 1 ms sample must end within 50 ms — 100 ms with more than two CPUs,
-// which under emulation on CI's 2 host cores are oversubscribed, so that a
-// woken CPU can wait a host time slice. This is a sanity bound: lost
-// wake-ups have their own test (TestSMPIdleWakeup), and the accuracy
-// itself is a benchmark (BenchmarkNanosleep).
-func testSleepAccuracy(t *T) {
-	for _, d := range []time.Duration{20 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
-		n := 9
-		if d >= 10*time.Millisecond {
-			n = 3
-		}
-		var slept, napped []time.Duration
-		ts := unix.NsecToTimespec(int64(d))
-		for range n {
-			start := time.Now()
-			time.Sleep(d)
-			slept = append(slept, time.Since(start))
-			start = time.Now()
-			if err := unix.Nanosleep(&ts, nil); err != nil {
-				t.Errorf("nanosleep: %v", err)
-			}
-			napped = append(napped, time.Since(start))
-		}
-		slices.Sort(slept)
-		slices.Sort(napped)
-		t.Logf("sleep %v (%d samples, min/median/max): time.Sleep %v/%v/%v, nanosleep %v/%v/%v", d, n,
-			slept[0], slept[n/2], slept[n-1], napped[0], napped[n/2], napped[n-1])
-		if slept[0] < d || napped[0] < d {
-			t.Errorf("sleep %v returned early: time.Sleep %v, nanosleep %v", d, slept[0], napped[0])
-		}
-		bound := 50 * time.Millisecond
-		if runtime.NumCPU() > 2 {
-			bound = 100 * time.Millisecond
-		}
-		if d == time.Millisecond && (slept[n-1] > bound || napped[n-1] > bound) {
-			t.Errorf("1ms sleep took up to %v / %v, want < %v", slept[n-1], napped[n-1], bound)
-		}
-	}
-}
-
-func testTimersChannels(t *T) {
-	select {
-	case <-time.After(5 * time.Millisecond):
-	case <-time.After(2 * time.Second):
-		t.Errorf("time.After(5ms) lost to time.After(2s)")
-	}
-	start := time.Now() // before the ticker: its ticks count from its creation
-	tk := time.NewTicker(2 * time.Millisecond)
-	for i := 0; i < 5; i++ {
-		<-tk.C
-	}
-	tk.Stop()
-	if el := time.Since(start); el < 10*time.Millisecond {
-		t.Errorf("5 ticks of 2ms in %v", el)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Millisecond)
-	defer cancel()
-	<-ctx.Done()
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Errorf("ctx.Err() = %v", ctx.Err())
-	}
-}
-
-func testFutexTimeout(t *T) {
-	var word uint32
-	ts := unix.NsecToTimespec(int64(5 * time.Millisecond))
-	start := time.Now()
-	_, _, e := syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), 0|128, 0, uintptr(unsafe.Pointer(&ts)), 0, 0)
-	el := time.Since(start)
-	if e != syscall.ETIMEDOUT {
-		t.Errorf("futex wait = %v, want ETIMEDOUT", e)
-	}
-	if el < 5*time.Millisecond {
-		t.Errorf("futex timed out early: %v", el)
-	}
-	// A changed word must not block.
-	if _, _, e := syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), 0|128, 1, uintptr(unsafe.Pointer(&ts)), 0, 0); e != syscall.EAGAIN {
-		t.Errorf("futex wait on changed word = %v, want EAGAIN", e)
-	}
-	t.Logf("5ms futex timeout took %v", el)
-}
-
 // testGoroutines10k has 10k ping-pong pairs (20k goroutines) alive at once:
 // every pair blocks on a barrier before it plays, so all of them exist
 // together, then all are released and must all complete. The test counts
@@ -665,62 +446,4 @@ func testNilDeref(t *T) {
 			*nilPtr = 1
 		}()
 	}
-}
-
-// bigBSS is 8 MiB of BSS the program has not touched before the test.
-var bigBSS [8 << 20]byte
-
-func testBSSDemandPaged(t *T) {
-	// Whole pages only: the array's first page may hold other variables.
-	base := uintptr(unsafe.Pointer(&bigBSS[0]))
-	p := (base + 4095) &^ 4095
-	a := bigBSS[p-base:][:1<<20]
-	if n := backed(p, 1<<20, 1); n != 0 {
-		t.Fatalf("%d pages of an untouched BSS array are backed: BSS is not demand-paged", n)
-	}
-	for i := 0; i < len(a); i += 4096 {
-		if a[i] != 0 {
-			t.Fatalf("fresh BSS byte %d = %#x", i, a[i])
-		}
-		a[i] = byte(i>>12) | 1
-	}
-	if n := backed(p, 1<<20, 1); n != 256 {
-		t.Errorf("touching 256 BSS pages backed %d", n)
-	}
-	for i := 0; i < len(a); i += 4096 {
-		if a[i] != byte(i>>12)|1 {
-			t.Fatalf("BSS byte %d lost its value", i)
-		}
-	}
-}
-
-// testVDSO checks that time.Now uses the kernel's vDSO (no system calls)
-// and agrees with the clock_gettime system call.
-func testVDSO(t *T) {
-	before := stats(t)
-	prev := time.Now()
-	for i := 0; i < 10000; i++ {
-		now := time.Now()
-		if now.Before(prev) {
-			t.Fatalf("time went backwards: %v after %v", now, prev)
-		}
-		prev = now
-	}
-	after := stats(t)
-	// The two stats calls themselves, and sysmon's sleeps, are all the
-	// system calls there may be — unless the kernel turned the vDSO off
-	// because it could not verify that the CPUs' TSCs agree.
-	if after.TSCSynced == 0 {
-		t.Logf("the kernel could not verify the TSCs are synchronised (see its boot line): vDSO off, time through system calls")
-	} else if n := after.Syscalls - before.Syscalls; n > 100 {
-		t.Errorf("10000 time.Now calls made %d system calls: the vDSO is not used", n)
-	}
-	var ts unix.Timespec
-	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, unix.CLOCK_REALTIME, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
-		t.Fatalf("clock_gettime: %v", e)
-	}
-	if d := time.Since(time.Unix(ts.Sec, ts.Nsec)); d < 0 || d > 50*time.Millisecond {
-		t.Errorf("time.Now (vDSO) is %v ahead of the clock_gettime system call", d)
-	}
-	t.Logf("10000 time.Now calls, %d system calls", after.Syscalls-before.Syscalls)
 }

@@ -4,6 +4,9 @@
 // come from an mmap'd arena (Arena), memory the collector does not
 // manage, as the kernel's frames are. A freed page is poisoned, so that a
 // use after free shows.
+//
+// For hosted tests only: it allocates, takes a sync.Mutex and uses the
+// testing package, so no image may link it.
 package envtest
 
 import (
