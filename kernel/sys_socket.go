@@ -22,8 +22,9 @@ func sockType(domain, typ int) (int, bool, abi.Errno) {
 	if t >= net.SockMax {
 		return 0, false, abi.EINVAL
 	}
-	if domain != unix.AF_UNIX {
-		// AF_INET, AF_INET6 and AF_NETLINK come with TCP/IP (docs/net.md).
+	switch domain {
+	case unix.AF_UNIX, unix.AF_INET, unix.AF_INET6:
+	default:
 		return 0, false, abi.Errno(unix.EAFNOSUPPORT)
 	}
 	return t, typ&unix.SOCK_NONBLOCK != 0, 0
@@ -34,7 +35,7 @@ func sysSocket(domain, typ, proto int) (uintptr, abi.Errno) {
 	if e != 0 {
 		return 0, e
 	}
-	s, ne := sockets.Socket(t, proto, nb)
+	s, ne := sockets.Socket(domain, t, proto, nb)
 	if ne != 0 {
 		return 0, abi.Errno(ne)
 	}
@@ -45,6 +46,9 @@ func sysSocketpair(domain, typ, proto int, sv uintptr) abi.Errno {
 	t, nb, e := sockType(domain, typ)
 	if e != 0 {
 		return e
+	}
+	if domain != unix.AF_UNIX {
+		return abi.Errno(unix.EOPNOTSUPP) // as Linux's inet sockets
 	}
 	if !mm.UserW(sv, 8) {
 		return abi.EFAULT
@@ -77,6 +81,9 @@ func sysBind(fd int, p, n uintptr) abi.Errno {
 		return e
 	}
 	defer sockPut(s)
+	if sockets.Family(s) != unix.AF_UNIX {
+		return abi.Errno(sockets.BindInet(s, sa.bytes()))
+	}
 	kind, name, ne := net.ParseAddr(sa.bytes())
 	switch {
 	case ne != 0:
@@ -161,7 +168,9 @@ func sysConnect(fd int, p, n uintptr) abi.Errno {
 	defer sockPut(s)
 	var a net.Addr
 	ap := &a
-	if sockets.Type(s) == unix.SOCK_DGRAM && sa.n >= 2 && sa.b[0] == unix.AF_UNSPEC && sa.b[1] == 0 {
+	if sockets.Family(s) != unix.AF_UNIX {
+		a.Inet = sa.bytes()
+	} else if sockets.Type(s) == unix.SOCK_DGRAM && sa.n >= 2 && sa.b[0] == unix.AF_UNSPEC && sa.b[1] == 0 {
 		ap = nil // disconnect
 	} else if a, e = peerAddr(sa.bytes()); e != 0 {
 		return e
@@ -201,7 +210,7 @@ func sysSetsockopt(fd, level, name int, p, n uintptr) abi.Errno {
 	if int32(n) < 0 {
 		return abi.EINVAL
 	}
-	if level != unix.SOL_SOCKET {
+	if level != unix.SOL_SOCKET && sockets.Family(s) == unix.AF_UNIX {
 		return abi.Errno(unix.EOPNOTSUPP)
 	}
 	if n < 4 {
@@ -266,7 +275,9 @@ func sendTo(s int, v *net.Iov, flags int, ap, an uintptr) (uintptr, abi.Errno) {
 			return 0, e
 		}
 		to = &a
-		if sockets.Type(s) == unix.SOCK_DGRAM {
+		if sockets.Family(s) != unix.AF_UNIX {
+			a.Inet = sa.bytes()
+		} else if sockets.Type(s) == unix.SOCK_DGRAM {
 			if a, e = peerAddr(sa.bytes()); e != 0 {
 				return 0, e
 			}

@@ -214,8 +214,8 @@ func syscall(r *Regs) {
 		ret, err = sysReadv(int(a0), a1, a2, false)
 	case unix.SYS_WRITEV:
 		ret, err = sysReadv(int(a0), a1, a2, true)
-	case unix.SYS_SPLICE:
-		err = abi.EINVAL // Go's io.Copy between sockets falls back to read and write
+	case unix.SYS_SPLICE, unix.SYS_SENDFILE:
+		err = abi.EINVAL // Go's io.Copy between sockets, and from files to them, falls back to read and write
 	case unix.SYS_GETRANDOM:
 		ret, err = sysGetrandom(a0, a1)
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysUnmapped, abi.SysNumCPU:

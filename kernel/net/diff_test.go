@@ -158,7 +158,7 @@ func errOf(e Errno) error {
 }
 
 func (m model) socket(typ int) (int, error) {
-	s, e := m.n.Socket(typ, 0, true)
+	s, e := m.n.Socket(unix.AF_UNIX, typ, 0, true)
 	return s, errOf(e)
 }
 func (m model) pair(typ int) (int, int, error) {

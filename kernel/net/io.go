@@ -106,6 +106,16 @@ func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno)
 	if flags&unix.MSG_OOB != 0 {
 		return 0, Wait{}, unix.EOPNOTSUPP
 	}
+	if isInet(p.family) {
+		if p.typ == unix.SOCK_STREAM {
+			return n.sendTCP(int32(s), v, off) // an address is ignored, as TCP's
+		}
+		var sa []byte
+		if a != nil {
+			sa = a.Inet
+		}
+		return n.sendUDP(int32(s), v, off, sa)
+	}
 	if p.typ == unix.SOCK_STREAM {
 		return n.sendStream(int32(s), v, off, a)
 	}
@@ -216,9 +226,17 @@ func (n *Net[E]) sendStream(s int32, v *Iov, off int, a *Addr) (int, Wait, Errno
 // comes with what to wait for.
 func (n *Net[E]) Recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	n.env.Lock()
-	defer n.env.Unlock()
+	w, e := n.recv(s, v, flags, m)
+	n.env.Unlock()
+	return w, e
+}
+
+func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	p := &n.socks[s]
 	m.N, m.Flags, m.AddrLen = 0, 0, 0
+	if isInet(p.family) && p.typ == unix.SOCK_STREAM {
+		return n.recvTCP(int32(s), v, flags, m)
+	}
 	if p.typ == unix.SOCK_STREAM {
 		if p.state != stConnected {
 			return Wait{}, unix.EINVAL
@@ -275,7 +293,15 @@ func (n *Net[E]) Recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	l := int(binary.LittleEndian.Uint32(h[:]))
 	al := int(h[4])
 	skip := msgHdr
-	if al != 0 {
+	if isInet(p.family) {
+		var a inetAddr
+		var b [inetNameLen]byte
+		p.get(b[:], skip)
+		copy(a.ip[:], b[:16])
+		a.port = binary.BigEndian.Uint16(b[16:])
+		m.AddrLen = putInet(p.family, &a, &m.Addr)
+		skip += inetNameLen
+	} else if al != 0 {
 		m.Addr[0], m.Addr[1] = unix.AF_UNIX, 0
 		p.get(m.Addr[2:al], skip)
 		m.AddrLen = al
@@ -320,11 +346,14 @@ func (n *Net[E]) wakeSenders(s int32) {
 func (n *Net[E]) Setsockopt(s, level, name int, val []byte) Errno {
 	n.env.Lock()
 	defer n.env.Unlock()
-	if level != unix.SOL_SOCKET {
-		return unix.EOPNOTSUPP
-	}
 	p := &n.socks[s]
 	v := int32(binary.LittleEndian.Uint32(val))
+	if level != unix.SOL_SOCKET {
+		if isInet(p.family) {
+			return n.setInetOpt(p, level, name, v)
+		}
+		return unix.EOPNOTSUPP
+	}
 	if bit := boolOpt(name); bit != 0 {
 		if v != 0 {
 			p.opts |= bit
@@ -364,6 +393,8 @@ func (n *Net[E]) Setsockopt(s, level, name int, val []byte) Errno {
 		if len(val) < 8 {
 			return unix.EINVAL
 		}
+		p.tcp.lingerOn = v != 0
+		p.tcp.linger = max(int32(binary.LittleEndian.Uint32(val[4:])), 0)
 	case unix.SO_RCVLOWAT, unix.SO_PRIORITY, unix.SO_MARK:
 		// Accepted; yolk has nothing they would change.
 	default:
@@ -400,12 +431,21 @@ func boolOpt(name int) uint16 {
 func (n *Net[E]) Getsockopt(s, level, name int, out *[16]byte) (int, Errno) {
 	n.env.Lock()
 	defer n.env.Unlock()
-	if level != unix.SOL_SOCKET {
-		return 0, unix.EOPNOTSUPP
-	}
 	p := &n.socks[s]
 	*out = [16]byte{}
 	v := int32(0)
+	if level != unix.SOL_SOCKET {
+		if !isInet(p.family) {
+			return 0, unix.EOPNOTSUPP
+		}
+		v, e := n.getInetOpt(p, level, name)
+		if e == unix.ENOPROTOOPT && (level != unix.IPPROTO_TCP && level != unix.IPPROTO_IP && level != unix.IPPROTO_IPV6 ||
+			level == unix.IPPROTO_IPV6 && p.family == unix.AF_INET || level == unix.IPPROTO_TCP && p.typ != unix.SOCK_STREAM) {
+			e = unix.EOPNOTSUPP // getsockopt's fallthrough in Linux (ip_getsockopt, udp_getsockopt)
+		}
+		binary.LittleEndian.PutUint32(out[:], uint32(v))
+		return 4, e
+	}
 	if bit := boolOpt(name); bit != 0 {
 		if p.opts&bit != 0 {
 			v = 1
@@ -417,8 +457,14 @@ func (n *Net[E]) Getsockopt(s, level, name int, out *[16]byte) (int, Errno) {
 	case unix.SO_TYPE:
 		v = int32(p.typ)
 	case unix.SO_DOMAIN:
-		v = unix.AF_UNIX
+		v = int32(p.family)
 	case unix.SO_PROTOCOL:
+		if isInet(p.family) {
+			v = unix.IPPROTO_UDP
+			if p.typ == unix.SOCK_STREAM {
+				v = unix.IPPROTO_TCP
+			}
+		}
 	case unix.SO_ERROR:
 		v = int32(p.err)
 		p.err = 0
@@ -437,7 +483,7 @@ func (n *Net[E]) Getsockopt(s, level, name int, out *[16]byte) (int, Errno) {
 		// The one process: pid 1, root. Linux gives an unconnected
 		// socket no credentials: pid 0 and the overflow ids.
 		pid, id := uint32(1), uint32(0)
-		if p.peer < 0 && p.state != stListen {
+		if p.peer < 0 && p.state != stListen || isInet(p.family) {
 			pid, id = 0, 65534
 		}
 		binary.LittleEndian.PutUint32(out[0:], pid)
@@ -453,6 +499,8 @@ func (n *Net[E]) Getsockopt(s, level, name int, out *[16]byte) (int, Errno) {
 		binary.LittleEndian.PutUint64(out[8:], uint64(t%1e9/1e3))
 		return 16, 0
 	case unix.SO_LINGER:
+		binary.LittleEndian.PutUint32(out[0:], uint32(boolInt(p.tcp.lingerOn)))
+		binary.LittleEndian.PutUint32(out[4:], uint32(p.tcp.linger))
 		return 8, 0
 	default:
 		return 0, unix.ENOPROTOOPT

@@ -115,6 +115,7 @@ const (
 type sock struct {
 	used     bool // the slot is taken (alive, or dead and still named by a peer)
 	dead     bool // closed: no descriptor holds it
+	family   uint8
 	typ      uint8
 	state    uint8
 	shut     uint8
@@ -140,8 +141,20 @@ type sock struct {
 	sndtimeo int64
 	r, n     int // the receive ring: read position, bytes queued
 	seq      uint32
-	name     [AddrMax - 2]byte
+	name     [AddrMax - 2]byte // AF_UNIX: its name
 	pages    [RingPages]uintptr
+
+	// AF_INET, AF_INET6 (inet.go).
+	v6only   bool     // IPV6_V6ONLY
+	bindAddr bool     // bind fixed the address (Linux's SOCK_BINDADDR_LOCK)
+	bindPort bool     // bind fixed the port (SOCK_BINDPORT_LOCK)
+	ss       uint8    // TCP: the socket layer's state (ssUnconnected...)
+	closed   bool     // TCP: reset after a connection (TCP_CLOSE): no peer name
+	fin      bool     // TCP: the peer's FIN came (Linux's SOCK_DONE)
+	synTo    int32    // TCP in stSynSent: the listener it waits for
+	local    inetAddr // its address; port 0 if unbound
+	remote   inetAddr // TCP: its peer's; UDP: connected to
+	tcp      tcpOpts
 }
 
 // Net is the socket layer. The zero value is not usable: call Init.
@@ -149,6 +162,10 @@ type Net[E Env] struct {
 	env      E
 	lastGen  uint32
 	autoName uint32
+	nextPort int
+	nV4, nV6 int
+	localV4  [4][4]byte // the NIC's addresses, beside loopback's
+	localV6  [4][16]byte
 	socks    [NumSockets]sock
 }
 
@@ -205,20 +222,45 @@ func (n *Net[E]) newSock(typ int) (int32, Errno) {
 			continue
 		}
 		n.lastGen++
-		*p = sock{used: true, typ: uint8(typ), refs: 1, peer: -1, qhead: -1, qtail: -1, qnext: -1, listener: -1,
-			backlog: MaxDgramQlen, sndbuf: defaultBuf, rcvbuf: defaultBuf, gen: n.lastGen, seq: p.seq}
+		*p = sock{used: true, family: unix.AF_UNIX, typ: uint8(typ), refs: 1, peer: -1, qhead: -1, qtail: -1, qnext: -1, listener: -1,
+			synTo: -1, backlog: MaxDgramQlen, sndbuf: defaultBuf, rcvbuf: defaultBuf, gen: n.lastGen, seq: p.seq, tcp: defaultTCP}
 		return int32(i), 0
 	}
 	return -1, unix.ENFILE
 }
 
-// Socket makes a socket of type typ (SOCK_STREAM, SOCK_DGRAM, SOCK_RAW —
-// a datagram socket, as Linux — or SOCK_SEQPACKET) and protocol proto.
-func (n *Net[E]) Socket(typ, proto int, nonblock bool) (int, Errno) {
+// Socket makes a socket of family (AF_UNIX, AF_INET, AF_INET6), type
+// typ and protocol proto: for AF_UNIX SOCK_STREAM, SOCK_DGRAM, SOCK_RAW
+// (a datagram socket, as Linux) or SOCK_SEQPACKET; for the others TCP or
+// UDP (inet.go).
+func (n *Net[E]) Socket(family, typ, proto int, nonblock bool) (int, Errno) {
 	n.env.Lock()
 	defer n.env.Unlock()
-	s, e := n.socket(typ, proto, nonblock)
-	return int(s), e
+	if family == unix.AF_UNIX {
+		s, e := n.socket(typ, proto, nonblock)
+		return int(s), e
+	}
+	if typ < 0 || typ >= SockMax {
+		return -1, unix.EINVAL
+	}
+	if e := inetSocket(family, typ, proto); e != 0 {
+		return -1, e
+	}
+	s, e := n.newSock(typ)
+	if e != 0 {
+		return -1, e
+	}
+	p := &n.socks[s]
+	p.family, p.nonblock = uint8(family), nonblock
+	p.local = wildcard(p.family)
+	return int(s), 0
+}
+
+// Family is socket s's family.
+func (n *Net[E]) Family(s int) int {
+	n.env.Lock()
+	defer n.env.Unlock()
+	return int(n.socks[s].family)
 }
 
 func (n *Net[E]) socket(typ, proto int, nonblock bool) (int32, Errno) {
@@ -391,6 +433,12 @@ func (n *Net[E]) release(s int32, embryo bool) {
 	unread := p.n > 0
 	p.dead = true
 	n.freeRing(p)
+	if isInet(p.family) {
+		n.releaseInet(s, unread || embryo || p.tcp.lingerOn && p.tcp.linger == 0)
+		n.bump(s)
+		n.maybeFree(p)
+		return
+	}
 	if p.state == stListen {
 		for e := p.qhead; e >= 0; {
 			next := n.socks[e].qnext
@@ -435,6 +483,9 @@ func (n *Net[E]) Poll(s int, id uint64) (events uint32, seq uint32, ok bool) {
 		return 0, 0, false
 	}
 	seq = atomic.LoadUint32(&p.seq)
+	if isInet(p.family) {
+		return n.pollInet(p), seq, true
+	}
 	if p.err != 0 {
 		events |= unix.EPOLLERR
 	}

@@ -16,24 +16,24 @@ func TestLifetime(t *testing.T) {
 	n.Init(env)
 	for round := range 3 {
 		a, b, _ := n.Pair(unix.SOCK_STREAM, 0, true)
-		l, _ := n.Socket(unix.SOCK_SEQPACKET, 0, true)
+		l, _ := n.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0, true)
 		n.BindAbstract(l, []byte("\x00l"))
 		n.Listen(l, 8)
 		var cs []int
 		for range 3 {
-			c, _ := n.Socket(unix.SOCK_SEQPACKET, 0, true)
+			c, _ := n.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET, 0, true)
 			if _, e := n.Connect(c, &Addr{Name: []byte("\x00l")}); e != 0 {
 				t.Fatalf("connect: %v", e)
 			}
 			cs = append(cs, c)
 		}
 		acc, _, _ := n.Accept(l)
-		d, e := n.Socket(unix.SOCK_DGRAM, 0, true)
+		d, e := n.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0, true)
 		if e != 0 {
 			t.Fatal(e)
 		}
 		n.BindAbstract(d, []byte("\x00d"))
-		g, _ := n.Socket(unix.SOCK_DGRAM, 0, true)
+		g, _ := n.Socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0, true)
 		n.Connect(g, &Addr{Name: []byte("\x00d")})
 		v := Iov{One: []byte("data"), Len: 4}
 		n.Send(a, &v, 0, 0, nil)

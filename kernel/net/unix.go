@@ -15,6 +15,7 @@ type Addr struct {
 	Name []byte
 	Path bool
 	ID   uint64
+	Inet []byte // an inet socket's: the program's sockaddr as it is
 }
 
 // find is the live socket of type typ a names: ECONNREFUSED if none
@@ -114,6 +115,9 @@ func (n *Net[E]) Listen(s, backlog int) Errno {
 	n.env.Lock()
 	defer n.env.Unlock()
 	p := &n.socks[s]
+	if isInet(p.family) {
+		return n.listenInet(int32(s), backlog)
+	}
 	switch {
 	case p.typ == unix.SOCK_DGRAM:
 		return unix.EOPNOTSUPP
@@ -130,13 +134,17 @@ func (n *Net[E]) Listen(s, backlog int) Errno {
 }
 
 // Connect connects socket s to a (a nil: AF_UNSPEC, which disconnects a
-// datagram socket). A stream or seqpacket connection is made at once, the
-// server's end queued on the listener for Accept; EAGAIN (and what to
-// wait for) when the listener's queue is full.
+// datagram socket; an inet socket's address is a.Inet, inet.go). A stream
+// or seqpacket connection is made at once, the server's end queued on the
+// listener for Accept; EAGAIN (and what to wait for) when the listener's
+// queue is full.
 func (n *Net[E]) Connect(s int, a *Addr) (Wait, Errno) {
 	n.env.Lock()
 	defer n.env.Unlock()
 	p := &n.socks[s]
+	if isInet(p.family) {
+		return n.connectInet(int32(s), a.Inet)
+	}
 	if p.typ == unix.SOCK_DGRAM {
 		return Wait{}, n.connectDgram(int32(s), a)
 	}
@@ -257,6 +265,9 @@ func (n *Net[E]) Accept(s int) (int, Wait, Errno) {
 	p.qlen--
 	cp.qnext, cp.listener, cp.refs = -1, -1, 1
 	n.bump(int32(s))
+	if isInet(p.family) {
+		n.synComplete(int32(s))
+	}
 	return int(c), Wait{}, 0
 }
 
@@ -268,6 +279,9 @@ func (n *Net[E]) Name(s int, peer bool, sa *[AddrMax]byte) (int, Errno) {
 	n.env.Lock()
 	defer n.env.Unlock()
 	p := &n.socks[s]
+	if isInet(p.family) {
+		return n.nameInet(p, peer, sa)
+	}
 	if peer {
 		if p.peer < 0 {
 			return 0, unix.ENOTCONN
@@ -297,6 +311,9 @@ func (n *Net[E]) Shutdown(s, how int) Errno {
 	}
 	p := &n.socks[s]
 	mode := uint8(how + 1)
+	if isInet(p.family) {
+		return n.shutdownInet(int32(s), mode)
+	}
 	p.shut |= mode
 	if q := p.peer; q >= 0 && p.typ != unix.SOCK_DGRAM {
 		var peer uint8

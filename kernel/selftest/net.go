@@ -225,7 +225,7 @@ func testUnixPacket(t *T) {
 		t.Errorf("send to a closed peer: %v, want EPIPE", err)
 	}
 	syscall.Close(fds[0])
-	if _, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0); err != syscall.EAFNOSUPPORT {
-		t.Errorf("socket(AF_INET) = %v, want EAFNOSUPPORT until TCP/IP comes", err)
+	if _, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, 0); err != syscall.EAFNOSUPPORT {
+		t.Errorf("socket(AF_PACKET) = %v, want EAFNOSUPPORT", err)
 	}
 }

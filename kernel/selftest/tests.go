@@ -62,6 +62,13 @@ var tests = []test{
 	{"TestUnixDatagram", testUnixDatagram},
 	{"TestUnixPacket", testUnixPacket},
 
+	// inet.go
+	{"TestTCPLoopback", testTCPLoopback},
+	{"TestTCPBacklog", testTCPBacklog},
+	{"TestTCP6", testTCP6},
+	{"TestUDPLoopback", testUDPLoopback},
+	{"TestHTTPLoopback", testHTTPLoopback},
+
 	// fuzz.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestMemoryProtection", testMemoryProtection},

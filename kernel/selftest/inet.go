@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// TCP and UDP on the machine's own addresses (kernel/net's loopback)
+// through package net and net/http: echo over many connections at once,
+// IPv6 and dual-stack listeners, deadlines, half-close, RST, refused
+// connections, EADDRINUSE, a full backlog, UDP's addresses and
+// ECONNREFUSED.
+
+// echoServer accepts on ln until it closes; each connection echoes until
+// EOF, then closes.
+func echoServer(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			io.Copy(c, c)
+			c.Close()
+		}()
+	}
+}
+
+// echoMany dials addr conns times at once and checks each echoes msg.
+func echoMany(t *T, network, addr string, conns int, msg []byte) {
+	errs := make(chan error, conns)
+	for range conns {
+		go func() {
+			c, err := net.Dial(network, addr)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			go func() {
+				c.Write(msg)
+				c.(*net.TCPConn).CloseWrite()
+			}()
+			got, err := io.ReadAll(c)
+			if err == nil && !bytes.Equal(got, msg) {
+				err = fmt.Errorf("echo of %d bytes came back as %d", len(msg), len(got))
+			}
+			errs <- err
+		}()
+	}
+	for range conns {
+		if err := <-errs; err != nil {
+			t.Errorf("%s %s: %v", network, addr, err)
+		}
+	}
+}
+
+func testTCPLoopback(t *T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	if _, err := net.Listen("tcp", addr); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("second Listen on %s: %v, want EADDRINUSE", addr, err)
+	}
+	go echoServer(ln)
+	echoMany(t, "tcp", addr, 8, bytes.Repeat([]byte("echo over loopback TCP "), 10000)) // 230 kB each
+
+	// Addresses as both ends see them.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	if c.RemoteAddr().String() != addr || !strings.HasPrefix(c.LocalAddr().String(), "127.0.0.1:") {
+		t.Errorf("Dial's addresses: local %v remote %v, want 127.0.0.1:* and %s", c.LocalAddr(), c.RemoteAddr(), addr)
+	}
+	// A read deadline.
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	b := make([]byte, 16)
+	if _, err := c.Read(b); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("Read past its deadline: %v, want a timeout", err)
+	}
+	c.Close()
+
+	// Connection refused: a port nobody listens on.
+	l2, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := l2.Addr().String()
+	l2.Close()
+	if _, err := net.Dial("tcp", closed); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Dial %s (closed): %v, want ECONNREFUSED", closed, err)
+	}
+	// A RST: the server closes with SO_LINGER 0, once it has the
+	// client's byte (so that the dial has returned).
+	rst, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer rst.Close()
+	go func() {
+		s, err := rst.Accept()
+		if err == nil {
+			s.Read(make([]byte, 1))
+			s.(*net.TCPConn).SetLinger(0)
+			s.Close()
+		}
+	}()
+	if c, err := net.Dial("tcp", rst.Addr().String()); err != nil {
+		t.Errorf("Dial: %v", err)
+	} else {
+		c.Write([]byte("x"))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(b); !errors.Is(err, syscall.ECONNRESET) {
+			t.Errorf("Read after the peer's RST: %v, want ECONNRESET", err)
+		}
+		c.Close()
+	}
+	// Options Go sets, as a program sets them.
+	c, _ = net.Dial("tcp", addr)
+	tc := c.(*net.TCPConn)
+	for _, err := range []error{tc.SetNoDelay(false), tc.SetKeepAlive(true), tc.SetKeepAlivePeriod(30 * time.Second),
+		tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: time.Second, Count: 3}),
+		tc.SetReadBuffer(1 << 16), tc.SetWriteBuffer(1 << 16)} {
+		if err != nil {
+			t.Errorf("option: %v", err)
+		}
+	}
+	c.Close()
+}
+
+// testTCPBacklog: a listener whose queue is full leaves the next dial
+// waiting (here, until its timeout), and accept makes room.
+func testTCPBacklog(t *T) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socket: %v", err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil { // room for one
+		t.Fatalf("listen: %v", err)
+	}
+	sa, _ := syscall.Getsockname(fd)
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	first, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("Dial into an empty queue: %v", err)
+	}
+	defer first.Close()
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		t.Errorf("Dial into a full queue connected")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Errorf("Dial into a full queue: %v, want a timeout", err)
+	}
+	nfd, _, err := syscall.Accept(fd)
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	syscall.Close(nfd)
+	if c, err := net.DialTimeout("tcp", addr, 10*time.Second); err != nil {
+		t.Errorf("Dial after accept made room: %v", err)
+	} else {
+		c.Close()
+	}
+}
+
+func testTCP6(t *T) {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Fatalf("Listen [::1]: %v", err)
+	}
+	go echoServer(ln)
+	echoMany(t, "tcp", ln.Addr().String(), 2, []byte("over IPv6"))
+	ln.Close()
+	// A dual-stack listener takes IPv4 and IPv6; Go shows the IPv4 peer
+	// unmapped.
+	ds, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatalf("Listen :0: %v", err)
+	}
+	defer ds.Close()
+	port := ds.Addr().(*net.TCPAddr).Port
+	go func() {
+		for {
+			c, err := ds.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(c, "%s", c.RemoteAddr().(*net.TCPAddr).IP)
+			c.Close()
+		}
+	}()
+	for _, host := range []string{"127.0.0.1", "::1", "localhost"} {
+		c, err := net.Dial("tcp", net.JoinHostPort(host, fmt.Sprint(port)))
+		if err != nil {
+			t.Errorf("Dial %s: %v", host, err)
+			continue
+		}
+		got, _ := io.ReadAll(c)
+		c.Close()
+		want := host
+		if host == "localhost" {
+			want = c.LocalAddr().(*net.TCPAddr).IP.String()
+		}
+		if string(got) != want {
+			t.Errorf("the server saw %s as %q, want %q", host, got, want)
+		}
+	}
+}
+
+func testUDPLoopback(t *T) {
+	a, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatalf("ListenUDP: %v", err)
+	}
+	defer a.Close()
+	b, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatalf("ListenUDP: %v", err)
+	}
+	defer b.Close()
+	for i := range 50 {
+		msg := fmt.Sprintf("datagram %d", i)
+		if _, err := b.WriteTo([]byte(msg), a.LocalAddr()); err != nil {
+			t.Fatalf("WriteTo: %v", err)
+		}
+		buf := make([]byte, 64)
+		a.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, from, err := a.ReadFromUDP(buf)
+		if err != nil || string(buf[:n]) != msg || from.String() != b.LocalAddr().String() {
+			t.Fatalf("ReadFrom = %q from %v, %v; want %q from %v", buf[:n], from, err, msg, b.LocalAddr())
+		}
+	}
+	a.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, _, err := a.ReadFrom(make([]byte, 8)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("ReadFrom past its deadline: %v, want a timeout", err)
+	}
+	// A connected socket to a port nobody has learns ECONNREFUSED.
+	l, _ := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	gone := l.LocalAddr().(*net.UDPAddr)
+	l.Close()
+	c, err := net.DialUDP("udp", nil, gone)
+	if err != nil {
+		t.Fatalf("DialUDP: %v", err)
+	}
+	defer c.Close()
+	c.Write([]byte("anyone?"))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 8)); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Read on a UDP socket connected to nobody: %v, want ECONNREFUSED", err)
+	}
+	// IPv6, and a datagram larger than a page.
+	s6, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6loopback})
+	if err != nil {
+		t.Fatalf("ListenUDP [::1]: %v", err)
+	}
+	defer s6.Close()
+	big := bytes.Repeat([]byte{7}, 60000)
+	if _, err := b.WriteTo(big, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: a.LocalAddr().(*net.UDPAddr).Port}); err != nil {
+		t.Errorf("WriteTo 60000 bytes: %v", err)
+	}
+	buf := make([]byte, 65536)
+	a.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, _, err := a.ReadFrom(buf); err != nil || n != len(big) {
+		t.Errorf("ReadFrom of 60000 bytes: %d, %v", n, err)
+	}
+}
+
+// testHTTPLoopback: net/http's server and client over loopback, with
+// keep-alive and without.
+func testHTTPLoopback(t *T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s from %s", r.URL.Path, r.Host)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String()
+	for _, keep := range []bool{true, false} {
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: !keep}, Timeout: 30 * time.Second}
+		for i := range 20 {
+			resp, err := client.Get(fmt.Sprintf("%s/%d", url, i))
+			if err != nil {
+				t.Fatalf("GET (keep-alive %v): %v", keep, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := fmt.Sprintf("hello /%d from %s", i, ln.Addr()); err != nil || string(body) != want {
+				t.Fatalf("GET = %q, %v; want %q", body, err, want)
+			}
+		}
+		client.CloseIdleConnections()
+	}
+}
