@@ -12,7 +12,9 @@ import (
 // directory and testdata. It is unpacked into the in-memory file system at
 // boot with the modes and modification times the archive gives, every
 // tree it creates is made read-only (directories that exist already, such
-// as /tmp, stay as they are), and the module's frames go to
+// as /tmp and /etc, stay as they are), a file or link entry replaces a
+// file that exists (as tar does: the archive's /etc/hosts wins over the
+// one etc.go makes), and the module's frames go to
 // the allocator. yolk.cwd=PATH makes PATH the working directory.
 //
 // Only what a test tree holds is understood: directories, regular files
@@ -85,9 +87,11 @@ func untar(a []byte) (made int, written int64, bad int) {
 				e = 0
 			}
 		case '0', 0:
+			vfs.Unlink(fs.AtCWD, p, 0) // the entry replaces a file made at boot (/etc's)
 			e = writeFile(p, data, mode)
 			written += size
 		case '2':
+			vfs.Unlink(fs.AtCWD, p, 0)
 			l := copy(linkBuf[:], untilNUL(h[157:257]))
 			e = vfs.Symlink(linkBuf[:l], fs.AtCWD, p)
 		default:

@@ -109,7 +109,7 @@ func sysUname(p uintptr) abi.Errno {
 		return abi.EFAULT
 	}
 	clear(bytesAt(p, 6*65))
-	for i, s := range [...]string{"Linux", "yolk", "6.1.0-yolk", "#1 yolk", unameMachine, "(none)"} {
+	for i, s := range [...]string{"Linux", nodename, "6.1.0-yolk", "#1 yolk", unameMachine, "(none)"} {
 		copy(bytesAt(p+uintptr(i)*65, 64), s)
 	}
 	return 0

@@ -47,9 +47,9 @@ var (
 	tmpDir = [...]byte{'/', 't', 'm', 'p'}
 )
 
-// vfsInit makes the root, /tmp (mode 1777) and /dev with the memory
-// devices null, zero and full (mode 0666). File data may take half of
-// the free memory.
+// vfsInit makes the root, /tmp (mode 1777), /dev with the memory
+// devices null, zero and full (mode 0666) and /etc's files (etc.go).
+// File data may take half of the free memory.
 func vfsInit() {
 	vfs.Init(kenv{}, mm.ReadStats().FramesFree/2)
 	vfs.Mkdir(fs.AtCWD, tmpDir[:], 0o777)
@@ -63,6 +63,7 @@ func vfsInit() {
 		vfs.Mknod(fs.AtCWD, devDir[:], unix.S_IFCHR|0o666, d.dev)
 		vfs.Chmod(fs.AtCWD, devDir[:], 0o666, 0)
 	}
+	etcInit()
 }
 
 var devDir = [...]byte{'/', 'd', 'e', 'v', '/', 0, 0, 0, 0}

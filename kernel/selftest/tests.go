@@ -82,6 +82,9 @@ var tests = []test{
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
 
+	// resolver.go
+	{"TestEtcFiles", testEtcFiles},
+
 	// smp.go
 	{"TestSMPAllCPUsRun", testAllCPUsRun},
 	{"TestSMPSchedInvariants", testSMPSchedInvariants},

@@ -1,0 +1,57 @@
+package kernel
+
+import (
+	"strings"
+	"testing"
+)
+
+// etcText is file i as etcFile makes it.
+func etcText(i int) (string, string) {
+	var b [len(etcBuf)]byte
+	path, n := etcFile(i, b[:])
+	return path, string(b[:n])
+}
+
+// TestEtcFiles: the files' paths and the lines Go's resolver looks for,
+// resolv.conf with and without a DNS server, and that every file fits
+// etcBuf.
+func TestEtcFiles(t *testing.T) {
+	seen := map[string]string{}
+	for i := 0; i < etcFiles; i++ {
+		path, text := etcText(i)
+		if len(text) >= len(etcBuf) || !strings.HasSuffix(text, "\n") {
+			t.Errorf("%s: %d bytes, not ending in a newline, or filling the %d-byte buffer", path, len(text), len(etcBuf))
+		}
+		seen[path] = text
+	}
+	hosts := seen["/etc/hosts"]
+	for _, line := range []string{"127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback", "127.0.1.1\t" + nodename} {
+		if !strings.Contains(hosts, line+"\n") {
+			t.Errorf("/etc/hosts lacks %q:\n%s", line, hosts)
+		}
+	}
+	if r := seen["/etc/resolv.conf"]; strings.Contains(r, "nameserver") {
+		t.Errorf("/etc/resolv.conf without a DNS server names one:\n%s", r)
+	}
+	if !strings.HasPrefix(seen["/etc/nsswitch.conf"], "hosts: files dns\n") {
+		t.Errorf("/etc/nsswitch.conf: %q", seen["/etc/nsswitch.conf"])
+	}
+	for _, line := range strings.Split(strings.TrimSpace(seen["/etc/services"]), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasSuffix(f[1], "/tcp") && !strings.HasSuffix(f[1], "/udp") {
+			t.Errorf("/etc/services: bad line %q", line)
+		}
+	}
+	for _, want := range []string{"http\t\t80/tcp", "https\t\t443/tcp", "domain\t\t53/udp", "ssh\t\t22/tcp", "smtp\t\t25/tcp"} {
+		if !strings.Contains(seen["/etc/services"], want) {
+			t.Errorf("/etc/services lacks %q", want)
+		}
+	}
+	defer func() { etcDNS = [4]byte{} }()
+	for dns, want := range map[[4]byte]string{{10, 0, 2, 3}: "nameserver 10.0.2.3\n", {192, 168, 100, 255}: "nameserver 192.168.100.255\n", {1, 1, 1, 1}: "nameserver 1.1.1.1\n"} {
+		etcDNS = dns
+		if _, r := etcText(1); r != want {
+			t.Errorf("resolv.conf for %v: %q, want %q", dns, r, want)
+		}
+	}
+}
