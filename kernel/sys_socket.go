@@ -23,7 +23,7 @@ func sockType(domain, typ int) (int, bool, abi.Errno) {
 		return 0, false, abi.EINVAL
 	}
 	switch domain {
-	case unix.AF_UNIX, unix.AF_INET, unix.AF_INET6:
+	case unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK:
 	default:
 		return 0, false, abi.Errno(unix.EAFNOSUPPORT)
 	}
@@ -81,7 +81,10 @@ func sysBind(fd int, p, n uintptr) abi.Errno {
 		return e
 	}
 	defer sockPut(s)
-	if sockets.Family(s) != unix.AF_UNIX {
+	switch sockets.Family(s) {
+	case unix.AF_NETLINK:
+		return abi.Errno(sockets.BindNL(s, sa.bytes()))
+	case unix.AF_INET, unix.AF_INET6:
 		return abi.Errno(sockets.BindInet(s, sa.bytes()))
 	}
 	kind, name, ne := net.ParseAddr(sa.bytes())
@@ -166,10 +169,13 @@ func sysConnect(fd int, p, n uintptr) abi.Errno {
 		return e
 	}
 	defer sockPut(s)
+	if sockets.Family(s) == unix.AF_NETLINK {
+		return abi.Errno(sockets.ConnectNL(s, sa.bytes()))
+	}
 	var a net.Addr
 	ap := &a
 	if sockets.Family(s) != unix.AF_UNIX {
-		a.Inet = sa.bytes()
+		a.Raw = sa.bytes()
 	} else if sockets.Type(s) == unix.SOCK_DGRAM && sa.n >= 2 && sa.b[0] == unix.AF_UNSPEC && sa.b[1] == 0 {
 		ap = nil // disconnect
 	} else if a, e = peerAddr(sa.bytes()); e != 0 {
@@ -276,7 +282,7 @@ func sendTo(s int, v *net.Iov, flags int, ap, an uintptr) (uintptr, abi.Errno) {
 		}
 		to = &a
 		if sockets.Family(s) != unix.AF_UNIX {
-			a.Inet = sa.bytes()
+			a.Raw = sa.bytes()
 		} else if sockets.Type(s) == unix.SOCK_DGRAM {
 			if a, e = peerAddr(sa.bytes()); e != 0 {
 				return 0, e

@@ -47,7 +47,7 @@ func (m inetModel) socket(family, typ, proto int) (int, error) {
 func (m inetModel) bind(s int, sa []byte) error { return errOf(m.n.BindInet(s, sa)) }
 func (m inetModel) listen(s, b int) error       { return errOf(m.n.Listen(s, b)) }
 func (m inetModel) connect(s int, sa []byte) error {
-	_, e := m.n.Connect(s, &Addr{Inet: sa})
+	_, e := m.n.Connect(s, &Addr{Raw: sa})
 	return errOf(e)
 }
 func (m inetModel) accept(s int) (int, error) {
@@ -61,7 +61,7 @@ func (m inetModel) send(s int, data string, flags int, sa []byte) (int, error) {
 	b := []byte(data)
 	var a *Addr
 	if sa != nil {
-		a = &Addr{Inet: sa}
+		a = &Addr{Raw: sa}
 	}
 	c, _, e := m.n.Send(s, &Iov{One: b, Len: len(b)}, 0, flags|unix.MSG_DONTWAIT, a)
 	return c, errOf(e)

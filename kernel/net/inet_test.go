@@ -2,6 +2,7 @@ package net
 
 import (
 	"encoding/binary"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -53,7 +54,7 @@ func TestBacklogFull(t *testing.T) {
 	var cs []int
 	for i := 0; i < 3; i++ {
 		c, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
-		if _, e := n.Connect(c, &Addr{Inet: to}); e != unix.EINPROGRESS {
+		if _, e := n.Connect(c, &Addr{Raw: to}); e != unix.EINPROGRESS {
 			t.Fatalf("connect %d = %v, want EINPROGRESS", i, e)
 		}
 		cs = append(cs, c)
@@ -66,7 +67,7 @@ func TestBacklogFull(t *testing.T) {
 	if !out(cs[0]) || !out(cs[1]) || out(cs[2]) {
 		t.Fatalf("writable: %v %v %v, want the first two only (backlog 1 takes 2)", out(cs[0]), out(cs[1]), out(cs[2]))
 	}
-	if _, e := n.Connect(cs[2], &Addr{Inet: to}); e != unix.EALREADY {
+	if _, e := n.Connect(cs[2], &Addr{Raw: to}); e != unix.EALREADY {
 		t.Errorf("connect again while waiting = %v, want EALREADY", e)
 	}
 	if _, _, e := n.Accept(l); e != 0 {
@@ -75,19 +76,19 @@ func TestBacklogFull(t *testing.T) {
 	if !out(cs[2]) {
 		t.Fatalf("the waiting connect did not complete when accept made room")
 	}
-	if _, e := n.Connect(cs[2], &Addr{Inet: to}); e != 0 {
+	if _, e := n.Connect(cs[2], &Addr{Raw: to}); e != 0 {
 		t.Errorf("connect after completion = %v, want 0", e)
 	}
 	// Fill the queue again, then a blocking connect waits.
 	b, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, false)
-	w, e := n.Connect(b, &Addr{Inet: to})
+	w, e := n.Connect(b, &Addr{Raw: to})
 	if e != unix.EAGAIN || w.Sock != b {
 		t.Fatalf("blocking connect to a full queue = %+v %v, want EAGAIN on its own counter", w, e)
 	}
 	d, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
-	n.Connect(d, &Addr{Inet: to})
+	n.Connect(d, &Addr{Raw: to})
 	n.Close(l)
-	if _, e := n.Connect(b, &Addr{Inet: to}); e != unix.ECONNREFUSED {
+	if _, e := n.Connect(b, &Addr{Raw: to}); e != unix.ECONNREFUSED {
 		t.Errorf("blocking connect after the listener closed = %v, want ECONNREFUSED", e)
 	}
 	var out4 [16]byte
@@ -109,7 +110,7 @@ func TestBacklogFull(t *testing.T) {
 func TestNoRoute(t *testing.T) {
 	n := newInet(t)
 	s, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
-	if _, e := n.Connect(s, &Addr{Inet: sin4([4]byte{10, 0, 2, 2}, 80)}); e != unix.ENETUNREACH {
+	if _, e := n.Connect(s, &Addr{Raw: sin4([4]byte{10, 0, 2, 2}, 80)}); e != unix.ENETUNREACH {
 		t.Errorf("connect to 10.0.2.2 = %v, want ENETUNREACH", e)
 	}
 	if e := n.BindInet(s, sin4([4]byte{10, 0, 2, 15}, 0)); e != unix.EADDRNOTAVAIL {
@@ -121,7 +122,7 @@ func TestNoRoute(t *testing.T) {
 	}
 	u, _ := n.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0, true)
 	b := []byte("x")
-	if _, _, e := n.Send(u, &Iov{One: b, Len: 1}, 0, 0, &Addr{Inet: sin4([4]byte{192, 0, 2, 1}, 53)}); e != unix.ENETUNREACH {
+	if _, _, e := n.Send(u, &Iov{One: b, Len: 1}, 0, 0, &Addr{Raw: sin4([4]byte{192, 0, 2, 1}, 53)}); e != unix.ENETUNREACH {
 		t.Errorf("sendto 192.0.2.1 = %v, want ENETUNREACH", e)
 	}
 	for _, c := range [][3]int{
@@ -165,7 +166,7 @@ func TestEphemeralPorts(t *testing.T) {
 	l, port := listenTCP(t, n, 128)
 	for i := 0; i < 2000; i++ {
 		c, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
-		if _, e := n.Connect(c, &Addr{Inet: sin4([4]byte{127, 0, 0, 1}, port)}); e != unix.EINPROGRESS {
+		if _, e := n.Connect(c, &Addr{Raw: sin4([4]byte{127, 0, 0, 1}, port)}); e != unix.EINPROGRESS {
 			t.Fatalf("connect %d: %v", i, e)
 		}
 		a, _, e := n.Accept(l)
@@ -182,4 +183,73 @@ func TestEphemeralPorts(t *testing.T) {
 			t.Fatalf("socket %d still used", i)
 		}
 	}
+}
+
+// TestNetlinkSocket: a route dump through the socket calls, as
+// syscall.NetlinkRIB makes them, parses as Go's net package parses it.
+func TestNetlinkSocket(t *testing.T) {
+	n := newInet(t)
+	s, e := n.Socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE, true)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	sa := make([]byte, NLAddrLen)
+	binary.NativeEndian.PutUint16(sa, unix.AF_NETLINK)
+	if e := n.BindNL(s, sa); e != 0 {
+		t.Fatalf("bind: %v", e)
+	}
+	for _, typ := range []uint16{unix.RTM_GETLINK, unix.RTM_GETADDR} {
+		req := make([]byte, unix.NLMSG_HDRLEN+unix.SizeofRtGenmsg)
+		binary.NativeEndian.PutUint32(req, uint32(len(req)))
+		binary.NativeEndian.PutUint16(req[4:], typ)
+		binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_DUMP|unix.NLM_F_REQUEST)
+		binary.NativeEndian.PutUint32(req[8:], 1)
+		if c, _, e := n.Send(s, &Iov{One: req, Len: len(req)}, 0, 0, &Addr{Raw: sa}); e != 0 || c != len(req) {
+			t.Fatalf("sendto: %d %v", c, e)
+		}
+		var msgs []syscall.NetlinkMessage
+		done := false
+		for i := 0; !done && i < 100; i++ {
+			buf := make([]byte, 4096)
+			var m Msg
+			if _, e := n.Recv(s, &Iov{One: buf, Len: len(buf)}, unix.MSG_DONTWAIT, &m); e != 0 {
+				t.Fatalf("recv %d: %v", i, e)
+			}
+			if m.AddrLen != NLAddrLen || binary.NativeEndian.Uint16(m.Addr[:]) != unix.AF_NETLINK {
+				t.Errorf("sender %x, want the kernel's sockaddr_nl", m.Addr[:m.AddrLen])
+			}
+			ms, err := syscall.ParseNetlinkMessage(buf[:m.N])
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			for _, msg := range ms {
+				if msg.Header.Type == unix.NLMSG_DONE {
+					done = true
+				} else {
+					msgs = append(msgs, msg)
+				}
+			}
+		}
+		if !done {
+			t.Fatalf("dump %d never ended", typ)
+		}
+		switch typ {
+		case unix.RTM_GETLINK:
+			if len(msgs) != 1 || msgs[0].Header.Type != unix.RTM_NEWLINK {
+				t.Errorf("links: %d messages, want lo alone", len(msgs))
+			}
+		case unix.RTM_GETADDR:
+			if len(msgs) != 2 {
+				t.Errorf("addresses: %d messages, want lo's 127.0.0.1 and ::1", len(msgs))
+			}
+		}
+	}
+	var name [AddrMax]byte
+	if l, e := n.Name(s, false, &name); e != 0 || l != NLAddrLen || binary.NativeEndian.Uint32(name[4:]) != NLPid {
+		t.Errorf("getsockname = %x, %v; want port %d", name[:l], e, NLPid)
+	}
+	if e := n.Listen(s, 1); e != unix.EOPNOTSUPP {
+		t.Errorf("listen on netlink = %v, want EOPNOTSUPP", e)
+	}
+	n.Close(s)
 }

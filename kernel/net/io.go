@@ -106,13 +106,20 @@ func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno)
 	if flags&unix.MSG_OOB != 0 {
 		return 0, Wait{}, unix.EOPNOTSUPP
 	}
+	if p.family == unix.AF_NETLINK {
+		var sa []byte
+		if a != nil {
+			sa = a.Raw
+		}
+		return n.sendNL(int32(s), v, off, sa)
+	}
 	if isInet(p.family) {
 		if p.typ == unix.SOCK_STREAM {
 			return n.sendTCP(int32(s), v, off) // an address is ignored, as TCP's
 		}
 		var sa []byte
 		if a != nil {
-			sa = a.Inet
+			sa = a.Raw
 		}
 		return n.sendUDP(int32(s), v, off, sa)
 	}
@@ -275,6 +282,9 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	if p.typ == unix.SOCK_SEQPACKET && p.state != stConnected {
 		return Wait{}, unix.ENOTCONN
 	}
+	if p.family == unix.AF_NETLINK {
+		n.refillNL(p)
+	}
 	if p.msgs == 0 {
 		if e := p.err; e != 0 {
 			p.err = 0
@@ -293,7 +303,9 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	l := int(binary.LittleEndian.Uint32(h[:]))
 	al := int(h[4])
 	skip := msgHdr
-	if isInet(p.family) {
+	if p.family == unix.AF_NETLINK {
+		m.AddrLen = NLKernelAddr(m.Addr[:])
+	} else if isInet(p.family) {
 		var a inetAddr
 		var b [inetNameLen]byte
 		p.get(b[:], skip)

@@ -155,6 +155,8 @@ type sock struct {
 	local    inetAddr // its address; port 0 if unbound
 	remote   inetAddr // TCP: its peer's; UDP: connected to
 	tcp      tcpOpts
+
+	dump DumpCursor // AF_NETLINK: the dump in progress (nlsock.go)
 }
 
 // Net is the socket layer. The zero value is not usable: call Init.
@@ -166,6 +168,10 @@ type Net[E Env] struct {
 	nV4, nV6 int
 	localV4  [4][4]byte // the NIC's addresses, beside loopback's
 	localV6  [4][16]byte
+	ifaces   Ifaces  // the interfaces, for netlink
+	nl       NLPorts // netlink's port ids
+	nlReq    [4096]byte
+	nlOut    [NLGoodSize]byte
 	socks    [NumSockets]sock
 }
 
@@ -179,7 +185,10 @@ type Wait struct {
 }
 
 // Init makes the layer empty.
-func (n *Net[E]) Init(env E) { n.env = env }
+func (n *Net[E]) Init(env E) {
+	n.env = env
+	n.ifaces.Init()
+}
 
 func mem(a uintptr, c int) []byte {
 	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&a))), c)
@@ -243,7 +252,11 @@ func (n *Net[E]) Socket(family, typ, proto int, nonblock bool) (int, Errno) {
 	if typ < 0 || typ >= SockMax {
 		return -1, unix.EINVAL
 	}
-	if e := inetSocket(family, typ, proto); e != 0 {
+	e := inetSocket(family, typ, proto)
+	if family == unix.AF_NETLINK {
+		e = NLSocket(typ, proto)
+	}
+	if e != 0 {
 		return -1, e
 	}
 	s, e := n.newSock(typ)
@@ -252,7 +265,11 @@ func (n *Net[E]) Socket(family, typ, proto int, nonblock bool) (int, Errno) {
 	}
 	p := &n.socks[s]
 	p.family, p.nonblock = uint8(family), nonblock
-	p.local = wildcard(p.family)
+	if isInet(p.family) {
+		p.local = wildcard(p.family)
+	} else {
+		n.nl.Release(int(s))
+	}
 	return int(s), 0
 }
 
@@ -433,8 +450,13 @@ func (n *Net[E]) release(s int32, embryo bool) {
 	unread := p.n > 0
 	p.dead = true
 	n.freeRing(p)
-	if isInet(p.family) {
-		n.releaseInet(s, unread || embryo || p.tcp.lingerOn && p.tcp.linger == 0)
+	if p.family != unix.AF_UNIX {
+		if isInet(p.family) {
+			n.releaseInet(s, unread || embryo || p.tcp.lingerOn && p.tcp.linger == 0)
+		} else {
+			n.nl.Release(int(s))
+			p.dump = DumpCursor{}
+		}
 		n.bump(s)
 		n.maybeFree(p)
 		return
@@ -485,6 +507,16 @@ func (n *Net[E]) Poll(s int, id uint64) (events uint32, seq uint32, ok bool) {
 	seq = atomic.LoadUint32(&p.seq)
 	if isInet(p.family) {
 		return n.pollInet(p), seq, true
+	}
+	if p.family == unix.AF_NETLINK {
+		events = unix.EPOLLOUT | unix.EPOLLWRNORM
+		if p.msgs > 0 || p.dump.Active() {
+			events |= unix.EPOLLIN | unix.EPOLLRDNORM
+		}
+		if p.err != 0 {
+			events |= unix.EPOLLERR
+		}
+		return events, seq, true
 	}
 	if p.err != 0 {
 		events |= unix.EPOLLERR

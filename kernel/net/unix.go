@@ -15,7 +15,7 @@ type Addr struct {
 	Name []byte
 	Path bool
 	ID   uint64
-	Inet []byte // an inet socket's: the program's sockaddr as it is
+	Raw  []byte // an inet or netlink socket's: the program's sockaddr as it is
 }
 
 // find is the live socket of type typ a names: ECONNREFUSED if none
@@ -118,6 +118,9 @@ func (n *Net[E]) Listen(s, backlog int) Errno {
 	if isInet(p.family) {
 		return n.listenInet(int32(s), backlog)
 	}
+	if p.family == unix.AF_NETLINK {
+		return unix.EOPNOTSUPP
+	}
 	switch {
 	case p.typ == unix.SOCK_DGRAM:
 		return unix.EOPNOTSUPP
@@ -134,7 +137,7 @@ func (n *Net[E]) Listen(s, backlog int) Errno {
 }
 
 // Connect connects socket s to a (a nil: AF_UNSPEC, which disconnects a
-// datagram socket; an inet socket's address is a.Inet, inet.go). A stream
+// datagram socket; an inet socket's address is a.Raw, inet.go). A stream
 // or seqpacket connection is made at once, the server's end queued on the
 // listener for Accept; EAGAIN (and what to wait for) when the listener's
 // queue is full.
@@ -143,7 +146,7 @@ func (n *Net[E]) Connect(s int, a *Addr) (Wait, Errno) {
 	defer n.env.Unlock()
 	p := &n.socks[s]
 	if isInet(p.family) {
-		return n.connectInet(int32(s), a.Inet)
+		return n.connectInet(int32(s), a.Raw)
 	}
 	if p.typ == unix.SOCK_DGRAM {
 		return Wait{}, n.connectDgram(int32(s), a)
@@ -244,7 +247,7 @@ func (n *Net[E]) Accept(s int) (int, Wait, Errno) {
 	n.env.Lock()
 	defer n.env.Unlock()
 	p := &n.socks[s]
-	if p.typ == unix.SOCK_DGRAM {
+	if p.typ == unix.SOCK_DGRAM || p.family == unix.AF_NETLINK {
 		return -1, Wait{}, unix.EOPNOTSUPP
 	}
 	if p.state != stListen {
@@ -282,6 +285,9 @@ func (n *Net[E]) Name(s int, peer bool, sa *[AddrMax]byte) (int, Errno) {
 	if isInet(p.family) {
 		return n.nameInet(p, peer, sa)
 	}
+	if p.family == unix.AF_NETLINK {
+		return n.nl.Name(s, peer, sa[:]), 0
+	}
 	if peer {
 		if p.peer < 0 {
 			return 0, unix.ENOTCONN
@@ -311,6 +317,9 @@ func (n *Net[E]) Shutdown(s, how int) Errno {
 	}
 	p := &n.socks[s]
 	mode := uint8(how + 1)
+	if p.family == unix.AF_NETLINK {
+		return unix.EOPNOTSUPP
+	}
 	if isInet(p.family) {
 		return n.shutdownInet(int32(s), mode)
 	}

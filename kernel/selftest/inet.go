@@ -304,3 +304,35 @@ func testHTTPLoopback(t *T) {
 		client.CloseIdleConnections()
 	}
 }
+
+// testInterfaces: net.Interfaces and its addresses through netlink's
+// route dumps: loopback always (and the NIC when there is one).
+func testInterfaces(t *T) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatalf("Interfaces: %v", err)
+	}
+	var lo *net.Interface
+	for i := range ifs {
+		if ifs[i].Flags&net.FlagLoopback != 0 {
+			lo = &ifs[i]
+		}
+	}
+	if lo == nil || lo.Name != "lo" || lo.Index != 1 || lo.Flags&net.FlagUp == 0 || lo.MTU != 65536 {
+		t.Fatalf("Interfaces = %+v, want lo (index 1, up, MTU 65536)", ifs)
+	}
+	addrs, err := lo.Addrs()
+	if err != nil {
+		t.Fatalf("lo.Addrs: %v", err)
+	}
+	got := fmt.Sprint(addrs)
+	if got != "[127.0.0.1/8 ::1/128]" {
+		t.Errorf("lo's addresses = %s, want [127.0.0.1/8 ::1/128]", got)
+	}
+	if byName, err := net.InterfaceByName("lo"); err != nil || byName.Index != 1 {
+		t.Errorf("InterfaceByName(lo) = %v, %v", byName, err)
+	}
+	if all, err := net.InterfaceAddrs(); err != nil || len(all) < 2 {
+		t.Errorf("InterfaceAddrs = %v, %v", all, err)
+	}
+}

@@ -68,6 +68,7 @@ var tests = []test{
 	{"TestTCP6", testTCP6},
 	{"TestUDPLoopback", testUDPLoopback},
 	{"TestHTTPLoopback", testHTTPLoopback},
+	{"TestInterfaces", testInterfaces},
 
 	// fuzz.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},

@@ -1,0 +1,111 @@
+package net
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+// AF_NETLINK sockets (NETLINK_ROUTE): the socket-layer side of
+// netlink.go. A request sent is answered at once into the socket's ring
+// as datagrams from the kernel's port; a dump is written one datagram
+// ahead of the reader, from the socket's DumpCursor, as Linux's
+// netlink_dump refills the queue when the reader has drained it.
+
+// Ifaces is the interface table netlink answers from (the kernel adds the
+// NIC's interface and addresses to it).
+func (n *Net[E]) Ifaces(f func(t *Ifaces)) {
+	n.env.Lock()
+	f(&n.ifaces)
+	n.env.Unlock()
+}
+
+// BindNL, ConnectNL: bind and connect on netlink socket s.
+func (n *Net[E]) BindNL(s int, sa []byte) Errno {
+	n.env.Lock()
+	defer n.env.Unlock()
+	return n.nl.Bind(s, sa)
+}
+
+func (n *Net[E]) ConnectNL(s int, sa []byte) Errno {
+	n.env.Lock()
+	defer n.env.Unlock()
+	return n.nl.Connect(s, sa)
+}
+
+// queueNL appends datagram b, from the kernel, to p's ring; false if
+// there is no room (the answer is dropped, as Linux drops it with
+// ENOBUFS for the reader).
+func (n *Net[E]) queueNL(p *sock, b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if !n.ring(p) || RingSize-p.n < msgHdr+len(b) {
+		p.err = unix.ENOBUFS
+		return false
+	}
+	var h [msgHdr]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(len(b)))
+	p.put(h[:])
+	p.put(b)
+	p.msgs++
+	return true
+}
+
+// sendNL takes the requests in v from off on, as Linux's netlink_sendmsg
+// and rtnetlink_rcv: each message is answered into s's ring.
+func (n *Net[E]) sendNL(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno) {
+	p := &n.socks[s]
+	if e := n.nl.Dest(int(s), sa); e != 0 {
+		return 0, Wait{}, e
+	}
+	l := v.Len - off
+	if l > len(n.nlReq) || l > int(p.sndbuf)-32 {
+		return 0, Wait{}, unix.EMSGSIZE
+	}
+	req := n.nlReq[:l]
+	if c, ok := n.gather(v, off, req); !ok || c != l {
+		return 0, Wait{}, unix.EFAULT
+	}
+	port := n.nl.Port(int(s))
+	for len(req) > 0 {
+		was := p.dump.Active()
+		used, n1, n2 := n.ifaces.Request(req, port, &p.dump, n.nlOut[:])
+		if used == 0 {
+			break
+		}
+		req = req[used:]
+		n.queueNL(p, n.nlOut[:n1])
+		n.queueNL(p, n.nlOut[n1:n1+n2])
+		if !was && p.dump.Active() {
+			n.queueNL(p, n.nlOut[:n.ifaces.Dump(&p.dump, n.nlOut[:])])
+		}
+	}
+	n.bump(s)
+	return l, Wait{}, 0
+}
+
+// gather copies v's bytes from off on into b.
+func (n *Net[E]) gather(v *Iov, off int, b []byte) (int, bool) {
+	done := 0
+	for i := 0; i < n.segs(v) && done < len(b); i++ {
+		seg, ok := n.seg(v, i, false)
+		if !ok {
+			return done, false
+		}
+		if off >= len(seg) {
+			off -= len(seg)
+			continue
+		}
+		done += copy(b[done:], seg[off:])
+		off = 0
+	}
+	return done, true
+}
+
+// refillNL writes the next datagram of s's dump when its queue is empty.
+func (n *Net[E]) refillNL(p *sock) {
+	if p.msgs == 0 && p.dump.Active() {
+		n.queueNL(p, n.nlOut[:n.ifaces.Dump(&p.dump, n.nlOut[:])])
+	}
+}
