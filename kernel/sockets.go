@@ -32,6 +32,8 @@ func (netenv) Wake(s int) {
 	epollNotify()
 }
 
+func (netenv) NotifyService() { netSignal() }
+
 func (netenv) UserBuf(p, n uintptr, write bool) ([]byte, bool) {
 	b, e := userBuf(p, n, write)
 	return b, e == 0

@@ -216,6 +216,8 @@ func syscall(r *Regs) {
 		ret, err = sysReadv(int(a0), a1, a2, true)
 	case unix.SYS_SPLICE, unix.SYS_SENDFILE:
 		err = abi.EINVAL // Go's io.Copy between sockets, and from files to them, falls back to read and write
+	case abi.SysNet:
+		err = sysNet(a0)
 	case unix.SYS_GETRANDOM:
 		ret, err = sysGetrandom(a0, a1)
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysUnmapped, abi.SysNumCPU:

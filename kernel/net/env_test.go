@@ -14,14 +14,15 @@ import (
 // tests: an envtest environment that counts wake-ups.
 type hostEnv struct{ envtest.Env[hostState] }
 
-type hostState struct{ wakes int }
+type hostState struct{ wakes, notified int }
 
 func newEnv(t testing.TB, pages int) hostEnv {
 	return hostEnv{envtest.NewEnv(t, pages, new(hostState))}
 }
 
-func (e hostEnv) Wake(int)   { e.State().wakes++ }
-func (e hostEnv) Now() int64 { return time.Now().UnixNano() }
+func (e hostEnv) Wake(int)       { e.State().wakes++ }
+func (e hostEnv) NotifyService() { e.State().notified++ }
+func (e hostEnv) Now() int64     { return time.Now().UnixNano() }
 func (e hostEnv) UserBuf(p, n uintptr, write bool) ([]byte, bool) {
 	return mem(p, int(n)), true
 }

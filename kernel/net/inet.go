@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 // AF_INET and AF_INET6 sockets on the machine's own addresses: TCP as a
@@ -278,6 +280,9 @@ func (n *Net[E]) BindInet(s int, sa []byte) Errno {
 	}
 	p.bindAddr, p.bindPort = !a.any(), binary.BigEndian.Uint16(sa[2:]) != 0
 	p.local = a
+	if p.typ == unix.SOCK_DGRAM && n.svcTakes(&a) {
+		n.svcWant(p, abi.NetOpBind)
+	}
 	return 0
 }
 
@@ -306,9 +311,9 @@ func (n *Net[E]) autobindInet(p *sock) Errno {
 // dest reads the destination of a connect or send on p from sa (the
 // length and family already checked to be p's, or AF_INET on a
 // dual-stack socket): the wildcard means this machine, as Linux's
-// routing says. ENETUNREACH for an address not this machine's (there is
-// no route without the TCP/IP service).
-func (n *Net[E]) dest(p *sock, sa []byte) (inetAddr, Errno) {
+// routing says. An address not this machine's is remote, through the
+// TCP/IP service, or without one ENETUNREACH.
+func (n *Net[E]) dest(p *sock, sa []byte) (inetAddr, bool, Errno) {
 	a := parseInet(sa)
 	if a.any() {
 		if a.v4() {
@@ -319,12 +324,15 @@ func (n *Net[E]) dest(p *sock, sa []byte) (inetAddr, Errno) {
 		}
 	}
 	if a.v4() && p.family == unix.AF_INET6 && p.v6only {
-		return a, unix.ENETUNREACH
+		return a, false, unix.ENETUNREACH
 	}
 	if !n.local(&a) {
-		return a, unix.ENETUNREACH
+		if n.svcOn {
+			return a, true, 0 // through the TCP/IP service (svc.go)
+		}
+		return a, false, unix.ENETUNREACH
 	}
-	return a, 0
+	return a, false, 0
 }
 
 // source is the address p sends from to d: its bound address, or the
@@ -450,12 +458,15 @@ func (n *Net[E]) startConnect(s int32, sa []byte) Errno {
 	if e := n.checkDest(p, sa, true); e != 0 {
 		return e
 	}
-	d, e := n.dest(p, sa)
+	d, remote, e := n.dest(p, sa)
 	if e != 0 {
 		return e
 	}
 	if e := n.autobindInet(p); e != 0 {
 		return unix.EADDRNOTAVAIL
+	}
+	if remote {
+		return n.connectSvc(s, &d)
 	}
 	src := source(p, &d)
 	l := n.listener(&d)
@@ -640,11 +651,21 @@ func (n *Net[E]) connectUDP(p *sock, sa []byte) Errno {
 	if e := n.autobindInet(p); e != 0 {
 		return e
 	}
-	d, e := n.dest(p, sa)
+	d, remote, e := n.dest(p, sa)
 	if e != 0 {
 		return e
 	}
-	p.local.ip = source(p, &d).ip
+	if remote {
+		if !d.v4() || n.nV4 == 0 {
+			return unix.ENETUNREACH
+		}
+		if p.local.any() {
+			p.local.ip = v4Addr(n.localV4[0][:]).ip
+		}
+		n.svcWant(p, abi.NetOpBind) // its replies come from the wire
+	} else {
+		p.local.ip = source(p, &d).ip
+	}
 	p.remote, p.state = d, stConnected
 	n.bump(s)
 	return 0
@@ -664,6 +685,7 @@ func (n *Net[E]) sendUDP(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno)
 		return 0, Wait{}, e
 	}
 	var d inetAddr
+	remote := false
 	if sa != nil && family(sa) == unix.AF_UNSPEC && p.family == unix.AF_INET6 {
 		sa = nil
 	}
@@ -672,12 +694,13 @@ func (n *Net[E]) sendUDP(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno)
 			return 0, Wait{}, unix.EDESTADDRREQ
 		}
 		d = p.remote
+		remote = p.svc && !n.local(&d)
 	} else {
 		if e := n.checkDest(p, sa, false); e != 0 {
 			return 0, Wait{}, e
 		}
 		var e Errno
-		if d, e = n.dest(p, sa); e != 0 {
+		if d, remote, e = n.dest(p, sa); e != 0 {
 			return 0, Wait{}, e
 		}
 	}
@@ -690,6 +713,9 @@ func (n *Net[E]) sendUDP(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno)
 	}
 	if p.shut&shutSend != 0 {
 		return 0, Wait{}, unix.EPIPE
+	}
+	if remote {
+		return n.sendDgramSvc(s, v, off, &d)
 	}
 	src := source(p, &d)
 	r := n.receiver(&src, &d)
@@ -739,6 +765,9 @@ func (n *Net[E]) sendTCP(s int32, v *Iov, off int) (int, Wait, Errno) {
 	}
 	if p.shut&shutSend != 0 || p.state != stConnected {
 		return 0, Wait{}, unix.EPIPE
+	}
+	if p.svc {
+		return n.sendSvc(s, v, off)
 	}
 	q := p.peer
 	if q < 0 || n.socks[q].dead {
@@ -935,6 +964,18 @@ func (n *Net[E]) getInetOpt(p *sock, level, name int) (int32, Errno) {
 // RST (rst: unread data, an embryo, SO_LINGER 0).
 func (n *Net[E]) releaseInet(s int32, rst bool) {
 	p := &n.socks[s]
+	if p.svcHeld {
+		if p.state == stListen {
+			n.stopListening(s)
+		}
+		if rst || p.typ != unix.SOCK_STREAM {
+			n.freeTx(p)
+			n.svcWant(p, abi.NetOpAbort)
+		} else {
+			n.svcWant(p, abi.NetOpClose)
+		}
+		return
+	}
 	switch {
 	case p.state == stListen:
 		n.stopListening(s)
@@ -989,6 +1030,9 @@ func (n *Net[E]) listenInet(s int32, backlog int) Errno {
 	p.backlog = int32(backlog)
 	p.state = stListen
 	n.freeRing(p)
+	if n.svcTakes(&p.local) {
+		n.svcWant(p, abi.NetOpListen)
+	}
 	n.bump(s)
 	return 0
 }
@@ -1031,7 +1075,11 @@ func (n *Net[E]) pollInet(p *sock) uint32 {
 	if p.n > 0 {
 		ev |= in
 	}
-	if q := p.peer; p.shut&shutSend != 0 || q < 0 || n.socks[q].dead || n.socks[q].n*2 <= RingSize {
+	if p.svc {
+		if p.shut&shutSend != 0 || p.txn*2 <= RingSize {
+			ev |= out
+		}
+	} else if q := p.peer; p.shut&shutSend != 0 || q < 0 || n.socks[q].dead || n.socks[q].n*2 <= RingSize {
 		ev |= out
 	}
 	return ev
@@ -1077,6 +1125,9 @@ func (n *Net[E]) shutdownInet(s int32, mode uint8) Errno {
 		return unix.ENOTCONN
 	}
 	p.shut |= mode
+	if p.svc && p.typ == unix.SOCK_STREAM && mode&shutSend != 0 {
+		n.svcWant(p, abi.NetOpShutWr)
+	}
 	if q := p.peer; p.typ == unix.SOCK_STREAM && mode&shutSend != 0 && q >= 0 && !n.socks[q].dead {
 		qp := &n.socks[q]
 		qp.shut |= shutRcv
@@ -1123,6 +1174,10 @@ func (n *Net[E]) recvTCP(s int32, v *Iov, flags int, m *Msg) (Wait, Errno) {
 		n.bump(s)
 		if q := p.peer; q >= 0 {
 			n.bump(q)
+		}
+		if p.svcFull {
+			p.svcFull = false
+			n.svcWant(p, abi.NetOpRxRoom)
 		}
 	}
 	m.N = c

@@ -54,6 +54,9 @@ type Env interface {
 	// UserBuf is the n bytes of the program's memory at p, checked for
 	// reading (write false) or writing; ok false if they may not be used.
 	UserBuf(p, n uintptr, write bool) (b []byte, ok bool)
+	// NotifyService is called, with the lock held, when the TCP/IP
+	// service has work (svc.go).
+	NotifyService()
 }
 
 // Errno is a Linux error number.
@@ -157,22 +160,33 @@ type sock struct {
 	tcp      tcpOpts
 
 	dump DumpCursor // AF_NETLINK: the dump in progress (nlsock.go)
+
+	// The TCP/IP service's (svc.go).
+	svc      bool   // its traffic goes through the service
+	svcHeld  bool   // the service holds it (a link) until NetRelease
+	svcFull  bool   // a NetRx was short: NetOpRxRoom when the reader makes room
+	svcFullQ bool   // a NetAccepted was refused: NetOpAcceptRoom when accept makes room
+	ops      uint32 // abi.NetOp* bits the service has yet to see
+	txr, txn int    // the transmit ring: read position, bytes queued
+	tx       [RingPages]uintptr
 }
 
 // Net is the socket layer. The zero value is not usable: call Init.
 type Net[E Env] struct {
-	env      E
-	lastGen  uint32
-	autoName uint32
-	nextPort int
-	nV4, nV6 int
-	localV4  [4][4]byte // the NIC's addresses, beside loopback's
-	localV6  [4][16]byte
-	ifaces   Ifaces  // the interfaces, for netlink
-	nl       NLPorts // netlink's port ids
-	nlReq    [4096]byte
-	nlOut    [NLGoodSize]byte
-	socks    [NumSockets]sock
+	env       E
+	lastGen   uint32
+	autoName  uint32
+	nextPort  int
+	nV4, nV6  int
+	localV4   [4][4]byte // the NIC's addresses, beside loopback's
+	localV6   [4][16]byte
+	ifaces    Ifaces  // the interfaces, for netlink
+	nl        NLPorts // netlink's port ids
+	svcOn     bool    // a TCP/IP service is up: other addresses are reachable
+	svcPrefix int
+	nlReq     [4096]byte
+	nlOut     [NLGoodSize]byte
+	socks     [NumSockets]sock
 }
 
 // Wait names what a call that returned EAGAIN waits for: block until the

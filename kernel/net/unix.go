@@ -2,6 +2,8 @@ package net
 
 import (
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 // The AF_UNIX calls, in the order and with the errors of Linux's
@@ -270,6 +272,10 @@ func (n *Net[E]) Accept(s int) (int, Wait, Errno) {
 	n.bump(int32(s))
 	if isInet(p.family) {
 		n.synComplete(int32(s))
+		if p.svcFullQ {
+			p.svcFullQ = false
+			n.svcWant(p, abi.NetOpAcceptRoom)
+		}
 	}
 	return int(c), Wait{}, 0
 }

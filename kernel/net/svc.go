@@ -1,0 +1,422 @@
+package net
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+)
+
+// The TCP/IP service's side of inet sockets (abi.SysNet): sockets whose
+// traffic leaves the machine. Once a service is up (ServiceUp), a connect
+// or datagram to an address not this machine's, a listener and a UDP
+// socket on the wildcard or the NIC's address, are the service's too
+// (sock.svc): the kernel keeps their state and rings as for loopback, and
+// records what the service has to do in sock.ops, which ServicePoll hands
+// over; the service reports the wire's events back (connected, a new
+// connection, bytes in, FIN, RST, datagrams). A stream socket of the
+// service has a transmit ring beside its receive ring: write appends to
+// it and returns, the service drains it. Nothing here waits for the
+// service: every call changes state and returns.
+//
+// Lifetime: the service holds a socket it was told of (a link, as a peer
+// holds one) until it says NetRelease, so a closed socket's unsent bytes
+// stay for it to send and its identity is not reused meanwhile.
+
+// ServiceUp records that the TCP/IP service runs, with the NIC's IPv4
+// address: from now on other addresses are reachable through it.
+func (n *Net[E]) ServiceUp(addr [4]byte, prefix int) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	n.svcOn = true
+	n.nV4 = 1
+	n.localV4[0] = addr
+	n.svcPrefix = prefix
+}
+
+// svcWant records ops for the service on socket p and wakes it.
+func (n *Net[E]) svcWant(p *sock, ops uint32) {
+	if !p.svcHeld {
+		p.svcHeld = true
+		p.links++ // the service's hold, until NetRelease
+	}
+	p.svc = true
+	p.ops |= ops
+	n.env.NotifyService()
+}
+
+// svcTakes reports whether a listener or UDP socket bound to a should
+// also take traffic from the wire: the service is up and a is a wildcard
+// or the NIC's address.
+func (n *Net[E]) svcTakes(a *inetAddr) bool {
+	if !n.svcOn {
+		return false
+	}
+	if a.any() {
+		return true
+	}
+	return !a.loopback() && n.local(a)
+}
+
+// txRing gives p its transmit ring if it has none.
+func (n *Net[E]) txRing(p *sock) bool {
+	if p.tx[0] != 0 {
+		return true
+	}
+	for i := range p.tx {
+		if p.tx[i] = n.env.AllocPage(); p.tx[i] == 0 {
+			n.freeTx(p)
+			return false
+		}
+	}
+	return true
+}
+
+func (n *Net[E]) freeTx(p *sock) {
+	for i, a := range p.tx {
+		if a != 0 {
+			n.env.FreePage(a)
+			p.tx[i] = 0
+		}
+	}
+	p.txr, p.txn = 0, 0
+}
+
+// The transmit ring's helpers, as the receive ring's.
+func (p *sock) txAt(pos int) (uintptr, int) {
+	pos %= RingSize
+	return p.tx[pos/PageSize] + uintptr(pos%PageSize), PageSize - pos%PageSize
+}
+
+func (p *sock) txPut(b []byte) {
+	for len(b) > 0 {
+		a, c := p.txAt(p.txr + p.txn)
+		c = copy(mem(a, c), b)
+		b = b[c:]
+		p.txn += c
+	}
+}
+
+func (p *sock) txGet(b []byte) {
+	pos := p.txr
+	for len(b) > 0 {
+		a, c := p.txAt(pos)
+		c = copy(b, mem(a, c))
+		b = b[c:]
+		pos += c
+	}
+}
+
+func (p *sock) txDrop(k int) {
+	p.txr = (p.txr + k) % RingSize
+	p.txn -= k
+}
+
+// connectSvc starts a TCP connect through the service: the socket waits
+// in stSynSent until NetConnected.
+func (n *Net[E]) connectSvc(s int32, d *inetAddr) Errno {
+	p := &n.socks[s]
+	if !d.v4() || n.nV4 == 0 {
+		return unix.ENETUNREACH // the NIC has no IPv6 address
+	}
+	if p.local.any() {
+		p.local.ip = v4Addr(n.localV4[0][:]).ip
+	}
+	if !n.ring(p) || !n.txRing(p) {
+		return unix.ENOBUFS
+	}
+	p.remote = *d
+	p.state, p.synTo = stSynSent, -1
+	n.svcWant(p, abi.NetOpConnect)
+	n.bump(s)
+	return 0
+}
+
+// sendSvc appends to p's transmit ring for the service.
+func (n *Net[E]) sendSvc(s int32, v *Iov, off int) (int, Wait, Errno) {
+	p := &n.socks[s]
+	c := min(RingSize-p.txn, v.Len-off)
+	if c == 0 && v.Len > off {
+		return 0, n.wait(s), unix.EAGAIN
+	}
+	done := 0
+	for i := 0; i < n.segs(v) && done < c; i++ {
+		b, ok := n.seg(v, i, false)
+		if !ok {
+			if done == 0 {
+				return 0, Wait{}, unix.EFAULT
+			}
+			break
+		}
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		b = b[off:]
+		off = 0
+		b = b[:min(len(b), c-done)]
+		p.txPut(b)
+		done += len(b)
+	}
+	if done > 0 {
+		n.svcWant(p, abi.NetOpTx)
+	}
+	return done, Wait{}, 0
+}
+
+// sendDgramSvc queues a datagram to d for the service: length, the
+// destination, the data, in the transmit ring.
+func (n *Net[E]) sendDgramSvc(s int32, v *Iov, off int, d *inetAddr) (int, Wait, Errno) {
+	p := &n.socks[s]
+	l := v.Len - off
+	if !d.v4() || n.nV4 == 0 {
+		return 0, Wait{}, unix.ENETUNREACH
+	}
+	if !n.txRing(p) {
+		return 0, Wait{}, unix.ENOBUFS
+	}
+	need := msgHdr + inetNameLen + l
+	if RingSize-p.txn < need {
+		return 0, n.wait(s), unix.EAGAIN
+	}
+	if p.local.any() && !p.svc {
+		n.svcWant(p, abi.NetOpBind) // replies come to its port
+	}
+	mark := p.txn
+	var h [msgHdr + inetNameLen]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(l))
+	h[4] = inetNameLen
+	copy(h[msgHdr:], d.ip[:])
+	binary.BigEndian.PutUint16(h[msgHdr+16:], d.port)
+	p.txPut(h[:])
+	done := 0
+	for i := 0; i < n.segs(v) && done < l; i++ {
+		b, ok := n.seg(v, i, false)
+		if !ok {
+			p.txn = mark
+			return 0, Wait{}, unix.EFAULT
+		}
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		b = b[off:]
+		off = 0
+		b = b[:min(len(b), l-done)]
+		p.txPut(b)
+		done += len(b)
+	}
+	n.svcWant(p, abi.NetOpDgram)
+	return l, Wait{}, 0
+}
+
+// svcSock is the socket id names if it is the service's: alive, or closed
+// and still held (dead true).
+func (n *Net[E]) svcSock(id uint64) (*sock, bool) {
+	s := int(id & 0xffffffff)
+	if s >= NumSockets {
+		return nil, false
+	}
+	p := &n.socks[s]
+	if !p.used || uint64(p.gen) != id>>32 || !p.svcHeld {
+		return nil, false
+	}
+	return p, true
+}
+
+// Service answers one NetCall from the service (the kernel has copied it
+// in, and copies it back out); buf is the program's buffer the call
+// names, checked by the kernel.
+func (n *Net[E]) Service(c *abi.NetCall, buf []byte) Errno {
+	n.env.Lock()
+	defer n.env.Unlock()
+	if !n.svcOn {
+		return unix.ENODEV
+	}
+	if c.Op == abi.NetPoll {
+		c.N = uintptr(n.poll(buf))
+		return 0
+	}
+	if c.Op == abi.NetAccepted {
+		return n.accepted(c)
+	}
+	p, ok := n.svcSock(c.Sock)
+	if !ok {
+		return unix.EBADF
+	}
+	s := n.index(p)
+	return n.serve(s, p, c, buf)
+}
+
+func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
+	switch c.Op {
+	case abi.NetConnected:
+		if p.dead || p.state != stSynSent {
+			return 0
+		}
+		if c.Errno == 0 {
+			p.state = stConnected
+		} else {
+			p.state, p.err, p.shut, p.closed = stClose, Errno(c.Errno), shutBoth, true
+		}
+		n.bump(s)
+	case abi.NetRx:
+		if p.dead {
+			c.N = uintptr(len(buf)) // nobody reads: taken and dropped
+			return 0
+		}
+		k := min(RingSize-p.n, len(buf))
+		p.put(buf[:k])
+		c.N = uintptr(k)
+		if k < len(buf) {
+			p.svcFull = true
+		}
+		if k > 0 {
+			n.bump(s)
+		}
+	case abi.NetTx:
+		k := min(p.txn, len(buf))
+		p.txGet(buf[:k])
+		p.txDrop(k)
+		c.N = uintptr(k)
+		if k > 0 {
+			n.bump(s)
+		}
+	case abi.NetFin:
+		p.shut |= shutRcv
+		p.fin = true
+		p.closed = p.shut&shutSend != 0
+		n.bump(s)
+	case abi.NetReset:
+		p.err, p.shut, p.closed = Errno(c.Errno), shutBoth, true
+		if p.state == stSynSent {
+			p.state = stClose
+		}
+		n.bump(s)
+	case abi.NetDgramIn:
+		n.dgramIn(s, p, c, buf)
+	case abi.NetDgramOut:
+		return n.dgramOut(s, p, c, buf)
+	case abi.NetRelease:
+		p.svcHeld = false
+		p.ops = 0
+		n.freeTx(p)
+		p.links--
+		n.maybeFree(p)
+	default:
+		return unix.EINVAL
+	}
+	return 0
+}
+
+// poll writes the sockets' pending work as NetEvents into buf and clears
+// it; the number written.
+func (n *Net[E]) poll(buf []byte) int {
+	const size = int(unsafe.Sizeof(abi.NetEvent{}))
+	k := 0
+	for i := range n.socks {
+		p := &n.socks[i]
+		if !p.used || p.ops == 0 {
+			continue
+		}
+		if (k+1)*size > len(buf) {
+			n.env.NotifyService() // more next time
+			break
+		}
+		e := (*abi.NetEvent)(unsafe.Pointer(&buf[k*size]))
+		*e = abi.NetEvent{Sock: uint64(p.gen)<<32 | uint64(i), Ops: p.ops, Backlog: p.backlog, Typ: p.typ, Family: p.family,
+			V6Only: uint8(boolInt(p.v6only)), LPort: p.local.port, RPort: p.remote.port, Local: p.local.ip, Remote: p.remote.ip}
+		p.ops = 0
+		k++
+	}
+	return k
+}
+
+// accepted makes the socket of a connection the service accepted for a
+// listener: queued for accept as loopback's are.
+func (n *Net[E]) accepted(c *abi.NetCall) Errno {
+	lp, ok := n.svcSock(c.Sock)
+	if !ok || lp.dead || lp.state != stListen {
+		return unix.EBADF
+	}
+	l := n.index(lp)
+	if lp.qlen > lp.backlog {
+		lp.svcFullQ = true
+		return unix.EAGAIN
+	}
+	cs, e := n.newSock(unix.SOCK_STREAM)
+	if e != 0 {
+		return unix.ENFILE
+	}
+	cp := &n.socks[cs]
+	cp.refs = 0
+	cp.family, cp.v6only, cp.tcp = lp.family, lp.v6only, lp.tcp
+	cp.opts = lp.opts &^ (optReuseAddr | optReusePort)
+	cp.local = inetAddr{ip: c.Local, port: c.LPort}
+	cp.remote = inetAddr{ip: c.Remote, port: c.RPort}
+	cp.state, cp.ss = stConnected, ssConnected
+	if !n.ring(cp) || !n.txRing(cp) {
+		n.release(cs, false)
+		return unix.ENOBUFS
+	}
+	cp.svc, cp.svcHeld = true, true
+	cp.links++
+	cp.listener = l
+	if lp.qtail >= 0 {
+		n.socks[lp.qtail].qnext = cs
+	} else {
+		lp.qhead = cs
+	}
+	lp.qtail = cs
+	lp.qlen++
+	n.bump(l)
+	c.Sock = uint64(cp.gen)<<32 | uint64(cs)
+	return 0
+}
+
+// dgramIn queues a datagram from the wire on UDP socket p, from
+// c.Remote:c.RPort: dropped if a connected socket's peer is another, or
+// the ring is full.
+func (n *Net[E]) dgramIn(s int32, p *sock, c *abi.NetCall, buf []byte) {
+	src := inetAddr{ip: c.Remote, port: c.RPort}
+	if p.dead || p.typ != unix.SOCK_DGRAM || p.state == stConnected && p.remote != src {
+		return
+	}
+	need := msgHdr + inetNameLen + len(buf)
+	if p.pages[0] != 0 && RingSize-p.n < need || !n.ring(p) {
+		return
+	}
+	var h [msgHdr + inetNameLen]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(len(buf)))
+	h[4] = inetNameLen
+	copy(h[msgHdr:], src.ip[:])
+	binary.BigEndian.PutUint16(h[msgHdr+16:], src.port)
+	p.put(h[:])
+	p.put(buf)
+	p.msgs++
+	n.bump(s)
+}
+
+// dgramOut gives the service the next datagram UDP socket p sends.
+func (n *Net[E]) dgramOut(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
+	if p.txn == 0 {
+		return unix.EAGAIN
+	}
+	var h [msgHdr + inetNameLen]byte
+	p.txGet(h[:])
+	l := int(binary.LittleEndian.Uint32(h[:]))
+	copy(c.Remote[:], h[msgHdr:msgHdr+16])
+	c.RPort = binary.BigEndian.Uint16(h[msgHdr+16:])
+	c.Local, c.LPort = p.local.ip, p.local.port
+	if l > len(buf) {
+		return unix.EMSGSIZE
+	}
+	p.txDrop(len(h))
+	p.txGet(buf[:l])
+	p.txDrop(l)
+	c.N = uintptr(l)
+	n.bump(s)
+	return 0
+}

@@ -1,0 +1,72 @@
+package kernel
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/mm"
+)
+
+// The TCP/IP service's private call (abi.SysNet): the channel between the
+// socket layer (kernel/net, svc.go) and package netsvc. The kernel copies
+// the NetCall in and out; the buffer it names is the program's, checked
+// here and used under the socket lock as the socket calls use theirs.
+// Production call: not gated by abi.TestCalls.
+
+var netEventfd int32 // the service's eventfd + 1; 0: none
+
+func sysNet(p uintptr) abi.Errno {
+	const size = unsafe.Sizeof(abi.NetCall{})
+	if !mm.UserW(p, size) {
+		return abi.EFAULT
+	}
+	c := *at[abi.NetCall](p)
+	if c.Op == abi.NetUp {
+		return netUp(&c)
+	}
+	var buf []byte
+	if c.Len != 0 {
+		write := c.Op == abi.NetPoll || c.Op == abi.NetTx || c.Op == abi.NetDgramOut
+		b, e := userBuf(c.Buf, min(c.Len, 1<<20), write)
+		if e != 0 {
+			return e
+		}
+		buf = b
+	}
+	e := abi.Errno(sockets.Service(&c, buf))
+	*at[abi.NetCall](p) = c
+	return e
+}
+
+// netUp starts the service's traffic: its eventfd, the NIC's address.
+func netUp(c *abi.NetCall) abi.Errno {
+	fd := int(c.Buf)
+	fileLock.Lock()
+	ok := getFile(fd, fileEventfd) != nil
+	fileLock.Unlock()
+	if !ok {
+		return abi.EBADF
+	}
+	atomic.StoreInt32(&netEventfd, int32(fd)+1)
+	sockets.ServiceUp([4]byte(c.Local[12:]), int(c.Len))
+	netSignal() // what waited for it
+	return 0
+}
+
+// netSignal adds 1 to the service's eventfd. It runs under the socket
+// lock, so it takes no other: the descriptor is read with atomics (a
+// descriptor closed and reused meanwhile gets one spurious count).
+func netSignal() {
+	fd := int(atomic.LoadInt32(&netEventfd)) - 1
+	if fd < 0 || fd >= len(files) {
+		return
+	}
+	f := &files[fd]
+	if atomic.LoadUint32(&f.kind) != fileEventfd {
+		return
+	}
+	atomic.AddUint64(&f.count, 1)
+	atomic.AddUint32(&f.seq, 1)
+	epollNotify()
+}
