@@ -62,6 +62,9 @@ var tests = []test{
 	{"TestUnixDatagram", testUnixDatagram},
 	{"TestUnixPacket", testUnixPacket},
 
+	// nic.go
+	{"TestNIC", testNIC},
+
 	// fuzz.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestMemoryProtection", testMemoryProtection},
