@@ -255,6 +255,9 @@ var netConf struct {
 	prefix        int
 }
 
+// netConfBad: a yolk.net option was malformed (and ignored).
+var netConfBad bool
+
 func netOption(v []byte) {
 	var c struct {
 		addr, gw, dns [4]byte
@@ -281,9 +284,7 @@ func netOption(v []byte) {
 		rest, ok = parseIPv4(rest[1:], &c.dns)
 	}
 	if !ok || len(rest) != 0 {
-		klog("boot: yolk.net=")
-		kprintBytes(v)
-		kprint(": want ADDR/PREFIX,GATEWAY[,DNS] (IPv4); ignored\n")
+		netConfBad = true // reported by nicInit (the console may not print yet)
 		return
 	}
 	netConf = c

@@ -28,6 +28,14 @@ var (
 	nicIRQ     uint32 // the NIC's interrupt: amd64 the I/O APIC's GSI, arm64 the GIC ID; 0: none
 )
 
+// netConfCheck reports a malformed yolk.net option (the arch's nicInit
+// calls it first).
+func netConfCheck() {
+	if netConfBad {
+		klog("boot: yolk.net: want ADDR/PREFIX,GATEWAY[,DNS] (IPv4): ignored\n")
+	}
+}
+
 // nicMem gives the driver frames through the physical map.
 type nicMem struct{}
 

@@ -22,6 +22,7 @@ const vecNIC = 0x25
 // level-triggered, active high as QEMU's MADT overrides say). The first
 // network device that opens is the NIC.
 func nicInit(c *sched.CPU) {
+	netConfCheck()
 	// microvm: its DSDT's transports, and those the command line names
 	// (QEMU appends them when ACPI is off).
 	var devs [24]acpi.MMIODevice

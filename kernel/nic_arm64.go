@@ -13,6 +13,7 @@ import (
 // first network device that opens is the NIC. The Raspberry Pi 3 has
 // none: loopback only.
 func nicInit(c *sched.CPU) {
+	netConfCheck()
 	if onPi() {
 		return
 	}

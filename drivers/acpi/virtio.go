@@ -15,7 +15,8 @@ const virtioHID = "LNRO0005"
 
 // VirtioMMIO finds the virtio-mmio transports in the DSDT (through the
 // FADT): each string "LNRO0005" and the first Memory32Fixed and Extended
-// Interrupt resource descriptors within the next 96 bytes — the shape of
+// Interrupt resource descriptors within the next 96 bytes and before the
+// next such string — the shape of
 // QEMU microvm's Device (VRnn) { _HID, _UID, _CCA, _CRS }. It is a scan of
 // the bytes, not an AML interpreter. It fills out and returns how many it
 // found (ErrTooManyDevices when more than fit: the count is of those that did).
@@ -48,12 +49,15 @@ func VirtioMMIO(rsdp, off uintptr, out []MMIODevice) (int, Error) {
 		}
 		var d MMIODevice
 		found := 0
-		for q := p + uintptr(len(virtioHID)); q < p+96 && q+15 <= end && found != 3; q++ {
+		for q := p + uintptr(len(virtioHID)); q < p+96 && q < end && found != 3; q++ {
+			if q+uintptr(len(virtioHID)) <= end && m.is(q, virtioHID) {
+				break // the next device's: this one has no resources
+			}
 			switch {
-			case found&1 == 0 && m.u8(q) == 0x86 && m.u8(q+1) == 9 && m.u8(q+2) == 0: // Memory32Fixed
+			case found&1 == 0 && q+12 <= end && m.u8(q) == 0x86 && m.u8(q+1) == 9 && m.u8(q+2) == 0: // Memory32Fixed
 				d.Base, d.Size = m.u32(q+4), m.u32(q+8)
 				found |= 1
-			case found&2 == 0 && m.u8(q) == 0x89 && m.u8(q+1) >= 6 && m.u8(q+2) == 0 && m.u8(q+4) >= 1: // Extended Interrupt
+			case found&2 == 0 && q+9 <= end && m.u8(q) == 0x89 && m.u8(q+1) >= 6 && m.u8(q+2) == 0 && m.u8(q+4) >= 1: // Extended Interrupt
 				f := m.u8(q + 3)
 				d.Level, d.ActiveLow = f&2 == 0, f&4 != 0
 				d.GSI = m.u32(q + 5)

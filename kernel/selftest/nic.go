@@ -119,7 +119,9 @@ func testNIC(t *T) {
 	before := nicInfo(t)
 
 	// wait sends req (again every second) until match accepts a
-	// received frame, for at most 10 s.
+	// received frame, for at most 10 s. Frames are looked for only
+	// after the eventfd said some arrived: an answer that came without
+	// the interrupt signalling it fails the test.
 	wait := func(what string, req []byte, match func(f []byte) bool) {
 		end := time.Now().Add(10 * time.Second)
 		for time.Now().Before(end) {
@@ -128,10 +130,16 @@ func testNIC(t *T) {
 			}
 			next := time.Now().Add(time.Second)
 			for time.Now().Before(next) {
-				ev.SetReadDeadline(next)
+				if err := ev.SetReadDeadline(next); err != nil {
+					t.Fatalf("SetReadDeadline on the eventfd: %v (not in the netpoller)", err)
+				}
 				var cnt [8]byte
-				if _, err := ev.Read(cnt[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-					t.Fatalf("reading the eventfd: %v (not in the netpoller?)", err)
+				n, err := ev.Read(cnt[:])
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					continue
+				}
+				if err != nil || n != 8 || binary.NativeEndian.Uint64(cnt[:]) == 0 {
+					t.Fatalf("reading the eventfd: %d bytes %x, %v", n, cnt, err)
 				}
 				for _, f := range nicRecv(t) {
 					if match(f) {
@@ -139,6 +147,9 @@ func testNIC(t *T) {
 					}
 				}
 			}
+		}
+		if f := nicRecv(t); f != nil {
+			t.Fatalf("no answer to the %s signalled in 10 s; %d frames wait unsignalled", what, len(f))
 		}
 		t.Fatalf("no answer to the %s in 10 s", what)
 	}
