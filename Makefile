@@ -5,6 +5,7 @@
 #   make run ARCH=arm64   ... the arm64 build on QEMU virt (MACHINE=virt-gicv3 for a GICv3)
 #   make run BOARD=rpi3   ... the Raspberry Pi 3 SD-card image (out/selftest-rpi3.img) on QEMU raspi3b
 #   make run BOARD=pc     ... the PC image (out/selftest-pc.iso, GRUB) on q35 with SeaBIOS (FIRMWARE=uefi: OVMF)
+#   make run NET=none     ... without a NIC (NET= is yolk run's -net: user (default), none, tap:IFNAME)
 #   make debug            ... halted, with QEMU's gdb stub on GDBPORT (1234): prints the gdb command
 #   make test             hosted tests (go test -race), the guest self-tests in QEMU
 #                         (every x86 machine at 1, 2 and 4 CPUs; the PC image (GRUB ISO) on q35 with
@@ -26,20 +27,24 @@ SMP     ?= 1
 GO      ?= go
 YOLK    := $(GO) run ./cmd/yolk
 BOARD   ?=
+NET     ?=
 IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/selftest-$(BOARD).img,out/selftest$(if $(filter arm64,$(ARCH)),-arm64).elf))
 # A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
 BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
 .PHONY: run debug test hosted guest stdquick conformance bench smpbench linuxref qemu image clean
 
+# NET= is passed as yolk run -net (default there: user; the rpi3 board: none).
+NETFLAG  = $(if $(NET),-net $(NET))
+
 run: qemu image
-	$(YOLK) run -accel $(ACCEL) $(BOOT) $(IMAGE)
+	$(YOLK) run -accel $(ACCEL) $(BOOT) $(NETFLAG) $(IMAGE)
 
 # debug boots the self-test image halted with QEMU's gdb stub on GDBPORT
 # and prints the gdb-multiarch command that attaches with its symbols.
 GDBPORT ?= 1234
 debug: qemu image
-	$(YOLK) run -accel $(ACCEL) $(BOOT) -timeout 0 -gdb $(GDBPORT) $(IMAGE)
+	$(YOLK) run -accel $(ACCEL) $(BOOT) $(NETFLAG) -timeout 0 -gdb $(GDBPORT) $(IMAGE)
 
 test: qemu hosted guest stdquick
 

@@ -86,6 +86,11 @@ func parseCmdline(p uintptr) {
 		case !afterDashes && string(tok) == "--":
 			afterDashes = true
 			n = start
+		case hasPrefix(tok, mmioDeviceKey):
+			// QEMU microvm appends these after everything else,
+			// after a "--" too: never the program's.
+			mmioDeviceOption(tok[len(mmioDeviceKey):])
+			n = start
 		case !afterDashes && hasPrefix(tok, "yolk."):
 			kernelOption(tok[5:])
 			n = start
@@ -164,6 +169,9 @@ func kernelOption(opt []byte) {
 		if v, ok := cutPrefix(opt, "idlepoll="); ok {
 			sched.IdlePoll = int64(atoiBytes(v)) * 1000
 		}
+		if v, ok := cutPrefix(opt, "net="); ok {
+			netOption(v)
+		}
 		if v, ok := cutPrefix(opt, "cwd="); ok && len(v) < len(cwdPath) {
 			cwdLen = copy(cwdPath[:], v)
 		}
@@ -237,4 +245,125 @@ func hexDigit(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
+}
+
+// netConf is the network address yolk.net=ADDR/PREFIX,GATEWAY[,DNS] gave
+// (IPv4, dotted quads; prefix 1 to 32), for the network service
+// (SysNICInfo); prefix 0: none, or a malformed option (reported).
+var netConf struct {
+	addr, gw, dns [4]byte
+	prefix        int
+}
+
+// netConfBad: a yolk.net option was malformed (and ignored).
+var netConfBad bool
+
+func netOption(v []byte) {
+	var c struct {
+		addr, gw, dns [4]byte
+		prefix        int
+	}
+	rest, ok := parseIPv4(v, &c.addr)
+	if ok && len(rest) > 1 && rest[0] == '/' {
+		i := 1
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' && i < 4 {
+			c.prefix = c.prefix*10 + int(rest[i]-'0')
+			i++
+		}
+		rest = rest[i:]
+		ok = i > 1 && c.prefix >= 1 && c.prefix <= 32
+	} else {
+		ok = false
+	}
+	if ok && len(rest) > 1 && rest[0] == ',' {
+		rest, ok = parseIPv4(rest[1:], &c.gw)
+	} else {
+		ok = false
+	}
+	if ok && len(rest) > 1 && rest[0] == ',' {
+		rest, ok = parseIPv4(rest[1:], &c.dns)
+	}
+	if !ok || len(rest) != 0 {
+		netConfBad = true // reported by nicInit (the console may not print yet)
+		return
+	}
+	netConf = c
+}
+
+// parseIPv4 parses a dotted quad at the start of b into a and returns the
+// rest of b.
+func parseIPv4(b []byte, a *[4]byte) ([]byte, bool) {
+	i := 0
+	for k := 0; k < 4; k++ {
+		if k > 0 {
+			if i >= len(b) || b[i] != '.' {
+				return b, false
+			}
+			i++
+		}
+		v, digits := 0, 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && digits < 3 {
+			v = v*10 + int(b[i]-'0')
+			i++
+			digits++
+		}
+		if digits == 0 || v > 255 {
+			return b, false
+		}
+		a[k] = byte(v)
+	}
+	return b[i:], true
+}
+
+// mmioDeviceKey starts the entries QEMU microvm appends to the command
+// line for each virtio-mmio transport with a device behind it (Linux's
+// syntax, SIZE@BASE:IRQ, such as "virtio_mmio.device=512@0xfeb00e00:12").
+const mmioDeviceKey = "virtio_mmio.device="
+
+// mmioDevices are those entries (base, IRQ), at most len of them.
+var (
+	mmioDevices  [8]struct{ base, irq uint64 }
+	nmmioDevices int
+)
+
+func mmioDeviceOption(v []byte) {
+	size, rest := parseNum(v)
+	if len(rest) > 0 && (rest[0]|0x20 == 'k') {
+		size <<= 10
+		rest = rest[1:]
+	}
+	if size == 0 || len(rest) == 0 || rest[0] != '@' {
+		return
+	}
+	base, rest := parseNum(rest[1:])
+	if base == 0 || len(rest) == 0 || rest[0] != ':' {
+		return
+	}
+	irq, rest := parseNum(rest[1:])
+	if len(rest) > 0 && rest[0] != ':' { // ":ID" may follow
+		return
+	}
+	if nmmioDevices < len(mmioDevices) {
+		mmioDevices[nmmioDevices].base, mmioDevices[nmmioDevices].irq = base, irq
+		nmmioDevices++
+	}
+}
+
+// parseNum parses a decimal or 0x-prefixed hexadecimal number at the start
+// of b and returns it and the rest (0 and b if there is none).
+func parseNum(b []byte) (uint64, []byte) {
+	v, i := uint64(0), 0
+	if len(b) > 2 && b[0] == '0' && b[1]|0x20 == 'x' {
+		for i = 2; i < len(b) && i < 18 && hexDigit(b[i]) >= 0; i++ {
+			v = v<<4 | uint64(hexDigit(b[i]))
+		}
+		if i == 2 {
+			return 0, b
+		}
+		return v, b[i:]
+	}
+	for ; i < len(b) && i < 19 && b[i] >= '0' && b[i] <= '9'; i++ {
+		v = v*10 + uint64(b[i]-'0')
+	}
+	return v, b[i:]
 }

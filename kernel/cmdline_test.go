@@ -79,3 +79,47 @@ func TestCmdlineStartMark(t *testing.T) {
 		t.Errorf("no whole-token mark: args %q", args)
 	}
 }
+
+func TestCmdlineNetOption(t *testing.T) {
+	for _, c := range []struct {
+		opt           string
+		addr, gw, dns [4]byte
+		prefix        int
+	}{
+		{"10.0.2.15/24,10.0.2.2,10.0.2.3", [4]byte{10, 0, 2, 15}, [4]byte{10, 0, 2, 2}, [4]byte{10, 0, 2, 3}, 24},
+		{"192.168.7.2/32,192.168.7.1", [4]byte{192, 168, 7, 2}, [4]byte{192, 168, 7, 1}, [4]byte{}, 32},
+		{"10.0.2.15,10.0.2.2", [4]byte{}, [4]byte{}, [4]byte{}, 0},     // no prefix
+		{"10.0.2.15/0,10.0.2.2", [4]byte{}, [4]byte{}, [4]byte{}, 0},   // prefix out of range
+		{"10.0.2.15/33,10.0.2.2", [4]byte{}, [4]byte{}, [4]byte{}, 0},  // prefix out of range
+		{"10.0.2.256/24,10.0.2.2", [4]byte{}, [4]byte{}, [4]byte{}, 0}, // not an address
+		{"10.0.2.15/24", [4]byte{}, [4]byte{}, [4]byte{}, 0},           // no gateway
+		{"10.0.2.15/24,10.0.2.2,", [4]byte{}, [4]byte{}, [4]byte{}, 0}, // empty DNS
+		{"10.0.2.15/24,10.0.2.2,10.0.2.3x", [4]byte{}, [4]byte{}, [4]byte{}, 0},
+	} {
+		netConf.prefix, netConf.addr, netConf.gw, netConf.dns, netConfBad = 0, [4]byte{}, [4]byte{}, [4]byte{}, false
+		parse(t, "yolk.net="+c.opt+" x")
+		if netConfBad != (c.prefix == 0) {
+			t.Errorf("yolk.net=%s: malformed %v", c.opt, netConfBad)
+		}
+		if netConf.prefix != c.prefix || netConf.addr != c.addr || netConf.gw != c.gw || netConf.dns != c.dns {
+			t.Errorf("yolk.net=%s: %v/%d gw %v dns %v, want %v/%d gw %v dns %v", c.opt,
+				netConf.addr, netConf.prefix, netConf.gw, netConf.dns, c.addr, c.prefix, c.gw, c.dns)
+		}
+	}
+	netConf.prefix, netConfBad = 0, false
+}
+
+// QEMU microvm's virtio_mmio.device= entries (appended after everything,
+// "--" included) are the kernel's, never the program's arguments.
+func TestCmdlineVirtioMMIO(t *testing.T) {
+	nmmioDevices = 0
+	args, env := parse(t, "A=1 -- x virtio_mmio.device=512@0xfeb00e00:12 virtio_mmio.device=1K@0xfeb00c00:11:3 virtio_mmio.device=512@bad:1")
+	if strings.Join(args, "|") != "yolk|x" || strings.Join(env, "|") != "A=1" {
+		t.Errorf("args %q env %q", args, env)
+	}
+	if nmmioDevices != 2 || mmioDevices[0].base != 0xfeb00e00 || mmioDevices[0].irq != 12 ||
+		mmioDevices[1].base != 0xfeb00c00 || mmioDevices[1].irq != 11 {
+		t.Errorf("%d devices: %+v", nmmioDevices, mmioDevices[:nmmioDevices])
+	}
+	nmmioDevices = 0
+}

@@ -10,13 +10,14 @@
 // rooms: memory management is package kernel/mm, files and pipes
 // kernel/fs, sockets kernel/net, errno and yolk's private calls
 // kernel/abi, the CPU's instructions arch/amd64 and arch/arm64; the glue
-// to them here is mmenv.go, vfs.go, sockets.go and userbuf.go. Here: syscall.go dispatches,
+// to them here is mmenv.go, vfs.go, sockets.go and userbuf.go; nic.go
+// drives the network device (drivers/virtionet). Here: syscall.go dispatches,
 // one line a call, to the handlers in sys_<topic>.go; main.go is the one
 // boot sequence, calling the arch's hooks.
 //
 // Per-architecture files. Twins, one name on both architectures, for
 // what each does its own way: bootinfo, conin, console, cpu, entry (.s),
-// intc, regs, signal, smp, sys_random, syscall, time, trap, vdso (.go
+// intc, nic, regs, signal, smp, sys_random, syscall, time, trap, vdso (.go
 // and .s); what both would do alike is in the file without a suffix.
 // Files of one architecture only, for what the other has no such thing
 // as: trampoline_amd64.{go,s} (the real-mode start-up page of INIT-SIPI),

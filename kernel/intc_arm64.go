@@ -115,6 +115,8 @@ func irq(p *perCPU) (timer bool) {
 		timer = true
 	case id == conIRQ && conIRQ != 0:
 		conInInterrupt()
+	case id == nicIRQ && nicIRQ != 0:
+		nicInterrupt()
 	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
 		gic.EOI(iar)
 		stopHere()

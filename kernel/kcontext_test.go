@@ -17,8 +17,9 @@ import (
 // (kernel/fs), the socket layer (kernel/net), the page supplier they share
 // (kernel/internal/pages), the system-call names (kernel/abi), the
 // kernel's locks (sched's TWA spin lock and CES mutex, and sync/twa under
-// them), the CPU's instructions (arch/amd64, arch/arm64) and the drivers,
-// with the TamaGo drivers they call.
+// them), the CPU's instructions (arch/amd64, arch/arm64) and the drivers
+// (drivers/virtio and drivers/virtionet, the NIC, among them), with the
+// TamaGo drivers they call.
 var kernelContext = regexp.MustCompile(`^(yolk/(kernel|kernel/mm|kernel/abi|kernel/fs|kernel/net|kernel/internal/pages|sched|sched/queue|sync/twa|sync/twa/baseline|boot|arch/amd64|arch/arm64|drivers/[a-z0-9]+)|github\.com/usbarmory/tamago/.*)\.`)
 
 // runtimeContext are kernel-package functions that run as ordinary Go code

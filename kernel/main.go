@@ -59,6 +59,7 @@ func kmain(a0, a1 uintptr) {
 	bootDone(n)
 
 	conInInit(c)
+	nicInit(c)
 	startInit()
 	sched.Idle(idleWait)
 }

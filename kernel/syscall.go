@@ -220,6 +220,14 @@ func syscall(r *Regs) {
 		err = sysNet(a0)
 	case unix.SYS_GETRANDOM:
 		ret, err = sysGetrandom(a0, a1)
+	case abi.SysNICInfo:
+		err = sysNICInfo(a0)
+	case abi.SysNICSend:
+		err = sysNICSend(a0, a1)
+	case abi.SysNICRecv:
+		ret, err = sysNICRecv(a0, a1)
+	case abi.SysNICNotify:
+		err = sysNICNotify(int(int32(a0)))
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysUnmapped, abi.SysNumCPU:
 		ret, err = sysYolk(nr, a0, a1, a2, a3) // only for an image that asks (abi.TestCalls)
 	default:

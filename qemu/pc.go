@@ -100,6 +100,11 @@ func pcArgs(c Config) ([]string, error) {
 	args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	args = append(args, firmware...)
 	args = append(args, "-cdrom", c.Image)
+	net, err := netArgs(c.Net, c.Forwards, true)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, net...)
 	args, err = gdbArgs(args, c.GDB)
 	if err != nil {
 		return nil, err

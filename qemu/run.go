@@ -150,6 +150,13 @@ type Config struct {
 	Initrd  string        // -initrd: a boot archive of host files (Tree), "" for none
 	Extra   []string      // more QEMU arguments, appended last
 
+	// Net is the guest's network (net.go): "" or "none" (no NIC),
+	// "user" (QEMU's user network; the kernel is told its address with
+	// UserNetConf) or "tap:IFNAME". Forwards are host ports forwarded
+	// to the guest on the user network. The rpi3 board has no NIC.
+	Net      string
+	Forwards []Forward
+
 	// GDB, if non-zero, starts QEMU halted (-S) with its gdb stub on
 	// this TCP port: a debugger attaches (GDBCommand) and continues.
 	GDB int
@@ -255,6 +262,9 @@ func QEMUArgs(c Config) ([]string, error) {
 		if err := rpi3Check(c); err != nil {
 			return nil, err
 		}
+		if c.Net != "" && c.Net != NetNone || len(c.Forwards) > 0 {
+			return nil, fmt.Errorf("board rpi3 has no network device (loopback only): want no -net or -net none")
+		}
 		cpu, mem, smp = "cortex-a53", "1G", 4
 		kernel = []string{"-kernel", filepath.Join(c.Image, "kernel8.img"), "-dtb", filepath.Join(c.Image, image.RPi3DTB)}
 	case arch == "arm64":
@@ -268,7 +278,11 @@ func QEMUArgs(c Config) ([]string, error) {
 	if c.Image == "" {
 		return nil, errors.New("no image")
 	}
-	env := c.Env
+	env := withNetConf(c.Env, c.Net)
+	netArgs, err := netArgs(c.Net, c.Forwards, arch == "amd64" && machine != "microvm")
+	if err != nil {
+		return nil, err
+	}
 	var initrd []string
 	if c.Initrd != "" {
 		if arch == "arm64" && c.Board == "" {
@@ -305,6 +319,7 @@ func QEMUArgs(c Config) ([]string, error) {
 		args = append(args, "-append", cmdline)
 	}
 	args = append(args, initrd...)
+	args = append(args, netArgs...)
 	if args, err = gdbArgs(args, c.GDB); err != nil {
 		return nil, err
 	}

@@ -255,6 +255,48 @@ func (e *envFlag) Set(s string) error {
 	return nil
 }
 
+// forwardFlag collects -p port forwards.
+type forwardFlag []qemu.Forward
+
+func (f *forwardFlag) String() string {
+	var s []string
+	for _, x := range *f {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, " ")
+}
+
+func (f *forwardFlag) Set(s string) error {
+	x, err := qemu.ParseForward(s)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, x)
+	return nil
+}
+
+// runNet is the network yolk run gives the guest: -net as given, else
+// the user network (none on the rpi3 board, which has no NIC); -p needs
+// the user network.
+func runNet(net string, netSet bool, fwds []qemu.Forward, board string) (string, error) {
+	if !netSet {
+		net = qemu.NetUser
+		if board == "rpi3" && len(fwds) == 0 {
+			net = qemu.NetNone
+		}
+	}
+	if err := qemu.CheckNet(net); err != nil {
+		return "", err
+	}
+	if len(fwds) > 0 && net != qemu.NetUser {
+		return "", fmt.Errorf("-p forwards ports on the user network: not with -net %s", net)
+	}
+	if board == "rpi3" && net != qemu.NetNone {
+		return "", errors.New("-board rpi3 has no network device (loopback only): leave -net and -p out")
+	}
+	return net, nil
+}
+
 func run(args []string) int {
 	fs := flag.NewFlagSet("yolk run", flag.ExitOnError)
 	accel := fs.String("accel", "auto", "accelerator: auto (KVM if a probe boot works), kvm or tcg")
@@ -268,6 +310,9 @@ func run(args []string) int {
 	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
 	board := fs.String("board", "", "boot a board image: rpi3 (the boot directory or .img of yolk build -board rpi3, on QEMU raspi3b: 4 cores, 1 GiB) or pc (the ISO of yolk build -board pc, from the CD-ROM drive of q35 (default) or pc)")
 	firmware := fs.String("firmware", "", "-board pc: bios (SeaBIOS, the default) or uefi (OVMF)")
+	netFlag := fs.String("net", qemu.NetUser, "the guest's network: user (QEMU's user network: the guest is 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3), none, or tap:IFNAME (a tap interface the host set up); a virtio-net NIC (the rpi3 board has none)")
+	var fwds forwardFlag
+	fs.Var(&fwds, "p", "forward a host port to the guest on the user network: `[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]` (HOSTADDR default 127.0.0.1; repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board rpi3 [flags] dir|dir.img [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")
 		fs.PrintDefaults()
@@ -301,6 +346,11 @@ func run(args []string) int {
 	}
 	if *firmware != "" && *board != "pc" {
 		fmt.Fprintln(os.Stderr, "yolk run: -firmware goes with -board pc")
+		return 2
+	}
+	netw, err := runNet(*netFlag, setFlags["net"], fwds, *board)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "yolk run: %v\n", err)
 		return 2
 	}
 	switch *board {
@@ -417,6 +467,8 @@ func run(args []string) int {
 		Env:      env,
 		Args:     fs.Args()[1:],
 		Initrd:   initrd,
+		Net:      netw,
+		Forwards: fwds,
 		GDB:      *gdb,
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,

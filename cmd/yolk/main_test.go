@@ -349,3 +349,34 @@ func fakeELF(t *testing.T, machine elf.Machine) string {
 	}
 	return p
 }
+
+// TestRunNet: yolk run's network is the user network unless -net says
+// otherwise, none on the rpi3 board; -p needs the user network.
+func TestRunNet(t *testing.T) {
+	fwd := []qemu.Forward{{HostAddr: "127.0.0.1", HostPort: 8080, GuestPort: 80}}
+	for _, c := range []struct {
+		net    string
+		netSet bool
+		fwds   []qemu.Forward
+		board  string
+		want   string
+		err    bool
+	}{
+		{want: "user"},
+		{fwds: fwd, want: "user"},
+		{net: "none", netSet: true, want: "none"},
+		{net: "tap:tap0", netSet: true, want: "tap:tap0"},
+		{net: "user", netSet: true, board: "pc", want: "user"},
+		{board: "rpi3", want: "none"},
+		{net: "user", netSet: true, board: "rpi3", err: true},
+		{board: "rpi3", fwds: fwd, err: true},
+		{net: "none", netSet: true, fwds: fwd, err: true},
+		{net: "tap:tap0", netSet: true, fwds: fwd, err: true},
+		{net: "slirp", netSet: true, err: true},
+	} {
+		got, err := runNet(c.net, c.netSet, c.fwds, c.board)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("runNet(%q, %v, %v, %q) = %q, %v; want %q, error %v", c.net, c.netSet, c.fwds, c.board, got, err, c.want, c.err)
+		}
+	}
+}

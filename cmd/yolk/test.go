@@ -370,6 +370,7 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, dir, 
 		Env:     append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(dir)),
 		Args:    c.testArgs,
 		Initrd:  initrd,
+		Net:     qemu.NetUser, // a NIC on QEMU's user network, no forwards
 		Stdout:  w,
 		Stderr:  w,
 	})

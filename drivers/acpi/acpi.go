@@ -1,7 +1,9 @@
 // Package acpi finds the processors of the machine in the firmware's ACPI
 // tables (RSDP, then RSDT or XSDT, then the MADT), so the kernel knows which
 // local APICs to start, and records the IO APICs for interrupt routing. It
-// reads tables; it does not interpret AML or touch any device.
+// reads tables; it does not interpret AML or touch any device (the
+// virtio-mmio transports of QEMU microvm's DSDT are found by a byte scan:
+// virtio.go).
 //
 // Kernel-context: it runs at boot, before the Go runtime. No allocation, no
 // runtime calls, no pointer stores: it reads physical memory at a fixed
@@ -33,6 +35,7 @@ const (
 	ErrMADTEntry            // a MADT entry is shorter than its type or runs past the table
 	ErrTooManyCPUs          // more usable processors than the caller's array; the count is still exact
 	ErrTooManyIOAPICs       // more IO APICs than the caller's array; the count is still exact
+	ErrTooManyDevices       // more virtio-mmio devices in the DSDT than the caller's array
 )
 
 var errText = [...]string{
@@ -48,6 +51,7 @@ var errText = [...]string{
 	ErrMADTEntry:      "bad MADT entry",
 	ErrTooManyCPUs:    "more CPUs than fit",
 	ErrTooManyIOAPICs: "more IO APICs than fit",
+	ErrTooManyDevices: "more devices than fit",
 }
 
 func (e Error) String() string {

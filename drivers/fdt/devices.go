@@ -382,3 +382,34 @@ func (f *FDT) CPUs(out []CPU) (int, Error) {
 	}
 	return n, OK
 }
+
+// Device is a memory-mapped device node: its first register range and its
+// first interrupt (a GIC interrupt ID; 0 if it has none or there is no
+// GIC).
+type Device struct {
+	Base, Size uint64
+	IRQ        uint32
+	IRQFlags   uint32 // the specifier's third cell: 1 rising edge, 4 level high
+}
+
+// NextDevice continues the walk it to the next enabled node compatible
+// with s (a fresh Walk starts at the root) and decodes it; ErrNotFound
+// after the last. QEMU virt's 32 "virtio,mmio" transports are found so.
+func (f *FDT) NextDevice(it *Iter, s string) (Device, Error) {
+	var icells uint32
+	if g, e := f.GIC(); e == OK {
+		icells = g.InterruptCells
+	}
+	if _, e := f.FindCompatible(it, s); e != OK {
+		return Device{}, e
+	}
+	base, size, e := f.RegAt(it, 0)
+	if e != OK {
+		return Device{}, e
+	}
+	d := Device{Base: base, Size: size}
+	if irq, e := f.interrupt(it.Node(), 0, icells); e == OK {
+		d.IRQ, d.IRQFlags = irq.ID, irq.Flags
+	}
+	return d, OK
+}

@@ -682,3 +682,38 @@ func TestNoAllocation(t *testing.T) {
 		t.Errorf("%v allocations per run", allocs)
 	}
 }
+
+// QEMU virt lists 32 virtio-mmio transports from 0x0a000000, 0x200 apart,
+// SPI 16 upward (GIC IDs 48...), level-triggered; NextDevice finds them all
+// in document order and then reports the end.
+func TestNextDeviceVirtioMMIO(t *testing.T) {
+	for _, vc := range virtCases {
+		t.Run(vc.name, func(t *testing.T) {
+			f := open(t, dtb(t, vc.name))
+			it := f.Walk()
+			seen := map[uint64]uint32{}
+			for {
+				d, e := f.NextDevice(&it, "virtio,mmio")
+				if e == ErrNotFound {
+					break
+				}
+				if e != OK {
+					t.Fatalf("NextDevice: %v", e)
+				}
+				if d.Size != 0x200 || d.Base < 0x0a000000 || d.Base >= 0x0a000000+32*0x200 || d.Base%0x200 != 0 {
+					t.Errorf("device at %#x size %#x", d.Base, d.Size)
+				}
+				if want := uint32(48 + (d.Base-0x0a000000)/0x200); d.IRQ != want || d.IRQFlags&0xf != 1 && d.IRQFlags&0xf != 4 {
+					t.Errorf("device at %#x: IRQ %d flags %#x, want %d", d.Base, d.IRQ, d.IRQFlags, want)
+				}
+				seen[d.Base] = d.IRQ
+			}
+			if len(seen) != 32 {
+				t.Errorf("found %d virtio-mmio transports, want 32", len(seen))
+			}
+			if _, e := f.NextDevice(&it, "virtio,mmio"); e != ErrNotFound {
+				t.Errorf("after the end: %v, want ErrNotFound", e)
+			}
+		})
+	}
+}

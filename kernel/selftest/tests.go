@@ -70,6 +70,9 @@ var tests = []test{
 	{"TestHTTPLoopback", testHTTPLoopback},
 	{"TestInterfaces", testInterfaces},
 
+	// nic.go
+	{"TestNIC", testNIC},
+
 	// fuzz.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestMemoryProtection", testMemoryProtection},

@@ -1,0 +1,42 @@
+package abi
+
+// The network device's private calls: production calls for the network
+// service (docs/net.md, "The NIC"), answered in every image — unlike the
+// test calls above they are not gated by TestCalls. Without a NIC they
+// return ENODEV (SysNICInfo reports Present 0).
+const (
+	SysNICInfo   = 0x1010 // copy NICInfo to a0
+	SysNICSend   = 0x1011 // send the Ethernet frame of a1 bytes at a0 (no FCS): EINVAL outside [14, 1518] bytes, EAGAIN while the transmit queue is full
+	SysNICRecv   = 0x1012 // move received frames into the a1 bytes at a0 as records (NICRecord*); returns the bytes written, EAGAIN when none waits, EINVAL if a1 cannot hold the largest record
+	SysNICNotify = 0x1013 // a0: an eventfd the kernel adds 1 to whenever frames arrive (-1: none); EBADF if a0 is no eventfd
+)
+
+// NICInfo is what SysNICInfo copies out. The address is the kernel
+// option yolk.net=ADDR/PREFIX,GATEWAY[,DNS] (yolk run passes QEMU's user
+// network's); Prefix 0 means none was given.
+type NICInfo struct {
+	Present uint32 // 1: a NIC is open
+	LinkUp  uint32 // 1: the device reports its link up
+	MAC     [6]byte
+	PCI     uint8 // 1: behind PCI, 0: virtio-mmio
+	_       uint8
+	MTU     uint32
+	Prefix  uint32 // the address's prefix length
+	Addr    [4]byte
+	Gateway [4]byte
+	DNS     [4]byte
+	_       uint32
+	// Counters: frames received into the kernel's ring and sent; frames
+	// dropped on receive (ring full, runt or oversize); the device's
+	// interrupts; sends refused with the transmit queue full.
+	RxFrames, TxFrames, Dropped, Interrupts, TxFull uint64
+}
+
+// A SysNICRecv record: the frame's length as a little-endian uint32, the
+// frame, then zero padding up to a multiple of NICRecordAlign. A buffer of
+// NICRecordMax bytes always takes one frame.
+const (
+	NICRecordAlign = 4
+	NICMaxFrame    = 1518 // Ethernet header, a VLAN tag, MTU 1500
+	NICRecordMax   = 4 + NICMaxFrame + 2
+)

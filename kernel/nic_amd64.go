@@ -1,0 +1,118 @@
+package kernel
+
+import (
+	"yolk/drivers/acpi"
+	"yolk/drivers/ioapic"
+	"yolk/drivers/lapic"
+	"yolk/drivers/virtio"
+	"yolk/kernel/mm"
+	"yolk/sched"
+)
+
+// vecNIC is the network device's interrupt vector.
+const vecNIC = 0x25
+
+// nicInit finds the network device and routes its interrupt to this (the
+// boot) CPU: on microvm the virtio-mmio transports its ACPI DSDT lists
+// (LNRO0005 devices: registers and a level-triggered, active-high GSI) or
+// the command line names (virtio_mmio.device=, which QEMU appends only
+// when ACPI is off), else
+// the virtio functions on PCI bus 0 through the configuration ports (pc,
+// q35: INTx on the ISA IRQ firmware wrote in the Interrupt Line register,
+// level-triggered, active high as QEMU's MADT overrides say). The first
+// network device that opens is the NIC.
+func nicInit(c *sched.CPU) {
+	netConfCheck()
+	// microvm: its DSDT's transports, and those the command line names
+	// (QEMU appends them when ACPI is off).
+	var devs [24]acpi.MMIODevice
+	n, _ := acpi.VirtioMMIO(bootInfo.RSDP, mm.PhysOff(), devs[:])
+	n = min(n, len(devs))
+	for i := 0; i < nmmioDevices && n < len(devs); i++ {
+		devs[n] = acpi.MMIODevice{Base: uint32(mmioDevices[i].base), Size: virtio.MMIOSize, GSI: uint32(mmioDevices[i].irq), Level: true}
+		n++
+	}
+	for _, m := range devs[:n] {
+		if m.Base == 0 || m.Size < virtio.MMIOSize || m.GSI >= 256 {
+			continue
+		}
+		d, e := virtio.OpenMMIO(mm.Phys(uintptr(m.Base)))
+		if e != virtio.OK || d.Type() != virtio.TypeNet {
+			if e == virtio.ErrLegacy {
+				nicRefused("mmio", uint64(m.Base), e)
+			}
+			continue
+		}
+		if nicOpen(d, "mmio", uint64(m.Base), m.GSI) {
+			nicRoute(c, m.GSI, m.Level, m.ActiveLow)
+			return
+		}
+	}
+	if n > 0 {
+		return // microvm: no PCI
+	}
+	var fns [8]virtio.PCIFunction
+	pc := virtio.PCIConfig{}
+	n, _ = pc.Virtio(0, fns[:])
+	for _, f := range fns[:min(n, len(fns))] {
+		if f.Type != virtio.TypeNet {
+			continue
+		}
+		caps, e := pc.Caps(f.BDF)
+		if e == virtio.OK && (caps.Common.Addr >= 4<<30 || caps.Notify.Addr >= 4<<30 || caps.ISR.Addr >= 4<<30 || caps.Device.Addr >= 4<<30) {
+			klog("net: virtio-net on PCI has a BAR above 4 GiB, outside the physical map: not used\n")
+			continue
+		}
+		d, e := virtio.OpenPCI(pc, f.BDF, mm.PhysOff())
+		if e != virtio.OK {
+			nicRefused("pci", uint64(f.BDF), e)
+			continue
+		}
+		line := uint32(pc.Read8(f.BDF, 0x3c)) // Interrupt Line
+		if line == 0 || line >= 16 {
+			klog("net: virtio-net on PCI has no interrupt line (firmware did not set one): not used\n")
+			d.Reset()
+			continue
+		}
+		if nicOpen(d, "pci", uint64(f.BDF), line) {
+			nicRoute(c, line, true, false)
+			return
+		}
+	}
+}
+
+func nicRefused(where string, base uint64, e virtio.Error) {
+	klog("net: virtio device (")
+	kprint(where)
+	kprint(" ")
+	kprintHex(base, 1)
+	kprint(") not used: ")
+	kprint(e.String())
+	kprint("\n")
+}
+
+// nicRoute routes GSI gsi to this CPU as vecNIC.
+func nicRoute(c *sched.CPU, gsi uint32, level, low bool) {
+	base := ioapicFor(gsi)
+	pin := gsi
+	if base == 0 {
+		base = ioapic.Default
+	} else {
+		for _, a := range madtIOAPICs[:nIOAPICs] {
+			if uintptr(a.Addr) == base {
+				pin = gsi - a.GSIBase
+			}
+		}
+	}
+	if level {
+		ioapic.RouteLevel(base, pin, vecNIC, uint32(c.IRQ), low)
+	} else {
+		ioapic.Route(base, pin, vecNIC, uint32(c.IRQ))
+	}
+}
+
+// nicTrap is vecNIC's handler.
+func nicTrap() {
+	nicInterrupt()
+	lapic.EOI()
+}

@@ -1,0 +1,57 @@
+package kernel
+
+import (
+	"yolk/drivers/fdt"
+	"yolk/drivers/gic"
+	"yolk/drivers/virtio"
+	"yolk/sched"
+)
+
+// nicInit finds the network device among the device tree's virtio-mmio
+// transports (QEMU virt: 32 of them, most empty) and routes its GIC
+// interrupt to this (the boot) CPU, edge or level as the node says. The
+// first network device that opens is the NIC. The Raspberry Pi 3 has
+// none: loopback only.
+func nicInit(c *sched.CPU) {
+	netConfCheck()
+	if onPi() {
+		return
+	}
+	it := dt.Walk()
+	for {
+		d, e := dt.NextDevice(&it, "virtio,mmio")
+		if e != fdt.OK {
+			return
+		}
+		if d.Base >= 1<<30 || d.Size < virtio.MMIOSize || d.IRQ == 0 {
+			continue // outside the identity map's device GiB, or no interrupt
+		}
+		// The first GiB is identity-mapped as device memory (boot).
+		v, ve := virtio.OpenMMIO(uintptr(d.Base))
+		if ve != virtio.OK {
+			if ve == virtio.ErrLegacy {
+				nicRefused("mmio", d.Base, ve)
+			}
+			continue
+		}
+		if v.Type() != virtio.TypeNet {
+			continue
+		}
+		if nicOpen(v, "mmio", d.Base, d.IRQ) {
+			gic.SetEdge(percpu[0].gic, d.IRQ, d.IRQFlags&0xf != 4)
+			gic.Route(d.IRQ, gic.Target(c.IRQ))
+			gic.Enable(percpu[0].gic, d.IRQ, gic.DefaultPriority)
+			return
+		}
+	}
+}
+
+func nicRefused(where string, base uint64, e virtio.Error) {
+	klog("net: virtio device (")
+	kprint(where)
+	kprint(" ")
+	kprintHex(base, 1)
+	kprint(") not used: ")
+	kprint(e.String())
+	kprint("\n")
+}
