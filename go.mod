@@ -1,17 +1,21 @@
 module yolk
 
-go 1.26.0
+go 1.26.3
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/usbarmory/tamago v1.25.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
+	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 )
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
+	github.com/google/btree v1.1.2 // indirect
+	golang.org/x/exp v0.0.0-20260824195058-e88cd73687aa // indirect
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da // indirect
+	golang.org/x/time v0.15.0 // indirect
 )
 
 tool golang.org/x/perf/cmd/benchstat

@@ -98,8 +98,9 @@ func build(args []string) int {
 	var env envFlag
 	fs.Var(&env, "e", "rpi3, pc: KEY=VALUE for the guest environment on the card or in the ISO (repeatable); arguments after the package go there too")
 	dir := fs.String("dir", "", "pc: build this host `directory` into the ISO (read-only, at its absolute path; the program starts there)")
+	netsvc := fs.String("netsvc", "auto", "link the TCP/IP service (gVisor's netstack, for traffic through the NIC): auto (when the program uses package net), on, off")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-board rpi3 [-firmware dir] [-e KEY=VALUE ...] | -board pc [-e KEY=VALUE ...] [-dir DIR]] [-o out] [-tags tags] [-ldflags flags] ./path/to/pkg [arg ...]")
+		fmt.Fprintln(os.Stderr, "usage: yolk build [-arch amd64|arm64] [-board rpi3 [-firmware dir] [-e KEY=VALUE ...] | -board pc [-e KEY=VALUE ...] [-dir DIR]] [-o out] [-tags tags] [-ldflags flags] [-netsvc auto|on|off] ./path/to/pkg [arg ...]")
 		fs.PrintDefaults()
 	}
 	fs.Parse(args)
@@ -114,7 +115,7 @@ func build(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk build: %v\n", err)
 		return 2
 	}
-	opt := image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags}
+	opt := image.Options{Output: *out, Arch: a, Tags: *tags, LDFlags: *ldflags, NetService: *netsvc}
 	if *dir != "" && *board != "pc" {
 		fmt.Fprintln(os.Stderr, "yolk build: -dir is for -board pc (an ELF gets its files from yolk run -dir)")
 		return 2

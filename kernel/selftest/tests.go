@@ -70,8 +70,11 @@ var tests = []test{
 	{"TestHTTPLoopback", testHTTPLoopback},
 	{"TestInterfaces", testInterfaces},
 
-	// nic.go
+	// nic.go, wire.go
 	{"TestNIC", testNIC},
+	{"TestWireTCPOut", testWireTCPOut},
+	{"TestWireUDPOut", testWireUDPOut},
+	{"TestWireTCPIn", testWireTCPIn},
 
 	// fuzz.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},

@@ -1,0 +1,643 @@
+// Package netsvc is yolk's TCP/IP service: gVisor's netstack, run as
+// ordinary goroutines of the program, behind the kernel's sockets
+// (docs/net.md). The kernel owns descriptors, socket state, the port
+// table and the per-connection rings, and keeps loopback to itself; this
+// package moves bytes between those rings and netstack endpoints, and
+// frames between the netstack and the NIC, through the kernel's private
+// calls (abi.SysNet, abi.SysNIC*). It runs only when the image has a NIC.
+//
+// Ordinary Go, not kernel context: it allocates, locks and blocks like
+// any program. It must not be imported by the kernel; an image links it
+// when the program uses package net (yolk build sees that), or by a blank
+// import.
+//
+// Goroutines: a fixed set started at init (none per connection): the
+// service loop, one waiter on each of the two eventfds the kernel
+// signals, and the netstack's own.
+package netsvc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
+	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
+	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+
+	"yolk/kernel/abi"
+)
+
+const (
+	nicID    = 1
+	chunk    = 64 << 10 // bytes moved per NetRx or NetTx
+	maxDgram = 65535
+)
+
+// Started reports whether the service runs (a NIC with an address was
+// there at init); Err says why not, if it does not.
+var (
+	Started bool
+	Err     error
+)
+
+func init() {
+	if err := start(); err != nil {
+		Err = err
+		if !errors.Is(err, errNoNIC) {
+			fmt.Fprintf(os.Stderr, "netsvc: %v\n", err)
+		}
+		return
+	}
+	Started = true
+}
+
+var errNoNIC = errors.New("no NIC")
+
+// conn is a kernel socket the service serves, and its endpoint.
+type conn struct {
+	id       uint64
+	typ      uint8
+	ep       tcpip.Endpoint
+	wq       *waiter.Queue
+	entry    waiter.Entry
+	listener bool
+
+	connecting bool
+	rx         []byte // received, not yet taken by the kernel
+	rxFull     bool   // the kernel's ring was full: wait for NetOpRxRoom
+	tx         []byte // taken from the kernel, not yet accepted by the endpoint
+	txMore     bool   // the kernel may have more (NetOpTx)
+	shutWr     bool   // send a FIN once tx is empty
+	closing    bool   // close once tx is empty
+	finSent    bool
+	eof        bool // the peer's FIN went to the kernel
+	held       tcpip.Endpoint
+	heldWQ     *waiter.Queue
+	heldPeer   tcpip.FullAddress
+}
+
+type service struct {
+	nicMu sync.Mutex // held while the loop uses the NIC; Exclusive takes it
+	nicfd int
+	st    *stack.Stack
+	link  *channel.Endpoint
+	kick  chan struct{}
+	mu    sync.Mutex
+	dirty map[*conn]bool
+	conns map[uint64]*conn
+	buf   []byte
+}
+
+func start() error {
+	var info abi.NICInfo
+	if _, _, e := syscall.Syscall(abi.SysNICInfo, uintptr(unsafe.Pointer(&info)), 0, 0); e != 0 {
+		return fmt.Errorf("%w: SysNICInfo: %v", errNoNIC, e)
+	}
+	if info.Present == 0 {
+		return errNoNIC
+	}
+	if info.Prefix == 0 {
+		return errors.New("the NIC has no address (yolk.net=ADDR/PREFIX,GATEWAY[,DNS]); DHCP is not done yet")
+	}
+	s := &service{kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk)}
+	s.st = stack.New(stack.Options{
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
+		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
+	})
+	s.link = channel.New(1024, info.MTU, tcpip.LinkAddress(info.MAC[:]))
+	if e := s.st.CreateNIC(nicID, ethernet.New(s.link)); e != nil {
+		return fmt.Errorf("CreateNIC: %v", e)
+	}
+	addr := tcpip.AddrFrom4(info.Addr)
+	if e := s.st.AddProtocolAddress(nicID, tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber,
+		AddressWithPrefix: tcpip.AddressWithPrefix{Address: addr, PrefixLen: int(info.Prefix)}}, stack.AddressProperties{}); e != nil {
+		return fmt.Errorf("AddProtocolAddress: %v", e)
+	}
+	mask := tcpip.MaskFromBytes(net4Mask(int(info.Prefix)))
+	subnet, err := tcpip.NewSubnet(tcpip.AddrFrom4(and4(info.Addr, mask)), mask)
+	if err != nil {
+		return err
+	}
+	s.st.SetRouteTable([]tcpip.Route{
+		{Destination: subnet, NIC: nicID},
+		{Destination: header.IPv4EmptySubnet, Gateway: tcpip.AddrFrom4(info.Gateway), NIC: nicID},
+	})
+	sack := tcpip.TCPSACKEnabled(true)
+	s.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	s.link.AddNotify(s)
+
+	nicfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	if _, _, e := syscall.Syscall(abi.SysNICNotify, uintptr(nicfd), 0, 0); e != 0 {
+		return fmt.Errorf("SysNICNotify: %v", e)
+	}
+	s.nicfd = nicfd
+	svc = s
+	netfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	up := abi.NetCall{Op: abi.NetUp, Buf: uintptr(netfd), Len: uintptr(info.Prefix)}
+	copy(up.Local[:], v4Mapped(info.Addr))
+	if err := call(&up); err != nil {
+		return fmt.Errorf("NetUp: %v", err)
+	}
+	go s.waitFD(nicfd)
+	go s.waitFD(netfd)
+	go s.loop()
+	return nil
+}
+
+func net4Mask(prefix int) []byte {
+	m := make([]byte, 4)
+	for i := 0; i < prefix; i++ {
+		m[i/8] |= 0x80 >> (i % 8)
+	}
+	return m
+}
+
+func and4(a [4]byte, m tcpip.AddressMask) [4]byte {
+	b := m.AsSlice()
+	return [4]byte{a[0] & b[0], a[1] & b[1], a[2] & b[2], a[3] & b[3]}
+}
+
+func v4Mapped(a [4]byte) []byte { return append([]byte{10: 0xff, 11: 0xff}, a[:]...) }
+
+var svc *service
+
+// Exclusive runs f while the service leaves the NIC alone (a test that
+// sends and receives frames itself), then gives it back: frames that
+// came meanwhile and were not f's are the service's again.
+func Exclusive(f func()) {
+	if svc == nil {
+		f()
+		return
+	}
+	svc.nicMu.Lock()
+	defer func() {
+		syscall.Syscall(abi.SysNICNotify, uintptr(svc.nicfd), 0, 0)
+		svc.nicMu.Unlock()
+		svc.wake()
+	}()
+	f()
+}
+
+// call makes the service's private call.
+func call(c *abi.NetCall) error {
+	if _, _, e := syscall.Syscall(abi.SysNet, uintptr(unsafe.Pointer(c)), 0, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// WriteNotify is the link's: the netstack queued a frame to send.
+func (s *service) WriteNotify() { s.wake() }
+
+func (s *service) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// waitFD waits on an eventfd through the netpoller and wakes the loop at
+// every signal.
+func (s *service) waitFD(fd int) {
+	f := os.NewFile(uintptr(fd), "netsvc-eventfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		Err = err
+		return
+	}
+	var b [8]byte
+	for {
+		rc.Read(func(fd uintptr) bool {
+			_, err := unix.Read(int(fd), b[:])
+			return err != unix.EAGAIN
+		})
+		s.wake()
+	}
+}
+
+// loop is the service: frames in, the kernel's work, the endpoints'
+// events, frames out, until nothing is left; then it waits.
+func (s *service) loop() {
+	for range s.kick {
+		for s.round() {
+		}
+	}
+}
+
+// round does one pass; true if it did anything.
+func (s *service) round() bool {
+	s.nicMu.Lock()
+	defer s.nicMu.Unlock()
+	did := s.framesIn()
+	if s.kernelWork() {
+		did = true
+	}
+	s.mu.Lock()
+	dirty := s.dirty
+	s.dirty = map[*conn]bool{}
+	s.mu.Unlock()
+	for c := range dirty {
+		s.serve(c)
+		did = true
+	}
+	if s.framesOut() {
+		did = true
+	}
+	return did
+}
+
+func (s *service) framesIn() bool {
+	buf := s.buf[:32<<10]
+	did := false
+	for {
+		r, _, e := syscall.Syscall(abi.SysNICRecv, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0)
+		if e != 0 {
+			return did
+		}
+		did = true
+		b := buf[:r]
+		for len(b) >= 4 {
+			l := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+			if 4+l > len(b) {
+				break
+			}
+			frame := bytes.Clone(b[4 : 4+l])
+			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+			s.link.InjectInbound(0, pkt)
+			pkt.DecRef()
+			step := (4 + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
+			b = b[min(step, len(b)):]
+		}
+	}
+}
+
+func (s *service) framesOut() bool {
+	did := false
+	for {
+		pkt := s.link.Read()
+		if pkt == nil {
+			return did
+		}
+		did = true
+		v := pkt.ToView()
+		b := v.AsSlice()
+		for {
+			_, _, e := syscall.Syscall(abi.SysNICSend, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+			if e != unix.EAGAIN {
+				break
+			}
+			syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		}
+		v.Release()
+		pkt.DecRef()
+	}
+}
+
+// kernelWork takes the kernel's pending work and starts it.
+func (s *service) kernelWork() bool {
+	evs := make([]abi.NetEvent, 64)
+	c := abi.NetCall{Op: abi.NetPoll, Buf: uintptr(unsafe.Pointer(&evs[0])), Len: uintptr(len(evs)) * unsafe.Sizeof(evs[0])}
+	if err := call(&c); err != nil || c.N == 0 {
+		return false
+	}
+	for _, ev := range evs[:c.N] {
+		s.event(&ev)
+	}
+	return true
+}
+
+func addr(ip [16]byte, port uint16) tcpip.FullAddress {
+	if bytes.Equal(ip[:12], v4Mapped([4]byte{})[:12]) {
+		a := tcpip.FullAddress{Port: port}
+		if [4]byte(ip[12:]) != [4]byte{} {
+			a.Addr = tcpip.AddrFrom4([4]byte(ip[12:]))
+		}
+		return a
+	}
+	a := tcpip.FullAddress{Port: port}
+	if ip != [16]byte{} {
+		a.Addr = tcpip.AddrFrom16(ip)
+	}
+	return a
+}
+
+func ip16(a tcpip.Address) [16]byte {
+	var r [16]byte
+	if a.Len() == 4 {
+		copy(r[:], v4Mapped(a.As4()))
+	} else if a.Len() == 16 {
+		r = a.As16()
+	}
+	return r
+}
+
+func (s *service) newConn(ev *abi.NetEvent, proto tcpip.TransportProtocolNumber) (*conn, error) {
+	c := &conn{id: ev.Sock, typ: ev.Typ, wq: new(waiter.Queue)}
+	netProto := ipv4.ProtocolNumber
+	if ev.Family == unix.AF_INET6 {
+		netProto = ipv6.ProtocolNumber
+	}
+	ep, e := s.st.NewEndpoint(proto, netProto, c.wq)
+	if e != nil {
+		return nil, fmt.Errorf("%v", e)
+	}
+	if ev.Family == unix.AF_INET6 {
+		ep.SocketOptions().SetV6Only(ev.V6Only != 0)
+	}
+	ep.SocketOptions().SetReuseAddress(true)
+	c.ep = ep
+	s.watch(c)
+	s.conns[c.id] = c
+	return c, nil
+}
+
+func (s *service) watch(c *conn) {
+	c.entry = waiter.NewFunctionEntry(waiter.EventIn|waiter.EventOut|waiter.EventErr|waiter.EventHUp, func(waiter.EventMask) {
+		s.mu.Lock()
+		s.dirty[c] = true
+		s.mu.Unlock()
+		s.wake()
+	})
+	c.wq.EventRegister(&c.entry)
+}
+
+// event starts what the kernel asks for one socket.
+func (s *service) event(ev *abi.NetEvent) {
+	c := s.conns[ev.Sock]
+	ops := ev.Ops
+	if c == nil && ops&(abi.NetOpConnect|abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
+		proto := tcp.ProtocolNumber
+		if ev.Typ == unix.SOCK_DGRAM {
+			proto = udp.ProtocolNumber
+		}
+		var err error
+		if c, err = s.newConn(ev, proto); err != nil {
+			s.fail(ev.Sock, ops, syscall.ENOBUFS)
+			return
+		}
+		local := addr(ev.Local, ev.LPort)
+		if e := c.ep.Bind(local); e != nil && ops&abi.NetOpConnect == 0 {
+			fmt.Fprintf(os.Stderr, "netsvc: bind %v: %v\n", local, e)
+		}
+	}
+	if c == nil {
+		if ops&(abi.NetOpClose|abi.NetOpAbort) != 0 {
+			call(&abi.NetCall{Op: abi.NetRelease, Sock: ev.Sock})
+		}
+		return
+	}
+	if ops&abi.NetOpConnect != 0 {
+		c.connecting = true
+		if e := c.ep.Connect(addr(ev.Remote, ev.RPort)); e != nil {
+			if _, ok := e.(*tcpip.ErrConnectStarted); !ok {
+				c.connecting = false
+				call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
+			}
+		}
+	}
+	if ops&abi.NetOpListen != 0 {
+		c.listener = true
+		if e := c.ep.Listen(int(ev.Backlog) + 1); e != nil {
+			fmt.Fprintf(os.Stderr, "netsvc: listen on port %d: %v\n", ev.LPort, e)
+		}
+	}
+	if ops&abi.NetOpTx != 0 {
+		c.txMore = true
+	}
+	if ops&abi.NetOpShutWr != 0 {
+		c.shutWr = true
+	}
+	if ops&abi.NetOpRxRoom != 0 {
+		c.rxFull = false
+	}
+	if ops&abi.NetOpAbort != 0 {
+		c.ep.Abort()
+		s.release(c)
+		return
+	}
+	if ops&abi.NetOpClose != 0 {
+		c.closing, c.shutWr = true, true
+		c.txMore = true
+	}
+	s.serve(c)
+}
+
+func (s *service) fail(id uint64, ops uint32, e syscall.Errno) {
+	if ops&abi.NetOpConnect != 0 {
+		call(&abi.NetCall{Op: abi.NetConnected, Sock: id, Errno: int32(e)})
+	}
+}
+
+func (s *service) release(c *conn) {
+	c.wq.EventUnregister(&c.entry)
+	delete(s.conns, c.id)
+	s.mu.Lock()
+	delete(s.dirty, c)
+	s.mu.Unlock()
+	call(&abi.NetCall{Op: abi.NetRelease, Sock: c.id})
+}
+
+// serve moves what can move for one socket.
+func (s *service) serve(c *conn) {
+	if s.conns[c.id] != c {
+		return
+	}
+	switch {
+	case c.listener:
+		s.accept(c)
+	case c.typ == unix.SOCK_DGRAM:
+		s.dgrams(c)
+	default:
+		s.stream(c)
+	}
+}
+
+func (s *service) accept(c *conn) {
+	for {
+		if c.held == nil {
+			var peer tcpip.FullAddress
+			ep, wq, e := c.ep.Accept(&peer)
+			if e != nil {
+				return
+			}
+			c.held, c.heldWQ, c.heldPeer = ep, wq, peer
+		}
+		local, _ := c.held.GetLocalAddress()
+		a := abi.NetCall{Op: abi.NetAccepted, Sock: c.id, LPort: local.Port, RPort: c.heldPeer.Port,
+			Local: ip16(local.Addr), Remote: ip16(c.heldPeer.Addr)}
+		if err := call(&a); err != nil {
+			if err == syscall.EAGAIN {
+				return // NetOpAcceptRoom comes
+			}
+			c.held.Abort()
+			c.held = nil
+			continue
+		}
+		n := &conn{id: a.Sock, typ: unix.SOCK_STREAM, ep: c.held, wq: c.heldWQ} // the accepted endpoint reports to the queue Accept gave
+		s.watch(n)
+		s.conns[n.id] = n
+		c.held = nil
+		s.stream(n)
+	}
+}
+
+func (s *service) stream(c *conn) {
+	if c.connecting {
+		if c.ep.Readiness(waiter.EventOut|waiter.EventErr|waiter.EventHUp) == 0 {
+			return
+		}
+		c.connecting = false
+		e := c.ep.LastError()
+		call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
+		if e != nil {
+			s.drop(c)
+			return
+		}
+	}
+	// Receive: from the endpoint to the kernel's ring.
+	for !c.rxFull && !c.eof {
+		if len(c.rx) == 0 {
+			var w bytes.Buffer
+			_, e := c.ep.Read(&tcpip.LimitedWriter{W: &w, N: chunk}, tcpip.ReadOptions{})
+			if e != nil {
+				switch e.(type) {
+				case *tcpip.ErrWouldBlock:
+				case *tcpip.ErrClosedForReceive:
+					c.eof = true
+					call(&abi.NetCall{Op: abi.NetFin, Sock: c.id})
+				default:
+					call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
+					s.drop(c)
+					return
+				}
+				break
+			}
+			c.rx = w.Bytes()
+		}
+		r := abi.NetCall{Op: abi.NetRx, Sock: c.id, Buf: uintptr(unsafe.Pointer(&c.rx[0])), Len: uintptr(len(c.rx))}
+		if err := call(&r); err != nil {
+			s.drop(c)
+			return
+		}
+		c.rx = c.rx[r.N:]
+		if len(c.rx) > 0 {
+			c.rxFull = true
+		}
+	}
+	// Send: from the kernel's ring to the endpoint.
+	for {
+		if len(c.tx) == 0 && c.txMore {
+			t := abi.NetCall{Op: abi.NetTx, Sock: c.id, Buf: uintptr(unsafe.Pointer(&s.buf[0])), Len: uintptr(len(s.buf))}
+			if err := call(&t); err != nil || t.N == 0 {
+				c.txMore = false
+			} else {
+				c.tx = append(c.tx[:0], s.buf[:t.N]...)
+			}
+		}
+		if len(c.tx) == 0 {
+			break
+		}
+		n, e := c.ep.Write(bytes.NewReader(c.tx), tcpip.WriteOptions{})
+		c.tx = c.tx[n:]
+		if e != nil {
+			if _, ok := e.(*tcpip.ErrWouldBlock); !ok {
+				call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
+				s.drop(c)
+				return
+			}
+			return // EventOut comes
+		}
+	}
+	if c.shutWr && !c.finSent {
+		c.finSent = true
+		c.ep.Shutdown(tcpip.ShutdownWrite)
+	}
+	if c.closing {
+		c.ep.Close()
+		s.release(c)
+	}
+}
+
+// drop forgets a connection that failed; the kernel's close releases it.
+func (s *service) drop(c *conn) {
+	c.eof = true
+	c.rx, c.tx, c.txMore = nil, nil, false
+	if c.closing {
+		c.ep.Abort()
+		s.release(c)
+	}
+}
+
+func (s *service) dgrams(c *conn) {
+	for {
+		var w bytes.Buffer
+		res, e := c.ep.Read(&tcpip.LimitedWriter{W: &w, N: maxDgram}, tcpip.ReadOptions{NeedRemoteAddr: true})
+		if e != nil {
+			break
+		}
+		b := w.Bytes()
+		in := abi.NetCall{Op: abi.NetDgramIn, Sock: c.id, Remote: ip16(res.RemoteAddr.Addr), RPort: res.RemoteAddr.Port}
+		if len(b) > 0 {
+			in.Buf, in.Len = uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))
+		}
+		call(&in)
+	}
+	out := make([]byte, maxDgram)
+	for {
+		o := abi.NetCall{Op: abi.NetDgramOut, Sock: c.id, Buf: uintptr(unsafe.Pointer(&out[0])), Len: uintptr(len(out))}
+		if err := call(&o); err != nil {
+			break
+		}
+		to := addr(o.Remote, o.RPort)
+		c.ep.Write(bytes.NewReader(out[:o.N]), tcpip.WriteOptions{To: &to})
+	}
+	if c.closing {
+		c.ep.Close()
+		s.release(c)
+	}
+}
+
+// errno is a netstack error as the socket calls give it.
+func errno(e tcpip.Error) syscall.Errno {
+	switch e.(type) {
+	case nil:
+		return 0
+	case *tcpip.ErrConnectionRefused:
+		return syscall.ECONNREFUSED
+	case *tcpip.ErrConnectionReset:
+		return syscall.ECONNRESET
+	case *tcpip.ErrConnectionAborted:
+		return syscall.ECONNABORTED
+	case *tcpip.ErrTimeout:
+		return syscall.ETIMEDOUT
+	case *tcpip.ErrNetworkUnreachable:
+		return syscall.ENETUNREACH
+	case *tcpip.ErrHostUnreachable:
+		return syscall.EHOSTUNREACH
+	case *tcpip.ErrPortInUse:
+		return syscall.EADDRINUSE
+	}
+	return syscall.EIO
+}
