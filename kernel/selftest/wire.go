@@ -20,9 +20,9 @@ import (
 // servers and the forwarded port in the environment.
 
 const (
-	envHostTCP  = "YOLK_TEST_HOST_TCP"  // 10.0.2.2:PORT: a TCP echo server on the host's loopback
-	envHostUDP  = "YOLK_TEST_HOST_UDP"  // 10.0.2.2:PORT: a UDP echo server there
-	envFwdPort  = "YOLK_TEST_FWD_PORT"  // a guest port the host forwards to: serve one echo connection on it
+	envHostTCP  = "YOLK_TEST_HOST_TCP" // 10.0.2.2:PORT: a TCP echo server on the host's loopback
+	envHostUDP  = "YOLK_TEST_HOST_UDP" // 10.0.2.2:PORT: a UDP echo server there
+	envFwdPort  = "YOLK_TEST_FWD_PORT" // a guest port the host forwards to: serve one echo connection on it
 	wireTimeout = 60 * time.Second
 	wireInSize  = 100000 // bytes the host sends through the forward
 )
