@@ -27,11 +27,13 @@ import (
 	"yolk/internal/conformance"
 )
 
-// Packages is the issue's list.
+// Packages is the conformance issue's list and the networking issue's.
 var Packages = strings.Fields(`bufio bytes compress/gzip container/heap container/list container/ring
 context crypto/ecdsa crypto/sha256 encoding/base64 encoding/binary encoding/json errors fmt
 hash/crc32 io math math/big math/rand/v2 os regexp runtime/debug slices sort strconv strings
-sync sync/atomic time unicode/utf8`)
+sync sync/atomic time unicode/utf8
+net net/http net/http/httptest net/http/httputil net/rpc net/textproto net/netip net/url net/smtp
+net/mail mime/multipart crypto/tls`)
 
 func main() {
 	out := flag.String("o", "docs/conformance.md", "the table to write")

@@ -776,7 +776,7 @@ func (n *Net[E]) sendTCP(s int32, v *Iov, off int) (int, Wait, Errno) {
 		p.err, p.shut, p.closed = unix.EPIPE, shutBoth, true
 		n.unpeer(p)
 		n.bump(s)
-		return v.Len - off, Wait{}, 0
+		return min(v.Len-off, RingSize), Wait{}, 0 // what a send buffer would have taken
 	}
 	qp := &n.socks[q]
 	c := min(RingSize-qp.n, v.Len-off)

@@ -1,0 +1,143 @@
+package qemu
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The host's side of the guest's TestWire* (kernel/selftest/wire.go):
+// a TCP and a UDP echo server on the host's loopback, which the guest
+// reaches as 10.0.2.2 through QEMU's user network, and a client that
+// reaches the guest's server through a port forward on 127.0.0.1 once the
+// guest says it listens. Nothing here talks to any other address; every
+// server and the client stop by themselves with the test.
+
+const (
+	wireGuestPort = 8080
+	wireInSize    = 100000 // as the guest's wireInSize
+	wireListening = "yolk-test: listening on 8080"
+)
+
+type wire struct {
+	env  []string
+	fwds []Forward
+	once sync.Once
+	res  chan error // the forward client's outcome
+	lns  []io.Closer
+}
+
+func startWire(t *testing.T) *wire {
+	w := &wire{res: make(chan error, 1)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.SetDeadline(time.Now().Add(2 * time.Minute))
+				io.Copy(c, c)
+				c.Close()
+			}()
+		}
+	}()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(buf[:n], from)
+		}
+	}()
+	// A free port on the host's loopback for the forward.
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostPort := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	w.lns = []io.Closer{ln, pc}
+	t.Cleanup(func() {
+		for _, l := range w.lns {
+			l.Close()
+		}
+	})
+	w.env = []string{
+		"YOLK_TEST_HOST_TCP=10.0.2.2:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
+		"YOLK_TEST_HOST_UDP=10.0.2.2:" + strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port),
+		"YOLK_TEST_FWD_PORT=" + strconv.Itoa(wireGuestPort),
+	}
+	w.fwds = []Forward{{HostAddr: "127.0.0.1", HostPort: hostPort, GuestPort: wireGuestPort}}
+	return w
+}
+
+// line watches the guest's output: when its server listens, the client
+// starts.
+func (w *wire) line(l string) {
+	if l == wireListening {
+		w.once.Do(func() { go func() { w.res <- w.client() }() })
+	}
+}
+
+// client sends wireInSize bytes through the forward and checks the echo;
+// it retries a connection slirp accepted before the guest's listener was
+// up (slirp then closes it), for up to a minute.
+func (w *wire) client() error {
+	msg := make([]byte, wireInSize)
+	for i := range msg {
+		msg[i] = byte(i % 251)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", w.fwds[0].HostPort)
+	deadline := time.Now().Add(time.Minute)
+	var last error
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			last = err
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		c.SetDeadline(time.Now().Add(time.Minute))
+		go c.Write(msg)
+		got := make([]byte, len(msg))
+		n, err := io.ReadFull(c, got)
+		c.Close()
+		if err == nil && bytes.Equal(got, msg) {
+			return nil
+		}
+		last = fmt.Errorf("echo through %s: %d of %d bytes, %v", addr, n, len(msg), err)
+		time.Sleep(200 * time.Millisecond)
+	}
+	return last
+}
+
+// check reports the client's outcome, if the guest's server ran.
+func (w *wire) check(t *testing.T, serverRan bool) {
+	if !serverRan {
+		return
+	}
+	select {
+	case err := <-w.res:
+		if err != nil {
+			t.Errorf("host side of TestWireTCPIn: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("host side of TestWireTCPIn: the guest listened but the host's client never finished")
+	}
+}
