@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -212,7 +213,7 @@ func (o *cmsgOut) put(typ int32, data []byte) {
 // rights installs m's descriptors, as many as the room takes, and writes
 // their SCM_RIGHTS message (Linux's scm_detach_fds); the rest are closed
 // and the message is MSG_CTRUNC.
-func (o *cmsgOut) rights(m *net.Msg) {
+func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
 	fdmax := 0
 	if o.room > cmsgHdrLen {
 		fdmax = int((o.room - cmsgHdrLen) / 4)
@@ -235,6 +236,9 @@ func (o *cmsgOut) rights(m *net.Msg) {
 		if e != 0 {
 			break
 		}
+		if cloexec {
+			atomic.StoreUint32(&files[fd].fdfl, unix.FD_CLOEXEC)
+		}
 		binary.LittleEndian.PutUint32(b[cmsgHdrLen+4*i:], uint32(fd))
 	}
 	if i > 0 {
@@ -256,7 +260,7 @@ func (o *cmsgOut) rights(m *net.Msg) {
 // the descriptors; no buffer at all is MSG_CTRUNC if there was
 // anything) and returns the flags it adds; h.controllen becomes the
 // length written.
-func scmRecv(h *msghdr, m *net.Msg) int32 {
+func scmRecv(h *msghdr, m *net.Msg, cloexec bool) int32 {
 	o := cmsgOut{p: h.control, room: h.controllen}
 	if o.p == 0 {
 		if m.Cred.On || m.FDs != 0 {
@@ -274,7 +278,7 @@ func scmRecv(h *msghdr, m *net.Msg) int32 {
 		o.put(unix.SCM_CREDENTIALS, c[:])
 	}
 	if m.FDs != 0 {
-		o.rights(m)
+		o.rights(m, cloexec)
 	}
 	h.controllen = o.p - h.control
 	return o.flags

@@ -378,9 +378,7 @@ func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 		copy(b, m.Addr[:c])
 	}
 	h.namelen = uint32(m.AddrLen)
-	// Descriptors are installed without O_CLOEXEC whatever
-	// MSG_CMSG_CLOEXEC says: there is no exec, nothing to close on it.
-	cf := scmRecv(h, &m)
+	cf := scmRecv(h, &m, flags&unix.MSG_CMSG_CLOEXEC != 0)
 	h.flags = int32(m.Flags) | cf | int32(flags&unix.MSG_CMSG_CLOEXEC)
 	return uintptr(m.N), 0
 }
