@@ -27,6 +27,7 @@ type file struct {
 	seq   uint32 // eventfd: bumped on every change of count (atomic)
 	whead int32  // epoll: 1 + its first watch, 0 if none
 	h     int32  // fileFS: the fs handle; fileSocket: the socket
+	fdfl  uint32 // the descriptor's flags (FD_CLOEXEC), F_GETFD and F_SETFD
 }
 
 var (
@@ -65,7 +66,7 @@ func allocFD(kind uint32, init uint64, h int32) (uintptr, abi.Errno) {
 	defer fileLock.Unlock()
 	for i := 0; i < len(files); i++ {
 		if f := &files[i]; f.kind == fileFree {
-			f.kind, f.count, f.seq, f.whead, f.h = kind, init, 0, 0, h
+			f.kind, f.count, f.seq, f.whead, f.h, f.fdfl = kind, init, 0, 0, h, 0
 			return uintptr(i), 0
 		}
 	}

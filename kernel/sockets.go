@@ -135,7 +135,7 @@ func copySockaddr(sa []byte, p, lp uintptr) abi.Errno {
 
 // sockSend sends v on s (to: nil for the peer): a blocking stream send
 // waits until all is sent, a message send until it is queued.
-func sockSend(s int, v *net.Iov, flags int, to *net.Addr) (uintptr, abi.Errno) {
+func sockSend(s int, v *net.Iov, flags int, to *net.Addr, ctl *net.Ctl) (uintptr, abi.Errno) {
 	nb := flags&unix.MSG_DONTWAIT != 0 || sockets.Nonblocking(s)
 	if nb {
 		flags |= unix.MSG_DONTWAIT
@@ -144,7 +144,7 @@ func sockSend(s int, v *net.Iov, flags int, to *net.Addr) (uintptr, abi.Errno) {
 	deadline := sockDeadline(s, true)
 	done := 0
 	for {
-		c, w, e := sockets.Send(s, v, done, flags, to)
+		c, w, e := sockets.SendMsg(s, v, done, flags, to, ctl)
 		done += c
 		if e == 0 && (!stream || done >= v.Len) {
 			return uintptr(done), 0
@@ -172,13 +172,20 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 	waitAll := flags&unix.MSG_WAITALL != 0 && flags&unix.MSG_PEEK == 0 && sockets.Type(s) == unix.SOCK_STREAM
 	deadline := sockDeadline(s, false)
 	done := 0
+	var cred net.Cred
 	for {
 		part := *v
 		if done > 0 {
 			part = skipIov(v, done)
 		}
 		w, e := sockets.Recv(s, &part, flags, m)
-		if e == 0 && m.N > 0 && waitAll && done+m.N < v.Len {
+		if e == 0 && m.N > 0 && waitAll && done+m.N < v.Len && !m.Stop && m.FDs == 0 {
+			// Not past a control boundary (descriptors, other
+			// credentials), as Linux's unix_stream_read_generic; the
+			// first part's credentials are the message's.
+			if done == 0 {
+				cred = m.Cred
+			}
 			done += m.N
 			continue
 		}
@@ -187,6 +194,9 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 		}
 		if done > 0 {
 			m.N += done
+			if m.Cred.On {
+				m.Cred = cred
+			}
 			return 0
 		}
 		return abi.Errno(e)
@@ -223,7 +233,7 @@ func sockRW(fd int, v *net.Iov, write bool) (uintptr, abi.Errno) {
 	}
 	defer sockPut(s)
 	if write {
-		return sockSend(s, v, 0, nil)
+		return sockSend(s, v, 0, nil, nil)
 	}
 	if v.Len == 0 {
 		return 0, 0 // as Linux's sock_read_iter

@@ -28,6 +28,13 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 		}
 		return dupFD(fd, -1, arg)
 	}
+	switch cmd {
+	case unix.F_GETFD:
+		return uintptr(atomic.LoadUint32(&files[fd].fdfl)), 0
+	case unix.F_SETFD:
+		atomic.StoreUint32(&files[fd].fdfl, uint32(arg)&unix.FD_CLOEXEC)
+		return 0, 0
+	}
 	if s, e := sockGet(fd); e == 0 {
 		var r uintptr
 		switch cmd {

@@ -267,12 +267,12 @@ func sysSendto(fd int, p, n uintptr, flags int, ap, an uintptr) (uintptr, abi.Er
 		return 0, e
 	}
 	defer sockPut(s)
-	return sendTo(s, &v, flags, ap, an)
+	return sendTo(s, &v, flags, ap, an, nil)
 }
 
 // sendTo sends with an address, if ap is not 0: a stream socket refuses
 // any (net), a seqpacket socket ignores it, a datagram socket resolves it.
-func sendTo(s int, v *net.Iov, flags int, ap, an uintptr) (uintptr, abi.Errno) {
+func sendTo(s int, v *net.Iov, flags int, ap, an uintptr, c *net.Ctl) (uintptr, abi.Errno) {
 	var a net.Addr
 	var to *net.Addr
 	if ap != 0 && an != 0 {
@@ -289,7 +289,7 @@ func sendTo(s int, v *net.Iov, flags int, ap, an uintptr) (uintptr, abi.Errno) {
 			}
 		}
 	}
-	return sockSend(s, v, flags, to)
+	return sockSend(s, v, flags, to, c)
 }
 
 func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.Errno) {
@@ -335,15 +335,23 @@ func sysSendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 		return 0, e
 	}
 	defer sockPut(s)
+	var c net.Ctl
 	if h.controllen != 0 {
-		// SCM_RIGHTS and SCM_CREDENTIALS are not supported yet.
-		return 0, abi.Errno(unix.EOPNOTSUPP)
+		if sockets.Family(s) != unix.AF_UNIX {
+			return 0, abi.Errno(unix.EOPNOTSUPP) // not yet for other families
+		}
+		if e = scmSend(h, &c); e != 0 {
+			sockets.CtlDrop(&c)
+			return 0, e
+		}
 	}
 	an := uintptr(h.namelen)
 	if h.name == 0 {
 		an = 0
 	}
-	return sendTo(s, &v, flags, h.name, min(an, 128))
+	r, e := sendTo(s, &v, flags, h.name, min(an, 128), &c)
+	sockets.CtlDrop(&c) // what the message did not take
+	return r, e
 }
 
 func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
@@ -354,6 +362,7 @@ func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 	defer sockPut(s)
 	var m net.Msg
 	if e = sockRecv(s, &v, flags&^unix.MSG_CMSG_CLOEXEC, &m); e != 0 {
+		scmDiscard(&m)
 		return 0, e
 	}
 	if h.name != 0 {
@@ -363,12 +372,13 @@ func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 		}
 		b, e := mm.UserBufW(h.name, uintptr(c))
 		if e != 0 {
+			scmDiscard(&m)
 			return 0, e
 		}
 		copy(b, m.Addr[:c])
 	}
 	h.namelen = uint32(m.AddrLen)
-	h.controllen = 0
-	h.flags = int32(m.Flags)
+	cf := scmRecv(h, &m, flags&unix.MSG_CMSG_CLOEXEC != 0)
+	h.flags = int32(m.Flags) | cf | int32(flags&unix.MSG_CMSG_CLOEXEC)
 	return uintptr(m.N), 0
 }

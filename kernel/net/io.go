@@ -23,10 +23,20 @@ type Msg struct {
 	Flags   int // MSG_TRUNC: a datagram was cut to fit
 	AddrLen int // the sender's address in Addr: its length, 0 if none
 	Addr    [AddrMax]byte
+
+	// AF_UNIX control data (scm.go): descriptors received (a list whose
+	// references are the caller's: TakeFD them all), and credentials
+	// (On when the receiver has SO_PASSCRED).
+	FDs  int32
+	NFD  int
+	Cred Cred
+	// Stop: a stream read ended at a control boundary (MSG_WAITALL
+	// does not go on past it).
+	Stop bool
 }
 
 // maxMsg is the largest datagram a ring holds with its header.
-const maxMsg = RingSize - msgHdr - (AddrMax - 2)
+const maxMsg = RingSize - msgHdr - (AddrMax - 2) - credLen
 
 // seg is buffer i of v.
 func (n *Net[E]) seg(v *Iov, i int, write bool) ([]byte, bool) {
@@ -96,12 +106,23 @@ func (n *Net[E]) toIov(v *Iov, c int, p *sock, skip int) (int, bool) {
 // with what to wait for.
 func (n *Net[E]) Send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno) {
 	n.env.Lock()
-	c, w, e := n.send(s, v, off, flags, a)
+	c, w, e := n.send(s, v, off, flags, a, nil)
 	n.env.Unlock()
 	return c, w, e
 }
 
-func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno) {
+// SendMsg is Send with control data (c not nil) on an AF_UNIX socket:
+// what the message takes of it (its descriptors go with the first bytes
+// a stream queues; its credentials with every part) leaves c; the rest
+// stays the caller's (CtlDrop).
+func (n *Net[E]) SendMsg(s int, v *Iov, off, flags int, a *Addr, c *Ctl) (int, Wait, Errno) {
+	n.env.Lock()
+	k, w, e := n.send(s, v, off, flags, a, c)
+	n.env.Unlock()
+	return k, w, e
+}
+
+func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr, ctl *Ctl) (int, Wait, Errno) {
 	p := &n.socks[s]
 	if flags&unix.MSG_OOB != 0 {
 		return 0, Wait{}, unix.EOPNOTSUPP
@@ -124,7 +145,7 @@ func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno)
 		return n.sendUDP(int32(s), v, off, sa)
 	}
 	if p.typ == unix.SOCK_STREAM {
-		return n.sendStream(int32(s), v, off, a)
+		return n.sendStream(int32(s), v, off, a, ctl)
 	}
 	if p.typ == unix.SOCK_SEQPACKET {
 		if e := p.err; e != 0 {
@@ -177,29 +198,62 @@ func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr) (int, Wait, Errno)
 	if p.addrLen != 0 {
 		nameLen = int(p.addrLen) - 2
 	}
+	cred := sendCred(p, op, ctl)
 	need := msgHdr + nameLen + l
+	if cred.On {
+		need += credLen
+	}
 	if o != int32(s) && op.peer != int32(s) && n.full(op) || op.pages[0] != 0 && RingSize-op.n < need {
 		return 0, n.wait(o), unix.EAGAIN
 	}
 	if !n.ring(op) {
 		return 0, Wait{}, unix.ENOBUFS
 	}
+	var ch *chunk
+	var chID int32
+	if ctl != nil && ctl.fds != 0 {
+		if chID, ch = n.newChunk(); ch == nil {
+			return 0, Wait{}, unix.ETOOMANYREFS
+		}
+	}
 	mark := op.n
 	var h [msgHdr]byte
-	binary.LittleEndian.PutUint32(h[:], uint32(l))
+	hl := uint32(l)
+	if cred.On {
+		hl |= hdrCred
+	}
+	if ch != nil {
+		hl |= hdrFDs
+	}
+	binary.LittleEndian.PutUint32(h[:], hl)
 	h[4] = p.addrLen
 	op.put(h[:])
 	op.put(p.name[:nameLen])
+	if cred.On {
+		var cb [credLen]byte
+		binary.LittleEndian.PutUint32(cb[0:], cred.Pid)
+		binary.LittleEndian.PutUint32(cb[4:], cred.Uid)
+		binary.LittleEndian.PutUint32(cb[8:], cred.Gid)
+		op.put(cb[:])
+	}
 	if c, ok := n.fromIov(v, off, l, op); !ok || c != l {
 		op.n = mark
+		if ch != nil {
+			ch.next, n.scm.freeChunk = n.scm.freeChunk, chID
+		}
 		return 0, Wait{}, unix.EFAULT
+	}
+	if ch != nil {
+		ch.fds, ch.nfd = ctl.fds, int32(ctl.NFD)
+		ctl.fds, ctl.tail, ctl.NFD = 0, 0, 0
+		n.appendChunk(op, chID)
 	}
 	op.msgs++
 	n.bump(o)
 	return l, Wait{}, 0
 }
 
-func (n *Net[E]) sendStream(s int32, v *Iov, off int, a *Addr) (int, Wait, Errno) {
+func (n *Net[E]) sendStream(s int32, v *Iov, off int, a *Addr, ctl *Ctl) (int, Wait, Errno) {
 	p := &n.socks[s]
 	if a != nil {
 		if p.state == stConnected {
@@ -218,8 +272,18 @@ func (n *Net[E]) sendStream(s int32, v *Iov, off int, a *Addr) (int, Wait, Errno
 	if c == 0 && v.Len > off {
 		return 0, n.wait(s), unix.EAGAIN
 	}
+	if c == 0 {
+		return 0, Wait{}, 0 // nothing sent: descriptors too stay behind, as Linux's
+	}
+	cred := sendCred(p, q, ctl)
+	pre := q.n
 	c, ok := n.fromIov(v, off, c, q)
 	if c > 0 {
+		// The bytes are in; their control data goes with them.
+		if !n.attachStream(q, c, cred, ctl) {
+			q.n = pre
+			return 0, Wait{}, unix.ETOOMANYREFS
+		}
 		n.bump(p.peer)
 	}
 	if !ok && c == 0 {
@@ -241,6 +305,7 @@ func (n *Net[E]) Recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	p := &n.socks[s]
 	m.N, m.Flags, m.AddrLen = 0, 0, 0
+	m.FDs, m.NFD, m.Cred, m.Stop = 0, 0, Cred{}, false
 	if isInet(p.family) && p.typ == unix.SOCK_STREAM {
 		return n.recvTCP(int32(s), v, flags, m)
 	}
@@ -261,11 +326,16 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 			}
 			return n.wait(int32(s)), unix.EAGAIN
 		}
-		c, ok := n.toIov(v, min(p.n, v.Len), p, 0)
+		want := min(p.n, v.Len)
+		if p.chead != 0 || p.opts&optPassCred != 0 {
+			want, m.Stop = n.streamLimit(p, want, flags&unix.MSG_PEEK != 0, m)
+		}
+		c, ok := n.toIov(v, want, p, 0)
 		if !ok && c == 0 {
 			return Wait{}, unix.EFAULT
 		}
 		if flags&unix.MSG_PEEK == 0 {
+			n.consumeStream(p, c)
 			p.drop(c)
 			n.bump(int32(s))
 			n.bump(p.peer)
@@ -300,7 +370,8 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	}
 	var h [msgHdr]byte
 	p.get(h[:], 0)
-	l := int(binary.LittleEndian.Uint32(h[:]))
+	hl := binary.LittleEndian.Uint32(h[:])
+	l := int(hl &^ (hdrCred | hdrFDs))
 	al := int(h[4])
 	skip := msgHdr
 	if p.family == unix.AF_NETLINK {
@@ -318,6 +389,9 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 		p.get(m.Addr[2:al], skip)
 		m.AddrLen = al
 		skip += al - 2
+	}
+	if p.family == unix.AF_UNIX {
+		skip = n.recvCtl(p, hl, skip, flags, m)
 	}
 	c, ok := n.toIov(v, min(l, v.Len), p, skip)
 	if !ok {

@@ -29,8 +29,12 @@
 // (Linux's peer reference: getpeername still answers), and the slot is
 // freed when the last peer lets go.
 //
-// Not supported yet: SCM_RIGHTS and SCM_CREDENTIALS (control messages are
-// EOPNOTSUPP; SO_PASSCRED is accepted and ignored), MSG_OOB, SO_PEEK_OFF.
+// Control messages (scm.go): SCM_RIGHTS and SCM_CREDENTIALS, as Linux's,
+// descriptors in flight as references in fixed pools, a collector for
+// sockets in flight that only hold each other.
+//
+// Not supported yet: MSG_OOB, SO_PEEK_OFF, SO_PASSPIDFD and SCM_PIDFD,
+// SCM_SECURITY.
 package net
 
 import (
@@ -57,6 +61,11 @@ type Env interface {
 	// NotifyService is called, with the lock held, when the TCP/IP
 	// service has work (svc.go).
 	NotifyService()
+	// Hold and Drop add and drop a reference to the kernel's object of
+	// kind (not KindSocket) and handle h, a descriptor in flight
+	// (scm.go); they are called with the lock held.
+	Hold(kind, h int)
+	Drop(kind, h int)
 }
 
 // Errno is a Linux error number.
@@ -169,6 +178,14 @@ type sock struct {
 	ops      uint32 // abi.NetOp* bits the service has yet to see
 	txr, txn int    // the transmit ring: read position, bytes queued
 	tx       [RingPages]uintptr
+
+	// AF_UNIX control messages (scm.go).
+	chead, ctail int32 // 1 + the first and last chunk of its queue, 0: none
+	clen         int   // a stream's: the bytes its chunks cover
+	zap          int32 // 1 + the next socket to release
+	nflight      int32 // in-flight records naming it
+	held         int32 // gc: references in-flight records in queues hold
+	mark         bool  // gc: reachable
 }
 
 // Net is the socket layer. The zero value is not usable: call Init.
@@ -186,6 +203,7 @@ type Net[E Env] struct {
 	svcPrefix int
 	nlReq     [4096]byte
 	nlOut     [NLGoodSize]byte
+	scm       scm
 	socks     [NumSockets]sock
 }
 
@@ -202,6 +220,7 @@ type Wait struct {
 func (n *Net[E]) Init(env E) {
 	n.env = env
 	n.ifaces.Init()
+	n.initSCM()
 }
 
 func mem(a uintptr, c int) []byte {
@@ -396,6 +415,7 @@ func (n *Net[E]) freeRing(p *sock) {
 			p.pages[i] = 0
 		}
 	}
+	n.dropChunks(p)
 	p.r, p.n, p.msgs = 0, 0, 0
 }
 
@@ -452,9 +472,14 @@ func (n *Net[E]) Close(s int) {
 	defer n.env.Unlock()
 	p := &n.socks[s]
 	if p.refs--; p.refs > 0 {
+		if p.refs == p.nflight {
+			n.gc() // only in flight: perhaps in a cycle no descriptor reaches
+		}
 		return
 	}
 	n.release(int32(s), false)
+	n.reap()
+	n.gc()
 }
 
 // release closes socket s, as Linux's unix_release_sock (embryo: a

@@ -222,6 +222,7 @@ func (n *Net[E]) connectDgram(s int32, a *Addr) Errno {
 			// Linux's unix_dgram_disconnected: what was queued is
 			// dropped, and a peer connected back learns of it.
 			if p.n > 0 {
+				n.dropChunks(p) // descriptors in flight with them too
 				p.r, p.n, p.msgs = 0, 0, 0
 				if op := &n.socks[old]; !op.dead && op.peer == s {
 					op.err = unix.ECONNRESET
@@ -239,6 +240,7 @@ func (n *Net[E]) connectDgram(s int32, a *Addr) Errno {
 		p.state = stConnected
 	}
 	n.bump(s)
+	n.reap()
 	return 0
 }
 
@@ -269,6 +271,10 @@ func (n *Net[E]) Accept(s int) (int, Wait, Errno) {
 	}
 	p.qlen--
 	cp.qnext, cp.listener, cp.refs = -1, -1, 1
+	if p.family == unix.AF_UNIX {
+		// Linux's unix_sock_inherit_flags.
+		cp.opts |= p.opts & (optPassCred | optPassSec)
+	}
 	n.bump(int32(s))
 	if isInet(p.family) {
 		n.synComplete(int32(s))

@@ -243,10 +243,18 @@ func testSyscallFuzz(t *T) {
 			if a[1] == syscall.F_SETFL {
 				a[2] |= syscall.O_NONBLOCK
 			}
+		case unix.SYS_SENDMSG, unix.SYS_RECVMSG: // never waits; half the time a msghdr with control data
+			a[2] |= syscall.MSG_DONTWAIT
+			if rng.IntN(2) == 0 {
+				a[1] = fuzzMsghdr(rng, region[scratch-base:scratchEnd-base], scratch, mine)
+			}
 		default:
 			fuzzArchArgs(nr, &a, zeroTS)
 		}
 		r1, _, e := syscall.RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+		if nr == unix.SYS_RECVMSG && e == 0 {
+			mine = append(mine, fuzzReceived(region[scratch-base:scratchEnd-base], scratch, a[1], theirs)...)
+		}
 		counts[e]++
 		if e != syscall.ENOSYS && !used[nr] {
 			impl = append(impl, nr)
@@ -319,4 +327,117 @@ func testSyscallFuzz(t *T) {
 	slices.SortFunc(top, func(x, y ec) int { return y.n - x.n })
 	top = top[:min(len(top), 6)]
 	t.Logf("%d calls of %d numbers in %v; most common results: %v", calls, len(used), time.Since(start).Round(time.Millisecond), top)
+}
+
+// fuzzMsghdr builds a msghdr in scratch (mem, at address at) for sendmsg
+// or recvmsg: an iovec over scratch and a control buffer of random
+// cmsghdr chains — SCM_RIGHTS naming the fuzzer's own descriptors or bad
+// ones, SCM_CREDENTIALS right or wrong, other types and levels, lengths
+// that are too short, too long or unaligned — or a buffer of random room.
+func fuzzMsghdr(rng *rand.Rand, mem []byte, at uintptr, mine []uintptr) uintptr {
+	const hdr, iov, ctl, data = 0, 64, 128, 2048
+	le := binary.LittleEndian
+	clear(mem[:data])
+	le.PutUint64(mem[iov:], uint64(at+data))
+	le.PutUint64(mem[iov+8:], uint64(rng.IntN(256)))
+	le.PutUint64(mem[hdr+16:], uint64(at+iov))
+	le.PutUint64(mem[hdr+24:], 1)
+	if rng.IntN(8) == 0 {
+		return at + hdr // no control buffer
+	}
+	le.PutUint64(mem[hdr+32:], uint64(at+ctl))
+	off := 0
+	for k := rng.IntN(4); k > 0 && off+16 <= data-ctl-64; k-- {
+		b := mem[ctl+off:]
+		level, typ := int32(syscall.SOL_SOCKET), int32(syscall.SCM_RIGHTS)
+		var payload int
+		switch rng.IntN(6) {
+		case 0, 1: // descriptors
+			payload = rng.IntN(8)
+			for j := 0; j < payload; j++ {
+				fd := int32(1000 + rng.IntN(30))
+				if len(mine) > 0 && rng.IntN(4) != 0 {
+					fd = int32(mine[rng.IntN(len(mine))])
+				} else if rng.IntN(4) == 0 {
+					fd = -1
+				}
+				le.PutUint32(b[16+4*j:], uint32(fd))
+			}
+			payload *= 4
+		case 2: // credentials, ours or not
+			typ, payload = syscall.SCM_CREDENTIALS, 12
+			le.PutUint32(b[16:], uint32(1+rng.IntN(2)*rng.IntN(100)))
+			le.PutUint32(b[20:], uint32(rng.IntN(2)*rng.IntN(3)-rng.IntN(2)))
+			le.PutUint32(b[24:], uint32(rng.IntN(2)))
+		case 3: // another type or level
+			typ, payload = int32(rng.IntN(8)), rng.IntN(16)
+			if rng.IntN(2) == 0 {
+				level = int32(rng.IntN(300))
+			}
+		default: // random bytes
+			payload = rng.IntN(40)
+			for j := 0; j < payload; j++ {
+				b[16+j] = byte(rng.IntN(256))
+			}
+		}
+		clen := uint64(16 + payload)
+		switch rng.IntN(8) {
+		case 0:
+			clen = uint64(rng.IntN(20))
+		case 1:
+			clen += uint64(rng.IntN(64))
+		case 2:
+			clen = rng.Uint64()
+		}
+		le.PutUint64(b, clen)
+		le.PutUint32(b[8:], uint32(level))
+		le.PutUint32(b[12:], uint32(typ))
+		off += (16 + payload + 7) &^ 7
+	}
+	room := uint64(off)
+	switch rng.IntN(6) {
+	case 0:
+		room = uint64(rng.IntN(data - ctl))
+	case 1:
+		room += uint64(rng.IntN(8))
+	case 2:
+		room = uint64(rng.IntN(24))
+	}
+	le.PutUint64(mem[hdr+40:], room)
+	return at + hdr
+}
+
+// fuzzReceived is the descriptors a recvmsg put in the control buffer
+// of the msghdr at p (if it is one fuzzMsghdr built), for the fuzzer to
+// close later.
+func fuzzReceived(mem []byte, at, p uintptr, theirs map[uintptr]bool) []uintptr {
+	if p != at {
+		return nil
+	}
+	le := binary.LittleEndian
+	c, n := uintptr(le.Uint64(mem[32:])), uintptr(le.Uint64(mem[40:]))
+	if c != at+128 || n > 2048-128 {
+		return nil
+	}
+	var fds []uintptr
+	b := mem[128 : 128+n]
+	for len(b) >= 16 {
+		l := le.Uint64(b)
+		if l < 16 || l > uint64(len(b)) {
+			break
+		}
+		if le.Uint32(b[8:]) == syscall.SOL_SOCKET && le.Uint32(b[12:]) == syscall.SCM_RIGHTS {
+			for j := uint64(16); j+4 <= l; j += 4 {
+				if fd := uintptr(le.Uint32(b[j:])); fd > 2 && fd < 1024 && !theirs[fd] {
+					fds = append(fds, fd)
+				}
+			}
+		}
+		l = (l + 7) &^ 7
+		if l > uint64(len(b)) {
+			break
+		}
+		b = b[l:]
+	}
+	return fds
 }

@@ -61,6 +61,7 @@ var tests = []test{
 	{"TestUnixStream", testUnixStream},
 	{"TestUnixDatagram", testUnixDatagram},
 	{"TestUnixPacket", testUnixPacket},
+	{"TestUnixRights", testUnixRights},
 
 	// inet.go
 	{"TestTCPLoopback", testTCPLoopback},

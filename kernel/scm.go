@@ -1,0 +1,285 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/mm"
+	"yolk/kernel/net"
+)
+
+// Control messages on AF_UNIX sockets (SCM_RIGHTS, SCM_CREDENTIALS): the
+// program's cmsghdr chains read and written as Linux's __scm_send,
+// put_cmsg and scm_detach_fds do; the descriptors in flight are package
+// net's (kernel/net/scm.go), each holding a reference to its object: an
+// fs open file, a socket, or the console (which has no state).
+
+// Kinds of descriptors in flight besides net.KindSocket.
+const (
+	scmFile    = 2 // an fs open file (fileFS)
+	scmConsole = 3
+)
+
+const (
+	cmsgHdrLen = 16     // sizeof(struct cmsghdr)
+	optmemMax  = 131072 // net.core.optmem_max: sendmsg's control buffer bound (ENOBUFS)
+	ourPid     = 1
+)
+
+func (netenv) Hold(kind, h int) {
+	if kind == scmFile {
+		vfs.Ref(h)
+	}
+}
+
+func (netenv) Drop(kind, h int) {
+	if kind == scmFile {
+		vfs.Close(h)
+	}
+}
+
+func cmsgAlign(n uintptr) uintptr { return (n + 7) &^ 7 }
+
+// scmSend reads the control data of h into c (Linux's __scm_send):
+// EINVAL for a bad cmsg_len, an unknown SOL_SOCKET type or more than
+// SCM_MAX_FD descriptors, EBADF for a descriptor that is not open,
+// EINVAL (as dup) for the runtime's own epoll and eventfd descriptors,
+// and for credentials EINVAL for the invalid ids (-1), ESRCH for a pid
+// that is not ours. The program is root, as yolk's getuid says, so other
+// ids are not EPERM: Linux lets a process with CAP_SETUID and
+// CAP_SETGID claim any. Other levels are skipped, as Linux's. On error
+// the caller drops what c holds (CtlDrop).
+func scmSend(h *msghdr, c *net.Ctl) abi.Errno {
+	size := h.controllen
+	if size > 1<<31-1 || size > optmemMax {
+		return abi.Errno(unix.ENOBUFS)
+	}
+	if size < cmsgHdrLen {
+		return 0
+	}
+	buf, e := mm.UserBuf(h.control, size)
+	if e != 0 {
+		return e
+	}
+	for off := uintptr(0); off+cmsgHdrLen <= size; {
+		b := buf[off:]
+		clen := uintptr(binary.LittleEndian.Uint64(b))
+		level := int32(binary.LittleEndian.Uint32(b[8:]))
+		typ := int32(binary.LittleEndian.Uint32(b[12:]))
+		if clen < cmsgHdrLen || clen > size-off {
+			return abi.EINVAL
+		}
+		if level == unix.SOL_SOCKET {
+			switch typ {
+			case unix.SCM_RIGHTS:
+				if e := scmRights(b[cmsgHdrLen:clen], c); e != 0 {
+					return e
+				}
+			case unix.SCM_CREDENTIALS:
+				if clen != cmsgHdrLen+12 {
+					return abi.EINVAL
+				}
+				pid := binary.LittleEndian.Uint32(b[16:])
+				uid := binary.LittleEndian.Uint32(b[20:])
+				gid := binary.LittleEndian.Uint32(b[24:])
+				if uid == ^uint32(0) || gid == ^uint32(0) {
+					return abi.EINVAL
+				}
+				if pid != ourPid {
+					return abi.Errno(unix.ESRCH)
+				}
+				c.Cred = net.Cred{On: true, Pid: pid, Uid: uid, Gid: gid}
+			default:
+				return abi.EINVAL
+			}
+		}
+		off += cmsgAlign(clen)
+	}
+	return 0
+}
+
+// scmRights adds the descriptors in b to c (Linux's scm_fp_copy).
+func scmRights(b []byte, c *net.Ctl) abi.Errno {
+	num := len(b) / 4
+	if num <= 0 {
+		return 0
+	}
+	if num > net.MaxFDs || c.NFD+num > net.MaxFDs {
+		return abi.EINVAL
+	}
+	for i := 0; i < num; i++ {
+		fd := int(int32(binary.LittleEndian.Uint32(b[4*i:])))
+		kind, h, e := fdRef(fd)
+		if e != 0 {
+			return e
+		}
+		if ne := sockets.CtlAdd(c, kind, h); ne != 0 {
+			return abi.Errno(ne)
+		}
+	}
+	return 0
+}
+
+// fdRef is the object behind fd as a descriptor in flight, with a
+// reference of its own.
+func fdRef(fd int) (kind, h int, e abi.Errno) {
+	if fd < 0 || fd >= len(files) {
+		return 0, 0, abi.EBADF
+	}
+	fileLock.Lock()
+	defer fileLock.Unlock()
+	f := &files[fd]
+	switch f.kind {
+	case fileFS:
+		vfs.Ref(int(f.h))
+		return scmFile, int(f.h), 0
+	case fileSocket:
+		sockets.Ref(int(f.h))
+		return net.KindSocket, int(f.h), 0
+	case fileConsole:
+		return scmConsole, 0, 0
+	case fileFree:
+		return 0, 0, abi.EBADF
+	}
+	return 0, 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
+}
+
+// scmInstall gives the object of a descriptor in flight a descriptor.
+func scmInstall(kind, h int) (uintptr, abi.Errno) {
+	switch kind {
+	case scmFile:
+		return installHandle(fileFS, h)
+	case net.KindSocket:
+		return installHandle(fileSocket, h)
+	}
+	return allocFD(fileConsole, 0, 0)
+}
+
+// scmClose drops the reference of a descriptor in flight.
+func scmClose(kind, h int) {
+	switch kind {
+	case scmFile:
+		closeHandle(fileFS, h)
+	case net.KindSocket:
+		closeHandle(fileSocket, h)
+	}
+}
+
+// scmDiscard closes the descriptors m received.
+func scmDiscard(m *net.Msg) {
+	for {
+		kind, h, ok := sockets.TakeFD(&m.FDs)
+		if !ok {
+			return
+		}
+		scmClose(kind, h)
+	}
+}
+
+// cmsgOut is the program's control buffer as recvmsg fills it.
+type cmsgOut struct {
+	p, room uintptr
+	flags   int32
+}
+
+// put writes one control message of level SOL_SOCKET, type typ and
+// data (Linux's put_cmsg): cut to the room left, with MSG_CTRUNC.
+func (o *cmsgOut) put(typ int32, data []byte) {
+	if o.p == 0 || o.room < cmsgHdrLen {
+		o.flags |= unix.MSG_CTRUNC
+		return
+	}
+	cmlen := uintptr(cmsgHdrLen + len(data))
+	if o.room < cmlen {
+		o.flags |= unix.MSG_CTRUNC
+		cmlen = o.room
+	}
+	b, e := mm.UserBufW(o.p, cmlen)
+	if e != 0 {
+		return // Linux's put_cmsg fails with EFAULT, which scm_recv ignores
+	}
+	binary.LittleEndian.PutUint64(b, uint64(cmlen))
+	binary.LittleEndian.PutUint32(b[8:], unix.SOL_SOCKET)
+	binary.LittleEndian.PutUint32(b[12:], uint32(typ))
+	copy(b[cmsgHdrLen:], data)
+	adv := min(cmsgAlign(uintptr(cmsgHdrLen+len(data))), o.room)
+	o.p += adv
+	o.room -= adv
+}
+
+// rights installs m's descriptors, as many as the room takes, and writes
+// their SCM_RIGHTS message (Linux's scm_detach_fds); the rest are closed
+// and the message is MSG_CTRUNC.
+func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
+	fdmax := 0
+	if o.room > cmsgHdrLen {
+		fdmax = int((o.room - cmsgHdrLen) / 4)
+	}
+	fdmax = min(fdmax, m.NFD)
+	var b []byte
+	if fdmax > 0 {
+		var e abi.Errno
+		if b, e = mm.UserBufW(o.p, uintptr(cmsgHdrLen+fdmax*4)); e != 0 {
+			fdmax = 0 // Linux's put_user fails: no descriptor is installed
+		}
+	}
+	i := 0
+	for ; i < fdmax; i++ {
+		kind, h, ok := sockets.TakeFD(&m.FDs)
+		if !ok {
+			break
+		}
+		fd, e := scmInstall(kind, h)
+		if e != 0 {
+			break
+		}
+		if cloexec {
+			atomic.StoreUint32(&files[fd].fdfl, unix.FD_CLOEXEC)
+		}
+		binary.LittleEndian.PutUint32(b[cmsgHdrLen+4*i:], uint32(fd))
+	}
+	if i > 0 {
+		binary.LittleEndian.PutUint64(b, uint64(cmsgHdrLen+4*i))
+		binary.LittleEndian.PutUint32(b[8:], unix.SOL_SOCKET)
+		binary.LittleEndian.PutUint32(b[12:], unix.SCM_RIGHTS)
+		adv := min(cmsgAlign(uintptr(cmsgHdrLen+4*i)), o.room)
+		o.p += adv
+		o.room -= adv
+	}
+	if i < m.NFD {
+		o.flags |= unix.MSG_CTRUNC
+	}
+	scmDiscard(m)
+}
+
+// scmRecv writes m's control data to h's control buffer (Linux's
+// scm_recv_unix: credentials first if the socket has SO_PASSCRED, then
+// the descriptors; no buffer at all is MSG_CTRUNC if there was
+// anything) and returns the flags it adds; h.controllen becomes the
+// length written.
+func scmRecv(h *msghdr, m *net.Msg, cloexec bool) int32 {
+	o := cmsgOut{p: h.control, room: h.controllen}
+	if o.p == 0 {
+		if m.Cred.On || m.FDs != 0 {
+			o.flags |= unix.MSG_CTRUNC
+		}
+		scmDiscard(m)
+		h.controllen = 0
+		return o.flags
+	}
+	if m.Cred.On {
+		var c [12]byte
+		binary.LittleEndian.PutUint32(c[0:], m.Cred.Pid)
+		binary.LittleEndian.PutUint32(c[4:], m.Cred.Uid)
+		binary.LittleEndian.PutUint32(c[8:], m.Cred.Gid)
+		o.put(unix.SCM_CREDENTIALS, c[:])
+	}
+	if m.FDs != 0 {
+		o.rights(m, cloexec)
+	}
+	h.controllen = o.p - h.control
+	return o.flags
+}
