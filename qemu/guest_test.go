@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -317,8 +318,14 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	// board has none; a PC image's built-in command line cannot carry
 	// the address the test checks, so its NIC is left out too.
 	netw := NetNone
+	var wr *wire
+	var fwds []Forward
 	if board == "" {
 		netw = NetUser
+		// Servers on the host's loopback and a forward for TestWire*.
+		wr = startWire(t)
+		env = append(slices.Clip(env), wr.env...)
+		fwds = wr.fwds
 	}
 	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: machine})
 	if err != nil {
@@ -355,6 +362,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		Initrd:   initrd,
 		Args:     args,
 		Net:      netw,
+		Forwards: fwds,
 		Stdout:   logFile,
 		Stderr:   logFile,
 		Stdin:    stdin,
@@ -364,6 +372,9 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 			}
 			if strings.Contains(l, enosysLine(arch)) {
 				enosysLines++
+			}
+			if wr != nil {
+				wr.line(l)
 			}
 			rep.Line(l)
 		},
@@ -411,6 +422,15 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	}
 	if gt := rep.Test("TestNIC"); gt != nil && gt.Result == report.Skip && netw != NetNone {
 		t.Errorf("guest TestNIC skipped: the kernel found no NIC although QEMU had one (-net %s)", netw)
+	}
+	if wr != nil {
+		for _, name := range []string{"TestWireTCPOut", "TestWireUDPOut", "TestWireTCPIn"} {
+			if gt := rep.Test(name); gt != nil && gt.Result == report.Skip {
+				t.Errorf("guest %s skipped although the harness ran its servers", name)
+			}
+		}
+		gt := rep.Test("TestWireTCPIn")
+		wr.check(t, gt != nil && gt.Result == report.Pass)
 	}
 	if gt := rep.Test("TestUnknownSyscallENOSYS"); gt != nil && gt.Result != report.Running && enosysLines != 1 {
 		t.Errorf("the kernel logged %q %d times, want once (the guest called it twice)", enosysLine(arch), enosysLines)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/netsvc"
 )
 
 // TestNIC talks to QEMU's user network (slirp) at frame level through the
@@ -103,6 +104,13 @@ func testNIC(t *T) {
 		t.Errorf("notify on the console: %v, want EBADF", e)
 	}
 
+	// The frames are this test's alone meanwhile: the TCP/IP service,
+	// linked into this image, leaves the NIC be.
+	netsvc.Exclusive(func() { nicFrames(t, mac) })
+}
+
+// nicFrames is TestNIC's exchange of frames with slirp.
+func nicFrames(t *T, mac [6]byte) {
 	// The eventfd the kernel signals, waited on through the netpoller.
 	efd, _, e := syscall.Syscall(unix.SYS_EVENTFD2, 0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC, 0)
 	if e != 0 {
