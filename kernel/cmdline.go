@@ -288,6 +288,7 @@ func netOption(v []byte) {
 		return
 	}
 	netConf = c
+	etcDNS = c.dns // resolv.conf's nameserver
 }
 
 // parseIPv4 parses a dotted quad at the start of b into a and returns the

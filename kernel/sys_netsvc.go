@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"yolk/drivers/virtionet"
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
 )
@@ -14,7 +15,10 @@ import (
 // here and used under the socket lock as the socket calls use theirs.
 // Production call: not gated by abi.TestCalls.
 
-var netEventfd int32 // the service's eventfd + 1; 0: none
+var (
+	netEventfd int32 // the service's eventfd + 1; 0: none
+	netUpDone  bool  // eth0 is in netlink's table
+)
 
 func sysNet(p uintptr) abi.Errno {
 	const size = unsafe.Sizeof(abi.NetCall{})
@@ -49,7 +53,15 @@ func netUp(c *abi.NetCall) abi.Errno {
 		return abi.EBADF
 	}
 	atomic.StoreInt32(&netEventfd, int32(fd)+1)
-	sockets.ServiceUp([4]byte(c.Local[12:]), int(c.Len))
+	addr := [4]byte(c.Local[12:])
+	nicLock.Lock()
+	mac, present := nic.MAC(), nic.Present()
+	nicLock.Unlock()
+	if present && !netUpDone {
+		netUpDone = true
+		sockets.AddNIC(mac, virtionet.MTU, addr, int(c.Len))
+	}
+	sockets.ServiceUp(addr, int(c.Len))
 	netSignal() // what waited for it
 	return 0
 }

@@ -325,6 +325,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		// Servers on the host's loopback and a forward for TestWire*.
 		wr = startWire(t)
 		env = append(slices.Clip(env), wr.env...)
+		env = append(env, TestNetConf)
 		fwds = wr.fwds
 	}
 	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: machine})

@@ -29,6 +29,12 @@ const (
 // yolk.net of its own.
 const UserNetConf = "yolk.net=10.0.2.15/24,10.0.2.2,10.0.2.3"
 
+// TestNetConf is UserNetConf without the DNS server, for test boots
+// (yolk test, TestGuest): slirp's DNS forwards to the host's resolver,
+// which tests must not reach; without a nameserver in resolv.conf a name
+// outside /etc/hosts fails at once (Go tries 127.0.0.1:53).
+const TestNetConf = "yolk.net=10.0.2.15/24,10.0.2.2"
+
 // Forward is a host port forwarded to the guest on the user network.
 type Forward struct {
 	UDP       bool

@@ -367,7 +367,7 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, dir, 
 		Memory:  c.mem,
 		SMP:     c.smp,
 		Timeout: kill,
-		Env:     append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(dir)),
+		Env:     testNetEnv(append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(dir))),
 		Args:    c.testArgs,
 		Initrd:  initrd,
 		Net:     qemu.NetUser, // a NIC on QEMU's user network, no forwards
@@ -447,4 +447,13 @@ func hints(res *qemu.Result) []string {
 			"(a kernel hang or livelock); -e yolk.strace=1 shows the last system calls")
 	}
 	return h
+}
+
+// testNetEnv gives a test boot the user network's address without its
+// DNS server (qemu.TestNetConf), unless -e yolk.net=... gave one.
+func testNetEnv(env []string) []string {
+	if slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "yolk.net=") }) {
+		return env
+	}
+	return append(env, qemu.TestNetConf)
 }

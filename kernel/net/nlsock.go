@@ -12,12 +12,15 @@ import (
 // ahead of the reader, from the socket's DumpCursor, as Linux's
 // netlink_dump refills the queue when the reader has drained it.
 
-// Ifaces is the interface table netlink answers from (the kernel adds the
-// NIC's interface and addresses to it).
-func (n *Net[E]) Ifaces(f func(t *Ifaces)) {
+// AddNIC puts the NIC in the interface table netlink answers from, as
+// eth0 with its MAC, MTU and IPv4 address (prefix 0: none).
+func (n *Net[E]) AddNIC(mac [6]byte, mtu int, addr [4]byte, prefix int) {
 	n.env.Lock()
-	f(&n.ifaces)
-	n.env.Unlock()
+	defer n.env.Unlock()
+	i := n.ifaces.AddEthernet("eth0", mac, mtu)
+	if i > 0 && prefix > 0 {
+		n.ifaces.AddAddr4(i, addr, prefix)
+	}
 }
 
 // BindNL, ConnectNL: bind and connect on netlink socket s.

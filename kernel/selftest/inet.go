@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"yolk/netsvc"
 )
 
 // TCP and UDP on the machine's own addresses (kernel/net's loopback)
@@ -334,5 +336,15 @@ func testInterfaces(t *T) {
 	}
 	if all, err := net.InterfaceAddrs(); err != nil || len(all) < 2 {
 		t.Errorf("InterfaceAddrs = %v, %v", all, err)
+	}
+	if !netsvc.Started {
+		return
+	}
+	eth, err := net.InterfaceByName("eth0")
+	if err != nil || eth.Flags&net.FlagUp == 0 || eth.MTU != 1500 || len(eth.HardwareAddr) != 6 {
+		t.Fatalf("eth0 = %+v, %v; want the NIC, up, MTU 1500", eth, err)
+	}
+	if addrs, err := eth.Addrs(); err != nil || fmt.Sprint(addrs) != "[10.0.2.15/24]" {
+		t.Errorf("eth0's addresses = %v, %v; want [10.0.2.15/24]", addrs, err)
 	}
 }

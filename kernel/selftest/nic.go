@@ -85,8 +85,10 @@ func testNIC(t *T) {
 	if in.MTU != 1500 || in.LinkUp != 1 {
 		t.Errorf("MTU %d, link up %d: want 1500, 1", in.MTU, in.LinkUp)
 	}
-	if in.Prefix != 24 || in.Addr != slirpGuest || in.Gateway != slirpGateway || in.DNS != [4]byte{10, 0, 2, 3} {
-		t.Errorf("address %v/%d gateway %v dns %v: want yolk.net's 10.0.2.15/24, 10.0.2.2, 10.0.2.3", in.Addr, in.Prefix, in.Gateway, in.DNS)
+	// The harnesses give no DNS server (slirp's forwards to the host's
+	// resolver); yolk run gives 10.0.2.3.
+	if in.Prefix != 24 || in.Addr != slirpGuest || in.Gateway != slirpGateway || in.DNS != [4]byte{10, 0, 2, 3} && in.DNS != [4]byte{} {
+		t.Errorf("address %v/%d gateway %v dns %v: want yolk.net's 10.0.2.15/24, 10.0.2.2[, 10.0.2.3]", in.Addr, in.Prefix, in.Gateway, in.DNS)
 	}
 
 	// The kernel's checks of the calls' arguments.
