@@ -43,6 +43,7 @@ const (
 	NetDgramIn              // a datagram for UDP Sock from Remote, RPort: Len bytes at Buf
 	NetDgramOut             // the next datagram UDP Sock sends: into Buf (Len bytes), to Remote, RPort; N its length, EAGAIN if none
 	NetRelease              // the service is done with closed socket Sock: its slot may go
+	NetOffline              // Len 1: other addresses are unreachable (ENETUNREACH) until Len 0 (a test that must send nothing out)
 )
 
 // NetEvent is a socket's pending work, as NetPoll reports it.

@@ -327,7 +327,7 @@ func (n *Net[E]) dest(p *sock, sa []byte) (inetAddr, bool, Errno) {
 		return a, false, unix.ENETUNREACH
 	}
 	if !n.local(&a) {
-		if n.svcOn {
+		if n.svcOn && !n.svcOffline {
 			return a, true, 0 // through the TCP/IP service (svc.go)
 		}
 		return a, false, unix.ENETUNREACH

@@ -190,21 +190,22 @@ type sock struct {
 
 // Net is the socket layer. The zero value is not usable: call Init.
 type Net[E Env] struct {
-	env       E
-	lastGen   uint32
-	autoName  uint32
-	nextPort  int
-	nV4, nV6  int
-	localV4   [4][4]byte // the NIC's addresses, beside loopback's
-	localV6   [4][16]byte
-	ifaces    Ifaces  // the interfaces, for netlink
-	nl        NLPorts // netlink's port ids
-	svcOn     bool    // a TCP/IP service is up: other addresses are reachable
-	svcPrefix int
-	nlReq     [4096]byte
-	nlOut     [NLGoodSize]byte
-	scm       scm
-	socks     [NumSockets]sock
+	env        E
+	lastGen    uint32
+	autoName   uint32
+	nextPort   int
+	nV4, nV6   int
+	localV4    [4][4]byte // the NIC's addresses, beside loopback's
+	localV6    [4][16]byte
+	ifaces     Ifaces  // the interfaces, for netlink
+	nl         NLPorts // netlink's port ids
+	svcOn      bool    // a TCP/IP service is up: other addresses are reachable
+	svcOffline bool    // ... but not now (abi.NetOffline)
+	svcPrefix  int
+	nlReq      [4096]byte
+	nlOut      [NLGoodSize]byte
+	scm        scm
+	socks      [NumSockets]sock
 }
 
 // Wait names what a call that returned EAGAIN waits for: block until the

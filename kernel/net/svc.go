@@ -239,6 +239,10 @@ func (n *Net[E]) Service(c *abi.NetCall, buf []byte) Errno {
 		c.N = uintptr(n.poll(buf))
 		return 0
 	}
+	if c.Op == abi.NetOffline {
+		n.svcOffline = c.Len != 0
+		return 0
+	}
 	if c.Op == abi.NetAccepted {
 		return n.accepted(c)
 	}

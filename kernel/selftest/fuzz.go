@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/netsvc"
 )
 
 // fuzzCalls is how many system calls TestSyscallFuzz makes unless
@@ -63,6 +65,12 @@ func init() {
 // are never passed, and memory
 // calls only ever name the scratch area, which is put back after each.
 func testSyscallFuzz(t *T) {
+	// Nothing the fuzzer does may leave the machine: addresses that are
+	// not its own are unreachable meanwhile.
+	netsvc.Offline(func() { syscallFuzz(t) })
+}
+
+func syscallFuzz(t *T) {
 	calls := fuzzCalls
 	if s := os.Getenv("YOLK_FUZZ_CALLS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -234,7 +242,28 @@ func testSyscallFuzz(t *T) {
 		case unix.SYS_OPENAT: // O_NONBLOCK (a FIFO of another test)
 			a[2] |= syscall.O_NONBLOCK
 		case unix.SYS_SOCKET, unix.SYS_SOCKETPAIR: // non-blocking sockets: accept, connect, send and receive never wait
+			if rng.IntN(2) == 0 { // half the time a family and type yolk has
+				a[0] = uintptr(fuzzFamilies[rng.IntN(len(fuzzFamilies))])
+				a[1] = uintptr(rng.IntN(6))
+				a[2] = uintptr(fuzzProtos[rng.IntN(len(fuzzProtos))])
+			}
 			a[1] |= syscall.SOCK_NONBLOCK
+		case unix.SYS_BIND, unix.SYS_CONNECT: // half the time an address of the machine's own
+			if rng.IntN(2) == 0 {
+				a[1], a[2] = fuzzSockaddr(rng, region[scratch-base+4096:scratchEnd-base], scratch+4096)
+			}
+		case unix.SYS_SENDTO:
+			a[3] |= syscall.MSG_DONTWAIT
+			if rng.IntN(2) == 0 {
+				a[4], a[5] = fuzzSockaddr(rng, region[scratch-base+4096:scratchEnd-base], scratch+4096)
+			}
+		case unix.SYS_RECVFROM:
+			a[3] |= syscall.MSG_DONTWAIT
+		case unix.SYS_SETSOCKOPT, unix.SYS_GETSOCKOPT: // half the time a level and option yolk has
+			if rng.IntN(2) == 0 {
+				a[1] = uintptr(fuzzLevels[rng.IntN(len(fuzzLevels))])
+				a[2] = uintptr(rng.IntN(70))
+			}
 		case unix.SYS_ACCEPT: // accept4, for a non-blocking socket
 			nr, a[3] = unix.SYS_ACCEPT4, syscall.SOCK_NONBLOCK
 		case unix.SYS_ACCEPT4:
@@ -334,6 +363,51 @@ func testSyscallFuzz(t *T) {
 // cmsghdr chains — SCM_RIGHTS naming the fuzzer's own descriptors or bad
 // ones, SCM_CREDENTIALS right or wrong, other types and levels, lengths
 // that are too short, too long or unaligned — or a buffer of random room.
+// The socket calls' arguments the fuzzer favours half the time.
+var (
+	fuzzFamilies = []int{syscall.AF_UNIX, syscall.AF_INET, syscall.AF_INET6, syscall.AF_NETLINK, syscall.AF_PACKET}
+	fuzzProtos   = []int{0, 0, 0, syscall.IPPROTO_TCP, syscall.IPPROTO_UDP, syscall.IPPROTO_ICMP, 262}
+	fuzzLevels   = []int{syscall.SOL_SOCKET, syscall.IPPROTO_TCP, syscall.IPPROTO_IP, syscall.IPPROTO_IPV6, 270}
+)
+
+// fuzzSockaddr writes a sockaddr into mem (at its address at): of a
+// family yolk has or not, an address of the machine's own (loopback, the
+// wildcard, its NIC's) or garbage in the family's other bytes, one of a
+// few ports (so that binds, connects and sends meet), a length right,
+// short or long. It returns the pointer and the length.
+func fuzzSockaddr(rng *rand.Rand, mem []byte, at uintptr) (uintptr, uintptr) {
+	clear(mem[:128])
+	fam := fuzzFamilies[rng.IntN(len(fuzzFamilies))]
+	binary.LittleEndian.PutUint16(mem, uint16(fam))
+	port := []uint16{0, 7, 8080, 40000, 40001}[rng.IntN(5)]
+	binary.BigEndian.PutUint16(mem[2:], port)
+	n := 16
+	switch fam {
+	case syscall.AF_INET:
+		copy(mem[4:8], [][]byte{{127, 0, 0, 1}, {0, 0, 0, 0}, {10, 0, 2, 15}, {127, 1, 2, 3}}[rng.IntN(4)])
+	case syscall.AF_INET6:
+		n = 28
+		switch rng.IntN(3) {
+		case 0:
+			mem[23] = 1 // ::1
+		case 1:
+			mem[18], mem[19], mem[20], mem[23] = 0xff, 0xff, 127, 1 // ::ffff:127.0.0.1
+		}
+	case syscall.AF_UNIX:
+		n = 2 + copy(mem[2:], []string{"\x00fuzz", "\x00fuzz2", "/tmp/fuzz.sock"}[rng.IntN(3)])
+	case syscall.AF_NETLINK:
+		n = 12
+		binary.LittleEndian.PutUint32(mem[4:], uint32(rng.IntN(3)))
+	}
+	switch rng.IntN(8) {
+	case 0:
+		n = rng.IntN(n + 1) // short
+	case 1:
+		n = rng.IntN(129) // any, up to sockaddr_storage
+	}
+	return at, uintptr(n)
+}
+
 func fuzzMsghdr(rng *rand.Rand, mem []byte, at uintptr, mine []uintptr) uintptr {
 	const hdr, iov, ctl, data = 0, 64, 128, 2048
 	le := binary.LittleEndian

@@ -70,6 +70,7 @@ var tests = []test{
 	{"TestUDPLoopback", testUDPLoopback},
 	{"TestHTTPLoopback", testHTTPLoopback},
 	{"TestInterfaces", testInterfaces},
+	{"TestTCPChurn", testTCPChurn},
 
 	// nic.go, wire.go
 	{"TestNIC", testNIC},
