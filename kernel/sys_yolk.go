@@ -245,6 +245,8 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 		return uintptr(atomic.LoadUint64(&enosysN)), 0
 	case abi.SysNumCPU:
 		return uintptr(sched.NumCPU()), 0
+	case abi.SysNICInject:
+		return 0, sysNICInject(a0, a1)
 	}
 	return 0, abi.ENOSYS
 }

@@ -346,6 +346,23 @@ func (n *NIC) harvest() int {
 	return got
 }
 
+// Inject puts frame in the ring of received frames as if the device had
+// delivered it (a test's malformed frames): false, and counted as
+// dropped, when the ring is full or the frame runt or oversize, as
+// harvest drops them.
+func (n *NIC) Inject(frame []byte) bool {
+	if !n.present || len(frame) < MinFrame || len(frame) > MaxFrame || n.ringW-n.ringR == RingFrames {
+		n.stats.Dropped++
+		return false
+	}
+	s := n.ringW % RingFrames
+	copy(bytesAt(n.ring[s], len(frame)), frame)
+	n.ringLen[s] = uint16(len(frame))
+	n.ringW++
+	n.stats.RxFrames++
+	return true
+}
+
 // Pending is the number of received frames waiting in the ring.
 func (n *NIC) Pending() int { return int(n.ringW - n.ringR) }
 

@@ -9,6 +9,7 @@ const (
 	SysNICSend   = 0x1011 // send the Ethernet frame of a1 bytes at a0 (no FCS): EINVAL outside [14, 1518] bytes, EAGAIN while the transmit queue is full
 	SysNICRecv   = 0x1012 // move received frames into the a1 bytes at a0 as records (NICRecord*); returns the bytes written, EAGAIN when none waits, EINVAL if a1 cannot hold the largest record
 	SysNICNotify = 0x1013 // a0: an eventfd the kernel adds 1 to whenever frames arrive (-1: none); EBADF if a0 is no eventfd
+	SysNICInject = 0x1014 // test call (TestCalls): the frame of a1 bytes at a0 arrives as if received; EAGAIN if the ring is full, EINVAL outside [14, 1518]
 )
 
 // NICInfo is what SysNICInfo copies out. The address is the kernel

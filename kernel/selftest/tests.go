@@ -74,6 +74,7 @@ var tests = []test{
 
 	// nic.go, wire.go
 	{"TestNIC", testNIC},
+	{"TestNICMalformed", testNICMalformed},
 	{"TestWireTCPOut", testWireTCPOut},
 	{"TestWireUDPOut", testWireUDPOut},
 	{"TestWireTCPIn", testWireTCPIn},
