@@ -249,7 +249,8 @@ func hexDigit(c byte) int {
 
 // netConf is the network address yolk.net=ADDR/PREFIX,GATEWAY[,DNS] gave
 // (IPv4, dotted quads; prefix 1 to 32), for the network service
-// (SysNICInfo); prefix 0: none, or a malformed option (reported).
+// (SysNICInfo); prefix 0: none (yolk.net=dhcp, or no option: the service
+// asks DHCP), or a malformed option (reported).
 var netConf struct {
 	addr, gw, dns [4]byte
 	prefix        int
@@ -259,6 +260,10 @@ var netConf struct {
 var netConfBad bool
 
 func netOption(v []byte) {
+	if string(v) == "dhcp" {
+		netConf.prefix = 0
+		return
+	}
 	var c struct {
 		addr, gw, dns [4]byte
 		prefix        int

@@ -113,7 +113,16 @@ func start() error {
 		return errNoNIC
 	}
 	if info.Prefix == 0 {
-		return errors.New("the NIC has no address (yolk.net=ADDR/PREFIX,GATEWAY[,DNS]); DHCP is not done yet")
+		// No yolk.net: ask DHCP, as a machine on a LAN or in a cloud
+		// does, before the netstack takes the NIC.
+		l, err := DHCP(info.MAC)
+		if err != nil {
+			return fmt.Errorf("no address: yolk.net not given and %v", err)
+		}
+		info.Addr, info.Prefix, info.Gateway, info.DNS = l.Addr, uint32(l.Prefix), l.Router, l.DNS
+		if l.DNS != [4]byte{} {
+			writeResolvConf(l.DNS)
+		}
 	}
 	s := &service{kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk)}
 	s.st = stack.New(stack.Options{
@@ -164,6 +173,15 @@ func start() error {
 	go s.waitFD(netfd)
 	go s.loop()
 	return nil
+}
+
+// writeResolvConf names the DNS server DHCP gave in /etc/resolv.conf
+// (the kernel wrote it at boot from yolk.net, which was not given).
+func writeResolvConf(dns [4]byte) {
+	b := fmt.Sprintf("# from DHCP (yolk netsvc)\nnameserver %d.%d.%d.%d\n", dns[0], dns[1], dns[2], dns[3])
+	if err := os.WriteFile("/etc/resolv.conf", []byte(b), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "netsvc: /etc/resolv.conf: %v\n", err)
+	}
 }
 
 func net4Mask(prefix int) []byte {

@@ -75,6 +75,7 @@ var tests = []test{
 	// nic.go, wire.go
 	{"TestNIC", testNIC},
 	{"TestNICMalformed", testNICMalformed},
+	{"TestDHCP", testDHCP},
 	{"TestWireTCPOut", testWireTCPOut},
 	{"TestWireUDPOut", testWireUDPOut},
 	{"TestWireTCPIn", testWireTCPIn},

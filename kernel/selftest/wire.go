@@ -231,3 +231,22 @@ func testNICMalformed(t *T) {
 	}
 	t.Logf("%d malformed frames and 5000 of garbage; the service answered (%d frames out)", len(frames), nicInfo(t).TxFrames-before)
 }
+
+// testDHCP: netsvc's DHCP client against slirp's server (the service,
+// which has its address from yolk.net, lends the NIC meanwhile).
+func testDHCP(t *T) {
+	if !netsvc.Started {
+		t.Skipf("no TCP/IP service (no NIC: boot with yolk run -net user): %v", netsvc.Err)
+	}
+	in := nicInfo(t)
+	var l netsvc.Lease
+	var err error
+	netsvc.Exclusive(func() { l, err = netsvc.DHCP(in.MAC) })
+	if err != nil {
+		t.Fatalf("DHCP: %v", err)
+	}
+	if l.Addr != slirpGuest || l.Prefix != 24 || l.Router != slirpGateway || l.Server != slirpGateway || l.Seconds == 0 {
+		t.Errorf("lease %+v: want 10.0.2.15/24, router and server 10.0.2.2, a lease time", l)
+	}
+	t.Logf("lease %v/%d router %v dns %v for %ds", l.Addr, l.Prefix, l.Router, l.DNS, l.Seconds)
+}
