@@ -30,7 +30,12 @@ func sysNet(p uintptr) abi.Errno {
 		return netUp(&c)
 	}
 	var buf []byte
-	if c.Len != 0 {
+	withBuf := false
+	switch c.Op {
+	case abi.NetPoll, abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut: // the calls with a buffer; the others' Len is a number
+		withBuf = true
+	}
+	if withBuf && c.Len != 0 {
 		write := c.Op == abi.NetPoll || c.Op == abi.NetTx || c.Op == abi.NetDgramOut
 		b, e := userBuf(c.Buf, min(c.Len, 1<<20), write)
 		if e != 0 {

@@ -93,6 +93,7 @@ type conn struct {
 }
 
 type service struct {
+	ndp   *ndp
 	nicMu sync.Mutex // held while the loop uses the NIC; Exclusive takes it
 	nicfd int
 	st    *stack.Stack
@@ -125,8 +126,9 @@ func start() error {
 		}
 	}
 	s := &service{kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk)}
+	s.ndp = &ndp{s: s}
 	s.st = stack.New(stack.Options{
-		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol, arp.NewProtocol},
+		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocolWithOptions(ipv6Options(s.ndp)), arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
 	})
 	s.link = channel.New(1024, info.MTU, tcpip.LinkAddress(info.MAC[:]))
@@ -283,6 +285,9 @@ func (s *service) round() bool {
 	defer s.nicMu.Unlock()
 	did := s.framesIn()
 	if s.kernelWork() {
+		did = true
+	}
+	if s.ndp.apply(s.st) {
 		did = true
 	}
 	s.mu.Lock()

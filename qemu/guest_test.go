@@ -425,7 +425,11 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		t.Errorf("guest TestNIC skipped: the kernel found no NIC although QEMU had one (-net %s)", netw)
 	}
 	if wr != nil {
-		for _, name := range []string{"TestWireTCPOut", "TestWireUDPOut", "TestWireTCPIn"} {
+		names := []string{"TestWireTCPOut", "TestWireUDPOut", "TestWireTCPIn"}
+		if wr.env6 != "" {
+			names = append(names, "TestWireTCP6Out")
+		}
+		for _, name := range names {
 			if gt := rep.Test(name); gt != nil && gt.Result == report.Skip {
 				t.Errorf("guest %s skipped although the harness ran its servers", name)
 			}

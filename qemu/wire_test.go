@@ -26,6 +26,7 @@ const (
 
 type wire struct {
 	env  []string
+	env6 string // the IPv6 server's variable, "" if the host has no ::1
 	fwds []Forward
 	once sync.Once
 	res  chan error // the forward client's outcome
@@ -38,19 +39,7 @@ func startWire(t *testing.T) *wire {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				c.SetDeadline(time.Now().Add(2 * time.Minute))
-				io.Copy(c, c)
-				c.Close()
-			}()
-		}
-	}()
+	go echoTCP(ln)
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +62,13 @@ func startWire(t *testing.T) *wire {
 	hostPort := probe.Addr().(*net.TCPAddr).Port
 	probe.Close()
 	w.lns = []io.Closer{ln, pc}
+	// IPv6: a TCP echo on the host's ::1, the guest's fec0::2 (if the
+	// host has IPv6 loopback).
+	if ln6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		w.lns = append(w.lns, ln6)
+		go echoTCP(ln6)
+		w.env6 = "YOLK_TEST_HOST_TCP6=[fec0::2]:" + strconv.Itoa(ln6.Addr().(*net.TCPAddr).Port)
+	}
 	t.Cleanup(func() {
 		for _, l := range w.lns {
 			l.Close()
@@ -83,8 +79,27 @@ func startWire(t *testing.T) *wire {
 		"YOLK_TEST_HOST_UDP=10.0.2.2:" + strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port),
 		"YOLK_TEST_FWD_PORT=" + strconv.Itoa(wireGuestPort),
 	}
+	if w.env6 != "" {
+		w.env = append(w.env, w.env6)
+	}
 	w.fwds = []Forward{{HostAddr: "127.0.0.1", HostPort: hostPort, GuestPort: wireGuestPort}}
 	return w
+}
+
+// echoTCP echoes every connection ln accepts until ln closes; each for
+// two minutes at most.
+func echoTCP(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			c.SetDeadline(time.Now().Add(2 * time.Minute))
+			io.Copy(c, c)
+			c.Close()
+		}()
+	}
 }
 
 // line watches the guest's output: when its server listens, the client

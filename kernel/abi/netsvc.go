@@ -44,6 +44,7 @@ const (
 	NetDgramOut             // the next datagram UDP Sock sends: into Buf (Len bytes), to Remote, RPort; N its length, EAGAIN if none
 	NetRelease              // the service is done with closed socket Sock: its slot may go
 	NetOffline              // Len 1: other addresses are unreachable (ENETUNREACH) until Len 0 (a test that must send nothing out)
+	NetAddr6                // the NIC has IPv6 address Local, prefix Len (autoconfigured): IPv6 addresses are reachable through the service
 )
 
 // NetEvent is a socket's pending work, as NetPoll reports it.

@@ -656,11 +656,12 @@ func (n *Net[E]) connectUDP(p *sock, sa []byte) Errno {
 		return e
 	}
 	if remote {
-		if !d.v4() || n.nV4 == 0 {
+		src, ok := n.nicSource(&d)
+		if !ok {
 			return unix.ENETUNREACH
 		}
 		if p.local.any() {
-			p.local.ip = v4Addr(n.localV4[0][:]).ip
+			p.local.ip = src
 		}
 		n.svcWant(p, abi.NetOpBind) // its replies come from the wire
 	} else {

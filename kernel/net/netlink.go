@@ -150,6 +150,16 @@ func (t *Ifaces) AddEthernet(name string, mac [6]byte, mtu int) int {
 	return int(p.Index)
 }
 
+// byName is the index of the interface called name, 0 if none.
+func (t *Ifaces) byName(name string) int {
+	for i := 0; i < t.N; i++ {
+		if string(t.If[i].Name[:t.If[i].NameLen]) == name {
+			return int(t.If[i].Index)
+		}
+	}
+	return 0
+}
+
 func (t *Ifaces) byIndex(index int) *Iface {
 	for i := 0; i < t.N; i++ {
 		if int(t.If[i].Index) == index {

@@ -47,6 +47,15 @@ func (n *Net[E]) svcWant(p *sock, ops uint32) {
 	n.env.NotifyService()
 }
 
+// nicSource is the NIC's address of d's kind, the source of traffic to
+// d through the service; false if it has none.
+func (n *Net[E]) nicSource(d *inetAddr) ([16]byte, bool) {
+	if d.v4() {
+		return v4Addr(n.localV4[0][:]).ip, n.nV4 > 0
+	}
+	return n.localV6[0], n.nV6 > 0
+}
+
 // svcTakes reports whether a listener or UDP socket bound to a should
 // also take traffic from the wire: the service is up and a is a wildcard
 // or the NIC's address.
@@ -118,11 +127,12 @@ func (p *sock) txDrop(k int) {
 // in stSynSent until NetConnected.
 func (n *Net[E]) connectSvc(s int32, d *inetAddr) Errno {
 	p := &n.socks[s]
-	if !d.v4() || n.nV4 == 0 {
-		return unix.ENETUNREACH // the NIC has no IPv6 address
+	src, ok := n.nicSource(d)
+	if !ok {
+		return unix.ENETUNREACH // the NIC has no address of d's kind (yet)
 	}
 	if p.local.any() {
-		p.local.ip = v4Addr(n.localV4[0][:]).ip
+		p.local.ip = src
 	}
 	if !n.ring(p) || !n.txRing(p) {
 		return unix.ENOBUFS
@@ -171,7 +181,7 @@ func (n *Net[E]) sendSvc(s int32, v *Iov, off int) (int, Wait, Errno) {
 func (n *Net[E]) sendDgramSvc(s int32, v *Iov, off int, d *inetAddr) (int, Wait, Errno) {
 	p := &n.socks[s]
 	l := v.Len - off
-	if !d.v4() || n.nV4 == 0 {
+	if _, ok := n.nicSource(d); !ok {
 		return 0, Wait{}, unix.ENETUNREACH
 	}
 	if !n.txRing(p) {
@@ -241,6 +251,16 @@ func (n *Net[E]) Service(c *abi.NetCall, buf []byte) Errno {
 	}
 	if c.Op == abi.NetOffline {
 		n.svcOffline = c.Len != 0
+		return 0
+	}
+	if c.Op == abi.NetAddr6 {
+		if n.nV6 < len(n.localV6) {
+			n.localV6[n.nV6] = c.Local
+			n.nV6++
+			if i := n.ifaces.byName("eth0"); i > 0 {
+				n.ifaces.AddAddr6(i, c.Local, int(c.Len))
+			}
+		}
 		return 0
 	}
 	if c.Op == abi.NetAccepted {

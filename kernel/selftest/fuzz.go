@@ -67,7 +67,20 @@ func init() {
 func testSyscallFuzz(t *T) {
 	// Nothing the fuzzer does may leave the machine: addresses that are
 	// not its own are unreachable meanwhile.
-	netsvc.Offline(func() { syscallFuzz(t) })
+	netsvc.Offline(func() {
+		if netsvc.Started { // offline means it: the gateway is unreachable
+			fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				t.Fatalf("socket: %v", err)
+			}
+			err = syscall.Connect(fd, &syscall.SockaddrInet4{Addr: [4]byte{10, 0, 2, 2}, Port: 9})
+			syscall.Close(fd)
+			if err != syscall.ENETUNREACH {
+				t.Fatalf("connect to 10.0.2.2 with the service offline: %v, want ENETUNREACH", err)
+			}
+		}
+		syscallFuzz(t)
+	})
 }
 
 func syscallFuzz(t *T) {

@@ -78,6 +78,7 @@ var tests = []test{
 	{"TestDHCP", testDHCP},
 	{"TestWireTCPOut", testWireTCPOut},
 	{"TestWireUDPOut", testWireUDPOut},
+	{"TestWireTCP6Out", testWireTCP6Out},
 	{"TestWireTCPIn", testWireTCPIn},
 
 	// fuzz.go, memprot.go

@@ -250,3 +250,47 @@ func testDHCP(t *T) {
 	}
 	t.Logf("lease %v/%d router %v dns %v for %ds", l.Addr, l.Prefix, l.Router, l.DNS, l.Seconds)
 }
+
+const envHostTCP6 = "YOLK_TEST_HOST_TCP6" // [fec0::2]:PORT: a TCP echo server on the host's ::1
+
+// testWireTCP6Out: IPv6 through the NIC: the address autoconfigured
+// from slirp's router advertisement (fec0::/64), and an echo through a
+// server on the host's ::1, reached as fec0::2.
+func testWireTCP6Out(t *T) {
+	addr := wireEnv(t, envHostTCP6)
+	var v6 net.IP
+	deadline := time.Now().Add(30 * time.Second)
+	for v6 == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("eth0 has no global IPv6 address 30 s after boot (router advertisement, SLAAC)")
+		}
+		if eth, err := net.InterfaceByName("eth0"); err == nil {
+			addrs, _ := eth.Addrs()
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() == nil && ipn.IP.IsGlobalUnicast() {
+					v6 = ipn.IP
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c, err := net.DialTimeout("tcp", addr, wireTimeout)
+	if err != nil {
+		t.Fatalf("Dial %s from %v: %v", addr, v6, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(wireTimeout))
+	msg := bytes.Repeat([]byte("IPv6 through the NIC "), 5000)
+	go func() {
+		c.Write(msg)
+		c.(*net.TCPConn).CloseWrite()
+	}()
+	got, err := io.ReadAll(c)
+	if err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("echo through %s: %d bytes of %d, %v", addr, len(got), len(msg), err)
+	}
+	if la := c.LocalAddr().(*net.TCPAddr); !la.IP.Equal(v6) {
+		t.Errorf("local address %v, want eth0's %v", la, v6)
+	}
+	t.Logf("eth0's %v to %s", v6, addr)
+}

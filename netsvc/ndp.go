@@ -1,0 +1,114 @@
+package netsvc
+
+import (
+	"sync"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"yolk/kernel/abi"
+)
+
+// IPv6 on the NIC by stateless autoconfiguration (RFC 4862): the netstack
+// solicits routers, takes the prefix a router advertises (slirp's
+// fec0::/64, or a LAN's) and makes its address; this dispatcher hears of
+// it. The netstack's callbacks may not call into the stack, so they only
+// record what happened; the service loop adds the routes and tells the
+// kernel the address (abi.NetAddr6), which then reaches IPv6 addresses
+// through the service and lists it in netlink's table.
+
+// ndp is the netstack's NDP dispatcher and the events it recorded.
+type ndp struct {
+	s      *service
+	mu     sync.Mutex
+	routes []tcpip.Route
+	addrs  []tcpip.AddressWithPrefix
+}
+
+func ipv6Options(d *ndp) ipv6.Options {
+	return ipv6.Options{
+		AutoGenLinkLocal: true,
+		NDPDisp:          d,
+		NDPConfigs: ipv6.NDPConfigurations{
+			MaxRtrSolicitations:     3,
+			RtrSolicitationInterval: time.Second,
+			MaxRtrSolicitationDelay: 100 * time.Millisecond,
+			HandleRAs:               ipv6.HandlingRAsEnabledWhenForwardingDisabled,
+			DiscoverDefaultRouters:  true,
+			DiscoverOnLinkPrefixes:  true,
+			AutoGenGlobalAddresses:  true,
+		},
+	}
+}
+
+func (d *ndp) record(f func()) {
+	d.mu.Lock()
+	f()
+	d.mu.Unlock()
+	if d.s != nil {
+		d.s.wake()
+	}
+}
+
+func (d *ndp) OnDuplicateAddressDetectionResult(tcpip.NICID, tcpip.Address, stack.DADResult) {}
+
+func (d *ndp) OnOffLinkRouteUpdated(nic tcpip.NICID, dest tcpip.Subnet, router tcpip.Address, _ header.NDPRoutePreference) {
+	d.record(func() { d.routes = append(d.routes, tcpip.Route{Destination: dest, Gateway: router, NIC: nic}) })
+}
+
+func (d *ndp) OnOffLinkRouteInvalidated(tcpip.NICID, tcpip.Subnet, tcpip.Address) {}
+
+func (d *ndp) OnOnLinkPrefixDiscovered(nic tcpip.NICID, prefix tcpip.Subnet) {
+	d.record(func() { d.routes = append(d.routes, tcpip.Route{Destination: prefix, NIC: nic}) })
+}
+
+func (d *ndp) OnOnLinkPrefixInvalidated(tcpip.NICID, tcpip.Subnet) {}
+
+// OnAutoGenAddress: the address counts once duplicate address detection
+// has assigned it (addrWatch).
+func (d *ndp) OnAutoGenAddress(_ tcpip.NICID, a tcpip.AddressWithPrefix) stack.AddressDispatcher {
+	return &addrWatch{d: d, a: a}
+}
+
+func (d *ndp) OnAutoGenAddressDeprecated(tcpip.NICID, tcpip.AddressWithPrefix)        {}
+func (d *ndp) OnAutoGenAddressInvalidated(tcpip.NICID, tcpip.AddressWithPrefix)       {}
+func (d *ndp) OnRecursiveDNSServerOption(tcpip.NICID, []tcpip.Address, time.Duration) {}
+func (d *ndp) OnDNSSearchListOption(tcpip.NICID, []string, time.Duration)             {}
+func (d *ndp) OnDHCPv6Configuration(tcpip.NICID, ipv6.DHCPv6ConfigurationFromNDPRA)   {}
+
+type addrWatch struct {
+	d    *ndp
+	a    tcpip.AddressWithPrefix
+	once sync.Once
+}
+
+func (w *addrWatch) OnChanged(_ stack.AddressLifetimes, st stack.AddressAssignmentState) {
+	if st == stack.AddressAssigned {
+		w.once.Do(func() { w.d.record(func() { w.d.addrs = append(w.d.addrs, w.a) }) })
+	}
+}
+
+func (w *addrWatch) OnRemoved(stack.AddressRemovalReason) {}
+
+// apply, in the service loop, adds the routes and tells the kernel the
+// global addresses that came.
+func (d *ndp) apply(st *stack.Stack) bool {
+	d.mu.Lock()
+	routes, addrs := d.routes, d.addrs
+	d.routes, d.addrs = nil, nil
+	d.mu.Unlock()
+	for _, r := range routes {
+		st.AddRoute(r)
+	}
+	for _, a := range addrs {
+		if a.Address.Len() != 16 || header.IsV6LinkLocalUnicastAddress(a.Address) {
+			continue // link-local: the netstack's own business
+		}
+		c := abi.NetCall{Op: abi.NetAddr6, Local: a.Address.As16(), Len: uintptr(a.PrefixLen)}
+		call(&c)
+	}
+	return len(routes)+len(addrs) > 0
+}
