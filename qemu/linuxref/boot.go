@@ -29,6 +29,7 @@ type Config struct {
 	Params  []string      // more kernel parameters, e.g. "vdso=0"
 	Env     []string      // KEY=VALUE pairs for /init's environment
 	Args    []string      // /init's arguments
+	Extra   []string      // more QEMU arguments (a NIC, say), appended after the others
 	Timeout time.Duration // kill QEMU after this long; 0: never
 	Log     io.Writer     // the whole serial console, CRs removed; may be nil
 	Stderr  io.Writer     // QEMU's own stderr; may be nil
@@ -148,7 +149,8 @@ func QEMUArgs(c Config) ([]string, error) {
 		"-no-reboot",
 		"-serial", "stdio")
 	args = append(args, exit...)
-	return append(args, "-kernel", c.Kernel, "-append", cmdline, "-initrd", c.Initrd), nil
+	args = append(args, "-kernel", c.Kernel, "-append", cmdline, "-initrd", c.Initrd)
+	return append(args, c.Extra...), nil
 }
 
 // machine is c.Machine or the architecture's default: pc, not microvm,

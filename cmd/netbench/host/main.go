@@ -1,0 +1,440 @@
+// Command host is the host side of netbench's benchmarks through QEMU's user
+// network (docs/net-bench.md): it boots netbench -serve in a guest, yolk or
+// Linux (Debian's cloud kernel, as qemu/linuxref boots it, with virtio_net
+// loaded from the initramfs), in the same QEMU configuration (TCG, -cpu
+// max, 128M, the machine and CPUs given, the same virtio-net-pci device on
+// -netdev user with port forwards on 127.0.0.1), and measures from the host:
+//
+//   - HTTP through the forward with wrk (keep-alive, and "Connection:
+//     close": a new connection per request): requests/s, p50 and p99;
+//   - bulk TCP host→guest through a forward and guest→host through slirp's
+//     gateway 10.0.2.2 to a sink on the host's 127.0.0.1: MB/s.
+//
+// Every boot and every load generator is bounded in time. Results are Go
+// benchmark lines (benchstat), appended per round to
+// <out>/<target>-smp<N>.txt; consoles in <out>/<target>-smp<N>-<round>.log.
+//
+//	go run ./cmd/netbench/host [-targets linux,yolk] [-smp 1,2] [-rounds 3]
+//	    [-machine pc] [-d 5s] [-c 4] [-bulk 64] [-out out/netbench]
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"yolk/qemu"
+	"yolk/qemu/image"
+	"yolk/qemu/linuxref"
+)
+
+var (
+	targets  = flag.String("targets", "linux,yolk", "guests, comma-separated: linux, yolk")
+	smps     = flag.String("smp", "1,2", "guest CPU counts, comma-separated")
+	rounds   = flag.Int("rounds", 3, "boots of each target and CPU count (alternating targets)")
+	machine  = flag.String("machine", "pc", "QEMU machine: pc or q35")
+	dur      = flag.Duration("d", 5*time.Second, "wrk duration of each HTTP run")
+	conns    = flag.Int("c", 4, "wrk connections")
+	bulkMiB  = flag.Int("bulk", 64, "bulk transfer size in MiB, each direction")
+	outDir   = flag.String("out", "out/netbench", "output directory")
+	kernel   = flag.String("kerneldir", "out/linuxref/kernel", "where linuxref keeps Debian's kernel package")
+	bootWait = flag.Duration("bootwait", 3*time.Minute, "how long to wait for the guest's server")
+	bootN    = flag.Int("boot", 0, "instead: boot the trivial programs (with and without net, netsvc auto/on/off) this many times each on -bootmachines")
+	bootMs   = flag.String("bootmachines", "pc,microvm", "machines for -boot")
+)
+
+// Modules virtio_net needs on Debian's cloud kernel (all =m there), in load
+// order.
+var modules = []string{
+	"drivers/virtio/virtio_ring.ko", "drivers/virtio/virtio.ko",
+	"drivers/virtio/virtio_pci_legacy_dev.ko", "drivers/virtio/virtio_pci_modern_dev.ko",
+	"drivers/virtio/virtio_pci.ko", "net/core/failover.ko", "drivers/net/net_failover.ko",
+	"drivers/net/virtio_net.ko",
+}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	if *bootN > 0 {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "netbench host:", err)
+			os.Exit(1)
+		}
+		if err := bootBench(ctx, strings.Split(*bootMs, ","), *bootN); err != nil {
+			fmt.Fprintln(os.Stderr, "netbench host:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "netbench host:", err)
+		os.Exit(1)
+	}
+}
+
+type guest struct {
+	kernel, initrd, elf string
+}
+
+func run(ctx context.Context) error {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return errors.New("wrk not found (apt-get install wrk)")
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return err
+	}
+	g, err := build(ctx)
+	if err != nil {
+		return err
+	}
+	var cpus []int
+	for _, s := range strings.Split(*smps, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return err
+		}
+		cpus = append(cpus, n)
+	}
+	ts := strings.Split(*targets, ",")
+	for round := 1; round <= *rounds; round++ {
+		for _, n := range cpus {
+			order := ts
+			if round%2 == 0 {
+				order = reverse(ts)
+			}
+			for _, t := range order {
+				lines, err := boot(ctx, g, t, n, round)
+				if err != nil {
+					return fmt.Errorf("%s smp %d round %d: %w", t, n, round, err)
+				}
+				f, err := os.OpenFile(filepath.Join(*outDir, fmt.Sprintf("%s-smp%d.txt", t, n)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				if err != nil {
+					return err
+				}
+				if round == 1 {
+					fmt.Fprintf(f, "goos: linux\ngoarch: amd64\npkg: yolk/cmd/netbench/host\n")
+				}
+				for _, l := range lines {
+					fmt.Fprintln(f, l)
+					fmt.Printf("%s smp%d round %d: %s\n", t, n, round, l)
+				}
+				f.Close()
+			}
+		}
+	}
+	return nil
+}
+
+func reverse(s []string) []string {
+	r := make([]string, len(s))
+	for i, v := range s {
+		r[len(s)-1-i] = v
+	}
+	return r
+}
+
+func build(ctx context.Context) (*guest, error) {
+	k, err := linuxref.FetchKernel(ctx, *kernel, linuxref.DefaultPackage)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Dir(filepath.Dir(k.Path))
+	ver := strings.TrimPrefix(filepath.Base(k.Path), "vmlinuz-")
+	prog := filepath.Join(*outDir, "netbench-linux")
+	b := exec.CommandContext(ctx, "go", "build", "-o", prog, "./cmd/netbench")
+	b.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0")
+	b.Stdout, b.Stderr = os.Stderr, os.Stderr
+	if err := b.Run(); err != nil {
+		return nil, err
+	}
+	bin, err := os.ReadFile(prog)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	c := linuxref.NewCPIOWriter(&buf)
+	c.Dir("dev", 0o755)
+	c.CharDev("dev/console", 0o600, 5, 1)
+	c.Dir("modules", 0o755)
+	for i, m := range modules {
+		data, err := os.ReadFile(filepath.Join(root, "lib/modules", ver, "kernel", m))
+		if err != nil {
+			return nil, err
+		}
+		c.File(fmt.Sprintf("modules/%02d-%s", i, filepath.Base(m)), 0o644, data)
+	}
+	c.File("init", 0o755, bin)
+	if err := c.Close(); err != nil {
+		return nil, err
+	}
+	g := &guest{kernel: k.Path, initrd: filepath.Join(*outDir, "initrd-net.cpio"), elf: filepath.Join(*outDir, "netbench.elf")}
+	if err := os.WriteFile(g.initrd, buf.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs("./cmd/netbench")
+	if _, err := image.Build(ctx, abs, image.Options{Output: g.elf, Arch: "amd64"}); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// boot boots target t with n CPUs, measures, and returns benchmark lines.
+func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, error) {
+	httpPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	sinkPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	fwds := []qemu.Forward{{HostAddr: "127.0.0.1", HostPort: httpPort, GuestPort: 8080}, {HostAddr: "127.0.0.1", HostPort: sinkPort, GuestPort: 8081}}
+	args := []string{"-serve", ":8080", "-sink", ":8081", "-for", "4m"}
+	logPath := filepath.Join(*outDir, fmt.Sprintf("%s-smp%d-%d.log", t, n, round))
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	ctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	switch t {
+	case "linux":
+		netdev := "user,id=net0"
+		for _, f := range fwds {
+			netdev += fmt.Sprintf(",hostfwd=tcp:%s:%d-:%d", f.HostAddr, f.HostPort, f.GuestPort)
+		}
+		c := linuxref.Config{Kernel: g.kernel, Initrd: g.initrd, Machine: *machine, SMP: n, Args: args,
+			Timeout: 5 * time.Minute, Log: log, Stderr: log,
+			Extra: []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0,disable-legacy=on,romfile="}}
+		go func() { _, err := linuxref.Run(ctx, c); done <- err }()
+	case "yolk":
+		c := qemu.Config{Image: g.elf, Machine: *machine, Accel: "tcg", SMP: n, Args: args,
+			Timeout: 5 * time.Minute, Net: qemu.NetUser, Forwards: fwds, Stdout: log, Stderr: log}
+		go func() {
+			r, err := qemu.Run(ctx, c)
+			if err == nil && r.ExitCode != 0 {
+				err = fmt.Errorf("yolk exit %d: %v", r.ExitCode, r.Messages)
+			}
+			done <- err
+		}()
+	default:
+		return nil, fmt.Errorf("target %q: want linux or yolk", t)
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	if err := waitUp(ctx, base+"/", done); err != nil {
+		return nil, fmt.Errorf("%w (console in %s)", err, logPath)
+	}
+	suffix := ""
+	if n > 1 {
+		suffix = "-" + strconv.Itoa(n)
+	}
+	var lines []string
+	for _, mode := range []struct{ name, hdr string }{{"FwdHTTPKeepAlive", ""}, {"FwdHTTPNewConn", "Connection: close"}} {
+		l, err := runWrk(ctx, base+"/", mode.hdr)
+		if err != nil {
+			lines = append(lines, fmt.Sprintf("# %s: %s", mode.name, oneLine(err)))
+			continue
+		}
+		lines = append(lines, "Benchmark"+mode.name+suffix+"\t"+l)
+	}
+	size := int64(*bulkMiB) << 20
+	if l, err := bulkIn(ctx, sinkPort, size); err != nil {
+		lines = append(lines, "# FwdBulkHostToGuest: "+oneLine(err))
+	} else {
+		lines = append(lines, "BenchmarkFwdBulkHostToGuest"+suffix+"\t"+l)
+	}
+	if l, err := bulkOut(ctx, base, size); err != nil {
+		lines = append(lines, "# FwdBulkGuestToHost: "+oneLine(err))
+	} else {
+		lines = append(lines, "BenchmarkFwdBulkGuestToHost"+suffix+"\t"+l)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if resp, err := hc.Get(base + "/quit"); err == nil {
+		resp.Body.Close()
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return lines, fmt.Errorf("%w (console in %s)", err, logPath)
+		}
+	case <-time.After(90 * time.Second):
+		cancel()
+		<-done
+		return lines, fmt.Errorf("guest did not exit after /quit (console in %s)", logPath)
+	}
+	return lines, nil
+}
+
+func waitUp(ctx context.Context, url string, done chan error) error {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(*bootWait)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			return fmt.Errorf("guest ended before serving: %v", err)
+		default:
+		}
+		resp, err := hc.Get(url)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return errors.New("guest's server not up in time")
+}
+
+var (
+	wrkReqs = regexp.MustCompile(`(\d+) requests in ([\d.]+)(ms|s|m)`)
+	wrkRate = regexp.MustCompile(`Requests/sec:\s+([\d.]+)`)
+	wrkPct  = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([\d.]+)(us|ms|s)`)
+	wrkErrs = regexp.MustCompile(`Socket errors: (.*)`)
+)
+
+// runWrk runs wrk (one thread, -c connections, -d) with an optional header
+// and returns "N ns/op req/s p50-ms p99-ms".
+func runWrk(ctx context.Context, url, hdr string) (string, error) {
+	args := []string{"-t1", "-c" + strconv.Itoa(*conns), "-d" + strconv.Itoa(int(dur.Seconds())) + "s", "--timeout", "5s", "--latency"}
+	if hdr != "" {
+		args = append(args, "-H", hdr)
+	}
+	args = append(args, url)
+	ctx, cancel := context.WithTimeout(ctx, *dur+30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("wrk: %v: %s", err, out)
+	}
+	s := string(out)
+	m := wrkReqs.FindStringSubmatch(s)
+	r := wrkRate.FindStringSubmatch(s)
+	p := wrkPct.FindAllStringSubmatch(s, -1)
+	if m == nil || r == nil || len(p) != 2 {
+		return "", fmt.Errorf("wrk output not understood: %s", s)
+	}
+	if e := wrkErrs.FindStringSubmatch(s); e != nil {
+		fmt.Fprintf(os.Stderr, "netbench host: wrk socket errors: %s\n", e[1])
+	}
+	rate, _ := strconv.ParseFloat(r[1], 64)
+	ms := func(v, unit string) float64 {
+		f, _ := strconv.ParseFloat(v, 64)
+		switch unit {
+		case "us":
+			return f / 1000
+		case "s":
+			return f * 1000
+		}
+		return f
+	}
+	return fmt.Sprintf("%s\t%.0f ns/op\t%.1f req/s\t%.3f p50-ms\t%.3f p99-ms", m[1], 1e9/rate, rate, ms(p[0][2], p[0][3]), ms(p[1][2], p[1][3])), nil
+}
+
+// bulkIn writes size bytes to the guest's sink through the forward and
+// waits for its count; MB/s over the host's time from the first write to
+// the answer.
+func bulkIn(ctx context.Context, port int, size int64) (string, error) {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Minute))
+	buf := make([]byte, 64<<10)
+	start := time.Now()
+	for sent := int64(0); sent < size; {
+		k := min(int64(len(buf)), size-sent)
+		m, err := c.Write(buf[:k])
+		sent += int64(m)
+		if err != nil {
+			return "", err
+		}
+	}
+	c.(*net.TCPConn).CloseWrite()
+	var ans [16]byte
+	if _, err := io.ReadFull(c, ans[:]); err != nil {
+		return "", fmt.Errorf("sink's answer: %v", err)
+	}
+	el := time.Since(start)
+	if got := int64(binary.BigEndian.Uint64(ans[:8])); got != size {
+		return "", fmt.Errorf("guest read %d bytes of %d", got, size)
+	}
+	return fmt.Sprintf("1\t%d ns/op\t%.2f MB/s", el.Nanoseconds(), float64(size)/el.Seconds()/1e6), nil
+}
+
+// bulkOut has the guest dial 10.0.2.2:PORT (slirp: the host's 127.0.0.1)
+// and write size bytes to a sink here; MB/s over the host's time from the
+// accept to the end of the stream.
+func bulkOut(ctx context.Context, base string, size int64) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	type res struct {
+		n  int64
+		el time.Duration
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			ch <- res{}
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(3 * time.Minute))
+		start := time.Now()
+		n, _ := io.Copy(io.Discard, c)
+		ch <- res{n, time.Since(start)}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	hc := &http.Client{Timeout: 4 * time.Minute}
+	resp, err := hc.Get(fmt.Sprintf("%s/push?addr=10.0.2.2:%d&n=%d", base, port, size))
+	if err != nil {
+		return "", err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("push: %s: %s", resp.Status, body)
+	}
+	var r res
+	select {
+	case r = <-ch:
+	case <-time.After(30 * time.Second):
+		return "", errors.New("host sink did not finish")
+	}
+	if r.n != size {
+		return "", fmt.Errorf("host read %d bytes of %d (guest: %s)", r.n, size, strings.TrimSpace(string(body)))
+	}
+	return fmt.Sprintf("1\t%d ns/op\t%.2f MB/s", r.el.Nanoseconds(), float64(size)/r.el.Seconds()/1e6), nil
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " | ") }
