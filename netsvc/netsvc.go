@@ -102,7 +102,8 @@ type service struct {
 	mu    sync.Mutex
 	dirty map[*conn]bool
 	conns map[uint64]*conn
-	buf   []byte
+	buf   []byte       // NetTx's and the frames' buffer
+	rxw   bytes.Buffer // the endpoints' reads, reused
 }
 
 func start() error {
@@ -319,8 +320,9 @@ func (s *service) framesIn() bool {
 			if 4+l > len(b) {
 				break
 			}
-			frame := bytes.Clone(b[4 : 4+l])
-			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+			// MakeWithData copies the frame into a pooled chunk: buf is
+			// free again at once.
+			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b[4 : 4+l])})
 			s.link.InjectInbound(0, pkt)
 			pkt.DecRef()
 			step := (4 + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
@@ -555,8 +557,9 @@ func (s *service) stream(c *conn) {
 	// Receive: from the endpoint to the kernel's ring.
 	for !c.rxFull && !c.eof {
 		if len(c.rx) == 0 {
-			var w bytes.Buffer
-			_, e := c.ep.Read(&tcpip.LimitedWriter{W: &w, N: chunk}, tcpip.ReadOptions{})
+			w := &s.rxw
+			w.Reset()
+			_, e := c.ep.Read(&tcpip.LimitedWriter{W: w, N: chunk}, tcpip.ReadOptions{})
 			if e != nil {
 				switch e.(type) {
 				case *tcpip.ErrWouldBlock:
@@ -571,6 +574,9 @@ func (s *service) stream(c *conn) {
 				break
 			}
 			c.rx = w.Bytes()
+			if len(c.rx) == 0 {
+				break
+			}
 		}
 		r := abi.NetCall{Op: abi.NetRx, Sock: c.id, Buf: uintptr(unsafe.Pointer(&c.rx[0])), Len: uintptr(len(c.rx))}
 		if err := call(&r); err != nil {
@@ -580,6 +586,7 @@ func (s *service) stream(c *conn) {
 		c.rx = c.rx[r.N:]
 		if len(c.rx) > 0 {
 			c.rxFull = true
+			c.rx = bytes.Clone(c.rx) // what the kernel's ring could not take keeps; the shared buffer does not
 		}
 	}
 	// Send: from the kernel's ring to the endpoint.
