@@ -172,6 +172,7 @@ func start() error {
 	if err := call(&up); err != nil {
 		return fmt.Errorf("NetUp: %v", err)
 	}
+	writeProcNet(info.MAC)
 	go s.waitFD(nicfd)
 	go s.waitFD(netfd)
 	go s.loop()
@@ -185,6 +186,24 @@ func writeResolvConf(dns [4]byte) {
 	if err := os.WriteFile("/etc/resolv.conf", []byte(b), 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "netsvc: /etc/resolv.conf: %v\n", err)
 	}
+}
+
+// writeProcNet writes /proc/net/igmp and /proc/net/igmp6 as Linux has
+// them for lo and eth0 (the all-hosts groups, and eth0's solicited-node
+// group), which net.Interface.MulticastAddrs reads.
+func writeProcNet(mac [6]byte) {
+	if err := os.MkdirAll("/proc/net", 0o555); err != nil {
+		return
+	}
+	igmp := "Idx\tDevice    : Count Querier\tGroup    Users Timer\tReporter\n"
+	for i, dev := range []string{"lo", "eth0"} {
+		igmp += fmt.Sprintf("%d\t%-10s:     1      V3\n\t\t\t\t010000E0     1 0:00000000\t\t0\n", i+1, dev)
+	}
+	igmp6 := fmt.Sprintf("1    %-16s%s     1 0000000C 0\n", "lo", "ff020000000000000000000000000001") +
+		fmt.Sprintf("2    %-16s%s     1 0000000C 0\n", "eth0", "ff020000000000000000000000000001") +
+		fmt.Sprintf("2    %-16sff0200000000000000000001ff%02x%02x%02x     1 00000004 0\n", "eth0", mac[3], mac[4], mac[5])
+	os.WriteFile("/proc/net/igmp", []byte(igmp), 0o444)
+	os.WriteFile("/proc/net/igmp6", []byte(igmp6), 0o444)
 }
 
 func net4Mask(prefix int) []byte {
