@@ -96,6 +96,7 @@ var tests = []test{
 
 	// resolver.go
 	{"TestEtcFiles", testEtcFiles},
+	{"TestDNSLocal", testDNSLocal},
 
 	// smp.go
 	{"TestSMPAllCPUsRun", testAllCPUsRun},
