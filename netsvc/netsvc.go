@@ -23,6 +23,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,9 +45,10 @@ import (
 )
 
 const (
-	nicID    = 1
-	chunk    = 64 << 10 // bytes moved per NetRx or NetTx
-	maxDgram = 65535
+	orphanTimeout = 60 * time.Second // a closed connection's unsent bytes wait at most this for the peer
+	nicID         = 1
+	chunk         = 64 << 10 // bytes moved per NetRx or NetTx
+	maxDgram      = 65535
 )
 
 // Started reports whether the service runs (a NIC with an address was
@@ -84,6 +86,7 @@ type conn struct {
 	tx         []byte // taken from the kernel, not yet accepted by the endpoint
 	txMore     bool   // the kernel may have more (NetOpTx)
 	shutWr     bool   // send a FIN once tx is empty
+	orphaned   bool   // closed: the user timeout bounds what is left
 	closing    bool   // close once tx is empty
 	finSent    bool
 	eof        bool // the peer's FIN went to the kernel
@@ -248,10 +251,25 @@ func Offline(f func()) {
 		f()
 		return
 	}
-	call(&abi.NetCall{Op: abi.NetOffline, Len: 1})
-	defer call(&abi.NetCall{Op: abi.NetOffline, Len: 0})
+	offlineMu.Lock()
+	if offlineN++; offlineN == 1 {
+		call(&abi.NetCall{Op: abi.NetOffline, Len: 1})
+	}
+	offlineMu.Unlock()
+	defer func() {
+		offlineMu.Lock()
+		if offlineN--; offlineN == 0 {
+			call(&abi.NetCall{Op: abi.NetOffline, Len: 0})
+		}
+		offlineMu.Unlock()
+	}()
 	f()
 }
+
+var (
+	offlineMu sync.Mutex
+	offlineN  int // Offline calls running
+)
 
 // call makes the service's private call.
 func call(c *abi.NetCall) error {
@@ -282,10 +300,15 @@ func (s *service) waitFD(fd int) {
 	}
 	var b [8]byte
 	for {
-		rc.Read(func(fd uintptr) bool {
-			_, err := unix.Read(int(fd), b[:])
-			return err != unix.EAGAIN
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			_, rerr = unix.Read(int(fd), b[:])
+			return rerr != unix.EAGAIN
 		})
+		if err != nil || rerr != nil {
+			fmt.Fprintf(os.Stderr, "netsvc: eventfd: %v %v; the service stops waiting on it\n", err, rerr)
+			return
+		}
 		s.wake()
 	}
 }
@@ -360,7 +383,7 @@ func (s *service) framesOut() bool {
 		did = true
 		v := pkt.ToView()
 		b := v.AsSlice()
-		for {
+		for try := 0; try < 1000; try++ { // the transmit queue full: let the device catch up, then drop (the wire may lose it)
 			_, _, e := syscall.Syscall(abi.SysNICSend, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
 			if e != unix.EAGAIN {
 				break
@@ -444,6 +467,14 @@ func (s *service) watch(c *conn) {
 func (s *service) event(ev *abi.NetEvent) {
 	c := s.conns[ev.Sock]
 	ops := ev.Ops
+	if c != nil && ops&abi.NetOpConnect != 0 && c.typ == unix.SOCK_STREAM {
+		// A socket connecting again (its last connection failed or was
+		// reset): a fresh endpoint; the old one goes.
+		c.ep.Abort()
+		c.wq.EventUnregister(&c.entry)
+		delete(s.conns, c.id)
+		c = nil
+	}
 	if c == nil && ops&(abi.NetOpConnect|abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
 		proto := tcp.ProtocolNumber
 		if ev.Typ == unix.SOCK_DGRAM {
@@ -490,6 +521,7 @@ func (s *service) event(ev *abi.NetEvent) {
 		c.rxFull = false
 	}
 	if ops&abi.NetOpAbort != 0 {
+		s.abortHeld(c)
 		c.ep.Abort()
 		s.release(c)
 		return
@@ -499,6 +531,15 @@ func (s *service) event(ev *abi.NetEvent) {
 		c.txMore = true
 	}
 	s.serve(c)
+}
+
+// abortHeld drops the connection a listener holds for the kernel's full
+// queue.
+func (s *service) abortHeld(c *conn) {
+	if c.held != nil {
+		c.held.Abort()
+		c.held = nil
+	}
 }
 
 func (s *service) fail(id uint64, ops uint32, e syscall.Errno) {
@@ -522,6 +563,10 @@ func (s *service) serve(c *conn) {
 		return
 	}
 	switch {
+	case c.listener && c.closing:
+		s.abortHeld(c)
+		c.ep.Close()
+		s.release(c)
 	case c.listener:
 		s.accept(c)
 	case c.typ == unix.SOCK_DGRAM:
@@ -631,6 +676,13 @@ func (s *service) stream(c *conn) {
 			}
 			return // EventOut comes
 		}
+	}
+	if c.closing && !c.orphaned {
+		// Closed with bytes still to send: bounded, as Linux bounds an
+		// orphan (a peer that never reads does not pin the socket).
+		c.orphaned = true
+		ut := tcpip.TCPUserTimeoutOption(orphanTimeout)
+		c.ep.SetSockOpt(&ut)
 	}
 	if c.shutWr && !c.finSent {
 		c.finSent = true

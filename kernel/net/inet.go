@@ -562,7 +562,7 @@ func (n *Net[E]) synComplete(l int32) {
 		if q.used && !q.dead && q.state == stSynSent && q.synTo == l {
 			q.state = stClose
 			if n.establish(int32(i), l) != 0 {
-				q.err = unix.ECONNREFUSED
+				q.err, q.synTo = unix.ECONNREFUSED, -1
 				n.bump(int32(i))
 			}
 		}
@@ -593,6 +593,9 @@ func (n *Net[E]) disconnectTCP(s int32) Errno {
 		p.state = stClose
 	case stSynSent:
 		p.state, p.synTo = stClose, -1
+	}
+	if p.svcHeld {
+		n.svcWant(p, abi.NetOpAbort) // the wire's connection is reset too
 	}
 	p.shut, p.ss, p.closed, p.fin = 0, ssUnconnected, false, false
 	n.bump(s)
@@ -969,10 +972,13 @@ func (n *Net[E]) releaseInet(s int32, rst bool) {
 		if p.state == stListen {
 			n.stopListening(s)
 		}
-		if rst || p.typ != unix.SOCK_STREAM {
+		switch {
+		case p.typ == unix.SOCK_DGRAM && p.txn > 0:
+			n.svcWant(p, abi.NetOpClose) // its datagrams still go out, as Linux's
+		case rst || p.typ != unix.SOCK_STREAM:
 			n.freeTx(p)
 			n.svcWant(p, abi.NetOpAbort)
-		} else {
+		default:
 			n.svcWant(p, abi.NetOpClose)
 		}
 		return
@@ -1120,6 +1126,9 @@ func (n *Net[E]) shutdownInet(s int32, mode uint8) Errno {
 		return 0
 	case p.state == stSynSent:
 		p.state, p.synTo = stClose, -1
+		if p.svcHeld {
+			n.svcWant(p, abi.NetOpAbort)
+		}
 		return 0
 	case p.state == stClose || p.closed:
 		p.shut |= mode

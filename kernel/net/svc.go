@@ -60,7 +60,7 @@ func (n *Net[E]) nicSource(d *inetAddr) ([16]byte, bool) {
 // also take traffic from the wire: the service is up and a is a wildcard
 // or the NIC's address.
 func (n *Net[E]) svcTakes(a *inetAddr) bool {
-	if !n.svcOn {
+	if !n.svcOn || n.svcOffline {
 		return false
 	}
 	if a.any() {
@@ -275,6 +275,19 @@ func (n *Net[E]) Service(c *abi.NetCall, buf []byte) Errno {
 }
 
 func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
+	// Each operation on the kind of socket it is for: a call that names
+	// another (a confused or hostile caller) changes nothing.
+	stream := p.typ == unix.SOCK_STREAM && p.state != stListen && p.pages[0] != 0
+	switch c.Op {
+	case abi.NetConnected, abi.NetRx, abi.NetTx, abi.NetFin:
+		if !stream {
+			return unix.EINVAL
+		}
+	case abi.NetDgramIn, abi.NetDgramOut:
+		if p.typ != unix.SOCK_DGRAM {
+			return unix.EINVAL
+		}
+	}
 	switch c.Op {
 	case abi.NetConnected:
 		if p.dead || p.state != stSynSent {
@@ -324,7 +337,7 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
 	case abi.NetDgramOut:
 		return n.dgramOut(s, p, c, buf)
 	case abi.NetRelease:
-		p.svcHeld = false
+		p.svcHeld, p.svc = false, false
 		p.ops = 0
 		n.freeTx(p)
 		p.links--
@@ -429,8 +442,14 @@ func (n *Net[E]) dgramOut(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
 		return unix.EAGAIN
 	}
 	var h [msgHdr + inetNameLen]byte
+	if p.txn < len(h) {
+		return unix.EAGAIN
+	}
 	p.txGet(h[:])
 	l := int(binary.LittleEndian.Uint32(h[:]))
+	if p.txn < len(h)+l {
+		return unix.EIO // cannot happen: datagrams are queued whole
+	}
 	copy(c.Remote[:], h[msgHdr:msgHdr+16])
 	c.RPort = binary.BigEndian.Uint16(h[msgHdr+16:])
 	c.Local, c.LPort = p.local.ip, p.local.port

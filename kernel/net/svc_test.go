@@ -138,3 +138,60 @@ func TestService(t *testing.T) {
 		t.Errorf("recvfrom = %q from %x, %v", buf[:m.N], m.Addr[:m.AddrLen], e)
 	}
 }
+
+// TestServiceMisuse: a service call for the wrong kind of socket changes
+// nothing (the call is for any program to make); a UDP socket closed
+// with a datagram queued still sends it; a listener's close reaches the
+// service.
+func TestServiceMisuse(t *testing.T) {
+	n := newInet(t)
+	n.ServiceUp([4]byte{10, 0, 2, 15}, 24)
+	poll := func() []abi.NetEvent {
+		buf := make([]byte, 16*int(unsafe.Sizeof(abi.NetEvent{})))
+		c := abi.NetCall{Op: abi.NetPoll}
+		n.Service(&c, buf)
+		return unsafe.Slice((*abi.NetEvent)(unsafe.Pointer(&buf[0])), c.N)
+	}
+	l, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
+	n.BindInet(l, sin4([4]byte{}, 8080))
+	n.Listen(l, 4)
+	ev := poll()
+	if len(ev) != 1 || ev[0].Ops != abi.NetOpListen {
+		t.Fatalf("listen: %+v", ev)
+	}
+	lid := ev[0].Sock
+	for _, op := range []uint32{abi.NetRx, abi.NetTx, abi.NetFin, abi.NetConnected, abi.NetDgramIn, abi.NetDgramOut} {
+		if e := n.Service(&abi.NetCall{Op: op, Sock: lid}, []byte("xxxxxxxxxxxxxxxxxxxxxxxxxxxx")); e != unix.EINVAL {
+			t.Errorf("op %d on a listener: %v, want EINVAL", op, e)
+		}
+	}
+	n.Close(l)
+	if ev := poll(); len(ev) != 1 || ev[0].Ops&abi.NetOpClose == 0 {
+		t.Errorf("a listener's close: %+v, want NetOpClose", ev)
+	}
+	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: lid}, nil)
+
+	u, _ := n.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0, true)
+	if k, _, e := n.Send(u, &Iov{One: []byte("last words"), Len: 10}, 0, 0, &Addr{Raw: sin4([4]byte{10, 0, 2, 2}, 514)}); k != 10 || e != 0 {
+		t.Fatalf("sendto: %d %v", k, e)
+	}
+	n.Close(u)
+	ev = poll()
+	if len(ev) != 1 || ev[0].Ops&abi.NetOpAbort != 0 || ev[0].Ops&abi.NetOpClose == 0 {
+		t.Fatalf("a UDP socket closed with a datagram queued: %+v, want NetOpClose (not Abort)", ev)
+	}
+	out := make([]byte, 64)
+	o := abi.NetCall{Op: abi.NetDgramOut, Sock: ev[0].Sock}
+	if e := n.Service(&o, out); e != 0 || string(out[:o.N]) != "last words" {
+		t.Errorf("NetDgramOut after close: %q, %v", out[:o.N], e)
+	}
+	if e := n.Service(&abi.NetCall{Op: abi.NetRx, Sock: ev[0].Sock}, []byte("x")); e != unix.EINVAL {
+		t.Errorf("NetRx on a UDP socket: %v, want EINVAL", e)
+	}
+	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: ev[0].Sock}, nil)
+	for i := range n.socks {
+		if n.socks[i].used {
+			t.Errorf("socket %d still used", i)
+		}
+	}
+}
