@@ -75,6 +75,10 @@ func run(out, reasonsFile, dir, smps, accel, timeout string, reuse bool, pkgs []
 			for _, args := range cmds {
 				fmt.Fprintf(os.Stderr, "conformance: %s: %s\n", name, strings.Join(args, " "))
 				cmd := exec.Command(args[0], args[1:]...)
+				// Both sides build as yolk's images are built: without cgo
+				// (the Linux side's cgo resolver and pty tests would
+				// otherwise count against a build that cannot have them).
+				cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 				cmd.Stdout, cmd.Stderr = io.MultiWriter(&buf, os.Stderr), os.Stderr
 				_ = cmd.Run() // failing packages are the point; the output says which
 			}
@@ -128,7 +132,7 @@ func run(out, reasonsFile, dir, smps, accel, timeout string, reuse bool, pkgs []
 		fmt.Fprintf(&b, " in %v", time.Since(start).Round(time.Minute))
 	}
 	fmt.Fprintf(&b, "; do not edit by hand. Linux: `go test -short -v` of each package on the host; yolk: "+
-		"`yolk test -short -v -smp N` of the same package, booted in QEMU. Counts are top-level tests and examples "+
+		"`yolk test -short -v -smp N` of the same package, booted in QEMU; both built with CGO_ENABLED=0, as yolk's images are. Counts are top-level tests and examples "+
 		"(subtests are part of their test). Reasons come from `%s`; the allowed exclusions are tests that need "+
 		"network sockets (`socket`), child processes (`child-process`) or host files outside the package and "+
 		"GOROOT (`host-file`), and at -smp 1 tests that skip themselves with one CPU (`one-cpu`; they run at -smp 2); a test whose reason is marked as stopping the test binary (a panic without sockets) "+
