@@ -277,7 +277,9 @@ func (n *Net[E]) Service(c *abi.NetCall, buf []byte) Errno {
 func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
 	// Each operation on the kind of socket it is for: a call that names
 	// another (a confused or hostile caller) changes nothing.
-	stream := p.typ == unix.SOCK_STREAM && p.state != stListen && p.pages[0] != 0
+	// (A closed stream has no receive ring any more, but still its
+	// transmit ring for the service to drain.)
+	stream := p.typ == unix.SOCK_STREAM && p.state != stListen && (p.pages[0] != 0 || p.dead)
 	switch c.Op {
 	case abi.NetConnected, abi.NetRx, abi.NetTx, abi.NetFin:
 		if !stream {

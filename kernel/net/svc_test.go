@@ -74,9 +74,19 @@ func TestService(t *testing.T) {
 	if _, e := n.Recv(c, &Iov{One: buf, Len: 64}, unix.MSG_DONTWAIT, &m); e != 0 || m.N != 0 {
 		t.Errorf("read after FIN = %d, %v; want end of file", m.N, e)
 	}
+	// Bytes written just before close still go: the service drains them
+	// after the close.
+	n.Send(c, &Iov{One: []byte("bye"), Len: 3}, 0, 0, nil)
 	n.Close(c)
-	if ev := events(); len(ev) != 1 || ev[0].Ops != abi.NetOpClose || ev[0].Sock != id {
-		t.Fatalf("events after close: %+v", ev)
+	if ev := events(); len(ev) != 1 || ev[0].Ops != abi.NetOpTx|abi.NetOpClose || ev[0].Sock != id {
+		t.Fatalf("events after write and close: %+v", ev)
+	}
+	tx = abi.NetCall{Op: abi.NetTx, Sock: id}
+	if e := call(&tx, out); e != 0 || string(out[:tx.N]) != "bye" {
+		t.Errorf("NetTx after close = %q, %v; want the bytes written before it", out[:tx.N], e)
+	}
+	if e := call(&abi.NetCall{Op: abi.NetRx, Sock: id}, []byte("late")); e != 0 {
+		t.Errorf("NetRx after close = %v, want the bytes taken and dropped", e)
 	}
 	if !n.socks[id&0xffffffff].used {
 		t.Errorf("the slot went before the service released it")
