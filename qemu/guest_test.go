@@ -436,6 +436,8 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		}
 		gt := rep.Test("TestWireTCPIn")
 		wr.check(t, gt != nil && gt.Result == report.Pass)
+		gt = rep.Test("TestWireTCPOut")
+		wr.checkSink(t, gt != nil && gt.Result == report.Pass)
 	}
 	if gt := rep.Test("TestUnknownSyscallENOSYS"); gt != nil && gt.Result != report.Running && enosysLines != 1 {
 		t.Errorf("the kernel logged %q %d times, want once (the guest called it twice)", enosysLine(arch), enosysLines)

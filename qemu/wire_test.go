@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -25,12 +26,14 @@ const (
 )
 
 type wire struct {
-	env  []string
-	env6 string // the IPv6 server's variable, "" if the host has no ::1
-	fwds []Forward
-	once sync.Once
-	res  chan error // the forward client's outcome
-	lns  []io.Closer
+	sinkMu sync.Mutex
+	sunk   []int64 // bytes each sink connection brought
+	env    []string
+	env6   string // the IPv6 server's variable, "" if the host has no ::1
+	fwds   []Forward
+	once   sync.Once
+	res    chan error // the forward client's outcome
+	lns    []io.Closer
 }
 
 func startWire(t *testing.T) *wire {
@@ -61,7 +64,29 @@ func startWire(t *testing.T) *wire {
 	}
 	hostPort := probe.Addr().(*net.TCPAddr).Port
 	probe.Close()
-	w.lns = []io.Closer{ln, pc}
+	// A sink: counts what a connection brings until EOF (the guest
+	// writes and closes at once: what it wrote must all arrive).
+	sink, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := sink.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				c.SetDeadline(time.Now().Add(2 * time.Minute))
+				n, _ := io.Copy(io.Discard, c)
+				c.Close()
+				w.sinkMu.Lock()
+				w.sunk = append(w.sunk, n)
+				w.sinkMu.Unlock()
+			}()
+		}
+	}()
+	w.lns = []io.Closer{ln, pc, sink}
 	// IPv6: a TCP echo on the host's ::1, the guest's fec0::2 (if the
 	// host has IPv6 loopback).
 	if ln6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
@@ -78,6 +103,7 @@ func startWire(t *testing.T) *wire {
 		"YOLK_TEST_HOST_TCP=10.0.2.2:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port),
 		"YOLK_TEST_HOST_UDP=10.0.2.2:" + strconv.Itoa(pc.LocalAddr().(*net.UDPAddr).Port),
 		"YOLK_TEST_FWD_PORT=" + strconv.Itoa(wireGuestPort),
+		"YOLK_TEST_HOST_SINK=10.0.2.2:" + strconv.Itoa(sink.Addr().(*net.TCPAddr).Port),
 	}
 	if w.env6 != "" {
 		w.env = append(w.env, w.env6)
@@ -140,6 +166,26 @@ func (w *wire) client() error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return last
+}
+
+// wireSinkSize is what the guest writes to the sink before it closes.
+const wireSinkSize = 200000
+
+// checkSink reports whether the guest's write-and-close reached the host
+// whole, if the guest's test ran.
+func (w *wire) checkSink(t *testing.T, ran bool) {
+	if !ran {
+		return
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		w.sinkMu.Lock()
+		got := slices.Clone(w.sunk)
+		w.sinkMu.Unlock()
+		if slices.Contains(got, wireSinkSize) {
+			return
+		}
+	}
+	t.Errorf("host side of TestWireTCPOut: the sink got %v bytes, want %d (the guest wrote and closed)", w.sunk, wireSinkSize)
 }
 
 // check reports the client's outcome, if the guest's server ran.

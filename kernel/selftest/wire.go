@@ -24,11 +24,13 @@ import (
 // servers and the forwarded port in the environment.
 
 const (
-	envHostTCP  = "YOLK_TEST_HOST_TCP" // 10.0.2.2:PORT: a TCP echo server on the host's loopback
-	envHostUDP  = "YOLK_TEST_HOST_UDP" // 10.0.2.2:PORT: a UDP echo server there
-	envFwdPort  = "YOLK_TEST_FWD_PORT" // a guest port the host forwards to: serve one echo connection on it
-	wireTimeout = 60 * time.Second
-	wireInSize  = 100000 // bytes the host sends through the forward
+	envHostTCP   = "YOLK_TEST_HOST_TCP"  // 10.0.2.2:PORT: a TCP echo server on the host's loopback
+	envHostUDP   = "YOLK_TEST_HOST_UDP"  // 10.0.2.2:PORT: a UDP echo server there
+	envFwdPort   = "YOLK_TEST_FWD_PORT"  // a guest port the host forwards to: serve one echo connection on it
+	envHostSink  = "YOLK_TEST_HOST_SINK" // 10.0.2.2:PORT: counts what a connection brings; the guest writes wireSinkSize bytes and closes
+	wireTimeout  = 60 * time.Second
+	wireInSize   = 100000 // bytes the host sends through the forward
+	wireSinkSize = 200000 // bytes the guest writes to the host's sink before it closes
 )
 
 func wireEnv(t *T, key string) string {
@@ -61,6 +63,18 @@ func testWireTCPOut(t *T) {
 	}
 	if la := c.LocalAddr().(*net.TCPAddr); !la.IP.Equal(net.IPv4(10, 0, 2, 15)) {
 		t.Errorf("local address %v, want 10.0.2.15", la)
+	}
+	// Written and closed at once, as an HTTP server with Connection:
+	// close does: the bytes still go (the harness's sink counts them).
+	if sink := os.Getenv(envHostSink); sink != "" {
+		s, err := net.DialTimeout("tcp", sink, wireTimeout)
+		if err != nil {
+			t.Fatalf("Dial %s: %v", sink, err)
+		}
+		if _, err := s.Write(make([]byte, wireSinkSize)); err != nil {
+			t.Errorf("write to the sink: %v", err)
+		}
+		s.Close()
 	}
 	// A port nobody listens on is refused by the host (slirp's RST).
 	if c, err := net.DialTimeout("tcp", "10.0.2.2:1", wireTimeout); err == nil {
