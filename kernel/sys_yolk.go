@@ -207,6 +207,8 @@ func sysStats(p uintptr) abi.Errno {
 	at[abi.Stats](p).Signals = int64(atomic.LoadUint64(&sigDelivered))
 	at[abi.Stats](p).ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
 	at[abi.Stats](p).ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
+	socks, pages := sockets.Usage()
+	at[abi.Stats](p).Sockets, at[abi.Stats](p).SocketPages = int64(socks), int64(pages)
 	return 0
 }
 

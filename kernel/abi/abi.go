@@ -74,6 +74,7 @@ type Stats struct {
 	Preempts                           int64 // involuntary switches, all CPUs
 	Signals                            int64 // asynchronous signals delivered
 	ConsoleIRQs, ConsoleWaits          int64 // serial receive interrupts; console reads that blocked
+	Sockets, SocketPages               int64 // socket slots in use (alive, or closed and still named); pages their rings hold
 }
 
 // CPUStats is one CPU's counters (SysCPUStats).

@@ -428,6 +428,29 @@ func (n *Net[E]) ID(s int) uint64 {
 	return uint64(n.socks[s].gen)<<32 | uint64(s)
 }
 
+// Usage is the number of socket slots in use (alive, or closed and still
+// named by a peer or the service) and of the pages their rings hold.
+func (n *Net[E]) Usage() (socks, pages int) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	for i := range n.socks {
+		p := &n.socks[i]
+		if !p.used {
+			continue
+		}
+		socks++
+		for j := range p.pages {
+			if p.pages[j] != 0 {
+				pages++
+			}
+			if p.tx[j] != 0 {
+				pages++
+			}
+		}
+	}
+	return socks, pages
+}
+
 // Type is socket s's type (SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET).
 func (n *Net[E]) Type(s int) int {
 	n.env.Lock()
