@@ -652,23 +652,30 @@ func TestDiff(t *testing.T) {
 			}
 			y := &logger{s: m, dir: dir}
 			script(y)
-			for i := range max(len(h.out), len(y.out)) {
-				var a, b string
-				if i < len(h.out) {
-					a = h.out[i]
-				}
-				if i < len(y.out) {
-					b = y.out[i]
-				}
-				if a != b {
-					t.Errorf("step %d:\n  linux: %s\n  yolk:  %s", i, a, b)
-				}
-			}
-			if testing.Verbose() {
-				t.Logf("%d steps:\n%s", len(h.out), strings.Join(h.out, "\n"))
-			}
+			compareLogs(t, h.out, y.out)
 			y.closeAll()
 		})
 	}
 	_ = os.Getpid
+}
+
+// compareLogs reports every step where the model's log (yolk) differs
+// from the host's (linux), and with -v prints the host's.
+func compareLogs(t *testing.T, linux, yolk []string) {
+	t.Helper()
+	for i := range max(len(linux), len(yolk)) {
+		var a, b string
+		if i < len(linux) {
+			a = linux[i]
+		}
+		if i < len(yolk) {
+			b = yolk[i]
+		}
+		if a != b {
+			t.Errorf("step %d:\n  linux: %s\n  yolk:  %s", i, a, b)
+		}
+	}
+	if testing.Verbose() {
+		t.Logf("%d steps:\n%s", len(linux), strings.Join(linux, "\n"))
+	}
 }

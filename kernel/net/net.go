@@ -396,26 +396,35 @@ func (n *Net[E]) maybeFree(p *sock) {
 }
 
 // ring gives p its receive ring if it has none; false if memory is out.
-func (n *Net[E]) ring(p *sock) bool {
-	if p.pages[0] != 0 {
+func (n *Net[E]) ring(p *sock) bool { return n.allocPages(&p.pages) }
+
+// allocPages fills a ring's page array if it is empty; false (and the
+// array empty again) if memory is out.
+func (n *Net[E]) allocPages(r *[RingPages]uintptr) bool {
+	if r[0] != 0 {
 		return true
 	}
-	for i := range p.pages {
-		if p.pages[i] = n.env.AllocPage(); p.pages[i] == 0 {
-			n.freeRing(p)
+	for i := range r {
+		if r[i] = n.env.AllocPage(); r[i] == 0 {
+			n.freePages(r)
 			return false
 		}
 	}
 	return true
 }
 
-func (n *Net[E]) freeRing(p *sock) {
-	for i, a := range p.pages {
+// freePages gives a ring's pages back.
+func (n *Net[E]) freePages(r *[RingPages]uintptr) {
+	for i, a := range r {
 		if a != 0 {
 			n.env.FreePage(a)
-			p.pages[i] = 0
+			r[i] = 0
 		}
 	}
+}
+
+func (n *Net[E]) freeRing(p *sock) {
+	n.freePages(&p.pages)
 	n.dropChunks(p)
 	p.r, p.n, p.msgs = 0, 0, 0
 }

@@ -3,7 +3,6 @@ package net
 import (
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -501,21 +500,7 @@ func TestSCMDiff(t *testing.T) {
 			testFS = mod.fs
 			y := &scmLog{s: &scmModel{m: mod}}
 			script(y)
-			for i := range max(len(h.out), len(y.out)) {
-				var a, b string
-				if i < len(h.out) {
-					a = h.out[i]
-				}
-				if i < len(y.out) {
-					b = y.out[i]
-				}
-				if a != b {
-					t.Errorf("step %d:\n  linux: %s\n  yolk:  %s", i, a, b)
-				}
-			}
-			if testing.Verbose() {
-				t.Logf("%d steps:\n%s", len(h.out), strings.Join(h.out, "\n"))
-			}
+			compareLogs(t, h.out, y.out)
 		})
 	}
 }

@@ -70,26 +70,10 @@ func (n *Net[E]) svcTakes(a *inetAddr) bool {
 }
 
 // txRing gives p its transmit ring if it has none.
-func (n *Net[E]) txRing(p *sock) bool {
-	if p.tx[0] != 0 {
-		return true
-	}
-	for i := range p.tx {
-		if p.tx[i] = n.env.AllocPage(); p.tx[i] == 0 {
-			n.freeTx(p)
-			return false
-		}
-	}
-	return true
-}
+func (n *Net[E]) txRing(p *sock) bool { return n.allocPages(&p.tx) }
 
 func (n *Net[E]) freeTx(p *sock) {
-	for i, a := range p.tx {
-		if a != 0 {
-			n.env.FreePage(a)
-			p.tx[i] = 0
-		}
-	}
+	n.freePages(&p.tx)
 	p.txr, p.txn = 0, 0
 }
 
