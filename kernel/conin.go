@@ -118,7 +118,11 @@ func consoleRead(p, n uintptr) (uintptr, abi.Errno) {
 		eof, seq := conIn.eof, conIn.seq
 		conIn.lock.Unlock()
 		if k > 0 {
-			copy(bytesAt(p, int(k)), tmp[:k])
+			// The buffer was checked before the wait; another
+			// thread may have unmapped it meanwhile.
+			if mm.CopyOut(p, tmp[:k]) != 0 {
+				return 0, abi.EFAULT
+			}
 			return uintptr(k), 0
 		}
 		if eof {

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -132,7 +133,12 @@ func installPair(kind uint32, a, b int, p uintptr) abi.Errno {
 		sysClose(int(fa))
 		return e
 	}
-	*at[[2]int32](p) = [2]int32{int32(fa), int32(fb)}
+	if e := mm.Put(p, [2]int32{int32(fa), int32(fb)}); e != 0 {
+		// Unmapped since the check: neither stays open, as Linux's.
+		sysClose(int(fa))
+		sysClose(int(fb))
+		return e
+	}
 	return 0
 }
 

@@ -1,12 +1,14 @@
 package kernel
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -47,6 +49,30 @@ const (
 	sigInfoSize = 128
 	ucStack     = 16 // uc_stack in a ucontext
 )
+
+// frameBuf is the part of a signal frame the kernel writes, built in
+// kernel memory at the user addresses [base, base+len(b)) and then copied
+// to the program's stack in one mm.CopyOut: another thread may unmap that
+// stack meanwhile, and then the frame fails (SIGSEGV), not the kernel.
+// The same for rt_sigreturn, which copies the frame in before it reads.
+type frameBuf struct {
+	base uintptr
+	b    [frameBufSize]byte
+}
+
+func (f *frameBuf) put64(a uintptr, v uint64) { binary.LittleEndian.PutUint64(f.b[a-f.base:], v) }
+func (f *frameBuf) put32(a uintptr, v uint32) { binary.LittleEndian.PutUint32(f.b[a-f.base:], v) }
+func (f *frameBuf) get64(a uintptr) uint64    { return binary.LittleEndian.Uint64(f.b[a-f.base:]) }
+func (f *frameBuf) get32(a uintptr) uint32    { return binary.LittleEndian.Uint32(f.b[a-f.base:]) }
+
+// bytes is the buffer's n bytes at user address a.
+func (f *frameBuf) bytes(a, n uintptr) []byte { return f.b[a-f.base : a-f.base+n] }
+
+// out copies the buffer's first n bytes to the program's stack at base.
+func (f *frameBuf) out(n uintptr) bool { return mm.CopyOut(f.base, f.b[:n]) == 0 }
+
+// in copies the program's n bytes at base into the buffer.
+func (f *frameBuf) in(n uintptr) bool { return mm.CopyIn(f.b[:n], f.base) == 0 }
 
 type sigaction struct {
 	handler, flags, restorer, mask uint64

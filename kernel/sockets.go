@@ -34,10 +34,8 @@ func (netenv) Wake(s int) {
 
 func (netenv) NotifyService() { netSignal() }
 
-func (netenv) UserBuf(p, n uintptr, write bool) ([]byte, bool) {
-	b, e := userBuf(p, n, write)
-	return b, e == 0
-}
+func (netenv) CopyIn(b []byte, p uintptr) int  { return mm.CopyInPart(b, p) }
+func (netenv) CopyOut(p uintptr, b []byte) int { return mm.CopyOutPart(p, b) }
 
 // sockGet is the socket behind fd with a reference of the caller's own
 // (sockPut); for another descriptor ENOTSOCK, for none EBADF.
@@ -64,11 +62,10 @@ func sockaddr(p, n uintptr) (sa sockaddrBuf, e abi.Errno) {
 	if int(n) < 0 || n > uintptr(len(sa.b)) {
 		return sa, abi.EINVAL
 	}
-	b, e := mm.UserBuf(p, n)
-	if e != 0 {
+	if e := mm.CopyIn(sa.b[:n], p); e != 0 {
 		return sa, e
 	}
-	sa.n = copy(sa.b[:], b)
+	sa.n = int(n)
 	return sa, 0
 }
 
@@ -208,17 +205,16 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 // that has room, which is enough for what remains to be waited for).
 func skipIov(v *net.Iov, k int) net.Iov {
 	if v.Vec == 0 {
-		return net.Iov{One: v.One[k:], Len: v.Len - k}
+		return net.Iov{User: v.User + uintptr(k), Len: v.Len - k}
 	}
 	for i := 0; i < v.N; i++ {
-		a := v.Vec + uintptr(i)*16
-		base, l := *at[uintptr](a), int(*at[uintptr](a + 8))
+		iov, e := mm.Get[[2]uintptr](v.Vec + uintptr(i)*16)
+		if e != 0 {
+			break
+		}
+		base, l := iov[0], int(min(iov[1], uintptr(maxRW)))
 		if k < l {
-			b, e := mm.UserBufW(base+uintptr(k), uintptr(l-k))
-			if e != 0 {
-				break
-			}
-			return net.Iov{One: b, Len: len(b)}
+			return net.Iov{User: base + uintptr(k), Len: l - k}
 		}
 		k -= l
 	}

@@ -88,11 +88,10 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 		return fsTransfer(h, p, n, false)
 	}
 	if isSocket(fd) {
-		b, e := mm.UserBufW(p, min(n, maxRW))
-		if e != 0 {
-			return 0, e
+		if !mm.UserW(p, n) {
+			return 0, abi.EFAULT
 		}
-		v := net.Iov{One: b, Len: len(b)}
+		v := net.Iov{User: p, Len: int(min(n, maxRW))}
 		return sockRW(fd, &v, false)
 	}
 	f, e := eventfdArg(fd, n)
@@ -106,7 +105,10 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if v == 0 {
 		return 0, abi.EAGAIN
 	}
-	*at[uint64](p) = v
+	if mm.Put(p, v) != 0 {
+		atomic.AddUint64(&f.count, v) // not read: the count stays
+		return 0, abi.EFAULT
+	}
 	atomic.AddUint32(&f.seq, 1)
 	epollNotify()
 	return 8, 0
@@ -117,31 +119,49 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 		return 0, abi.EFAULT
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
-		consoleWrite(bytesAt(p, int(n)))
-		return n, 0
+		return consoleWriteUser(p, n)
 	}
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, true)
 	}
 	if isSocket(fd) {
-		b := bytesAt(p, int(min(n, maxRW)))
-		v := net.Iov{One: b, Len: len(b)}
+		v := net.Iov{User: p, Len: int(min(n, maxRW))}
 		return sockRW(fd, &v, true)
 	}
 	f, e := eventfdArg(fd, n)
 	if e != 0 {
 		return 0, e
 	}
-	atomic.AddUint64(&f.count, *at[uint64](p))
+	v, e := mm.Get[uint64](p)
+	if e != 0 {
+		return 0, e
+	}
+	atomic.AddUint64(&f.count, v)
 	atomic.AddUint32(&f.seq, 1)
 	epollNotify()
 	return 8, 0
 }
 
+// consoleWriteUser writes the program's n bytes at p to the console,
+// through a bounce buffer: the console lock is never held across the
+// program's memory.
+func consoleWriteUser(p, n uintptr) (uintptr, abi.Errno) {
+	var buf [512]byte
+	done := uintptr(0)
+	for done < n {
+		c := min(n-done, uintptr(len(buf)))
+		if mm.CopyIn(buf[:c], p+done) != 0 {
+			return partial(done, abi.EFAULT)
+		}
+		consoleWrite(buf[:c])
+		done += c
+	}
+	return n, 0
+}
+
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	b, e := userBuf(p, n, !write) // pread fills the buffer
-	if e != 0 {
-		return 0, e
+	if write && !mm.UserOK(p, n) || !write && !mm.UserW(p, n) || int(n) < 0 {
+		return 0, abi.EFAULT
 	}
 	h := fsGet(fd)
 	if h < 0 {
@@ -150,15 +170,13 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) 
 		}
 		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
 	}
-	var c int
-	var fe fs.Errno
-	if write {
-		c, fe = vfs.Pwrite(h, b, off)
-	} else {
-		c, fe = vfs.Pread(h, b, off)
+	if off < 0 {
+		fsPut(h)
+		return 0, abi.EINVAL
 	}
+	c, e := fsTransferAt(h, p, n, off, write)
 	fsPut(h)
-	return uintptr(c), abi.Errno(fe)
+	return c, e
 }
 
 func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
@@ -177,30 +195,37 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 	if !mm.UserW(p, statSize) {
 		return abi.EFAULT
 	}
-	st := at[unix.Stat_t](p)
-	if isSocket(fd) {
-		*st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}
-		return 0
-	}
-	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS {
+	var st unix.Stat_t
+	switch {
+	case isSocket(fd):
+		st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}
+	case fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS:
 		// The console and the kernel's own files: a character device.
-		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
-		return 0
+		st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
+	default:
+		if e := onFS(fd, 0, func(h int) fs.Errno { return vfs.Fstat(h, &st) }); e != 0 {
+			return e
+		}
 	}
-	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fstat(h, st) })
+	return mm.Put(p, st)
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	b, e := mm.UserBufW(p, n)
-	if e != 0 {
-		return 0, e
+	if !mm.UserW(p, n) || int(n) < 0 {
+		return 0, abi.EFAULT
 	}
 	h := fsGet(fd)
 	if h < 0 {
 		return 0, badFD(fd, abi.Errno(unix.ENOTDIR))
 	}
-	c, fe := vfs.Getdents(h, b)
+	// At most a bounce buffer's worth a call (Linux, too, returns what
+	// fits in the buffer; the caller calls again).
+	var buf [ioChunk]byte
+	c, fe := vfs.Getdents(h, buf[:min(n, ioChunk)])
 	fsPut(h)
+	if fe == 0 && mm.CopyOut(p, buf[:c]) != 0 {
+		return 0, abi.EFAULT
+	}
 	return uintptr(c), abi.Errno(fe)
 }
 
@@ -309,24 +334,88 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	return uintptr(newfd), 0
 }
 
+// ioChunk is the bounce buffer of file and pipe transfers: the file
+// system copies to and from it under its lock, the kernel between it and
+// the program's memory outside (mm.CopyOut, mm.CopyIn), so a fault on a
+// buffer another thread unmapped is EFAULT, never a fault under fsLock.
+// fs.PipeBuf, so that a pipe write of at most PIPE_BUF bytes stays one
+// atomic write.
+const ioChunk = fs.PipeBuf
+
 // fsTransfer reads (write false) or writes the user buffer [p, p+n) at
-// the open file h, and drops the call's reference to h.
+// the open file h, a chunk at a time, and drops the call's reference to
+// h. A read blocks for its first chunk only (a pipe: until data or end of
+// file); a write blocks for each, as it would for the whole.
 func fsTransfer(h int, p, n uintptr, write bool) (uintptr, abi.Errno) {
-	var b []byte
-	var e abi.Errno
-	if write {
-		b, e = mm.UserBuf(p, n)
-	} else {
-		b, e = mm.UserBufW(p, n)
-	}
-	var c uintptr
-	if e == 0 && write {
-		c, e = fsWrite(h, b)
-	} else if e == 0 {
-		c, e = fsRead(h, b)
-	}
+	c, e := fsTransferAt(h, p, n, -1, write)
 	fsPut(h)
 	return c, e
+}
+
+// fsTransferAt is fsTransfer at offset off (-1: the file's position; for
+// pread and pwrite, which neither move nor block).
+func fsTransferAt(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
+	if write && !mm.UserOK(p, n) || !write && !mm.UserW(p, n) || int(n) < 0 {
+		return 0, abi.EFAULT
+	}
+	n = min(n, maxRW)
+	var buf [ioChunk]byte
+	done := uintptr(0)
+	for {
+		k := min(n-done, ioChunk)
+		b := buf[:k]
+		var c int
+		var e abi.Errno
+		switch {
+		case write:
+			if mm.CopyIn(b, p+done) != 0 {
+				return partial(done, abi.EFAULT)
+			}
+			if off >= 0 {
+				var fe fs.Errno
+				c, fe = vfs.Pwrite(h, b, off+int64(done))
+				e = abi.Errno(fe)
+			} else {
+				var cu uintptr
+				cu, e = fsWrite(h, b)
+				c = int(cu)
+			}
+		case off >= 0:
+			var fe fs.Errno
+			c, fe = vfs.Pread(h, b, off+int64(done))
+			e = abi.Errno(fe)
+		case done == 0:
+			var cu uintptr
+			cu, e = fsRead(h, b)
+			c = int(cu)
+		default:
+			var fe fs.Errno
+			c, fe = vfs.Read(h, b) // what is there: a later chunk does not wait
+			if fe == unix.EAGAIN {
+				return done, 0
+			}
+			e = abi.Errno(fe)
+		}
+		if !write && c > 0 && mm.CopyOutPart(p+done, b[:c]) != c {
+			return partial(done, abi.EFAULT)
+		}
+		done += uintptr(c)
+		if e != 0 {
+			return partial(done, e)
+		}
+		if c < int(k) || done == n {
+			return done, 0
+		}
+	}
+}
+
+// partial is a transfer's result after done bytes and then error e: the
+// bytes, or the error if there are none.
+func partial(done uintptr, e abi.Errno) (uintptr, abi.Errno) {
+	if done > 0 {
+		return done, 0
+	}
+	return 0, e
 }
 
 // eventfdArg is fd's eventfd for a read or write of n bytes.
@@ -367,7 +456,11 @@ func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
 	}
 	done := uintptr(0)
 	for i := uintptr(0); i < cnt; i++ {
-		base, l := *at[uintptr](p + i*16), *at[uintptr](p + i*16 + 8)
+		iov, e := mm.Get[[2]uintptr](p + i*16)
+		if e != 0 {
+			return partial(done, e)
+		}
+		base, l := iov[0], iov[1]
 		if l == 0 {
 			continue
 		}

@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"sync/atomic"
-
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
@@ -20,7 +18,11 @@ func sysFutex(addr uintptr, op int, val uint32, timeout uintptr) (uintptr, abi.E
 	q := &futexQ[(addr>>2)%uintptr(len(futexQ))]
 	switch op &^ (futexPrivateFlag | futexClockRealtime) {
 	case futexWait:
-		if atomic.LoadUint32(at[uint32](addr)) != val {
+		// Through the user copy: another thread may unmap the word
+		// between the check above and here.
+		if v, e := mm.Get[uint32](addr); e != 0 {
+			return 0, e
+		} else if v != val {
 			return 0, abi.EAGAIN
 		}
 		var deadline int64

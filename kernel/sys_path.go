@@ -10,7 +10,8 @@ import (
 )
 
 func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno) {
-	d, path, e := pathArgs(dirfd, p)
+	var pb userPath
+	d, path, e := pathArgs(dirfd, p, &pb)
 	if e != 0 {
 		return 0, e
 	}
@@ -31,7 +32,8 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno
 }
 
 func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
-	path, e := mm.UserPath(p)
+	var pb userPath
+	path, e := mm.UserPath(p, &pb)
 	if e != 0 {
 		return e
 	}
@@ -42,10 +44,14 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 	if e == 0 && !mm.UserW(sp, statSize) {
 		e = abi.EFAULT
 	}
+	var st unix.Stat_t
 	if e == 0 {
-		e = abi.Errno(vfs.Stat(d, path, flags, at[unix.Stat_t](sp)))
+		e = abi.Errno(vfs.Stat(d, path, flags, &st))
 	}
 	fsPut(d)
+	if e == 0 {
+		e = mm.Put(sp, st)
+	}
 	return e
 }
 
@@ -58,7 +64,8 @@ func sysUnlinkat(dirfd int, p uintptr, flags int) abi.Errno {
 }
 
 func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
-	od, opath, e := pathArgs(odirfd, op)
+	var pb userPath
+	od, opath, e := pathArgs(odirfd, op, &pb)
 	if e != 0 {
 		return e
 	}
@@ -68,7 +75,8 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi
 }
 
 func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
-	opath, e := mm.UserPath(op)
+	var pb userPath
+	opath, e := mm.UserPath(op, &pb)
 	if e != 0 {
 		return e
 	}
@@ -94,7 +102,8 @@ func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) abi.Errno {
 }
 
 func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
-	target, e := mm.UserPath(tp)
+	var pb userPath
+	target, e := mm.UserPath(tp, &pb)
 	if e != 0 {
 		return e
 	}
@@ -105,23 +114,27 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
 	if int(n) <= 0 {
 		return 0, abi.EINVAL
 	}
-	d, path, e := pathArgs(dirfd, p)
-	var b []byte
-	if e == 0 {
-		b, e = mm.UserBufW(bp, n)
+	var pb, target userPath
+	d, path, e := pathArgs(dirfd, p, &pb)
+	if e == 0 && !mm.UserW(bp, n) {
+		e = abi.EFAULT
 	}
 	var c int
 	if e == 0 {
 		var fe fs.Errno
-		c, fe = vfs.Readlink(d, path, b)
+		c, fe = vfs.Readlink(d, path, target[:min(n, uintptr(len(target)))])
 		e = abi.Errno(fe)
 	}
 	fsPut(d)
+	if e == 0 && mm.CopyOut(bp, target[:c]) != 0 {
+		return 0, abi.EFAULT
+	}
 	return uintptr(c), e
 }
 
 func sysTruncate(p uintptr, size int64) abi.Errno {
-	path, e := mm.UserPath(p)
+	var pb userPath
+	path, e := mm.UserPath(p, &pb)
 	if e != 0 {
 		return e
 	}
@@ -129,16 +142,20 @@ func sysTruncate(p uintptr, size int64) abi.Errno {
 }
 
 func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
-	b, e := mm.UserBufW(p, n)
-	if e != 0 {
-		return 0, e
+	if !mm.UserW(p, n) {
+		return 0, abi.EFAULT
 	}
-	c, fe := vfs.Getcwd(b)
+	var b userPath
+	c, fe := vfs.Getcwd(b[:min(n, uintptr(len(b)))])
+	if fe == 0 && mm.CopyOut(p, b[:c]) != 0 {
+		return 0, abi.EFAULT
+	}
 	return uintptr(c), abi.Errno(fe)
 }
 
 func sysChdir(p uintptr) abi.Errno {
-	path, e := mm.UserPath(p)
+	var pb userPath
+	path, e := mm.UserPath(p, &pb)
 	if e != 0 {
 		return e
 	}
@@ -194,10 +211,10 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
 		if times == 0 {
 			continue
 		}
-		if !mm.UserOK(times+uintptr(i)*16, 16) {
-			return abi.EFAULT
+		ts, e := mm.Get[timespec](times + uintptr(i)*16)
+		if e != 0 {
+			return e
 		}
-		ts := at[timespec](times + uintptr(i)*16)
 		switch {
 		case ts.nsec == unix.UTIME_NOW:
 		case ts.nsec == unix.UTIME_OMIT:
@@ -215,9 +232,10 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
 // directory's reference while it runs. op does not escape: the closures
 // the handlers pass live on their stacks.
 func atPath(dirfd int, p uintptr, op func(d int, path []byte) fs.Errno) abi.Errno {
-	d, path, e := pathArgs(dirfd, p)
+	var pb userPath
+	d, path, e := pathArgs(dirfd, p, &pb)
 	if e == 0 {
-		e = abi.Errno(op(d, path))
+		e = abi.Errno(op(d, noEscape(path)))
 	}
 	fsPut(d)
 	return e

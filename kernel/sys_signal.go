@@ -15,10 +15,16 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno
 	if (set != 0 && !mm.UserOK(set, 8)) || (oset != 0 && !mm.UserW(oset, 8)) {
 		return abi.EFAULT
 	}
+	var v uint64
+	if set != 0 {
+		var e abi.Errno
+		if v, e = mm.Get[uint64](set); e != 0 {
+			return e
+		}
+	}
 	m := &sigMask[t.Index()]
 	old := *m
 	if set != 0 {
-		v := *at[uint64](set)
 		switch how {
 		case unix.SIG_BLOCK:
 			*m |= v
@@ -32,7 +38,7 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno
 		*m &^= unblockable
 	}
 	if oset != 0 {
-		*at[uint64](oset) = old
+		return mm.Put(oset, old)
 	}
 	return 0
 }
@@ -91,14 +97,21 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 	if (act != 0 && !mm.UserOK(act, 32)) || (oact != 0 && !mm.UserW(oact, 32)) {
 		return abi.EFAULT
 	}
+	var a sigaction
+	if act != 0 {
+		var e abi.Errno
+		if a, e = mm.Get[sigaction](act); e != 0 {
+			return e
+		}
+	}
 	sigLock.Lock()
 	old := sigActs[sig]
 	if act != 0 {
-		sigActs[sig] = *at[sigaction](act)
+		sigActs[sig] = a
 	}
 	sigLock.Unlock()
 	if oact != 0 {
-		*at[sigaction](oact) = old
+		return mm.Put(oact, old)
 	}
 	return 0
 }
@@ -110,7 +123,11 @@ func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
 	}
 	old := *as
 	if ss != 0 {
-		sp, flags, size := *at[uintptr](ss), *at[int32](ss + 8), *at[uintptr](ss + 16)
+		st, e := mm.Get[stackT](ss)
+		if e != 0 {
+			return e
+		}
+		sp, flags, size := st.sp, st.flags, st.size
 		switch {
 		case flags&ssDisable != 0:
 			*as = altStack{}
@@ -121,11 +138,19 @@ func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
 		}
 	}
 	if oss != 0 {
-		*at[uintptr](oss), *at[uintptr](oss + 16) = old.sp, old.size
-		*at[int32](oss + 8) = 0
+		st := stackT{sp: old.sp, size: old.size}
 		if old.size == 0 {
-			*at[int32](oss + 8) = ssDisable
+			st.flags = ssDisable
 		}
+		return mm.Put(oss, st)
 	}
 	return 0
+}
+
+// stackT is stack_t.
+type stackT struct {
+	sp    uintptr
+	flags int32
+	_     int32
+	size  uintptr
 }

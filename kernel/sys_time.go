@@ -12,10 +12,10 @@ import (
 type timespec struct{ sec, nsec int64 }
 
 func readTimespec(p uintptr) (int64, abi.Errno) {
-	if !mm.UserOK(p, 16) {
-		return 0, abi.EFAULT
+	ts, e := mm.Get[timespec](p)
+	if e != 0 {
+		return 0, e
 	}
-	ts := at[timespec](p)
 	if ts.nsec < 0 || ts.nsec >= 1e9 || ts.sec < 0 {
 		return 0, abi.EINVAL
 	}
@@ -26,11 +26,7 @@ func readTimespec(p uintptr) (int64, abi.Errno) {
 }
 
 func writeTimespec(p uintptr, ns int64) abi.Errno {
-	if !mm.UserW(p, 16) {
-		return abi.EFAULT
-	}
-	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9}
-	return 0
+	return mm.Put(p, timespec{ns / 1e9, ns % 1e9})
 }
 
 func sysNanosleep(req uintptr) abi.Errno {
@@ -63,10 +59,6 @@ func sysGettimeofday(p uintptr) abi.Errno {
 	if p == 0 {
 		return 0
 	}
-	if !mm.UserW(p, 16) {
-		return abi.EFAULT
-	}
 	ns := walltime()
-	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9 / 1e3}
-	return 0
+	return mm.Put(p, timespec{ns / 1e9, ns % 1e9 / 1e3})
 }

@@ -75,10 +75,7 @@ func sysArchPrctl(t *sched.Task, code, addr uintptr) abi.Errno {
 	case archSetFS:
 		t.UserFS = addr
 	case archGetFS:
-		if !mm.UserW(addr, 8) {
-			return abi.EFAULT
-		}
-		*at[uintptr](addr) = t.UserFS
+		return mm.Put(addr, t.UserFS)
 	default:
 		return abi.EINVAL
 	}

@@ -59,7 +59,7 @@ func trap(r *Regs) (toTask bool) {
 	case v == 14:
 		p.faultAddr = amd64.CR2()
 		faultAddr := p.faultAddr
-		if !vm.PageFault(faultAddr, r.Error) {
+		if !vm.PageFault(faultAddr, r.Error) && !userFixup(r, faultAddr) {
 			code := int32(segvMaperr)
 			if r.Error&1 != 0 {
 				code = segvAccerr
@@ -121,6 +121,20 @@ func trap(r *Regs) (toTask bool) {
 	}
 	p.tss.setIST(1, ist)
 	return toTask
+}
+
+// userFixup resumes a kernel-mode fault at a user address inside the
+// user copy (kernel/mm/usercopy.go) at the copy's fixup, which returns
+// the bytes not copied; false for any other fault.
+func userFixup(r *Regs, addr uintptr) bool {
+	if !mm.Fixable(addr) || !inKernel(r) {
+		return false
+	}
+	pc, ok := mm.UserFixup(uintptr(r.IP))
+	if ok {
+		r.IP = uint64(pc)
+	}
+	return ok
 }
 
 // fxArea is the FP/SSE save area trapCommon keeps below the frame r.

@@ -101,10 +101,13 @@ func dirHandle(dirfd int, path []byte) (int, abi.Errno) {
 	return fs.AtCWD, badFD(dirfd, abi.Errno(unix.ENOTDIR))
 }
 
-// pathArgs reads a *at call's path and resolves its dirfd, with a
-// reference (fsPut).
-func pathArgs(dirfd int, p uintptr) (int, []byte, abi.Errno) {
-	path, e := mm.UserPath(p)
+// userPath holds a path copied from the program (mm.UserPath).
+type userPath = [fs.PathMax]byte
+
+// pathArgs copies a *at call's path into buf and resolves its dirfd,
+// with a reference (fsPut).
+func pathArgs(dirfd int, p uintptr, buf *userPath) (int, []byte, abi.Errno) {
+	path, e := mm.UserPath(p, buf)
 	if e != 0 {
 		return fs.AtCWD, nil, e
 	}

@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"sync/atomic"
 	"unsafe"
 
 	"yolk/drivers/clock"
@@ -75,8 +74,13 @@ func (t *Task) commitBlock() {
 	} else {
 		t.setState(stBlocked)
 	}
-	if condAddr != 0 && atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&condAddr)))) != condVal {
-		t.wake(seq, false)
+	if condAddr != 0 {
+		// A futex word is the program's memory, which another thread
+		// may have unmapped: read through the user copy, and wake on
+		// a fault (the caller sees a spurious wake-up).
+		if v, ok := loadCond(condAddr); !ok || v != condVal {
+			t.wake(seq, false)
+		}
 	}
 }
 

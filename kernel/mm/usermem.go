@@ -1,11 +1,6 @@
 package mm
 
-import (
-	"golang.org/x/sys/unix"
-
-	"yolk/kernel/abi"
-	"yolk/kernel/fs"
-)
+import "yolk/kernel/abi"
 
 // The user-memory rule: the program cannot be trusted to pass good
 // arguments, so the system calls reach user memory only through these
@@ -75,43 +70,10 @@ func userRange(p, n uintptr, need uint32) bool {
 	return true
 }
 
-// ZeroUser clears the n bytes at p, if p is not 0: EFAULT unless the
-// kernel may write them.
-func ZeroUser(p, n uintptr) abi.Errno {
-	if p == 0 {
-		return 0
-	}
-	if !UserW(p, n) {
-		return abi.EFAULT
-	}
-	clear(bytesAt(p, int(n)))
-	return 0
-}
-
-// UserPath is the NUL-terminated path at p, checked page by page:
-// EFAULT, or ENAMETOOLONG without a NUL in fs.PathMax bytes.
-func UserPath(p uintptr) ([]byte, abi.Errno) {
-	for n := uintptr(0); n < fs.PathMax; n++ {
-		if (p+n)%PageSize == 0 || n == 0 {
-			if !UserOK(p+n, 1) {
-				return nil, abi.EFAULT
-			}
-		}
-		if *at[byte](p + n) == 0 {
-			return bytesAt(p, int(n)), 0
-		}
-	}
-	return nil, abi.Errno(unix.ENAMETOOLONG)
-}
-
-// UserBuf is the n bytes at p, checked.
-func UserBuf(p, n uintptr) ([]byte, abi.Errno) { return UserBufNeed(p, n, ProtRead) }
-
-// UserBufW is UserBuf for a buffer the kernel writes.
-func UserBufW(p, n uintptr) ([]byte, abi.Errno) { return UserBufNeed(p, n, ProtWrite) }
-
 // UserBufNeed is the n bytes at p, checked for the protection need
-// (ProtRead, ProtWrite).
+// (ProtRead, ProtWrite): a slice of the program's memory itself, for the
+// one caller whose buffers are never unmapped (the network service's,
+// on the Go heap). Every other access copies (usercopy.go).
 func UserBufNeed(p, n uintptr, need uint32) ([]byte, abi.Errno) {
 	if n == 0 {
 		return nil, 0

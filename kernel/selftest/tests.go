@@ -86,6 +86,7 @@ var tests = []test{
 	{"TestMemoryProtection", testMemoryProtection},
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 	{"TestMemoryImageRules", testMemoryImageRules},
+	{"TestUserCopyFault", testUserCopyFault},
 
 	// preempt.go
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
