@@ -151,8 +151,11 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 		}
 		sockets.SetNonblocking(c, flags&unix.SOCK_NONBLOCK != 0)
 		nfd, e := installSocket(c)
-		if e == 0 && p != 0 {
-			putSockaddr(c, true, p, lp)
+		if e == 0 && p != 0 && putSockaddr(c, true, p, lp) != 0 {
+			// Unmapped while it waited: the connection is dropped,
+			// as Linux's accept4 drops it when the copy fails.
+			sysClose(int(nfd))
+			return 0, abi.EFAULT
 		}
 		return nfd, e
 	}

@@ -3,6 +3,7 @@ package kernel
 import (
 	"sync/atomic"
 	"unsafe"
+	"yolk/boot"
 
 	"yolk/drivers/clock"
 	"yolk/kernel/abi"
@@ -210,6 +211,8 @@ func sysStats(p uintptr) abi.Errno {
 	st.ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
 	socks, pages := sockets.Usage()
 	st.Sockets, st.SocketPages = int64(socks), int64(pages)
+	st.PageTables = int64(boot.PageTableRoot())
+	st.ImageEnd = int64(imageEnd())
 	return mm.Put(p, st)
 }
 

@@ -75,6 +75,8 @@ type Stats struct {
 	Signals                            int64 // asynchronous signals delivered
 	ConsoleIRQs, ConsoleWaits          int64 // serial receive interrupts; console reads that blocked
 	Sockets, SocketPages               int64 // socket slots in use (alive, or closed and still named); pages their rings hold
+	PageTables                         int64 // the boot page tables' address (in the image, yet never the program's)
+	ImageEnd                           int64 // the end of the image (its BSS); the frame pool's identity aliases are above
 }
 
 // CPUStats is one CPU's counters (SysCPUStats).

@@ -1,6 +1,11 @@
 package mm
 
-import "yolk/kernel/abi"
+import (
+	"unsafe"
+
+	"yolk/boot"
+	"yolk/kernel/abi"
+)
 
 // The user-memory rule: the program cannot be trusted to pass good
 // arguments, so the system calls reach user memory only through these
@@ -45,14 +50,15 @@ func UserW(p, n uintptr) bool { return userRange(p, n, ProtWrite) }
 // userRange reports whether [p, p+n) is memory the program owns with the
 // access need: below the areas, the image only (its text and read-only
 // data not for writes); above, areas whose protection has need. The
-// frame pool, the boot page tables, MMIO and the hole above RAM are not
-// the program's, though the identity map reaches them.
+// frame pool, the boot page tables (bootTables: in the image), MMIO and
+// the hole above RAM are not the program's, though the identity map
+// reaches them.
 func userRange(p, n uintptr, need uint32) bool {
 	if p+n < p {
 		return false
 	}
 	if p < 1<<32 {
-		return p >= imageLo && p+n <= imageHi && (need&ProtWrite == 0 || p >= imageRO)
+		return p >= imageLo && p+n <= imageHi && (need&ProtWrite == 0 || p >= imageRO) && !bootTables(p, n)
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
@@ -68,6 +74,14 @@ func userRange(p, n uintptr, need uint32) bool {
 		p = vmas[i].end
 	}
 	return true
+}
+
+// bootTables reports whether [p, p+n) overlaps the boot page tables,
+// which live in the image's BSS beside the program's variables: a read
+// into them would rewrite the address space.
+func bootTables(p, n uintptr) bool {
+	lo := uintptr(unsafe.Pointer(&boot.PageTables[0]))
+	return p < lo+uintptr(len(boot.PageTables)) && p+n > lo
 }
 
 // UserBufNeed is the n bytes at p, checked for the protection need

@@ -79,19 +79,23 @@ func testSyscallFuzz(t *T) {
 				t.Fatalf("connect to 10.0.2.2 with the service offline: %v, want ENETUNREACH", err)
 			}
 		}
-		syscallFuzz(t)
+		calls := fuzzCalls
+		if s := os.Getenv("YOLK_FUZZ_CALLS"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				t.Fatalf("YOLK_FUZZ_CALLS=%q", s)
+			}
+			calls = n
+		}
+		syscallFuzz(t, calls, 0x79_6f_6c_6b, true)
 	})
 }
 
-func syscallFuzz(t *T) {
-	calls := fuzzCalls
-	if s := os.Getenv("YOLK_FUZZ_CALLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("YOLK_FUZZ_CALLS=%q", s)
-		}
-		calls = n
-	}
+// syscallFuzz makes calls random system calls from seed, then its
+// blocking phase, and checks the canaries, the text, the addresses the
+// kernel must refuse and, if counters (nothing else runs), the kernel's
+// counters against the runtime's (fuzzInvariants).
+func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	wd, _ := os.Getwd()
@@ -142,6 +146,13 @@ func syscallFuzz(t *T) {
 	for i := range heapCanary {
 		heapCanary[i] = uint64(i) * 0x9E3779B97F4A7C15
 	}
+	addrs := newFuzzAddrs(t)
+	defer addrs.release()
+	textHash := addrs.textHash()
+	var before fuzzState
+	if counters {
+		before = fuzzSnapshot(t)
+	}
 	var stackCanary [32]uint64
 	for i := range stackCanary {
 		stackCanary[i] = ^uint64(i) * 0x9E3779B97F4A7C15
@@ -150,7 +161,7 @@ func syscallFuzz(t *T) {
 	zeroTS := new([2]int64)
 	shortTS := &[2]int64{0, 100_000}
 
-	rng := rand.New(rand.NewPCG(0x79_6f_6c_6b, 10))
+	rng := rand.New(rand.NewPCG(seed, 10))
 	pointer := func() uintptr {
 		switch rng.IntN(8) {
 		case 0:
@@ -167,6 +178,10 @@ func syscallFuzz(t *T) {
 			return 0xffff800000000000 + uintptr(rng.Uint64N(1<<40))&^7 // kernel
 		case 6:
 			return uintptr(rng.IntN(1 << 16)) // the first pages, never mapped
+		case 7:
+			if rng.IntN(2) == 0 {
+				return addrs.pointer(rng) // text, the frame pool, page tables, MMIO, the hole above RAM
+			}
 		}
 		return 0x7e0000000000 + uintptr(rng.Uint64N(1<<36)) // unmapped
 	}
@@ -210,6 +225,10 @@ func syscallFuzz(t *T) {
 		var a [6]uintptr
 		for j := range a {
 			a[j] = arg()
+		}
+		if rng.IntN(8) == 0 { // a pointer and a length that is huge or wraps with it
+			j := rng.IntN(5)
+			a[j+1] = fuzzLength(rng, a[j])
 		}
 		for j := 0; j < 3; j++ {
 			if a[j] < 1024 && (theirs[a[j]] || a[j] <= 2) {
@@ -354,9 +373,23 @@ func syscallFuzz(t *T) {
 				t.Fatalf("call %d: syscall %d%#x changed the read-only page", i, nr, a)
 			}
 		}
+		if i%1024 == 0 && addrs.textHash() != textHash {
+			t.Fatalf("call %d: syscall %d%#x changed the image's text", i, nr, a)
+		}
+		if (i%64 == 0 || memCall) && !addrs.aliasIntact() {
+			t.Fatalf("call %d: syscall %d%#x changed a page through its frame's identity alias", i, nr, a)
+		}
 	}
 	for _, fd := range mine {
 		syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
+	}
+	fuzzBlockingUnmap(t, rng, max(calls/1000, 20))
+	if addrs.textHash() != textHash || !addrs.aliasIntact() {
+		t.Errorf("the image's text, or the page behind the frame alias, changed")
+	}
+	addrs.check(t)
+	if counters {
+		fuzzInvariants(t, before, fuzzSnapshot(t))
 	}
 	type ec struct {
 		e syscall.Errno
@@ -368,7 +401,7 @@ func syscallFuzz(t *T) {
 	}
 	slices.SortFunc(top, func(x, y ec) int { return y.n - x.n })
 	top = top[:min(len(top), 6)]
-	t.Logf("%d calls of %d numbers in %v; most common results: %v", calls, len(used), time.Since(start).Round(time.Millisecond), top)
+	t.Logf("%d calls of %d numbers in %v; most common results: %v; frame alias %#x", calls, len(used), time.Since(start).Round(time.Millisecond), top, addrs.alias)
 }
 
 // fuzzMsghdr builds a msghdr in scratch (mem, at address at) for sendmsg

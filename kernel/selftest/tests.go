@@ -87,6 +87,7 @@ var tests = []test{
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 	{"TestMemoryImageRules", testMemoryImageRules},
 	{"TestUserCopyFault", testUserCopyFault},
+	{"TestSoak", testSoak},
 
 	// preempt.go
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},

@@ -119,7 +119,9 @@ func openEpollPipe() (int, int, func(), error) {
 	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, pr, &ev); err != nil {
 		return 0, 0, nil, err
 	}
-	// The data stays in the pipe: drain it, so the next wait blocks.
+	// The data stays in the pipe: drain it (without waiting: the wait
+	// may have ended with no data), so the next wait blocks.
+	syscall.SetNonblock(pr, true)
 	drain := func() { var b [64]byte; syscall.Read(pr, b[:]) }
 	epollDrain[ep] = drain
 	return ep, pw, func() { delete(epollDrain, ep); syscall.Close(ep); closePipe() }, nil
