@@ -384,6 +384,7 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
 	}
 	fuzzBlockingUnmap(t, rng, max(calls/1000, 20))
+	fuzzSigreturn(t, rng, max(calls/100, 200))
 	if addrs.textHash() != textHash || !addrs.aliasIntact() {
 		t.Errorf("the image's text, or the page behind the frame alias, changed")
 	}
