@@ -18,7 +18,7 @@ func sigretFrame(rng *rand.Rand, buf *[3 * pageSize]byte, mask uint64, land uint
 	base := uintptr(unsafe.Pointer(&buf[0]))
 	frame := (base + 63) &^ 63
 	b := buf[frame-base:]
-	for i := 0; i < 31; i++ { // X0..X30: anything (the landing puts back what Go needs)
+	for i := 0; i < 31; i++ { // X0..X30: anything (the landing puts back what Go needs; the probe writes X28, g)
 		putU64(b, regs+i*8, rng.Uint64())
 	}
 	putU64(b, sp, 0x7e0000000000+rng.Uint64N(1<<30)&^15)

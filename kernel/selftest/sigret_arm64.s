@@ -1,5 +1,9 @@
 #include "textflag.h"
 
+// sigretX28 is X28's slot in the frame: siginfo (128), the ucontext's
+// head (176), the fault address (8), X0..X27.
+#define sigretX28 (128+176+8+28*8)
+
 // The fuzzer's rt_sigreturn harness (fuzz_sigret.go): sigretProbe calls
 // rt_sigreturn with SP at a frame the fuzzer built; the frame's PC is
 // sigretLand (or not: then the kernel raises SIGSEGV, which sigretSegv
@@ -13,6 +17,9 @@ TEXT ·sigretProbe(SB),NOSPLIT,$0-8
 	MOVD	R29, ·sigretBP(SB)
 	MOVD	R30, ·sigretLR(SB)
 	MOVD	g, ·sigretG(SB)
+	// X28 in the frame is g: a signal between the return and the
+	// landing runs the runtime's handler, which takes g from X28.
+	MOVD	g, sigretX28(R0)
 	MOVD	R0, RSP
 	MOVD	$139, R8	// rt_sigreturn
 	SVC	$0
