@@ -88,7 +88,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 		return fsTransfer(h, p, n, false)
 	}
 	if isSocket(fd) {
-		if !mm.UserW(p, n) {
+		if !userRange(p, n, true) {
 			return 0, abi.EFAULT
 		}
 		v := net.Iov{User: p, Len: int(min(n, maxRW))}
@@ -115,7 +115,7 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	if !mm.UserOK(p, n) {
+	if !userRange(p, n, false) {
 		return 0, abi.EFAULT
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
@@ -160,7 +160,7 @@ func consoleWriteUser(p, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	if write && !mm.UserOK(p, n) || !write && !mm.UserW(p, n) || int(n) < 0 {
+	if !userRange(p, n, !write) {
 		return 0, abi.EFAULT
 	}
 	h := fsGet(fd)
@@ -211,7 +211,7 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	if !mm.UserW(p, n) || int(n) < 0 {
+	if !userRange(p, n, true) {
 		return 0, abi.EFAULT
 	}
 	h := fsGet(fd)
@@ -355,7 +355,7 @@ func fsTransfer(h int, p, n uintptr, write bool) (uintptr, abi.Errno) {
 // fsTransferAt is fsTransfer at offset off (-1: the file's position; for
 // pread and pwrite, which neither move nor block).
 func fsTransferAt(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	if write && !mm.UserOK(p, n) || !write && !mm.UserW(p, n) || int(n) < 0 {
+	if !userRange(p, n, !write) {
 		return 0, abi.EFAULT
 	}
 	n = min(n, maxRW)

@@ -142,7 +142,7 @@ func sysTruncate(p uintptr, size int64) abi.Errno {
 }
 
 func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
-	if !mm.UserW(p, n) {
+	if !userRange(p, n, true) {
 		return 0, abi.EFAULT
 	}
 	var b userPath

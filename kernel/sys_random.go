@@ -37,7 +37,7 @@ func random64() uint64 {
 }
 
 func sysGetrandom(p, n uintptr) (uintptr, abi.Errno) {
-	if !mm.UserW(p, n) || int(n) < 0 {
+	if !userRange(p, n, true) {
 		return 0, abi.EFAULT
 	}
 	var b [256]byte

@@ -91,7 +91,8 @@ func userMsghdr(p uintptr, write bool) (msghdr, net.Iov, abi.Errno) {
 }
 
 // userRange reports whether the program's n bytes at p may be read or,
-// if write (the kernel fills them), written.
+// if write (the kernel fills them), written: any p for n 0, as Linux's
+// access_ok (read(fd, NULL, 0) is 0, not EFAULT).
 func userRange(p, n uintptr, write bool) bool {
 	if n == 0 {
 		return true

@@ -52,7 +52,7 @@ func testSoak(t *T) {
 }
 
 const (
-	soakFuzzCalls = 20_000
+	soakFuzzCalls = 5_000
 	soakRing      = 8
 )
 
@@ -217,7 +217,7 @@ func soak(t *T, d time.Duration) {
 	debug.FreeOSMemory()
 	after := fuzzSnapshot(t)
 	fuzzInvariants(t, before, after)
-	t.Logf("%v: %d fuzz rounds of %d calls, %d ring passes, %d mutex sections, %d collections, %d of %d signals received; tasks %d, nodes peak %d (bound %d), free frames %d then %d",
+	t.Logf("%v: %d fuzz rounds of %d calls, %d ring passes, %d mutex sections, %d collections, %d of %d signals received; tasks %d then %d, nodes peak %d (bound %d), free frames %d then %d",
 		time.Since(start).Round(time.Second), fuzzRounds.Load(), soakFuzzCalls, passes.Load(), locked.Load(), collections.Load(),
-		got.Load(), sent.Load(), after.Tasks, after.NodesPeak, after.PeakBound, before.FramesFree, after.FramesFree)
+		got.Load(), sent.Load(), before.Tasks, after.Tasks, after.NodesPeak, after.PeakBound, before.FramesFree, after.FramesFree)
 }

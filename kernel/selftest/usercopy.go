@@ -19,6 +19,23 @@ import (
 // Linux's, run on the same program), and the channel still works with a
 // good buffer afterwards.
 func testUserCopyFault(t *T) {
+	// No bytes, no memory to check: a NULL buffer of length 0 is fine,
+	// as Linux's access_ok says.
+	r, w, closePipe, err := openPipe()
+	if err != nil {
+		t.Fatalf("pipe: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		nr   uintptr
+		a    [3]uintptr
+	}{{"write", syscall.SYS_WRITE, [3]uintptr{uintptr(w), 0, 0}}, {"read", syscall.SYS_READ, [3]uintptr{uintptr(r), 0, 0}},
+		{"getrandom", unix.SYS_GETRANDOM, [3]uintptr{0, 0, 0}}} {
+		if n, e := sys(c.nr, c.a[0], c.a[1], c.a[2]); n != 0 || e != 0 {
+			t.Errorf("%s(NULL, 0) = %d, %v; want 0", c.name, n, e)
+		}
+	}
+	closePipe()
 	for _, c := range userCopyCases {
 		r, w, closeAll, err := c.open()
 		if err != nil {
