@@ -85,19 +85,35 @@ func sigInit(t, parent *sched.Task) {
 	altStacks[i] = altStack{}
 }
 
-// sendSignal makes sig pending for t and, if t runs application code on
-// another CPU, interrupts that CPU so that it delivers the signal now.
+// sendSignal makes sig pending for t, ends t's wait if t is blocked
+// interruptibly in a system call (blockIntr), and, if t runs application
+// code on another CPU, interrupts that CPU so that it delivers the signal
+// now. A signal the program ignores and t does not block is dropped, as
+// Linux's sig_ignored: it neither stays pending nor interrupts anything.
 func sendSignal(t *sched.Task, sig int, byKill bool) {
 	i := t.Index()
+	if sigMask[i]&sigBit(sig) == 0 && sigIgnored(sig) {
+		return
+	}
 	if byKill {
 		atomic.OrUint64(&sigByKill[i], sigBit(sig))
 	} else {
 		atomic.AndUint64(&sigByKill[i], ^sigBit(sig))
 	}
 	atomic.OrUint64(&sigPending[i], sigBit(sig))
+	t.Interrupt()
 	if cpu := t.RunningOn(); cpu >= 0 && cpu != sched.This().ID {
 		signalIPI(cpu)
 	}
+}
+
+// sigIgnored reports whether the program's action for sig ignores it:
+// SIG_IGN, or SIG_DFL for a signal whose default is to do nothing.
+func sigIgnored(sig int) bool {
+	sigLock.Lock()
+	h := sigActs[sig].handler
+	sigLock.Unlock()
+	return h == sigIgn || h == sigDfl && defaultIgnored&sigBit(sig) != 0
 }
 
 // signalPending reports whether t has a pending signal it does not block.
@@ -119,7 +135,11 @@ const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWI
 // Signals that are ignored are dropped; one whose default action ends the
 // process stops the machine with status 128+sig. It reports whether it
 // made a frame.
-func deliverSignal(r *Regs, fx uintptr) bool {
+//
+// c, if not nil, is the system call the task leaves with a restart code
+// (restart.go): its result is fixed for the handler about to run before the
+// frame saves the context.
+func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 	i := sched.Current().Index()
 	for {
 		p := atomic.LoadUint64(&sigPending[i]) &^ sigMask[i]
@@ -135,13 +155,16 @@ func deliverSignal(r *Regs, fx uintptr) bool {
 			code = siUser
 		}
 		sigLock.Lock()
-		h := sigActs[sig].handler
+		act := sigActs[sig]
 		sigLock.Unlock()
-		switch {
+		switch h := act.handler; {
 		case h == sigIgn, h == sigDfl && defaultIgnored&sigBit(sig) != 0:
 			continue
 		case h == sigDfl:
 			killedBy(sig)
+		}
+		if c != nil {
+			c.apply(r, true, act.flags)
 		}
 		// si_pid 1, si_uid 0: the sender is this process.
 		if signalUser(r, fx, sig, code, 1) {
@@ -175,6 +198,14 @@ func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top 
 	if inKernel(r) {
 		return act, as, 0, false
 	}
+	if sigMask[sched.Current().Index()]&sigBit(sig) != 0 {
+		// Only a fault's signal (delivered whatever the mask) can be
+		// blocked here: one raised inside its own handler, or with the
+		// program blocking it. As Linux's force_sig, which resets the
+		// action to the default: the process ends (128+sig) instead of
+		// entering the handler again.
+		killedBy(sig)
+	}
 	sigLock.Lock()
 	act = sigActs[sig]
 	sigLock.Unlock()
@@ -200,12 +231,12 @@ func forceSegv(r *Regs) {
 	}
 }
 
-// deliverAtExit delivers a pending signal on the way out of a system call;
-// the FP/SSE state for its frame is the one saved at fp or, if fp is 0,
-// the live one.
-func deliverAtExit(r *Regs, fp uintptr) bool {
+// deliverAtExit delivers a pending signal on the way out of a system call
+// (c: the call, if it was interrupted); the FP/SSE state for its frame is
+// the one saved at fp or, if fp is 0, the live one.
+func deliverAtExit(r *Regs, fp uintptr, c *sysCall) bool {
 	var buf [fpStateSize + 16]byte
-	return deliverSignal(r, exitFP(&buf, fp))
+	return deliverSignal(r, exitFP(&buf, fp), c)
 }
 
 // exitFP puts the FP/SSE state for a signal frame made on the way out of a

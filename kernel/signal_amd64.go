@@ -85,7 +85,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 	}
 	// The next signal's frame may go where the one just returned
 	// from was: its FP/SSE state (at r.Error) is copied aside first.
-	if signalPending(t) && deliverAtExit(r, uintptr(r.Error)) {
+	if signalPending(t) && deliverAtExit(r, uintptr(r.Error), nil) {
 		r.Error = 0 // the handler's frame holds the state
 	}
 	userSync()

@@ -120,7 +120,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 	}
 	sigMask[t.Index()] = *at[uint64](uc + ucSigmask) &^ unblockable
 	if signalPending(t) {
-		deliverSignal(r, fpState(r))
+		deliverSignal(r, fpState(r), nil)
 	}
 	userSync()
 }

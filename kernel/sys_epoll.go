@@ -245,6 +245,8 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 		if n > 0 || timeoutMS == 0 || (deadline != 0 && nanotime() >= deadline) {
 			return uintptr(n), 0
 		}
-		sched.Block(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline)
+		if blockIntr(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline) == sched.WakeSignal {
+			return 0, abi.EINTR // never made again, whatever SA_RESTART says (Linux's ep_poll)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"sync/atomic"
+
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
@@ -97,6 +99,14 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 		sigActs[sig] = *at[sigaction](act)
 	}
 	sigLock.Unlock()
+	if act != 0 && sigIgnored(sig) {
+		// POSIX, and Linux: a pending signal whose action becomes to
+		// ignore it is discarded (even where blocked), so that it cannot
+		// end a later wait (blockIntr).
+		for i := range sigPending {
+			atomic.AndUint64(&sigPending[i], ^sigBit(sig))
+		}
+	}
 	if oact != 0 {
 		*at[sigaction](oact) = old
 	}

@@ -33,6 +33,7 @@ func syscall(r *Regs) {
 		atomic.AddUint64(&syscallCount[nr], 1)
 	}
 	if nr == unix.SYS_RT_SIGRETURN {
+		restartBlocks[t.Index()].fn = restartNone // as Linux: a later restart_syscall says EINTR
 		sysRtSigreturn(r, t)
 		return
 	}
@@ -72,7 +73,11 @@ func syscall(r *Regs) {
 	case unix.SYS_SCHED_YIELD:
 		sched.Yield()
 	case unix.SYS_NANOSLEEP:
-		err = sysNanosleep(a0)
+		err = sysNanosleep(a0, a1)
+	case unix.SYS_CLOCK_NANOSLEEP:
+		err = sysClockNanosleep(int(a0), int(a1), a2, a3)
+	case unix.SYS_RESTART_SYSCALL:
+		ret, err = sysRestartSyscall(t)
 	case unix.SYS_GETPID:
 		ret = 1
 	case unix.SYS_GETPPID, unix.SYS_GETUID, unix.SYS_GETEUID, unix.SYS_GETGID, unix.SYS_GETEGID:
@@ -253,7 +258,14 @@ func syscall(r *Regs) {
 	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()
 	userSync()
-	if signalPending(t) {
-		deliverAtExit(r, exitFPState(r))
+	if isRestart(err) {
+		// Interrupted: the signal's delivery decides the result
+		// (restart.go); with no frame made, the call is made again.
+		c := sysCall{err, nr, a0}
+		if !deliverAtExit(r, exitFPState(r), &c) {
+			c.apply(r, false, 0)
+		}
+	} else if signalPending(t) {
+		deliverAtExit(r, exitFPState(r), nil)
 	}
 }

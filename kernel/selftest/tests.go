@@ -94,6 +94,9 @@ var tests = []test{
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
 
+	// eintr.go
+	{"TestEINTR", testEINTR},
+
 	// resolver.go
 	{"TestEtcFiles", testEtcFiles},
 	{"TestDNSLocal", testDNSLocal},

@@ -1,0 +1,721 @@
+// Package eintrtest is what a signal does to a thread blocked in a system
+// call (EINTR, restart, partial counts), written once for two runs: the
+// hosted go test runs the cases on the Linux host — the reference — and
+// the guest self-test TestEINTR runs the same cases on yolk. Plain Linux Go
+// (golang.org/x/sys/unix, os/signal); no yolk imports.
+//
+// Each case blocks a locked OS thread in one call, sends it a signal with
+// tgkill from another thread, and checks the outcome Linux's restart rules
+// give: EINTR, the call made again (the handler ran while it was blocked,
+// and it still waits), or the count done. A call that is not interrupted
+// does not hang the test: it has a timeout of its own (Long), or the case
+// unblocks it after Long and reports the failure.
+package eintrtest
+
+import (
+	"os"
+	"os/signal"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// TB is what a case needs of its test: testing.T and the self-test's T.
+type TB interface {
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+// Case is one call class and signal disposition.
+type Case struct {
+	Name string
+	Run  func(TB)
+}
+
+// Long is a blocked call's own timeout, and how long a case waits for a
+// call, or for a handler, before it calls that a failure.
+const Long = 4 * time.Second
+
+// settle is how long a case lets its thread enter the blocking call
+// before it sends the signal.
+const settle = 100 * time.Millisecond
+
+const saRestart = 0x10000000
+
+// sigaction is the kernel's struct sigaction (amd64 and arm64 alike).
+type sigaction struct {
+	handler, flags, restorer uintptr
+	mask                     uint64
+}
+
+func rtSigaction(sig syscall.Signal, act, old *sigaction) {
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
+	if e != 0 {
+		panic("rt_sigaction: " + e.Error())
+	}
+}
+
+// handle makes Go's handler for sig deliver to the returned channel
+// (os/signal), with SA_RESTART or without it (the runtime installs it
+// with); restore puts the action back and stops the deliveries.
+func handle(sig syscall.Signal, restart bool) (ch chan os.Signal, restore func()) {
+	ch = make(chan os.Signal, 16)
+	signal.Notify(ch, sig)
+	var old sigaction
+	rtSigaction(sig, nil, &old)
+	act := old
+	act.flags &^= saRestart
+	if restart {
+		act.flags |= saRestart
+	}
+	rtSigaction(sig, &act, nil)
+	return ch, func() {
+		rtSigaction(sig, &old, nil)
+		signal.Stop(ch)
+	}
+}
+
+type result struct {
+	r   uintptr
+	err syscall.Errno
+	el  time.Duration // from just before the call to just after
+}
+
+// blocker is a call running on its own locked thread.
+type blocker struct {
+	tid  int
+	done chan result
+}
+
+// block starts call on a new locked thread and returns once it has had
+// settle to enter it. pre runs on that thread first (nil: nothing).
+func block(pre func(), call func() (uintptr, syscall.Errno)) *blocker {
+	b := &blocker{done: make(chan result, 1)}
+	started := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if pre != nil {
+			pre()
+		}
+		b.tid = unix.Gettid()
+		start := time.Now()
+		close(started)
+		r, e := call()
+		b.done <- result{r, e, time.Since(start)}
+	}()
+	<-started
+	time.Sleep(settle)
+	return b
+}
+
+func (b *blocker) kill(sig syscall.Signal) {
+	if err := unix.Tgkill(unix.Getpid(), b.tid, sig); err != nil {
+		panic("tgkill: " + err.Error())
+	}
+}
+
+// wait waits up to d for the call's result; ok is false if it is still
+// blocked.
+func (b *blocker) wait(d time.Duration) (r result, ok bool) {
+	select {
+	case r = <-b.done:
+		return r, true
+	case <-time.After(d):
+		return r, false
+	}
+}
+
+// finish unblocks a call that is still blocked and waits for its result
+// (a failure if it does not come within Long).
+func (b *blocker) finish(t TB, name string, unblock func()) (result, bool) {
+	if unblock != nil {
+		unblock()
+	}
+	r, ok := b.wait(Long)
+	if !ok {
+		t.Errorf("%s: still blocked %v after it was unblocked", name, Long)
+	}
+	return r, ok
+}
+
+func errName(e syscall.Errno) string {
+	if e == 0 {
+		return "success"
+	}
+	return unix.ErrnoName(e)
+}
+
+// expectEINTR: the signal's handler runs and the call returns EINTR at
+// once. A signal that came before the thread blocked (the handler ran,
+// the call still waits) is sent again, up to three times.
+func expectEINTR(t TB, name string, sig syscall.Signal, restart bool, call func() (uintptr, syscall.Errno), unblock func()) (result, bool) {
+	ch, restore := handle(sig, restart)
+	defer restore()
+	b := block(nil, call)
+	for try := 0; try < 3; try++ {
+		b.kill(sig)
+		var r result
+		select {
+		case r = <-b.done:
+		case <-ch:
+			// Handled: the call returns now, or it had not blocked yet
+			// when the signal came and goes on.
+			var done bool
+			if r, done = b.wait(Long / 4); !done {
+				continue
+			}
+			ch <- unix.SIGUSR1 // for the check below: it was handled
+		case <-time.After(Long):
+			t.Errorf("%s: not interrupted within %v (neither returned nor handled)", name, Long)
+			r, _ := b.finish(t, name, unblock)
+			t.Errorf("%s: then returned %s (%d)", name, errName(r.err), r.r)
+			return r, false
+		}
+		if r.err != unix.EINTR {
+			t.Errorf("%s: %s (%d) after %v, want EINTR", name, errName(r.err), r.r, r.el)
+		} else if el := r.el; el > Long/2 {
+			t.Errorf("%s: EINTR only after %v", name, el)
+		}
+		if !handled(ch) {
+			t.Errorf("%s: the handler did not run", name)
+		}
+		return r, r.err == unix.EINTR
+	}
+	t.Errorf("%s: the handler ran three times while the call went on", name)
+	b.finish(t, name, unblock)
+	return result{}, false
+}
+
+// handled waits (up to Long) for the handler to have run.
+func handled(ch chan os.Signal) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(Long):
+		return false
+	}
+}
+
+// expectRestart: the handler runs while the call is blocked, and the call
+// is made again — it goes on waiting until unblock, then returns its
+// result (which ok checks).
+func expectRestart(t TB, name string, sig syscall.Signal, call func() (uintptr, syscall.Errno), unblock func(), ok func(result) bool) {
+	ch, restore := handle(sig, true)
+	defer restore()
+	b := block(nil, call)
+	b.kill(sig)
+	select {
+	case r := <-b.done:
+		t.Errorf("%s: returned %s (%d) after %v, want it made again", name, errName(r.err), r.r, r.el)
+		return
+	case <-ch:
+	case <-time.After(Long):
+		t.Errorf("%s: the handler did not run within %v while the call was blocked", name, Long)
+		r, _ := b.finish(t, name, unblock)
+		t.Errorf("%s: then returned %s (%d)", name, errName(r.err), r.r)
+		return
+	}
+	if r, done := b.wait(4 * settle); done {
+		t.Errorf("%s: returned %s (%d) after the handler, want it made again", name, errName(r.err), r.r)
+		return
+	}
+	if r, done := b.finish(t, name, unblock); done && !ok(r) {
+		t.Errorf("%s: made again, then returned %s (%d)", name, errName(r.err), r.r)
+	}
+}
+
+// expectNoInterrupt: the call (a sleep of d) is not interrupted by sig
+// (ignored, or blocked by the thread: pre and post run on it before and
+// after the sleep).
+func expectNoInterrupt(t TB, name string, sig syscall.Signal, pre, post func(), d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	b := block(pre, func() (uintptr, syscall.Errno) {
+		_, _, e := unix.Syscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		if post != nil {
+			post()
+		}
+		return 0, e
+	})
+	b.kill(sig)
+	r, ok := b.wait(Long)
+	switch {
+	case !ok:
+		t.Errorf("%s: a %v sleep still blocked after %v", name, d, Long)
+		<-b.done
+	case r.err != 0:
+		t.Errorf("%s: the sleep returned %s", name, errName(r.err))
+	case r.el < d-settle:
+		t.Errorf("%s: a %v sleep returned after %v", name, d, r.el)
+	}
+}
+
+func sys(nr uintptr, a ...uintptr) (uintptr, syscall.Errno) {
+	var v [6]uintptr
+	copy(v[:], a)
+	r, _, e := unix.Syscall6(nr, v[0], v[1], v[2], v[3], v[4], v[5])
+	return r, e
+}
+
+func ptr[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
+
+const (
+	futexWaitPrivate = 128
+	futexWakePrivate = 129
+)
+
+func success(r result) bool { return r.err == 0 }
+
+// Cases are the call classes, each with the dispositions whose outcome
+// differs.
+var Cases = []Case{
+	{"futex/restart", futexRestart},
+	{"futex/nointr", futexNoRestart},
+	{"futex/timeout", futexTimeout},
+	{"futex/SIGURG", futexSIGURG},
+	{"nanosleep", nanosleep},
+	{"clock_nanosleep/relative", clockNanosleepRel},
+	{"clock_nanosleep/absolute", clockNanosleepAbs},
+	{"epoll_wait", epollWait},
+	{"pipe/read/restart", func(t TB) { pipeRead(t, true) }},
+	{"pipe/read/nointr", func(t TB) { pipeRead(t, false) }},
+	{"pipe/write/partial", pipeWritePartial},
+	{"pipe/write/nointr", pipeWriteFull},
+	{"fifo/open/nointr", fifoOpen},
+	{"unix/read/restart", func(t TB) { sockRead(t, true, false) }},
+	{"unix/read/nointr", func(t TB) { sockRead(t, false, false) }},
+	{"unix/read/rcvtimeo", func(t TB) { sockRead(t, true, true) }},
+	{"unix/write/partial", sockWritePartial},
+	{"unix/accept/restart", func(t TB) { unixAccept(t, true) }},
+	{"unix/accept/nointr", func(t TB) { unixAccept(t, false) }},
+	{"inet/accept/nointr", inetAccept},
+	{"ignored", ignored},
+	{"masked", masked},
+}
+
+func futexRestart(t TB) {
+	var word uint32
+	expectRestart(t, "futex wait", unix.SIGUSR1,
+		func() (uintptr, syscall.Errno) { return sys(unix.SYS_FUTEX, ptr(&word), futexWaitPrivate, 0, 0) },
+		func() { atomic.StoreUint32(&word, 1); sys(unix.SYS_FUTEX, ptr(&word), futexWakePrivate, 1) },
+		func(r result) bool { return r.err == 0 || r.err == unix.EAGAIN })
+}
+
+func futexNoRestart(t TB) {
+	var word uint32
+	expectEINTR(t, "futex wait, no SA_RESTART", unix.SIGUSR1, false,
+		func() (uintptr, syscall.Errno) { return sys(unix.SYS_FUTEX, ptr(&word), futexWaitPrivate, 0, 0) },
+		func() { atomic.StoreUint32(&word, 1); sys(unix.SYS_FUTEX, ptr(&word), futexWakePrivate, 1) })
+}
+
+// A futex wait with a timeout is not made again: EINTR even under
+// SA_RESTART (ERESTART_RESTARTBLOCK).
+func futexTimeout(t TB) {
+	var word uint32
+	ts := unix.NsecToTimespec(int64(Long))
+	expectEINTR(t, "futex wait with a timeout", unix.SIGUSR1, true,
+		func() (uintptr, syscall.Errno) {
+			return sys(unix.SYS_FUTEX, ptr(&word), futexWaitPrivate, 0, ptr(&ts))
+		}, nil)
+}
+
+// SIGURG, the Go runtime's preemption signal, with the runtime's own
+// handler (SA_RESTART): a futex wait without a timeout goes on.
+func futexSIGURG(t TB) {
+	var word uint32
+	b := block(nil, func() (uintptr, syscall.Errno) { return sys(unix.SYS_FUTEX, ptr(&word), futexWaitPrivate, 0, 0) })
+	for i := 0; i < 3; i++ {
+		b.kill(unix.SIGURG)
+		if r, done := b.wait(settle); done {
+			t.Errorf("futex wait: returned %s on SIGURG", errName(r.err))
+			return
+		}
+	}
+	if r, ok := b.finish(t, "futex wait, SIGURG", func() {
+		atomic.StoreUint32(&word, 1)
+		sys(unix.SYS_FUTEX, ptr(&word), futexWakePrivate, 1)
+	}); ok && r.err != 0 && r.err != unix.EAGAIN {
+		t.Errorf("futex wait: returned %s after SIGURG and a wake-up", errName(r.err))
+	}
+}
+
+// nanosleep: EINTR under SA_RESTART too, with the time left in rem.
+func nanosleep(t TB) {
+	req := unix.NsecToTimespec(int64(Long))
+	var rem unix.Timespec
+	r, ok := expectEINTR(t, "nanosleep", unix.SIGUSR1, true,
+		func() (uintptr, syscall.Errno) { return sys(unix.SYS_NANOSLEEP, ptr(&req), ptr(&rem)) }, nil)
+	if ok {
+		checkRem(t, "nanosleep", r, time.Duration(rem.Nano()))
+	}
+}
+
+// checkRem: rem is what was left of Long when the call returned (within
+// a second: the call's start is taken just before it).
+func checkRem(t TB, name string, r result, rem time.Duration) {
+	left := Long - r.el
+	if rem <= 0 || rem > Long || rem < left-time.Second || rem > left+time.Second {
+		t.Errorf("%s: rem %v, want about %v", name, rem, left)
+	}
+}
+
+func clockNanosleepRel(t TB) {
+	req := unix.NsecToTimespec(int64(Long))
+	var rem unix.Timespec
+	r, ok := expectEINTR(t, "clock_nanosleep", unix.SIGUSR1, true,
+		func() (uintptr, syscall.Errno) {
+			return sys(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, 0, ptr(&req), ptr(&rem))
+		}, nil)
+	if ok {
+		checkRem(t, "clock_nanosleep", r, time.Duration(rem.Nano()))
+	}
+}
+
+// An absolute sleep: EINTR (ERESTARTNOHAND), rem untouched.
+func clockNanosleepAbs(t TB) {
+	var now unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	req := unix.NsecToTimespec(now.Nano() + int64(Long))
+	rem := unix.Timespec{Sec: 7, Nsec: 7}
+	_, ok := expectEINTR(t, "clock_nanosleep TIMER_ABSTIME", unix.SIGUSR1, true,
+		func() (uintptr, syscall.Errno) {
+			return sys(unix.SYS_CLOCK_NANOSLEEP, unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, ptr(&req), ptr(&rem))
+		}, nil)
+	if ok && (rem != unix.Timespec{Sec: 7, Nsec: 7}) {
+		t.Errorf("clock_nanosleep TIMER_ABSTIME: rem written (%v)", rem)
+	}
+}
+
+// epoll_wait is never made again: EINTR under SA_RESTART.
+func epollWait(t TB) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Errorf("epoll_create1: %v", err)
+		return
+	}
+	defer unix.Close(ep)
+	var ev [4]unix.EpollEvent
+	expectEINTR(t, "epoll_wait", unix.SIGUSR1, true, func() (uintptr, syscall.Errno) {
+		n, err := unix.EpollWait(ep, ev[:], int(Long/time.Millisecond))
+		return uintptr(n), errno(err)
+	}, nil)
+}
+
+func errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	return err.(syscall.Errno)
+}
+
+func pipe(t TB) (r, w int, ok bool) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Errorf("pipe2: %v", err)
+		return 0, 0, false
+	}
+	return p[0], p[1], true
+}
+
+func readCall(fd int, b []byte) func() (uintptr, syscall.Errno) {
+	return func() (uintptr, syscall.Errno) { return sys(unix.SYS_READ, uintptr(fd), ptr(&b[0]), uintptr(len(b))) }
+}
+
+func writeCall(fd int, b []byte) func() (uintptr, syscall.Errno) {
+	return func() (uintptr, syscall.Errno) {
+		return sys(unix.SYS_WRITE, uintptr(fd), ptr(&b[0]), uintptr(len(b)))
+	}
+}
+
+// A read of an empty pipe: made again under SA_RESTART, else EINTR.
+func pipeRead(t TB, restart bool) {
+	r, w, ok := pipe(t)
+	if !ok {
+		return
+	}
+	defer unix.Close(r)
+	defer unix.Close(w)
+	var b [16]byte
+	feed := func() { unix.Write(w, []byte("x")) }
+	if restart {
+		expectRestart(t, "pipe read", unix.SIGUSR1, readCall(r, b[:]), feed, func(r result) bool { return r.err == 0 && r.r == 1 })
+	} else {
+		expectEINTR(t, "pipe read, no SA_RESTART", unix.SIGUSR1, false, readCall(r, b[:]), feed)
+	}
+}
+
+// drain reads fd until it is empty (fd non-blocking) or n bytes.
+func drain(fd int, n int) {
+	b := make([]byte, 64<<10)
+	for n > 0 {
+		k, err := unix.Read(fd, b[:min(len(b), n)])
+		if err != nil || k <= 0 {
+			return
+		}
+		n -= k
+	}
+}
+
+// A write of more than a pipe holds, with no reader reading: the count
+// written when the signal came, under SA_RESTART too.
+func pipeWritePartial(t TB) {
+	r, w, ok := pipe(t)
+	if !ok {
+		return
+	}
+	defer unix.Close(r)
+	defer unix.Close(w)
+	big := make([]byte, 4<<20)
+	res, ok := expectCount(t, "pipe write", writeCall(w, big), func() { drain(r, len(big)) })
+	if ok && (res.r == 0 || res.r >= uintptr(len(big))) {
+		t.Errorf("pipe write: %d of %d bytes, want a part", res.r, len(big))
+	}
+}
+
+// expectCount: the call (a big write) returns a count, no error, once the
+// signal comes (handler with SA_RESTART).
+func expectCount(t TB, name string, call func() (uintptr, syscall.Errno), unblock func()) (result, bool) {
+	ch, restore := handle(unix.SIGUSR1, true)
+	defer restore()
+	b := block(nil, call)
+	b.kill(unix.SIGUSR1)
+	r, ok := b.wait(Long)
+	if !ok {
+		t.Errorf("%s: not interrupted within %v", name, Long)
+		r, _ = b.finish(t, name, unblock)
+		t.Errorf("%s: then returned %s (%d)", name, errName(r.err), r.r)
+		return r, false
+	}
+	if r.err != 0 {
+		t.Errorf("%s: %s, want the count written", name, errName(r.err))
+		return r, false
+	}
+	if !handled(ch) {
+		t.Errorf("%s: the handler did not run", name)
+	}
+	t.Logf("%s: %d bytes when interrupted", name, r.r)
+	return r, true
+}
+
+// A write to a full pipe that writes nothing before the signal: EINTR
+// without SA_RESTART.
+func pipeWriteFull(t TB) {
+	r, w, ok := pipe(t)
+	if !ok {
+		return
+	}
+	defer unix.Close(r)
+	defer unix.Close(w)
+	unix.SetNonblock(w, true)
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := unix.Write(w, chunk); err != nil {
+			break
+		}
+	}
+	unix.SetNonblock(w, false)
+	unix.SetNonblock(r, true)
+	expectEINTR(t, "write to a full pipe, no SA_RESTART", unix.SIGUSR1, false, writeCall(w, chunk), func() { drain(r, 1<<30) })
+}
+
+// Opening a FIFO for reading waits for a writer: EINTR without SA_RESTART.
+func fifoOpen(t TB) {
+	dir, err := os.MkdirTemp("", "eintr")
+	if err != nil {
+		t.Errorf("%v", err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	path := dir + "/fifo"
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Errorf("mkfifo: %v", err)
+		return
+	}
+	p, _ := unix.BytePtrFromString(path)
+	var wfd int = -1
+	r, _ := expectEINTR(t, "open of a FIFO, no SA_RESTART", unix.SIGUSR1, false, func() (uintptr, syscall.Errno) {
+		return sys(unix.SYS_OPENAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(p)), unix.O_RDONLY|unix.O_CLOEXEC)
+	}, func() { wfd, _ = unix.Open(path, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0) })
+	if r.err == 0 && r.r > 0 {
+		unix.Close(int(r.r))
+	}
+	if wfd >= 0 {
+		unix.Close(wfd)
+	}
+}
+
+func socketpair(t TB) (a, b int, ok bool) {
+	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Errorf("socketpair: %v", err)
+		return 0, 0, false
+	}
+	return p[0], p[1], true
+}
+
+// A read of a unix stream socket without data: made again under
+// SA_RESTART, else EINTR; with SO_RCVTIMEO, EINTR under SA_RESTART too
+// (Linux's sock_intr_errno).
+func sockRead(t TB, restart, timeo bool) {
+	a, b, ok := socketpair(t)
+	if !ok {
+		return
+	}
+	defer unix.Close(a)
+	defer unix.Close(b)
+	if timeo {
+		tv := unix.NsecToTimeval(int64(Long))
+		if err := unix.SetsockoptTimeval(a, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			t.Errorf("SO_RCVTIMEO: %v", err)
+			return
+		}
+	}
+	var buf [16]byte
+	feed := func() { unix.Write(b, []byte("x")) }
+	switch {
+	case timeo:
+		expectEINTR(t, "socket read with SO_RCVTIMEO", unix.SIGUSR1, true, readCall(a, buf[:]), feed)
+	case restart:
+		expectRestart(t, "socket read", unix.SIGUSR1, readCall(a, buf[:]), feed, func(r result) bool { return r.err == 0 && r.r == 1 })
+	default:
+		expectEINTR(t, "socket read, no SA_RESTART", unix.SIGUSR1, false, readCall(a, buf[:]), feed)
+	}
+}
+
+// A stream write larger than the socket buffers, nobody reading: the
+// count sent when the signal came.
+func sockWritePartial(t TB) {
+	a, b, ok := socketpair(t)
+	if !ok {
+		return
+	}
+	defer unix.Close(a)
+	defer unix.Close(b)
+	unix.SetNonblock(b, true)
+	big := make([]byte, 2<<20)
+	res, ok := expectCount(t, "socket write", writeCall(a, big), func() {
+		go func() {
+			for end := time.Now().Add(Long); time.Now().Before(end); {
+				drain(b, len(big))
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	})
+	if ok && (res.r == 0 || res.r >= uintptr(len(big))) {
+		t.Errorf("socket write: %d of %d bytes, want a part", res.r, len(big))
+	}
+}
+
+// accept on a unix listening socket: made again under SA_RESTART, else
+// EINTR.
+func unixAccept(t TB, restart bool) {
+	l, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Errorf("socket: %v", err)
+		return
+	}
+	defer unix.Close(l)
+	sa := &unix.SockaddrUnix{Name: "@eintrtest-accept"}
+	if err := unix.Bind(l, sa); err != nil {
+		t.Errorf("bind: %v", err)
+		return
+	}
+	if err := unix.Listen(l, 4); err != nil {
+		t.Errorf("listen: %v", err)
+		return
+	}
+	acc := func() (uintptr, syscall.Errno) { return sys(unix.SYS_ACCEPT4, uintptr(l), 0, 0, unix.SOCK_CLOEXEC) }
+	var c = -1
+	dial := func() {
+		c, _ = unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		unix.Connect(c, sa)
+	}
+	if restart {
+		expectRestart(t, "accept", unix.SIGUSR1, acc, dial, func(r result) bool {
+			if r.err == 0 {
+				unix.Close(int(r.r))
+			}
+			return r.err == 0
+		})
+	} else if r, _ := expectEINTR(t, "accept, no SA_RESTART", unix.SIGUSR1, false, acc, dial); r.err == 0 && r.r > 0 {
+		unix.Close(int(r.r))
+	}
+	if c >= 0 {
+		unix.Close(c)
+	}
+}
+
+// accept on a TCP listening socket (loopback): EINTR without SA_RESTART.
+func inetAccept(t TB) {
+	l, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Errorf("socket: %v", err)
+		return
+	}
+	defer unix.Close(l)
+	if err := unix.Bind(l, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Errorf("bind: %v", err)
+		return
+	}
+	if err := unix.Listen(l, 4); err != nil {
+		t.Errorf("listen: %v", err)
+		return
+	}
+	sa, err := unix.Getsockname(l)
+	if err != nil {
+		t.Errorf("getsockname: %v", err)
+		return
+	}
+	var c = -1
+	r, _ := expectEINTR(t, "TCP accept, no SA_RESTART", unix.SIGUSR1, false,
+		func() (uintptr, syscall.Errno) { return sys(unix.SYS_ACCEPT4, uintptr(l), 0, 0, unix.SOCK_CLOEXEC) },
+		func() {
+			c, _ = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+			unix.Connect(c, sa)
+		})
+	if r.err == 0 && r.r > 0 {
+		unix.Close(int(r.r))
+	}
+	if c >= 0 {
+		unix.Close(c)
+	}
+}
+
+// An ignored signal interrupts nothing.
+func ignored(t TB) {
+	signal.Ignore(unix.SIGWINCH)
+	defer signal.Reset(unix.SIGWINCH)
+	expectNoInterrupt(t, "ignored SIGWINCH", unix.SIGWINCH, nil, nil, 4*settle)
+}
+
+// A signal the thread blocks interrupts nothing; unblocked, it is
+// delivered.
+func masked(t TB) {
+	ch, restore := handle(unix.SIGUSR1, false)
+	defer restore()
+	var set unix.Sigset_t
+	set.Val[0] = 1 << (unix.SIGUSR1 - 1)
+	early := false
+	expectNoInterrupt(t, "blocked SIGUSR1", unix.SIGUSR1,
+		func() { unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil) },
+		func() {
+			select {
+			case <-ch:
+				early = true
+			default:
+			}
+			unix.PthreadSigmask(unix.SIG_UNBLOCK, &set, nil)
+		}, 4*settle)
+	if early {
+		t.Errorf("blocked SIGUSR1: handled while blocked")
+	}
+	if !handled(ch) {
+		t.Errorf("blocked SIGUSR1: not handled once unblocked")
+	}
+}
+
+var atFDCWD = unix.AT_FDCWD // a variable: its uintptr conversion wraps
