@@ -21,11 +21,14 @@ import (
 // thread next returns to application code: at the end of a system call, or
 // when an interrupt took it from application code (trapCommon then moves
 // the interrupted frame to the task's kernel stack: preemptUser). A signal
-// sent to a thread running on another CPU interrupts that CPU. Blocked
-// system calls are not interrupted (no EINTR): the signal waits for the
-// call to end. A fault without a handler is reported and stops the
-// machine; an asynchronous signal without one takes its default action:
-// ignored, or the machine stops with status 128+signal.
+// sent to a thread running on another CPU interrupts that CPU, and one
+// sent to a thread blocked in a system call ends its wait: the call gives
+// EINTR or is made again, by Linux's restart rules (restart.go). A fault
+// without a handler is reported and stops the machine, and one whose
+// signal the thread blocks (a fault in its own handler) ends it with
+// 128+signal, as Linux's force_sig; an asynchronous signal without a
+// handler takes its default action: ignored (dropped when sent), or the
+// machine stops with status 128+signal. Kernel context: no allocation.
 const (
 	saSiginfo  = 0x4
 	saOnstack  = 0x08000000
@@ -68,6 +71,13 @@ var (
 	sigPending [sched.MaxTasks]uint64
 	sigByKill  [sched.MaxTasks]uint64
 
+	// The mask a call that waits with a mask of its own (rt_sigsuspend,
+	// epoll_pwait) replaced, to be put back on its way out — in the
+	// frame of the handler it delivers, or at once (Linux's
+	// set_restore_sigmask); only the task itself uses its slot.
+	sigSaved   [sched.MaxTasks]uint64
+	sigRestore [sched.MaxTasks]bool
+
 	sigDelivered uint64 // atomic: asynchronous signals delivered
 )
 
@@ -80,6 +90,8 @@ func sigBit(sig int) uint64 { return 1 << uint(sig-1) }
 func sigInit(t, parent *sched.Task) {
 	i := t.Index()
 	sigMask[i] = sigMask[parent.Index()]
+	sigRestore[i] = false
+	restartBlocks[i] = restartBlock{}
 	atomic.StoreUint64(&sigPending[i], 0)
 	atomic.StoreUint64(&sigByKill[i], 0)
 	altStacks[i] = altStack{}
@@ -142,17 +154,9 @@ const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWI
 func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 	i := sched.Current().Index()
 	for {
-		p := atomic.LoadUint64(&sigPending[i]) &^ sigMask[i]
-		if p == 0 {
+		sig, code := takeSignal(i, ^sigMask[i])
+		if sig == 0 {
 			return false
-		}
-		sig := bits.TrailingZeros64(p) + 1
-		if atomic.AndUint64(&sigPending[i], ^sigBit(sig))&sigBit(sig) == 0 {
-			continue
-		}
-		code := int32(siTkill)
-		if atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0 {
-			code = siUser
 		}
 		sigLock.Lock()
 		act := sigActs[sig]
@@ -172,6 +176,58 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 			return true
 		}
 		killedBy(sig) // no usable handler or stack
+	}
+}
+
+// setTempMask gives the current task the mask m until its system call
+// ends (restoreMask), as the calls that wait with a mask of their own.
+func setTempMask(m uint64) {
+	i := sched.Current().Index()
+	sigSaved[i], sigRestore[i] = sigMask[i], true
+	sigMask[i] = m &^ unblockable
+}
+
+// frameMask is the mask a signal frame saves for rt_sigreturn to restore:
+// the task's, or the one its call replaced (which then needs no other
+// restoring).
+func frameMask() uint64 {
+	i := sched.Current().Index()
+	if sigRestore[i] {
+		sigRestore[i] = false
+		return sigSaved[i]
+	}
+	return sigMask[i]
+}
+
+// restoreMask puts back the mask the current task's call replaced, if it
+// did, and reports whether it did.
+func restoreMask() bool {
+	i := sched.Current().Index()
+	if !sigRestore[i] {
+		return false
+	}
+	sigRestore[i] = false
+	sigMask[i] = sigSaved[i]
+	return true
+}
+
+// takeSignal takes the lowest pending signal of want off task slot i's
+// pending set: its number and si_code, or 0.
+func takeSignal(i int, want uint64) (int, int32) {
+	for {
+		p := atomic.LoadUint64(&sigPending[i]) & want
+		if p == 0 {
+			return 0, 0
+		}
+		sig := bits.TrailingZeros64(p) + 1
+		if atomic.AndUint64(&sigPending[i], ^sigBit(sig))&sigBit(sig) == 0 {
+			continue
+		}
+		code := int32(siTkill)
+		if atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0 {
+			code = siUser
+		}
+		return sig, code
 	}
 }
 

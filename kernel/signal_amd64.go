@@ -59,7 +59,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	}
 	*at[uintptr](frame) = uintptr(act.restorer)
 	m := &sigMask[sched.Current().Index()]
-	*at[uint64](uc + ucSigmask) = *m
+	*at[uint64](uc + ucSigmask) = frameMask()
 	*m |= act.mask
 	if act.flags&saNodefer == 0 {
 		*m |= sigBit(sig)

@@ -74,7 +74,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	*at[uint64](rec), *at[uint64](rec + 8) = r.X[29], r.X[30]
 
 	m := &sigMask[sched.Current().Index()]
-	*at[uint64](uc + ucSigmask) = *m
+	*at[uint64](uc + ucSigmask) = frameMask()
 	*m |= act.mask
 	if act.flags&saNodefer == 0 {
 		*m |= sigBit(sig)

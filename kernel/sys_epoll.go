@@ -200,6 +200,21 @@ func pollWatch(w *watch) (uint32, bool) {
 	return ev, true
 }
 
+// sysEpollPwait is epoll_pwait: epoll_wait with the signal mask at
+// sigmask (if not 0) while it waits, as one atomic step.
+func sysEpollPwait(epfd int, events uintptr, max, timeoutMS int, sigmask, size uintptr) (uintptr, abi.Errno) {
+	if sigmask != 0 {
+		if size != 8 {
+			return 0, abi.EINVAL
+		}
+		if !mm.UserOK(sigmask, 8) {
+			return 0, abi.EFAULT
+		}
+		setTempMask(*at[uint64](sigmask))
+	}
+	return sysEpollWait(epfd, events, max, timeoutMS)
+}
+
 // sysEpollWait fills struct epoll_event records of epollEventSize bytes,
 // the data at epollDataOff (amd64: packed, 12 and 4; arm64: 16 and 8).
 func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Errno) {

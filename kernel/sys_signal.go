@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -138,4 +139,64 @@ func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
 		}
 	}
 	return 0
+}
+
+// sysRtSigsuspend waits, with the signal mask at set, until a signal is
+// delivered; the handler's frame holds the mask from before, which its
+// return restores. Always EINTR once a handler runs (ERESTARTNOHAND).
+func sysRtSigsuspend(set, size uintptr) abi.Errno {
+	if size != 8 {
+		return abi.EINVAL
+	}
+	if !mm.UserOK(set, 8) {
+		return abi.EFAULT
+	}
+	setTempMask(*at[uint64](set))
+	for blockIntr(nil, 0, 0, 0, 0) != sched.WakeSignal {
+	}
+	return errRestartNoHand
+}
+
+// sysRtSigtimedwait takes the lowest pending signal of set (blocked, as a
+// rule) off t's pending set and returns its number, with its siginfo at
+// info; none pending, it waits for one until the relative timeout (none
+// if 0), then EAGAIN. A signal outside set that will be delivered ends
+// the wait with EINTR. As Linux, SIGKILL and SIGSTOP cannot be waited for.
+func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr, abi.Errno) {
+	if size != 8 {
+		return 0, abi.EINVAL
+	}
+	if !mm.UserOK(set, 8) || info != 0 && !mm.UserW(info, sigInfoSize) {
+		return 0, abi.EFAULT
+	}
+	want := *at[uint64](set) &^ unblockable
+	var deadline int64
+	if timeout != 0 {
+		d, e := readTimespec(timeout)
+		if e != 0 {
+			return 0, e
+		}
+		deadline = nanotime() + d
+	}
+	i := t.Index()
+	woken := sched.WakeUp
+	for {
+		if sig, code := takeSignal(i, want); sig != 0 {
+			if info != 0 {
+				clear(bytesAt(info, sigInfoSize))
+				*at[int32](info) = int32(sig)
+				*at[int32](info + 8) = code
+				*at[int32](info + 16) = 1 // si_pid: this process
+			}
+			return uintptr(sig), 0
+		}
+		switch {
+		case woken == sched.WakeSignal:
+			return 0, abi.EINTR
+		case woken == sched.WakeTimeout, timeout != 0 && nanotime() >= deadline:
+			return 0, abi.EAGAIN
+		}
+		// The signals of set end the wait as unblocked ones do.
+		woken = sched.BlockIntr(nil, 0, 0, 0, deadline, uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i]&^want)
+	}
 }

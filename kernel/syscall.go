@@ -68,6 +68,10 @@ func syscall(r *Regs) {
 		err = sysTgkill(int(int32(a0)), int(int32(a1)), int(int32(a2)))
 	case unix.SYS_TKILL:
 		err = sysTgkill(-1, int(int32(a0)), int(int32(a1)))
+	case unix.SYS_RT_SIGSUSPEND:
+		err = sysRtSigsuspend(a0, a1)
+	case unix.SYS_RT_SIGTIMEDWAIT:
+		ret, err = sysRtSigtimedwait(t, a0, a1, a2, a3)
 	case unix.SYS_SIGALTSTACK:
 		err = sysSigaltstack(t, a0, a1)
 	case unix.SYS_SCHED_YIELD:
@@ -109,7 +113,7 @@ func syscall(r *Regs) {
 	case unix.SYS_EPOLL_CTL:
 		err = sysEpollCtl(int(a0), int(a1), int(a2), a3)
 	case unix.SYS_EPOLL_PWAIT:
-		ret, err = sysEpollWait(int(a0), a1, int(a2), int(int32(a3)))
+		ret, err = sysEpollPwait(int(a0), a1, int(a2), int(int32(a3)), a4, a5)
 	case unix.SYS_EVENTFD2:
 		ret, err = newFile(fileEventfd, uint64(a0))
 	case unix.SYS_OPENAT:
@@ -258,6 +262,9 @@ func syscall(r *Regs) {
 	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()
 	userSync()
+	if err != abi.EINTR && !isRestart(err) {
+		restoreMask() // a temporary mask only holds for a signal the call was interrupted by
+	}
 	if isRestart(err) {
 		// Interrupted: the signal's delivery decides the result
 		// (restart.go); with no frame made, the call is made again.
@@ -267,5 +274,8 @@ func syscall(r *Regs) {
 		}
 	} else if signalPending(t) {
 		deliverAtExit(r, exitFPState(r), nil)
+	}
+	if restoreMask() && signalPending(t) {
+		deliverAtExit(r, exitFPState(r), nil) // one the restored mask lets through
 	}
 }

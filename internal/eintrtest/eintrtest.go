@@ -295,6 +295,11 @@ var Cases = []Case{
 	{"inet/accept/nointr", inetAccept},
 	{"ignored", ignored},
 	{"masked", masked},
+	{"rt_sigtimedwait/taken", sigtimedwaitTaken},
+	{"rt_sigtimedwait/timeout", sigtimedwaitTimeout},
+	{"rt_sigtimedwait/nointr", sigtimedwaitEINTR},
+	{"rt_sigsuspend", sigsuspend},
+	{"epoll_pwait/mask", epollPwaitMask},
 }
 
 func futexRestart(t TB) {
@@ -715,6 +720,171 @@ func masked(t TB) {
 	}
 	if !handled(ch) {
 		t.Errorf("blocked SIGUSR1: not handled once unblocked")
+	}
+}
+
+// sigset is a mask of the given signals.
+func sigset(sigs ...syscall.Signal) uint64 {
+	var m uint64
+	for _, s := range sigs {
+		m |= 1 << (s - 1)
+	}
+	return m
+}
+
+// threadMask is the calling thread's signal mask.
+func threadMask() uint64 {
+	var old unix.Sigset_t
+	unix.PthreadSigmask(unix.SIG_BLOCK, nil, &old)
+	return *(*uint64)(unsafe.Pointer(&old))
+}
+
+func setThreadMask(how int, m uint64) {
+	var set unix.Sigset_t
+	*(*uint64)(unsafe.Pointer(&set)) = m
+	unix.PthreadSigmask(how, &set, nil)
+}
+
+// siginfo is the head of a siginfo_t.
+type siginfo struct {
+	signo, errno, code int32
+	_                  int32
+	pid                int32
+	_                  [128 - 20]byte
+}
+
+func sigtimedwait(set *uint64, info *siginfo, ts *unix.Timespec) func() (uintptr, syscall.Errno) {
+	return func() (uintptr, syscall.Errno) {
+		return sys(unix.SYS_RT_SIGTIMEDWAIT, ptr(set), ptr(info), ptr(ts), 8)
+	}
+}
+
+// rt_sigtimedwait takes a blocked signal sent to the thread while it
+// waits, and says who sent it (SI_TKILL for tgkill).
+func sigtimedwaitTaken(t TB) {
+	set := sigset(unix.SIGUSR2)
+	var info siginfo
+	ts := unix.NsecToTimespec(int64(Long))
+	b := block(func() { setThreadMask(unix.SIG_BLOCK, set) }, func() (uintptr, syscall.Errno) {
+		defer setThreadMask(unix.SIG_UNBLOCK, set)
+		return sigtimedwait(&set, &info, &ts)()
+	})
+	b.kill(unix.SIGUSR2)
+	r, ok := b.wait(Long + Long/2)
+	switch {
+	case !ok:
+		t.Errorf("rt_sigtimedwait: still waiting")
+		<-b.done
+	case r.err != 0 || r.r != uintptr(unix.SIGUSR2):
+		t.Errorf("rt_sigtimedwait: %d, %s; want SIGUSR2 (%d)", r.r, errName(r.err), unix.SIGUSR2)
+	case info.signo != int32(unix.SIGUSR2) || info.code != -6:
+		t.Errorf("rt_sigtimedwait: siginfo signo %d code %d, want %d, -6 (SI_TKILL)", info.signo, info.code, unix.SIGUSR2)
+	case r.el > Long/2:
+		t.Errorf("rt_sigtimedwait: took %v", r.el)
+	}
+}
+
+// rt_sigtimedwait with nothing sent: EAGAIN at its timeout (0: at once).
+func sigtimedwaitTimeout(t TB) {
+	set := sigset(unix.SIGUSR2)
+	var info siginfo
+	for _, d := range []time.Duration{0, 4 * settle} {
+		ts := unix.NsecToTimespec(int64(d))
+		b := block(func() { setThreadMask(unix.SIG_BLOCK, set) }, func() (uintptr, syscall.Errno) {
+			defer setThreadMask(unix.SIG_UNBLOCK, set)
+			return sigtimedwait(&set, &info, &ts)()
+		})
+		r, ok := b.wait(Long)
+		switch {
+		case !ok:
+			t.Errorf("rt_sigtimedwait, %v: still waiting after %v", d, Long)
+			<-b.done
+		case r.err != unix.EAGAIN:
+			t.Errorf("rt_sigtimedwait, %v: %d, %s; want EAGAIN", d, r.r, errName(r.err))
+		case r.el < d:
+			t.Errorf("rt_sigtimedwait, %v: EAGAIN after %v", d, r.el)
+		}
+	}
+}
+
+// A signal outside the set, with a handler, interrupts rt_sigtimedwait:
+// EINTR under SA_RESTART too.
+func sigtimedwaitEINTR(t TB) {
+	set := sigset(unix.SIGUSR2)
+	var info siginfo
+	ts := unix.NsecToTimespec(int64(Long))
+	expectEINTR(t, "rt_sigtimedwait", unix.SIGUSR1, true, sigtimedwait(&set, &info, &ts), nil)
+}
+
+// rt_sigsuspend with a mask that lets SIGUSR1 through, which the thread
+// blocks: the handler runs, EINTR, and the thread's mask is again the one
+// from before.
+func sigsuspend(t TB) {
+	ch, restore := handle(unix.SIGUSR1, true)
+	defer restore()
+	usr1 := sigset(unix.SIGUSR1)
+	var before, after uint64
+	b := block(func() { setThreadMask(unix.SIG_BLOCK, usr1) }, func() (uintptr, syscall.Errno) {
+		defer setThreadMask(unix.SIG_UNBLOCK, usr1)
+		before = threadMask()
+		m := before &^ usr1
+		r, e := sys(unix.SYS_RT_SIGSUSPEND, ptr(&m), 8)
+		after = threadMask()
+		return r, e
+	})
+	b.kill(unix.SIGUSR1)
+	r, ok := b.wait(Long)
+	switch {
+	case !ok:
+		t.Errorf("rt_sigsuspend: still waiting after %v", Long)
+		b.kill(unix.SIGUSR2) // not blocked by its mask: ends it either way
+		<-b.done
+	case r.err != unix.EINTR:
+		t.Errorf("rt_sigsuspend: %s, want EINTR", errName(r.err))
+	case after != before || before&usr1 == 0:
+		t.Errorf("rt_sigsuspend: mask %#x after, %#x before", after, before)
+	}
+	if !handled(ch) {
+		t.Errorf("rt_sigsuspend: the handler did not run")
+	}
+}
+
+// epoll_pwait with a mask that lets SIGUSR1 through, which the thread
+// blocks: EINTR, and the mask from before again; a signal its mask blocks
+// does not interrupt it.
+func epollPwaitMask(t TB) {
+	ch, restore := handle(unix.SIGUSR1, true)
+	defer restore()
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Errorf("epoll_create1: %v", err)
+		return
+	}
+	defer unix.Close(ep)
+	var ev [4]unix.EpollEvent
+	usr1 := sigset(unix.SIGUSR1)
+	var before, after uint64
+	b := block(func() { setThreadMask(unix.SIG_BLOCK, usr1) }, func() (uintptr, syscall.Errno) {
+		defer setThreadMask(unix.SIG_UNBLOCK, usr1)
+		before = threadMask()
+		m := before &^ usr1
+		r, e := sys(unix.SYS_EPOLL_PWAIT, uintptr(ep), ptr(&ev[0]), 4, uintptr(Long/time.Millisecond), ptr(&m), 8)
+		after = threadMask()
+		return r, e
+	})
+	b.kill(unix.SIGUSR1)
+	r, ok := b.wait(Long + Long/2)
+	switch {
+	case !ok:
+		t.Errorf("epoll_pwait: still waiting")
+		<-b.done
+	case r.err != unix.EINTR || r.el > Long/2:
+		t.Errorf("epoll_pwait: %s after %v, want EINTR", errName(r.err), r.el)
+	case after != before || before&usr1 == 0:
+		t.Errorf("epoll_pwait: mask %#x after, %#x before", after, before)
+	}
+	if !handled(ch) {
+		t.Errorf("epoll_pwait: the handler did not run")
 	}
 }
 
