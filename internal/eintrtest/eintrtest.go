@@ -292,6 +292,8 @@ var Cases = []Case{
 	{"unix/write/partial", sockWritePartial},
 	{"unix/accept/restart", func(t TB) { unixAccept(t, true) }},
 	{"unix/accept/nointr", func(t TB) { unixAccept(t, false) }},
+	{"unix/connect/restart", func(t TB) { unixConnect(t, true) }},
+	{"unix/connect/nointr", func(t TB) { unixConnect(t, false) }},
 	{"inet/accept/nointr", inetAccept},
 	{"ignored", ignored},
 	{"masked", masked},
@@ -651,6 +653,58 @@ func unixAccept(t TB, restart bool) {
 	}
 	if c >= 0 {
 		unix.Close(c)
+	}
+}
+
+// connect to a unix listener whose queue is full (backlog 0, one
+// connection queued): made again under SA_RESTART — it connects once the
+// queue has room — else EINTR.
+func unixConnect(t TB, restart bool) {
+	l, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Errorf("socket: %v", err)
+		return
+	}
+	defer unix.Close(l)
+	sa := &unix.SockaddrUnix{Name: "@eintrtest-connect"}
+	if err := unix.Bind(l, sa); err != nil {
+		t.Errorf("bind: %v", err)
+		return
+	}
+	if err := unix.Listen(l, 0); err != nil {
+		t.Errorf("listen: %v", err)
+		return
+	}
+	var fds []int
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for i := 0; i < 2; i++ {
+		c, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+		fds = append(fds, c)
+		if err := unix.Connect(c, sa); err == unix.EAGAIN {
+			break // the queue is full
+		} else if err != nil || i == 1 {
+			t.Errorf("connect %d: %v, want EAGAIN once the queue is full", i, err)
+			return
+		}
+	}
+	c, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fds = append(fds, c)
+	rsa := [2 + 18]byte{unix.AF_UNIX, 0, 0}
+	copy(rsa[3:], "eintrtest-connect")
+	conn := func() (uintptr, syscall.Errno) { return sys(unix.SYS_CONNECT, uintptr(c), ptr(&rsa[0]), 2+1+17) }
+	accept := func() {
+		if a, _, err := unix.Accept4(l, unix.SOCK_CLOEXEC); err == nil {
+			fds = append(fds, a)
+		}
+	}
+	if restart {
+		expectRestart(t, "connect", unix.SIGUSR1, conn, accept, success)
+	} else {
+		expectEINTR(t, "connect, no SA_RESTART", unix.SIGUSR1, false, conn, accept)
 	}
 }
 
