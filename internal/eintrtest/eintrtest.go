@@ -297,6 +297,8 @@ var Cases = []Case{
 	{"inet/accept/nointr", inetAccept},
 	{"ignored", ignored},
 	{"masked", masked},
+	{"nohandler/nanosleep", func(t TB) { noHandler(t, false) }},
+	{"nohandler/futex", func(t TB) { noHandler(t, true) }},
 	{"rt_sigtimedwait/taken", sigtimedwaitTaken},
 	{"rt_sigtimedwait/timeout", sigtimedwaitTimeout},
 	{"rt_sigtimedwait/nointr", sigtimedwaitEINTR},
@@ -775,6 +777,51 @@ func masked(t TB) {
 	if !handled(ch) {
 		t.Errorf("blocked SIGUSR1: not handled once unblocked")
 	}
+}
+
+// noHandler: a signal interrupts a sleep (nanosleep, or a futex wait with
+// a timeout), and its action becomes SIG_IGN before the thread delivers
+// it, which discards it. With no handler run, the wait goes on to its
+// first deadline (restart_syscall): 0 or ETIMEDOUT, never early. If the
+// thread delivered the signal first, its handler ran and the call says
+// EINTR. Both are Linux's; which one a run takes is a race (on one CPU
+// yolk's sender keeps its CPU, and the restart is what happens).
+func noHandler(t TB, futex bool) {
+	const d = 3 * settle
+	_, restore := handle(unix.SIGUSR1, true)
+	defer restore()
+	var word uint32
+	ts := unix.NsecToTimespec(int64(d))
+	call := func() (uintptr, syscall.Errno) { return sys(unix.SYS_NANOSLEEP, ptr(&ts), 0) }
+	end := syscall.Errno(0)
+	if futex {
+		call = func() (uintptr, syscall.Errno) { return sys(unix.SYS_FUTEX, ptr(&word), futexWaitPrivate, 0, ptr(&ts)) }
+		end = unix.ETIMEDOUT
+	}
+	var act sigaction
+	rtSigaction(unix.SIGUSR1, nil, &act)
+	ign := sigaction{handler: 1, flags: act.flags, restorer: act.restorer}
+	restarts := 0
+	for i := 0; i < 3; i++ {
+		b := block(nil, call)
+		b.kill(unix.SIGUSR1)
+		rtSigaction(unix.SIGUSR1, &ign, nil)
+		r, ok := b.wait(Long)
+		rtSigaction(unix.SIGUSR1, &act, nil)
+		switch {
+		case !ok:
+			t.Errorf("no handler: a %v sleep still blocked after %v", d, Long)
+			<-b.done
+		case r.err == unix.EINTR:
+		case r.err != end:
+			t.Errorf("no handler: %s after %v, want %s or EINTR", errName(r.err), r.el, errName(end))
+		case r.el < d-settle/2:
+			t.Errorf("no handler: %s after %v, before the %v deadline", errName(r.err), r.el, d)
+		default:
+			restarts++
+		}
+	}
+	t.Logf("no handler (futex %v): %d of 3 went on to the deadline, the others EINTR", futex, restarts)
 }
 
 // sigset is a mask of the given signals.
