@@ -14,9 +14,10 @@ import (
 )
 
 // TestForceSigBlocked: a fault whose signal the thread blocks ends the
-// process with 128+SIGSEGV, as Linux's force_sig (run first on the host:
-// the reference), instead of entering the Go handler again (the old
-// behaviour: a Go panic, status 2).
+// process with 128+SIGSEGV, as Linux's force_sig (each way is run first on
+// the host: the reference), instead of entering the Go handler again (the
+// old behaviour: a Go panic, status 2, and for the bad rt_sigreturn frame
+// a nested fault in the handler, status 4).
 func TestForceSigBlocked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and boots an image")
@@ -28,23 +29,26 @@ func TestForceSigBlocked(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", host, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	out, err := exec.Command(host).CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGSEGV {
-		t.Fatalf("on the host: %v, want death by SIGSEGV\n%s", err, out)
-	}
 	img := filepath.Join(dir, "forcesig.elf")
 	var buildLog bytes.Buffer
 	if _, err := image.Build(t.Context(), pkg, image.Options{Output: img, Stderr: &buildLog}); err != nil {
 		t.Fatalf("build: %v\n%s", err, buildLog.String())
 	}
-	var serial bytes.Buffer
-	res, err := Run(t.Context(), Config{Image: img, Machine: "microvm", Timeout: 2 * time.Minute, Stdout: &serial, Stderr: &serial})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.ExitCode != 128+int(syscall.SIGSEGV) || !strings.Contains(serial.String(), "yolk: killed by signal 11") ||
-		strings.Contains(serial.String(), "still running") {
-		t.Errorf("exit %d, want 139 and \"killed by signal 11\":\n%s", res.ExitCode, serial.String())
+	for _, args := range [][]string{nil, {"sigreturn"}} {
+		out, err := exec.Command(host, args...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGSEGV {
+			t.Errorf("forcesig %q on the host: %v, want death by SIGSEGV\n%s", args, err, out)
+			continue
+		}
+		var serial bytes.Buffer
+		res, err := Run(t.Context(), Config{Image: img, Args: args, Machine: "microvm", Timeout: 2 * time.Minute, Stdout: &serial, Stderr: &serial})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 128+int(syscall.SIGSEGV) || !strings.Contains(serial.String(), "yolk: killed by signal 11") ||
+			strings.Contains(serial.String(), "still running") {
+			t.Errorf("forcesig %q: exit %d, want 139 and \"killed by signal 11\":\n%s", args, res.ExitCode, serial.String())
+		}
 	}
 }

@@ -1,9 +1,14 @@
-// Command forcesig faults (a nil dereference) on a thread that blocks
-// SIGSEGV. A fault's signal is delivered whatever the mask, and Linux's
-// force_sig, finding it blocked, resets the action to the default: the
-// process dies of SIGSEGV (status 139) instead of entering Go's handler —
-// as it would for a fault inside a handler, which runs with every signal
-// blocked. TestForceSigBlocked runs it on the host and on yolk.
+// Command forcesig ends with a fault whose signal is blocked, which
+// Linux's force_sig turns into death by SIGSEGV (status 139): a fault's
+// signal is delivered whatever the mask, and when it is blocked the action
+// is reset to the default. Two ways there, as TestForceSigBlocked runs
+// them on the host and on yolk:
+//
+//	forcesig            a nil dereference on a thread that blocks SIGSEGV
+//	forcesig sigreturn  rt_sigreturn with SP 0x10: the bad frame's SIGSEGV
+//	                    enters Go's handler, which, unable to use that
+//	                    stack, faults inside itself with every signal
+//	                    blocked (yolk used to enter the handler again)
 package main
 
 import (
@@ -16,7 +21,16 @@ import (
 
 var p *int
 
+// badSigreturn calls rt_sigreturn with SP 0x10.
+func badSigreturn()
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sigreturn" {
+		fmt.Println("forcesig: rt_sigreturn with SP 0x10")
+		badSigreturn()
+		fmt.Println("forcesig: still running")
+		return
+	}
 	runtime.LockOSThread()
 	var set unix.Sigset_t
 	set.Val[0] = 1 << (unix.SIGSEGV - 1)
