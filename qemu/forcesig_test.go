@@ -16,8 +16,8 @@ import (
 // TestForceSigBlocked: a fault whose signal the thread blocks ends the
 // process with 128+SIGSEGV, as Linux's force_sig (each way is run first on
 // the host: the reference), instead of entering the Go handler again (the
-// old behaviour: a Go panic, status 2, and for the bad rt_sigreturn frame
-// a nested fault in the handler, status 4).
+// old behaviour: a Go panic, or for the bad rt_sigreturn frame faults
+// nested in the handler, status 2 or 4).
 func TestForceSigBlocked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and boots an image")
