@@ -41,7 +41,7 @@ const Long = 4 * time.Second
 
 // settle is how long a case lets its thread enter the blocking call
 // before it sends the signal.
-const settle = 100 * time.Millisecond
+const settle = 50 * time.Millisecond
 
 const saRestart = 0x10000000
 
