@@ -129,6 +129,8 @@ func consoleRead(p, n uintptr) (uintptr, abi.Errno) {
 			return 0, 0
 		}
 		atomic.AddUint64(&conIn.waits, 1)
-		sched.Block(&conIn.wq, 0, uintptr(unsafe.Pointer(&conIn.seq)), seq, 0)
+		if blockIntr(&conIn.wq, 0, uintptr(unsafe.Pointer(&conIn.seq)), seq, 0) == sched.WakeSignal {
+			return 0, errRestartSys // as Linux's n_tty_read
+		}
 	}
 }

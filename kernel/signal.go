@@ -23,11 +23,14 @@ import (
 // thread next returns to application code: at the end of a system call, or
 // when an interrupt took it from application code (trapCommon then moves
 // the interrupted frame to the task's kernel stack: preemptUser). A signal
-// sent to a thread running on another CPU interrupts that CPU. Blocked
-// system calls are not interrupted (no EINTR): the signal waits for the
-// call to end. A fault without a handler is reported and stops the
-// machine; an asynchronous signal without one takes its default action:
-// ignored, or the machine stops with status 128+signal.
+// sent to a thread running on another CPU interrupts that CPU, and one
+// sent to a thread blocked in a system call ends its wait: the call gives
+// EINTR or is made again, by Linux's restart rules (restart.go). A fault
+// without a handler is reported and stops the machine, and one whose
+// signal the thread blocks (a fault in its own handler) ends it with
+// 128+signal, as Linux's force_sig; an asynchronous signal without a
+// handler takes its default action: ignored (dropped when sent), or the
+// machine stops with status 128+signal. Kernel context: no allocation.
 const (
 	saSiginfo  = 0x4
 	saOnstack  = 0x08000000
@@ -94,6 +97,13 @@ var (
 	sigPending [sched.MaxTasks]uint64
 	sigByKill  [sched.MaxTasks]uint64
 
+	// The mask a call that waits with a mask of its own (rt_sigsuspend,
+	// epoll_pwait) replaced, to be put back on its way out — in the
+	// frame of the handler it delivers, or at once (Linux's
+	// set_restore_sigmask); only the task itself uses its slot.
+	sigSaved   [sched.MaxTasks]uint64
+	sigRestore [sched.MaxTasks]bool
+
 	sigDelivered uint64 // atomic: asynchronous signals delivered
 )
 
@@ -106,24 +116,42 @@ func sigBit(sig int) uint64 { return 1 << uint(sig-1) }
 func sigInit(t, parent *sched.Task) {
 	i := t.Index()
 	sigMask[i] = sigMask[parent.Index()]
+	sigRestore[i] = false
+	restartBlocks[i] = restartBlock{}
 	atomic.StoreUint64(&sigPending[i], 0)
 	atomic.StoreUint64(&sigByKill[i], 0)
 	altStacks[i] = altStack{}
 }
 
-// sendSignal makes sig pending for t and, if t runs application code on
-// another CPU, interrupts that CPU so that it delivers the signal now.
+// sendSignal makes sig pending for t, ends t's wait if t is blocked
+// interruptibly in a system call (blockIntr), and, if t runs application
+// code on another CPU, interrupts that CPU so that it delivers the signal
+// now. A signal the program ignores and t does not block is dropped, as
+// Linux's sig_ignored: it neither stays pending nor interrupts anything.
 func sendSignal(t *sched.Task, sig int, byKill bool) {
 	i := t.Index()
+	if sigMask[i]&sigBit(sig) == 0 && sigIgnored(sig) {
+		return
+	}
 	if byKill {
 		atomic.OrUint64(&sigByKill[i], sigBit(sig))
 	} else {
 		atomic.AndUint64(&sigByKill[i], ^sigBit(sig))
 	}
 	atomic.OrUint64(&sigPending[i], sigBit(sig))
+	t.Interrupt()
 	if cpu := t.RunningOn(); cpu >= 0 && cpu != sched.This().ID {
 		signalIPI(cpu)
 	}
+}
+
+// sigIgnored reports whether the program's action for sig ignores it:
+// SIG_IGN, or SIG_DFL for a signal whose default is to do nothing.
+func sigIgnored(sig int) bool {
+	sigLock.Lock()
+	h := sigActs[sig].handler
+	sigLock.Unlock()
+	return h == sigIgn || h == sigDfl && defaultIgnored&sigBit(sig) != 0
 }
 
 // signalPending reports whether t has a pending signal it does not block.
@@ -145,12 +173,77 @@ const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWI
 // Signals that are ignored are dropped; one whose default action ends the
 // process stops the machine with status 128+sig. It reports whether it
 // made a frame.
-func deliverSignal(r *Regs, fx uintptr) bool {
+//
+// c, if not nil, is the system call the task leaves with a restart code
+// (restart.go): its result is fixed for the handler about to run before the
+// frame saves the context.
+func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 	i := sched.Current().Index()
 	for {
-		p := atomic.LoadUint64(&sigPending[i]) &^ sigMask[i]
-		if p == 0 {
+		sig, code := takeSignal(i, ^sigMask[i])
+		if sig == 0 {
 			return false
+		}
+		sigLock.Lock()
+		act := sigActs[sig]
+		sigLock.Unlock()
+		switch h := act.handler; {
+		case h == sigIgn, h == sigDfl && defaultIgnored&sigBit(sig) != 0:
+			continue
+		case h == sigDfl:
+			killedBy(sig)
+		}
+		if c != nil {
+			c.apply(r, true, act.flags)
+		}
+		// si_pid 1, si_uid 0: the sender is this process.
+		if signalUser(r, fx, sig, code, 1) {
+			atomic.AddUint64(&sigDelivered, 1)
+			return true
+		}
+		killedBy(sig) // no usable handler or stack
+	}
+}
+
+// setTempMask gives the current task the mask m until its system call
+// ends (restoreMask), as the calls that wait with a mask of their own.
+func setTempMask(m uint64) {
+	i := sched.Current().Index()
+	sigSaved[i], sigRestore[i] = sigMask[i], true
+	sigMask[i] = m &^ unblockable
+}
+
+// frameMask is the mask a signal frame saves for rt_sigreturn to restore:
+// the task's, or the one its call replaced (which then needs no other
+// restoring).
+func frameMask() uint64 {
+	i := sched.Current().Index()
+	if sigRestore[i] {
+		sigRestore[i] = false
+		return sigSaved[i]
+	}
+	return sigMask[i]
+}
+
+// restoreMask puts back the mask the current task's call replaced, if it
+// did, and reports whether it did.
+func restoreMask() bool {
+	i := sched.Current().Index()
+	if !sigRestore[i] {
+		return false
+	}
+	sigRestore[i] = false
+	sigMask[i] = sigSaved[i]
+	return true
+}
+
+// takeSignal takes the lowest pending signal of want off task slot i's
+// pending set: its number and si_code, or 0.
+func takeSignal(i int, want uint64) (int, int32) {
+	for {
+		p := atomic.LoadUint64(&sigPending[i]) & want
+		if p == 0 {
+			return 0, 0
 		}
 		sig := bits.TrailingZeros64(p) + 1
 		if atomic.AndUint64(&sigPending[i], ^sigBit(sig))&sigBit(sig) == 0 {
@@ -160,21 +253,7 @@ func deliverSignal(r *Regs, fx uintptr) bool {
 		if atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0 {
 			code = siUser
 		}
-		sigLock.Lock()
-		h := sigActs[sig].handler
-		sigLock.Unlock()
-		switch {
-		case h == sigIgn, h == sigDfl && defaultIgnored&sigBit(sig) != 0:
-			continue
-		case h == sigDfl:
-			killedBy(sig)
-		}
-		// si_pid 1, si_uid 0: the sender is this process.
-		if signalUser(r, fx, sig, code, 1) {
-			atomic.AddUint64(&sigDelivered, 1)
-			return true
-		}
-		killedBy(sig) // no usable handler or stack
+		return sig, code
 	}
 }
 
@@ -201,6 +280,14 @@ func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top 
 	if inKernel(r) {
 		return act, as, 0, false
 	}
+	if sigMask[sched.Current().Index()]&sigBit(sig) != 0 {
+		// Only a fault's signal (delivered whatever the mask) can be
+		// blocked here: one raised inside its own handler, or with the
+		// program blocking it. As Linux's force_sig, which resets the
+		// action to the default: the process ends (128+sig) instead of
+		// entering the handler again.
+		killedBy(sig)
+	}
 	sigLock.Lock()
 	act = sigActs[sig]
 	sigLock.Unlock()
@@ -226,12 +313,12 @@ func forceSegv(r *Regs) {
 	}
 }
 
-// deliverAtExit delivers a pending signal on the way out of a system call;
-// the FP/SSE state for its frame is the one saved at fp or, if fp is 0,
-// the live one.
-func deliverAtExit(r *Regs, fp uintptr) bool {
+// deliverAtExit delivers a pending signal on the way out of a system call
+// (c: the call, if it was interrupted); the FP/SSE state for its frame is
+// the one saved at fp or, if fp is 0, the live one.
+func deliverAtExit(r *Regs, fp uintptr, c *sysCall) bool {
 	var buf [fpStateSize + 16]byte
-	return deliverSignal(r, exitFP(&buf, fp))
+	return deliverSignal(r, exitFP(&buf, fp), c)
 }
 
 // exitFP puts the FP/SSE state for a signal frame made on the way out of a

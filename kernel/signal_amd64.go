@@ -59,7 +59,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	}
 	f.put64(frame, act.restorer)
 	m := &sigMask[sched.Current().Index()]
-	f.put64(uc+ucSigmask, *m)
+	f.put64(uc+ucSigmask, frameMask())
 	if !f.out(end - frame) {
 		return false
 	}
@@ -88,7 +88,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 	}
 	// The next signal's frame may go where the one just returned
 	// from was: its FP/SSE state (at r.Error) is copied aside first.
-	if signalPending(t) && deliverAtExit(r, uintptr(r.Error)) {
+	if signalPending(t) && deliverAtExit(r, uintptr(r.Error), nil) {
 		r.Error = 0 // the handler's frame holds the state
 	}
 	userSync()

@@ -74,7 +74,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 		f.put64(fp+16+i, *at[uint64](fx + i))
 	}
 	m := &sigMask[sched.Current().Index()]
-	f.put64(uc+ucSigmask, *m)
+	f.put64(uc+ucSigmask, frameMask())
 	// The rest of the reserved area is zero; the frame record above.
 	if !f.out(end-frame) || mm.ZeroUser(end, rec-end) != 0 || mm.Put(rec, [2]uint64{r.X[29], r.X[30]}) != 0 {
 		return false
@@ -125,7 +125,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 	}
 	sigMask[t.Index()] = f.get64(uc+ucSigmask) &^ unblockable
 	if signalPending(t) {
-		deliverSignal(r, fpState(r))
+		deliverSignal(r, fpState(r), nil)
 	}
 	userSync()
 }

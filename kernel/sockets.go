@@ -92,13 +92,25 @@ func peerAddr(sa []byte) (net.Addr, abi.Errno) {
 	return net.Addr{Path: true, ID: id}, abi.Errno(e)
 }
 
-// sockBlock waits for w (until deadline, 0 for none); false if the
-// deadline passed or there is nothing to wait for.
-func sockBlock(w net.Wait, deadline int64) bool {
+// sockBlock waits for w (until deadline, 0 for none): 0 when woken (try
+// again), EAGAIN if the deadline passed or there is nothing to wait for,
+// and, interrupted by a signal, Linux's sock_intr_errno: EINTR for a call
+// with a timeout (SO_RCVTIMEO, SO_SNDTIMEO), else errRestartSys (made
+// again under SA_RESTART).
+func sockBlock(w net.Wait, deadline int64) abi.Errno {
 	if w.Addr == 0 {
-		return false
+		return abi.EAGAIN
 	}
-	return !sched.Block(&sockWQ[w.Sock], 0, w.Addr, w.Val, deadline)
+	switch blockIntr(&sockWQ[w.Sock], 0, w.Addr, w.Val, deadline) {
+	case sched.WakeTimeout:
+		return abi.EAGAIN
+	case sched.WakeSignal:
+		if deadline != 0 {
+			return abi.EINTR
+		}
+		return errRestartSys
+	}
+	return 0
 }
 
 // sockDeadline is when a blocking call on s gives up (SO_RCVTIMEO,
@@ -146,11 +158,20 @@ func sockSend(s int, v *net.Iov, flags int, to *net.Addr, ctl *net.Ctl) (uintptr
 		if e == 0 && (!stream || done >= v.Len) {
 			return uintptr(done), 0
 		}
-		if e == 0 || e == unix.EAGAIN && !nb && sockBlock(w, deadline) {
+		if e == 0 {
 			continue
 		}
+		var be abi.Errno
+		if e == unix.EAGAIN && !nb {
+			if be = sockBlock(w, deadline); be == 0 {
+				continue
+			}
+		}
 		if done > 0 {
-			return uintptr(done), 0
+			return uintptr(done), 0 // a signal too: what was sent
+		}
+		if be != 0 && be != abi.EAGAIN {
+			return 0, be
 		}
 		if e == unix.EPIPE && (!stream || flags&unix.MSG_NOSIGNAL != 0) {
 			return 0, epipeQuiet
@@ -186,8 +207,11 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 			done += m.N
 			continue
 		}
-		if e == unix.EAGAIN && !nb && sockBlock(w, deadline) {
-			continue
+		var be abi.Errno
+		if e == unix.EAGAIN && !nb {
+			if be = sockBlock(w, deadline); be == 0 {
+				continue
+			}
 		}
 		if done > 0 {
 			m.N += done
@@ -195,6 +219,9 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 				m.Cred = cred
 			}
 			return 0
+		}
+		if be != 0 && be != abi.EAGAIN {
+			return be
 		}
 		return abi.Errno(e)
 	}

@@ -205,6 +205,22 @@ func pollWatch(w *watch) (uint32, bool) {
 // epollBatch is the most events one epoll_wait returns.
 const epollBatch = 128
 
+// sysEpollPwait is epoll_pwait: epoll_wait with the signal mask at
+// sigmask (if not 0) while it waits, as one atomic step.
+func sysEpollPwait(epfd int, events uintptr, max, timeoutMS int, sigmask, size uintptr) (uintptr, abi.Errno) {
+	if sigmask != 0 {
+		if size != 8 {
+			return 0, abi.EINVAL
+		}
+		m, e := mm.Get[uint64](sigmask)
+		if e != 0 {
+			return 0, e
+		}
+		setTempMask(m)
+	}
+	return sysEpollWait(epfd, events, max, timeoutMS)
+}
+
 // sysEpollWait fills struct epoll_event records of epollEventSize bytes,
 // the data at epollDataOff (amd64: packed, 12 and 4; arm64: 16 and 8).
 func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Errno) {
@@ -259,6 +275,8 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 			}
 			return uintptr(n), 0
 		}
-		sched.Block(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline)
+		if blockIntr(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline) == sched.WakeSignal {
+			return 0, abi.EINTR // never made again, whatever SA_RESTART says (Linux's ep_poll)
+		}
 	}
 }

@@ -20,13 +20,17 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno
 	if fe != 0 {
 		return 0, abi.Errno(fe)
 	}
-	// A FIFO opened blocking waits for its other end, as Linux.
+	// A FIFO opened blocking waits for its other end, or a signal
+	// (made again under SA_RESTART), as Linux.
 	for {
 		pipe, addr, val, wait := vfs.OpenWait(h)
 		if !wait {
 			break
 		}
-		sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
+		if blockIntr(&pipeWQ[pipe], 0, addr, val, 0) == sched.WakeSignal {
+			vfs.Close(h)
+			return 0, errRestartSys
+		}
 	}
 	return installFS(h)
 }

@@ -1,6 +1,10 @@
 package kernel
 
 import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
@@ -110,6 +114,14 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 		sigActs[sig] = a
 	}
 	sigLock.Unlock()
+	if act != 0 && sigIgnored(sig) {
+		// POSIX, and Linux: a pending signal whose action becomes to
+		// ignore it is discarded (even where blocked), so that it cannot
+		// end a later wait (blockIntr).
+		for i := range sigPending {
+			atomic.AndUint64(&sigPending[i], ^sigBit(sig))
+		}
+	}
 	if oact != 0 {
 		return mm.Put(oact, old)
 	}
@@ -153,4 +165,72 @@ type stackT struct {
 	flags int32
 	_     int32
 	size  uintptr
+}
+
+// sysRtSigsuspend waits, with the signal mask at set, until a signal is
+// delivered; the handler's frame holds the mask from before, which its
+// return restores. Always EINTR once a handler runs (ERESTARTNOHAND).
+func sysRtSigsuspend(set, size uintptr) abi.Errno {
+	if size != 8 {
+		return abi.EINVAL
+	}
+	m, e := mm.Get[uint64](set)
+	if e != 0 {
+		return e
+	}
+	setTempMask(m)
+	for blockIntr(nil, 0, 0, 0, 0) != sched.WakeSignal {
+	}
+	return errRestartNoHand
+}
+
+// sysRtSigtimedwait takes the lowest pending signal of set (blocked, as a
+// rule) off t's pending set and returns its number, with its siginfo at
+// info; none pending, it waits for one until the relative timeout (none
+// if 0), then EAGAIN. A signal outside set that will be delivered ends
+// the wait with EINTR. As Linux, SIGKILL and SIGSTOP cannot be waited for.
+func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr, abi.Errno) {
+	if size != 8 {
+		return 0, abi.EINVAL
+	}
+	want, e := mm.Get[uint64](set)
+	if e != 0 {
+		return 0, e
+	}
+	if info != 0 && !mm.UserW(info, sigInfoSize) {
+		return 0, abi.EFAULT
+	}
+	want &^= unblockable
+	var deadline int64
+	if timeout != 0 {
+		d, e := readTimespec(timeout)
+		if e != 0 {
+			return 0, e
+		}
+		deadline = nanotime() + d
+	}
+	i := t.Index()
+	woken := sched.WakeUp
+	for {
+		if sig, code := takeSignal(i, want); sig != 0 {
+			if info != 0 {
+				var si [sigInfoSize]byte
+				binary.LittleEndian.PutUint32(si[0:], uint32(sig))
+				binary.LittleEndian.PutUint32(si[8:], uint32(code))
+				binary.LittleEndian.PutUint32(si[16:], 1) // si_pid: this process
+				if mm.CopyOut(info, si[:]) != 0 {
+					return 0, abi.EFAULT
+				}
+			}
+			return uintptr(sig), 0
+		}
+		switch {
+		case woken == sched.WakeSignal:
+			return 0, abi.EINTR
+		case woken == sched.WakeTimeout, timeout != 0 && nanotime() >= deadline:
+			return 0, abi.EAGAIN
+		}
+		// The signals of set end the wait as unblocked ones do.
+		woken = sched.BlockIntr(nil, 0, 0, 0, deadline, uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i]&^want)
+	}
 }

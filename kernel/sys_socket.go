@@ -143,8 +143,12 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 	deadline := sockDeadline(s, false)
 	for {
 		c, w, ne := sockets.Accept(s)
-		if ne == unix.EAGAIN && !nb && sockBlock(w, deadline) {
-			continue
+		if ne == unix.EAGAIN && !nb {
+			if be := sockBlock(w, deadline); be == 0 {
+				continue
+			} else if be != abi.EAGAIN {
+				return 0, be
+			}
 		}
 		if ne != 0 {
 			return 0, abi.Errno(ne)
@@ -194,10 +198,13 @@ func sysConnect(fd int, p, n uintptr) abi.Errno {
 	for {
 		w, ne := sockets.Connect(s, ap)
 		if ne == unix.EAGAIN && !nb {
-			if sockBlock(w, deadline) {
+			be := sockBlock(w, deadline)
+			switch {
+			case be == 0:
 				continue
-			}
-			if deadline != 0 {
+			case be != abi.EAGAIN:
+				return be
+			case deadline != 0:
 				return abi.Errno(unix.EINPROGRESS) // SO_SNDTIMEO ran out, as Linux says it
 			}
 		}

@@ -29,13 +29,68 @@ func writeTimespec(p uintptr, ns int64) abi.Errno {
 	return mm.Put(p, timespec{ns / 1e9, ns % 1e9})
 }
 
-func sysNanosleep(req uintptr) abi.Errno {
+func sysNanosleep(req, rem uintptr) abi.Errno {
 	d, err := readTimespec(req)
 	if err != 0 {
 		return err
 	}
-	if d > 0 {
-		sched.Block(nil, 0, 0, 0, nanotime()+d)
+	if d == 0 {
+		return 0
+	}
+	return sleepUntil(nanotime()+d, rem)
+}
+
+// sleepUntil sleeps until the monotonic time deadline. Interrupted by a
+// signal, it writes the time left to rem (0: nowhere) and asks for
+// restart_syscall (errRestartBlock), as Linux's do_nanosleep: EINTR if a
+// handler runs, else the sleep goes on to the same deadline.
+func sleepUntil(deadline int64, rem uintptr) abi.Errno {
+	if blockIntr(nil, 0, 0, 0, deadline) != sched.WakeSignal {
+		return 0
+	}
+	left := deadline - nanotime()
+	if left <= 0 {
+		return 0
+	}
+	if rem != 0 {
+		if e := writeTimespec(rem, left); e != 0 {
+			return e
+		}
+	}
+	restartBlocks[sched.Current().Index()] = restartBlock{fn: restartSleep, deadline: deadline, addr: rem}
+	return errRestartBlock
+}
+
+// sysClockNanosleep sleeps on clock, for a relative time or (flags
+// TIMER_ABSTIME) until an absolute one. An absolute sleep interrupted by
+// a signal writes nothing to rem and is made again from the start if no
+// handler runs (Linux's ERESTARTNOHAND): its end does not move.
+func sysClockNanosleep(clock, flags int, req, rem uintptr) abi.Errno {
+	switch clock {
+	case unix.CLOCK_REALTIME, unix.CLOCK_TAI, unix.CLOCK_MONOTONIC, unix.CLOCK_BOOTTIME:
+	default:
+		return abi.EINVAL
+	}
+	d, err := readTimespec(req)
+	if err != 0 {
+		return err
+	}
+	if flags&unix.TIMER_ABSTIME == 0 {
+		if d == 0 {
+			return 0
+		}
+		return sleepUntil(nanotime()+d, rem)
+	}
+	now := nanotime()
+	deadline := d + now - monotonic()
+	if clock == unix.CLOCK_REALTIME || clock == unix.CLOCK_TAI {
+		deadline = d + now - walltime()
+	}
+	if deadline <= now {
+		return 0
+	}
+	if blockIntr(nil, 0, 0, 0, deadline) == sched.WakeSignal && nanotime() < deadline {
+		return errRestartNoHand
 	}
 	return 0
 }

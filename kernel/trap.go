@@ -22,7 +22,7 @@ func preemptUser(r *Regs) {
 		p.userTimer = false
 		sched.Preempt(p.timerWoke)
 	}
-	deliverSignal(r, fpState(r))
+	deliverSignal(r, fpState(r), nil)
 	userSync()
 }
 

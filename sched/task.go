@@ -54,7 +54,9 @@ type Task struct {
 	key      uintptr // wake-up key (e.g. futex address)
 	condAddr uintptr // block only while *condAddr == condVal
 	condVal  uint32
-	timedOut bool
+	woken    Woken   // why the last wait ended
+	intrAddr uintptr // interruptible wait: ends once *intrAddr&^intrMask != 0 (0: not interruptible)
+	intrMask uint64
 	deadline int64   // ns; 0 = none
 	mx       uintptr // *Mutex being waited for
 	mxHanded bool    // the mutex was handed over by an Unlock
@@ -129,7 +131,7 @@ func Alloc() *Task {
 			t.UserFS = 0
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
-			t.timedOut = false
+			t.woken, t.intrAddr = WakeUp, 0
 			return t
 		}
 	}

@@ -96,6 +96,9 @@ var tests = []test{
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
 
+	// eintr.go
+	{"TestEINTR", testEINTR},
+
 	// resolver.go
 	{"TestEtcFiles", testEtcFiles},
 	{"TestDNSLocal", testDNSLocal},
