@@ -141,15 +141,37 @@ func TestParseTestArgs(t *testing.T) {
 		t.Errorf("config %+v", c)
 	}
 
+	// go test's other flags: to the test binary, to the build, yolk test's own.
+	f, err := parseTestArgs([]string{"-benchmem", "-failfast", "-list", "^T", "-parallel=3", "-shuffle", "42", "-fullpath",
+		"-tags", "a,b", "-ldflags=-s", "-gcflags", "all=-N", "-trimpath", "-cover", "-covermode=atomic", "-o", "out/",
+		"-c", "-json", "-v", "-vet=off", "-p", "3", "-memprofilerate=1", "./a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgs = []string{"-test.benchmem=true", "-test.failfast=true", "-test.list=^T", "-test.parallel=3", "-test.shuffle=42",
+		"-test.fullpath=true", "-test.memprofilerate=1", "-test.v=test2json", "-test.paniconexit0", "-test.timeout=10m0s"}
+	wantBuild := []string{"-tags=a,b", "-gcflags=all=-N", "-trimpath=true", "-cover=true", "-covermode=atomic"}
+	if !slices.Equal(f.testArgs, wantArgs) || !slices.Equal(f.buildFlags, wantBuild) || f.ldflags != "-s" || f.tags != "a,b" ||
+		!f.compile || !f.json || !f.list || !f.failfast || !f.cover || !f.vetOff || f.procs != 3 || f.output != "out/" {
+		t.Errorf("config %+v\nwant test args %q, build flags %q", f, wantArgs, wantBuild)
+	}
+	if v, off, err := parseVet("printf,atomic"); err != nil || off || !slices.Equal(v, []string{"-printf", "-atomic"}) {
+		t.Errorf("-vet=printf,atomic: %q %v %v", v, off, err)
+	}
+	if v, off, err := parseVet("all"); err != nil || off || v != nil {
+		t.Errorf("-vet=all: %q %v %v", v, off, err)
+	}
+
 	d, err := parseTestArgs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.testArgs, []string{"-test.paniconexit0", "-test.timeout=10m0s"}) || d.smp != 1 || d.accel != "auto" {
+	if !slices.Equal(d.testArgs, []string{"-test.paniconexit0", "-test.timeout=10m0s"}) || d.smp != 1 || d.accel != "auto" ||
+		!slices.Equal(d.vet, defaultVet) || d.vetOff || d.procs < 1 {
 		t.Errorf("defaults %+v", d)
 	}
 
-	for _, bad := range [][]string{{"-json"}, {"-run"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
+	for _, bad := range [][]string{{"-race"}, {"-fuzz", "F"}, {"-exec", "x"}, {"-cpuprofile", "c.out"}, {"-coverprofile=c.out"}, {"-nosuch"}, {"-run"}, {"-p", "0"}, {"-vet", "a=b"}, {"-compiler", "gccgo"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
 		if _, err := parseTestArgs(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
@@ -192,7 +214,10 @@ func TestTestUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"test", "-json", "./..."}, "flag provided but not defined: -json"},
+		{[]string{"test", "-nosuch", "./..."}, "flag provided but not defined: -nosuch"},
+		{[]string{"test", "-race", "./..."}, "-race is not supported: needs cgo"},
+		{[]string{"test", "-fuzz=Fuzz", "./..."}, "-fuzz is not supported: the fuzzing engine runs worker processes"},
+		{[]string{"test", "-cpuprofile", "cpu.out", "./..."}, "-cpuprofile is not supported: needs the host share"},
 		{[]string{"test", "-h"}, "usage: yolk test"},
 		{[]string{"test", "-smp", "65", "strings"}, "-smp 65: the kernel runs 1 to 64 CPUs"},
 	} {
@@ -249,7 +274,7 @@ func TestListPackagesArch(t *testing.T) {
 	t.Chdir(dir)
 	t.Setenv("GOWORK", "off")
 	for arch, want := range map[string]int{"arm64": 1, "amd64": 0} {
-		pkgs, err := listPackages(t.Context(), arch, []string{"."})
+		pkgs, err := listPackages(t.Context(), arch, nil, []string{"."})
 		if err != nil || len(pkgs) != 1 || pkgs[0].Error != nil || len(pkgs[0].TestGoFiles) != want {
 			t.Errorf("%s: %+v, %v; want %d test files", arch, pkgs, err, want)
 		}
