@@ -18,8 +18,8 @@ import (
 // docs in the README's table), so a module larger than this is cut, the
 // directories nearest the package kept.
 const (
-	archiveEntries = 2500
-	archiveBytes   = 32 << 20
+	archiveEntries = 2000
+	archiveBytes   = 24 << 20
 )
 
 // vcsDirs are skipped: a module's version-control metadata is not its
@@ -31,7 +31,8 @@ var vcsDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".bzr": t
 // standard package, $GOROOT/src, the std module) read-only at its own path
 // — the package's directory tree first, then directories by their distance
 // in the tree from the package (testdata directories first at each
-// distance), up to the archive's budget — and $GOROOT/lib. It returns a
+// distance, then the smaller ones), up to the archive's budget — and
+// $GOROOT/lib. It returns a
 // note saying what was left out, "" when nothing was.
 func writePackageTree(p listedPackage, goroot, name string) (string, error) {
 	t := qemu.NewTree()
@@ -117,7 +118,8 @@ type moduleDir struct {
 // moduleDirs lists the directories of the module at root (not nested
 // modules, not version-control metadata) in the order the archive takes
 // them: the package directory pkg's own tree by depth, then by distance
-// from pkg, testdata directories first, then by path.
+// from pkg; at each distance testdata directories first, then the smaller
+// ones (so that as many directories as fit are there), then by path.
 func moduleDirs(root, pkg string) ([]moduleDir, error) {
 	var dirs []moduleDir
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -169,6 +171,9 @@ func moduleDirs(root, pkg string) ([]moduleDir, error) {
 				return -1
 			}
 			return 1
+		}
+		if c := cmp.Compare(a.bytes, b.bytes); c != 0 {
+			return c
 		}
 		return cmp.Compare(a.path, b.path)
 	})
