@@ -184,36 +184,39 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 			failed = true
 		}
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if c.procs == 1 || len(pkgs) == 1 {
 		for i, p := range pkgs {
-			if ctx.Err() != nil {
+			if parent.Err() != nil {
 				return 130
 			}
 			if p.Error != nil {
 				continue
 			}
-			if code, ok := t.runPackage(ctx, i, p, stdout, stderr); code != 0 {
+			if code, o := t.runPackage(ctx, i, p, stdout, stderr); code != 0 {
 				return code
-			} else if !ok {
+			} else if o != passed {
 				failed = true
-				if c.failfast {
-					break // go test starts no other package after a failure
+				if o == testFailed && c.failfast {
+					break // go test starts no other package after a test binary failed
 				}
 			}
 		}
 	} else if t.parallel(ctx, cancel, pkgs, stdout, stderr) {
 		failed = true
 	}
-	if ctx.Err() != nil && !c.failfast {
+	if parent.Err() != nil {
 		return 130
 	}
 	if t.accelCode != 0 {
 		return t.accelCode
 	}
 	if failed {
-		fmt.Fprintln(stdout, "FAIL")
+		if !c.json { // go test -json ends with the events
+			fmt.Fprintln(stdout, "FAIL")
+		}
 		return 1
 	}
 	return 0
@@ -224,13 +227,13 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 func (t *tester) parallel(ctx context.Context, cancel func(), pkgs []listedPackage, stdout, stderr io.Writer) bool {
 	type result struct {
 		out, errb bytes.Buffer
-		ok        bool
+		o         outcome
 		done      chan struct{}
 	}
 	res := make([]*result, len(pkgs))
 	sem := make(chan struct{}, t.c.procs)
 	for i, p := range pkgs {
-		r := &result{ok: true, done: make(chan struct{})}
+		r := &result{done: make(chan struct{})}
 		res[i] = r
 		go func() {
 			defer close(r.done)
@@ -246,22 +249,23 @@ func (t *tester) parallel(ctx context.Context, cancel func(), pkgs []listedPacka
 			if ctx.Err() != nil {
 				return
 			}
-			_, r.ok = t.runPackage(ctx, i, p, &r.out, &r.errb)
+			_, r.o = t.runPackage(ctx, i, p, &r.out, &r.errb)
 		}()
 	}
-	failed := false
+	failed, stop := false, false
 	for _, r := range res {
 		<-r.done
-		if failed && t.c.failfast || t.accelCode != 0 {
+		if stop || t.accelCode != 0 {
 			continue
 		}
 		stderr.Write(r.errb.Bytes())
 		stdout.Write(r.out.Bytes())
-		if !r.ok {
+		if r.o != passed {
 			failed = true
-			if t.c.failfast {
-				cancel()
-			}
+		}
+		if r.o == testFailed && t.c.failfast {
+			stop = true
+			cancel()
 		}
 	}
 	return failed
@@ -298,10 +302,19 @@ func (t *tester) chooseAccel(ctx context.Context) error {
 	return t.accelErr
 }
 
+// outcome is how a package's test went.
+type outcome int
+
+const (
+	passed     outcome = iota
+	failed             // before its test binary ran: build, vet, setup
+	testFailed         // its test binary failed (what stops later packages under -failfast)
+)
+
 // runPackage vets, builds and boots package p's tests, writing what go
 // test writes for it to stdout and stderr. It returns a non-zero exit
-// status when yolk test cannot go on (no QEMU), and whether p passed.
-func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout, stderr io.Writer) (int, bool) {
+// status when yolk test cannot go on (no QEMU), and how p went.
+func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout, stderr io.Writer) (int, outcome) {
 	c := t.c
 	// With -json the test binary's output, and go test's lines about it,
 	// go through go tool test2json; a failed build's events are written
@@ -314,23 +327,23 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 	}
 	if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
 		fmt.Fprintf(out, "?   \t%s\t[no test files]\n", p.ImportPath)
-		return 0, true
+		return 0, passed
 	}
 	testID := fmt.Sprintf("%s [%s.test]", p.ImportPath, p.ImportPath)
-	buildFailed := func(log []byte) (int, bool) {
+	buildFailed := func(log []byte) (int, outcome) {
 		if c.json {
 			writeBuildEvents(stdout, testID, string(log))
 			writeFailEvents(stdout, p.ImportPath, "FAIL\t"+p.ImportPath+" [build failed]\n", testID)
-			return 0, false
+			return 0, failed
 		}
 		stderr.Write(log)
 		fmt.Fprintf(out, "FAIL\t%s [build failed]\n", p.ImportPath)
-		return 0, false
+		return 0, failed
 	}
 	img, err := c.imagePath(p.Name, t.many)
 	if err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
-		return 0, false
+		return 0, failed
 	}
 	keep := img != ""
 	if !keep {
@@ -349,34 +362,34 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 		stderr.Write(buildLog.Bytes())
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
-		return 0, false
+		return 0, failed
 	}
 	stderr.Write(buildLog.Bytes()) // -x, -work
 	// go test vets a package whose test binary built, before it runs it.
 	if !c.vetOff {
 		if log, err := vet(ctx, c, p); err != nil {
 			if ctx.Err() != nil {
-				return 0, false
+				return 0, failed
 			}
 			return buildFailed(log)
 		}
 	}
 	if c.compile {
-		return 0, true
+		return 0, passed
 	}
 	if !keep {
 		defer os.Remove(img)
 	}
 	if err := t.chooseAccel(ctx); err != nil {
 		fmt.Fprintf(stderr, "yolk: %v\n", err)
-		return t.accelCode, false
+		return t.accelCode, failed
 	}
 	initrd := filepath.Join(t.tmp, fmt.Sprintf("%d-%s.tar", i, p.Name))
 	note, err := writePackageTree(p, t.goroot, initrd)
 	if err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
-		return 0, false
+		return 0, failed
 	}
 	defer os.Remove(initrd)
 	if note != "" {
@@ -386,7 +399,10 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 	if t.goroot != "" {
 		env = append(env, "GOROOT="+t.goroot)
 	}
-	return 0, runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, t.stream || c.json, out)
+	if !runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, t.stream || c.json, out) {
+		return 0, testFailed
+	}
+	return 0, passed
 }
 
 // vet runs go vet with -vet's analyzers on p for the guest's GOOS and
@@ -458,7 +474,13 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string
 		if len(out.Bytes()) > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) && stream {
 			fmt.Fprintln(stdout) // go test's rule: the ok line starts a line
 		}
-		fmt.Fprintf(stdout, "ok  \t%s\t%s%s%s\n", pkg, elapsed, coverage(c, out.Bytes()), note)
+		cov := ""
+		if !c.bench && len(c.patterns) > 0 {
+			// go test's rule: the coverage goes on the ok line unless
+			// the output streamed (-bench, or no package named).
+			cov = coverage(c, out.Bytes())
+		}
+		fmt.Fprintf(stdout, "ok  \t%s\t%s%s%s\n", pkg, elapsed, cov, note)
 		return true
 	}
 	if !stream {
