@@ -33,7 +33,7 @@ Flags are go test's (the README has the table of what each does here):
   to the build: -a -asmflags -buildvcs -compiler gc -cover -covermode -coverpkg -gcflags
     -installsuffix -ldflags -mod -modcacherw -modfile -pgo -pkgdir -tags -toolexec
     -trimpath -work -x
-  yolk test's own: -c (write NAME.test, the bootable image, and do not boot it),
+  yolk test's own: -C dir (first: run there), -c (write NAME.test, the bootable image, and do not boot it),
     -o file|dir, -json (go tool test2json over the guest's output), -p N (packages
     built and booted at once; default GOMAXPROCS), -vet list|off|all (go vet on the
     host before the boot, go test's analyzers by default)
@@ -115,6 +115,12 @@ func test(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "yolk test: %v\n", err)
 		return 2
+	}
+	if c.chdir != "" {
+		if err := os.Chdir(c.chdir); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk test: -C: %v\n", err)
+			return 2
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -262,7 +262,7 @@ func TestParseTestArgs(t *testing.T) {
 	}
 
 	// go test's other flags: to the test binary, to the build, yolk test's own.
-	f, err := parseTestArgs([]string{"-benchmem", "-failfast", "-list", "^T", "-parallel=3", "-shuffle", "42", "-fullpath",
+	f, err := parseTestArgs([]string{"-C=dir", "-benchmem", "-failfast", "-list", "^T", "-parallel=3", "-shuffle", "42", "-fullpath",
 		"-tags", "a,b", "-ldflags=-s", "-gcflags", "all=-N", "-trimpath", "-cover", "-covermode=atomic", "-o", "out/",
 		"-c", "-json", "-v", "-vet=off", "-p", "3", "-memprofilerate=1", "./a"})
 	if err != nil {
@@ -272,7 +272,7 @@ func TestParseTestArgs(t *testing.T) {
 		"-test.fullpath=true", "-test.memprofilerate=1", "-test.v=test2json", "-test.paniconexit0", "-test.timeout=10m0s"}
 	wantBuild := []string{"-tags=a,b", "-gcflags=all=-N", "-trimpath=true", "-cover=true", "-covermode=atomic"}
 	if !slices.Equal(f.testArgs, wantArgs) || !slices.Equal(f.buildFlags, wantBuild) || f.ldflags != "-s" || f.tags != "a,b" ||
-		!f.compile || !f.json || !f.list || !f.failfast || !f.cover || !f.vetOff || f.procs != 3 || f.output != "out/" {
+		!f.compile || !f.json || !f.list || !f.failfast || !f.cover || !f.vetOff || f.procs != 3 || f.output != "out/" || f.chdir != "dir" {
 		t.Errorf("config %+v\nwant test args %q, build flags %q", f, wantArgs, wantBuild)
 	}
 	if v, off, err := parseVet("printf,atomic"); err != nil || off || !slices.Equal(v, []string{"-printf", "-atomic"}) {
@@ -291,7 +291,7 @@ func TestParseTestArgs(t *testing.T) {
 		t.Errorf("defaults %+v", d)
 	}
 
-	for _, bad := range [][]string{{"-race"}, {"-fuzz", "F"}, {"-exec", "x"}, {"-cpuprofile", "c.out"}, {"-coverprofile=c.out"}, {"-nosuch"}, {"-run"}, {"-p", "0"}, {"-vet", "a=b"}, {"-compiler", "gccgo"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
+	for _, bad := range [][]string{{"-race"}, {"-fuzz", "F"}, {"-exec", "x"}, {"-cpuprofile", "c.out"}, {"-coverprofile=c.out"}, {"-nosuch"}, {"-run"}, {"-p", "0"}, {"-vet", "a=b"}, {"-compiler", "gccgo"}, {"-v", "-C", "dir"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
 		if _, err := parseTestArgs(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}

@@ -41,34 +41,44 @@ var testFlags = map[string]flagKind{
 
 	"arch": guestValue, "accel": guestValue, "machine": guestValue, "m": guestValue, "smp": guestValue, "e": guestValue,
 
-	"c": ownBool, "json": ownBool,
+	"c": ownBool, "json": ownBool, "C": ownValue,
 	"o": ownValue, "p": ownValue, "vet": ownValue, "timeout": ownValue, "bench": ownValue, "list": ownValue,
 }
 
-// needsShare is the reason for the flags whose result is a file the
-// guest would write back to the host.
-const needsShare = "needs the host share (yolk run -share) to write its file back to the host; not wired to yolk test yet"
+// fileFlags are go test's flags whose result is a file the test binary
+// writes, which go test leaves on the host (in -outputdir, default the
+// working directory) for go tool pprof, cover and trace. They need a
+// directory the guest writes and the host reads at once, the host share
+// (yolk run -share), and are refused until yolk test mounts one: then the
+// host directory (-outputdir's) is shared read-write at guestOutDir and
+// the binary gets -test.outputdir=guestOutDir with the flags' file names
+// (-test.gocoverdir a directory under it for -coverprofile), the image is
+// copied there as NAME.test for pprof's symbols, and one package at a time
+// as go test allows.
+var fileFlags = []string{"coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "outputdir", "artifacts"}
+
+// guestOutDir is where the guest will see the host's output directory.
+const guestOutDir = "/yolk/out"
 
 // refusedFlags are go test's flags yolk test does not take, and why.
 var refusedFlags = map[string]string{
-	"race":         "needs cgo (ThreadSanitizer's C runtime); yolk images are built with CGO_ENABLED=0",
-	"msan":         "needs cgo (MemorySanitizer's C runtime); yolk images are built with CGO_ENABLED=0",
-	"asan":         "needs cgo (AddressSanitizer's C runtime); yolk images are built with CGO_ENABLED=0",
-	"fuzz":         "the fuzzing engine runs worker processes (fork and exec), which the kernel does not have",
-	"exec":         "yolk test is the -exec: the test binary runs in QEMU",
-	"n":            "prints go's commands without running them; yolk test has no dry run",
-	"buildmode":    "the kernel links only the default static executable",
-	"linkshared":   "the kernel links only the default static executable",
-	"gccgoflags":   "yolk images are built with the gc toolchain",
-	"overlay":      "yolk test links the kernel in with its own -overlay",
-	"artifacts":    needsShare,
-	"outputdir":    needsShare,
-	"coverprofile": needsShare,
-	"cpuprofile":   needsShare,
-	"memprofile":   needsShare,
-	"blockprofile": needsShare,
-	"mutexprofile": needsShare,
-	"trace":        needsShare,
+	"race":       "needs cgo (ThreadSanitizer's C runtime); yolk images are built with CGO_ENABLED=0",
+	"msan":       "needs cgo (MemorySanitizer's C runtime); yolk images are built with CGO_ENABLED=0",
+	"asan":       "needs cgo (AddressSanitizer's C runtime); yolk images are built with CGO_ENABLED=0",
+	"fuzz":       "the fuzzing engine runs worker processes (fork and exec), which the kernel does not have",
+	"exec":       "yolk test is the -exec: the test binary runs in QEMU",
+	"n":          "prints go's commands without running them; yolk test has no dry run",
+	"buildmode":  "the kernel links only the default static executable",
+	"linkshared": "the kernel links only the default static executable",
+	"gccgoflags": "yolk images are built with the gc toolchain",
+	"overlay":    "yolk test links the kernel in with its own -overlay",
+}
+
+func init() {
+	for _, f := range fileFlags {
+		refusedFlags[f] = "needs the host share (yolk run -share) to write its file back to the host " +
+			"(for " + guestOutDir + "); not wired to yolk test yet"
+	}
 }
 
 // testConfig is a parsed yolk test command line.
@@ -86,6 +96,7 @@ type testConfig struct {
 	json       bool
 	compile    bool     // -c: write the image, do not boot it
 	output     string   // -o
+	chdir      string   // -C: the directory to run in
 	procs      int      // -p: packages built and booted at once
 	vet        []string // go vet's analyzer flags; empty: all of them
 	vetOff     bool
@@ -109,7 +120,7 @@ func parseTestArgs(args []string) (*testConfig, error) {
 	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", mem: "512M", smp: 1, procs: runtime.GOMAXPROCS(0), vet: defaultVet}
 	var pass []string
 	for i := 0; i < len(args); i++ {
-		a := args[i]
+		a, at := args[i], i
 		if a == "-args" || a == "--args" {
 			pass = args[i+1:]
 			break
@@ -201,6 +212,11 @@ func parseTestArgs(args []string) (*testConfig, error) {
 			c.testArgs = append(c.testArgs, "-test.list="+val)
 		case "o":
 			c.output = val
+		case "C":
+			if at != 0 {
+				return nil, errors.New("-C must be the first flag")
+			}
+			c.chdir = val
 		case "p":
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 1 {

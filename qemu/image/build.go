@@ -9,7 +9,10 @@
 // the package needs no import of ours; a package of another module is built in
 // a temporary workspace that uses both modules. BuildTest does the same for
 // a package's test binary (go test -c), through an external test file, for
-// any package including the standard library's. Patch then makes the image
+// any package including the standard library's; a package in the module
+// cache (a dependency tested in place, or the standard library of a
+// toolchain the go command fetched), where the go command refuses an
+// overlay, is built through a link to its directory outside the cache. Patch then makes the image
 // bootable and changes no other byte: on amd64 it rewrites the Go linker's
 // PT_NOTE (and that note's headers) into the Xen PHYS32_ENTRY note QEMU's
 // PVH loader reads; on arm64 it sets the ELF header's e_entry to the
