@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -126,5 +127,29 @@ func TestBootNoteFilter(t *testing.T) {
 	f.Flush()
 	if want := "=== RUN   TestA\nyolk: fault: page\nPASS\nyolk: exit code is mine\npartial"; b.String() != want {
 		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
+
+// The package's own tree is always in the archive, over the budget; the
+// rest of the module is cut, and the note says so.
+func TestWritePackageTreeBudget(t *testing.T) {
+	mod := t.TempDir()
+	os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/m\n"), 0o644)
+	td := filepath.Join(mod, "p", "testdata")
+	os.MkdirAll(td, 0o755)
+	for i := range archiveEntries + 10 {
+		os.WriteFile(filepath.Join(td, fmt.Sprint(i)), nil, 0o644)
+	}
+	os.MkdirAll(filepath.Join(mod, "q"), 0o755)
+	os.WriteFile(filepath.Join(mod, "q", "q.go"), []byte("package q\n"), 0o644)
+	out := filepath.Join(t.TempDir(), "p.tar")
+	note, err := writePackageTree(listedPackage{ImportPath: "example.com/m/p", Dir: filepath.Join(mod, "p")}, "", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := tarNames(t, out)
+	if !slices.Contains(names, strings.TrimPrefix(filepath.Join(td, fmt.Sprint(archiveEntries+9)), "/")) ||
+		slices.Contains(names, strings.TrimPrefix(filepath.Join(mod, "q", "q.go"), "/")) || !strings.Contains(note, "left out") {
+		t.Errorf("%d entries, note %q", len(names), note)
 	}
 }
