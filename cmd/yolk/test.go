@@ -210,14 +210,15 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 				}
 			}
 		}
-	} else if t.parallel(ctx, cancel, pkgs, stdout, stderr) {
-		failed = true
+	} else {
+		f, code := t.parallel(ctx, cancel, pkgs, stdout, stderr)
+		if code != 0 {
+			return code
+		}
+		failed = failed || f
 	}
 	if parent.Err() != nil {
 		return 130
-	}
-	if t.accelCode != 0 {
-		return t.accelCode
 	}
 	if failed {
 		if !c.json { // go test -json ends with the events
@@ -229,11 +230,13 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 }
 
 // parallel runs up to -p packages at once, each into its own buffers,
-// and prints them in package order; it reports whether one failed.
-func (t *tester) parallel(ctx context.Context, cancel func(), pkgs []listedPackage, stdout, stderr io.Writer) bool {
+// and prints them in package order; it reports whether one failed, and
+// the exit status when yolk test cannot go on.
+func (t *tester) parallel(ctx context.Context, cancel func(), pkgs []listedPackage, stdout, stderr io.Writer) (bool, int) {
 	type result struct {
 		out, errb bytes.Buffer
 		o         outcome
+		code      int
 		done      chan struct{}
 	}
 	res := make([]*result, len(pkgs))
@@ -255,17 +258,22 @@ func (t *tester) parallel(ctx context.Context, cancel func(), pkgs []listedPacka
 			if ctx.Err() != nil {
 				return
 			}
-			_, r.o = t.runPackage(ctx, i, p, &r.out, &r.errb)
+			r.code, r.o = t.runPackage(ctx, i, p, &r.out, &r.errb)
 		}()
 	}
-	failed, stop := false, false
+	failed, stop, code := false, false, 0
 	for _, r := range res {
 		<-r.done
-		if stop || t.accelCode != 0 {
+		if stop {
 			continue
 		}
 		stderr.Write(r.errb.Bytes())
 		stdout.Write(r.out.Bytes())
+		if r.code != 0 {
+			code, stop = r.code, true
+			cancel()
+			continue
+		}
 		if r.o != passed {
 			failed = true
 		}
@@ -274,7 +282,7 @@ func (t *tester) parallel(ctx context.Context, cancel func(), pkgs []listedPacka
 			cancel()
 		}
 	}
-	return failed
+	return failed, code
 }
 
 // loadError reports a package go list could not load, as go test does.

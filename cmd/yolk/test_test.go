@@ -96,7 +96,7 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 		{"pass-v-short", []string{"-v", "-short", "./pass"}, 0,
 			[]string{"=== RUN   TestAdd", "pass_test.go:13: added", "--- SKIP: TestShort", "pass_test.go:35: read testdata", "--- PASS: TestPackageDir", "PASS\n"}, nil, nil},
 		{"no-tests-to-run", []string{"-run", "^$", "./pass"}, 0, nil, nil, nil},
-		{"mixed", []string{"-timeout", "5s", "./pass", "./fail", "./panic", "./timeout", "./notest", "./buildfail", "./vetfail", "./nosuch"}, 1,
+		{"mixed", []string{"-p=3", "-timeout", "5s", "./pass", "./fail", "./panic", "./timeout", "./notest", "./buildfail", "./vetfail", "./nosuch"}, 1,
 			[]string{"fail_test.go:9: expected failure", "panic: boom", "panic: test timed out after 5s", "TestBlocks"},
 			[]string{"TestAdd"}, nil},
 		{"bad-pattern", []string{"./nosuch/..."}, 1, nil, nil, nil},

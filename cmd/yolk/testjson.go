@@ -41,6 +41,7 @@ func (l *lazyTest2JSON) Write(b []byte) (int, error) {
 		}
 		if l.err != nil {
 			l.err = fmt.Errorf("go tool test2json: %w", l.err)
+			fmt.Fprintf(os.Stderr, "yolk test: %v\n", l.err)
 		}
 	}
 	if l.err != nil {
