@@ -12,11 +12,11 @@
 // any package including the standard library's; a package in the module
 // cache (a dependency tested in place, or the standard library of a
 // toolchain the go command fetched), where the go command refuses an
-// overlay, is built through a link to its directory outside the cache. Patch then makes the image
-// bootable and changes no other byte: on amd64 it rewrites the Go linker's
-// PT_NOTE (and that note's headers) into the Xen PHYS32_ENTRY note QEMU's
-// PVH loader reads; on arm64 it sets the ELF header's e_entry to the
-// kernel's entry, yolk/boot.entry.
+// overlay, is built through a link to its directory outside the cache.
+// Patch then makes the image bootable and changes no other byte: on amd64
+// it rewrites the Go linker's PT_NOTE (and that note's headers) into the
+// Xen PHYS32_ENTRY note QEMU's PVH loader reads; on arm64 it sets the ELF
+// header's e_entry to the kernel's entry, yolk/boot.entry.
 //
 // With Options.Board "pc" the output is instead a PC image, a hybrid ISO
 // that GRUB boots on BIOS and UEFI machines (iso.go, multiboot2.go).
