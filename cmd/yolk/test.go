@@ -410,8 +410,8 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 		fmt.Fprintf(stderr, "yolk: %s\n", note)
 	}
 	env := append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(p.Dir))
-	if t.goroot != "" {
-		env = append(env, "GOROOT="+t.goroot)
+	if t.goroot != "" && !slices.ContainsFunc(c.env, func(e string) bool { return strings.HasPrefix(e, "GOROOT=") }) {
+		env = append(env, "GOROOT="+t.goroot) // as go test's environment has it
 	}
 	if !runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, t.stream || c.json, out) {
 		return 0, testFailed
