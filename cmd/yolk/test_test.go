@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -63,11 +64,16 @@ func resultLines(out string) []string {
 // testdata/yolktest: one that passes (with -short, -v and a -run that
 // matches nothing; it runs in its package directory and reads its
 // testdata), one that fails, one that panics, one that blocks past
-// -timeout, one without test files, one that does not compile, and a
-// pattern that names no package. The result lines and the exit status are
-// go test's; the guest's output holds the failure, the panic and the
-// timeout panic. Boots under the accelerator from $YOLK_ACCEL (as
-// TestGuest); needs QEMU.
+// -timeout, one without test files, one that does not compile, one that
+// fails go test's vet, and a pattern that names no package. The result
+// lines and the exit status are go test's; the guest's output holds the
+// failure, the panic and the timeout panic. Then go test's other flags, one
+// boot per package and flag set: -json event for event (times aside) with
+// -shuffle at a fixed seed (the same order), -failfast (one failure, later
+// packages not run) and -cover (on the ok line), -list's lines, -bench with
+// -benchmem's columns (and -cover's line in the streamed output), and -c's
+// images. Boots under the accelerator from
+// $YOLK_ACCEL (as TestGuest); needs QEMU.
 func TestYolkTestMatchesGoTest(t *testing.T) {
 	if _, err := qemu.FindQEMU(); err != nil {
 		t.Fatal(err)
@@ -79,21 +85,27 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 	yolk := buildYolk(t)
 	dir := filepath.Join("testdata", "yolktest")
 	for _, c := range []struct {
-		name string
-		args []string
-		code int
-		want []string // in yolk test's stdout
-		not  []string // not in it
+		name    string
+		args    []string
+		code    int
+		want    []string // in yolk test's stdout
+		not     []string // not in it
+		compare func(t *testing.T, yolk, gotest string)
 	}{
-		{"pass", []string{"./pass"}, 0, nil, []string{"TestAdd"}},
+		{"pass", []string{"./pass"}, 0, nil, []string{"TestAdd"}, nil},
 		{"pass-v-short", []string{"-v", "-short", "./pass"}, 0,
-			[]string{"=== RUN   TestAdd", "pass_test.go:13: added", "--- SKIP: TestShort", "pass_test.go:35: read testdata", "--- PASS: TestPackageDir", "PASS\n"}, nil},
-		{"no-tests-to-run", []string{"-run", "^$", "./pass"}, 0, nil, nil},
-		{"mixed", []string{"-timeout", "5s", "./pass", "./fail", "./panic", "./timeout", "./notest", "./buildfail", "./nosuch"}, 1,
+			[]string{"=== RUN   TestAdd", "pass_test.go:13: added", "--- SKIP: TestShort", "pass_test.go:35: read testdata", "--- PASS: TestPackageDir", "PASS\n"}, nil, nil},
+		{"no-tests-to-run", []string{"-run", "^$", "./pass"}, 0, nil, nil, nil},
+		{"mixed", []string{"-p=3", "-timeout", "5s", "./pass", "./fail", "./panic", "./timeout", "./notest", "./buildfail", "./vetfail", "./nosuch"}, 1,
 			[]string{"fail_test.go:9: expected failure", "panic: boom", "panic: test timed out after 5s", "TestBlocks"},
-			[]string{"TestAdd"}},
-		{"bad-pattern", []string{"./nosuch/..."}, 1, nil, nil},
-		{"args", []string{"-v", "./pass", "-args", "-test.run=TestShort"}, 0, []string{"--- PASS: TestShort"}, []string{"TestAdd"}},
+			[]string{"TestAdd"}, nil},
+		{"bad-pattern", []string{"./nosuch/..."}, 1, nil, nil, nil},
+		{"args", []string{"-v", "./pass", "-args", "-test.run=TestShort"}, 0, []string{"--- PASS: TestShort"}, []string{"TestAdd"}, nil},
+		{"json-shuffle-failfast-cover", []string{"-json", "-cover", "-shuffle=42", "-failfast", "./notest", "./vetfail", "./buildfail", "./flags", "./failfast", "./pass"}, 1,
+			[]string{`"Output":"-test.shuffle 42\n"`, `\tcoverage: 80.0% of statements\n"`}, []string{`"Package":"yolk/cmd/yolk/testdata/yolktest/pass"`, "yolk: boot"}, compareJSON},
+		{"list", []string{"-list", ".", "./flags"}, 0, []string{"TestFive\n", "BenchmarkAlloc\n", "ExampleSum\n"}, nil, compareLines},
+		{"bench-benchmem-cover", []string{"-run", "^$", "-bench", ".", "-benchmem", "-benchtime", "10x", "-cover", "./flags"}, 0,
+			[]string{"B/op", "allocs/op", "coverage: 80.0% of statements\n"}, nil, compareBench},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
@@ -116,11 +128,119 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 					t.Errorf("yolk test output has %q", w)
 				}
 			}
+			if c.compare != nil {
+				c.compare(t, ys, gs)
+			}
 			t.Logf("yolk test %s: %v", strings.Join(c.args, " "), elapsed.Round(time.Millisecond))
 			if t.Failed() {
 				t.Logf("yolk test stdout:\n%s\nstderr:\n%s\ngo test stdout:\n%s\nstderr:\n%s", ys, ye, gs, ge)
 			}
 		})
+	}
+	// -c writes each package's bootable test image, NAME.test, into the
+	// -o directory and boots nothing; a package without tests gets none.
+	t.Run("c", func(t *testing.T) {
+		out := t.TempDir()
+		ys, ye, code := runIn(t, dir, yolk, "test", "-c", "-o", out+"/", "./pass", "./notest")
+		if code != 0 || strings.Contains(ye, "accel") {
+			t.Errorf("status %d\n%s\n%s", code, ys, ye)
+		}
+		if arch, err := qemu.ImageArch(filepath.Join(out, "pass.test")); err != nil || arch != "amd64" && arch != "arm64" {
+			t.Errorf("pass.test: %s, %v", arch, err)
+		}
+		if _, err := os.Stat(filepath.Join(out, "notest.test")); err == nil {
+			t.Error("notest.test written for a package without tests")
+		}
+	})
+}
+
+var (
+	durations   = regexp.MustCompile(`[0-9]+\.[0-9]+s\b`)
+	nsPerOp     = regexp.MustCompile(`\s+[0-9.]+ ns/op`)
+	benchSuffix = regexp.MustCompile(`-[0-9]+\b`) // BenchmarkX-2: GOMAXPROCS differs
+)
+
+// jsonEvents returns the test2json and build events of out by package
+// (build events by their ImportPath), each without its Time and Elapsed
+// and with durations in its output replaced.
+func jsonEvents(t *testing.T, out string) map[string][]string {
+	t.Helper()
+	ev := map[string][]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, "{") {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Errorf("not JSON: %q: %v", l, err)
+			continue
+		}
+		delete(m, "Time")
+		delete(m, "Elapsed")
+		if o, ok := m["Output"].(string); ok {
+			m["Output"] = durations.ReplaceAllString(o, "<t>")
+		}
+		key, _ := m["Package"].(string)
+		if key == "" {
+			key, _ = m["ImportPath"].(string)
+		}
+		b, _ := json.Marshal(m) // sorted keys
+		ev[key] = append(ev[key], string(b))
+	}
+	return ev
+}
+
+// compareJSON: the same events, package by package, in the same order.
+func compareJSON(t *testing.T, yolk, gotest string) {
+	y, g := jsonEvents(t, yolk), jsonEvents(t, gotest)
+	if len(g) == 0 {
+		t.Error("go test -json gave no events")
+	}
+	for pkg, ge := range g {
+		if ye := y[pkg]; !slices.Equal(ye, ge) {
+			t.Errorf("%s: events differ:\nyolk test:\n%s\ngo test:\n%s", pkg, strings.Join(ye, "\n"), strings.Join(ge, "\n"))
+		}
+	}
+	for pkg := range y {
+		if _, ok := g[pkg]; !ok {
+			t.Errorf("yolk test has events for %s, go test none", pkg)
+		}
+	}
+}
+
+// programLines are out's lines without the kernel's notes and with
+// durations replaced.
+func programLines(out string) []string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" && !strings.HasPrefix(l, "yolk: ") {
+			lines = append(lines, durations.ReplaceAllString(l, "<t>"))
+		}
+	}
+	return lines
+}
+
+// compareLines: the same program output, line for line.
+func compareLines(t *testing.T, yolk, gotest string) {
+	if y, g := programLines(yolk), programLines(gotest); !slices.Equal(y, g) {
+		t.Errorf("output differs:\nyolk test:\n%s\ngo test:\n%s", strings.Join(y, "\n"), strings.Join(g, "\n"))
+	}
+}
+
+// compareBench: the same benchmark lines but for ns/op (and the -N
+// GOMAXPROCS suffix): the name, the iterations, B/op and allocs/op.
+func compareBench(t *testing.T, yolk, gotest string) {
+	bench := func(out string) []string {
+		var b []string
+		for _, l := range programLines(out) {
+			if strings.HasPrefix(l, "Benchmark") {
+				b = append(b, strings.Join(strings.Fields(benchSuffix.ReplaceAllString(nsPerOp.ReplaceAllString(l, ""), "")), " "))
+			}
+		}
+		return b
+	}
+	if y, g := bench(yolk), bench(gotest); len(g) == 0 || !slices.Equal(y, g) {
+		t.Errorf("benchmark lines differ:\nyolk test:\n%s\ngo test:\n%s", strings.Join(y, "\n"), strings.Join(g, "\n"))
 	}
 }
 
@@ -141,15 +261,37 @@ func TestParseTestArgs(t *testing.T) {
 		t.Errorf("config %+v", c)
 	}
 
+	// go test's other flags: to the test binary, to the build, yolk test's own.
+	f, err := parseTestArgs([]string{"-C=dir", "-benchmem", "-failfast", "-list", "^T", "-parallel=3", "-shuffle", "42", "-fullpath",
+		"-tags", "a,b", "-ldflags=-s", "-gcflags", "all=-N", "-trimpath", "-cover", "-covermode=atomic", "-o", "out/",
+		"-c", "-json", "-v", "-vet=off", "-p", "3", "-memprofilerate=1", "./a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgs = []string{"-test.benchmem=true", "-test.failfast=true", "-test.list=^T", "-test.parallel=3", "-test.shuffle=42",
+		"-test.fullpath=true", "-test.memprofilerate=1", "-test.v=test2json", "-test.paniconexit0", "-test.timeout=10m0s"}
+	wantBuild := []string{"-tags=a,b", "-gcflags=all=-N", "-trimpath=true", "-cover=true", "-covermode=atomic"}
+	if !slices.Equal(f.testArgs, wantArgs) || !slices.Equal(f.buildFlags, wantBuild) || f.ldflags != "-s" || f.tags != "a,b" ||
+		!f.compile || !f.json || !f.list || !f.failfast || !f.cover || !f.vetOff || f.procs != 3 || f.output != "out/" || f.chdir != "dir" {
+		t.Errorf("config %+v\nwant test args %q, build flags %q", f, wantArgs, wantBuild)
+	}
+	if v, off, err := parseVet("printf,atomic"); err != nil || off || !slices.Equal(v, []string{"-printf", "-atomic"}) {
+		t.Errorf("-vet=printf,atomic: %q %v %v", v, off, err)
+	}
+	if v, off, err := parseVet("all"); err != nil || off || v != nil {
+		t.Errorf("-vet=all: %q %v %v", v, off, err)
+	}
+
 	d, err := parseTestArgs(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(d.testArgs, []string{"-test.paniconexit0", "-test.timeout=10m0s"}) || d.smp != 1 || d.accel != "auto" {
+	if !slices.Equal(d.testArgs, []string{"-test.paniconexit0", "-test.timeout=10m0s"}) || d.smp != 1 || d.accel != "auto" ||
+		!slices.Equal(d.vet, defaultVet) || d.vetOff || d.procs < 1 {
 		t.Errorf("defaults %+v", d)
 	}
 
-	for _, bad := range [][]string{{"-json"}, {"-run"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
+	for _, bad := range [][]string{{"-race"}, {"-fuzz", "F"}, {"-exec", "x"}, {"-cpuprofile", "c.out"}, {"-coverprofile=c.out"}, {"-nosuch"}, {"-run"}, {"-p", "0"}, {"-vet", "a=b"}, {"-compiler", "gccgo"}, {"-v", "-C", "dir"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
 		if _, err := parseTestArgs(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
@@ -192,7 +334,10 @@ func TestTestUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"test", "-json", "./..."}, "flag provided but not defined: -json"},
+		{[]string{"test", "-nosuch", "./..."}, "flag provided but not defined: -nosuch"},
+		{[]string{"test", "-race", "./..."}, "-race is not supported: needs cgo"},
+		{[]string{"test", "-fuzz=Fuzz", "./..."}, "-fuzz is not supported: the fuzzing engine runs worker processes"},
+		{[]string{"test", "-cpuprofile", "cpu.out", "./..."}, "-cpuprofile is not supported: needs the host share"},
 		{[]string{"test", "-h"}, "usage: yolk test"},
 		{[]string{"test", "-smp", "65", "strings"}, "-smp 65: the kernel runs 1 to 64 CPUs"},
 	} {
@@ -249,7 +394,7 @@ func TestListPackagesArch(t *testing.T) {
 	t.Chdir(dir)
 	t.Setenv("GOWORK", "off")
 	for arch, want := range map[string]int{"arm64": 1, "amd64": 0} {
-		pkgs, err := listPackages(t.Context(), arch, []string{"."})
+		pkgs, err := listPackages(t.Context(), arch, nil, []string{"."})
 		if err != nil || len(pkgs) != 1 || pkgs[0].Error != nil || len(pkgs[0].TestGoFiles) != want {
 			t.Errorf("%s: %+v, %v; want %d test files", arch, pkgs, err, want)
 		}
