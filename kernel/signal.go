@@ -62,13 +62,21 @@ var (
 	altStacks [sched.MaxTasks]altStack
 
 	// Per task slot: the blocked signals (changed only by the task
-	// itself), the pending ones and, of those, the ones kill sent
+	// itself), the pending ones and, of those, the ones kill sent, the
+	// ones a POSIX timer sent and the ones an interval timer sent
 	// (atomic; bit sig-1). clone resets them for the new task.
-	sigMask    [sched.MaxTasks]uint64
-	sigPending [sched.MaxTasks]uint64
-	sigByKill  [sched.MaxTasks]uint64
+	sigMask     [sched.MaxTasks]uint64
+	sigPending  [sched.MaxTasks]uint64
+	sigByKill   [sched.MaxTasks]uint64
+	sigByTimer  [sched.MaxTasks]uint64
+	sigByKernel [sched.MaxTasks]uint64
 
 	sigDelivered uint64 // atomic: asynchronous signals delivered
+
+	// futexWaiting is set, per task slot, while the task waits in
+	// futex: a signal it does not block ends that wait (EINTR), as on
+	// Linux. Other waits are not interrupted.
+	futexWaiting [sched.MaxTasks]uint32
 )
 
 // unblockable are SIGKILL and SIGSTOP, which no mask holds.
@@ -82,21 +90,55 @@ func sigInit(t, parent *sched.Task) {
 	sigMask[i] = sigMask[parent.Index()]
 	atomic.StoreUint64(&sigPending[i], 0)
 	atomic.StoreUint64(&sigByKill[i], 0)
+	atomic.StoreUint64(&sigByTimer[i], 0)
+	atomic.StoreUint64(&sigByKernel[i], 0)
+	atomic.StoreInt32(&sigTimer[i], 0)
 	altStacks[i] = altStack{}
 }
 
-// sendSignal makes sig pending for t and, if t runs application code on
-// another CPU, interrupts that CPU so that it delivers the signal now.
+// Who sent a signal: its si_code.
+const (
+	sigFromTkill  = iota // tkill, tgkill: SI_TKILL
+	sigFromKill          // kill: SI_USER
+	sigFromTimer         // a POSIX timer: SI_TIMER
+	sigFromKernel        // an interval timer: SI_KERNEL
+)
+
+// sendSignal makes sig pending for t as kill (byKill) or tgkill sends it.
 func sendSignal(t *sched.Task, sig int, byKill bool) {
-	i := t.Index()
+	from := sigFromTkill
 	if byKill {
-		atomic.OrUint64(&sigByKill[i], sigBit(sig))
-	} else {
-		atomic.AndUint64(&sigByKill[i], ^sigBit(sig))
+		from = sigFromKill
 	}
-	atomic.OrUint64(&sigPending[i], sigBit(sig))
+	sendSignalFrom(t, sig, from)
+}
+
+// sendSignalFrom makes sig pending for t, sent by from, and, if t runs
+// application code on another CPU, interrupts that CPU so that it
+// delivers the signal now. A timer's signal already pending keeps its
+// code: it stands for the newer expiry too.
+func sendSignalFrom(t *sched.Task, sig int, from int) {
+	i := t.Index()
+	b := sigBit(sig)
+	if from == sigFromTimer || atomic.LoadUint64(&sigByTimer[i])&b == 0 || atomic.LoadUint64(&sigPending[i])&b == 0 {
+		setBit(&sigByKill[i], b, from == sigFromKill)
+		setBit(&sigByTimer[i], b, from == sigFromTimer)
+		setBit(&sigByKernel[i], b, from == sigFromKernel)
+	}
+	atomic.OrUint64(&sigPending[i], b)
+	if sigMask[i]&b == 0 && atomic.LoadUint32(&futexWaiting[i]) != 0 {
+		t.Interrupt(&futexWaiting[i])
+	}
 	if cpu := t.RunningOn(); cpu >= 0 && cpu != sched.This().ID {
 		signalIPI(cpu)
+	}
+}
+
+func setBit(m *uint64, b uint64, on bool) {
+	if on {
+		atomic.OrUint64(m, b)
+	} else {
+		atomic.AndUint64(m, ^b)
 	}
 }
 
@@ -130,8 +172,19 @@ func deliverSignal(r *Regs, fx uintptr) bool {
 		if atomic.AndUint64(&sigPending[i], ^sigBit(sig))&sigBit(sig) == 0 {
 			continue
 		}
-		code := int32(siTkill)
-		if atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0 {
+		// si_pid 1, si_uid 0 (the sender is this process); a timer's
+		// ID and overruns.
+		code, info, val := int32(siTkill), uintptr(1), uint64(0)
+		kill := atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0
+		timer := atomic.AndUint64(&sigByTimer[i], ^sigBit(sig))&sigBit(sig) != 0
+		kernel := atomic.AndUint64(&sigByKernel[i], ^sigBit(sig))&sigBit(sig) != 0
+		switch {
+		case timer:
+			id, over, v := timerDelivered(i)
+			code, info, val = siTimer, uintptr(uint32(id))|uintptr(uint32(over))<<32, v
+		case kernel:
+			code, info = siKernel, 0
+		case kill:
 			code = siUser
 		}
 		sigLock.Lock()
@@ -143,8 +196,10 @@ func deliverSignal(r *Regs, fx uintptr) bool {
 		case h == sigDfl:
 			killedBy(sig)
 		}
-		// si_pid 1, si_uid 0: the sender is this process.
-		if signalUser(r, fx, sig, code, 1) {
+		if signalUser(r, fx, sig, code, info) {
+			if timer {
+				*at[uint64](sigInfoAt(r) + 24) = val // si_value
+			}
 			atomic.AddUint64(&sigDelivered, 1)
 			return true
 		}

@@ -34,8 +34,22 @@ func sysFutex(addr uintptr, op int, val uint32, timeout uintptr) (uintptr, abi.E
 			}
 			deadline = nanotime() + d
 		}
-		if sched.Block(q, addr, addr, val, deadline) {
+		// A signal sent meanwhile ends the wait (EINTR): sendSignalFrom
+		// wakes a task whose futexWaiting is set.
+		t := sched.Current()
+		w := &futexWaiting[t.Index()]
+		atomic.StoreUint32(w, 1)
+		if signalPending(t) {
+			atomic.StoreUint32(w, 0)
+			return 0, abi.EINTR
+		}
+		timedOut := sched.Block(q, addr, addr, val, deadline)
+		atomic.StoreUint32(w, 0)
+		if timedOut {
 			return 0, abi.ETIMEDOUT
+		}
+		if signalPending(t) {
+			return 0, abi.EINTR
 		}
 		return 0, 0
 	case futexWake:

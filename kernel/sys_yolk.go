@@ -205,6 +205,8 @@ func sysStats(p uintptr) abi.Errno {
 		at[abi.Stats](p).Preempts += int64(sched.CPUAt(i).Preempts())
 	}
 	at[abi.Stats](p).Signals = int64(atomic.LoadUint64(&sigDelivered))
+	at[abi.Stats](p).TimerExpiries = int64(atomic.LoadUint64(&ptFired))
+	at[abi.Stats](p).TimerOverruns = int64(atomic.LoadUint64(&ptOverruns))
 	at[abi.Stats](p).ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
 	at[abi.Stats](p).ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
 	socks, pages := sockets.Usage()

@@ -66,6 +66,10 @@ type Task struct {
 	tidx  int32   // index in that heap
 	tseq  uint32  // the wait (seq) the entry is for
 	tnext uintptr // list of tasks ExpireTimers woke
+
+	// cpuTime is the CPU time the task used before its current run, in ns
+	// (atomic; cputime.go).
+	cpuTime int64
 }
 
 var tasks [MaxTasks]Task
@@ -130,6 +134,7 @@ func Alloc() *Task {
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
 			t.timedOut = false
+			atomic.StoreInt64(&t.cpuTime, 0)
 			return t
 		}
 	}

@@ -156,3 +156,27 @@ func (q *WaitQueue) Wake(key uintptr, n int) int {
 	}
 	return count
 }
+
+// Interrupt ends the wait t is in, as a wake-up that is not a timeout,
+// for a signal sent to it: the kernel sets *waiting while t is on its way
+// into (and in) a wait a signal may end. If t is blocked, Interrupt wakes
+// it; if t is ready, it is leaving the wait anyway; if t runs (or is being
+// switched away from) on another CPU, it is on its way into the wait or
+// out of it, in the kernel with interrupts off, and Interrupt spins until
+// it is blocked or *waiting is clear. (On this CPU t cannot be running:
+// the caller is.)
+func (t *Task) Interrupt(waiting *uint32) {
+	for atomic.LoadUint32(waiting) != 0 {
+		s := atomic.LoadUint64(&t.state)
+		switch uint32(s) {
+		case stBlocked:
+			if t.wake(uint32(s>>32), false) {
+				return
+			}
+		case stRunning, stLimbo:
+			pause()
+		default:
+			return
+		}
+	}
+}
