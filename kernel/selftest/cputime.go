@@ -1,0 +1,749 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+)
+
+// CPU time and the timers on it: the CPU clocks, getrusage and times
+// (testCPUClocks), POSIX and interval timers and their signals
+// (testTimerSignals), their errors as Linux gives them (testTimerErrno:
+// the same program passes on Linux), and the Go runtime's CPU profiler,
+// which needs a thread's SIGPROF every 10 ms of its CPU time
+// (testCPUProfile).
+
+func clockNS(t *T, id int32) time.Duration {
+	var ts unix.Timespec
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, uintptr(id), uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		t.Fatalf("clock_gettime(%d): %v", id, e)
+	}
+	return time.Duration(ts.Nano())
+}
+
+// threadClock is pthread_getcpuclockid's clock for thread tid (Linux's
+// MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)); processClock is
+// clock_getcpuclockid's for pid.
+func threadClock(tid int) int32  { return int32(^tid<<3 | 6) }
+func processClock(pid int) int32 { return int32(^pid<<3 | 2) }
+
+// sigCount counts the signals sigCounter (assembly) handled.
+var sigCount uint64
+
+func sigCounterPCs() (handler, restorer uintptr)
+
+// vdsoClockGettime calls the kernel's vDSO clock_gettime (the code the
+// runtime calls through the vDSO) with the C ABI.
+func vdsoClockGettime(id int32, ts *unix.Timespec) int32
+
+// spinCPU burns CPU for d of the calling thread's CPU time.
+func spinCPU(t *T, d time.Duration) uint64 {
+	start := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)
+	var x uint64
+	for clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)-start < d {
+		x = profHot(x, 20000)
+	}
+	return x
+}
+
+var cpuSink uint64
+
+func testCPUClocks(t *T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+
+	// Busy work advances the thread's clock, a sleep does not.
+	th0, pr0 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID), clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	w0 := time.Now()
+	cpuSink += spinCPU(t, 50*time.Millisecond)
+	th1, pr1 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID), clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	// (CPU time is counted per CPU, on its own clock; the CPUs' clocks
+	// may differ by what the kernel's TSC check could not rule out
+	// under emulation: a few milliseconds.)
+	if d := th1 - th0; d < 50*time.Millisecond || d > time.Since(w0)+10*time.Millisecond {
+		t.Errorf("50ms of spinning advanced the thread CPU clock by %v in %v of wall time", d, time.Since(w0))
+	}
+	if pr1-pr0 < th1-th0-time.Millisecond {
+		t.Errorf("the process CPU clock advanced %v, less than the thread's %v", pr1-pr0, th1-th0)
+	}
+	time.Sleep(100 * time.Millisecond)
+	th2 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)
+	if d := th2 - th1; d > 20*time.Millisecond {
+		t.Errorf("a 100ms sleep advanced the thread CPU clock by %v", d)
+	}
+
+	// The other names of the same clocks, and their resolution.
+	for _, c := range []struct {
+		name string
+		id   int32
+		want time.Duration // the clock it must read, within the time the reads take
+	}{
+		{"pthread_getcpuclockid(self)", threadClock(tid), th2},
+		{"thread clock of tid 0", threadClock(0), th2},
+		{"clock_getcpuclockid(0)", processClock(0), clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)},
+		{"clock_getcpuclockid(getpid())", processClock(os.Getpid()), clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)},
+	} {
+		if got := clockNS(t, c.id); got < c.want || got > c.want+20*time.Millisecond {
+			t.Errorf("%s (%#x) reads %v, want about %v", c.name, uint32(c.id), got, c.want)
+		}
+	}
+	for _, id := range []int32{unix.CLOCK_THREAD_CPUTIME_ID, unix.CLOCK_PROCESS_CPUTIME_ID, threadClock(tid)} {
+		var res unix.Timespec
+		if err := unix.ClockGetres(id, &res); err != nil || res.Nano() != 1 {
+			t.Errorf("clock_getres(%d) = %v, %v; want 1ns", id, res, err)
+		}
+	}
+
+	// The vDSO's clock_gettime goes to the system call for the CPU
+	// clocks, as Linux's does.
+	for _, id := range []int32{unix.CLOCK_THREAD_CPUTIME_ID, unix.CLOCK_PROCESS_CPUTIME_ID} {
+		before := clockNS(t, id)
+		var ts unix.Timespec
+		if r := vdsoClockGettime(id, &ts); r != 0 {
+			t.Errorf("vDSO clock_gettime(%d) = %d", id, r)
+		}
+		after := clockNS(t, id)
+		if v := time.Duration(ts.Nano()); v < before || v > after {
+			t.Errorf("vDSO clock_gettime(%d) = %v, not between the system call's %v and %v", id, v, before, after)
+		}
+	}
+
+	// Another thread's clock advances while it spins, not while it
+	// sleeps; this thread's does not meanwhile.
+	otid := make(chan int)
+	phase := make(chan bool)
+	go func() {
+		runtime.LockOSThread()
+		otid <- unix.Gettid()
+		for busy := range phase {
+			if busy {
+				cpuSink += spinCPU(t, 50*time.Millisecond)
+			} else {
+				time.Sleep(50 * time.Millisecond)
+			}
+			otid <- 0
+		}
+	}()
+	oc := threadClock(<-otid)
+	o0 := clockNS(t, oc)
+	phase <- true
+	<-otid
+	o1 := clockNS(t, oc)
+	phase <- false
+	<-otid
+	o2 := clockNS(t, oc)
+	close(phase)
+	if o1-o0 < 50*time.Millisecond || o2-o1 > 20*time.Millisecond {
+		t.Errorf("another thread's clock: +%v spinning 50ms, +%v sleeping 50ms", o1-o0, o2-o1)
+	}
+
+	// getrusage and times agree with the clocks.
+	var self, thread, children unix.Rusage
+	p0 := clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	t0 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &self); err != nil {
+		t.Fatalf("getrusage(RUSAGE_SELF): %v", err)
+	}
+	if err := unix.Getrusage(unix.RUSAGE_THREAD, &thread); err != nil {
+		t.Fatalf("getrusage(RUSAGE_THREAD): %v", err)
+	}
+	var tms unix.Tms
+	ticks, err := unix.Times(&tms)
+	if err != nil {
+		t.Fatalf("times: %v", err)
+	}
+	p1 := clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	t1 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)
+	if err := unix.Getrusage(unix.RUSAGE_CHILDREN, &children); err != nil {
+		t.Fatalf("getrusage(RUSAGE_CHILDREN): %v", err)
+	}
+	tv := func(v unix.Timeval) time.Duration { return time.Duration(v.Nano()) }
+	ruSelf := tv(self.Utime) + tv(self.Stime)
+	ruThread := tv(thread.Utime) + tv(thread.Stime)
+	if ruSelf < p0-time.Microsecond || ruSelf > p1 {
+		t.Errorf("getrusage(RUSAGE_SELF) utime+stime %v, not within the process clock's %v..%v", ruSelf, p0, p1)
+	}
+	if ruThread < t0-time.Microsecond || ruThread > t1 {
+		t.Errorf("getrusage(RUSAGE_THREAD) utime+stime %v, not within the thread clock's %v..%v", ruThread, t0, t1)
+	}
+	if tv(children.Utime)+tv(children.Stime) != 0 {
+		t.Errorf("getrusage(RUSAGE_CHILDREN) = %v+%v, want 0: there are none", children.Utime, children.Stime)
+	}
+	tmsCPU := time.Duration(tms.Utime+tms.Stime) * 10 * time.Millisecond // USER_HZ 100
+	// Linux's times samples user and system time at its tick: allow
+	// three ticks of 10ms.
+	if tmsCPU < p0-30*time.Millisecond || tmsCPU > p1 {
+		t.Errorf("times: utime+stime %v, want the process clock's %v..%v in ticks", tmsCPU, p0, p1)
+	}
+	if ticks <= 0 || tms.Cutime != 0 || tms.Cstime != 0 {
+		t.Errorf("times = %d, %+v: want a positive tick count and no children's time", ticks, tms)
+	}
+	t.Logf("thread %v, process %v, getrusage self %v, times %v", t1, p1, ruSelf, tmsCPU)
+}
+
+// sigevent is struct sigevent as the Go runtime fills it.
+type sigevent struct {
+	value  uint64
+	signo  int32
+	notify int32
+	tid    int32
+	_      [44]byte
+}
+
+const (
+	sigevSignal   = 0
+	sigevNone     = 1
+	sigevThreadID = 4
+)
+
+type itimerspec struct{ Interval, Value unix.Timespec }
+
+func timerCreate(clock int32, ev *sigevent) (int32, syscall.Errno) {
+	var id int32
+	_, _, e := syscall.RawSyscall(unix.SYS_TIMER_CREATE, uintptr(clock), uintptr(unsafe.Pointer(ev)), uintptr(unsafe.Pointer(&id)))
+	return id, e
+}
+
+func timerSettime(id int32, flags int, v, old *itimerspec) syscall.Errno {
+	_, _, e := syscall.RawSyscall6(unix.SYS_TIMER_SETTIME, uintptr(id), uintptr(flags), uintptr(unsafe.Pointer(v)), uintptr(unsafe.Pointer(old)), 0, 0)
+	return e
+}
+
+func timerGettime(id int32, v *itimerspec) syscall.Errno {
+	_, _, e := syscall.RawSyscall(unix.SYS_TIMER_GETTIME, uintptr(id), uintptr(unsafe.Pointer(v)), 0)
+	return e
+}
+
+func timerGetoverrun(id int32) (int, syscall.Errno) {
+	r, _, e := syscall.RawSyscall(unix.SYS_TIMER_GETOVERRUN, uintptr(id), 0, 0)
+	return int(r), e
+}
+
+func timerDelete(id int32) syscall.Errno {
+	_, _, e := syscall.RawSyscall(unix.SYS_TIMER_DELETE, uintptr(id), 0, 0)
+	return e
+}
+
+func setitimer(which int, v, old *unix.Itimerval) syscall.Errno {
+	_, _, e := syscall.RawSyscall(unix.SYS_SETITIMER, uintptr(which), uintptr(unsafe.Pointer(v)), uintptr(unsafe.Pointer(old)))
+	return e
+}
+
+func errnoName(e syscall.Errno) string {
+	if e == 0 {
+		return "ok"
+	}
+	return unix.ErrnoName(e)
+}
+
+// testTimerErrno checks the timer calls' errors against Linux's (run the
+// self-test binary on Linux: the same cases pass there).
+func testTimerErrno(t *T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	check := func(what string, got, want syscall.Errno) {
+		if got != want {
+			t.Errorf("%s: %s, want %s", what, errnoName(got), errnoName(want))
+		}
+	}
+	ev := func(notify, signo, tid int32) *sigevent {
+		return &sigevent{notify: notify, signo: signo, tid: tid}
+	}
+	const noTID = 0x3ffffff0 // above pid_max
+	for _, c := range []struct {
+		what  string
+		clock int32
+		ev    *sigevent
+		want  syscall.Errno
+	}{
+		{"clock 10 (none)", 10, nil, unix.EINVAL},
+		{"clock 100", 100, nil, unix.EINVAL},
+		{"CLOCK_MONOTONIC_RAW", unix.CLOCK_MONOTONIC_RAW, nil, unix.EOPNOTSUPP},
+		{"CLOCK_MONOTONIC_COARSE", unix.CLOCK_MONOTONIC_COARSE, nil, unix.EOPNOTSUPP},
+		{"CLOCK_REALTIME_COARSE", unix.CLOCK_REALTIME_COARSE, nil, unix.EOPNOTSUPP},
+		{"a clock on a descriptor", int32(^3<<3 | 3), nil, unix.EOPNOTSUPP},
+		{"the thread clock of no thread", threadClock(noTID), nil, unix.EINVAL},
+		{"the process clock of no process", processClock(noTID), nil, unix.EINVAL},
+		{"sigev_notify 3", unix.CLOCK_MONOTONIC, ev(3, int32(unix.SIGALRM), 0), unix.EINVAL},
+		{"sigev_notify 99", unix.CLOCK_MONOTONIC, ev(99, int32(unix.SIGALRM), 0), unix.EINVAL},
+		{"SIGEV_SIGNAL, signal 0", unix.CLOCK_MONOTONIC, ev(sigevSignal, 0, 0), unix.EINVAL},
+		{"SIGEV_SIGNAL, signal 65", unix.CLOCK_MONOTONIC, ev(sigevSignal, 65, 0), unix.EINVAL},
+		{"SIGEV_THREAD_ID, no thread", unix.CLOCK_THREAD_CPUTIME_ID, ev(sigevThreadID, int32(unix.SIGPROF), noTID), unix.EINVAL},
+		{"SIGEV_THREAD_ID, signal 0", unix.CLOCK_THREAD_CPUTIME_ID, ev(sigevThreadID, 0, int32(tid)), unix.EINVAL},
+		{"SIGEV_NONE, signal 0", unix.CLOCK_MONOTONIC, ev(sigevNone, 0, 0), 0},
+		{"CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID", unix.CLOCK_THREAD_CPUTIME_ID, ev(sigevThreadID, int32(unix.SIGPROF), int32(tid)), 0},
+		{"CLOCK_PROCESS_CPUTIME_ID", unix.CLOCK_PROCESS_CPUTIME_ID, ev(sigevSignal, int32(unix.SIGPROF), 0), 0},
+		{"pthread_getcpuclockid(self)", threadClock(tid), ev(sigevNone, 0, 0), 0},
+		{"CLOCK_REALTIME, no sigevent", unix.CLOCK_REALTIME, nil, 0},
+		{"CLOCK_BOOTTIME", unix.CLOCK_BOOTTIME, ev(sigevNone, 0, 0), 0},
+	} {
+		id, e := timerCreate(c.clock, c.ev)
+		check("timer_create("+c.what+")", e, c.want)
+		if e == 0 {
+			check("timer_delete("+c.what+")", timerDelete(id), 0)
+		}
+	}
+	var ts unix.Timespec
+	_, _, e := syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, 10, uintptr(unsafe.Pointer(&ts)), 0)
+	check("clock_gettime(10)", e, unix.EINVAL)
+	_, _, e = syscall.RawSyscall(syscall.SYS_CLOCK_GETTIME, uintptr(threadClock(noTID)), uintptr(unsafe.Pointer(&ts)), 0)
+	check("clock_gettime(the thread clock of no thread)", e, unix.EINVAL)
+	_, _, e = syscall.RawSyscall(syscall.SYS_CLOCK_GETRES, 10, uintptr(unsafe.Pointer(&ts)), 0)
+	check("clock_getres(10)", e, unix.EINVAL)
+	var ru unix.Rusage
+	_, _, e = syscall.RawSyscall(syscall.SYS_GETRUSAGE, 2, uintptr(unsafe.Pointer(&ru)), 0)
+	check("getrusage(2)", e, unix.EINVAL)
+
+	// (SIGURG, which the runtime takes in its stride, should it fire: a
+	// disarmed SIGEV_NONE timer reads its old time on Linux 6.18.)
+	id, e := timerCreate(unix.CLOCK_MONOTONIC, ev(sigevSignal, int32(unix.SIGURG), 0))
+	if e != 0 {
+		t.Fatalf("timer_create: %v", e)
+	}
+	defer timerDelete(id)
+	one := itimerspec{Value: unix.Timespec{Sec: 1}}
+	check("timer_settime(no value)", timerSettime(id, 0, nil, nil), unix.EINVAL)
+	check("timer_settime(nsec 1e9)", timerSettime(id, 0, &itimerspec{Value: unix.Timespec{Nsec: 1e9}}, nil), unix.EINVAL)
+	check("timer_settime(interval nsec -1)", timerSettime(id, 0, &itimerspec{Interval: unix.Timespec{Nsec: -1}}, nil), unix.EINVAL)
+	check("timer_settime(sec -1)", timerSettime(id, 0, &itimerspec{Value: unix.Timespec{Sec: -1}}, nil), unix.EINVAL)
+	check("timer_settime(bad id)", timerSettime(id+1000, 0, &one, nil), unix.EINVAL)
+	check("timer_settime(bad id, bad value)", timerSettime(id+1000, 0, &itimerspec{Value: unix.Timespec{Nsec: 1e9}}, nil), unix.EINVAL)
+	check("timer_settime(-1)", timerSettime(-1, 0, &one, nil), unix.EINVAL)
+	check("timer_gettime(bad id)", timerGettime(id+1000, &one), unix.EINVAL)
+	_, e = timerGetoverrun(id + 1000)
+	check("timer_getoverrun(bad id)", e, unix.EINVAL)
+	check("timer_delete(bad id)", timerDelete(id+1000), unix.EINVAL)
+
+	// Armed: the time left counts down from the value; the old setting
+	// comes back; disarmed it reads zero.
+	set := itimerspec{Interval: unix.Timespec{Nsec: 250e6}, Value: unix.Timespec{Sec: 5}}
+	check("timer_settime(5s every 250ms)", timerSettime(id, 0, &set, nil), 0)
+	var cur, old itimerspec
+	check("timer_gettime", timerGettime(id, &cur), 0)
+	if cur.Interval != set.Interval || cur.Value.Nano() <= 0 || cur.Value.Nano() > 5e9 {
+		t.Errorf("timer_gettime after setting 5s every 250ms: %+v", cur)
+	}
+	check("timer_settime(0)", timerSettime(id, 0, &itimerspec{}, &old), 0)
+	if old.Interval != set.Interval || old.Value.Nano() <= 0 || old.Value.Nano() > 5e9 {
+		t.Errorf("timer_settime's old setting: %+v", old)
+	}
+	check("timer_gettime", timerGettime(id, &cur), 0)
+	if cur.Value.Nano() != 0 || cur.Interval.Nano() != 0 {
+		t.Errorf("timer_gettime disarmed: %+v", cur)
+	}
+	n, e := timerGetoverrun(id)
+	check("timer_getoverrun", e, 0)
+	if n != 0 {
+		t.Errorf("timer_getoverrun of a timer that never fired: %d", n)
+	}
+	id2, e := timerCreate(unix.CLOCK_MONOTONIC, ev(sigevNone, 0, 0))
+	check("timer_create", e, 0)
+	check("timer_delete", timerDelete(id2), 0)
+	check("timer_delete again", timerDelete(id2), unix.EINVAL)
+
+	// Interval timers.
+	check("setitimer(3)", setitimer(3, &unix.Itimerval{}, nil), unix.EINVAL)
+	check("setitimer(-1)", setitimer(-1, &unix.Itimerval{}, nil), unix.EINVAL)
+	check("setitimer(usec 1e6)", setitimer(unix.ITIMER_PROF, &unix.Itimerval{Value: unix.Timeval{Usec: 1e6}}, nil), unix.EINVAL)
+	check("setitimer(usec -1)", setitimer(unix.ITIMER_REAL, &unix.Itimerval{Interval: unix.Timeval{Usec: -1}}, nil), unix.EINVAL)
+	var iv unix.Itimerval
+	_, _, e = syscall.RawSyscall(unix.SYS_GETITIMER, 3, uintptr(unsafe.Pointer(&iv)), 0)
+	check("getitimer(3)", e, unix.EINVAL)
+	check("setitimer(ITIMER_VIRTUAL, 10s)", setitimer(unix.ITIMER_VIRTUAL, &unix.Itimerval{Value: unix.Timeval{Sec: 10}}, nil), 0)
+	check("setitimer(ITIMER_VIRTUAL, 0)", setitimer(unix.ITIMER_VIRTUAL, &unix.Itimerval{}, &iv), 0)
+	if v := time.Duration(iv.Value.Nano()); v <= 0 || v > 10*time.Second+10*time.Millisecond {
+		t.Errorf("setitimer(ITIMER_VIRTUAL)'s old value %v, want up to 10s", v)
+	}
+}
+
+// testTimerSignals: the signals of a monotonic POSIX timer, a
+// thread-CPU timer (SIGEV_THREAD_ID, as the runtime's profiler arms it)
+// on a thread that spins without system calls, ITIMER_REAL and
+// ITIMER_PROF reach os/signal, at their period's pace.
+func testTimerSignals(t *T) {
+	got := make(chan os.Signal, 64)
+	signal.Notify(got, unix.SIGUSR1, unix.SIGALRM)
+	defer signal.Stop(got)
+	wait := func(what string, want os.Signal, n int) {
+		deadline := time.After(10 * time.Second)
+		for i := 0; i < n; {
+			select {
+			case s := <-got:
+				if s == want {
+					i++
+				}
+			case <-deadline:
+				t.Errorf("%s: %d of %d %v in 10s", what, i, n, want)
+				return
+			}
+		}
+	}
+
+	// A monotonic timer every 20ms, to the process.
+	id, e := timerCreate(unix.CLOCK_MONOTONIC, &sigevent{notify: sigevSignal, signo: int32(unix.SIGUSR1)})
+	if e != 0 {
+		t.Fatalf("timer_create(CLOCK_MONOTONIC): %v", e)
+	}
+	start := time.Now()
+	every := itimerspec{Interval: unix.Timespec{Nsec: 20e6}, Value: unix.Timespec{Nsec: 20e6}}
+	if e := timerSettime(id, 0, &every, nil); e != 0 {
+		t.Fatalf("timer_settime: %v", e)
+	}
+	wait("CLOCK_MONOTONIC timer every 20ms", unix.SIGUSR1, 5)
+	if el := time.Since(start); el < 100*time.Millisecond {
+		t.Errorf("5 signals of a 20ms timer in %v", el)
+	}
+	timerDelete(id)
+
+	// On every P a thread spins with a thread-CPU timer every 10ms of
+	// its time, to itself (SIGEV_THREAD_ID, as the runtime's profiler
+	// arms it). The spin makes no system call but reading its clock
+	// every 20ms, so the signals come from the timer interrupt. The
+	// signal has a handler of its own that counts it: os/signal would
+	// merge signals its goroutine had no time to take.
+	handler, restorer := sigCounterPCs()
+	const saSiginfo, saOnstack, saRestorer = 4, 0x08000000, 0x04000000
+	act := [4]uint64{uint64(handler), saSiginfo | saOnstack | saRestorer, uint64(restorer), 0}
+	var oldAct [4]uint64
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(unix.SIGUSR2), uintptr(unsafe.Pointer(&act)), uintptr(unsafe.Pointer(&oldAct)), 8, 0, 0); e != 0 {
+		t.Fatalf("rt_sigaction(SIGUSR2): %v", e)
+	}
+	defer syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(unix.SIGUSR2), uintptr(unsafe.Pointer(&oldAct)), 0, 8, 0, 0)
+	count0 := atomic.LoadUint64(&sigCount)
+	busy := runtime.GOMAXPROCS(0)
+	cpus := make(chan time.Duration, busy)
+	for range busy {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			id, e := timerCreate(unix.CLOCK_THREAD_CPUTIME_ID, &sigevent{notify: sigevThreadID, signo: int32(unix.SIGUSR2), tid: int32(unix.Gettid())})
+			if e != 0 {
+				t.Errorf("timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID): %v", e)
+				cpus <- 0
+				return
+			}
+			c0 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)
+			every := itimerspec{Interval: unix.Timespec{Nsec: 10e6}, Value: unix.Timespec{Nsec: 10e6}}
+			timerSettime(id, 0, &every, nil)
+			for clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)-c0 < 300*time.Millisecond {
+				cpuSink += profHot(cpuSink, 200000)
+			}
+			timerDelete(id)
+			cpus <- clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID) - c0
+		}()
+	}
+	var cpu time.Duration
+	for range busy {
+		cpu += <-cpus
+	}
+	n := int(atomic.LoadUint64(&sigCount) - count0)
+	want := int(cpu / (10 * time.Millisecond))
+	t.Logf("thread-CPU timers every 10ms on %d threads: %d signals in %v of their CPU time", busy, n, cpu)
+	if n < want*8/10 || n > want+busy {
+		t.Errorf("thread-CPU timers every 10ms on %d threads: %d signals in %v of their CPU time, want about %d", busy, n, cpu, want)
+	}
+
+	// ITIMER_REAL, once.
+	start = time.Now()
+	if e := setitimer(unix.ITIMER_REAL, &unix.Itimerval{Value: unix.Timeval{Usec: 30000}}, nil); e != 0 {
+		t.Fatalf("setitimer(ITIMER_REAL): %v", e)
+	}
+	wait("ITIMER_REAL 30ms", unix.SIGALRM, 1)
+	if el := time.Since(start); el < 30*time.Millisecond {
+		t.Errorf("ITIMER_REAL of 30ms fired after %v", el)
+	}
+	var iv unix.Itimerval
+	if _, _, e := syscall.RawSyscall(unix.SYS_GETITIMER, unix.ITIMER_REAL, uintptr(unsafe.Pointer(&iv)), 0); e != 0 || iv.Value.Nano() != 0 {
+		t.Errorf("getitimer(ITIMER_REAL) after it fired: %+v, %v", iv, e)
+	}
+}
+
+// profHot is the profile's hot function: n rounds of xorshift.
+//
+//go:noinline
+func profHot(x uint64, n int) uint64 {
+	x |= 1
+	for range n {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	return x
+}
+
+// testCPUProfile runs the runtime's CPU profiler around a CPU-bound
+// function on every P for about a second of process CPU time: the hot
+// function must have at least 80% of the samples, and there must be
+// 100 samples per second of the process's CPU time (±20%), the clock
+// the profiler's per-thread timers count. TCG makes the machine slow,
+// not the rate: it is measured against CPU time, never wall time.
+func testCPUProfile(t *T) {
+	var buf bytes.Buffer
+	st0, yolk := yolkStats()
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		t.Fatalf("StartCPUProfile: %v", err)
+	}
+	// The CPU time counted is the busy goroutines' span: the profiler's
+	// start and stop (which encodes the profile) take samples no more.
+	p0 := clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	busy := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for range busy {
+		wg.Add(1)
+		go pprof.Do(context.Background(), pprof.Labels("prof", "busy"), func(context.Context) {
+			defer wg.Done()
+			var x uint64
+			for clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)-p0 < time.Second {
+				x = profHot(x, 100000)
+			}
+			cpuSink += x
+		})
+	}
+	wg.Wait()
+	cpu := clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID) - p0
+	pprof.StopCPUProfile()
+	samples, err := parseProfile(buf.Bytes())
+	if err != nil {
+		t.Fatalf("parsing the profile: %v", err)
+	}
+	total, busyN, hot := 0, 0, 0
+	for _, s := range samples {
+		total += s.count
+		if s.label != "busy" {
+			continue
+		}
+		busyN += s.count
+		for _, f := range s.stack {
+			if f == "main.profHot" {
+				hot += s.count
+				break
+			}
+		}
+	}
+	want := int(cpu / (10 * time.Millisecond))
+	t.Logf("%d busy goroutines, %v of process CPU time: %d samples (want %d), %d of the busy goroutines', %d of them in profHot",
+		busy, cpu, total, want, busyN, hot)
+	if st1, _ := yolkStats(); yolk {
+		t.Logf("the kernel's timers: %d expiries, %d overruns; %d signals delivered",
+			st1.TimerExpiries-st0.TimerExpiries, st1.TimerOverruns-st0.TimerOverruns, st1.Signals-st0.Signals)
+	}
+	if total < want*8/10 || total > want*12/10 {
+		t.Errorf("%d samples in %v of CPU time, want %d ± 20%%", total, cpu, want)
+	}
+	// Other goroutines run meanwhile (the network service's, at boot):
+	// the hot function's share is of the busy goroutines' samples.
+	if busyN == 0 || hot*10 < busyN*8 {
+		t.Errorf("profHot has %d of the busy goroutines' %d samples, want at least 80%%", hot, busyN)
+	}
+	if t.failed {
+		for _, s := range samples {
+			t.Logf("%d %q %v", s.count, s.label, s.stack[:min(len(s.stack), 4)])
+		}
+	}
+}
+
+type profSample struct {
+	count int
+	stack []string // function names, leaf first
+	label string   // the value of label "prof"
+}
+
+// parseProfile reads a gzipped profile.proto: samples' first value, and
+// their locations' function names.
+func parseProfile(gz []byte) ([]profSample, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, err
+	}
+	type rawSample struct {
+		locs, vals []uint64
+		key, str   uint64 // the last label's string indexes
+	}
+	var raw []rawSample
+	locFuncs := map[uint64][]uint64{}
+	funcName := map[uint64]uint64{}
+	var strs []string
+	err = protoFields(b, func(f int, v uint64, sub []byte) error {
+		switch f {
+		case 2: // sample
+			var s rawSample
+			err := protoFields(sub, func(f int, v uint64, sub []byte) error {
+				switch f {
+				case 1:
+					s.locs = append(s.locs, protoInts(v, sub)...)
+				case 2:
+					s.vals = append(s.vals, protoInts(v, sub)...)
+				case 3: // label
+					return protoFields(sub, func(f int, v uint64, _ []byte) error {
+						switch f {
+						case 1:
+							s.key = v
+						case 2:
+							s.str = v
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+			raw = append(raw, s)
+			return err
+		case 4: // location
+			var id uint64
+			var fns []uint64
+			err := protoFields(sub, func(f int, v uint64, sub []byte) error {
+				switch f {
+				case 1:
+					id = v
+				case 4: // line
+					return protoFields(sub, func(f int, v uint64, _ []byte) error {
+						if f == 1 {
+							fns = append(fns, v)
+						}
+						return nil
+					})
+				}
+				return nil
+			})
+			locFuncs[id] = fns
+			return err
+		case 5: // function
+			var id, name uint64
+			err := protoFields(sub, func(f int, v uint64, _ []byte) error {
+				switch f {
+				case 1:
+					id = v
+				case 2:
+					name = v
+				}
+				return nil
+			})
+			funcName[id] = name
+			return err
+		case 6:
+			strs = append(strs, string(sub))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []profSample
+	for _, r := range raw {
+		if len(r.vals) == 0 {
+			return nil, fmt.Errorf("a sample without values")
+		}
+		s := profSample{count: int(r.vals[0])}
+		if r.key < uint64(len(strs)) && strs[r.key] == "prof" && r.str < uint64(len(strs)) {
+			s.label = strs[r.str]
+		}
+		for _, l := range r.locs {
+			for _, fn := range locFuncs[l] {
+				if n := funcName[fn]; n < uint64(len(strs)) {
+					s.stack = append(s.stack, strs[n])
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// protoFields calls fn for each field of a protobuf message: its number
+// and either its varint value or its length-delimited bytes.
+func protoFields(b []byte, fn func(field int, v uint64, sub []byte) error) error {
+	for len(b) > 0 {
+		key, n := protoVarint(b)
+		if n == 0 {
+			return fmt.Errorf("bad varint")
+		}
+		b = b[n:]
+		var v uint64
+		var sub []byte
+		switch key & 7 {
+		case 0:
+			if v, n = protoVarint(b); n == 0 {
+				return fmt.Errorf("bad varint")
+			}
+			b = b[n:]
+		case 2:
+			l, n := protoVarint(b)
+			if n == 0 || uint64(len(b)-n) < l {
+				return fmt.Errorf("bad length")
+			}
+			sub, b = b[n:n+int(l)], b[n+int(l):]
+		case 1:
+			if len(b) < 8 {
+				return fmt.Errorf("short fixed64")
+			}
+			b = b[8:]
+		case 5:
+			if len(b) < 4 {
+				return fmt.Errorf("short fixed32")
+			}
+			b = b[4:]
+		default:
+			return fmt.Errorf("wire type %d", key&7)
+		}
+		if err := fn(int(key>>3), v, sub); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func protoVarint(b []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(b) && i < 10; i++ {
+		v |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i] < 0x80 {
+			return v, i + 1
+		}
+	}
+	return 0, 0
+}
+
+// protoInts is a repeated integer field's values: one varint, or packed.
+func protoInts(v uint64, packed []byte) []uint64 {
+	if packed == nil {
+		return []uint64{v}
+	}
+	var out []uint64
+	for len(packed) > 0 {
+		x, n := protoVarint(packed)
+		if n == 0 {
+			break
+		}
+		out = append(out, x)
+		packed = packed[n:]
+	}
+	return out
+}
+
+// yolkStats is the kernel's counters, if the kernel is yolk's.
+func yolkStats() (abi.Stats, bool) {
+	var s abi.Stats
+	_, _, e := syscall.Syscall(abi.SysStats, uintptr(unsafe.Pointer(&s)), 0, 0)
+	return s, e == 0
+}
