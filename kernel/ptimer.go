@@ -306,12 +306,13 @@ func ptimersCheck(until int64) {
 // (Linux under KVM subtracts such stolen time; nothing tells yolk under
 // TCG): the timer interrupt then comes periods late, and a profiler that
 // takes one signal for one period (Go's ignores si_overrun) would lose
-// them. Up to backlogMax periods are made up; more are overruns.
+// them. Up to backlogMax periods (1 s at the profiler's 100 Hz) are made
+// up; more are overruns.
 func (p *ptimer) catchUp() bool {
 	return !p.itimer && p.interval > 0 && (p.clock == onThreadCPU || p.clock == onProcessCPU)
 }
 
-const backlogMax = 32
+const backlogMax = 100
 
 // signalPending reports whether p's SI_TIMER signal is still pending.
 func (p *ptimer) signalPending(i int32) bool {
