@@ -37,6 +37,8 @@ const (
 	ENOSYS       = Errno(unix.ENOSYS)
 	ETIMEDOUT    = Errno(unix.ETIMEDOUT)
 	EOPNOTSUPP   = Errno(unix.EOPNOTSUPP)
+	ENOLCK       = Errno(unix.ENOLCK)
+	EOVERFLOW    = Errno(unix.EOVERFLOW)
 )
 
 // TestCalls enables yolk's own system calls (below). An image that wants
