@@ -13,17 +13,19 @@ import (
 // Signals, as Linux delivers them to the threads of one process: the
 // synchronous ones a fault in user code raises (SIGSEGV, SIGFPE, SIGILL),
 // so that the Go runtime turns a nil dereference into a panic, and the
-// asynchronous ones kill, tkill and tgkill send — above all SIGURG, which
-// the runtime's sysmon sends to a thread whose goroutine has run too long
-// (asynchronous preemption). A signal goes to the handler the program
+// asynchronous ones kill, tkill, tgkill and timers send — above all
+// SIGURG, which the runtime's sysmon sends to a thread whose goroutine has
+// run too long (asynchronous preemption), and SIGPROF, the profiler's
+// (ptimer.go). A signal goes to the handler the program
 // installed, on its alternate stack, in a Linux rt_sigframe; each thread
 // has its own mask and pending set. A pending signal is delivered when its
 // thread next returns to application code: at the end of a system call, or
 // when an interrupt took it from application code (trapCommon then moves
 // the interrupted frame to the task's kernel stack: preemptUser). A signal
-// sent to a thread running on another CPU interrupts that CPU. Blocked
-// system calls are not interrupted (no EINTR): the signal waits for the
-// call to end. A fault without a handler is reported and stops the
+// sent to a thread running on another CPU interrupts that CPU; one sent
+// to a thread waiting in futex ends the wait (EINTR). Other blocked
+// system calls are not interrupted: the signal waits for the call to end.
+// A fault without a handler is reported and stops the
 // machine; an asynchronous signal without one takes its default action:
 // ignored, or the machine stops with status 128+signal.
 const (
