@@ -152,4 +152,47 @@ func etcInit() {
 			kprint("\n")
 		}
 	}
+	procInit()
+}
+
+// /proc: only /proc/1/cmdline (the program's arguments, each ended by a
+// NUL, as Linux gives them) and the symbolic link /proc/self to 1, made
+// at boot like /etc's files. No /proc/self/exe: the program's binary is
+// not in the machine (only its loaded segments).
+var (
+	procPaths = [...]string{"/proc", "/proc/1", "/proc/1/cmdline", "/proc/self"}
+	procOne   = [...]byte{'1'}
+)
+
+// procInit makes /proc (etcInit calls it).
+func procInit() {
+	var n int
+	for i := 0; i < nargs; i++ {
+		a := cstr(argOff[i])
+		if n+len(a)+1 > len(etcBuf) {
+			break
+		}
+		n += copy(etcBuf[n:], a)
+		etcBuf[n] = 0
+		n++
+	}
+	for i, path := range procPaths {
+		p := copy(etcPath[:], path)
+		var e fs.Errno
+		switch i {
+		case 0, 1:
+			e = vfs.Mkdir(fs.AtCWD, etcPath[:p], 0o555)
+		case 2:
+			e = writeFile(etcPath[:p], etcBuf[:n], 0o444)
+		default:
+			e = vfs.Symlink(procOne[:], fs.AtCWD, etcPath[:p])
+		}
+		if e != 0 {
+			klog("proc: ")
+			kprintBytes(etcPath[:p])
+			kprint(": errno ")
+			kprintDec(int64(e))
+			kprint("\n")
+		}
+	}
 }

@@ -36,6 +36,11 @@ func testEtcFiles(t *T) {
 	if g, err := user.LookupGroupId("0"); err != nil || g.Name != "root" {
 		t.Errorf("user.LookupGroupId(0) = %+v, %v; want root", g, err)
 	}
+	// /proc/self/cmdline: the arguments, each ended by a NUL.
+	want := strings.Join(os.Args, "\x00") + "\x00"
+	if b, err := os.ReadFile("/proc/self/cmdline"); err != nil || string(b) != want {
+		t.Errorf("/proc/self/cmdline = %q, %v; want %q", b, err, want)
+	}
 	if b, _ := os.ReadFile("/etc/nsswitch.conf"); !strings.Contains(string(b), "hosts: files dns\n") {
 		t.Errorf("/etc/nsswitch.conf: %q, want hosts: files dns", b)
 	}
