@@ -149,6 +149,9 @@ func closeLocked(fd int) abi.Errno {
 	}
 	switch files[fd].kind {
 	case fileFS, fileSocket:
+		if files[fd].kind == fileFS {
+			locksOnClose(fd, int(files[fd].h)) // flock.go
+		}
 		// Its watches go when the open file or socket does (Poll
 		// notices).
 		closeHandle(files[fd].kind, int(files[fd].h))

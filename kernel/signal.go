@@ -15,9 +15,10 @@ import (
 // Signals, as Linux delivers them to the threads of one process: the
 // synchronous ones a fault in user code raises (SIGSEGV, SIGFPE, SIGILL),
 // so that the Go runtime turns a nil dereference into a panic, and the
-// asynchronous ones kill, tkill and tgkill send — above all SIGURG, which
-// the runtime's sysmon sends to a thread whose goroutine has run too long
-// (asynchronous preemption). A signal goes to the handler the program
+// asynchronous ones kill, tkill, tgkill and timers send — above all
+// SIGURG, which the runtime's sysmon sends to a thread whose goroutine has
+// run too long (asynchronous preemption), and SIGPROF, the profiler's
+// (ptimer.go). A signal goes to the handler the program
 // installed, on its alternate stack, in a Linux rt_sigframe; each thread
 // has its own mask and pending set. A pending signal is delivered when its
 // thread next returns to application code: at the end of a system call, or
@@ -91,11 +92,14 @@ var (
 	altStacks [sched.MaxTasks]altStack
 
 	// Per task slot: the blocked signals (changed only by the task
-	// itself), the pending ones and, of those, the ones kill sent
+	// itself), the pending ones and, of those, the ones kill sent, the
+	// ones a POSIX timer sent and the ones an interval timer sent
 	// (atomic; bit sig-1). clone resets them for the new task.
-	sigMask    [sched.MaxTasks]uint64
-	sigPending [sched.MaxTasks]uint64
-	sigByKill  [sched.MaxTasks]uint64
+	sigMask     [sched.MaxTasks]uint64
+	sigPending  [sched.MaxTasks]uint64
+	sigByKill   [sched.MaxTasks]uint64
+	sigByTimer  [sched.MaxTasks]uint64
+	sigByKernel [sched.MaxTasks]uint64
 
 	// The mask a call that waits with a mask of its own (rt_sigsuspend,
 	// epoll_pwait) replaced, to be put back on its way out — in the
@@ -120,25 +124,48 @@ func sigInit(t, parent *sched.Task) {
 	restartBlocks[i] = restartBlock{}
 	atomic.StoreUint64(&sigPending[i], 0)
 	atomic.StoreUint64(&sigByKill[i], 0)
+	atomic.StoreUint64(&sigByTimer[i], 0)
+	atomic.StoreUint64(&sigByKernel[i], 0)
+	atomic.StoreInt32(&sigTimer[i], 0)
 	altStacks[i] = altStack{}
 }
 
-// sendSignal makes sig pending for t, ends t's wait if t is blocked
-// interruptibly in a system call (blockIntr), and, if t runs application
-// code on another CPU, interrupts that CPU so that it delivers the signal
-// now. A signal the program ignores and t does not block is dropped, as
-// Linux's sig_ignored: it neither stays pending nor interrupts anything.
+// Who sent a signal: its si_code.
+const (
+	sigFromTkill  = iota // tkill, tgkill: SI_TKILL
+	sigFromKill          // kill: SI_USER
+	sigFromTimer         // a POSIX timer: SI_TIMER
+	sigFromKernel        // an interval timer: SI_KERNEL
+)
+
+// sendSignal makes sig pending for t as kill (byKill) or tgkill sends it.
 func sendSignal(t *sched.Task, sig int, byKill bool) {
+	from := sigFromTkill
+	if byKill {
+		from = sigFromKill
+	}
+	sendSignalFrom(t, sig, from)
+}
+
+// sendSignalFrom makes sig pending for t, sent by from, ends t's wait if
+// t is blocked interruptibly in a system call (blockIntr), and, if t runs
+// application code on another CPU, interrupts that CPU so that it
+// delivers the signal now. A signal the program ignores and t does not
+// block is dropped, as Linux's sig_ignored: it neither stays pending nor
+// interrupts anything. A timer's signal already pending keeps its code:
+// it stands for the newer expiry too.
+func sendSignalFrom(t *sched.Task, sig int, from int) {
 	i := t.Index()
-	if sigMask[i]&sigBit(sig) == 0 && sigIgnored(sig) {
+	b := sigBit(sig)
+	if sigMask[i]&b == 0 && sigIgnored(sig) {
 		return
 	}
-	if byKill {
-		atomic.OrUint64(&sigByKill[i], sigBit(sig))
-	} else {
-		atomic.AndUint64(&sigByKill[i], ^sigBit(sig))
+	if from == sigFromTimer || atomic.LoadUint64(&sigByTimer[i])&b == 0 || atomic.LoadUint64(&sigPending[i])&b == 0 {
+		setBit(&sigByKill[i], b, from == sigFromKill)
+		setBit(&sigByTimer[i], b, from == sigFromTimer)
+		setBit(&sigByKernel[i], b, from == sigFromKernel)
 	}
-	atomic.OrUint64(&sigPending[i], sigBit(sig))
+	atomic.OrUint64(&sigPending[i], b)
 	t.Interrupt()
 	if cpu := t.RunningOn(); cpu >= 0 && cpu != sched.This().ID {
 		signalIPI(cpu)
@@ -152,6 +179,14 @@ func sigIgnored(sig int) bool {
 	h := sigActs[sig].handler
 	sigLock.Unlock()
 	return h == sigIgn || h == sigDfl && defaultIgnored&sigBit(sig) != 0
+}
+
+func setBit(m *uint64, b uint64, on bool) {
+	if on {
+		atomic.OrUint64(m, b)
+	} else {
+		atomic.AndUint64(m, ^b)
+	}
 }
 
 // signalPending reports whether t has a pending signal it does not block.
@@ -180,7 +215,7 @@ const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWI
 func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 	i := sched.Current().Index()
 	for {
-		sig, code := takeSignal(i, ^sigMask[i])
+		sig, src := takeSignal(i, ^sigMask[i])
 		if sig == 0 {
 			return false
 		}
@@ -196,8 +231,10 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 		if c != nil {
 			c.apply(r, true, act.flags)
 		}
-		// si_pid 1, si_uid 0: the sender is this process.
-		if signalUser(r, fx, sig, code, 1) {
+		if signalUser(r, fx, sig, src.code, src.info) {
+			if src.timer {
+				mm.Put(sigInfoAt(r)+24, src.val) // si_value; the frame was just written
+			}
 			atomic.AddUint64(&sigDelivered, 1)
 			return true
 		}
@@ -237,23 +274,44 @@ func restoreMask() bool {
 	return true
 }
 
+// sigSource is what a siginfo says of a signal's sender: si_code, the
+// word at offset 16 (si_pid and si_uid, or a POSIX timer's ID and
+// overruns) and, for a POSIX timer, si_value.
+type sigSource struct {
+	code  int32
+	info  uintptr
+	val   uint64
+	timer bool
+}
+
 // takeSignal takes the lowest pending signal of want off task slot i's
-// pending set: its number and si_code, or 0.
-func takeSignal(i int, want uint64) (int, int32) {
+// pending set: its number and sender, or 0.
+func takeSignal(i int, want uint64) (int, sigSource) {
 	for {
 		p := atomic.LoadUint64(&sigPending[i]) & want
 		if p == 0 {
-			return 0, 0
+			return 0, sigSource{}
 		}
 		sig := bits.TrailingZeros64(p) + 1
 		if atomic.AndUint64(&sigPending[i], ^sigBit(sig))&sigBit(sig) == 0 {
 			continue
 		}
-		code := int32(siTkill)
-		if atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0 {
+		// si_pid 1, si_uid 0 (the sender is this process); a timer's
+		// ID and overruns.
+		code, info, val := int32(siTkill), uintptr(1), uint64(0)
+		kill := atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0
+		timer := atomic.AndUint64(&sigByTimer[i], ^sigBit(sig))&sigBit(sig) != 0
+		kernel := atomic.AndUint64(&sigByKernel[i], ^sigBit(sig))&sigBit(sig) != 0
+		switch {
+		case timer:
+			id, over, v := timerDelivered(i)
+			code, info, val = siTimer, uintptr(uint32(id))|uintptr(uint32(over))<<32, v
+		case kernel:
+			code, info = siKernel, 0
+		case kill:
 			code = siUser
 		}
-		return sig, code
+		return sig, sigSource{code, info, val, timer}
 	}
 }
 

@@ -75,6 +75,9 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	return true
 }
 
+// sigInfoAt is the siginfo of the frame signalUser made for r.
+func sigInfoAt(r *Regs) uintptr { return uintptr(r.SI) }
+
 // sysRtSigreturn ends a signal handler: it restores t's context from the
 // frame, delivers the next pending signal if there is one, and leaves by
 // the full return (entry_amd64.s) that restores every register.

@@ -95,6 +95,9 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	return true
 }
 
+// sigInfoAt is the siginfo of the frame signalUser made for r.
+func sigInfoAt(r *Regs) uintptr { return uintptr(r.X[1]) }
+
 // sysRtSigreturn ends a signal handler: the context saved in the frame at
 // SP (the handler's own SP on return) goes back into r, registers and
 // FP/SIMD state alike, and the next pending signal, if any, is delivered.

@@ -61,6 +61,8 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 			r, e = uintptr(fl), abi.Errno(fe)
 		case unix.F_SETFL:
 			e = abi.Errno(vfs.SetFlags(h, arg))
+		case unix.F_GETLK, unix.F_SETLK, unix.F_SETLKW, unix.F_OFD_GETLK, unix.F_OFD_SETLK, unix.F_OFD_SETLKW:
+			e = fcntlLock(h, cmd, uintptr(arg))
 		case unix.F_GETFD, unix.F_SETFD:
 		default:
 			e = abi.EINVAL

@@ -212,12 +212,13 @@ func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr
 	i := t.Index()
 	woken := sched.WakeUp
 	for {
-		if sig, code := takeSignal(i, want); sig != 0 {
+		if sig, src := takeSignal(i, want); sig != 0 {
 			if info != 0 {
 				var si [sigInfoSize]byte
 				binary.LittleEndian.PutUint32(si[0:], uint32(sig))
-				binary.LittleEndian.PutUint32(si[8:], uint32(code))
-				binary.LittleEndian.PutUint32(si[16:], 1) // si_pid: this process
+				binary.LittleEndian.PutUint32(si[8:], uint32(src.code))
+				binary.LittleEndian.PutUint64(si[16:], uint64(src.info))
+				binary.LittleEndian.PutUint64(si[24:], src.val)
 				if mm.CopyOut(info, si[:]) != 0 {
 					return 0, abi.EFAULT
 				}

@@ -95,19 +95,83 @@ func sysClockNanosleep(clock, flags int, req, rem uintptr) abi.Errno {
 	return 0
 }
 
-func sysClockGettime(clock int, p uintptr) abi.Errno {
-	switch clock {
-	case unix.CLOCK_REALTIME, unix.CLOCK_REALTIME_COARSE, unix.CLOCK_TAI:
+// sysClockGettime reads clock id: the wall clock, the monotonic one, or
+// a CPU clock (ptimer.go's cpuClock: the thread's or the process's CPU
+// time). The vDSO's clock_gettime answers the first two itself and calls
+// here for the others, as Linux's does.
+func sysClockGettime(id int32, p uintptr) abi.Errno {
+	switch id {
+	case unix.CLOCK_REALTIME, unix.CLOCK_REALTIME_COARSE, unix.CLOCK_TAI, unix.CLOCK_REALTIME_ALARM:
 		return writeTimespec(p, walltime())
+	case unix.CLOCK_MONOTONIC, unix.CLOCK_MONOTONIC_RAW, unix.CLOCK_MONOTONIC_COARSE,
+		unix.CLOCK_BOOTTIME, unix.CLOCK_BOOTTIME_ALARM:
+		return writeTimespec(p, monotonic())
 	}
-	return writeTimespec(p, monotonic())
+	t, err := cpuClock(id, true)
+	if err != 0 {
+		return err
+	}
+	return writeTimespec(p, cpuTime(t, nanotime()))
 }
 
-func sysClockGetres(p uintptr) abi.Errno {
+// sysClockGetres: every clock counts in nanoseconds (the CPU clocks too,
+// as Linux's do with a cycle counter).
+func sysClockGetres(id int32, p uintptr) abi.Errno {
+	switch {
+	case id >= unix.CLOCK_REALTIME && id <= unix.CLOCK_BOOTTIME_ALARM, id == unix.CLOCK_TAI:
+	default:
+		if _, err := cpuClock(id, true); err != 0 {
+			return err
+		}
+	}
 	if p == 0 {
 		return 0
 	}
 	return writeTimespec(p, 1)
+}
+
+// CPU time is one figure: the kernel and the program run at one privilege
+// level and a task's time is counted at its switches, so getrusage and
+// times give it all as user time and no system time (utime+stime, what
+// callers add up, is the whole).
+
+// sysGetrusage: RUSAGE_SELF is the process's CPU time, RUSAGE_THREAD the
+// caller's, RUSAGE_CHILDREN zero (there are none); every other field zero.
+func sysGetrusage(who int32, p uintptr) abi.Errno {
+	var ns int64
+	switch who {
+	case unix.RUSAGE_SELF:
+		ns = sched.ProcessCPUTime(nanotime())
+	case unix.RUSAGE_THREAD:
+		ns = sched.Current().CPUTime(nanotime())
+	case unix.RUSAGE_CHILDREN:
+	default:
+		return abi.EINVAL
+	}
+	const size = 144 // struct rusage
+	if !mm.UserW(p, size) {
+		return abi.EFAULT
+	}
+	clear(bytesAt(p, size))
+	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9 / 1e3} // ru_utime
+	return 0
+}
+
+// clkTck is USER_HZ, the unit of times.
+const clkTck = 100
+
+// sysTimes fills struct tms (the process's CPU time as user time, in
+// clock ticks) if buf is not NULL and returns the ticks since boot.
+func sysTimes(buf uintptr) (uintptr, abi.Errno) {
+	now := nanotime()
+	if buf != 0 {
+		if !mm.UserW(buf, 32) {
+			return 0, abi.EFAULT
+		}
+		clear(bytesAt(buf, 32))
+		*at[int64](buf) = sched.ProcessCPUTime(now) / (1e9 / clkTck)
+	}
+	return uintptr(now / (1e9 / clkTck)), 0
 }
 
 func sysGettimeofday(p uintptr) abi.Errno {

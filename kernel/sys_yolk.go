@@ -209,6 +209,8 @@ func sysStats(p uintptr) abi.Errno {
 	st.Signals = int64(atomic.LoadUint64(&sigDelivered))
 	st.ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
 	st.ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
+	st.TimerExpiries = int64(atomic.LoadUint64(&ptFired))
+	st.TimerOverruns = int64(atomic.LoadUint64(&ptOverruns))
 	socks, pages := sockets.Usage()
 	st.Sockets, st.SocketPages = int64(socks), int64(pages)
 	st.PageTables = int64(boot.PageTableRoot())

@@ -98,12 +98,32 @@ func syscall(r *Regs) {
 		err = sysUname(a0)
 	case unix.SYS_FCNTL:
 		ret, err = sysFcntl(int(a0), int(a1), int(a2))
+	case unix.SYS_FLOCK:
+		err = sysFlock(int(a0), int(int32(a1)))
 	case unix.SYS_GETTIMEOFDAY:
 		err = sysGettimeofday(a0)
 	case unix.SYS_CLOCK_GETTIME:
-		err = sysClockGettime(int(a0), a1)
+		err = sysClockGettime(int32(a0), a1)
 	case unix.SYS_CLOCK_GETRES:
-		err = sysClockGetres(a1)
+		err = sysClockGetres(int32(a0), a1)
+	case unix.SYS_GETRUSAGE:
+		err = sysGetrusage(int32(a0), a1)
+	case unix.SYS_TIMES:
+		ret, err = sysTimes(a0)
+	case unix.SYS_TIMER_CREATE:
+		err = sysTimerCreate(int32(a0), a1, a2)
+	case unix.SYS_TIMER_SETTIME:
+		err = sysTimerSettime(int32(a0), int(a1), a2, a3)
+	case unix.SYS_TIMER_GETTIME:
+		err = sysTimerGettime(int32(a0), a1)
+	case unix.SYS_TIMER_GETOVERRUN:
+		ret, err = sysTimerGetoverrun(int32(a0))
+	case unix.SYS_TIMER_DELETE:
+		err = sysTimerDelete(int32(a0))
+	case unix.SYS_SETITIMER:
+		err = sysSetitimer(int(int32(a0)), a1, a2)
+	case unix.SYS_GETITIMER:
+		err = sysGetitimer(int(int32(a0)), a1)
 	case unix.SYS_FUTEX:
 		ret, err = sysFutex(a0, int(a1), uint32(a2), a3)
 	case unix.SYS_SCHED_GETAFFINITY:

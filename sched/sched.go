@@ -45,6 +45,7 @@ func adopt(c *CPU, t *Task) {
 	t.setState(stRunning)
 	atomic.StoreInt32(&t.oncpu, int32(c.ID+1))
 	c.cur, c.idle = t.addr(), t.addr()
+	atomic.StoreInt64(&c.onSince, clock.Nanotime())
 	c.GSlot = uintptr(unsafe.Pointer(&t.g))
 	c.KStackTop = t.KStackHi
 }
@@ -91,7 +92,7 @@ func switchTo(next *Task, fin uint32) {
 	}
 	atomic.AddUint64(&c.switches, 1)
 	c.ranSince = clock.Nanotime()
-	c.cur = next.addr()
+	c.account(cur, next)
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
 	FinishSwitch()
@@ -117,6 +118,7 @@ func FinishSwitch() {
 	case finMutex:
 		prev.commitMutex()
 	case finExit:
+		retire(prev)
 		domain.Release(&prev.item)
 		prev.setState(stFree)
 	}

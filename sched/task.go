@@ -68,6 +68,10 @@ type Task struct {
 	tidx  int32   // index in that heap
 	tseq  uint32  // the wait (seq) the entry is for
 	tnext uintptr // list of tasks ExpireTimers woke
+
+	// cpuTime is the CPU time the task used before its current run, in ns
+	// (atomic; cputime.go).
+	cpuTime int64
 }
 
 var tasks [MaxTasks]Task
@@ -132,6 +136,7 @@ func Alloc() *Task {
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
 			t.woken, t.intrAddr = WakeUp, 0
+			atomic.StoreInt64(&t.cpuTime, 0)
 			return t
 		}
 	}

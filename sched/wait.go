@@ -216,3 +216,7 @@ func condChanged(a uintptr, v uint32) bool {
 	w, ok := loadCond(a)
 	return !ok || w != v
 }
+
+// BlockedInterruptibly reports whether t is blocked in a wait a signal
+// ends (BlockIntr). A hint: the answer may change as soon as it is given.
+func (t *Task) BlockedInterruptibly() bool { return t.st() == stBlocked && t.intrAddr != 0 }

@@ -34,7 +34,9 @@ var fuzzExcluded = map[uintptr]string{
 	unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend: waits for a signal", unix.SYS_SIGALTSTACK: "sigaltstack: the runtime's signal stack",
 	unix.SYS_REBOOT: "reboot: ends the machine", unix.SYS_TKILL: "tkill: signals",
 	unix.SYS_SET_TID_ADDRESS: "set_tid_address: written at thread exit", unix.SYS_TIMER_CREATE: "timer_create: signals",
-	unix.SYS_EXIT_GROUP: "exit_group: ends the machine", unix.SYS_TGKILL: "tgkill: signals",
+	unix.SYS_TIMER_SETTIME: "timer_settime: the runtime's profiling timers (signals)",
+	unix.SYS_TIMER_DELETE:  "timer_delete: the runtime's profiling timers (it throws if one is gone)",
+	unix.SYS_EXIT_GROUP:    "exit_group: ends the machine", unix.SYS_TGKILL: "tgkill: signals",
 	unix.SYS_MKNODAT: "mknodat: a FIFO would block a later open", unix.SYS_RT_TGSIGQUEUEINFO: "rt_tgsigqueueinfo: signals",
 	unix.SYS_EXECVEAT: "execveat", unix.SYS_PIDFD_SEND_SIGNAL: "pidfd_send_signal: signals",
 	unix.SYS_CLONE3: "clone3", unix.SYS_CLOSE_RANGE: "close_range: the runtime's descriptors",
@@ -301,9 +303,16 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		case unix.SYS_ACCEPT4:
 			a[3] |= syscall.SOCK_NONBLOCK
 		case unix.SYS_FCNTL: // F_SETFL keeps O_NONBLOCK: a pipe or socket made blocking would wait
-			if a[1] == syscall.F_SETFL {
+			switch a[1] {
+			case syscall.F_SETFL:
 				a[2] |= syscall.O_NONBLOCK
+			case unix.F_SETLKW: // a record lock never waits
+				a[1] = unix.F_SETLK
+			case unix.F_OFD_SETLKW:
+				a[1] = unix.F_OFD_SETLK
 			}
+		case unix.SYS_FLOCK: // never waits
+			a[1] |= unix.LOCK_NB
 		case unix.SYS_SENDMSG, unix.SYS_RECVMSG: // never waits; half the time a msghdr with control data
 			a[2] |= syscall.MSG_DONTWAIT
 			if rng.IntN(2) == 0 {

@@ -41,6 +41,12 @@ var tests = []test{
 	{"TestNilDereferencePanics", testNilDeref},
 	{"TestCryptoRand", testCryptoRand},
 
+	// cputime.go
+	{"TestCPUClocks", testCPUClocks},
+	{"TestTimerErrno", testTimerErrno},
+	{"TestTimerSignals", testTimerSignals},
+	{"TestCPUProfile", testCPUProfile},
+
 	// conin.go
 	{"TestConsoleInput", testConsoleInput},
 
