@@ -32,7 +32,7 @@ Flags are go test's (the README has the table of what each does here):
     -fuzztime -fuzzminimizetime -memprofilerate -blockprofilerate -mutexprofilefraction
   to the build: -a -asmflags -buildvcs -compiler gc -cover -covermode -coverpkg -gcflags
     -installsuffix -ldflags -mod -modcacherw -modfile -pgo -pkgdir -tags -toolexec
-    -trimpath -work -x
+    -trimpath -work -x -debug-actiongraph -debug-runtime-trace -debug-trace
   yolk test's own: -C dir (first: run there), -c (write NAME.test, the bootable image, and do not boot it),
     -o file|dir, -json (go tool test2json over the guest's output), -p N (packages
     built and booted at once; default GOMAXPROCS), -vet list|off|all (go vet on the

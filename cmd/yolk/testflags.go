@@ -38,6 +38,7 @@ var testFlags = map[string]flagKind{
 	"tags": buildValue, "ldflags": buildValue, "gcflags": buildValue, "asmflags": buildValue, "covermode": buildValue,
 	"coverpkg": buildValue, "mod": buildValue, "modfile": buildValue, "pgo": buildValue, "buildvcs": buildValue,
 	"installsuffix": buildValue, "pkgdir": buildValue, "toolexec": buildValue, "compiler": buildValue,
+	"debug-actiongraph": buildValue, "debug-runtime-trace": buildValue, "debug-trace": buildValue,
 
 	"arch": guestValue, "accel": guestValue, "machine": guestValue, "m": guestValue, "smp": guestValue, "e": guestValue,
 
