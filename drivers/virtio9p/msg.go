@@ -91,10 +91,10 @@ type SetAttr struct {
 
 // Statfs is Rstatfs's body.
 type Statfs struct {
-	Type, Bsize                 uint32
-	Blocks, Bfree, Bavail       uint64
-	Files, Ffree, Fsid          uint64
-	Namelen                     uint32
+	Type, Bsize           uint32
+	Blocks, Bfree, Bavail uint64
+	Files, Ffree, Fsid    uint64
+	Namelen               uint32
 }
 
 // enc writes a message into b; a message that does not fit sets bad.
