@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
@@ -14,8 +15,10 @@ import (
 
 func sysClose(fd int) abi.Errno {
 	fileLock.Lock()
-	defer fileLock.Unlock()
-	return closeLocked(fd)
+	e := closeLocked(fd)
+	fileLock.Unlock()
+	shareReap()
+	return e
 }
 
 func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
@@ -50,6 +53,21 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 			e = abi.EINVAL
 		}
 		sockPut(s)
+		return r, e
+	}
+	if h := shareGet(fd); h >= 0 {
+		var r uintptr
+		var e abi.Errno
+		switch cmd {
+		case unix.F_GETFL:
+			r = uintptr(shareFiles[h].flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY | unix.O_CLOEXEC)
+		case unix.F_SETFL:
+			const settable = unix.O_APPEND | unix.O_NONBLOCK
+			atomic.StoreInt32(&shareFiles[h].flags, shareFiles[h].flags&^settable|int32(arg&settable))
+		default:
+			e = abi.EINVAL
+		}
+		sharePut(h)
 		return r, e
 	}
 	if h := fsGet(fd); h >= 0 {
@@ -87,6 +105,9 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, false)
 	}
+	if h := shareGet(fd); h >= 0 {
+		return shareTransfer(h, p, n, -1, false)
+	}
 	if isSocket(fd) {
 		b, e := mm.UserBufW(p, min(n, maxRW))
 		if e != 0 {
@@ -123,6 +144,9 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, true)
 	}
+	if h := shareGet(fd); h >= 0 {
+		return shareTransfer(h, p, n, -1, true)
+	}
 	if isSocket(fd) {
 		b := bytesAt(p, int(min(n, maxRW)))
 		v := net.Iov{One: b, Len: len(b)}
@@ -148,6 +172,9 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) 
 		if off < 0 {
 			return 0, abi.EINVAL
 		}
+		if h := shareGet(fd); h >= 0 {
+			return shareTransfer(h, p, n, off, write)
+		}
 		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
 	}
 	var c int
@@ -162,6 +189,11 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) 
 }
 
 func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
+	if h := shareGet(fd); h >= 0 {
+		pos, e := shareSeek(h, off, whence)
+		sharePut(h)
+		return pos, e
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
@@ -182,6 +214,11 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 		*st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}
 		return 0
 	}
+	if h := shareGet(fd); h >= 0 {
+		e := shareStat(int(shareFiles[h].dev), shareFiles[h].fid, st)
+		sharePut(h)
+		return e
+	}
 	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS {
 		// The console and the kernel's own files: a character device.
 		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
@@ -194,6 +231,11 @@ func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	b, e := mm.UserBufW(p, n)
 	if e != 0 {
 		return 0, e
+	}
+	if h := shareGet(fd); h >= 0 {
+		c, e := shareGetdents(h, b)
+		sharePut(h)
+		return c, e
 	}
 	h := fsGet(fd)
 	if h < 0 {
@@ -208,6 +250,14 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 	if size < 0 {
 		return abi.EINVAL
 	}
+	if h := shareGet(fd); h >= 0 {
+		e := abi.EINVAL
+		if shareFiles[h].flags&unix.O_ACCMODE != unix.O_RDONLY && !shareFiles[h].dir {
+			e = shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)})
+		}
+		sharePut(h)
+		return e
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return badFD(fd, abi.EINVAL)
@@ -218,6 +268,10 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 }
 
 func sysFchdir(fd int) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		sharePut(h)
+		return abi.EINVAL // not done: a share file does not know its path
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return badFD(fd, abi.Errno(unix.ENOTDIR))
@@ -228,16 +282,32 @@ func sysFchdir(fd int) abi.Errno {
 }
 
 func sysFchown(fd int, uid, gid int) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := shareSetattr(nil, h, shareOwner(uid, gid))
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchown(h, uid, gid) }) // the console: accepted
 }
 
-// sysFsync is fsync and fdatasync: the file system is memory, nothing to
-// write back; EINVAL for pipes and the console, as Linux.
-func sysFsync(fd int) abi.Errno {
+// sysFsync is fsync and fdatasync: the in-memory file system has nothing
+// to write back (EINVAL for pipes and the console, as Linux); a share's
+// file is synced on the host.
+func sysFsync(fd int, datasync bool) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := abi.Errno(shares[shareFiles[h].dev].c.Fsync(shareFiles[h].fid, datasync))
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, abi.EINVAL, func(h int) fs.Errno { return vfs.Fsync(h) })
 }
 
 func sysFchmod(fd int, mode uint32) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetMode, Mode: mode & 0o7777})
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchmod(h, mode) }) // the console: accepted
 }
 
@@ -281,7 +351,7 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 		return uintptr(newfd), 0
 	}
 	k := files[oldfd].kind
-	if k != fileFS && k != fileConsole && k != fileSocket {
+	if k != fileFS && k != fileConsole && k != fileSocket && k != fileShare {
 		return 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
 	}
 	if newfd >= len(files) {
@@ -302,6 +372,8 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	}
 	if k == fileFS {
 		vfs.Ref(int(files[oldfd].h))
+	} else if k == fileShare {
+		shareFiles[files[oldfd].h].refs++
 	} else if k == fileSocket {
 		sockets.Ref(int(files[oldfd].h))
 	}
