@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -265,6 +266,86 @@ func testShareReadOnly(t *T) {
 	} {
 		if errnoOf(c.err) != syscall.EROFS {
 			t.Errorf("%s on the read-only share: %v, want EROFS", c.what, c.err)
+		}
+	}
+}
+
+// The share's benchmarks (on $YOLK_SHARE_DIR, as TestShare): sequential
+// writes and reads of 1 MiB calls, a create and delete, a stat.
+func init() {
+	benches = append(benches,
+		bench{"BenchmarkShareWrite", benchShareWrite, false},
+		bench{"BenchmarkShareRead", benchShareRead, false},
+		bench{"BenchmarkShareCreateDelete", benchShareCreate, false},
+		bench{"BenchmarkShareStat", benchShareStat, false},
+	)
+}
+
+func shareBenchDir(b *testing.B) string {
+	dir := os.Getenv(envShareDir)
+	if dir == "" {
+		b.Skip("no share: boot with yolk run -share HOSTDIR:GUESTPATH -e " + envShareDir + "=GUESTPATH")
+	}
+	return dir
+}
+
+func benchShareWrite(b *testing.B) {
+	f, err := os.Create(filepath.Join(shareBenchDir(b), "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.WriteAt(buf, int64(i%64)<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchShareRead(b *testing.B) {
+	name := filepath.Join(shareBenchDir(b), "bench")
+	buf := make([]byte, 1<<20)
+	if err := os.WriteFile(name, bytes.Repeat(buf, 16), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	defer os.Remove(name)
+	f, err := os.Open(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.ReadAt(buf, int64(i%16)<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchShareCreate(b *testing.B) {
+	name := filepath.Join(shareBenchDir(b), "bench")
+	for i := 0; i < b.N; i++ {
+		f, err := os.Create(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		if err := os.Remove(name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchShareStat(b *testing.B) {
+	dir := shareBenchDir(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := os.Stat(dir); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
