@@ -253,7 +253,7 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 	if h := shareGet(fd); h >= 0 {
 		e := abi.EINVAL
 		if shareFiles[h].flags&unix.O_ACCMODE != unix.O_RDONLY && !shareFiles[h].dir {
-			e = shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)})
+			e = shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)}, false)
 		}
 		sharePut(h)
 		return e
@@ -283,7 +283,7 @@ func sysFchdir(fd int) abi.Errno {
 
 func sysFchown(fd int, uid, gid int) abi.Errno {
 	if h := shareGet(fd); h >= 0 {
-		e := shareSetattr(nil, h, shareOwner(uid, gid))
+		e := shareSetattr(nil, h, shareOwner(uid, gid), false)
 		sharePut(h)
 		return e
 	}
@@ -304,7 +304,7 @@ func sysFsync(fd int, datasync bool) abi.Errno {
 
 func sysFchmod(fd int, mode uint32) abi.Errno {
 	if h := shareGet(fd); h >= 0 {
-		e := shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetMode, Mode: mode & 0o7777})
+		e := shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetMode, Mode: mode & 0o7777}, false)
 		sharePut(h)
 		return e
 	}

@@ -55,7 +55,7 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 			e = abi.EFAULT
 		}
 		if e == 0 {
-			e = sharePathStat(&r, at[unix.Stat_t](sp))
+			e = sharePathStat(&r, at[unix.Stat_t](sp), flags&unix.AT_SYMLINK_NOFOLLOW == 0)
 		}
 		shareDone(&r)
 		return e
@@ -237,7 +237,7 @@ func sysTruncate(p uintptr, size int64) abi.Errno {
 			e = abi.EINVAL
 		}
 		if e == 0 {
-			e = shareSetattr(&r, -1, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)})
+			e = shareSetattr(&r, -1, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)}, true)
 		}
 		shareDone(&r)
 		return e
@@ -400,7 +400,7 @@ func shareSetPath(dirfd int, p uintptr, flags int, a *virtio9p.SetAttr) (abi.Err
 		if h < 0 {
 			return 0, false
 		}
-		e = shareSetattr(nil, h, a)
+		e = shareSetattr(nil, h, a, false)
 		sharePut(h)
 		return e, true
 	}
@@ -409,7 +409,7 @@ func shareSetPath(dirfd int, p uintptr, flags int, a *virtio9p.SetAttr) (abi.Err
 		return 0, false
 	}
 	if e == 0 {
-		e = shareSetattr(&r, -1, a)
+		e = shareSetattr(&r, -1, a, flags&unix.AT_SYMLINK_NOFOLLOW == 0)
 	}
 	shareDone(&r)
 	return e, true

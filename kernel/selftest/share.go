@@ -138,6 +138,23 @@ func testShare(t *T) {
 	if l, err := os.Readlink(filepath.Join(out, "link")); err != nil || l != "b.txt" {
 		t.Errorf("Readlink = %q, %v", l, err)
 	}
+	// Links at the end of a path are followed: relative, and absolute
+	// on the same share.
+	if err := os.Symlink(filepath.Join(in, "hello.txt"), filepath.Join(out, "abs")); err != nil {
+		t.Errorf("%v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(out, "abs")); err != nil || string(got) != "hello from the host\n" {
+		t.Errorf("reading through an absolute link: %q, %v", got, err)
+	}
+	if st, err := os.Stat(filepath.Join(out, "link")); err != nil || !st.Mode().IsRegular() || st.Size() != 6 {
+		t.Errorf("Stat through the link: %v, %v", st, err)
+	}
+	if st, err := os.Lstat(filepath.Join(out, "link")); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("Lstat of the link: %v, %v", st, err)
+	}
+	if err := os.Remove(filepath.Join(out, "abs")); err != nil {
+		t.Errorf("%v", err)
+	}
 	if err := os.MkdirAll(filepath.Join(out, "sub", "deeper"), 0o755); err != nil {
 		t.Errorf("%v", err)
 	}
