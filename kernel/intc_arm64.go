@@ -118,7 +118,7 @@ func irq(p *perCPU) (timer bool) {
 	case id == nicIRQ && nicIRQ != 0:
 		nicInterrupt()
 	case isShareIRQ(id):
-		shareInterrupt()
+		shareInterrupt(id)
 	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
 		gic.EOI(iar)
 		stopHere()

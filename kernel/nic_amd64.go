@@ -9,9 +9,13 @@ import (
 	"yolk/sched"
 )
 
-// vecVirtio is the virtio devices' interrupt vector (the NIC's and the
-// shares'; PCI lines may be shared, so its handler asks every device).
-const vecVirtio = 0x25
+// The virtio devices' interrupt vectors: GSI g is vecVirtio+g, so that a
+// handler knows its line and asks only the devices on it (a PCI INTx line
+// may be shared by the NIC and shares).
+const (
+	vecVirtio    = 0x40
+	maxVirtioGSI = 0xF0 - vecVirtio
+)
 
 // virtioInit finds the network device and the shares (share.go) and
 // routes their interrupts to this (the boot) CPU: on microvm the virtio-mmio transports its ACPI DSDT lists
@@ -34,7 +38,7 @@ func virtioInit(c *sched.CPU) {
 		n++
 	}
 	for _, m := range devs[:n] {
-		if m.Base == 0 || m.Size < virtio.MMIOSize || m.GSI >= 256 {
+		if m.Base == 0 || m.Size < virtio.MMIOSize || m.GSI >= maxVirtioGSI {
 			continue
 		}
 		d, e := virtio.OpenMMIO(mm.Phys(uintptr(m.Base)))
@@ -90,7 +94,7 @@ func nicRefused(where string, base uint64, e virtio.Error) {
 	kprint("\n")
 }
 
-// nicRoute routes GSI gsi to this CPU as vecVirtio.
+// nicRoute routes GSI gsi to this CPU as vecVirtio+gsi.
 func nicRoute(c *sched.CPU, gsi uint32, level, low bool) {
 	base := ioapicFor(gsi)
 	pin := gsi
@@ -104,15 +108,17 @@ func nicRoute(c *sched.CPU, gsi uint32, level, low bool) {
 		}
 	}
 	if level {
-		ioapic.RouteLevel(base, pin, vecVirtio, uint32(c.IRQ), low)
+		ioapic.RouteLevel(base, pin, vecVirtio+uint8(gsi), uint32(c.IRQ), low)
 	} else {
-		ioapic.Route(base, pin, vecVirtio, uint32(c.IRQ))
+		ioapic.Route(base, pin, vecVirtio+uint8(gsi), uint32(c.IRQ))
 	}
 }
 
-// virtioTrap is vecVirtio's handler.
-func virtioTrap() {
-	nicInterrupt()
-	shareInterrupt()
+// virtioTrap handles GSI gsi's vector: the devices on that line.
+func virtioTrap(gsi uint32) {
+	if gsi == nicIRQ {
+		nicInterrupt()
+	}
+	shareInterrupt(gsi)
 	lapic.EOI()
 }

@@ -123,11 +123,14 @@ func sharePoll(dev int) {
 	shareWQ.Wake(uintptr(unsafe.Pointer(&d.t.Freed)), len(files))
 }
 
-// shareInterrupt is the shares' interrupt handler: every device is asked
-// (a PCI line may be shared).
-func shareInterrupt() {
+// shareInterrupt is the shares' interrupt handler for line irq (amd64's
+// GSI, arm64's GIC ID): every share on it is asked (a PCI line may be
+// shared).
+func shareInterrupt(irq uint32) {
 	for i := 0; i < nshares; i++ {
-		sharePoll(i)
+		if shares[i].irq == irq {
+			sharePoll(i)
+		}
 	}
 }
 

@@ -193,6 +193,25 @@ func testShare(t *T) {
 		t.Errorf("%v", err)
 	}
 
+	// A tree copied and removed by the os package's own walkers
+	// (descriptor-relative opens, getdents64, unlinkat).
+	tree := filepath.Join(out, "tree")
+	if err := os.CopyFS(tree, os.DirFS(in)); err != nil && errnoOf(err) != syscall.Errno(secret) {
+		t.Errorf("CopyFS: %v", err)
+	}
+	var walked []string
+	filepath.WalkDir(tree, func(p string, d os.DirEntry, err error) error {
+		rel, _ := filepath.Rel(tree, p)
+		walked = append(walked, rel)
+		return err
+	})
+	if want := []string{".", "full", "full/x", "hello.txt"}; !slices.Equal(walked[:min(len(walked), 4)], want) {
+		t.Errorf("WalkDir of the copy: %q, want %q first", walked, want)
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		t.Errorf("RemoveAll: %v", err)
+	}
+
 	// The big file, written and read back through its checksum.
 	mib, _ := strconv.Atoi(os.Getenv(envShareBig))
 	big := filepath.Join(out, "big")
