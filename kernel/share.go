@@ -72,9 +72,13 @@ func (e shareEnv) Wait(addr *uint32, val uint32) {
 
 func (e shareEnv) Wake(addr *uint32) { shareWQ.Wake(uintptr(unsafe.Pointer(addr)), len(files)) }
 
-// Exchange submits slot s's request and waits for the interrupt that
-// completes it (at boot, before tasks run, it polls the device).
-func (e shareEnv) Exchange(s, out, outData, inData int) (int, bool) {
+// Post submits slot s's request; its reply comes to the client's
+// Complete (sharePoll).
+func (e shareEnv) Post(s, out int) bool { return e.submit(s, out, 0, 0) }
+
+// submit gives slot s's request to the device, waiting for descriptors
+// if too few are free (at boot, before tasks run, polling the device).
+func (e shareEnv) submit(s, out, outData, inData int) bool {
 	d := &shares[e.dev]
 	req, rep, data := d.c.SlotPages(s)
 	for {
@@ -83,16 +87,25 @@ func (e shareEnv) Exchange(s, out, outData, inData int) (int, bool) {
 		err := d.t.Submit(s, req, rep, data, out, outData, inData)
 		shareLocks[e.dev].Unlock()
 		if err == virtio.OK {
-			break
+			return true
 		}
 		if err != virtio.ErrFull {
-			return 0, false
+			return false
 		}
 		if shareBoot {
 			sharePoll(e.dev)
 			continue
 		}
 		e.Wait(&d.t.Freed, seq)
+	}
+}
+
+// Exchange submits slot s's request and waits for the interrupt that
+// completes it (at boot it polls the device).
+func (e shareEnv) Exchange(s, out, outData, inData int) (int, bool) {
+	d := &shares[e.dev]
+	if !e.submit(s, out, outData, inData) {
+		return 0, false
 	}
 	for atomic.LoadUint32(&d.t.Done[s]) == 0 {
 		if shareBoot {
@@ -106,21 +119,21 @@ func (e shareEnv) Exchange(s, out, outData, inData int) (int, bool) {
 	return l, l > 0
 }
 
-// sharePoll harvests device dev's answers and wakes their waiters.
+// sharePoll harvests device dev's answers: a posted request's frees its
+// slot (Complete), another's wakes its waiter.
 func sharePoll(dev int) {
 	d := &shares[dev]
 	shareLocks[dev].Lock()
 	mask := d.t.Interrupt()
 	shareLocks[dev].Unlock()
-	if mask == 0 || shareBoot {
-		return
-	}
 	for s := 0; s < virtio9p.Slots; s++ {
-		if mask&(1<<s) != 0 {
+		if mask&(1<<s) != 0 && !d.c.Complete(s) && !shareBoot {
 			shareWQ.Wake(uintptr(unsafe.Pointer(&d.t.Done[s])), 1)
 		}
 	}
-	shareWQ.Wake(uintptr(unsafe.Pointer(&d.t.Freed)), len(files))
+	if mask != 0 && !shareBoot {
+		shareWQ.Wake(uintptr(unsafe.Pointer(&d.t.Freed)), len(files))
+	}
 }
 
 // shareInterrupt is the shares' interrupt handler for line irq (amd64's

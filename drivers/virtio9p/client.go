@@ -71,6 +71,11 @@ type Env interface {
 	// 0), then inData bytes of the data pages. It returns the reply's
 	// length, false if the transport failed.
 	Exchange(s, out, outData, inData int) (int, bool)
+	// Post sends slot s's request (out bytes of its request page, a
+	// reply without data) and returns at once: when the reply is in,
+	// the environment calls the client's Complete(s). False if the
+	// transport failed.
+	Post(s, out int) bool
 	// Wait blocks while *addr == val; Wake wakes the waiters on addr.
 	Wait(addr *uint32, val uint32)
 	Wake(addr *uint32)
@@ -95,6 +100,8 @@ type Client[E Env] struct {
 	free    uint32 // free slots, a bit each
 	freeSeq uint32 // bumped when a slot is freed (atomic)
 	fids    [NumFids / 64]uint64
+	posted  uint32     // slots holding a posted clunk, a bit each
+	postFid [Slots]Fid // the fid each posted clunk frees
 
 	req, rep         [Slots]uintptr
 	reqPhys, repPhys [Slots]uint64
@@ -361,7 +368,10 @@ func (c *Client[E]) walkFail(nf, cur Fid) {
 	c.freeFid(nf)
 }
 
-// Clunk forgets fid f (the root stays).
+// Clunk forgets fid f (the root stays). It does not wait for the answer
+// (the server forgets the fid even on an error, the protocol says): the
+// request is posted, and the fid and slot are free again when the reply
+// is in (Complete). Only a transport failure is an error.
 func (c *Client[E]) Clunk(f Fid) Errno {
 	if f == Root || f == NoFid {
 		return 0
@@ -369,9 +379,35 @@ func (c *Client[E]) Clunk(f Fid) Errno {
 	s := c.get()
 	e := c.enc(s, Tclunk, uint16(s))
 	e.u32(uint32(f))
-	err := c.simple(s, &e, Tclunk+1)
-	c.freeFid(f) // the server forgets it even on an error (the protocol says so)
-	return err
+	n := e.finish(0)
+	c.env.Lock()
+	c.posted |= 1 << s
+	c.postFid[s] = f
+	c.env.Unlock()
+	if !c.env.Post(s, n) {
+		c.Complete(s)
+		return EIO
+	}
+	return 0
+}
+
+// Complete is the environment's word that slot s's reply is in. For a
+// posted request it frees the request's fid and the slot and returns
+// true; false if the reply is a waiter's (Exchange's).
+func (c *Client[E]) Complete(s int) bool {
+	c.env.Lock()
+	if c.posted&(1<<s) == 0 {
+		c.env.Unlock()
+		return false
+	}
+	c.posted &^= 1 << s
+	f := c.postFid[s]
+	c.fids[f/64] &^= 1 << (f % 64)
+	c.free |= 1 << s
+	atomic.AddUint32(&c.freeSeq, 1)
+	c.env.Unlock()
+	c.env.Wake(&c.freeSeq)
+	return true
 }
 
 // Getattr reads f's attributes.

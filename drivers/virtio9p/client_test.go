@@ -198,7 +198,7 @@ func TestSession(t *testing.T) {
 		t.Errorf("Statfs = %+v, %v", sf, errno(e))
 	}
 	c.Clunk(d)
-	if n := c.FidsInUse(); n != 1 {
+	if n := m.fidsInUse(); n != 1 {
 		t.Errorf("%d fids in use after every clunk, want the root's 1", n)
 	}
 	// The host's refusal of a mode-000 file, whatever it is for this user.
@@ -260,7 +260,7 @@ func TestConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := c.FidsInUse(); n != 1 {
+	if n := m.fidsInUse(); n != 1 {
 		t.Errorf("%d fids in use, want 1", n)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {

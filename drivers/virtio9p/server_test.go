@@ -25,6 +25,27 @@ type model struct {
 	mem    [][]byte // keeps the pages alive
 	tamper func(s int, reply []byte) []byte
 	calls  atomic.Int64
+	posts  sync.WaitGroup
+}
+
+// Post runs the request on a goroutine of its own, as a device answers
+// while the task goes on.
+func (m *model) Post(s, out int) bool {
+	m.posts.Add(1)
+	go func() {
+		defer m.posts.Done()
+		m.Exchange(s, out, 0, 0)
+		if !m.c.Complete(s) {
+			panic("Complete of a posted slot said it was not posted")
+		}
+	}()
+	return true
+}
+
+// fidsInUse counts the fids once every posted clunk is answered.
+func (m *model) fidsInUse() int {
+	m.posts.Wait()
+	return m.c.FidsInUse()
 }
 
 func (m *model) Lock()   { m.mu.Lock() }
