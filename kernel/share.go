@@ -249,17 +249,17 @@ func shareAttach(d virtio.Device, where string, base uint64, irq uint32) bool {
 // shareStarted ends the boot's polling and enters yolk.cwd if it is on a
 // share (unpackInitrd left it alone).
 func shareStarted() {
+	if cwdLen != 0 && mountOf(cwdPath[:cwdLen]) >= 0 {
+		// Still polling: the boot context cannot block.
+		if e := shareChdir(unix.AT_FDCWD, cwdPath[:cwdLen]); e != 0 {
+			klog("yolk.cwd: cannot change to ")
+			kprintBytes(cwdPath[:cwdLen])
+			kprint(": errno ")
+			kprintDec(int64(e))
+			kprint("\n")
+		}
+	}
 	shareBoot = false
-	if cwdLen == 0 || mountOf(cwdPath[:cwdLen]) < 0 {
-		return
-	}
-	if e := shareChdir(unix.AT_FDCWD, cwdPath[:cwdLen]); e != 0 {
-		klog("yolk.cwd: cannot change to ")
-		kprintBytes(cwdPath[:cwdLen])
-		kprint(": errno ")
-		kprintDec(int64(e))
-		kprint("\n")
-	}
 }
 
 // mountOf is the mount whose guest path is path or an ancestor of it (the

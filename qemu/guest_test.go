@@ -326,6 +326,18 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		// booted from its ELF has virtio.
 		sh = startShare(t)
 		env = append(slices.Clip(env), sh.env...)
+		if machine == "virt" {
+			// TestBootFiles from a share instead of the boot archive:
+			// the package's directory, read-only at its host path, the
+			// working directory from boot (yolk.cwd), as yolk test
+			// will give a package's module.
+			for _, e := range env {
+				if dir, ok := strings.CutPrefix(e, "YOLK_SELFTEST_DIR="); ok {
+					sh.shares = append(sh.shares, Share{HostDir: filepath.FromSlash(dir), GuestPath: dir, ReadOnly: true})
+					initrd = ""
+				}
+			}
+		}
 		netw = NetUser
 		// Servers on the host's loopback and a forward for TestWire*.
 		wr = startWire(t)
