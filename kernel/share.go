@@ -417,15 +417,28 @@ func splitName(p []byte) (dir, name []byte) {
 	return p[:i], p[i:]
 }
 
-// walkParent walks r to the directory holding its last name: a new fid
-// (the caller clunks it) and the name.
-func walkParent(r *shareRef) (virtio9p.Fid, []byte, abi.Errno) {
+// walkParent walks r to the directory holding its last name and returns
+// its fid and the name. A single name's directory is r.from itself
+// unless clone asks for a fid of the caller's own (Lcreate turns it into
+// the new file); the caller clunks the fid if it is not r.from
+// (dropParent).
+func walkParent(r *shareRef, clone bool) (virtio9p.Fid, []byte, abi.Errno) {
 	dir, name := splitName(r.rel)
 	if len(name) == 0 || len(name) == 1 && name[0] == '.' || len(name) == 2 && name[0] == '.' && name[1] == '.' {
 		return virtio9p.NoFid, nil, abi.Errno(unix.EBUSY) // the share's root, the working directory or its parent
 	}
+	if len(dir) == 0 && !clone {
+		return r.from, name, 0
+	}
 	f, _, e := r.c().Walk(r.from, dir)
 	return f, name, abi.Errno(e)
+}
+
+// dropParent clunks walkParent's fid unless it is r.from.
+func dropParent(r *shareRef, f virtio9p.Fid) {
+	if f != r.from {
+		r.c().Clunk(f)
+	}
 }
 
 // maxFollow is how many symbolic links one lookup follows (Linux's

@@ -126,7 +126,7 @@ func shareOpen(r *shareRef, flags int, mode uint32) (uintptr, abi.Errno) {
 	var q virtio9p.Qid
 	var e virtio9p.Errno
 	if flags&unix.O_CREAT != 0 {
-		dir, name, pe := walkParent(r)
+		dir, name, pe := walkParent(r, true)
 		if pe != 0 {
 			if pe == abi.Errno(unix.EBUSY) {
 				pe = abi.Errno(unix.EISDIR)
@@ -351,13 +351,12 @@ func sharePathStat(r *shareRef, st *unix.Stat_t, follow bool) abi.Errno {
 
 // shareParentOp runs op on r's parent directory and last name.
 func shareParentOp(r *shareRef, op func(c *virtio9p.Client[shareEnv], dir virtio9p.Fid, name []byte) virtio9p.Errno) abi.Errno {
-	dir, name, e := walkParent(r)
+	dir, name, e := walkParent(r, false)
 	if e != 0 {
 		return e
 	}
-	c := r.c()
-	ce := op(c, dir, name)
-	c.Clunk(dir)
+	ce := op(r.c(), dir, name)
+	dropParent(r, dir)
 	return abi.Errno(ce)
 }
 
@@ -386,17 +385,16 @@ func shareRename(o, n *shareRef, flags int) abi.Errno {
 	if flags != 0 {
 		return abi.EINVAL
 	}
-	od, oname, e := walkParent(o)
+	od, oname, e := walkParent(o, false)
 	if e != 0 {
 		return e
 	}
-	c := o.c()
-	nd, nname, e := walkParent(n)
+	nd, nname, e := walkParent(n, false)
 	if e == 0 {
-		e = abi.Errno(c.Renameat(od, oname, nd, nname))
-		c.Clunk(nd)
+		e = abi.Errno(o.c().Renameat(od, oname, nd, nname))
+		dropParent(n, nd)
 	}
-	c.Clunk(od)
+	dropParent(o, od)
 	return e
 }
 

@@ -183,6 +183,24 @@ func testShare(t *T) {
 	if err := os.Remove("deeper"); err != nil {
 		t.Errorf("%v", err)
 	}
+	// Single names: the working directory's own fid is their directory.
+	if err := os.WriteFile("r1", []byte("r"), 0o644); err != nil {
+		t.Errorf("%v", err)
+	}
+	if err := os.Rename("r1", "r2"); err != nil {
+		t.Errorf("%v", err)
+	}
+	if err := os.Symlink("r2", "l2"); err != nil {
+		t.Errorf("%v", err)
+	}
+	if b, err := os.ReadFile("l2"); err != nil || string(b) != "r" {
+		t.Errorf("r2 through l2: %q, %v", b, err)
+	}
+	for _, n := range []string{"l2", "r2"} {
+		if err := os.Remove(n); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
 	if b, err := os.ReadFile("../b.txt"); err != nil || string(b) != "hello!" {
 		t.Errorf("../b.txt from the share's working directory: %q, %v", b, err)
 	}
