@@ -39,7 +39,12 @@ var (
 
 // shareGet is the share file behind fd, with a reference (sharePut); -1
 // if fd is not one.
-func shareGet(fd int) int { return handleRef(fd, fileShare) }
+func shareGet(fd int) int {
+	if fd < 0 || fd >= len(files) || files[fd].kind != fileShare {
+		return -1 // a hint, read without fileLock: handleRef checks again under it
+	}
+	return handleRef(fd, fileShare)
+}
 
 // sharePut drops a reference taken outside fileLock.
 func sharePut(h int) {
@@ -54,16 +59,16 @@ func sharePut(h int) {
 func shareUnref(h int) {
 	if shareFiles[h].refs--; shareFiles[h].refs == 0 {
 		shareDead[h] = true
-		shareClosing++
+		atomic.AddInt32(&shareClosing, 1)
 	}
 }
 
 // shareReap clunks the fids of files whose last reference is gone.
 func shareReap() {
-	for {
+	for atomic.LoadInt32(&shareClosing) > 0 {
 		fileLock.Lock()
 		h := -1
-		if shareClosing > 0 {
+		if atomic.LoadInt32(&shareClosing) > 0 {
 			for i := range shareDead {
 				if shareDead[i] {
 					h = i
@@ -75,7 +80,7 @@ func shareReap() {
 		var fid virtio9p.Fid
 		if h >= 0 {
 			shareDead[h] = false
-			shareClosing--
+			atomic.AddInt32(&shareClosing, -1)
 			dev, fid = shareFiles[h].dev, shareFiles[h].fid
 			shareFiles[h].fid = virtio9p.NoFid
 		}
@@ -122,10 +127,15 @@ func shareOpen(r *shareRef, flags int, mode uint32) (uintptr, abi.Errno) {
 	c := r.c()
 	acc := flags & unix.O_ACCMODE
 	lflags := uint32(acc | flags&(unix.O_TRUNC|unix.O_APPEND))
+	follow := flags&unix.O_NOFOLLOW == 0
+	excl := flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL
 	var f virtio9p.Fid
 	var q virtio9p.Qid
-	var e virtio9p.Errno
-	if flags&unix.O_CREAT != 0 {
+	e := abi.Errno(unix.ENOENT)
+	if !excl {
+		f, q, e = shareWalk(r, follow)
+	}
+	if e == abi.Errno(unix.ENOENT) && flags&unix.O_CREAT != 0 {
 		dir, name, pe := walkParent(r, true)
 		if pe != 0 {
 			if pe == abi.Errno(unix.EBUSY) {
@@ -133,54 +143,45 @@ func shareOpen(r *shareRef, flags int, mode uint32) (uintptr, abi.Errno) {
 			}
 			return 0, pe
 		}
-		if flags&unix.O_EXCL == 0 {
-			f, q, e = c.Walk(dir, name)
-		} else {
-			e = virtio9p.ENOENT
-		}
-		if e == virtio9p.ENOENT {
-			q, e = c.Lcreate(dir, name, lflags|unix.O_EXCL, mode&^atomic.LoadUint32(&shareUmask)&0o7777)
-			if e != 0 {
-				c.Clunk(dir)
-				return 0, abi.Errno(e)
-			}
+		_, ce := c.Lcreate(dir, name, lflags|unix.O_EXCL, mode&^atomic.LoadUint32(&shareUmask)&0o7777)
+		if ce == 0 {
 			return shareInstall(r.dev, dir, flags, false)
 		}
 		c.Clunk(dir)
-		if e != 0 {
-			return 0, abi.Errno(e)
-		}
-	} else {
-		var pe abi.Errno
-		if f, q, pe = shareWalk(r, flags&unix.O_NOFOLLOW == 0); pe != 0 {
-			return 0, pe
+		e = abi.Errno(ce)
+		if ce == virtio9p.Errno(unix.EEXIST) && !excl {
+			f, q, e = shareWalk(r, follow) // created by another since the walk above
 		}
 	}
+	if e != 0 {
+		return 0, e
+	}
 	isDir := q.Type&virtio9p.QTDir != 0
+	var ve virtio9p.Errno
 	if len(r.rel) == 0 || q == (virtio9p.Qid{}) {
 		var a virtio9p.Attr
-		if e = c.Getattr(f, &a); e != 0 {
+		if ve = c.Getattr(f, &a); ve != 0 {
 			c.Clunk(f)
-			return 0, abi.Errno(e)
+			return 0, abi.Errno(ve)
 		}
 		isDir = a.Mode&unix.S_IFMT == unix.S_IFDIR
 	}
 	switch {
 	case flags&unix.O_DIRECTORY != 0 && !isDir:
-		e = virtio9p.Errno(unix.ENOTDIR)
-	case isDir && acc != unix.O_RDONLY:
-		e = virtio9p.Errno(unix.EISDIR)
+		ve = virtio9p.Errno(unix.ENOTDIR)
+	case isDir && (acc != unix.O_RDONLY || flags&unix.O_CREAT != 0):
+		ve = virtio9p.Errno(unix.EISDIR)
 	case q.Type&virtio9p.QTSymlink != 0:
-		e = virtio9p.Errno(unix.ELOOP) // not followed (see above)
+		ve = virtio9p.Errno(unix.ELOOP) // O_NOFOLLOW on a link, as Linux
 	default:
 		if isDir {
 			lflags = 0
 		}
-		_, e = c.Lopen(f, lflags)
+		_, ve = c.Lopen(f, lflags)
 	}
-	if e != 0 {
+	if ve != 0 {
 		c.Clunk(f)
-		return 0, abi.Errno(e)
+		return 0, abi.Errno(ve)
 	}
 	return shareInstall(r.dev, f, flags, isDir)
 }

@@ -84,6 +84,8 @@ func testShare(t *T) {
 			return err
 		}(), syscall.ENOTDIR},
 		{"open a directory for writing", func() error { _, err := os.OpenFile(in, os.O_WRONLY, 0); return err }(), syscall.EISDIR},
+		{"open a directory with O_CREAT", func() error { _, err := os.OpenFile(in, os.O_RDONLY|os.O_CREATE, 0); return err }(), syscall.EISDIR},
+		{"create below a file", os.WriteFile(filepath.Join(in, "hello.txt", "x"), nil, 0o644), syscall.ENOTDIR},
 		{"rename across shares", os.Rename(filepath.Join(in, "hello.txt"), "/tmp/hello.txt"), syscall.EXDEV},
 	} {
 		if got := errnoOf(c.err); got != c.want {
