@@ -24,11 +24,13 @@ import (
 // round trip to the host, whose errno comes back as is.
 //
 // The mount point itself is an empty directory in the in-memory file
-// system (listing "/" shows it). Not done: symbolic links on a share are
-// not followed (open gives the server's ELOOP, stat describes the link),
-// fchdir to a share directory, ".." above a share's root from a working
-// directory inside it (EXDEV), mmap of share files (ENODEV as before),
-// file locks.
+// system (listing "/" shows it). A symbolic link at the end of a path is
+// followed (shareWalk). Not done: links inside a path (the server refuses
+// to walk through them), fchdir to a share directory, ".." above a
+// share's root from a working directory inside it (EXDEV), mmap of share
+// files (ENODEV as before), file locks. A chdir racing a relative call on
+// another thread may leave that call walking from the old directory's
+// fid after its clunk (an error from the server).
 
 const maxShares = 4
 
