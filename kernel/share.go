@@ -252,8 +252,13 @@ func shareAttach(d virtio.Device, where string, base uint64, irq uint32) bool {
 // share (unpackInitrd left it alone).
 func shareStarted() {
 	if cwdLen != 0 && mountOf(cwdPath[:cwdLen]) >= 0 {
-		// Still polling: the boot context cannot block.
-		if e := shareChdir(unix.AT_FDCWD, cwdPath[:cwdLen]); e != 0 {
+		// Still polling: the boot context cannot block. A share whose
+		// device is missing leaves the path to the in-memory file system.
+		e := shareChdir(unix.AT_FDCWD, cwdPath[:cwdLen])
+		if e == 0 && !shareCwd.on {
+			e = abi.Errno(vfs.Chdir(fs.AtCWD, cwdPath[:cwdLen]))
+		}
+		if e != 0 {
 			klog("yolk.cwd: cannot change to ")
 			kprintBytes(cwdPath[:cwdLen])
 			kprint(": errno ")
