@@ -332,6 +332,7 @@ func init() {
 	benches = append(benches,
 		bench{"BenchmarkShareWrite", benchShareWrite, false},
 		bench{"BenchmarkShareRead", benchShareRead, false},
+		bench{"BenchmarkShareReadMemory", benchMemRead, false},
 		bench{"BenchmarkShareCreateDelete", benchShareCreate, false},
 		bench{"BenchmarkShareStat", benchShareStat, false},
 	)
@@ -362,8 +363,13 @@ func benchShareWrite(b *testing.B) {
 	}
 }
 
-func benchShareRead(b *testing.B) {
-	name := filepath.Join(shareBenchDir(b), "bench")
+func benchShareRead(b *testing.B) { benchRead(b, filepath.Join(shareBenchDir(b), "bench")) }
+
+// benchMemRead is benchShareRead on the in-memory file system (where the
+// boot archive's files are), for comparison.
+func benchMemRead(b *testing.B) { benchRead(b, "/tmp/bench") }
+
+func benchRead(b *testing.B, name string) {
 	buf := make([]byte, 1<<20)
 	if err := os.WriteFile(name, bytes.Repeat(buf, 16), 0o644); err != nil {
 		b.Fatal(err)
