@@ -380,6 +380,10 @@ func run(args []string) int {
 	switch *board {
 	case "":
 	case "rpi3":
+		if len(shares) > 0 {
+			fmt.Fprintln(os.Stderr, "yolk run: -board rpi3 has no virtio: no -share (-dir gives it files in the boot archive)")
+			return 2
+		}
 		if (setFlags["machine"] && *machine != qemu.RPi3Machine) || *smp != 4 || (*mem != "1G" && *mem != "1024M") {
 			fmt.Fprintf(os.Stderr, "yolk run: -board %s is QEMU %s with 4 cores and 1 GiB: leave -machine, -smp and -m out\n", *board, qemu.RPi3Machine)
 			return 2
@@ -393,7 +397,7 @@ func run(args []string) int {
 			fmt.Fprintf(os.Stderr, "yolk run: -firmware %q: want %s\n", *firmware, strings.Join(qemu.Firmwares, " or "))
 			return 2
 		}
-		if len(env) > 0 || *dir != "" || fs.NArg() > 1 {
+		if len(env) > 0 || *dir != "" || fs.NArg() > 1 || len(shares) > 0 {
 			fmt.Fprintf(os.Stderr, "yolk run: %v\n", qemu.ErrFixedCmdline)
 			return 2
 		}
