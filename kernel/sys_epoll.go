@@ -93,6 +93,8 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 	case fileSocket:
 		h = files[fd].h
 		id, seqAddr = sockets.Pollable(int(h))
+	case fileShare:
+		return abi.EPERM // a regular file or directory, as Linux
 	case fileEventfd:
 		seqAddr = uintptr(unsafe.Pointer(&files[fd].seq))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
@@ -14,8 +15,10 @@ import (
 
 func sysClose(fd int) abi.Errno {
 	fileLock.Lock()
-	defer fileLock.Unlock()
-	return closeLocked(fd)
+	e := closeLocked(fd)
+	fileLock.Unlock()
+	shareReap()
+	return e
 }
 
 func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
@@ -50,6 +53,21 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 			e = abi.EINVAL
 		}
 		sockPut(s)
+		return r, e
+	}
+	if h := shareGet(fd); h >= 0 {
+		var r uintptr
+		var e abi.Errno
+		switch cmd {
+		case unix.F_GETFL:
+			r = uintptr(shareFiles[h].flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY | unix.O_CLOEXEC)
+		case unix.F_SETFL:
+			const settable = unix.O_APPEND | unix.O_NONBLOCK
+			atomic.StoreInt32(&shareFiles[h].flags, shareFiles[h].flags&^settable|int32(arg&settable))
+		default:
+			e = abi.EINVAL
+		}
+		sharePut(h)
 		return r, e
 	}
 	if h := fsGet(fd); h >= 0 {
@@ -89,6 +107,9 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, false)
 	}
+	if h := shareGet(fd); h >= 0 {
+		return shareTransfer(h, p, n, -1, false)
+	}
 	if isSocket(fd) {
 		if !userRange(p, n, true) {
 			return 0, abi.EFAULT
@@ -125,6 +146,9 @@ func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	}
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, true)
+	}
+	if h := shareGet(fd); h >= 0 {
+		return shareTransfer(h, p, n, -1, true)
 	}
 	if isSocket(fd) {
 		v := net.Iov{User: p, Len: int(min(n, maxRW))}
@@ -170,6 +194,9 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) 
 		if off < 0 {
 			return 0, abi.EINVAL
 		}
+		if h := shareGet(fd); h >= 0 {
+			return shareTransfer(h, p, n, off, write)
+		}
 		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
 	}
 	if off < 0 {
@@ -182,6 +209,11 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) 
 }
 
 func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
+	if h := shareGet(fd); h >= 0 {
+		pos, e := shareSeek(h, off, whence)
+		sharePut(h)
+		return pos, e
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
@@ -196,6 +228,15 @@ const statSize = unsafe.Sizeof(unix.Stat_t{})
 func sysFstat(fd int, p uintptr) abi.Errno {
 	if !mm.UserW(p, statSize) {
 		return abi.EFAULT
+	}
+	if h := shareGet(fd); h >= 0 {
+		var st unix.Stat_t
+		e := shareStat(int(shareFiles[h].dev), shareFiles[h].fid, &st)
+		sharePut(h)
+		if e != 0 {
+			return e
+		}
+		return mm.Put(p, st)
 	}
 	var st unix.Stat_t
 	switch {
@@ -216,13 +257,21 @@ func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if !userRange(p, n, true) {
 		return 0, abi.EFAULT
 	}
+	// At most a bounce buffer's worth a call (Linux, too, returns what
+	// fits in the buffer; the caller calls again).
+	var buf [ioChunk]byte
+	if h := shareGet(fd); h >= 0 {
+		c, e := shareGetdents(h, buf[:min(n, ioChunk)])
+		sharePut(h)
+		if e == 0 && mm.CopyOut(p, buf[:c]) != 0 {
+			return 0, abi.EFAULT
+		}
+		return c, e
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return 0, badFD(fd, abi.Errno(unix.ENOTDIR))
 	}
-	// At most a bounce buffer's worth a call (Linux, too, returns what
-	// fits in the buffer; the caller calls again).
-	var buf [ioChunk]byte
 	c, fe := vfs.Getdents(h, buf[:min(n, ioChunk)])
 	fsPut(h)
 	if fe == 0 && mm.CopyOut(p, buf[:c]) != 0 {
@@ -235,6 +284,14 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 	if size < 0 {
 		return abi.EINVAL
 	}
+	if h := shareGet(fd); h >= 0 {
+		e := abi.EINVAL
+		if shareFiles[h].flags&unix.O_ACCMODE != unix.O_RDONLY && !shareFiles[h].dir {
+			e = shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)}, false)
+		}
+		sharePut(h)
+		return e
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return badFD(fd, abi.EINVAL)
@@ -245,6 +302,10 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 }
 
 func sysFchdir(fd int) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		sharePut(h)
+		return abi.EINVAL // not done: a share file does not know its path
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return badFD(fd, abi.Errno(unix.ENOTDIR))
@@ -255,16 +316,32 @@ func sysFchdir(fd int) abi.Errno {
 }
 
 func sysFchown(fd int, uid, gid int) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := shareSetattr(nil, h, shareOwner(uid, gid), false)
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchown(h, uid, gid) }) // the console: accepted
 }
 
-// sysFsync is fsync and fdatasync: the file system is memory, nothing to
-// write back; EINVAL for pipes and the console, as Linux.
-func sysFsync(fd int) abi.Errno {
+// sysFsync is fsync and fdatasync: the in-memory file system has nothing
+// to write back (EINVAL for pipes and the console, as Linux); a share's
+// file is synced on the host.
+func sysFsync(fd int, datasync bool) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := abi.Errno(shares[shareFiles[h].dev].c.Fsync(shareFiles[h].fid, datasync))
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, abi.EINVAL, func(h int) fs.Errno { return vfs.Fsync(h) })
 }
 
 func sysFchmod(fd int, mode uint32) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetMode, Mode: mode & 0o7777}, false)
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchmod(h, mode) }) // the console: accepted
 }
 
@@ -308,7 +385,7 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 		return uintptr(newfd), 0
 	}
 	k := files[oldfd].kind
-	if k != fileFS && k != fileConsole && k != fileSocket {
+	if k != fileFS && k != fileConsole && k != fileSocket && k != fileShare {
 		return 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
 	}
 	if newfd >= len(files) {
@@ -329,6 +406,8 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	}
 	if k == fileFS {
 		vfs.Ref(int(files[oldfd].h))
+	} else if k == fileShare {
+		shareFiles[files[oldfd].h].refs++
 	} else if k == fileSocket {
 		sockets.Ref(int(files[oldfd].h))
 	}

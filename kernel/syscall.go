@@ -188,8 +188,10 @@ func syscall(r *Regs) {
 		err = sysFchownat(int(int32(a0)), a1, int(int32(a2)), int(int32(a3)), int(a4))
 	case unix.SYS_FCHOWN:
 		err = sysFchown(int(a0), int(int32(a1)), int(int32(a2)))
-	case unix.SYS_FSYNC, unix.SYS_FDATASYNC:
-		err = sysFsync(int(a0))
+	case unix.SYS_FSYNC:
+		err = sysFsync(int(a0), false)
+	case unix.SYS_FDATASYNC:
+		err = sysFsync(int(a0), true)
 	case unix.SYS_SYNC:
 	case unix.SYS_SYNCFS:
 		err = sysSyncfs(int(a0))
@@ -199,6 +201,7 @@ func syscall(r *Regs) {
 		err = sysUtimensat(int(int32(a0)), a1, a2, int(a3))
 	case unix.SYS_UMASK:
 		ret = uintptr(vfs.Umask(uint32(a0)))
+		atomic.StoreUint32(&shareUmask, uint32(a0)&0o777)
 	case unix.SYS_DUP:
 		ret, err = sysDup(int(a0))
 	case unix.SYS_DUP3:

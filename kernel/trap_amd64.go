@@ -21,7 +21,7 @@ const (
 	vecShootdown = 0x22 // TLB shootdown IPI
 	vecSignal    = 0x23 // a signal for the task this CPU runs (signal.go)
 	// vecConsoleRx (0x24, conin.go): the serial port received data
-	// vecNIC (0x25, nic_amd64.go): the network device
+	// vecVirtio+GSI (0x40-0xEF, nic_amd64.go): the NIC and the shares
 	vecPICBase  = 0x30 // the legacy PICs, masked (spurious only)
 	vecSpurious = 0xFF
 )
@@ -95,8 +95,8 @@ func trap(r *Regs) (toTask bool) {
 		p.timerWoke = timerInterrupt()
 	case v == vecConsoleRx:
 		conInInterrupt()
-	case v == vecNIC:
-		nicTrap()
+	case v >= vecVirtio && v < vecVirtio+maxVirtioGSI:
+		virtioTrap(uint32(v - vecVirtio))
 	case v == vecSignal:
 		// Nothing to do here: the check below finds the signal.
 		lapic.EOI()

@@ -320,7 +320,24 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	netw := NetNone
 	var wr *wire
 	var fwds []Forward
+	var sh *shareHost
 	if board == "" {
+		// Shares for TestShare and TestShareReadOnly: every machine
+		// booted from its ELF has virtio.
+		sh = startShare(t)
+		env = append(slices.Clip(env), sh.env...)
+		if machine == "virt" {
+			// TestBootFiles from a share instead of the boot archive:
+			// the package's directory, read-only at its host path, the
+			// working directory from boot (yolk.cwd), as yolk test
+			// will give a package's module.
+			for _, e := range env {
+				if dir, ok := strings.CutPrefix(e, "YOLK_SELFTEST_DIR="); ok {
+					sh.shares = append(sh.shares, Share{HostDir: filepath.FromSlash(dir), GuestPath: dir, ReadOnly: true})
+					initrd = ""
+				}
+			}
+		}
 		netw = NetUser
 		// Servers on the host's loopback and a forward for TestWire*.
 		wr = startWire(t)
@@ -364,6 +381,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		Args:     args,
 		Net:      netw,
 		Forwards: fwds,
+		Shares:   sh.list(),
 		Stdout:   logFile,
 		Stderr:   logFile,
 		Stdin:    stdin,
@@ -376,6 +394,9 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 			}
 			if wr != nil {
 				wr.line(l)
+			}
+			if sh != nil {
+				sh.line(l)
 			}
 			rep.Line(l)
 		},
@@ -420,6 +441,15 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	}
 	if gt := rep.Test("TestArgsEnv"); gt != nil && gt.Result == report.Skip {
 		t.Errorf("guest TestArgsEnv skipped: the guest did not see %s passed on the kernel command line", guestEnvKey)
+	}
+	if sh != nil {
+		for _, name := range []string{"TestShare", "TestShareReadOnly"} {
+			if gt := rep.Test(name); gt != nil && gt.Result == report.Skip {
+				t.Errorf("guest %s skipped though TestGuest gave the guest its shares", name)
+			}
+		}
+		gt := rep.Test("TestShare")
+		sh.done(t, gt != nil && gt.Result != report.Skip)
 	}
 	if gt := rep.Test("TestNIC"); gt != nil && gt.Result == report.Skip && netw != NetNone {
 		t.Errorf("guest TestNIC skipped: the kernel found no NIC although QEMU had one (-net %s)", netw)

@@ -121,3 +121,8 @@ func UserPath(p uintptr, buf *[fs.PathMax]byte) ([]byte, abi.Errno) {
 }
 
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
+
+// Copy copies n bytes from src to dst, where either may be the program's
+// memory already checked by the caller, and reports false if a fault
+// there (another thread unmapped it since) stopped the copy.
+func Copy(dst, src uintptr, n int) bool { return n <= 0 || copyUser(dst, src, uintptr(n)) == 0 }

@@ -164,7 +164,28 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 	shortTS := &[2]int64{0, 100_000}
 
 	rng := rand.New(rand.NewPCG(seed, 10))
+	// With a host share (TestShare's), a pointer is sometimes a path in
+	// a directory of its own there, written into the scratch area:
+	// open, stat, rename, unlink and the rest reach the share's code.
+	var sharePaths []string
+	shareUses := 0
+	if dir := os.Getenv(envShareDir); dir != "" {
+		fz := dir + "/fuzz"
+		os.Mkdir(fz, 0o755)
+		defer os.RemoveAll(fz)
+		sharePaths = []string{fz, fz + "/a", fz + "/b", fz + "/b/c", fz + "/a/", "fuzz/a", fz + "/l"}
+	}
 	pointer := func() uintptr {
+		if len(sharePaths) > 0 && rng.IntN(4) == 0 {
+			at := scratch + uintptr(rng.IntN(8))*pg - 256
+			if at < scratch {
+				at = scratch
+			}
+			p := sharePaths[rng.IntN(len(sharePaths))]
+			copy(region[at-base:], p+"\x00")
+			shareUses++
+			return at
+		}
 		switch rng.IntN(8) {
 		case 0:
 			return 0
@@ -412,6 +433,10 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 	slices.SortFunc(top, func(x, y ec) int { return y.n - x.n })
 	top = top[:min(len(top), 6)]
 	t.Logf("%d calls of %d numbers in %v; most common results: %v; frame alias %#x", calls, len(used), time.Since(start).Round(time.Millisecond), top, addrs.alias)
+	if shareUses > 0 {
+		ents, _ := os.ReadDir(os.Getenv(envShareDir) + "/fuzz")
+		t.Logf("%d arguments were paths on the share; %d entries left in its fuzz directory", shareUses, len(ents))
+	}
 }
 
 // fuzzMsghdr builds a msghdr in scratch (mem, at address at) for sendmsg

@@ -63,6 +63,10 @@ var tests = []test{
 	{"TestDevNull", testDevNull},
 	{"TestBootFiles", testBootFiles},
 
+	// share.go
+	{"TestShare", testShare},
+	{"TestShareReadOnly", testShareReadOnly},
+
 	// net.go
 	{"TestUnixStream", testUnixStream},
 	{"TestUnixDatagram", testUnixDatagram},
