@@ -132,7 +132,7 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi
 		opath, e1 := mm.UserPath(op, &pb)
 		npath, e2 := mm.UserPath(np, &nb)
 		if e1 == 0 && e2 == 0 {
-			if o, n, on, e := shareTwo(odirfd, opath, ndirfd, npath); on {
+			if o, n, on, e := shareTwo(odirfd, noEscape(opath), ndirfd, noEscape(npath)); on {
 				if e == 0 {
 					e = shareRename(&o, &n, flags)
 					shareDone(&o)
@@ -159,7 +159,7 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 	}
 	var nb userPath
 	if npath, e2 := mm.UserPath(np, &nb); nshares > 0 && e2 == 0 && len(opath) > 0 {
-		if o, n, on, e := shareTwo(odirfd, opath, ndirfd, npath); on {
+		if o, n, on, e := shareTwo(odirfd, noEscape(opath), ndirfd, noEscape(npath)); on {
 			if e == 0 {
 				e = shareLink(&o, &n)
 				shareDone(&o)
@@ -199,10 +199,11 @@ func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) abi.Errno {
 
 func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
 	var pb userPath
-	target, e := mm.UserPath(tp, &pb)
+	tb, e := mm.UserPath(tp, &pb)
 	if e != 0 {
 		return e
 	}
+	target := noEscape(tb) // the share's func value would move pb to the heap
 	var sb userPath
 	if r, _, on, e := sharePathArgs(dirfd, p, &sb); on {
 		if e == 0 {

@@ -559,10 +559,13 @@ func sharePathArgs(dirfd int, p uintptr, buf *userPath) (shareRef, []byte, bool,
 	if nshares == 0 {
 		return shareRef{h: -1}, nil, false, 0
 	}
-	path, e := mm.UserPath(p, buf)
+	b, e := mm.UserPath(p, buf)
 	if e != 0 {
 		return shareRef{h: -1}, nil, false, 0
 	}
+	// buf is the caller's stack; the reference keeps path only for the
+	// call (noEscape: the func values of shareParentOp hide that).
+	path := noEscape(b)
 	r, on, e := shareAt(dirfd, path)
 	return r, path, on, e
 }
