@@ -44,6 +44,20 @@ var guestMachines = map[string][]string{
 	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2", "rpi3"},
 }
 
+// stressTests are the guest tests long by design — work fixed by count
+// (10⁶ futex operations, 10 000 connections) or by time. What they test
+// depends on the architecture, the interrupt controller and the CPU
+// count, not on the board around them, so in the default entries they
+// run on stressEntries (each architecture and CPU count once, both GIC
+// versions) and the other boards skip them, to keep make test's time.
+// Entries chosen with $YOLK_MACHINE run everything.
+const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn)$"
+
+var stressEntries = map[string]bool{
+	"microvm:1": true, "microvm:2": true, "microvm:4": true,
+	"virt:1": true, "virt:2": true, "virt-gicv3:2": true, "rpi3": true,
+}
+
 // pcEntries are the entry names that boot the PC image (image.BuildISO,
 // the self-test's environment, arguments and boot archive built in) from
 // q35's CD-ROM drive through GRUB, with SeaBIOS or OVMF.
@@ -245,10 +259,18 @@ func TestGuest(t *testing.T) {
 
 	// The PC image: the amd64 kernel with a Multiboot2 header, in an
 	// ISO with this run's command line and boot archive.
+	// argsFor are an entry's arguments: the default entries outside
+	// stressEntries skip the stress tests.
+	argsFor := func(m string) []string {
+		if os.Getenv("YOLK_MACHINE") != "" || stressEntries[m] {
+			return args
+		}
+		return append([]string{"-skip", stressTests}, args...)
+	}
 	var iso string
 	for _, m := range machines {
 		if machine, _, _, _, _ := guestEntry(m); pcEntries[machine] != "" && iso == "" {
-			iso = buildSelftestISO(t, imgs["amd64"], outDir, env, args, initrd)
+			iso = buildSelftestISO(t, imgs["amd64"], outDir, env, argsFor(m), initrd)
 		}
 	}
 
@@ -262,7 +284,7 @@ func TestGuest(t *testing.T) {
 			case b != "":
 				img = imgs[b]
 			}
-			bootSelftest(t, img, initrd, env, args, m, timeout, outDir)
+			bootSelftest(t, img, initrd, env, argsFor(m), m, timeout, outDir)
 		})
 	}
 }
