@@ -11,6 +11,7 @@ import (
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/net"
+	"yolk/sched"
 )
 
 func sysClose(fd int) abi.Errno {
@@ -423,6 +424,11 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 // atomic write.
 const ioChunk = fs.PipeBuf
 
+// ioBufs are the bounce buffers, one a task slot: in the BSS, not on the
+// kernel stack (which Go would clear at every call), and paged in the
+// first time a task uses its own.
+var ioBufs [sched.MaxTasks][ioChunk]byte
+
 // fsTransfer reads (write false) or writes the user buffer [p, p+n) at
 // the open file h, a chunk at a time, and drops the call's reference to
 // h. A read blocks for its first chunk only (a pipe: until data or end of
@@ -440,7 +446,7 @@ func fsTransferAt(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errn
 		return 0, abi.EFAULT
 	}
 	n = min(n, maxRW)
-	var buf [ioChunk]byte
+	buf := &ioBufs[sched.Current().Index()]
 	done := uintptr(0)
 	for {
 		k := min(n-done, ioChunk)

@@ -5,43 +5,56 @@ import "unsafe"
 // CopyUser copies n bytes from src to dst, where one side is the
 // program's memory, and returns how many it did not copy: 0, or, after a
 // page fault at a user address the kernel's trap handler sent to
-// UserFixup, the bytes from the faulting one on.
+// UserFixup, the bytes from the faulting word or byte on.
 func CopyUser(dst, src, n uintptr) (left uintptr)
 
 func copyUserPC() uintptr
 
-// repMovsb is REP MOVSB's encoding.
-const repMovsb = 0xa4f3
+// The encodings of CopyUser's two instructions that touch memory.
+var (
+	repMovsq = [3]byte{0xf3, 0x48, 0xa5}
+	repMovsb = [2]byte{0xf3, 0xa4}
+)
 
-// copyInsn is the address of CopyUser's REP MOVSB (0 until found).
-var copyInsn uintptr
+// copyQ and copyB are the addresses of CopyUser's REP MOVSQ and REP
+// MOVSB (0 until found).
+var copyQ, copyB uintptr
 
 // UserFixup is the exception table: for a kernel-mode fault at pc, where
-// to resume if pc is the instruction of CopyUser that touches the
+// to resume if pc is one of CopyUser's two instructions that touch the
 // program's memory (ok false for any other pc). The caller has checked
 // that the faulting address is the program's.
 func UserFixup(pc uintptr) (resume uintptr, ok bool) {
-	insn := copyInsn
-	if insn == 0 {
-		insn = findCopyInsn()
+	if copyB == 0 {
+		findCopyInsns()
 	}
-	if pc != insn || insn == 0 {
+	switch {
+	case copyQ == 0 || copyB == 0:
 		return 0, false
+	case pc == copyQ:
+		return pc + uintptr(len(repMovsq)), true
+	case pc == copyB:
+		return pc + uintptr(len(repMovsb)), true
 	}
-	return insn + 2, true
+	return 0, false
 }
 
-// findCopyInsn finds REP MOVSB in CopyUser's first 32 bytes (three
-// register loads precede it).
-func findCopyInsn() uintptr {
+// findCopyInsns finds REP MOVSQ and, after it, REP MOVSB in CopyUser's
+// first 64 bytes (register moves and arithmetic precede them, none with
+// an F3 prefix).
+func findCopyInsns() {
 	start := copyUserPC()
-	for i := uintptr(0); i < 32; i++ {
-		if *word[uint16](start + i) == repMovsb {
-			copyInsn = start + i
-			return copyInsn
+	q := uintptr(0)
+	for i := uintptr(0); i < 64; i++ {
+		a := start + i
+		switch {
+		case q == 0 && *word[[3]byte](a) == repMovsq:
+			q = a
+		case q != 0 && *word[[2]byte](a) == repMovsb:
+			copyQ, copyB = q, a
+			return
 		}
 	}
-	return 0
 }
 
 // word is the T at a (an address of the image's text).

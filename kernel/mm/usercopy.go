@@ -17,7 +17,7 @@ import (
 // routine of the architecture's package (arch/$GOARCH CopyUser), and a
 // page fault inside that routine at an address of the areas' range does
 // not stop the machine: the trap handler asks UserFixup where to resume
-// (Linux's exception table, one entry), and the copy returns the bytes it
+// (Linux's exception table, for one routine), and the copy returns the bytes it
 // did not copy, which the call reports as EFAULT. The copy returns
 // normally, so whatever lock its caller holds is released on the caller's
 // ordinary path; a fault anywhere else is still a kernel fault.
