@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -333,10 +334,16 @@ func (p *ptimer) expire(i int32, now int64) {
 	atomic.AddUint64(&ptFired, 1)
 	var missed int64
 	if p.interval > 0 {
-		p.value += p.interval
+		// Saturating: the program's interval may be near the int64
+		// limit, and a wrapped expiry would count negative overruns.
+		p.value = satAdd(p.value, p.interval)
 		if p.value <= now && !catchUp {
 			missed = (now-p.value)/p.interval + 1
-			p.value += missed * p.interval
+			if missed > (math.MaxInt64-p.value)/p.interval {
+				p.value = math.MaxInt64
+			} else {
+				p.value += missed * p.interval
+			}
 		}
 	} else {
 		p.value = 0
@@ -345,11 +352,14 @@ func (p *ptimer) expire(i int32, now int64) {
 		return
 	}
 	sig := int(p.signo)
-	over := int32(min(missed, 1<<30))
+	if missed < 0 || missed > 1<<30 {
+		missed = 1 << 30 // a sum that wrapped was a huge count: capped, as Linux's DELAYTIMER_MAX
+	}
+	over := int32(missed)
 	atomic.AddUint64(&ptOverruns, uint64(over))
 	if pending {
 		atomic.AddUint64(&ptOverruns, 1)
-		p.overrun = min(p.overrun+1+over, 1<<30)
+		p.overrun = int32(min(int64(p.overrun)+1+int64(over), 1<<30)) // summed wide: int32 would wrap
 		return
 	}
 	var t *sched.Task
@@ -537,4 +547,12 @@ func setitimer(which int, value, interval int64) (left, oldInterval int64) {
 	p.set(int32(itimerAt+which), value, interval, false)
 	ptLock.Unlock()
 	return left, oldInterval
+}
+
+// satAdd is a+b for b >= 0, at most math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

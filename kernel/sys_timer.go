@@ -140,6 +140,9 @@ func sysTimerGetoverrun(id int32) (uintptr, abi.Errno) {
 	}
 	n := p.lastOverrun
 	ptLock.Unlock()
+	if n < 0 {
+		n = 1 << 30 // never negative: a count that wrapped is capped (expire)
+	}
 	return uintptr(n), 0
 }
 

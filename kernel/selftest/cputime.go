@@ -541,7 +541,7 @@ func testCPUProfile(t *T) {
 		go pprof.Do(context.Background(), pprof.Labels("prof", "busy"), func(context.Context) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			cpus <- spinSpent(t, 600*time.Millisecond, 100000)
+			cpus <- spinSpent(t, 600*time.Millisecond, 1_000_000)
 		})
 	}
 	var cpu, steady time.Duration
