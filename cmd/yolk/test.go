@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,9 +38,12 @@ Flags are go test's (the README has the table of what each does here):
     -o file|dir, -json (go tool test2json over the guest's output), -p N (packages
     built and booted at once; default GOMAXPROCS), -vet list|off|all (go vet on the
     host before the boot, go test's analyzers by default)
+  output files, on the host where go test writes them (through a host share at
+    /yolk/out): -coverprofile -cpuprofile -memprofile -blockprofile -mutexprofile
+    -trace -outputdir dir (default: the working directory) -artifacts; the profiles
+    take one package and keep the image as NAME.test for go tool pprof
   refused with the reason: -race -msan -asan -fuzz -exec -n -buildmode -linkshared
-    -gccgoflags -overlay, and -coverprofile -cpuprofile -memprofile -blockprofile
-    -mutexprofile -trace -outputdir -artifacts (they need the host share)
+    -gccgoflags -overlay
 Guest flags:
   -arch amd64|arm64 (default $GOARCH if one of them, else amd64),
   -accel auto|kvm|tcg, -machine microvm|pc|q35 (amd64) or virt|virt-gicv3 (arm64),
@@ -138,8 +142,10 @@ type tester struct {
 	tmp    string
 	goroot string
 	main   string // the main module's directory, "" outside a module
-	many   bool   // more than one package
-	stream bool   // print the test binary's output as go test does in package-list mode with -v
+	outDir string // where the output files go (-outputdir), absolute
+	cover  *coverProfile
+	many   bool // more than one package
+	stream bool // print the test binary's output as go test does in package-list mode with -v
 
 	accelOnce sync.Once
 	qemuBin   string
@@ -162,6 +168,10 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		return 1
 	}
+	if f := c.profileFlag(); f != "" && len(pkgs) != 1 {
+		fmt.Fprintf(stderr, "cannot use -%s flag with multiple packages\n", f)
+		return 1
+	}
 	if c.output != "" && len(pkgs) > 1 {
 		if _, err := c.imagePath("x", true); err != nil {
 			fmt.Fprintf(stderr, "yolk test: %v\n", err)
@@ -181,6 +191,17 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 		return 1
 	}
 	defer os.RemoveAll(t.tmp)
+	if t.outDir, err = filepath.Abs(cmp.Or(c.outputDir, ".")); err != nil {
+		fmt.Fprintf(stderr, "yolk test: -outputdir: %v\n", err)
+		return 1
+	}
+	if c.files["coverprofile"] != "" && !c.compile {
+		if err := t.createCoverProfile(); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			return 1
+		}
+		defer t.cover.f.Close()
+	}
 
 	failed := false
 	// go test reports the packages it cannot load first.
@@ -413,7 +434,20 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 	if t.goroot != "" && !slices.ContainsFunc(c.env, func(e string) bool { return strings.HasPrefix(e, "GOROOT=") }) {
 		env = append(env, "GOROOT="+t.goroot) // as go test's environment has it
 	}
-	if !runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, t.stream || c.json, out) {
+	shares, outArgs, coverDir, err := t.outputs(i)
+	if err != nil {
+		fmt.Fprintf(stderr, "yolk test: %v\n", err)
+		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
+		return 0, failed
+	}
+	ok := runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, shares, outArgs, t.stream || c.json, out)
+	if coverDir != "" {
+		if err := t.cover.merge(coverDir); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			return 0, failed
+		}
+	}
+	if !ok {
 		return 0, testFailed
 	}
 	return 0, passed
@@ -441,7 +475,9 @@ const killAfter = time.Minute
 
 // runTestImage boots one test image, prints its result line (and its
 // output when it failed or stream is set) and reports whether it passed.
-func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string, env []string, img, initrd string, stream bool, stdout io.Writer) bool {
+// shares and args are the output files' host shares and the test
+// binary's arguments for them (testout.go).
+func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string, env []string, img, initrd string, shares []qemu.Share, args []string, stream bool, stdout io.Writer) bool {
 	var out bytes.Buffer
 	w := io.Writer(&out)
 	if stream {
@@ -467,7 +503,8 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string
 		SMP:     c.smp,
 		Timeout: kill,
 		Env:     testNetEnv(env),
-		Args:    c.testArgs,
+		Args:    append(slices.Clip(args), c.testArgs...),
+		Shares:  shares,
 		Initrd:  initrd,
 		Net:     qemu.NetUser, // a NIC on QEMU's user network, no forwards
 		Stdout:  w,

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +156,93 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 			t.Error("notest.test written for a package without tests")
 		}
 	})
+	t.Run("output-files", func(t *testing.T) { testOutputFiles(t, yolk, accel, dir) })
+}
+
+// testOutputFiles: go test's output files, written by the guest through
+// the host share, in one boot of the prof fixture: -coverprofile with
+// -covermode=set is the host's go test profile block for block;
+// -cpuprofile names the hot function (Spin) with at least 80 % of the
+// samples (cumulative: with what it calls), and the samples come to Spin's
+// 1.5 s within 20 % (100 Hz, one busy thread); -memprofile and -trace
+// parse with go tool pprof and go tool trace; the image is kept as
+// prof.test (in -o's directory) for pprof's symbols; -artifacts keeps a
+// test's file where go test's does.
+func testOutputFiles(t *testing.T, yolk, accel, dir string) {
+	yout, gout := t.TempDir(), t.TempDir()
+	flags := func(out string) []string {
+		return []string{"-o", out + "/", "-outputdir", out, "-coverprofile=cover.out", "-covermode=set",
+			"-cpuprofile=cpu.prof", "-memprofile", "mem.prof", "-trace=trace.out", "-artifacts", "./prof"}
+	}
+	start := time.Now()
+	ys, ye, ycode := runIn(t, dir, yolk, append([]string{"test", "-accel", accel}, flags(yout)...)...)
+	t.Logf("yolk test: %v", time.Since(start).Round(time.Millisecond))
+	gs, ge, gcode := runIn(t, dir, "go", append([]string{"test", "-count=1"}, flags(gout)...)...)
+	if ycode != 0 || gcode != 0 || !slices.Equal(resultLines(ys), resultLines(gs)) {
+		t.Fatalf("yolk test: status %d\n%s%s\ngo test: status %d\n%s%s", ycode, ys, ye, gcode, gs, ge)
+	}
+	sortedLines := func(name string) []string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(l)
+		return l
+	}
+	if y, g := sortedLines(filepath.Join(yout, "cover.out")), sortedLines(filepath.Join(gout, "cover.out")); !slices.Equal(y, g) || !slices.Contains(y, "mode: set") {
+		t.Errorf("coverage profiles differ:\nyolk test:\n%s\ngo test:\n%s", strings.Join(y, "\n"), strings.Join(g, "\n"))
+	}
+	bin := filepath.Join(yout, "prof.test")
+	if arch, err := qemu.ImageArch(bin); err != nil {
+		t.Errorf("prof.test: %s, %v", arch, err)
+	}
+	pprof := func(args ...string) string {
+		out, err := exec.Command("go", append([]string{"tool", "pprof", "-top"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Errorf("go tool pprof %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	cpu := pprof(bin, filepath.Join(yout, "cpu.prof"))
+	// The cum% column: Spin and what it calls (time.Now, and asyncPreempt
+	// when a preemption signal stopped it).
+	spin := regexp.MustCompile(`(?m)^\s*\S+\s+\S+%\s+\S+%\s+\S+\s+([0-9.]+)%\s+\S+/prof\.Spin$`).FindStringSubmatch(cpu)
+	total := regexp.MustCompile(`Total samples = ([0-9.]+m?s)`).FindStringSubmatch(cpu)
+	if spin == nil || total == nil {
+		t.Errorf("CPU profile without Spin or its total:\n%s", cpu)
+	} else {
+		pct, _ := strconv.ParseFloat(spin[1], 64)
+		d, _ := time.ParseDuration(total[1])
+		if pct < 80 || d < 1200*time.Millisecond || d > 1800*time.Millisecond {
+			t.Errorf("CPU profile: Spin %.1f%% of %v of samples; want at least 80%% of 1.5s ± 20%%:\n%s", pct, d, cpu)
+		}
+	}
+	if mem := pprof("-sample_index=alloc_space", bin, filepath.Join(yout, "mem.prof")); !strings.Contains(mem, "prof.Grow") {
+		t.Errorf("memory profile without Grow:\n%s", mem)
+	}
+	tr, err := exec.Command("go", "tool", "trace", "-d=parsed", filepath.Join(yout, "trace.out")).CombinedOutput()
+	if err != nil || !bytes.Contains(tr, []byte(" StateTransition ")) {
+		t.Errorf("go tool trace -d=parsed: %v\n%.2000s", err, tr)
+	}
+	artifacts := func(out string) []string {
+		var m []string
+		filepath.WalkDir(filepath.Join(out, "_artifacts"), func(f string, d fs.DirEntry, err error) error {
+			if err != nil || d.Name() != "note.txt" {
+				return err
+			}
+			if b, err := os.ReadFile(f); err != nil || string(b) != "kept\n" {
+				t.Errorf("%s: %q, %v", f, b, err)
+			}
+			rel, _ := filepath.Rel(out, f)
+			m = append(m, filepath.Dir(filepath.Dir(rel))) // without the random directory
+			return nil
+		})
+		return m
+	}
+	if y, g := artifacts(yout), artifacts(gout); len(g) != 1 || !slices.Equal(y, g) {
+		t.Errorf("artifacts: yolk test %q, go test %q", y, g)
+	}
 }
 
 var (
@@ -293,7 +382,7 @@ func TestParseTestArgs(t *testing.T) {
 		t.Errorf("defaults %+v", d)
 	}
 
-	for _, bad := range [][]string{{"-race"}, {"-fuzz", "F"}, {"-exec", "x"}, {"-cpuprofile", "c.out"}, {"-coverprofile=c.out"}, {"-nosuch"}, {"-run"}, {"-p", "0"}, {"-vet", "a=b"}, {"-compiler", "gccgo"}, {"-v", "-C", "dir"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
+	for _, bad := range [][]string{{"-race"}, {"-fuzz", "F"}, {"-exec", "x"}, {"-cpuprofile"}, {"-nosuch"}, {"-run"}, {"-p", "0"}, {"-vet", "a=b"}, {"-compiler", "gccgo"}, {"-v", "-C", "dir"}, {"-smp", "65"}, {"-smp", "0"}, {"-timeout", "soon"}, {"-v=maybe"}, {"-e", "NOVALUE"}} {
 		if _, err := parseTestArgs(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
@@ -339,7 +428,6 @@ func TestTestUsageErrors(t *testing.T) {
 		{[]string{"test", "-nosuch", "./..."}, "flag provided but not defined: -nosuch"},
 		{[]string{"test", "-race", "./..."}, "-race is not supported: needs cgo"},
 		{[]string{"test", "-fuzz=Fuzz", "./..."}, "-fuzz is not supported: the fuzzing engine runs worker processes"},
-		{[]string{"test", "-cpuprofile", "cpu.out", "./..."}, "-cpuprofile is not supported: needs the host share"},
 		{[]string{"test", "-h"}, "usage: yolk test"},
 		{[]string{"test", "-smp", "65", "strings"}, "-smp 65: the kernel runs 1 to 64 CPUs"},
 	} {
@@ -347,6 +435,76 @@ func TestTestUsageErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.msg) {
 			t.Errorf("yolk %q: status %d\n%s", c.args, code, stderr)
 		}
+	}
+	// go test's rule and status: a profile is of one package.
+	_, stderr, code := runIn(t, "testdata/yolktest", yolk, "test", "-cpuprofile", "cpu.out", "./pass", "./fail")
+	if code != 1 || !strings.Contains(stderr, "cannot use -cpuprofile flag with multiple packages") {
+		t.Errorf("yolk test -cpuprofile with two packages: status %d\n%s", code, stderr)
+	}
+}
+
+// TestOutputs: the output-file flags' shares and test binary arguments —
+// the output directory at /yolk/out with -test.outputdir, a profile named
+// by an absolute path elsewhere in a share of its own, -coverprofile's
+// temporary directory at /yolk/cover — and the coverage profile's merge
+// under go test's mode line, refusing another mode.
+func TestOutputs(t *testing.T) {
+	c, err := parseTestArgs([]string{"-cpuprofile=cpu.prof", "-trace", "trace.out", "-memprofile=", "-artifacts",
+		"-outputdir", "o", "-coverprofile=c.out", "-covermode=count", "./a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.outputDir != "o" || !c.artifacts || c.coverMode != "count" || !c.cover || c.profileFlag() != "cpuprofile" || !c.needBinary() ||
+		len(c.files) != 3 || !slices.Contains(c.buildFlags, "-cover=true") || slices.ContainsFunc(c.testArgs, func(a string) bool {
+		return strings.Contains(a, "profile") || strings.Contains(a, "outputdir") || strings.Contains(a, "trace")
+	}) {
+		t.Errorf("config %+v", c)
+	}
+	if img, err := c.imagePath("a", false); err != nil || img != "a.test" {
+		t.Errorf("image %q, %v; want a.test kept for pprof", img, err)
+	}
+	out, elsewhere := t.TempDir(), t.TempDir()
+	c.files["trace"] = filepath.Join(elsewhere, "trace.out")
+	tr := &tester{c: c, tmp: t.TempDir(), outDir: out}
+	shares, args, cover, err := tr.outputs(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantShares := []qemu.Share{{HostDir: out, GuestPath: "/yolk/out"}, {HostDir: elsewhere, GuestPath: "/yolk/out1"},
+		{HostDir: cover, GuestPath: "/yolk/cover"}}
+	wantArgs := []string{"-test.outputdir=/yolk/out", "-test.artifacts=true", "-test.cpuprofile=/yolk/out/cpu.prof",
+		"-test.trace=/yolk/out1/trace.out", "-test.gocoverdir=/yolk/cover/gocoverdir", "-test.coverprofile=/yolk/cover/_cover_.out"}
+	if !slices.Equal(shares, wantShares) || !slices.Equal(args, wantArgs) || filepath.Dir(cover) != tr.tmp {
+		t.Errorf("shares %+v\nargs %q\nwant %+v\n%q", shares, args, wantShares, wantArgs)
+	}
+	if st, err := os.Stat(filepath.Join(cover, "gocoverdir")); err != nil || !st.IsDir() {
+		t.Errorf("gocoverdir: %v", err)
+	}
+
+	if err := tr.createCoverProfile(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.cover.merge(cover); err != nil { // no profile written: the mode line alone
+		t.Error(err)
+	}
+	block := "a/a.go:3.14,5.2 1 7\n"
+	os.WriteFile(filepath.Join(cover, "_cover_.out"), []byte("mode: count\n"+block), 0o666)
+	if err := tr.cover.merge(cover); err != nil {
+		t.Error(err)
+	}
+	os.WriteFile(filepath.Join(cover, "_cover_.out"), []byte("mode: set\n"+block), 0o666)
+	if err := tr.cover.merge(cover); err == nil || !strings.Contains(err.Error(), "malformed coverage profile") {
+		t.Errorf("merge of another mode: %v", err)
+	}
+	tr.cover.f.Close()
+	if b, _ := os.ReadFile(filepath.Join(out, "c.out")); string(b) != "mode: count\n"+block {
+		t.Errorf("c.out %q", b)
+	}
+
+	// No output files: no shares, no arguments.
+	d, _ := parseTestArgs([]string{"-v", "./a"})
+	if shares, args, cover, err := (&tester{c: d, tmp: t.TempDir(), outDir: out}).outputs(0); shares != nil || args != nil || cover != "" || err != nil {
+		t.Errorf("without output flags: %v %q %q %v", shares, args, cover, err)
 	}
 }
 

@@ -24,8 +24,9 @@ const (
 	buildBool                  // -NAME[=BOOL] to go test -c (and go vet)
 	buildValue                 // -NAME=VALUE to go test -c (and go vet)
 	guestValue                 // configures QEMU
-	ownBool                    // yolk test's own: -c, -json
-	ownValue                   // yolk test's own: -o, -p, -vet, -timeout, -bench, -list
+	ownBool                    // yolk test's own: -c, -json, -artifacts
+	ownValue                   // yolk test's own: -o, -p, -vet, -timeout, -bench, -list, -outputdir
+	fileValue                  // a file the test binary writes, left on the host (testout.go)
 )
 
 var testFlags = map[string]flagKind{
@@ -42,24 +43,12 @@ var testFlags = map[string]flagKind{
 
 	"arch": guestValue, "accel": guestValue, "machine": guestValue, "m": guestValue, "smp": guestValue, "e": guestValue,
 
+	"coverprofile": fileValue, "cpuprofile": fileValue, "memprofile": fileValue, "blockprofile": fileValue,
+	"mutexprofile": fileValue, "trace": fileValue, "outputdir": ownValue, "artifacts": ownBool,
+
 	"c": ownBool, "json": ownBool, "C": ownValue,
 	"o": ownValue, "p": ownValue, "vet": ownValue, "timeout": ownValue, "bench": ownValue, "list": ownValue,
 }
-
-// fileFlags are go test's flags whose result is a file the test binary
-// writes, which go test leaves on the host (in -outputdir, default the
-// working directory) for go tool pprof, cover and trace. They need a
-// directory the guest writes and the host reads at once, the host share
-// (yolk run -share), and are refused until yolk test mounts one: then the
-// host directory (-outputdir's) is shared read-write at guestOutDir and
-// the binary gets -test.outputdir=guestOutDir with the flags' file names
-// (-test.gocoverdir a directory under it for -coverprofile), the image is
-// copied there as NAME.test for pprof's symbols, and one package at a time
-// as go test allows.
-var fileFlags = []string{"coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "outputdir", "artifacts"}
-
-// guestOutDir is where the guest will see the host's output directory.
-const guestOutDir = "/yolk/out"
 
 // refusedFlags are go test's flags yolk test does not take, and why.
 var refusedFlags = map[string]string{
@@ -75,13 +64,6 @@ var refusedFlags = map[string]string{
 	"overlay":    "yolk test links the kernel in with its own -overlay",
 }
 
-func init() {
-	for _, f := range fileFlags {
-		refusedFlags[f] = "needs the host share (yolk run -share) to write its file back to the host " +
-			"(for " + guestOutDir + "); not wired to yolk test yet"
-	}
-}
-
 // testConfig is a parsed yolk test command line.
 type testConfig struct {
 	patterns   []string
@@ -95,11 +77,15 @@ type testConfig struct {
 	failfast   bool
 	cover      bool
 	json       bool
-	compile    bool     // -c: write the image, do not boot it
-	output     string   // -o
-	chdir      string   // -C: the directory to run in
-	procs      int      // -p: packages built and booted at once
-	vet        []string // go vet's analyzer flags; empty: all of them
+	artifacts  bool              // -artifacts: the tests' artifacts go to the output directory
+	files      map[string]string // go test's output-file flags (-cpuprofile ...): name to file as given
+	outputDir  string            // -outputdir as given; "" is the working directory
+	coverMode  string            // -covermode; "" is set
+	compile    bool              // -c: write the image, do not boot it
+	output     string            // -o
+	chdir      string            // -C: the directory to run in
+	procs      int               // -p: packages built and booted at once
+	vet        []string          // go vet's analyzer flags; empty: all of them
 	vetOff     bool
 	timeout    time.Duration // the test binary's -test.timeout; 0: none
 	arch       string
@@ -165,6 +151,8 @@ func parseTestArgs(args []string) (*testConfig, error) {
 				c.compile = on
 			case "json":
 				c.json = on
+			case "artifacts":
+				c.artifacts = on
 			}
 			continue
 		}
@@ -176,6 +164,19 @@ func parseTestArgs(args []string) (*testConfig, error) {
 			val = args[i]
 		}
 		switch kind {
+		case fileValue:
+			if val == "" {
+				continue // go test's rule: an empty name asks for no file
+			}
+			if c.files == nil {
+				c.files = map[string]string{}
+			}
+			c.files[name] = val
+			if name == "coverprofile" {
+				c.cover = true
+				c.buildFlags = append(c.buildFlags, "-cover=true")
+			}
+			continue
 		case testValue:
 			c.testArgs = append(c.testArgs, "-test."+name+"="+val)
 			continue
@@ -192,6 +193,9 @@ func parseTestArgs(args []string) (*testConfig, error) {
 				}
 			case "covermode", "coverpkg":
 				c.cover = true
+				if name == "covermode" {
+					c.coverMode = val
+				}
 				c.buildFlags = append(c.buildFlags, "-"+name+"="+val)
 			default:
 				c.buildFlags = append(c.buildFlags, "-"+name+"="+val)
@@ -213,6 +217,8 @@ func parseTestArgs(args []string) (*testConfig, error) {
 			c.testArgs = append(c.testArgs, "-test.list="+val)
 		case "o":
 			c.output = val
+		case "outputdir":
+			c.outputDir = val
 		case "C":
 			if at != 0 {
 				return nil, errors.New("-C must be the first flag")
@@ -308,13 +314,14 @@ func parseVet(v string) (flags []string, off bool, err error) {
 	return flags, false, nil
 }
 
-// imagePath is where -c and -o put package pkg's test image (go test's
-// rules: NAME.test in the working directory with -c alone; -o names a file
-// or, ending in a slash or naming a directory, the directory for NAME.test).
-// "" when the image goes to a temporary file.
+// imagePath is where -c, -o and the profile flags put package pkg's test
+// image (go test's rules: NAME.test in the working directory with -c or a
+// profile flag alone; -o names a file or, ending in a slash or naming a
+// directory, the directory for NAME.test). "" when the image goes to a
+// temporary file.
 func (c *testConfig) imagePath(name string, many bool) (string, error) {
 	if c.output == "" {
-		if c.compile {
+		if c.compile || c.needBinary() {
 			return name + ".test", nil
 		}
 		return "", nil
