@@ -166,6 +166,13 @@ func sendSignalFrom(t *sched.Task, sig int, from int) {
 		setBit(&sigByKernel[i], b, from == sigFromKernel)
 	}
 	atomic.OrUint64(&sigPending[i], b)
+	if sigMask[i]&b == 0 && sigIgnored(sig) {
+		// A sigaction made it ignored after the check above, and its
+		// discard may have run before the bit was set: take it back, as
+		// Linux, whose send and sigaction hold one lock, never leaves it.
+		atomic.AndUint64(&sigPending[i], ^b)
+		return
+	}
 	t.Interrupt()
 	if cpu := t.RunningOn(); cpu >= 0 && cpu != sched.This().ID {
 		signalIPI(cpu)

@@ -148,13 +148,9 @@ func sysGetrusage(who int32, p uintptr) abi.Errno {
 	default:
 		return abi.EINVAL
 	}
-	const size = 144 // struct rusage
-	if !mm.UserW(p, size) {
-		return abi.EFAULT
-	}
-	clear(bytesAt(p, size))
-	*at[timespec](p) = timespec{ns / 1e9, ns % 1e9 / 1e3} // ru_utime
-	return 0
+	var ru [18]int64 // struct rusage: ru_utime first, the rest 0
+	ru[0], ru[1] = ns/1e9, ns%1e9/1e3
+	return mm.Put(p, ru)
 }
 
 // clkTck is USER_HZ, the unit of times.
@@ -165,11 +161,10 @@ const clkTck = 100
 func sysTimes(buf uintptr) (uintptr, abi.Errno) {
 	now := nanotime()
 	if buf != 0 {
-		if !mm.UserW(buf, 32) {
-			return 0, abi.EFAULT
+		tms := [4]int64{sched.ProcessCPUTime(now) / (1e9 / clkTck)} // tms_utime; the rest 0
+		if e := mm.Put(buf, tms); e != 0 {
+			return 0, e
 		}
-		clear(bytesAt(buf, 32))
-		*at[int64](buf) = sched.ProcessCPUTime(now) / (1e9 / clkTck)
 	}
 	return uintptr(now / (1e9 / clkTck)), 0
 }

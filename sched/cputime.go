@@ -8,8 +8,15 @@ import "sync/atomic"
 // time counts for nobody. The kernel's CPU clocks, getrusage and CPU-time
 // timers read it.
 
-// exited is the CPU time of the tasks that have exited (atomic).
-var exited int64
+// exited is the CPU time of the tasks that have exited (atomic). While
+// retire moves a task's time there, exitBusy is not 0; exitGen counts the
+// moves: ProcessCPUTime reads again if either says one overlapped its
+// sum (else a thread exiting meanwhile would be counted in neither).
+var (
+	exited   int64
+	exitBusy int32
+	exitGen  uint32
+)
 
 // account makes next the task running on c at the time of the switch's
 // clock reading, adding cur's run to its CPU time. The odd acct count
@@ -25,7 +32,10 @@ func (c *CPU) account(cur, next *Task) {
 
 // retire adds the CPU time of t, which has exited, to the process's.
 func retire(t *Task) {
+	atomic.AddInt32(&exitBusy, 1)
 	atomic.AddInt64(&exited, atomic.SwapInt64(&t.cpuTime, 0))
+	atomic.AddUint32(&exitGen, 1)
+	atomic.AddInt32(&exitBusy, -1)
 }
 
 // CPUTime is t's CPU time in ns at now (a clock.Nanotime reading), the
@@ -64,11 +74,19 @@ func (t *Task) CPUTime(now int64) int64 {
 // ProcessCPUTime is the CPU time of every task but the idle ones, exited
 // tasks included, at now.
 func ProcessCPUTime(now int64) int64 {
-	sum := atomic.LoadInt64(&exited)
-	for i := int32(0); i < atomic.LoadInt32(&ntasks); i++ {
-		if t := &tasks[i]; t.Alive() {
-			sum += t.CPUTime(now)
+	for {
+		g := atomic.LoadUint32(&exitGen)
+		if atomic.LoadInt32(&exitBusy) != 0 {
+			continue
+		}
+		sum := atomic.LoadInt64(&exited)
+		for i := int32(0); i < atomic.LoadInt32(&ntasks); i++ {
+			if t := &tasks[i]; t.Alive() {
+				sum += t.CPUTime(now)
+			}
+		}
+		if atomic.LoadInt32(&exitBusy) == 0 && atomic.LoadUint32(&exitGen) == g {
+			return sum
 		}
 	}
-	return sum
 }
