@@ -75,6 +75,7 @@ func cpuInterrupts(id int, c *sched.CPU) {
 	for _, sgi := range [...]uint32{vecWake, vecSignal, vecStop} {
 		gic.Enable(gc, sgi, gic.DefaultPriority)
 	}
+	gic.Enable(gc, sched.LockKickSGI, sched.KickPriority)
 	gic.Enable(gc, timerIRQ, gic.DefaultPriority)
 }
 
@@ -122,9 +123,10 @@ func irq(p *perCPU) (timer bool) {
 	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
 		gic.EOI(iar)
 		stopHere()
-	case id == vecWake, id == vecSignal:
+	case id == vecWake, id == vecSignal, id == sched.LockKickSGI:
 		// Nothing to do: the idle loop looks at the ready queue, the
-		// return path for signals.
+		// return path for signals, a lock waiter at its lock (a kick
+		// that came after its halt ended).
 	}
 	gic.EOI(iar)
 	return timer

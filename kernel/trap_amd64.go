@@ -22,6 +22,7 @@ const (
 	vecSignal    = 0x23 // a signal for the task this CPU runs (signal.go)
 	// vecConsoleRx (0x24, conin.go): the serial port received data
 	// vecVirtio+GSI (0x40-0xEF, nic_amd64.go): the NIC and the shares
+	// sched.LockKickVector (0xF0): ends a spin-lock waiter's halt
 	vecPICBase  = 0x30 // the legacy PICs, masked (spurious only)
 	vecSpurious = 0xFF
 )
@@ -103,6 +104,10 @@ func trap(r *Regs) (toTask bool) {
 	case v == vecWake:
 		// Nothing to do: the interrupt ended the HLT of the idle loop,
 		// which now looks at the ready queue.
+		lapic.EOI()
+	case v == sched.LockKickVector:
+		// Nothing to do: the interrupt ended a spin-lock waiter's halt
+		// (sched/lockhalt.go), which now rereads the lock.
 		lapic.EOI()
 	case v == vecShootdown:
 		mm.ShootdownInterrupt()

@@ -33,6 +33,7 @@ const (
 	vecWake   = 0 // wake-up: a task became ready while the CPU idled (sched's kick)
 	vecSignal = 1 // a signal for the task the CPU runs (signal.go)
 	vecStop   = 2 // another CPU reports a fault: stop
+	// sched.LockKickSGI (3): ends a spin-lock waiter's halt
 )
 
 // Exception classes (ESR_EL1.EC) the kernel tells apart.

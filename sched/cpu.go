@@ -70,6 +70,13 @@ type CPU struct {
 	acct    uint32 // atomic
 
 	timers timers
+
+	// haltOn is the waiting-array slot this CPU halts on in a TWALock
+	// wait, 0 if none; lockHalts and lockKicks count those halts and the
+	// interrupts sent to end them (lockhalt.go).
+	haltOn    uintptr // atomic
+	lockHalts uint64  // atomic
+	lockKicks uint64  // atomic
 }
 
 var cpus [MaxCPUs]CPU

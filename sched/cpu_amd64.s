@@ -97,3 +97,14 @@ TEXT ·benchEntryPC(SB),NOSPLIT,$0-8
 TEXT ·trapNow(SB),NOSPLIT,$0
 	BYTE	$0x0F; BYTE $0x0B
 	RET
+
+// func haltForKick()
+TEXT ·haltForKick(SB),NOSPLIT,$0
+	MOVQ	$14, AX
+	MOVQ	AX, CR8
+	STI
+	HLT
+	CLI
+	XORL	AX, AX
+	MOVQ	AX, CR8
+	RET

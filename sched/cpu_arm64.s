@@ -143,3 +143,8 @@ TEXT ·benchEntryPC(SB),NOSPLIT,$0-8
 	MOVD	$·benchEntry(SB), R0
 	MOVD	R0, ret+0(FP)
 	RET
+
+// func wfi()
+TEXT ·wfi(SB),NOSPLIT,$0
+	WFI
+	RET

@@ -1,11 +1,16 @@
 package sched
 
-import "yolk/sync/twa"
+import (
+	"sync/atomic"
+
+	"yolk/sync/twa"
+)
 
 // TWALock is the kernel's spin lock: the ticket lock augmented with a
 // waiting array of "TWA – Ticket Locks Augmented with a Waiting Array"
-// (package sync/twa with its Spin policy: nosplit, no allocation, no
-// runtime calls), for short critical sections. It adds two checks that a
+// (package sync/twa with the lockWait policy: nosplit, no allocation, no
+// runtime calls; a long-term waiter halts its CPU after a while, see
+// lockhalt.go), for short critical sections. It adds two checks that a
 // kernel needs: Lock asserts that interrupts are off (an interrupt handler
 // taking a lock that the code it interrupted holds would deadlock, and
 // kernel code never runs with them on), and the CPU counts the spin locks
@@ -16,7 +21,7 @@ import "yolk/sync/twa"
 // The zero value is unlocked. Waiters are served in FIFO order and cannot
 // give up (see twa.Lock).
 type TWALock struct {
-	l     twa.Lock[twa.Spin]
+	l     twa.Lock[lockWait]
 	owner int32 // 1 + the CPU holding l, 0 if free (for fault handlers)
 }
 
@@ -46,7 +51,10 @@ func (l *TWALock) TryLock() bool {
 func (l *TWALock) Unlock() {
 	l.owner = 0
 	This().locks--
-	l.l.Unlock()
+	s := l.l.UnlockSlot()
+	if atomic.LoadUint64(&lockHalted) != 0 {
+		kickHalted(s)
+	}
 }
 
 // HeldHere reports whether this CPU holds l: a fault handler that needs l

@@ -300,6 +300,18 @@ func SendSGI(t Target, id uint32) {
 	writeSGI1R(SGI1R(t, id))
 }
 
+// SetPriorityMask sets the calling CPU's priority mask: only interrupts
+// more urgent than v (a lower value) are signalled to it; 0xFF lets every
+// priority through (the set-up's value). A CPU that waits for one urgent
+// interrupt with WFI while the others stay pending masks them with it.
+func SetPriorityMask(v uint8) {
+	if version == 2 {
+		write32(cpuif+giccPMR, uint32(v))
+		return
+	}
+	writePMR(uint64(v))
+}
+
 // SendSGIOthers raises SGI id on every CPU but the caller.
 func SendSGIOthers(id uint32) {
 	if version == 2 {

@@ -86,6 +86,7 @@ type Stats struct {
 // CPUStats is one CPU's counters (SysCPUStats).
 type CPUStats struct {
 	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
+	LockHalts, LockKicks                      uint64 // spin-lock waits that halted; interrupts that ended them
 }
 
 // Kernel locks SysLockTest can exercise.
@@ -93,6 +94,7 @@ const (
 	LockTWA      = iota // sched.TWALock: the kernel's spin lock
 	LockTicket          // the classic ticket lock (baseline)
 	LockTTAS            // test-and-test-and-set (baseline: the old kernel lock)
+	LockTWASpin         // the TWA lock whose waiters never halt (baseline)
 	LockCES             // sched.Mutex: the kernel's blocking mutex, CES handoff
 	LockDispatch        // sched.Mutex with Dispatch: wake the waiter and continue
 	NumLockKinds

@@ -24,6 +24,7 @@ func init() {
 		bench{"BenchmarkKernelLock/TWA", benchKernelLock(abi.LockTWA), true},
 		bench{"BenchmarkKernelLock/Ticket", benchKernelLock(abi.LockTicket), true},
 		bench{"BenchmarkKernelLock/TTAS", benchKernelLock(abi.LockTTAS), true},
+		bench{"BenchmarkKernelLock/TWASpin", benchKernelLock(abi.LockTWASpin), true},
 		bench{"BenchmarkKernelMutex/CES", benchKernelLock(abi.LockCES), true},
 		bench{"BenchmarkKernelMutex/Dispatch", benchKernelLock(abi.LockDispatch), true},
 		bench{"BenchmarkWakeupIPI", benchWakeupIPI, false},
@@ -115,6 +116,7 @@ func benchKernelLock(kind int) func(*testing.B) {
 		var taken atomic.Int64 // sections handed out, chunk by chunk
 		counts := make([]int64, threads)
 		var waited, same, handoff atomic.Int64
+		ks0 := cpuCounters(b)
 		b.ResetTimer()
 		t0 := time.Now()
 		locked(threads, func(i int) {
@@ -137,6 +139,14 @@ func benchKernelLock(kind int) func(*testing.B) {
 			total += c
 		}
 		b.ReportMetric(float64(el.Nanoseconds())/float64(total), "ns/op")
+		if kind == abi.LockTWA {
+			ks1 := cpuCounters(b)
+			var halts uint64
+			for i := range ks1 {
+				halts += ks1[i].LockHalts - ks0[i].LockHalts
+			}
+			b.ReportMetric(float64(halts)/float64(total), "halts/op")
+		}
 		slices.Sort(counts)
 		if counts[0] > 0 {
 			b.ReportMetric(float64(counts[len(counts)-1])/float64(counts[0]), "spread")

@@ -386,6 +386,58 @@ func testKernelLocks(t *T) {
 		}
 		t.Logf("%s: %d threads on %d CPUs, %d sections in 2s, %d handed over, %d of them on the unlocker's CPU", c.name, threads, n, done.Load(), waited.Load(), same.Load())
 	}
+	testKernelLockHalts(t, threads)
+}
+
+// testKernelLockHalts runs the TWA spin lock with long critical sections
+// (4000 PAUSEs, far more than the polls a waiter makes before it halts) on
+// three or more CPUs, so that waiters behind the immediate successor halt
+// their CPUs (sched/lockhalt.go) and must be woken by the releases: no
+// increment may be lost, no section may see another owner, and the run
+// must end (a lost wake-up would leave a CPU halted with interrupts off:
+// the harness's timeout names the test). It checks that halts and the
+// interrupts ending them happened, so the path was taken.
+func testKernelLockHalts(t *T, threads int) {
+	n := runtime.NumCPU()
+	if n < 3 {
+		t.Logf("TWA halts: needs 3 CPUs for a waiter behind the immediate successor")
+		return
+	}
+	start, err := lockTest(abi.LockTWA, 0, 0)
+	if err != nil {
+		t.Fatalf("lock test syscall: %v", err)
+	}
+	before := readCPUStats(t)
+	var done, viol atomic.Int64
+	end := time.Now().Add(time.Second)
+	locked(threads, func(int) {
+		for time.Now().Before(end) {
+			o, err := lockTest(abi.LockTWA, 20, 4000)
+			if err != nil {
+				t.Errorf("TWA halts: %v", err)
+				return
+			}
+			done.Add(o.Done)
+			viol.Add(o.Violations)
+		}
+	})
+	after := readCPUStats(t)
+	stop, _ := lockTest(abi.LockTWA, 0, 0)
+	var halts, kicks uint64
+	for i := range after {
+		halts += after[i].LockHalts - before[i].LockHalts
+		kicks += after[i].LockKicks - before[i].LockKicks
+	}
+	if moved := int64(stop.Counter - start.Counter); done.Load() != moved {
+		t.Errorf("TWA halts: %d sections ran, counter moved by %d: increments lost", done.Load(), moved)
+	}
+	if viol.Load() != 0 {
+		t.Errorf("TWA halts: %d critical sections saw another owner inside", viol.Load())
+	}
+	if halts == 0 || kicks == 0 {
+		t.Errorf("TWA halts: %d sections on %d CPUs with %d threads: %d halts, %d kicks; long-term waiters never halted", done.Load(), n, threads, halts, kicks)
+	}
+	t.Logf("TWA halts: %d sections of 4000 PAUSEs on %d CPUs, %d halts, %d kicks", done.Load(), n, halts, kicks)
 }
 
 // testTLBShootdown unmaps a page on one CPU right after another CPU read

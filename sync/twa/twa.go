@@ -219,7 +219,21 @@ func (l *Lock[P]) tryLock() (uint32, bool) {
 //
 //go:nosplit
 func (l *Lock[P]) Unlock() {
+	l.UnlockSlot()
+}
+
+// UnlockSlot is Unlock, returning the waiting-array slot it incremented:
+// a policy whose long-term waiters may stop polling (a kernel's CPU that
+// halts) wakes those waiting on that slot after the increment, which
+// preserves the argument above (the waiter stores that it sleeps on the
+// slot, then rereads it; the releaser increments it, then reads who
+// sleeps).
+//
+//go:nosplit
+func (l *Lock[P]) UnlockSlot() *uint64 {
 	k := atomic.LoadUint32(&l.grant) + 1 // only the holder writes grant
 	atomic.StoreUint32(&l.grant, k)
-	atomic.AddUint64(waitSlot(unsafe.Pointer(l), k+longTermThreshold), 1)
+	s := waitSlot(unsafe.Pointer(l), k+longTermThreshold)
+	atomic.AddUint64(s, 1)
+	return s
 }
