@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/drivers/clock"
 	"yolk/drivers/virtio"
 	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
@@ -61,7 +62,14 @@ var (
 	mounts     [maxShares]mount
 	nmounts    int
 	shareUmask uint32 = 0o022 // the process's umask, as vfs has it (atomic)
+	shareLost  uint32         // replies found by polling: their interrupt was lost (atomic)
 )
+
+// shareLostIRQ is how long a request waits for its reply's interrupt
+// before the client polls the device: a lost interrupt (one boot of pc in
+// seventeen once stopped for good in a 9p write) costs a second, not the
+// machine.
+const shareLostIRQ = 1e9
 
 func (e shareEnv) Lock()   { shareLocks[e.dev].Lock() }
 func (e shareEnv) Unlock() { shareLocks[e.dev].Unlock() }
@@ -114,13 +122,23 @@ func (e shareEnv) Exchange(s, out, outData, inData int) (int, bool) {
 	if !e.submit(s, out, outData, inData) {
 		return 0, false
 	}
-	for atomic.LoadUint32(&d.t.Done[s]) == 0 {
+	for waited := 0; atomic.LoadUint32(&d.t.Done[s]) == 0; {
 		if shareBoot {
 			sharePoll(e.dev)
 			continue
 		}
 		a := uintptr(unsafe.Pointer(&d.t.Done[s]))
-		sched.Block(&shareWQ, a, a, 0, 0)
+		if sched.Block(&shareWQ, a, a, 0, clock.Nanotime()+shareLostIRQ) {
+			if waited++; waited == 30 {
+				klog("share: no reply from the host for 30 s; still waiting\n")
+			}
+			// No interrupt for a second: ask the device itself. A reply
+			// found there had its interrupt lost; say so once.
+			sharePoll(e.dev)
+			if atomic.LoadUint32(&d.t.Done[s]) != 0 && atomic.AddUint32(&shareLost, 1) == 1 {
+				klog("share: a reply came without its interrupt (found by polling after 1 s); the share polls each second it waits\n")
+			}
+		}
 	}
 	l := int(atomic.LoadUint32(&d.t.Len[s]))
 	return l, l > 0
