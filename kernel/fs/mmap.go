@@ -105,6 +105,8 @@ func (f *FS[E]) Fallocate(h, mode int, off, n int64) Errno {
 		return unix.EFBIG
 	case ip.ro:
 		return unix.EROFS
+	case (off+n+PageSize-1)/PageSize-off/PageSize > f.maxPages-f.pages:
+		return unix.ENOSPC // more pages than are left, holes or not (as tmpfs)
 	}
 	for i := off / PageSize; i <= (off+n-1)/PageSize; i++ {
 		if _, e := f.block(ip, i, true); e != 0 {
