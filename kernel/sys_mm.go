@@ -88,7 +88,7 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	}
 	n = mm.PageRound(n)
 	if int64(off) < 0 || int64(off+n) < int64(off) {
-		return 0, abi.Errno(unix.EOVERFLOW)
+		return 0, abi.EOVERFLOW
 	}
 	typ := flags & (unix.MAP_SHARED | unix.MAP_PRIVATE)
 	if typ == 0 {
@@ -98,12 +98,12 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	sharedWrite := shared && prot&unix.PROT_WRITE != 0
 	fixed := flags&unix.MAP_FIXED != 0
 	if h := fsGet(fd); h >= 0 {
-		ino, e := vfs.MapOpen(h, sharedWrite)
+		ino, writable, e := vfs.MapOpen(h, sharedWrite)
 		fsPut(h)
 		if e != 0 {
 			return 0, abi.Errno(e)
 		}
-		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared)
+		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared, shared && !writable)
 	}
 	h := shareGet(fd)
 	if h < 0 {
@@ -115,7 +115,7 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	switch {
 	case acc == unix.O_WRONLY || sharedWrite && acc != unix.O_RDWR:
 		sharePut(h)
-		return 0, abi.Errno(unix.EACCES)
+		return 0, abi.EACCES
 	case f.dir:
 		sharePut(h)
 		return 0, abi.ENODEV
@@ -127,7 +127,7 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	if p == 0 {
 		fill = 0
 	}
-	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared)
+	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared, shared && acc != unix.O_RDWR)
 	if e != 0 || p == 0 {
 		return a, e
 	}
@@ -221,7 +221,7 @@ func sysFallocate(fd, mode int, off, n int64) abi.Errno {
 	case off < 0 || n <= 0:
 		return abi.EINVAL
 	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:
-		return abi.Errno(unix.EOPNOTSUPP)
+		return abi.EOPNOTSUPP
 	}
 	return abi.ENODEV // sockets, the console, epoll, eventfd
 }
@@ -232,7 +232,7 @@ func shareFallocate(h, mode int, off, n int64) abi.Errno {
 	case off < 0 || n <= 0:
 		return abi.EINVAL
 	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:
-		return abi.Errno(unix.EOPNOTSUPP)
+		return abi.EOPNOTSUPP
 	case int(f.flags)&unix.O_ACCMODE == unix.O_RDONLY:
 		return abi.EBADF
 	case f.dir:

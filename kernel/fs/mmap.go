@@ -13,24 +13,25 @@ import "golang.org/x/sys/unix"
 
 // MapOpen checks that open file h may be mapped — shared and writable
 // says MAP_SHARED with PROT_WRITE — and returns its inode, whose maps it
-// counts (MapRef drops it). Linux's errno: EACCES for a file not open for
-// reading, or not for writing when shared and writable; ENODEV for what
-// cannot be mapped (a pipe, a directory, a device).
-func (f *FS[E]) MapOpen(h int, sharedWrite bool) (int32, Errno) {
+// counts (MapRef drops it), and whether it is open for writing. Linux's
+// errno: EACCES for a file not open for reading, or not for writing when
+// shared and writable; ENODEV for what cannot be mapped (a pipe, a
+// directory, a device).
+func (f *FS[E]) MapOpen(h int, sharedWrite bool) (int32, bool, Errno) {
 	f.env.Lock()
 	defer f.env.Unlock()
 	fl := f.file(h)
 	if fl == nil {
-		return -1, unix.EBADF
+		return -1, false, unix.EBADF
 	}
 	if !canRead(fl) || sharedWrite && !canWrite(fl) {
-		return -1, unix.EACCES
+		return -1, false, unix.EACCES
 	}
 	if fl.kind != kindInode || !isReg(f.inodes[fl.obj].mode) {
-		return -1, unix.ENODEV
+		return -1, false, unix.ENODEV
 	}
 	f.inodes[fl.obj].maps++
-	return fl.obj, 0
+	return fl.obj, canWrite(fl), 0
 }
 
 // MapRef adds d to ino's mappings. The last one gone frees the pages a

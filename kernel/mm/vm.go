@@ -52,6 +52,7 @@ type vma struct {
 	start, end uintptr
 	prot       uint32
 	shared     bool  // MAP_SHARED of a file: its pages are the file's (Env.FileFault)
+	noWrite    bool  // shared, of a file not open for writing: never writable (mprotect: EACCES)
 	file       int32 // 0: anonymous memory; else the kernel's name of the file mapped
 	off        int64 // a file area's: the file offset of start
 }
@@ -59,7 +60,7 @@ type vma struct {
 // joins reports whether w continues v: adjacent, the same protection and
 // the same file at the following offset (then they are one area).
 func (v *vma) joins(w *vma) bool {
-	return v.end == w.start && v.prot == w.prot && v.file == w.file && v.shared == w.shared &&
+	return v.end == w.start && v.prot == w.prot && v.file == w.file && v.shared == w.shared && v.noWrite == w.noWrite &&
 		(v.file == 0 || v.off+int64(v.end-v.start) == w.off)
 }
 
@@ -343,8 +344,10 @@ func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Er
 // MapFile is Map for a mapping of file (the kernel's name for it, not 0)
 // from offset off, shared (MAP_SHARED) or private. The caller has taken
 // the reference the area holds (Env.FileRef); it is dropped if the
-// mapping fails. Pages come from Env.FileFault when first touched.
-func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, off int64, shared bool) (uintptr, abi.Errno) {
+// mapping fails. Pages come from Env.FileFault when first touched. A
+// shared mapping of a file not open for writing (noWrite) may not be made
+// writable later.
+func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, off int64, shared, noWrite bool) (uintptr, abi.Errno) {
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
 	if fixed {
@@ -358,7 +361,7 @@ func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, 
 		}
 	}
 	mmLock.Lock()
-	a, e := areaPlace(addr, n, vma{prot: prot, file: file, off: off, shared: shared}, fixed)
+	a, e := areaPlace(addr, n, vma{prot: prot, file: file, off: off, shared: shared, noWrite: noWrite}, fixed)
 	mmLock.Unlock()
 	if e != 0 {
 		logRef(file, -1)
@@ -477,7 +480,8 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 // mapped or the areas could run out: the range's ends may each split an
 // area (a file area's pieces keep their offsets), and a split the second
 // could not follow would leave the change half made. Areas that then
-// join are merged.
+// join are merged. EACCES, with nothing changed, for write access to a
+// shared mapping of a file not open for writing.
 func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
 	end := addr + n
 	if !covered(addr, end) {
@@ -492,6 +496,11 @@ func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
 	}
 	if nvmas+need > len(vmas) {
 		return abi.ENOMEM
+	}
+	for i := findVMA(addr); prot&ProtWrite != 0 && i < nvmas && vmas[i].start < end; i++ {
+		if vmas[i].noWrite {
+			return abi.EACCES // as Linux for a shared mapping of a file open read-only
+		}
 	}
 	splitAt(addr)
 	splitAt(end)

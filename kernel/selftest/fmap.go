@@ -106,6 +106,19 @@ func fmapErrnos(t *T, dir string) {
 	fmapCheck(t, "length 0", mm(ro, unix.PROT_READ, unix.MAP_SHARED, 0, 0), unix.EINVAL)
 	fmapCheck(t, "neither shared nor private", mm(ro, unix.PROT_READ, 0, 0, pageSize), unix.EINVAL)
 	fmapCheck(t, "a directory", mm(d, unix.PROT_READ, unix.MAP_SHARED, 0, pageSize), unix.ENODEV)
+	// A shared mapping of a file open read-only never becomes writable;
+	// a private one does.
+	for _, c := range []struct {
+		flags int
+		want  syscall.Errno
+	}{{unix.MAP_SHARED, unix.EACCES}, {unix.MAP_PRIVATE, 0}} {
+		b, err := unix.Mmap(ro, 0, 2*pageSize, unix.PROT_READ, c.flags)
+		if err != nil {
+			t.Fatalf("mmap: %v", err)
+		}
+		fmapCheck(t, "mprotect(PROT_WRITE) of a read-only file's mapping", unix.Mprotect(b[pageSize:], rw), c.want)
+		unix.Munmap(b)
+	}
 }
 
 func testFileMmap(t *T) {
