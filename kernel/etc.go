@@ -158,7 +158,9 @@ func etcInit() {
 // /proc: only /proc/1/cmdline (the program's arguments, each ended by a
 // NUL, as Linux gives them) and the symbolic link /proc/self to 1, made
 // at boot like /etc's files. No /proc/self/exe: the program's binary is
-// not in the machine (only its loaded segments).
+// not in the machine (only its loaded segments, whose data the program
+// has changed since), so readlink and open of it are ENOENT; yolk run
+// does not give the guest the image file (docs/files.md).
 var (
 	procPaths = [...]string{"/proc", "/proc/1", "/proc/1/cmdline", "/proc/self"}
 	procOne   = [...]byte{'1'}

@@ -29,8 +29,9 @@ import (
 // system (listing "/" shows it). A symbolic link at the end of a path is
 // followed (shareWalk). Not done: links inside a path (the server refuses
 // to walk through them), fchdir to a share directory, ".." above a
-// share's root from a working directory inside it (EXDEV), mmap of share
-// files (ENODEV as before), file locks. A chdir racing a relative call on
+// share's root from a working directory inside it (EXDEV). mmap of share
+// files reads them into the mapping and writes shared mappings back at
+// msync, munmap and fsync (sys_mm.go). A chdir racing a relative call on
 // another thread may leave that call walking from the old directory's
 // fid after its clunk (an error from the server).
 

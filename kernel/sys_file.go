@@ -327,10 +327,14 @@ func sysFchown(fd int, uid, gid int) abi.Errno {
 
 // sysFsync is fsync and fdatasync: the in-memory file system has nothing
 // to write back (EINVAL for pipes and the console, as Linux); a share's
-// file is synced on the host.
+// file is synced on the host, after the shared mappings made through this
+// open file are written back (sys_mm.go).
 func sysFsync(fd int, datasync bool) abi.Errno {
 	if h := shareGet(fd); h >= 0 {
-		e := abi.Errno(shares[shareFiles[h].dev].c.Fsync(shareFiles[h].fid, datasync))
+		e := shareWriteBack(mm.UserMin, mm.UserMax, h)
+		if se := abi.Errno(shares[shareFiles[h].dev].c.Fsync(shareFiles[h].fid, datasync)); se != 0 {
+			e = se
+		}
 		sharePut(h)
 		return e
 	}

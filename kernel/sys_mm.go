@@ -3,13 +3,62 @@ package kernel
 import (
 	"golang.org/x/sys/unix"
 
+	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
 )
 
-func sysMmap(addr, n, prot, flags uintptr) (uintptr, abi.Errno) {
+// Mappings of files (docs/files.md). An area of the address space names
+// its file by an int32 (mm's FileRef and FileFault): an in-memory file's
+// inode i is i+1 (its pages are mapped as they are, package fs), a share
+// file h is -(h+1). A share has no page cache: mmap reads the file into
+// the mapping's own pages, and msync, munmap and fsync write a shared
+// mapping's pages back to the host.
+
+func fsArea(ino int32) int32   { return ino + 1 }
+func shareArea(h int) int32    { return -int32(h) - 1 }
+func areaShare(file int32) int { return int(-file - 1) }
+
+// FileRef is mm's reference count on an area's file: the inode's
+// mappings, or the share file's references (the last closes it).
+func (mmenv) FileRef(file, d int32) {
+	if file > 0 {
+		vfs.MapRef(file-1, d)
+		return
+	}
+	h := areaShare(file)
+	fileLock.Lock()
+	for ; d > 0; d-- {
+		shareFiles[h].refs++
+	}
+	for ; d < 0; d++ {
+		shareUnref(h)
+	}
+	fileLock.Unlock()
+	shareReap()
+}
+
+// FileFault gives mm a page of a file area, under mmLock (no blocking):
+// an in-memory file's own page for a shared mapping, a copy of it for a
+// private one; a share file's page is a zeroed frame (mmap filled the
+// mapping; a page dropped since, by madvise or PROT_NONE, reads zeroes).
+func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintptr, bool) {
+	switch {
+	case file > 0 && shared:
+		a := vfs.MapPage(file-1, off)
+		if a == 0 {
+			return 0, false
+		}
+		return a - mm.PhysOff(), true
+	case file > 0 && frame != 0:
+		return frame, vfs.MapCopy(file-1, off, mm.Phys(frame))
+	}
+	return frame, true
+}
+
+func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
 	if flags&unix.MAP_ANONYMOUS == 0 {
-		return 0, abi.ENODEV
+		return mmapFile(addr, n, prot, flags, fd, off)
 	}
 	if n == 0 || addr&(mm.PageSize-1) != 0 {
 		return 0, abi.EINVAL
@@ -18,6 +67,188 @@ func sysMmap(addr, n, prot, flags uintptr) (uintptr, abi.Errno) {
 		return 0, abi.ENOMEM
 	}
 	return vm.Map(addr, mm.PageRound(n), uint32(prot&7), flags&unix.MAP_FIXED != 0)
+}
+
+// mmapFile maps file descriptor fd from offset off, with Linux's checks in
+// its order: the offset's alignment, the descriptor, the length, the
+// mapping type, the access mode (EACCES), whether the file can be mapped
+// (ENODEV).
+func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
+	if off&(mm.PageSize-1) != 0 {
+		return 0, abi.EINVAL
+	}
+	if badFD(fd, 0) != 0 {
+		return 0, abi.EBADF
+	}
+	if n == 0 || addr&(mm.PageSize-1) != 0 {
+		return 0, abi.EINVAL
+	}
+	if n > mm.MaxMapping {
+		return 0, abi.ENOMEM
+	}
+	n = mm.PageRound(n)
+	if int64(off) < 0 || int64(off+n) < int64(off) {
+		return 0, abi.EOVERFLOW
+	}
+	typ := flags & (unix.MAP_SHARED | unix.MAP_PRIVATE)
+	if typ == 0 {
+		return 0, abi.EINVAL
+	}
+	shared := typ != unix.MAP_PRIVATE // MAP_SHARED_VALIDATE is shared too
+	sharedWrite := shared && prot&unix.PROT_WRITE != 0
+	fixed := flags&unix.MAP_FIXED != 0
+	if h := fsGet(fd); h >= 0 {
+		ino, writable, e := vfs.MapOpen(h, sharedWrite)
+		fsPut(h)
+		if e != 0 {
+			return 0, abi.Errno(e)
+		}
+		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared, shared && !writable)
+	}
+	h := shareGet(fd)
+	if h < 0 {
+		// Sockets, epoll, eventfd, the console: readable, not mappable.
+		return 0, abi.ENODEV
+	}
+	f := &shareFiles[h]
+	acc := int(f.flags) & unix.O_ACCMODE
+	switch {
+	case acc == unix.O_WRONLY || sharedWrite && acc != unix.O_RDWR:
+		sharePut(h)
+		return 0, abi.EACCES
+	case f.dir:
+		sharePut(h)
+		return 0, abi.ENODEV
+	}
+	// The reference shareGet took is the area's. The pages are read in
+	// through a writable mapping, then given the protection asked for.
+	p := uint32(prot & 7)
+	fill := p | mm.ProtWrite
+	if p == 0 {
+		fill = 0
+	}
+	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared, shared && acc != unix.O_RDWR)
+	if e != 0 || p == 0 {
+		return a, e
+	}
+	if _, re := shares[f.dev].c.Read(f.fid, uint64(off), bytesAt(a, int(n))); re != 0 {
+		vm.Unmap(a, n)
+		return 0, abi.Errno(re)
+	}
+	if p != fill {
+		vm.Protect(a, n, p)
+	}
+	return a, 0
+}
+
+// shareWriteBack writes the pages of the shared mappings of share files
+// in [addr, end) back to the host — only share file h's if h >= 0 — up to
+// the file's size (a mapping never grows its file, as on Linux). Another
+// thread unmapping the range meanwhile makes it a short write (EFAULT).
+func shareWriteBack(addr, end uintptr, h int) abi.Errno {
+	var err abi.Errno
+	for addr < end {
+		s, e, file, off, shared, ok := mm.FileArea(addr, end)
+		if !ok {
+			break
+		}
+		addr = e
+		if !shared || file > 0 || h >= 0 && areaShare(file) != h {
+			continue
+		}
+		f := &shareFiles[areaShare(file)]
+		c := &shares[f.dev].c
+		var at virtio9p.Attr
+		if ge := c.Getattr(f.fid, &at); ge != 0 {
+			err = abi.Errno(ge)
+			continue
+		}
+		if int64(at.Size) <= off {
+			continue
+		}
+		k := min(int64(e-s), int64(at.Size)-off)
+		if _, we := c.Write(f.fid, uint64(off), bytesAt(s, int(k))); we != 0 {
+			err = abi.Errno(we)
+		}
+	}
+	return err
+}
+
+// sysMsync: an in-memory file's shared mapping is its pages (nothing to
+// do); a share file's is written back, for MS_ASYNC too (Linux would
+// write it some time later). ENOMEM if part of the range is not mapped,
+// as Linux, after syncing the rest.
+func sysMsync(addr, n uintptr, flags int) abi.Errno {
+	if addr&(mm.PageSize-1) != 0 || flags&^(unix.MS_ASYNC|unix.MS_INVALIDATE|unix.MS_SYNC) != 0 ||
+		flags&unix.MS_ASYNC != 0 && flags&unix.MS_SYNC != 0 {
+		return abi.EINVAL
+	}
+	end := addr + mm.PageRound(n)
+	if end < addr || mm.PageRound(n) < n {
+		return abi.ENOMEM
+	}
+	if end == addr {
+		return 0
+	}
+	if !mm.UserSpan(addr, end-addr) {
+		return abi.ENOMEM
+	}
+	err := shareWriteBack(addr, end, -1)
+	if !mm.Mapped(addr, end) {
+		return abi.ENOMEM
+	}
+	return err
+}
+
+// sysFallocate: the in-memory file system allocates pages (package fs); a
+// share has no Tfallocate in 9P2000.L, so mode 0 grows the file to cover
+// the range with Tsetattr (the host file is sparse there: no blocks are
+// reserved) and FALLOC_FL_KEEP_SIZE only checks its arguments.
+func sysFallocate(fd, mode int, off, n int64) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := shareFallocate(h, mode, off, n)
+		sharePut(h)
+		return e
+	}
+	if h := fsGet(fd); h >= 0 {
+		e := vfs.Fallocate(h, mode, off, n)
+		fsPut(h)
+		return abi.Errno(e)
+	}
+	switch {
+	case badFD(fd, 0) != 0:
+		return abi.EBADF
+	case off < 0 || n <= 0:
+		return abi.EINVAL
+	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:
+		return abi.EOPNOTSUPP
+	}
+	return abi.ENODEV // sockets, the console, epoll, eventfd
+}
+
+func shareFallocate(h, mode int, off, n int64) abi.Errno {
+	f := &shareFiles[h]
+	switch {
+	case off < 0 || n <= 0:
+		return abi.EINVAL
+	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:
+		return abi.EOPNOTSUPP
+	case int(f.flags)&unix.O_ACCMODE == unix.O_RDONLY:
+		return abi.EBADF
+	case f.dir:
+		return abi.Errno(unix.EISDIR)
+	case off+n < 0:
+		return abi.Errno(unix.EFBIG)
+	}
+	c := &shares[f.dev].c
+	var at virtio9p.Attr
+	if e := c.Getattr(f.fid, &at); e != 0 {
+		return abi.Errno(e)
+	}
+	if mode != 0 || off+n <= int64(at.Size) {
+		return 0
+	}
+	return abi.Errno(c.Setattr(f.fid, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(off + n)}))
 }
 
 func sysMadvise(addr, n uintptr, advice int) abi.Errno {
@@ -34,12 +265,17 @@ func sysMadvise(addr, n uintptr, advice int) abi.Errno {
 	return 0 // hints (huge pages, collapse, ...) need no action
 }
 
+// sysMunmap writes a share file's shared mapping back first (Linux's page
+// cache keeps the pages; here they go with the mapping).
 func sysMunmap(addr, n uintptr) abi.Errno {
 	if err := mm.CheckPage(addr, n); err != 0 {
 		return err
 	}
 	if !mm.UserSpan(addr, n) {
 		return abi.EINVAL
+	}
+	if nshares > 0 {
+		shareWriteBack(addr, addr+mm.PageRound(n), -1)
 	}
 	return vm.Unmap(addr, mm.PageRound(n))
 }

@@ -47,7 +47,11 @@ func syscall(r *Regs) {
 	case unix.SYS_CLOSE:
 		err = sysClose(int(a0))
 	case unix.SYS_MMAP:
-		ret, err = sysMmap(a0, a1, a2, a3)
+		ret, err = sysMmap(a0, a1, a2, a3, int(int32(a4)), a5)
+	case unix.SYS_MSYNC:
+		err = sysMsync(a0, a1, int(int32(a2)))
+	case unix.SYS_FALLOCATE:
+		err = sysFallocate(int(int32(a0)), int(int32(a1)), int64(a2), int64(a3))
 	case unix.SYS_MUNMAP:
 		err = sysMunmap(a0, a1)
 	case unix.SYS_MPROTECT:

@@ -24,6 +24,7 @@ const (
 	ECHILD       = Errno(unix.ECHILD)
 	EAGAIN       = Errno(unix.EAGAIN)
 	EBADF        = Errno(unix.EBADF)
+	EACCES       = Errno(unix.EACCES)
 	ENOMEM       = Errno(unix.ENOMEM)
 	EFAULT       = Errno(unix.EFAULT)
 	EEXIST       = Errno(unix.EEXIST)

@@ -116,7 +116,15 @@ func (f *FS[E]) writeAt(ip *inode, b []byte, off int64) (int, Errno) {
 // truncate sets ip's size: pages past the end are freed and the tail of
 // the last page zeroed, so growing again reads zeroes.
 func (f *FS[E]) truncate(ip *inode, size int64) {
-	if size < ip.size {
+	if size < ip.size && ip.maps > 0 {
+		// Mapped: the pages stay (a mapping may reach them) and are
+		// zeroed past the new end; MapRef frees them once unmapped.
+		for o := size; o < ip.size; o = (o/PageSize + 1) * PageSize {
+			if a, _ := f.block(ip, o/PageSize, false); a != 0 {
+				clear(mem(a+uintptr(o%PageSize), PageSize-int(o%PageSize)))
+			}
+		}
+	} else if size < ip.size {
 		if in := size % PageSize; in != 0 {
 			if a, _ := f.block(ip, size/PageSize, false); a != 0 {
 				clear(mem(a+uintptr(in), PageSize-int(in)))

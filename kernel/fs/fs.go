@@ -34,8 +34,11 @@
 // makes /dev/null, /dev/zero, /dev/full); a node of any other device can
 // be made but not opened (ENXIO, as Linux for a missing driver).
 //
+// Memory mappings (mmap.go): a shared mapping maps the file's own pages,
+// so they never move or go while it is mapped.
+//
 // Not supported: extended attributes, O_PATH, O_TMPFILE,
-// RENAME_EXCHANGE/WHITEOUT, file locks.
+// RENAME_EXCHANGE/WHITEOUT, file locks (the kernel keeps them).
 // Permission bits and owners are kept but not enforced: the one process
 // runs as root, for which Linux does not enforce them either.
 package fs
@@ -112,6 +115,7 @@ type inode struct {
 	nextSeq    int64  // directory: the next child's seq
 	size       int64
 	pages      int64 // pages held, index pages included
+	maps       int32 // memory mappings of it (MapOpen, MapRef): its pages stay put
 	direct     [nDirect]uintptr
 	ind, dind  uintptr
 	atime      int64
@@ -351,7 +355,7 @@ func (f *FS[E]) remove(ent int32) {
 // put frees ino if nothing names or holds it.
 func (f *FS[E]) put(ino int32) {
 	ip := &f.inodes[ino]
-	if ip.nlink != 0 || ip.refs != 0 {
+	if ip.nlink != 0 || ip.refs != 0 || ip.maps != 0 {
 		return
 	}
 	f.truncPages(ip, 0)

@@ -42,6 +42,18 @@ type Env interface {
 	// kernel cannot fail the request (a page fault, a page table the
 	// boot needs).
 	OutOfMemory()
+	// FileRef adds d to the references the address space holds on file
+	// (a file area's: the kernel's name for an open file or inode). It
+	// is called under vmMutex, not mmLock: it may take the file system's
+	// locks.
+	FileRef(file int32, d int32)
+	// FileFault backs the page at offset off of file's area, under
+	// mmLock, from a page fault: it must not block or fault. Asked with
+	// frame 0, it returns the file's own page for a shared mapping (a
+	// frame the file keeps, mapped as is), or 0 and true to be given a
+	// zeroed frame, which it fills (a private copy, or a page the kernel
+	// fills itself); ok false past the file's end.
+	FileFault(file int32, off int64, shared bool, frame uintptr) (f uintptr, ok bool)
 	archEnv
 }
 

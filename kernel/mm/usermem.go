@@ -22,6 +22,12 @@ func PageRound(n uintptr) uintptr { return (n + PageSize - 1) &^ (PageSize - 1) 
 // pointer a signal frame restores must be).
 func UserHalf(a uint64) bool { return a < userMax+PageSize }
 
+// UserMin and UserMax bound the areas: every mapping lies in [UserMin, UserMax).
+const (
+	UserMin = userMin
+	UserMax = userMax
+)
+
 // MaxMapping is the longest mapping the user half holds.
 const MaxMapping = userMax - userMin
 

@@ -11,7 +11,10 @@ import (
 // Virtual memory. One address space: the boot page tables identity-map the
 // first 4 GiB with 2 MiB pages (kernel image, RAM, MMIO); user mappings live
 // above it, described by a sorted array of areas (vmas) and backed lazily,
-// one zeroed 4 KiB frame per page on first touch. Kernel stacks live in the
+// one zeroed 4 KiB frame per page on first touch. An area may map a file
+// (its kernel name and offset): its pages come from Env.FileFault, a
+// shared mapping's being the file's own frames, marked borrowed in their
+// entries so that unback leaves them to the file (docs/files.md). Kernel stacks live in the
 // upper half with unmapped guard gaps.
 //
 // Locking. vmMutex, the kernel's CES mutex (sched.Mutex), serializes the
@@ -48,6 +51,50 @@ const (
 type vma struct {
 	start, end uintptr
 	prot       uint32
+	shared     bool  // MAP_SHARED of a file: its pages are the file's (Env.FileFault)
+	noWrite    bool  // shared, of a file not open for writing: never writable (mprotect: EACCES)
+	file       int32 // 0: anonymous memory; else the kernel's name of the file mapped
+	off        int64 // a file area's: the file offset of start
+}
+
+// joins reports whether w continues v: adjacent, the same protection and
+// the same file at the following offset (then they are one area).
+func (v *vma) joins(w *vma) bool {
+	return v.end == w.start && v.prot == w.prot && v.file == w.file && v.shared == w.shared && v.noWrite == w.noWrite &&
+		(v.file == 0 || v.off+int64(v.end-v.start) == w.off)
+}
+
+// A file area holds a reference to its file (Env.FileRef). The area
+// operations run under mmLock, where the kernel's file locks may not be
+// taken: they log the changes of references instead (a split takes one, a
+// removal or a merge drops one), and the Space operation applies the log
+// once mmLock is dropped (flushRefs), under vmMutex.
+var (
+	refLog [len(vmas) + 8]struct{ file, d int32 }
+	nrefs  int
+)
+
+func logRef(file, d int32) {
+	if nrefs < len(refLog) { // bounded: one entry per area at most, plus splits and merges
+		refLog[nrefs].file, refLog[nrefs].d = file, d
+		nrefs++
+	}
+}
+
+// flushRefs applies the reference log: the new references first, so no
+// file loses its last one on the way. vmMutex is held, mmLock not.
+func (s Space[E]) flushRefs() {
+	for i := 0; i < nrefs; i++ {
+		if refLog[i].d > 0 {
+			s.env.FileRef(refLog[i].file, refLog[i].d)
+		}
+	}
+	for i := 0; i < nrefs; i++ {
+		if refLog[i].d < 0 {
+			s.env.FileRef(refLog[i].file, refLog[i].d)
+		}
+	}
+	nrefs = 0
 }
 
 var (
@@ -116,6 +163,9 @@ func (s Space[E]) unback(start, end uintptr) {
 			}
 			if e := at[uint64](pte); pteValid(*e) {
 				batch[n] = pteFrame(*e)
+				if *e&pteBorrowed != 0 {
+					batch[n] |= 1 // a file's page: not ours to free
+				}
 				*e = 0
 				n++
 				pagesMapped--
@@ -126,7 +176,9 @@ func (s Space[E]) unback(start, end uintptr) {
 		if n > 0 {
 			s.shootdown(lo, min(va, end))
 			for _, f := range batch[:n] {
-				FreeFrame(f)
+				if f&1 == 0 {
+					FreeFrame(f)
+				}
 			}
 		}
 	}
@@ -152,32 +204,43 @@ func overlaps(start, end uintptr) bool {
 	return i < nvmas && vmas[i].start < end
 }
 
-// insertVMA records [start, end) with prot; the range must be free.
-func insertVMA(start, end uintptr, prot uint32) bool {
-	i := findVMA(start)
-	if i > 0 && vmas[i-1].end == start && vmas[i-1].prot == prot {
-		vmas[i-1].end = end
-		if i < nvmas && vmas[i].start == end && vmas[i].prot == prot {
+// insertVMA records v; its range must be free. A file area brings its
+// reference, dropped (logged) if it merges into a neighbour.
+func insertVMA(v vma) bool {
+	i := findVMA(v.start)
+	if i > 0 && vmas[i-1].joins(&v) {
+		vmas[i-1].end = v.end
+		if v.file != 0 {
+			logRef(v.file, -1)
+		}
+		if i < nvmas && vmas[i-1].joins(&vmas[i]) {
 			vmas[i-1].end = vmas[i].end
+			if v.file != 0 {
+				logRef(v.file, -1)
+			}
 			copy(vmas[i:nvmas-1], vmas[i+1:nvmas])
 			nvmas--
 		}
 		return true
 	}
-	if i < nvmas && vmas[i].start == end && vmas[i].prot == prot {
-		vmas[i].start = start
+	if i < nvmas && v.joins(&vmas[i]) {
+		vmas[i].start, vmas[i].off = v.start, v.off
+		if v.file != 0 {
+			logRef(v.file, -1)
+		}
 		return true
 	}
 	if nvmas == len(vmas) {
 		return false
 	}
 	copy(vmas[i+1:nvmas+1], vmas[i:nvmas])
-	vmas[i] = vma{start, end, prot}
+	vmas[i] = v
 	nvmas++
 	return true
 }
 
-// removeVMA forgets [start, end), splitting areas that straddle it.
+// removeVMA forgets [start, end), splitting areas that straddle it (a
+// file area's second half starts further into the file).
 func removeVMA(start, end uintptr) bool {
 	i := findVMA(start)
 	for i < nvmas && vmas[i].start < end {
@@ -191,19 +254,44 @@ func removeVMA(start, end uintptr) bool {
 			nvmas++
 			vmas[i].end = start
 			vmas[i+1].start = end
+			if v.file != 0 {
+				vmas[i+1].off += int64(end - v.start)
+				logRef(v.file, 1)
+			}
 			return true
 		case v.start < start:
 			vmas[i].end = start
 			i++
 		case v.end > end:
 			vmas[i].start = end
+			vmas[i].off += int64(end - v.start)
 			return true
 		default:
+			if v.file != 0 {
+				logRef(v.file, -1)
+			}
 			copy(vmas[i:nvmas-1], vmas[i+1:nvmas])
 			nvmas--
 		}
 	}
 	return true
+}
+
+// splitAt cuts the area that strictly contains a in two (the room was
+// checked).
+func splitAt(a uintptr) {
+	i := findVMA(a)
+	if i >= nvmas || vmas[i].start >= a || nvmas == len(vmas) {
+		return
+	}
+	copy(vmas[i+1:nvmas+1], vmas[i:nvmas])
+	nvmas++
+	vmas[i].end = a
+	vmas[i+1].start = a
+	if vmas[i+1].file != 0 {
+		vmas[i+1].off += int64(a - vmas[i].start)
+		logRef(vmas[i+1].file, 1)
+	}
 }
 
 // findFree picks a free range of n bytes below the mmap cursor.
@@ -247,8 +335,39 @@ func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Er
 		}
 	}
 	mmLock.Lock()
-	defer mmLock.Unlock()
-	return areaMap(addr, n, prot, fixed)
+	a, e := areaMap(addr, n, prot, fixed)
+	mmLock.Unlock()
+	s.flushRefs()
+	return a, e
+}
+
+// MapFile is Map for a mapping of file (the kernel's name for it, not 0)
+// from offset off, shared (MAP_SHARED) or private. The caller has taken
+// the reference the area holds (Env.FileRef); it is dropped if the
+// mapping fails. Pages come from Env.FileFault when first touched. A
+// shared mapping of a file not open for writing (noWrite) may not be made
+// writable later.
+func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, off int64, shared, noWrite bool) (uintptr, abi.Errno) {
+	vmMutex.Lock()
+	defer vmMutex.Unlock()
+	if fixed {
+		if !inUser(addr, addr+n) {
+			s.env.FileRef(file, -1)
+			return 0, abi.ENOMEM
+		}
+		if err := s.remove(addr, n); err != 0 {
+			s.env.FileRef(file, -1)
+			return 0, err
+		}
+	}
+	mmLock.Lock()
+	a, e := areaPlace(addr, n, vma{prot: prot, file: file, off: off, shared: shared, noWrite: noWrite}, fixed)
+	mmLock.Unlock()
+	if e != 0 {
+		logRef(file, -1)
+	}
+	s.flushRefs()
+	return a, e
 }
 
 // areaMap records a mapping of n bytes at addr — exactly there if fixed,
@@ -256,6 +375,11 @@ func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Er
 // otherwise — and returns its address. mmLock is held (or the test owns
 // the areas).
 func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
+	return areaPlace(addr, n, vma{prot: prot}, fixed)
+}
+
+// areaPlace is areaMap for area v (its range set here).
+func areaPlace(addr, n uintptr, v vma, fixed bool) (uintptr, abi.Errno) {
 	switch {
 	case fixed:
 		if !inUser(addr, addr+n) {
@@ -270,7 +394,8 @@ func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
 			return 0, abi.ENOMEM
 		}
 	}
-	if !insertVMA(addr, addr+n, prot) {
+	v.start, v.end = addr, addr+n
+	if !insertVMA(v) {
 		return 0, abi.ENOMEM
 	}
 	return addr, 0
@@ -296,6 +421,7 @@ func (s Space[E]) remove(addr, n uintptr) abi.Errno {
 		return abi.ENOMEM
 	}
 	s.unback(addr, addr+n)
+	s.flushRefs() // after unback: no CPU reaches a file's pages any more
 	return 0
 }
 
@@ -345,29 +471,67 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	if err == 0 && prot == 0 {
 		s.unback(addr, addr+n)
 	}
+	s.flushRefs()
 	return err
 }
 
 // areaProtect records prot for [addr, addr+n); mmLock is held. As on
 // Linux it is ENOMEM, with nothing changed, when part of the range is not
-// mapped or the areas could run out: the removal may split an area and
-// the insertion add one, and a removal the insertion could not follow
-// would leave mapped pages without an area.
+// mapped or the areas could run out: the range's ends may each split an
+// area (a file area's pieces keep their offsets), and a split the second
+// could not follow would leave the change half made. Areas that then
+// join are merged. EACCES, with nothing changed, for write access to a
+// shared mapping of a file not open for writing.
 func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
-	if !covered(addr, addr+n) {
+	end := addr + n
+	if !covered(addr, end) {
 		return abi.ENOMEM
 	}
-	need := 1 // the insertion
-	if i := findVMA(addr); vmas[i].start < addr && vmas[i].end > addr+n {
-		need = 2 // and the split
+	need := 0
+	if i := findVMA(addr); vmas[i].start < addr {
+		need++
+	}
+	if j := findVMA(end - 1); vmas[j].end > end {
+		need++
 	}
 	if nvmas+need > len(vmas) {
 		return abi.ENOMEM
 	}
-	if !removeVMA(addr, addr+n) || !insertVMA(addr, addr+n, prot) {
-		return abi.ENOMEM // not reached: the room was checked
+	for i := findVMA(addr); prot&ProtWrite != 0 && i < nvmas && vmas[i].start < end; i++ {
+		if vmas[i].noWrite {
+			return abi.EACCES // as Linux for a shared mapping of a file open read-only
+		}
+	}
+	splitAt(addr)
+	splitAt(end)
+	for i := findVMA(addr); i < nvmas && vmas[i].start < end; i++ {
+		vmas[i].prot = prot
+	}
+	// Merge what now joins, from the area before addr to the one after.
+	i := findVMA(addr)
+	if i > 0 {
+		i--
+	}
+	for i+1 < nvmas && vmas[i].start <= end {
+		if vmas[i].joins(&vmas[i+1]) {
+			vmas[i].end = vmas[i+1].end
+			if vmas[i].file != 0 {
+				logRef(vmas[i].file, -1)
+			}
+			copy(vmas[i+1:nvmas-1], vmas[i+2:nvmas])
+			nvmas--
+		} else {
+			i++
+		}
 	}
 	return 0
+}
+
+// Mapped reports whether areas cover [start, end) without a gap (msync).
+func Mapped(start, end uintptr) bool {
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	return covered(start, end)
 }
 
 // covered reports whether areas cover [start, end) without a gap.
@@ -413,6 +577,8 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) bool {
 	}
 	e := at[uint64](pte)
 	switch {
+	case !pteValid(*e) && vmas[i].file != 0:
+		return s.fileFault(&vmas[i], page, e)
 	case !pteValid(*e):
 		f := AllocFrame()
 		if f == 0 {
@@ -425,10 +591,54 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) bool {
 		// A read-only entry of an area mprotect has made writable (or
 		// one this CPU's TLB still holds from before another CPU
 		// did it): only this CPU's stale entry needs to go.
-		*e = ptePage(pteFrame(*e), true)
+		*e = ptePage(pteFrame(*e), true) | *e&pteBorrowed
 		invalidate(page, page+PageSize)
 	}
 	return true
+}
+
+// fileFault backs page of file area v, whose entry is e: with the file's
+// own page (a shared mapping of a file with a page cache: the entry is
+// marked borrowed, unback does not free it), or with a frame of its own
+// the kernel fills (a private copy; a share file's page). mmLock is held.
+// False past the file's end (Linux's SIGBUS).
+func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) bool {
+	off := v.off + int64(page-v.start)
+	w := v.prot&ProtWrite != 0
+	f, ok := s.env.FileFault(v.file, off, v.shared, 0)
+	if !ok {
+		return false
+	}
+	if f != 0 {
+		*e = ptePage(f, w) | pteBorrowed
+	} else {
+		if f = AllocFrame(); f == 0 {
+			s.env.OutOfMemory()
+		}
+		if _, ok := s.env.FileFault(v.file, off, v.shared, f); !ok {
+			FreeFrame(f)
+			return false
+		}
+		*e = ptePage(f, w)
+	}
+	pteWritten()
+	pagesMapped++
+	return true
+}
+
+// FileArea describes the first file area that intersects [addr, end), cut
+// to that range: its bounds, file, offset at start and whether it is
+// shared; ok false if there is none (for msync and munmap's write-back).
+func FileArea(addr, end uintptr) (start, stop uintptr, file int32, off int64, shared, ok bool) {
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	for i := findVMA(addr); i < nvmas && vmas[i].start < end; i++ {
+		if v := &vmas[i]; v.file != 0 {
+			start, stop = max(v.start, addr), min(v.end, end)
+			return start, stop, v.file, v.off + int64(start-v.start), v.shared, true
+		}
+	}
+	return 0, 0, 0, 0, false, false
 }
 
 // Readable reports whether the 8 bytes at a can be read without faulting

@@ -10,6 +10,9 @@ const (
 	pteA       = 1 << 5 // set by the CPU on the first access
 	ptePS      = 1 << 7
 	pteAddr    = 0x000ffffffffff000
+	// pteBorrowed (a bit the CPU ignores) marks a file's page mapped as
+	// is: unback does not free it.
+	pteBorrowed = 1 << 9
 )
 
 // pteTable is an entry pointing at the next-level table at pa.

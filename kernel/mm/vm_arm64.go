@@ -16,6 +16,9 @@ const (
 	pteAF       = 1 << 10 // access flag
 	pteAddr     = 0x0000fffffffff000
 	pteNormal   = pteValidBit | pteTableBit | pteSH | pteAF
+	// pteBorrowed (bit 55, for software) marks a file's page mapped as
+	// is: unback does not free it.
+	pteBorrowed = 1 << 55
 )
 
 func pteTable(pa uintptr) uint64 { return uint64(pa) | pteValidBit | pteTableBit }

@@ -189,3 +189,67 @@ func TestVMAProtectAtCapacity(t *testing.T) {
 		t.Fatalf("protect of a whole area at capacity = %d", err)
 	}
 }
+
+// TestVMAFileAreas: random fixed mappings of one file (at offsets that
+// follow its address, so pieces may merge back) and of anonymous memory,
+// unmaps and protections over a window. Every file area must map the
+// file at the offset its address says, and hold exactly one reference:
+// the references each mapping brings, plus the logged splits, minus the
+// logged removals and merges, equal the number of file areas.
+func TestVMAFileAreas(t *testing.T) {
+	resetVM()
+	defer resetVM()
+	nrefs = 0
+	defer func() { nrefs = 0 }()
+	const file, fileOff = 7, 1 << 20
+	rng := rand.New(rand.NewSource(2))
+	refs := 0
+	for step := 0; step < 20000; step++ {
+		p := rng.Intn(modelPages)
+		n := 1 + rng.Intn(modelPages-p)
+		addr, size := uintptr(modelBase+p*PageSize), uintptr(n*PageSize)
+		prot := uint32(rng.Intn(4))
+		switch rng.Intn(4) {
+		case 0:
+			refs++ // the mapping's own
+			v := vma{prot: prot, file: file, off: fileOff + int64(p*PageSize), shared: true}
+			if _, err := areaPlace(addr, size, v, true); err != 0 {
+				t.Fatalf("step %d: file map: %d", step, err)
+			}
+		case 1:
+			if _, err := areaMap(addr, size, prot, true); err != 0 {
+				t.Fatalf("step %d: map: %d", step, err)
+			}
+		case 2:
+			if !removeVMA(addr, addr+size) {
+				t.Fatalf("step %d: unmap failed", step)
+			}
+		case 3:
+			areaProtect(addr, size, prot)
+		}
+		for i := 0; i < nrefs; i++ {
+			if refLog[i].file != file {
+				t.Fatalf("step %d: reference logged for file %d", step, refLog[i].file)
+			}
+			refs += int(refLog[i].d)
+		}
+		nrefs = 0
+		areas := 0
+		for i := 0; i < nvmas; i++ {
+			v := &vmas[i]
+			if i > 0 && vmas[i-1].joins(v) {
+				t.Fatalf("step %d: areas %+v and %+v not merged", step, vmas[i-1], *v)
+			}
+			if v.file == 0 {
+				continue
+			}
+			areas++
+			if want := fileOff + int64(v.start-modelBase); v.off != want {
+				t.Fatalf("step %d: area %+v maps offset %#x, want %#x", step, *v, v.off, want)
+			}
+		}
+		if refs != areas {
+			t.Fatalf("step %d: %d references held for %d file areas", step, refs, areas)
+		}
+	}
+}

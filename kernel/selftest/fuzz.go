@@ -175,6 +175,17 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		defer os.RemoveAll(fz)
 		sharePaths = []string{fz, fz + "/a", fz + "/b", fz + "/b/c", fz + "/a/", "fuzz/a", fz + "/l"}
 	}
+	// Files the mapping, sync, allocation and lock calls get half the
+	// time: one in the in-memory file system and, with a share, one
+	// there, each open read-write and read-only.
+	fileFDs, closeFiles := fuzzFiles(t, sharePaths != nil)
+	defer closeFiles()
+	fileFD := func(fd uintptr) uintptr {
+		if len(fileFDs) > 0 && rng.IntN(2) == 0 {
+			return fileFDs[rng.IntN(len(fileFDs))]
+		}
+		return fd
+	}
 	pointer := func() uintptr {
 		if len(sharePaths) > 0 && rng.IntN(4) == 0 {
 			at := scratch + uintptr(rng.IntN(8))*pg - 256
@@ -229,6 +240,10 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		return pointer()
 	}
 	counts := map[syscall.Errno]int{}
+	fileResults := map[string]map[syscall.Errno]int{}
+	for _, c := range fuzzFileCallNames {
+		fileResults[c] = map[syscall.Errno]int{}
+	}
 	used := map[uintptr]bool{}
 	// Most numbers are not implemented (ENOSYS at once): after the first
 	// tries, three calls in four go to numbers that answered otherwise.
@@ -262,6 +277,14 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		switch nr {
 		case unix.SYS_MMAP: // small, and MAP_FIXED only over the scratch area
 			a[1] %= 1 << 20
+			if fd := fileFD(a[4]); fd != a[4] { // a file: shared or private, a page offset
+				a[4] = fd
+				a[3] = []uintptr{unix.MAP_SHARED, unix.MAP_PRIVATE, unix.MAP_SHARED_VALIDATE}[rng.IntN(3)] | a[3]&(0x10|0x100000)
+				a[5] = uintptr(rng.IntN(6)) * pg
+				if rng.IntN(8) == 0 {
+					a[5] += uintptr(rng.IntN(pg)) // not page-aligned: EINVAL
+				}
+			}
 			if a[3]&(0x10|0x100000) != 0 {
 				a[0] = scratch + uintptr(rng.IntN(8))*pg
 				a[1] = min(a[1], scratchEnd-a[0])
@@ -324,6 +347,20 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		case unix.SYS_ACCEPT4:
 			a[3] |= syscall.SOCK_NONBLOCK
 		case unix.SYS_FCNTL: // F_SETFL keeps O_NONBLOCK: a pipe or socket made blocking would wait
+			if fd := fileFD(a[0]); fd != a[0] { // a record lock on a file, half the time well formed
+				a[0] = fd
+				a[1] = []uintptr{unix.F_SETLK, unix.F_SETLKW, unix.F_GETLK, unix.F_OFD_SETLK, unix.F_OFD_SETLKW, unix.F_OFD_GETLK}[rng.IntN(6)]
+				if rng.IntN(2) == 0 {
+					at := scratch + uintptr(rng.IntN(8*pg-32))&^7
+					lk := region[at-base:]
+					binary.LittleEndian.PutUint16(lk, uint16(rng.IntN(4)))              // F_RDLCK, F_WRLCK, F_UNLCK, bad
+					binary.LittleEndian.PutUint16(lk[2:], uint16(rng.IntN(4)))          // SEEK_SET, _CUR, _END, bad
+					binary.LittleEndian.PutUint64(lk[8:], uint64(rng.IntN(9000))-100)   // start
+					binary.LittleEndian.PutUint64(lk[16:], uint64(rng.IntN(9000))-3000) // len, negative too
+					binary.LittleEndian.PutUint32(lk[24:], 0)                           // pid (0 for the OFD calls)
+					a[2] = at
+				}
+			}
 			switch a[1] {
 			case syscall.F_SETFL:
 				a[2] |= syscall.O_NONBLOCK
@@ -333,7 +370,21 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 				a[1] = unix.F_OFD_SETLK
 			}
 		case unix.SYS_FLOCK: // never waits
+			a[0] = fileFD(a[0])
 			a[1] |= unix.LOCK_NB
+		case unix.SYS_FALLOCATE: // at most 1 MiB, so the file system never fills
+			a[0] = fileFD(a[0])
+			if rng.IntN(2) == 0 {
+				a[1] = []uintptr{0, unix.FALLOC_FL_KEEP_SIZE, unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE}[rng.IntN(3)]
+			}
+			a[2] = uintptr(rng.IntN(256 << 10))
+			if rng.IntN(16) == 0 {
+				a[2] = ^uintptr(0) - uintptr(rng.IntN(pg)) // negative
+			}
+			a[3] = uintptr(rng.IntN(768<<10)) - uintptr(rng.IntN(2)) // 0 or -1 at times
+		case unix.SYS_MSYNC: // the scratch area (any flags), or a file mapping (below)
+			a[0] = scratch + uintptr(rng.IntN(8))*pg
+			a[1] = min(a[1], scratchEnd-a[0]+uintptr(rng.IntN(2))*pg)
 		case unix.SYS_SENDMSG, unix.SYS_RECVMSG: // never waits; half the time a msghdr with control data
 			a[2] |= syscall.MSG_DONTWAIT
 			if rng.IntN(2) == 0 {
@@ -347,6 +398,9 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 			mine = append(mine, fuzzReceived(region[scratch-base:scratchEnd-base], scratch, a[1], theirs)...)
 		}
 		counts[e]++
+		if slices.Contains(fileFDs, a[0]) || nr == unix.SYS_MMAP && slices.Contains(fileFDs, a[4]) || nr == unix.SYS_MSYNC {
+			fileResults[fuzzFileCall(nr, a)][e]++
+		}
 		if e != syscall.ENOSYS && !used[nr] {
 			impl = append(impl, nr)
 		}
@@ -375,6 +429,9 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 				}
 			case nr == unix.SYS_MMAP:
 				if a[3]&(0x10|0x100000) == 0 && r1 != scratch && int64(r1) > 0 {
+					if a[3]&unix.MAP_ANONYMOUS == 0 && a[1] > 0 {
+						fuzzTouch(r1, a[1])
+					}
 					syscall.RawSyscall(syscall.SYS_MUNMAP, r1, a[1], 0)
 				}
 			}
@@ -413,6 +470,7 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 	for _, fd := range mine {
 		syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
 	}
+	closeFiles()
 	fuzzBlockingUnmap(t, rng, max(calls/1000, 20))
 	fuzzSigreturn(t, rng, max(calls/100, 200))
 	if addrs.textHash() != textHash || !addrs.aliasIntact() {
@@ -433,6 +491,7 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 	slices.SortFunc(top, func(x, y ec) int { return y.n - x.n })
 	top = top[:min(len(top), 6)]
 	t.Logf("%d calls of %d numbers in %v; most common results: %v; frame alias %#x", calls, len(used), time.Since(start).Round(time.Millisecond), top, addrs.alias)
+	t.Logf("calls on the fuzzer's files (errno: count): %v", fileResults)
 	if shareUses > 0 {
 		ents, _ := os.ReadDir(os.Getenv(envShareDir) + "/fuzz")
 		t.Logf("%d arguments were paths on the share; %d entries left in its fuzz directory", shareUses, len(ents))
@@ -596,3 +655,85 @@ func fuzzReceived(mem []byte, at, p uintptr, theirs map[uintptr]bool) []uintptr 
 	}
 	return fds
 }
+
+// fuzzFiles makes the files the fuzzer maps, syncs, allocates and locks:
+// three pages and a bit in the in-memory file system and, with a share,
+// on it, each open read-write and read-only; done closes and removes them
+// (once).
+func fuzzFiles(t *T, share bool) (fds []uintptr, done func()) {
+	names := []string{"/tmp/fuzz-file"}
+	if share {
+		names = append(names, os.Getenv(envShareDir)+"/fuzz-file")
+	}
+	for _, name := range names {
+		if err := os.WriteFile(name, make([]byte, 3*4096+100), 0o644); err != nil {
+			t.Fatalf("fuzz file: %v", err)
+		}
+		for _, fl := range []int{syscall.O_RDWR, syscall.O_RDONLY} {
+			fd, err := syscall.Open(name, fl|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatalf("fuzz file: %v", err)
+			}
+			fds = append(fds, uintptr(fd))
+		}
+	}
+	closed := false
+	return fds, func() {
+		if closed {
+			return
+		}
+		closed = true
+		for _, fd := range fds {
+			syscall.Close(int(fd))
+		}
+		for _, name := range names {
+			os.Remove(name)
+		}
+	}
+}
+
+var fuzzFileCallNames = []string{"mmap shared", "mmap private", "msync", "fallocate", "flock", "fcntl", "other"}
+
+// fuzzFileCall names a call on the fuzzer's files for its report.
+func fuzzFileCall(nr uintptr, a [6]uintptr) string {
+	switch nr {
+	case unix.SYS_MMAP:
+		if a[3]&3 == unix.MAP_PRIVATE {
+			return "mmap private"
+		}
+		return "mmap shared"
+	case unix.SYS_MSYNC:
+		return "msync"
+	case unix.SYS_FALLOCATE:
+		return "fallocate"
+	case unix.SYS_FLOCK:
+		return "flock"
+	case unix.SYS_FCNTL:
+		return "fcntl"
+	}
+	return "other"
+}
+
+// fuzzTouch reaches the pages of a file mapping through the kernel, whose
+// copies fault safely (a page past the file's end, or the whole mapping
+// when a random call truncated the file, is EFAULT, not a fault here):
+// reads into /dev/null, a write from /dev/zero (a shared writable mapping
+// writes the file), and an msync.
+func fuzzTouch(p, n uintptr) {
+	null, _, e1 := syscall.RawSyscall6(syscall.SYS_OPENAT, ^uintptr(99), uintptr(unsafe.Pointer(&devNull[0])), syscall.O_RDWR|syscall.O_CLOEXEC, 0, 0, 0)
+	zero, _, e2 := syscall.RawSyscall6(syscall.SYS_OPENAT, ^uintptr(99), uintptr(unsafe.Pointer(&devZero[0])), syscall.O_RDONLY|syscall.O_CLOEXEC, 0, 0, 0)
+	if e1 == 0 {
+		syscall.RawSyscall(syscall.SYS_WRITE, null, p, min(n, 2*4096))
+		syscall.RawSyscall(syscall.SYS_CLOSE, null, 0, 0)
+	}
+	if e2 == 0 {
+		syscall.RawSyscall(syscall.SYS_READ, zero, p+min(n-1, 4096)&^4095, 64)
+		syscall.RawSyscall(syscall.SYS_CLOSE, zero, 0, 0)
+	}
+	syscall.RawSyscall(unix.SYS_MSYNC, p, n, unix.MS_SYNC)
+}
+
+var (
+	devNull = []byte("/dev/null\x00")
+	devZero = []byte("/dev/zero\x00")
+)
