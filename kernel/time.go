@@ -56,15 +56,15 @@ func timerSync() {
 }
 
 // userSync is timerSync on the way back to application code: if tasks
-// wait on the ready queue, the timer is armed for the end of the current
-// task's slice too, so that its interrupt preempts the task (preemptUser)
-// should it not enter the kernel by then.
+// wait on the ready queues, the timer is armed for the end of the current
+// task's slice or budget too (sched's PreemptAt), so that its interrupt
+// preempts the task (preemptUser) should it not enter the kernel by then.
 func userSync() {
 	timerSync()
-	if sched.Backlog() {
-		c := sched.This()
+	c := sched.This()
+	if n := c.PreemptAt(); n != 0 {
 		ts := &percpu[c.ID].timer
-		if n := c.SliceEnd(); ts.armed == 0 || n < ts.armed {
+		if ts.armed == 0 || n < ts.armed {
 			ts.arm(n)
 		}
 	}

@@ -61,8 +61,12 @@ type CPU struct {
 
 	switches uint64 // atomic: task switches made here
 	ranSince int64  // when the current task began its slice (YieldSlice)
-	wakeIPIs uint64 // atomic: wake-up interrupts sent from here
-	preempts uint64 // atomic: involuntary switches (Preempt) made here
+	// switchedAt is when the current task was switched to (its CPU time,
+	// Task.used); spentWait is when this CPU began to find the spent
+	// queue waiting (dequeue), 0 if it is not.
+	switchedAt, spentWait int64
+	wakeIPIs              uint64 // atomic: wake-up interrupts sent from here
+	preempts              uint64 // atomic: involuntary switches (Preempt) made here
 
 	timers timers
 }

@@ -14,9 +14,12 @@
 // one exception, Preempt: after a timer interrupt that took it from
 // application code, on its own kernel stack, if the interrupt woke a task
 // or its Slice is over (docs/preemption.md). Every CPU runs the same loop
-// on one global lock-free FIFO of ready tasks (package queue) with hazard
-// pointers per processor: at most one task per CPU is inside a queue
-// operation, because nothing switches or takes an interrupt inside one.
+// on two global lock-free FIFOs of ready tasks (package queue, one domain)
+// with hazard pointers per processor: tasks that have not used a Slice
+// since they last blocked, served first, and tasks that have, served at
+// least once a Slice per CPU while they wait. At most one task per CPU is
+// inside a queue operation, because nothing switches or takes an
+// interrupt inside one.
 // A switch names a finalizer that the resumed task runs right after the
 // switch with the previous task as argument: putting the previous task on
 // the ready queue, a wait queue or a mutex queue happens there and only

@@ -9,11 +9,22 @@ import (
 	"yolk/sched/queue"
 )
 
+// The ready queues: two of the paper's lock-free FIFOs in one domain.
+// ready[qWoken] holds tasks that have used less than a Budget of CPU
+// since they last blocked (woken from a wait, new, or switched away
+// early); ready[qSpent] holds tasks that have used more (CPU-bound:
+// preempted, or yielding at the end of a slice). dequeue serves qWoken
+// first, so a task that blocked does not wait behind a CPU-bound one's
+// slice, and qSpent at least once a Slice per CPU while it waits, so
+// woken tasks cannot starve it.
+const nReadyQueues = 2
+
 var (
 	domain queue.Domain
-	ready  queue.Queue
-	// nodes: one per task, one dummy, two pooled per CPU (the paper's bound).
-	nodes [MaxTasks + 1 + 2*MaxCPUs]queue.Node
+	ready  [nReadyQueues]queue.Queue // qWoken, qSpent
+	// nodes: one per task, a dummy per queue, two pooled per CPU (the
+	// paper's bound).
+	nodes [MaxTasks + nReadyQueues + 2*MaxCPUs]queue.Node
 
 	// wakeVector is the interrupt vector of the wake-up IPI.
 	wakeVector uint8
@@ -27,7 +38,7 @@ func Init(n int, wake uint8, bootStackLo, bootStackHi uintptr) *Task {
 	if n < 1 || n > MaxCPUs {
 		return nil
 	}
-	if domain.Init(n, nodes[:]) != nil || domain.InitQueue(&ready) != nil {
+	if domain.Init(n, nodes[:]) != nil || domain.InitQueue(&ready[qWoken]) != nil || domain.InitQueue(&ready[qSpent]) != nil {
 		return nil
 	}
 	ncpu, wakeVector = n, wake
@@ -90,7 +101,15 @@ func switchTo(next *Task, fin uint32) {
 		cur.setState(stLimbo)
 	}
 	atomic.AddUint64(&c.switches, 1)
-	c.ranSince = clock.Nanotime()
+	now := clock.Nanotime()
+	// cur's CPU time since it last blocked decides its ready queue.
+	switch fin {
+	case finReady:
+		cur.used += now - c.switchedAt
+	case finBlock, finMutex:
+		cur.used = 0
+	}
+	c.switchedAt, c.ranSince = now, now
 	c.cur = next.addr()
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
@@ -122,36 +141,72 @@ func FinishSwitch() {
 	}
 }
 
-// lockedReady selects the baseline ready queue, a TWA-locked list of our
+// lockedReady selects the baseline ready queues, TWA-locked lists of our
 // own, instead of the paper's lock-free queue: only for the benchmark that
 // compares the two (kernel option yolk.readyq=locked). It is set before
-// Init and never changes.
+// Init and never changes. The policy (two queues, woken first) is the same.
 var lockedReady bool
 
 var lockedQ struct {
-	lock       TWALock
-	head, tail uintptr // *Task, linked through rnext
+	lock TWALock
+	q    [nReadyQueues]struct{ head, tail uintptr } // *Task, linked through rnext
 }
 
 // UseLockedReadyQueue makes the scheduler use the baseline ready queue. It
 // must be called before Init.
 func UseLockedReadyQueue() { lockedReady = true }
 
-// enqueue puts t on the ready queue.
-func enqueue(t *Task) {
+// Ready queue indices (ready, lockedQ.q; i&1 keeps an index in range
+// without a bounds check).
+const (
+	qWoken = iota
+	qSpent
+)
+
+// Budget is how much CPU time a task may use after it blocked and still
+// count as woken: ahead of CPU-bound tasks on the ready queues, and not
+// preempted for a woken task. A task that has used it is spent: it goes
+// on qSpent, and gives up its CPU for a woken task at its next timer
+// interrupt or system call (Preempt, YieldSlice). So a woken task waits
+// at most about a Budget for a CPU-bound one, not a Slice.
+const Budget = 1_000_000 // ns
+
+// budgetSlack is how early Preempt may find the budget used: the kernel's
+// timer fires up to its learnt interrupt lead (at most 200 µs) early.
+const budgetSlack = 250_000 // ns
+
+// spentAfter is the CPU time after which a task is spent.
+const spentAfter = Budget - budgetSlack
+
+// queueFor is the ready queue t, which no CPU runs, goes on.
+func queueFor(t *Task) int {
+	if t.used >= spentAfter {
+		return qSpent
+	}
+	return qWoken
+}
+
+// curSpent reports whether c's current task has used its Budget by now.
+func (c *CPU) curSpent(now int64) bool {
+	return taskAt(c.cur).used+now-c.switchedAt >= spentAfter
+}
+
+// enqueue puts t on ready queue i.
+func enqueue(t *Task, i int) {
 	if lockedReady {
+		q := &lockedQ.q[i&1]
 		t.rnext = 0
 		lockedQ.lock.Lock()
-		if lockedQ.tail != 0 {
-			taskAt(lockedQ.tail).rnext = t.addr()
+		if q.tail != 0 {
+			taskAt(q.tail).rnext = t.addr()
 		} else {
-			lockedQ.head = t.addr()
+			q.head = t.addr()
 		}
-		lockedQ.tail = t.addr()
+		q.tail = t.addr()
 		lockedQ.lock.Unlock()
 		return
 	}
-	if domain.Enqueue(This().ID, &ready, &t.item) != nil {
+	if domain.Enqueue(This().ID, &ready[i&1], &t.item) != nil {
 		die(dieArena) // the arena is sized by the paper's bound: running out breaks it
 	}
 }
@@ -164,7 +219,7 @@ func enqueue(t *Task) {
 func makeReady(t *Task) {
 	assertKernel()
 	t.setState(stReady)
-	enqueue(t)
+	enqueue(t, queueFor(t))
 	wakeIdle()
 }
 
@@ -204,14 +259,46 @@ func wakeIdle() {
 // Ready makes a new task (after Prepare) runnable.
 func Ready(t *Task) { makeReady(t) }
 
+// dequeue takes the next ready task: from woken, unless spent has waited
+// a Slice on this CPU meanwhile. c.spentWait is when this CPU first found
+// spent non-empty since it last served it or found it empty (0: not
+// waiting). Every CPU with a ready task to take comes here at least once
+// a Slice (its slice timer, userSync), so a task on spent waits at most
+// about two Slices per task ahead of it, divided among the CPUs.
 func dequeue() *Task {
 	assertKernel()
+	c := This()
+	first := qWoken
+	if empty(qSpent) {
+		c.spentWait = 0
+	} else if now := clock.Nanotime(); c.spentWait == 0 {
+		c.spentWait = now
+	} else if now-c.spentWait >= Slice {
+		first = qSpent
+	}
+	if t := take(first); t != nil {
+		if first == qSpent {
+			c.spentWait = 0
+		}
+		return t
+	}
+	second := qWoken + qSpent - first
+	t := take(second)
+	if t != nil && second == qSpent {
+		c.spentWait = 0
+	}
+	return t
+}
+
+// take removes the task at the front of ready queue i, or returns nil.
+func take(i int) *Task {
 	if lockedReady {
+		q := &lockedQ.q[i&1]
 		lockedQ.lock.Lock()
-		a := lockedQ.head
+		a := q.head
 		if a != 0 {
-			if lockedQ.head = taskAt(a).rnext; lockedQ.head == 0 {
-				lockedQ.tail = 0
+			if q.head = taskAt(a).rnext; q.head == 0 {
+				q.tail = 0
 			}
 		}
 		lockedQ.lock.Unlock()
@@ -220,11 +307,19 @@ func dequeue() *Task {
 		}
 		return taskAt(a)
 	}
-	it, _ := domain.Dequeue(This().ID, &ready)
+	it, _ := domain.Dequeue(This().ID, &ready[i&1])
 	if it == nil {
 		return nil
 	}
 	return (*Task)(unsafe.Pointer(it))
+}
+
+// empty reports whether ready queue i looked empty (a hint).
+func empty(i int) bool {
+	if lockedReady {
+		return atomic.LoadUintptr(&lockedQ.q[i&1].head) == 0
+	}
+	return domain.Empty(&ready[i&1])
 }
 
 // Yield lets other ready tasks run; the caller continues later, on this or
@@ -246,12 +341,14 @@ func Yield() {
 const Slice = 10_000_000 // ns
 
 // YieldSlice yields if the current task has run for a Slice since it was
-// switched to; it is called at the end of a system call. With nothing ready
-// the slice starts over, so that a task alone on its CPU looks at the ready
-// queue once per Slice, not at every system call.
+// switched to, or has used its Budget while a woken task waits; it is
+// called at the end of a system call. With nothing ready the slice starts
+// over, so that a task alone on its CPU looks at the ready queue once per
+// Slice, not at every system call.
 func YieldSlice() {
 	c := This()
-	if now := clock.Nanotime(); now-c.ranSince >= Slice {
+	now := clock.Nanotime()
+	if now-c.ranSince >= Slice || !empty(qWoken) && c.curSpent(now) {
 		c.ranSince = now
 		Yield()
 	}
@@ -262,12 +359,13 @@ func YieldSlice() {
 // inside kernel code or a queue operation: those run with interrupts off).
 // The task gives up its CPU if the interrupt made another task ready
 // (woke: a timer expired), so that the task woken gets a CPU now rather
-// than when the interrupted one next enters the kernel, or if it has run
-// for a Slice. It continues later, like Yield.
+// than when the interrupted one next enters the kernel, if it has run
+// for a Slice, or if it has used its Budget and a woken task waits. It
+// continues later, like Yield.
 func Preempt(woke bool) {
 	c := This()
 	now := clock.Nanotime()
-	if !woke && now-c.ranSince < Slice-sliceSlack {
+	if !woke && now-c.ranSince < Slice-sliceSlack && (empty(qWoken) || !c.curSpent(now)) {
 		return
 	}
 	c.ranSince = now
@@ -282,20 +380,22 @@ func Preempt(woke bool) {
 // deadline it was armed for.
 const sliceSlack = 1_000_000 // ns
 
-// Backlog reports whether tasks seemed to wait on the ready queue (a hint:
-// see queue.Domain.Empty). The kernel asks on every return to application
-// code and, if so, arms this CPU's timer for SliceEnd, so that a task that
-// runs without system calls keeps its CPU for a Slice at most while others
-// wait.
-func Backlog() bool {
-	if lockedReady {
-		return atomic.LoadUintptr(&lockedQ.head) != 0
+// PreemptAt is when c's current task should be interrupted for Preempt, 0
+// if never: the end of its slice if tasks seem to wait on the ready queues
+// (a hint: see queue.Domain.Empty), or earlier, the end of its Budget, if
+// a woken task does. The kernel asks on every return to application code
+// and arms this CPU's timer for it, so that a task that runs without
+// system calls keeps its CPU for a Slice at most while others wait, and
+// for about a Budget while a woken task does.
+func (c *CPU) PreemptAt() int64 {
+	if !empty(qWoken) {
+		return min(c.ranSince+Slice, c.switchedAt+Budget-taskAt(c.cur).used)
 	}
-	return !domain.Empty(&ready)
+	if !empty(qSpent) {
+		return c.ranSince + Slice
+	}
+	return 0
 }
-
-// SliceEnd is when the current task's slice on c ends.
-func (c *CPU) SliceEnd() int64 { return c.ranSince + Slice }
 
 // Exit ends the current task. Its slot is freed by the next task's finalizer.
 func Exit() {
@@ -373,11 +473,11 @@ func poll() *Task {
 type Stats struct {
 	Live       int    // task slots in use
 	NodesInUse uint64 // queue nodes out of the arena
-	NodeBound  uint64 // tasks + 1 dummy + 2 per CPU
+	NodeBound  uint64 // tasks + 1 dummy per ready queue + 2 per CPU
 	// NodesPeak is the most nodes ever out of the arena at once (fresh
 	// nodes are taken only when no released one is left), and
-	// PeakBound the bound for it: the most task slots ever used + 1 +
-	// 2 per CPU.
+	// PeakBound the bound for it: the most task slots ever used + 1 per
+	// ready queue + 2 per CPU.
 	NodesPeak, PeakBound uint64
 }
 
@@ -385,6 +485,6 @@ type Stats struct {
 func ReadStats() Stats {
 	s := domain.Stats()
 	live := Live()
-	return Stats{Live: live, NodesInUse: s.InUse, NodeBound: uint64(live + 1 + 2*NumCPU()),
-		NodesPeak: s.Fresh, PeakBound: uint64(int(atomic.LoadInt32(&ntasks)) + 1 + 2*NumCPU())}
+	return Stats{Live: live, NodesInUse: s.InUse, NodeBound: uint64(live + nReadyQueues + 2*NumCPU()),
+		NodesPeak: s.Fresh, PeakBound: uint64(int(atomic.LoadInt32(&ntasks)) + nReadyQueues + 2*NumCPU())}
 }

@@ -47,6 +47,10 @@ type Task struct {
 	fin   uint32 // finalizer named by the task that switched to this one
 	prev  uintptr
 	rnext uintptr // baseline ready queue link (lockedReady only)
+	// used is the CPU time the task has had since it last blocked (added
+	// up when it is switched away): Slice or more puts it on the spent
+	// ready queue (queueFor).
+	used int64
 
 	// Blocking. wq, key, cond*, deadline and mx are set by the task itself
 	// before it switches away; its finalizer publishes them.
@@ -130,6 +134,7 @@ func Alloc() *Task {
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
 			t.timedOut = false
+			t.used = 0
 			return t
 		}
 	}

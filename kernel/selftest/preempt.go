@@ -1,12 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -204,4 +208,161 @@ func testStopSignals(t *T) {
 	}
 	time.Sleep(20 * time.Millisecond) // the signals are delivered (and ignored) on the way
 	t.Logf("still running after SIGTSTP, SIGTTIN, SIGTTOU and SIGSTOP")
+}
+
+// spinCount (spincount_$GOARCH.s) adds one to *n until *stop is set, in
+// assembly, which asynchronous preemption never stops.
+func spinCount(stop *uint32, n *uint64)
+
+// testWokenFirst: a task woken while CPU-bound ones hold every CPU runs
+// before the one it displaced. A thread per CPU spins in assembly (never
+// blocking, never preempted by the runtime) long enough to have used a
+// scheduler slice. Each round, thread X wakes from a 2 ms nanosleep —
+// the kernel preempts a spinner for it, which goes back on the ready
+// queue — finds which spinner stopped counting (the one X displaced),
+// wakes thread W with a futex and blocks. The displaced spinner must not
+// count again before W has run: W, which blocked, goes ahead of a thread
+// that used its slice (sched's two ready queues). A FIFO ready queue runs
+// the spinner first, for its whole slice, and fails every round.
+//
+// It is an ordering, not a timing: W reads the spinner's counter when it
+// runs. A round is inconclusive, and not counted, when X cannot tell the
+// displaced spinner (not exactly one stopped) or the spinner moved
+// between X's look and its wake-up of W (another CPU's slice ended and
+// took it). With more than one CPU, sched may still run the spinner first
+// when it has waited a whole slice on some CPU (its bound on the
+// starvation of CPU-bound tasks), so up to a tenth of the rounds may
+// fail there; at one CPU none may.
+func testWokenFirst(t *T) {
+	n := runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n + 3))
+	// A collection would have to stop the spinners, which only stop
+	// when this test ends.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+
+	var stop uint32
+	counts := make([]uint64, 8*n) // a cache line each
+	count := func(i int) uint64 { return atomic.LoadUint64(&counts[8*i]) }
+	var spinning sync.WaitGroup
+	for i := 0; i < n; i++ {
+		spinning.Add(1)
+		go func() {
+			defer spinning.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			spinCount(&stop, &counts[8*i])
+		}()
+	}
+	defer spinning.Wait()
+	defer atomic.StoreUint32(&stop, 1)
+	for i := 0; i < n; i++ {
+		for count(i) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// Each spinner uses more than a slice (10 ms).
+	time.Sleep(50 * time.Millisecond)
+
+	const rounds, attempts = 30, 200
+	var wake, done uint32 // futex words: W's turn number, X's
+	var observed uint64   // the displaced spinner's count when W ran
+	var stuck atomic.Int32
+	wDone := make(chan struct{})
+	go func() {
+		defer close(wDone)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for turn := uint32(1); turn <= attempts; turn++ {
+			for atomic.LoadUint32(&wake) < turn {
+				if rawFutexWait(&wake, turn-1, time.Second) == syscall.ETIMEDOUT {
+					return
+				}
+			}
+			if i := stuck.Load(); i >= 0 {
+				atomic.StoreUint64(&observed, count(int(i)))
+			}
+			atomic.StoreUint32(&done, turn)
+			rawFutexWake(&done)
+		}
+	}()
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	conclusive, late := 0, 0
+	var lateSeen []string
+	for turn := uint32(1); turn <= attempts && conclusive < rounds; turn++ {
+		ts := unix.NsecToTimespec(int64(2 * time.Millisecond))
+		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		// The spinner X displaced is the one that does not count while
+		// the others (one per other CPU) do.
+		c1 := make([]uint64, n)
+		for i := range c1 {
+			c1[i] = count(i)
+		}
+		s, deadline := -1, time.Now().Add(2*time.Millisecond)
+		for time.Now().Before(deadline) {
+			moved, still := 0, -1
+			for i := range c1 {
+				if count(i) != c1[i] {
+					moved++
+				} else {
+					still = i
+				}
+			}
+			if moved == n-1 && still >= 0 {
+				s = still
+				break
+			}
+		}
+		stuck.Store(int32(s))
+		var before uint64
+		if s >= 0 {
+			before = count(s)
+		}
+		atomic.StoreUint32(&wake, turn)
+		rawFutexWake(&wake)
+		after := uint64(0)
+		if s >= 0 {
+			after = count(s)
+		}
+		for atomic.LoadUint32(&done) < turn {
+			if rawFutexWait(&done, turn-1, time.Second) == syscall.ETIMEDOUT {
+				t.Fatalf("turn %d: W did not run within 1 s", turn)
+			}
+		}
+		if s < 0 || after != before {
+			continue // inconclusive
+		}
+		conclusive++
+		if obs := atomic.LoadUint64(&observed); obs != before {
+			late++
+			if len(lateSeen) < 3 {
+				lateSeen = append(lateSeen, fmt.Sprintf("turn %d: spinner %d counted %d more before W ran", turn, s, obs-before))
+			}
+		}
+	}
+	atomic.StoreUint32(&wake, attempts+1) // W's loop ends at its next look
+	rawFutexWake(&wake)
+	t.Logf("%d CPUs: %d conclusive rounds, the displaced spinner ran before the woken thread in %d %v", n, conclusive, late, lateSeen)
+	if n == 1 && late > 0 || late*10 > conclusive {
+		t.Errorf("the woken thread ran after the spinner it displaced in %d of %d rounds", late, conclusive)
+	}
+	// X itself is displaced too when spinners run ahead of woken tasks.
+	if conclusive < rounds/2 {
+		t.Errorf("only %d of %d rounds could tell the displaced spinner", conclusive, rounds)
+	}
+}
+
+// rawFutexWait (FUTEX_WAIT_PRIVATE) blocks on *addr while it holds val, for at most d, without
+// giving up the goroutine's P (a raw system call). It returns the error.
+func rawFutexWait(addr *uint32, val uint32, d time.Duration) syscall.Errno {
+	ts := unix.NsecToTimespec(int64(d))
+	_, _, e := syscall.RawSyscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 0|128,
+		uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+	return e
+}
+
+// rawFutexWake wakes the threads blocked on *addr.
+func rawFutexWake(addr *uint32) {
+	syscall.RawSyscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 1|128, 1<<30, 0, 0, 0)
 }

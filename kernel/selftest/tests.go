@@ -90,6 +90,7 @@ var tests = []test{
 	// preempt.go
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
 	{"TestPreemptGCBesideSpinner", testPreemptGC},
+	{"TestPreemptWokenFirst", testWokenFirst},
 	{"TestSignalFrameRoundTrip", testSignalRoundTrip},
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
