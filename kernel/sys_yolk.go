@@ -101,7 +101,7 @@ func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
 	for i := 0; i < n; i++ {
 		c := sched.CPUAt(i)
 		*at[abi.CPUStats](p + uintptr(i)*size) = abi.CPUStats{Switches: c.Switches(), WakeIPIs: c.WakeIPIs(),
-			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: mm.CPUShootdowns(i)}
+			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: mm.CPUShootdowns(i), PreemptIPIs: c.PreemptIPIs()}
 	}
 	return uintptr(sched.NumCPU()), 0
 }

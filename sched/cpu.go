@@ -62,11 +62,17 @@ type CPU struct {
 	switches uint64 // atomic: task switches made here
 	ranSince int64  // when the current task began its slice (YieldSlice)
 	// switchedAt is when the current task was switched to (its CPU time,
-	// Task.used); spentWait is when this CPU began to find the spent
-	// queue waiting (dequeue), 0 if it is not.
-	switchedAt, spentWait int64
-	wakeIPIs              uint64 // atomic: wake-up interrupts sent from here
-	preempts              uint64 // atomic: involuntary switches (Preempt) made here
+	// Task.used).
+	switchedAt int64
+	// spentAt (atomic) is when the current task will have used its
+	// Budget (never for the idle task); preemptKicked (atomic) is set by
+	// the CPU that interrupted this one for a woken task (preemptSpent)
+	// and cleared when this one switches or preempts.
+	spentAt       int64
+	preemptKicked uint32
+	preemptIPIs   uint64 // atomic: such interrupts sent from here
+	wakeIPIs      uint64 // atomic: wake-up interrupts sent from here
+	preempts      uint64 // atomic: involuntary switches (Preempt) made here
 
 	timers timers
 }
@@ -124,6 +130,10 @@ func (c *CPU) WakeIPIs() uint64 { return atomic.LoadUint64(&c.wakeIPIs) }
 
 // Preempts is the number of involuntary switches made on c.
 func (c *CPU) Preempts() uint64 { return atomic.LoadUint64(&c.preempts) }
+
+// PreemptIPIs is the number of interrupts c sent to another CPU to
+// preempt its task for a woken one.
+func (c *CPU) PreemptIPIs() uint64 { return atomic.LoadUint64(&c.preemptIPIs) }
 
 // Locks is the number of spin locks c holds.
 func (c *CPU) Locks() int32 { return c.locks }

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -110,6 +111,14 @@ func switchTo(next *Task, fin uint32) {
 		cur.used = 0
 	}
 	c.switchedAt, c.ranSince = now, now
+	spentAt := int64(math.MaxInt64)
+	if next.addr() != c.idle {
+		spentAt = now + spentAfter - next.used
+	}
+	atomic.StoreInt64(&c.spentAt, spentAt)
+	if atomic.LoadUint32(&c.preemptKicked) != 0 {
+		atomic.StoreUint32(&c.preemptKicked, 0)
+	}
 	c.cur = next.addr()
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
@@ -216,15 +225,51 @@ func enqueue(t *Task, i int) {
 // interrupts reach a CPU only in application code or halted in its idle
 // loop, never inside a queue operation, so the handler may use the CPU's
 // own hazard-pointer slot.
+//
+// A woken task that finds no idle CPU interrupts another CPU whose task has
+// used its Budget (preemptSpent), rather than wait for one to come to the
+// kernel.
 func makeReady(t *Task) {
 	assertKernel()
 	t.setState(stReady)
-	enqueue(t, queueFor(t))
-	wakeIdle()
+	q := queueFor(t)
+	if q == qSpent {
+		atomic.StoreInt64(&t.readyAt, clock.Nanotime())
+	}
+	enqueue(t, q)
+	if !wakeIdle() && q == qWoken {
+		preemptSpent()
+	}
+}
+
+// preemptSpent interrupts one other CPU whose current task has used its
+// Budget, unless one has been interrupted for this already: the kernel
+// treats the wake-up interrupt, when it takes application code, like its
+// timer's, and Preempt there switches to the woken task. A CPU in the
+// kernel takes the interrupt on its way back to application code, where
+// it would have looked itself. This CPU is never picked: it looks at the
+// end of its system call (YieldSlice) or interrupt (Preempt).
+func preemptSpent() {
+	if ncpu == 1 {
+		return
+	}
+	c := This()
+	now := clock.Nanotime()
+	for i := 1; i < ncpu; i++ {
+		o := &cpus[(c.ID+i)%ncpu]
+		if now < atomic.LoadInt64(&o.spentAt) {
+			continue
+		}
+		if atomic.CompareAndSwapUint32(&o.preemptKicked, 0, 1) {
+			atomic.AddUint64(&c.preemptIPIs, 1)
+			kick(o)
+		}
+		return
+	}
 }
 
 // wakeIdle resumes one idle CPU other than this one, if any, with an
-// interrupt. It runs after an enqueue, and an idle CPU sets its bit before
+// interrupt, and reports whether it found one (this one included). It runs after an enqueue, and an idle CPU sets its bit before
 // it looks at the queue for the last time, both with sequentially
 // consistent atomics: either this load sees the bit or that look sees the
 // task (no lost wake-up). Clearing the bit claims the CPU, so that two
@@ -233,25 +278,25 @@ func makeReady(t *Task) {
 // If this CPU is itself in the mask, an interrupt has reached it halted in
 // its idle loop, which looks at the queue again when the handler returns:
 // it claims itself and interrupts nobody.
-func wakeIdle() {
+func wakeIdle() bool {
 	c := This()
 	self := uint64(1) << uint(c.ID)
 	for {
 		m := atomic.LoadUint64(&idleMask)
 		if m&self != 0 {
 			if atomic.AndUint64(&idleMask, ^self)&self != 0 {
-				return
+				return true
 			}
 			continue
 		}
 		if m == 0 {
-			return
+			return false
 		}
 		bit := m & -m
 		if atomic.AndUint64(&idleMask, ^bit)&bit != 0 {
 			atomic.AddUint64(&c.wakeIPIs, 1)
 			kick(&cpus[bits.TrailingZeros64(bit)])
-			return
+			return true
 		}
 	}
 }
@@ -259,35 +304,35 @@ func wakeIdle() {
 // Ready makes a new task (after Prepare) runnable.
 func Ready(t *Task) { makeReady(t) }
 
-// dequeue takes the next ready task: from woken, unless spent has waited
-// a Slice on this CPU meanwhile. c.spentWait is when this CPU first found
-// spent non-empty since it last served it or found it empty (0: not
-// waiting). Every CPU with a ready task to take comes here at least once
-// a Slice (its slice timer, userSync), so a task on spent waits at most
-// about two Slices per task ahead of it, divided among the CPUs.
+// dequeue takes the next ready task: from qWoken, unless the task at the
+// front of qSpent has waited there a Slice. Every CPU with a task to take
+// comes here at least once a Slice (a switch, or its slice timer: userSync),
+// so the front of qSpent waits at most about two Slices.
 func dequeue() *Task {
 	assertKernel()
-	c := This()
 	first := qWoken
-	if empty(qSpent) {
-		c.spentWait = 0
-	} else if now := clock.Nanotime(); c.spentWait == 0 {
-		c.spentWait = now
-	} else if now-c.spentWait >= Slice {
+	if h := front(qSpent); h != nil && clock.Nanotime()-atomic.LoadInt64(&h.readyAt) >= Slice {
 		first = qSpent
 	}
 	if t := take(first); t != nil {
-		if first == qSpent {
-			c.spentWait = 0
-		}
 		return t
 	}
-	second := qWoken + qSpent - first
-	t := take(second)
-	if t != nil && second == qSpent {
-		c.spentWait = 0
+	return take(qWoken + qSpent - first)
+}
+
+// front is the task at the front of ready queue i, or nil: a hint (see
+// queue.Domain.Front), for dequeue's look at how long it has waited.
+func front(i int) *Task {
+	if lockedReady {
+		if a := atomic.LoadUintptr(&lockedQ.q[i&1].head); a != 0 {
+			return taskAt(a)
+		}
+		return nil
 	}
-	return t
+	if it := domain.Front(&ready[i&1]); it != nil {
+		return (*Task)(unsafe.Pointer(it))
+	}
+	return nil
 }
 
 // take removes the task at the front of ready queue i, or returns nil.
@@ -348,30 +393,45 @@ const Slice = 10_000_000 // ns
 func YieldSlice() {
 	c := This()
 	now := clock.Nanotime()
-	if now-c.ranSince >= Slice || !empty(qWoken) && c.curSpent(now) {
+	if now-c.ranSince >= Slice {
 		c.ranSince = now
 		Yield()
+	} else if !empty(qWoken) && c.curSpent(now) {
+		yieldWoken()
+	}
+}
+
+// yieldWoken switches to a task from qWoken, if there is one: giving up
+// the CPU for a woken task never hands it to another CPU-bound one.
+func yieldWoken() {
+	if next := take(qWoken); next != nil {
+		atomic.AddUint64(&This().preempts, 1)
+		switchTo(next, finReady)
 	}
 }
 
 // Preempt is the involuntary switch: the kernel calls it on the kernel
-// stack of a task that an interrupt took from application code (never
-// inside kernel code or a queue operation: those run with interrupts off).
-// The task gives up its CPU if the interrupt made another task ready
-// (woke: a timer expired), so that the task woken gets a CPU now rather
-// than when the interrupted one next enters the kernel, if it has run
-// for a Slice, or if it has used its Budget and a woken task waits. It
-// continues later, like Yield.
+// stack of a task that a timer or wake-up interrupt took from application
+// code (never inside kernel code or a queue operation: those run with
+// interrupts off). The task gives up its CPU to the next ready task if it
+// has run for a Slice; to a woken task (qWoken), if the interrupt made one
+// ready (woke: a timer expired), so that it gets a CPU now rather than
+// when the interrupted one next enters the kernel, or if the task has used
+// its Budget. It continues later, like Yield.
 func Preempt(woke bool) {
 	c := This()
 	now := clock.Nanotime()
-	if !woke && now-c.ranSince < Slice-sliceSlack && (empty(qWoken) || !c.curSpent(now)) {
-		return
+	if atomic.LoadUint32(&c.preemptKicked) != 0 {
+		atomic.StoreUint32(&c.preemptKicked, 0)
 	}
-	c.ranSince = now
-	if next := dequeue(); next != nil {
-		atomic.AddUint64(&c.preempts, 1)
-		switchTo(next, finReady)
+	if now-c.ranSince >= Slice-sliceSlack {
+		c.ranSince = now
+		if next := dequeue(); next != nil {
+			atomic.AddUint64(&c.preempts, 1)
+			switchTo(next, finReady)
+		}
+	} else if woke || c.curSpent(now) {
+		yieldWoken()
 	}
 }
 

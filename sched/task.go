@@ -51,6 +51,8 @@ type Task struct {
 	// up when it is switched away): Slice or more puts it on the spent
 	// ready queue (queueFor).
 	used int64
+	// readyAt (atomic) is when the task last went on qSpent.
+	readyAt int64
 
 	// Blocking. wq, key, cond*, deadline and mx are set by the task itself
 	// before it switches away; its finalizer publishes them.

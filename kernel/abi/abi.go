@@ -80,6 +80,7 @@ type Stats struct {
 // CPUStats is one CPU's counters (SysCPUStats).
 type CPUStats struct {
 	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
+	PreemptIPIs                               uint64 // interrupts sent to preempt another CPU's task for a woken one
 }
 
 // Kernel locks SysLockTest can exercise.
