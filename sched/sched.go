@@ -57,6 +57,7 @@ func adopt(c *CPU, t *Task) {
 	t.setState(stRunning)
 	atomic.StoreInt32(&t.oncpu, int32(c.ID+1))
 	c.cur, c.idle = t.addr(), t.addr()
+	atomic.StoreInt64(&c.spentAt, math.MaxInt64)
 	c.GSlot = uintptr(unsafe.Pointer(&t.g))
 	c.KStackTop = t.KStackHi
 }
@@ -255,9 +256,11 @@ func preemptSpent() {
 	}
 	c := This()
 	now := clock.Nanotime()
+	on := atomic.LoadUint64(&online)
 	for i := 1; i < ncpu; i++ {
-		o := &cpus[(c.ID+i)%ncpu]
-		if now < atomic.LoadInt64(&o.spentAt) {
+		id := (c.ID + i) % ncpu
+		o := &cpus[id]
+		if on&(1<<uint(id)) == 0 || now < atomic.LoadInt64(&o.spentAt) {
 			continue
 		}
 		if atomic.CompareAndSwapUint32(&o.preemptKicked, 0, 1) {
