@@ -16,7 +16,7 @@ import (
 // early); ready[qSpent] holds tasks that have used more (CPU-bound:
 // preempted, or yielding at the end of a slice). dequeue serves qWoken
 // first, so a task that blocked does not wait behind a CPU-bound one's
-// slice, and qSpent at least once a Slice per CPU while it waits, so
+// slice, and qSpent first once its front task has waited a Slice, so
 // woken tasks cannot starve it.
 const nReadyQueues = 2
 
@@ -272,8 +272,9 @@ func preemptSpent() {
 }
 
 // wakeIdle resumes one idle CPU other than this one, if any, with an
-// interrupt, and reports whether it found one (this one included). It runs after an enqueue, and an idle CPU sets its bit before
-// it looks at the queue for the last time, both with sequentially
+// interrupt, and reports whether it found one (this one included). It
+// runs after an enqueue, and an idle CPU sets its bit before it looks at
+// the queue for the last time, both with sequentially
 // consistent atomics: either this load sees the bit or that look sees the
 // task (no lost wake-up). Clearing the bit claims the CPU, so that two
 // wakers do not both interrupt it.
