@@ -19,6 +19,7 @@
 #   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat); SMP=2 for two CPUs,
 #                         ARCH=arm64 on QEMU virt with Debian's arm64 kernel
 #   make conformance      the standard library's tests on Linux and on yolk at 1 and 2 CPUs: docs/conformance.md
+#   make soak             TestSoak for SOAK (30m) at 4 CPUs: fuzzer, futex stress, GC and signals together (not in make test)
 
 ACCEL   ?= auto
 ARCH    ?= amd64
@@ -32,7 +33,7 @@ IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/self
 # A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
 BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
-.PHONY: run debug test hosted guest stdquick conformance bench smpbench linuxref qemu image clean
+.PHONY: run debug test hosted guest stdquick conformance soak bench smpbench linuxref qemu image clean
 
 # NET= is passed as yolk run -net (default there: user; the rpi3 board: none).
 NETFLAG  = $(if $(NET),-net $(NET))
@@ -88,6 +89,20 @@ stdquick: qemu
 # make test (make stdquick is its fast subset).
 conformance: qemu
 	$(GO) run ./cmd/conformance -accel $(ACCEL) -smp 1,2
+
+# soak runs TestSoak (kernel/selftest/soak.go) for SOAK at SOAK_SMP CPUs
+# on MACHINE (ARCH=arm64: virt): the system-call fuzzer, futex stress,
+# GC pressure and signals together, the invariants checked at the end.
+# SOAK_TIMEOUT bounds the boot (SOAK plus room for the checks). Not part
+# of make test: run it on a quiet machine.
+SOAK         ?= 30m
+SOAK_SMP     ?= 4
+SOAK_TIMEOUT ?= 45m
+soak: qemu image
+	mkdir -p out
+	{ $(YOLK) run -accel $(ACCEL) -machine $(MACHINE) -smp $(SOAK_SMP) -timeout $(SOAK_TIMEOUT) -e YOLK_SOAK=$(SOAK) \
+	  $(IMAGE) -run '^TestSoak$$' -timeout $(SOAK_TIMEOUT); echo $$? > out/soak.status; } | tee out/soak-$(MACHINE)-smp$(SOAK_SMP).txt
+	exit $$(cat out/soak.status)
 
 bench: qemu image
 	mkdir -p out

@@ -172,6 +172,9 @@ func kernelOption(opt []byte) {
 		if v, ok := cutPrefix(opt, "net="); ok {
 			netOption(v)
 		}
+		if v, ok := cutPrefix(opt, "share="); ok {
+			shareOption(v)
+		}
 		if v, ok := cutPrefix(opt, "cwd="); ok && len(v) < len(cwdPath) {
 			cwdLen = copy(cwdPath[:], v)
 		}
@@ -289,7 +292,7 @@ func netOption(v []byte) {
 		rest, ok = parseIPv4(rest[1:], &c.dns)
 	}
 	if !ok || len(rest) != 0 {
-		netConfBad = true // reported by nicInit (the console may not print yet)
+		netConfBad = true // reported by virtioInit (the console may not print yet)
 		return
 	}
 	netConf = c

@@ -118,13 +118,19 @@ func consoleRead(p, n uintptr) (uintptr, abi.Errno) {
 		eof, seq := conIn.eof, conIn.seq
 		conIn.lock.Unlock()
 		if k > 0 {
-			copy(bytesAt(p, int(k)), tmp[:k])
+			// The buffer was checked before the wait; another
+			// thread may have unmapped it meanwhile.
+			if mm.CopyOut(p, tmp[:k]) != 0 {
+				return 0, abi.EFAULT
+			}
 			return uintptr(k), 0
 		}
 		if eof {
 			return 0, 0
 		}
 		atomic.AddUint64(&conIn.waits, 1)
-		sched.Block(&conIn.wq, 0, uintptr(unsafe.Pointer(&conIn.seq)), seq, 0)
+		if blockIntr(&conIn.wq, 0, uintptr(unsafe.Pointer(&conIn.seq)), seq, 0) == sched.WakeSignal {
+			return 0, errRestartSys // as Linux's n_tty_read
+		}
 	}
 }

@@ -18,6 +18,9 @@ import "yolk/kernel/fs"
 //   - nsswitch.conf: hosts from files, then DNS (Go reads /etc/hosts
 //     first).
 //   - services, protocols: the well-known names, short.
+//   - passwd, group: root (the one process's user and group, home /root,
+//     which is made too) and nobody, so that os/user finds the user the
+//     program runs as.
 
 // nodename is uname's nodename (sysUname) and /etc/hosts's name for
 // 127.0.1.1.
@@ -30,6 +33,7 @@ var etcDNS [4]byte
 
 var (
 	etcDir  = [...]byte{'/', 'e', 't', 'c'}
+	rootDir = [...]byte{'/', 'r', 'o', 'o', 't'}
 	etcPath [32]byte
 	etcBuf  [1024]byte
 )
@@ -71,6 +75,9 @@ const (
 		"pop3s\t\t995/tcp\n" +
 		"mysql\t\t3306/tcp\n" +
 		"postgresql\t5432/tcp\n"
+	etcPasswd = "root:x:0:0:root:/root:/bin/sh\n" +
+		"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	etcGroup     = "root:x:0:\nnogroup:x:65534:\n"
 	etcProtocols = "ip\t0\tIP\n" +
 		"icmp\t1\tICMP\n" +
 		"igmp\t2\tIGMP\n" +
@@ -80,7 +87,7 @@ const (
 )
 
 // etcFiles is how many files etcFile makes.
-const etcFiles = 5
+const etcFiles = 7
 
 // etcFile writes file i's contents into b and returns its path and
 // length.
@@ -106,6 +113,10 @@ func etcFile(i int, b []byte) (path string, n int) {
 		return "/etc/nsswitch.conf", copy(b, etcNsswitch)
 	case 3:
 		return "/etc/services", copy(b, etcServices)
+	case 4:
+		return "/etc/passwd", copy(b, etcPasswd)
+	case 5:
+		return "/etc/group", copy(b, etcGroup)
 	default:
 		return "/etc/protocols", copy(b, etcProtocols)
 	}
@@ -129,11 +140,55 @@ func putDec(b []byte, v int) int {
 // etcInit makes /etc and its files (mode 0644).
 func etcInit() {
 	vfs.Mkdir(fs.AtCWD, etcDir[:], 0o755)
+	vfs.Mkdir(fs.AtCWD, rootDir[:], 0o700) // root's home (passwd)
 	for i := 0; i < etcFiles; i++ {
 		path, n := etcFile(i, etcBuf[:])
 		p := copy(etcPath[:], path)
 		if e := writeFile(etcPath[:p], etcBuf[:n], 0o644); e != 0 {
 			klog("etc: ")
+			kprintBytes(etcPath[:p])
+			kprint(": errno ")
+			kprintDec(int64(e))
+			kprint("\n")
+		}
+	}
+	procInit()
+}
+
+// /proc: only /proc/1/cmdline (the program's arguments, each ended by a
+// NUL, as Linux gives them) and the symbolic link /proc/self to 1, made
+// at boot like /etc's files. No /proc/self/exe: the program's binary is
+// not in the machine (only its loaded segments).
+var (
+	procPaths = [...]string{"/proc", "/proc/1", "/proc/1/cmdline", "/proc/self"}
+	procOne   = [...]byte{'1'}
+)
+
+// procInit makes /proc (etcInit calls it).
+func procInit() {
+	var n int
+	for i := 0; i < nargs; i++ {
+		a := cstr(argOff[i])
+		if n+len(a)+1 > len(etcBuf) {
+			break
+		}
+		n += copy(etcBuf[n:], a)
+		etcBuf[n] = 0
+		n++
+	}
+	for i, path := range procPaths {
+		p := copy(etcPath[:], path)
+		var e fs.Errno
+		switch i {
+		case 0, 1:
+			e = vfs.Mkdir(fs.AtCWD, etcPath[:p], 0o555)
+		case 2:
+			e = writeFile(etcPath[:p], etcBuf[:n], 0o444)
+		default:
+			e = vfs.Symlink(procOne[:], fs.AtCWD, etcPath[:p])
+		}
+		if e != 0 {
+			klog("proc: ")
 			kprintBytes(etcPath[:p])
 			kprint(": errno ")
 			kprintDec(int64(e))

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -19,6 +20,7 @@ const (
 	fileEventfd
 	fileFS
 	fileSocket
+	fileShare // a file on a host share (share.go)
 )
 
 type file struct {
@@ -26,7 +28,7 @@ type file struct {
 	count uint64 // eventfd: counter (atomic)
 	seq   uint32 // eventfd: bumped on every change of count (atomic)
 	whead int32  // epoll: 1 + its first watch, 0 if none
-	h     int32  // fileFS: the fs handle; fileSocket: the socket
+	h     int32  // fileFS: the fs handle; fileSocket: the socket; fileShare: the share file
 	fdfl  uint32 // the descriptor's flags (FD_CLOEXEC), F_GETFD and F_SETFD
 }
 
@@ -73,8 +75,8 @@ func allocFD(kind uint32, init uint64, h int32) (uintptr, abi.Errno) {
 	return 0, abi.EMFILE
 }
 
-// Descriptors of kind fileFS and fileSocket name a handle (an fs open
-// file, a socket) that counts its references: one for each descriptor
+// Descriptors of kind fileFS, fileSocket and fileShare name a handle (an
+// fs open file, a socket, a share file) that counts its references: one for each descriptor
 // (dup shares it) and one for each call using it.
 
 // handleRef is the handle behind fd if fd is of kind (fileFS or
@@ -89,9 +91,12 @@ func handleRef(fd int, kind uint32) int {
 	fileLock.Lock()
 	if files[fd].kind == kind {
 		h = int(files[fd].h)
-		if kind == fileFS {
+		switch kind {
+		case fileFS:
 			vfs.Ref(h)
-		} else {
+		case fileShare:
+			shareFiles[h].refs++
+		default:
 			sockets.Ref(h)
 		}
 	}
@@ -99,11 +104,15 @@ func handleRef(fd int, kind uint32) int {
 	return h
 }
 
-// closeHandle drops a reference to handle h of kind.
+// closeHandle drops a reference to handle h of kind (a share file's
+// under fileLock: shareReap clunks it after).
 func closeHandle(kind uint32, h int) {
-	if kind == fileFS {
+	switch kind {
+	case fileFS:
 		vfs.Close(h)
-	} else {
+	case fileShare:
+		shareUnref(h)
+	default:
 		sockets.Close(h)
 	}
 }
@@ -132,7 +141,12 @@ func installPair(kind uint32, a, b int, p uintptr) abi.Errno {
 		sysClose(int(fa))
 		return e
 	}
-	*at[[2]int32](p) = [2]int32{int32(fa), int32(fb)}
+	if e := mm.Put(p, [2]int32{int32(fa), int32(fb)}); e != 0 {
+		// Unmapped since the check: neither stays open, as Linux's.
+		sysClose(int(fa))
+		sysClose(int(fb))
+		return e
+	}
 	return 0
 }
 
@@ -142,7 +156,10 @@ func closeLocked(fd int) abi.Errno {
 		return abi.EBADF
 	}
 	switch files[fd].kind {
-	case fileFS, fileSocket:
+	case fileFS, fileSocket, fileShare:
+		if files[fd].kind == fileFS {
+			locksOnClose(fd, int(files[fd].h)) // flock.go
+		}
 		// Its watches go when the open file or socket does (Poll
 		// notices).
 		closeHandle(files[fd].kind, int(files[fd].h))

@@ -59,7 +59,8 @@ func kmain(a0, a1 uintptr) {
 	bootDone(n)
 
 	conInInit(c)
-	nicInit(c)
+	virtioInit(c)
+	shareStarted()
 	startInit()
 	sched.Idle(idleWait)
 }

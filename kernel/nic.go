@@ -10,7 +10,7 @@ import (
 )
 
 // The network device: one virtio-net NIC (drivers/virtionet), found at
-// boot by the arch's nicInit (nic_$GOARCH.go: the device tree's
+// boot by the arch's virtioInit (nic_$GOARCH.go: the device tree's
 // virtio-mmio nodes on arm64 virt; microvm's virtio_mmio.device= entries
 // on the command line, else PCI bus 0, on amd64), its interrupt routed to
 // the boot CPU. The handler (nicInterrupt) moves received frames into the
@@ -28,7 +28,7 @@ var (
 	nicIRQ     uint32 // the NIC's interrupt: amd64 the I/O APIC's GSI, arm64 the GIC ID; 0: none
 )
 
-// netConfCheck reports a malformed yolk.net option (the arch's nicInit
+// netConfCheck reports a malformed yolk.net option (the arch's virtioInit
 // calls it first).
 func netConfCheck() {
 	if netConfBad {

@@ -9,11 +9,16 @@ import (
 	"yolk/sched"
 )
 
-// vecNIC is the network device's interrupt vector.
-const vecNIC = 0x25
+// The virtio devices' interrupt vectors: GSI g is vecVirtio+g, so that a
+// handler knows its line and asks only the devices on it (a PCI INTx line
+// may be shared by the NIC and shares).
+const (
+	vecVirtio    = 0x40
+	maxVirtioGSI = 0xF0 - vecVirtio
+)
 
-// nicInit finds the network device and routes its interrupt to this (the
-// boot) CPU: on microvm the virtio-mmio transports its ACPI DSDT lists
+// virtioInit finds the network device and the shares (share.go) and
+// routes their interrupts to this (the boot) CPU: on microvm the virtio-mmio transports its ACPI DSDT lists
 // (LNRO0005 devices: registers and a level-triggered, active-high GSI) or
 // the command line names (virtio_mmio.device=, which QEMU appends only
 // when ACPI is off), else
@@ -21,7 +26,7 @@ const vecNIC = 0x25
 // q35: INTx on the ISA IRQ firmware wrote in the Interrupt Line register,
 // level-triggered, active high as QEMU's MADT overrides say). The first
 // network device that opens is the NIC.
-func nicInit(c *sched.CPU) {
+func virtioInit(c *sched.CPU) {
 	netConfCheck()
 	// microvm: its DSDT's transports, and those the command line names
 	// (QEMU appends them when ACPI is off).
@@ -33,19 +38,18 @@ func nicInit(c *sched.CPU) {
 		n++
 	}
 	for _, m := range devs[:n] {
-		if m.Base == 0 || m.Size < virtio.MMIOSize || m.GSI >= 256 {
+		if m.Base == 0 || m.Size < virtio.MMIOSize || m.GSI >= maxVirtioGSI {
 			continue
 		}
 		d, e := virtio.OpenMMIO(mm.Phys(uintptr(m.Base)))
-		if e != virtio.OK || d.Type() != virtio.TypeNet {
+		if e != virtio.OK {
 			if e == virtio.ErrLegacy {
 				nicRefused("mmio", uint64(m.Base), e)
 			}
 			continue
 		}
-		if nicOpen(d, "mmio", uint64(m.Base), m.GSI) {
+		if virtioAttach(d, "mmio", uint64(m.Base), m.GSI) {
 			nicRoute(c, m.GSI, m.Level, m.ActiveLow)
-			return
 		}
 	}
 	if n > 0 {
@@ -55,12 +59,12 @@ func nicInit(c *sched.CPU) {
 	pc := virtio.PCIConfig{}
 	n, _ = pc.Virtio(0, fns[:])
 	for _, f := range fns[:min(n, len(fns))] {
-		if f.Type != virtio.TypeNet {
+		if f.Type != virtio.TypeNet && f.Type != virtio.Type9P {
 			continue
 		}
 		caps, e := pc.Caps(f.BDF)
 		if e == virtio.OK && (caps.Common.Addr >= 4<<30 || caps.Notify.Addr >= 4<<30 || caps.ISR.Addr >= 4<<30 || caps.Device.Addr >= 4<<30) {
-			klog("net: virtio-net on PCI has a BAR above 4 GiB, outside the physical map: not used\n")
+			klog("virtio: a device on PCI has a BAR above 4 GiB, outside the physical map: not used\n")
 			continue
 		}
 		d, e := virtio.OpenPCI(pc, f.BDF, mm.PhysOff())
@@ -70,13 +74,12 @@ func nicInit(c *sched.CPU) {
 		}
 		line := uint32(pc.Read8(f.BDF, 0x3c)) // Interrupt Line
 		if line == 0 || line >= 16 {
-			klog("net: virtio-net on PCI has no interrupt line (firmware did not set one): not used\n")
+			klog("virtio: a device on PCI has no interrupt line (firmware did not set one): not used\n")
 			d.Reset()
 			continue
 		}
-		if nicOpen(d, "pci", uint64(f.BDF), line) {
+		if virtioAttach(d, "pci", uint64(f.BDF), line) {
 			nicRoute(c, line, true, false)
-			return
 		}
 	}
 }
@@ -91,7 +94,7 @@ func nicRefused(where string, base uint64, e virtio.Error) {
 	kprint("\n")
 }
 
-// nicRoute routes GSI gsi to this CPU as vecNIC.
+// nicRoute routes GSI gsi to this CPU as vecVirtio+gsi.
 func nicRoute(c *sched.CPU, gsi uint32, level, low bool) {
 	base := ioapicFor(gsi)
 	pin := gsi
@@ -105,14 +108,17 @@ func nicRoute(c *sched.CPU, gsi uint32, level, low bool) {
 		}
 	}
 	if level {
-		ioapic.RouteLevel(base, pin, vecNIC, uint32(c.IRQ), low)
+		ioapic.RouteLevel(base, pin, vecVirtio+uint8(gsi), uint32(c.IRQ), low)
 	} else {
-		ioapic.Route(base, pin, vecNIC, uint32(c.IRQ))
+		ioapic.Route(base, pin, vecVirtio+uint8(gsi), uint32(c.IRQ))
 	}
 }
 
-// nicTrap is vecNIC's handler.
-func nicTrap() {
-	nicInterrupt()
+// virtioTrap handles GSI gsi's vector: the devices on that line.
+func virtioTrap(gsi uint32) {
+	if gsi == nicIRQ {
+		nicInterrupt()
+	}
+	shareInterrupt(gsi)
 	lapic.EOI()
 }

@@ -7,12 +7,12 @@ import (
 	"yolk/sched"
 )
 
-// nicInit finds the network device among the device tree's virtio-mmio
-// transports (QEMU virt: 32 of them, most empty) and routes its GIC
-// interrupt to this (the boot) CPU, edge or level as the node says. The
-// first network device that opens is the NIC. The Raspberry Pi 3 has
-// none: loopback only.
-func nicInit(c *sched.CPU) {
+// virtioInit finds the network device and the shares (share.go) among
+// the device tree's virtio-mmio transports (QEMU virt: 32 of them, most
+// empty) and routes their GIC interrupts to this (the boot) CPU, edge or
+// level as the node says. The first network device that opens is the
+// NIC. The Raspberry Pi 3 has none: loopback only, no shares.
+func virtioInit(c *sched.CPU) {
 	netConfCheck()
 	if onPi() {
 		return
@@ -34,14 +34,10 @@ func nicInit(c *sched.CPU) {
 			}
 			continue
 		}
-		if v.Type() != virtio.TypeNet {
-			continue
-		}
-		if nicOpen(v, "mmio", d.Base, d.IRQ) {
+		if virtioAttach(v, "mmio", d.Base, d.IRQ) {
 			gic.SetEdge(percpu[0].gic, d.IRQ, d.IRQFlags&0xf != 4)
 			gic.Route(d.IRQ, gic.Target(c.IRQ))
 			gic.Enable(percpu[0].gic, d.IRQ, gic.DefaultPriority)
-			return
 		}
 	}
 }

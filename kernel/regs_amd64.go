@@ -21,6 +21,14 @@ func (r *Regs) sysReturn(ret, userTLS uintptr) {
 	r.FSBase = uint64(userTLS)
 }
 
+// sysRestart makes r, the context of a system call on its way out, make
+// call nr again: the number back in AX, the PC back onto the 2-byte
+// SYSCALL (the arguments are still in their registers).
+func (r *Regs) sysRestart(nr, a0 uintptr) {
+	r.AX = uint64(nr)
+	r.IP -= 2
+}
+
 // userStart is the frame a task's first return to application code uses:
 // pc with the stack at sp.
 func userStart(pc, sp uintptr) Regs {

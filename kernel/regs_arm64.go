@@ -34,6 +34,14 @@ func (r *Regs) sysArgs() (nr, a0, a1, a2, a3, a4, a5 uintptr) {
 // touched by the kernel: it needs no restoring).
 func (r *Regs) sysReturn(ret, userTLS uintptr) { r.X[0] = uint64(ret) }
 
+// sysRestart makes r, the context of a system call on its way out, make
+// call nr again: the number in X8, the first argument back in X0 (the
+// result overwrote it), the PC back onto the 4-byte SVC.
+func (r *Regs) sysRestart(nr, a0 uintptr) {
+	r.X[8], r.X[0] = uint64(nr), uint64(a0)
+	r.PC -= 4
+}
+
 // pstateEL1t is PSTATE for application code: EL1 on SP_EL0, interrupts
 // unmasked.
 const pstateEL1t = 0x4

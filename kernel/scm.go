@@ -60,19 +60,27 @@ func scmSend(h *msghdr, c *net.Ctl) abi.Errno {
 	if size < cmsgHdrLen {
 		return 0
 	}
-	buf, e := mm.UserBuf(h.control, size)
-	if e != 0 {
-		return e
-	}
 	for off := uintptr(0); off+cmsgHdrLen <= size; {
-		b := buf[off:]
-		clen := uintptr(binary.LittleEndian.Uint64(b))
+		// Each message is copied in on its own: the buffer may be
+		// larger than the kernel stack, and another thread may unmap
+		// it meanwhile.
+		var b [cmsgHdrLen + 4*net.MaxFDs + 4]byte
+		if mm.CopyIn(b[:cmsgHdrLen], h.control+off) != 0 {
+			return abi.EFAULT
+		}
+		clen := uintptr(binary.LittleEndian.Uint64(b[:]))
 		level := int32(binary.LittleEndian.Uint32(b[8:]))
 		typ := int32(binary.LittleEndian.Uint32(b[12:]))
 		if clen < cmsgHdrLen || clen > size-off {
 			return abi.EINVAL
 		}
 		if level == unix.SOL_SOCKET {
+			if clen > uintptr(len(b)) {
+				return abi.EINVAL // more than SCM_MAX_FD descriptors, or not a message Linux knows
+			}
+			if mm.CopyIn(b[cmsgHdrLen:clen], h.control+off+cmsgHdrLen) != 0 {
+				return abi.EFAULT
+			}
 			switch typ {
 			case unix.SCM_RIGHTS:
 				if e := scmRights(b[cmsgHdrLen:clen], c); e != 0 {
@@ -197,14 +205,14 @@ func (o *cmsgOut) put(typ int32, data []byte) {
 		o.flags |= unix.MSG_CTRUNC
 		cmlen = o.room
 	}
-	b, e := mm.UserBufW(o.p, cmlen)
-	if e != 0 {
-		return // Linux's put_cmsg fails with EFAULT, which scm_recv ignores
-	}
-	binary.LittleEndian.PutUint64(b, uint64(cmlen))
+	var b [cmsgHdrLen + 16]byte // the largest data put writes: credentials
+	binary.LittleEndian.PutUint64(b[:], uint64(cmlen))
 	binary.LittleEndian.PutUint32(b[8:], unix.SOL_SOCKET)
 	binary.LittleEndian.PutUint32(b[12:], uint32(typ))
 	copy(b[cmsgHdrLen:], data)
+	if mm.CopyOut(o.p, b[:cmlen]) != 0 {
+		return // Linux's put_cmsg fails with EFAULT, which scm_recv ignores
+	}
 	adv := min(cmsgAlign(uintptr(cmsgHdrLen+len(data))), o.room)
 	o.p += adv
 	o.room -= adv
@@ -219,12 +227,9 @@ func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
 		fdmax = int((o.room - cmsgHdrLen) / 4)
 	}
 	fdmax = min(fdmax, m.NFD)
-	var b []byte
-	if fdmax > 0 {
-		var e abi.Errno
-		if b, e = mm.UserBufW(o.p, uintptr(cmsgHdrLen+fdmax*4)); e != 0 {
-			fdmax = 0 // Linux's put_user fails: no descriptor is installed
-		}
+	var b [cmsgHdrLen + 4*net.MaxFDs]byte
+	if fdmax > 0 && !mm.UserW(o.p, uintptr(cmsgHdrLen+fdmax*4)) {
+		fdmax = 0 // Linux's put_user fails: no descriptor is installed
 	}
 	i := 0
 	for ; i < fdmax; i++ {
@@ -242,9 +247,12 @@ func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
 		binary.LittleEndian.PutUint32(b[cmsgHdrLen+4*i:], uint32(fd))
 	}
 	if i > 0 {
-		binary.LittleEndian.PutUint64(b, uint64(cmsgHdrLen+4*i))
+		binary.LittleEndian.PutUint64(b[:], uint64(cmsgHdrLen+4*i))
 		binary.LittleEndian.PutUint32(b[8:], unix.SOL_SOCKET)
 		binary.LittleEndian.PutUint32(b[12:], unix.SCM_RIGHTS)
+		// Unmapped since the check: the descriptors stay installed,
+		// as Linux's when its put_user fails after the install.
+		mm.CopyOut(o.p, b[:cmsgHdrLen+4*i])
 		adv := min(cmsgAlign(uintptr(cmsgHdrLen+4*i)), o.room)
 		o.p += adv
 		o.room -= adv

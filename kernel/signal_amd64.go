@@ -33,33 +33,36 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	info := fp - sigInfoSize
 	uc := (info - ucSize) &^ 15
 	frame := uc - 8
-	if !mm.UserW(frame, sp-frame) {
+	end := fp + fpStateSize
+	if !mm.UserW(frame, end-frame) {
 		return false
 	}
-	clear(bytesAt(frame, int(fp-frame)))
-	*at[int32](info) = int32(sig)
-	*at[int32](info + 8) = code
-	*at[uintptr](info + 16) = addr
+	f := frameBuf{base: frame}
+	f.put32(info, uint32(sig))
+	f.put32(info+8, uint32(code))
+	f.put64(info+16, uint64(addr))
 	if as.size != 0 {
-		*at[uintptr](uc + ucStack), *at[uintptr](uc + ucStack + 16) = as.sp, as.size
+		f.put64(uc+ucStack, uint64(as.sp))
+		f.put64(uc+ucStack+16, uint64(as.size))
 	} else {
-		*at[int32](uc + ucStack + 8) = ssDisable
+		f.put32(uc+ucStack+8, ssDisable)
 	}
-	g := unsafe.Slice(at[uint64](uc+ucGregs), 23)
-	g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7] = r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15
-	g[8], g[9], g[10], g[11], g[12], g[13], g[14] = r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX
-	g[15], g[16], g[17] = r.SP, r.IP, r.Flags
-	g[18] = selCode
-	g[19], g[20], g[22] = r.Error, r.Vector, uint64(addr)
-	*at[uintptr](uc + ucFpregs) = fp
+	g := [23]uint64{r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15,
+		r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX,
+		r.SP, r.IP, r.Flags, selCode, r.Error, r.Vector, 0, uint64(addr)}
+	for i, v := range g {
+		f.put64(uc+ucGregs+uintptr(i)*8, v)
+	}
+	f.put64(uc+ucFpregs, uint64(fp))
 	for i := uintptr(0); i < fpStateSize; i += 8 {
-		// (A copy of two unsafe.Slice views here crashes go1.26's
-		// compiler in its memmove disjointness check.)
-		*at[uint64](fp + i) = *at[uint64](fx + i)
+		f.put64(fp+i, *at[uint64](fx + i))
 	}
-	*at[uintptr](frame) = uintptr(act.restorer)
+	f.put64(frame, act.restorer)
 	m := &sigMask[sched.Current().Index()]
-	*at[uint64](uc + ucSigmask) = *m
+	f.put64(uc+ucSigmask, frameMask())
+	if !f.out(end - frame) {
+		return false
+	}
 	*m |= act.mask
 	if act.flags&saNodefer == 0 {
 		*m |= sigBit(sig)
@@ -71,6 +74,9 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	r.Flags &^= 0x400 // DF
 	return true
 }
+
+// sigInfoAt is the siginfo of the frame signalUser made for r.
+func sigInfoAt(r *Regs) uintptr { return uintptr(r.SI) }
 
 // sysRtSigreturn ends a signal handler: it restores t's context from the
 // frame, delivers the next pending signal if there is one, and leaves by
@@ -85,7 +91,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 	}
 	// The next signal's frame may go where the one just returned
 	// from was: its FP/SSE state (at r.Error) is copied aside first.
-	if signalPending(t) && deliverAtExit(r, uintptr(r.Error)) {
+	if signalPending(t) && deliverAtExit(r, uintptr(r.Error), nil) {
 		r.Error = 0 // the handler's frame holds the state
 	}
 	userSync()
@@ -101,17 +107,22 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 // bits are cleared in the frame, as Linux does, since FXRSTOR faults on
 // them.
 func rtSigreturn(r *Regs) bool {
-	uc := uintptr(r.SP)
-	if !mm.UserOK(uc, ucSize) {
+	f := frameBuf{base: uintptr(r.SP)}
+	uc := f.base
+	if !f.in(ucSize) {
 		return false
 	}
-	g := unsafe.Slice(at[uint64](uc+ucGregs), 23)
-	fp := *at[uintptr](uc + ucFpregs)
-	if fp != 0 && (fp&15 != 0 || !mm.UserW(fp, fpStateSize)) {
+	fp := uintptr(f.get64(uc + ucFpregs))
+	fx := sigFPArea(sched.Current().Index())
+	if fp != 0 && (fp&15 != 0 || mm.CopyIn(bytesAt(fx, fpStateSize), fp) != 0) {
 		return false
 	}
 	if fp != 0 {
-		*at[uint32](fp + fxMXCSR) &= mxcsrMask
+		*at[uint32](fx + fxMXCSR) &= mxcsrMask
+	}
+	var g [23]uint64
+	for i := range g {
+		g[i] = f.get64(uc + ucGregs + uintptr(i)*8)
 	}
 	r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15 = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
 	r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX = g[8], g[9], g[10], g[11], g[12], g[13], g[14]
@@ -120,9 +131,27 @@ func rtSigreturn(r *Regs) bool {
 	// stop a backward copy, REP MOVS with DF set, half way); interrupts on,
 	// as application code runs.
 	r.Flags = g[17]&0x40CD5 | 0x202
-	r.Vector, r.Error = 0, uint64(fp)
-	sigMask[sched.Current().Index()] = *at[uint64](uc + ucSigmask) &^ unblockable
+	r.Vector, r.Error = 0, 0
+	if fp != 0 {
+		r.Error = uint64(fx) // FXRSTOR on the way out reads the kernel's copy
+	}
+	sigMask[sched.Current().Index()] = f.get64(uc+ucSigmask) &^ unblockable
 	// As on Linux, whose IRET fails on it: the registers are restored,
 	// and the SIGSEGV frame records the bad RIP or RSP.
 	return mm.UserHalf(r.SP) && mm.UserHalf(r.IP)
+}
+
+// frameBufSize holds the written part of a frame: the restorer, the
+// ucontext, siginfo and the FXSAVE area, with their alignment.
+const frameBufSize = 8 + ucSize + 15 + sigInfoSize + 63 + fpStateSize
+
+// sigFP holds, per task, the FP/SSE state rt_sigreturn copied in from the
+// frame, which the full return restores with FXRSTOR: never the
+// program's memory, which another thread could unmap or change (reserved
+// MXCSR bits) between the check and the instruction.
+var sigFP [sched.MaxTasks*fpStateSize + 16]byte
+
+// sigFPArea is task slot i's 16-byte-aligned FXSAVE area in sigFP.
+func sigFPArea(i int) uintptr {
+	return (uintptr(unsafe.Pointer(&sigFP[0]))+15)&^15 + uintptr(i)*fpStateSize
 }

@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"unsafe"
-
 	"yolk/kernel/mm"
 	"yolk/sched"
 )
@@ -44,37 +42,43 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	}
 	rec := (sp - 16) &^ 15 // frame record
 	frame := (rec - sigFrameSize) &^ 15
-	if !mm.UserW(frame, sp-frame) {
+	if !mm.UserW(frame, rec+16-frame) {
 		return false
 	}
 	info, uc := frame, frame+sigInfoSize
-	clear(bytesAt(frame, int(rec+16-frame)))
-	*at[int32](info) = int32(sig)
-	*at[int32](info + 8) = code
-	*at[uintptr](info + 16) = addr
-	if as.size != 0 {
-		*at[uintptr](uc + ucStack), *at[uintptr](uc + ucStack + 16) = as.sp, as.size
-	} else {
-		*at[int32](uc + ucStack + 8) = ssDisable
-	}
 	mc := uc + ucMcontext
-	*at[uint64](mc + mcFault) = uint64(addr)
-	regs := unsafe.Slice(at[uint64](mc+mcRegs), 31)
-	for i := range regs {
-		regs[i] = r.X[i]
-	}
-	*at[uint64](mc + mcSP), *at[uint64](mc + mcPC), *at[uint64](mc + mcPSTATE) = r.SP, r.PC, r.PSTATE
 	fp := mc + mcReserved
-	*at[uint32](fp), *at[uint32](fp + 4) = fpsimdMagic, fpsimdSize
-	*at[uint32](fp + 8), *at[uint32](fp + 12) = uint32(*at[uint64](fx + 512)), uint32(*at[uint64](fx + 520))
-	for i := uintptr(0); i < 512; i += 8 {
-		*at[uint64](fp + 16 + i) = *at[uint64](fx + i)
+	end := fp + fpsimdSize + 16 // the fpsimd record and the null record after it
+	f := frameBuf{base: frame}
+	f.put32(info, uint32(sig))
+	f.put32(info+8, uint32(code))
+	f.put64(info+16, uint64(addr))
+	if as.size != 0 {
+		f.put64(uc+ucStack, uint64(as.sp))
+		f.put64(uc+ucStack+16, uint64(as.size))
+	} else {
+		f.put32(uc+ucStack+8, ssDisable)
 	}
-	// The null record after it ends the list (already zero).
-	*at[uint64](rec), *at[uint64](rec + 8) = r.X[29], r.X[30]
-
+	f.put64(mc+mcFault, uint64(addr))
+	for i, v := range r.X {
+		f.put64(mc+mcRegs+uintptr(i)*8, v)
+	}
+	f.put64(mc+mcSP, r.SP)
+	f.put64(mc+mcPC, r.PC)
+	f.put64(mc+mcPSTATE, r.PSTATE)
+	f.put32(fp, fpsimdMagic)
+	f.put32(fp+4, fpsimdSize)
+	f.put32(fp+8, uint32(*at[uint64](fx + 512)))
+	f.put32(fp+12, uint32(*at[uint64](fx + 520)))
+	for i := uintptr(0); i < 512; i += 8 {
+		f.put64(fp+16+i, *at[uint64](fx + i))
+	}
 	m := &sigMask[sched.Current().Index()]
-	*at[uint64](uc + ucSigmask) = *m
+	f.put64(uc+ucSigmask, frameMask())
+	// The rest of the reserved area is zero; the frame record above.
+	if !f.out(end-frame) || mm.ZeroUser(end, rec-end) != 0 || mm.Put(rec, [2]uint64{r.X[29], r.X[30]}) != 0 {
+		return false
+	}
 	*m |= act.mask
 	if act.flags&saNodefer == 0 {
 		*m |= sigBit(sig)
@@ -91,36 +95,44 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	return true
 }
 
+// sigInfoAt is the siginfo of the frame signalUser made for r.
+func sigInfoAt(r *Regs) uintptr { return uintptr(r.X[1]) }
+
 // sysRtSigreturn ends a signal handler: the context saved in the frame at
 // SP (the handler's own SP on return) goes back into r, registers and
 // FP/SIMD state alike, and the next pending signal, if any, is delivered.
 func sysRtSigreturn(r *Regs, t *sched.Task) {
-	frame := uintptr(r.SP)
-	uc := frame + sigInfoSize
+	uc := uintptr(r.SP) + sigInfoSize
 	mc := uc + ucMcontext
-	// A frame that is not readable, or restores a PC or SP outside the
-	// lower half, is the thread's fault: SIGSEGV, as on Linux.
-	if !mm.UserOK(frame, sigFrameSize) || !mm.UserHalf(*at[uint64](mc + mcSP)) || !mm.UserHalf(*at[uint64](mc + mcPC)) {
+	fp := mc + mcReserved
+	// The ucontext up to the end of the fpsimd record, copied in before
+	// it is read. A frame that is not readable, or restores a PC or SP
+	// outside the lower half, is the thread's fault: SIGSEGV, as on Linux.
+	f := frameBuf{base: uc}
+	if !f.in(fp+fpsimdSize-uc) || !mm.UserHalf(f.get64(mc+mcSP)) || !mm.UserHalf(f.get64(mc+mcPC)) {
 		forceSegv(r)
 		userSync()
 		return
 	}
-	regs := unsafe.Slice(at[uint64](mc+mcRegs), 31)
-	for i := range regs {
-		r.X[i] = regs[i]
+	for i := range r.X {
+		r.X[i] = f.get64(mc + mcRegs + uintptr(i)*8)
 	}
-	r.SP, r.PC = *at[uint64](mc + mcSP), *at[uint64](mc + mcPC)
+	r.SP, r.PC = f.get64(mc+mcSP), f.get64(mc+mcPC)
 	// NZCV only; EL1t with interrupts unmasked, as application code runs.
-	r.PSTATE = *at[uint64](mc + mcPSTATE)&0xf0000000 | pstateEL1t
-	if fp := mc + mcReserved; *at[uint32](fp) == fpsimdMagic {
-		r.FPSR, r.FPCR = uint64(*at[uint32](fp + 8)), uint64(*at[uint32](fp + 12))
+	r.PSTATE = f.get64(mc+mcPSTATE)&0xf0000000 | pstateEL1t
+	if f.get32(fp) == fpsimdMagic {
+		r.FPSR, r.FPCR = uint64(f.get32(fp+8)), uint64(f.get32(fp+12))
 		for i := range r.V {
-			r.V[i] = *at[uint64](fp + 16 + uintptr(i)*8)
+			r.V[i] = f.get64(fp + 16 + uintptr(i)*8)
 		}
 	}
-	sigMask[t.Index()] = *at[uint64](uc + ucSigmask) &^ unblockable
+	sigMask[t.Index()] = f.get64(uc+ucSigmask) &^ unblockable
 	if signalPending(t) {
-		deliverSignal(r, fpState(r))
+		deliverSignal(r, fpState(r), nil)
 	}
 	userSync()
 }
+
+// frameBufSize holds the written part of a frame: siginfo, the ucontext
+// up to the end of the fpsimd record and the null record after it.
+const frameBufSize = sigInfoSize + ucMcontext + mcReserved + fpsimdSize + 16

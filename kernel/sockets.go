@@ -34,10 +34,8 @@ func (netenv) Wake(s int) {
 
 func (netenv) NotifyService() { netSignal() }
 
-func (netenv) UserBuf(p, n uintptr, write bool) ([]byte, bool) {
-	b, e := userBuf(p, n, write)
-	return b, e == 0
-}
+func (netenv) CopyIn(b []byte, p uintptr) int  { return mm.CopyInPart(b, p) }
+func (netenv) CopyOut(p uintptr, b []byte) int { return mm.CopyOutPart(p, b) }
 
 // sockGet is the socket behind fd with a reference of the caller's own
 // (sockPut); for another descriptor ENOTSOCK, for none EBADF.
@@ -64,11 +62,10 @@ func sockaddr(p, n uintptr) (sa sockaddrBuf, e abi.Errno) {
 	if int(n) < 0 || n > uintptr(len(sa.b)) {
 		return sa, abi.EINVAL
 	}
-	b, e := mm.UserBuf(p, n)
-	if e != 0 {
+	if e := mm.CopyIn(sa.b[:n], p); e != 0 {
 		return sa, e
 	}
-	sa.n = copy(sa.b[:], b)
+	sa.n = int(n)
 	return sa, 0
 }
 
@@ -95,13 +92,25 @@ func peerAddr(sa []byte) (net.Addr, abi.Errno) {
 	return net.Addr{Path: true, ID: id}, abi.Errno(e)
 }
 
-// sockBlock waits for w (until deadline, 0 for none); false if the
-// deadline passed or there is nothing to wait for.
-func sockBlock(w net.Wait, deadline int64) bool {
+// sockBlock waits for w (until deadline, 0 for none): 0 when woken (try
+// again), EAGAIN if the deadline passed or there is nothing to wait for,
+// and, interrupted by a signal, Linux's sock_intr_errno: EINTR for a call
+// with a timeout (SO_RCVTIMEO, SO_SNDTIMEO), else errRestartSys (made
+// again under SA_RESTART).
+func sockBlock(w net.Wait, deadline int64) abi.Errno {
 	if w.Addr == 0 {
-		return false
+		return abi.EAGAIN
 	}
-	return !sched.Block(&sockWQ[w.Sock], 0, w.Addr, w.Val, deadline)
+	switch blockIntr(&sockWQ[w.Sock], 0, w.Addr, w.Val, deadline) {
+	case sched.WakeTimeout:
+		return abi.EAGAIN
+	case sched.WakeSignal:
+		if deadline != 0 {
+			return abi.EINTR
+		}
+		return errRestartSys
+	}
+	return 0
 }
 
 // sockDeadline is when a blocking call on s gives up (SO_RCVTIMEO,
@@ -149,11 +158,20 @@ func sockSend(s int, v *net.Iov, flags int, to *net.Addr, ctl *net.Ctl) (uintptr
 		if e == 0 && (!stream || done >= v.Len) {
 			return uintptr(done), 0
 		}
-		if e == 0 || e == unix.EAGAIN && !nb && sockBlock(w, deadline) {
+		if e == 0 {
 			continue
 		}
+		var be abi.Errno
+		if e == unix.EAGAIN && !nb {
+			if be = sockBlock(w, deadline); be == 0 {
+				continue
+			}
+		}
 		if done > 0 {
-			return uintptr(done), 0
+			return uintptr(done), 0 // a signal too: what was sent
+		}
+		if be != 0 && be != abi.EAGAIN {
+			return 0, be
 		}
 		if e == unix.EPIPE && (!stream || flags&unix.MSG_NOSIGNAL != 0) {
 			return 0, epipeQuiet
@@ -189,8 +207,11 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 			done += m.N
 			continue
 		}
-		if e == unix.EAGAIN && !nb && sockBlock(w, deadline) {
-			continue
+		var be abi.Errno
+		if e == unix.EAGAIN && !nb {
+			if be = sockBlock(w, deadline); be == 0 {
+				continue
+			}
 		}
 		if done > 0 {
 			m.N += done
@@ -198,6 +219,9 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 				m.Cred = cred
 			}
 			return 0
+		}
+		if be != 0 && be != abi.EAGAIN {
+			return be
 		}
 		return abi.Errno(e)
 	}
@@ -208,17 +232,16 @@ func sockRecv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 // that has room, which is enough for what remains to be waited for).
 func skipIov(v *net.Iov, k int) net.Iov {
 	if v.Vec == 0 {
-		return net.Iov{One: v.One[k:], Len: v.Len - k}
+		return net.Iov{User: v.User + uintptr(k), Len: v.Len - k}
 	}
 	for i := 0; i < v.N; i++ {
-		a := v.Vec + uintptr(i)*16
-		base, l := *at[uintptr](a), int(*at[uintptr](a + 8))
+		iov, e := mm.Get[[2]uintptr](v.Vec + uintptr(i)*16)
+		if e != 0 {
+			break
+		}
+		base, l := iov[0], int(min(iov[1], uintptr(maxRW)))
 		if k < l {
-			b, e := mm.UserBufW(base+uintptr(k), uintptr(l-k))
-			if e != 0 {
-				break
-			}
-			return net.Iov{One: b, Len: len(b)}
+			return net.Iov{User: base + uintptr(k), Len: l - k}
 		}
 		k -= l
 	}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 	"unsafe"
 
@@ -70,7 +71,8 @@ func unwatch(w *watch) {
 // descriptors, whether fd can be polled, whether epfd is another epoll
 // instance, then the op.
 func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
-	if (op == unix.EPOLL_CTL_ADD || op == unix.EPOLL_CTL_MOD) && !mm.UserOK(ev, epollEventSize) {
+	var evb [epollEventSize]byte
+	if (op == unix.EPOLL_CTL_ADD || op == unix.EPOLL_CTL_MOD) && mm.CopyIn(evb[:], ev) != 0 {
 		return abi.EFAULT
 	}
 	fileLock.Lock()
@@ -91,6 +93,8 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 	case fileSocket:
 		h = files[fd].h
 		id, seqAddr = sockets.Pollable(int(h))
+	case fileShare:
+		return abi.EPERM // a regular file or directory, as Linux
 	case fileEventfd:
 		seqAddr = uintptr(unsafe.Pointer(&files[fd].seq))
 	}
@@ -121,8 +125,8 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 				sock: files[fd].kind == fileSocket}
 			ep.whead = watchID(w)
 		}
-		w.events = *at[uint32](ev) | unix.EPOLLHUP | unix.EPOLLERR
-		w.data = *at[uint64](ev + epollDataOff)
+		w.events = binary.LittleEndian.Uint32(evb[:]) | unix.EPOLLHUP | unix.EPOLLERR
+		w.data = binary.LittleEndian.Uint64(evb[epollDataOff:])
 		w.fresh = true
 		epollNotify() // it may be ready now: a waiter should look
 	case unix.EPOLL_CTL_DEL:
@@ -200,6 +204,25 @@ func pollWatch(w *watch) (uint32, bool) {
 	return ev, true
 }
 
+// epollBatch is the most events one epoll_wait returns.
+const epollBatch = 128
+
+// sysEpollPwait is epoll_pwait: epoll_wait with the signal mask at
+// sigmask (if not 0) while it waits, as one atomic step.
+func sysEpollPwait(epfd int, events uintptr, max, timeoutMS int, sigmask, size uintptr) (uintptr, abi.Errno) {
+	if sigmask != 0 {
+		if size != 8 {
+			return 0, abi.EINVAL
+		}
+		m, e := mm.Get[uint64](sigmask)
+		if e != 0 {
+			return 0, e
+		}
+		setTempMask(m)
+	}
+	return sysEpollWait(epfd, events, max, timeoutMS)
+}
+
 // sysEpollWait fills struct epoll_event records of epollEventSize bytes,
 // the data at epollDataOff (amd64: packed, 12 and 4; arm64: 16 and 8).
 func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Errno) {
@@ -217,6 +240,10 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 	if timeoutMS > 0 {
 		deadline = nanotime() + int64(timeoutMS)*1e6
 	}
+	// The events are gathered here under fileLock and copied out after:
+	// at most epollBatch a call (Linux, too, may return fewer than are
+	// ready; the runtime asks for 128).
+	var out [epollBatch * epollEventSize]byte
 	for {
 		seq := atomic.LoadUint32(&epollSeq)
 		n := 0
@@ -226,7 +253,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 			fileLock.Unlock()
 			return 0, abi.EBADF // closed while it waited
 		}
-		for i := ep.whead; i != 0 && n < max; {
+		for i := ep.whead; i != 0 && n < min(max, len(out)); {
 			w := &watches[i-1]
 			i = w.next
 			ev, ok := pollWatch(w)
@@ -235,16 +262,23 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 				continue
 			}
 			if ev != 0 {
-				e := events + uintptr(n)*epollEventSize
-				*at[uint32](e) = ev
-				*at[uint64](e + epollDataOff) = w.data
+				e := out[n*epollEventSize:]
+				binary.LittleEndian.PutUint32(e, ev)
+				binary.LittleEndian.PutUint64(e[epollDataOff:], w.data)
 				n++
 			}
 		}
 		fileLock.Unlock()
 		if n > 0 || timeoutMS == 0 || (deadline != 0 && nanotime() >= deadline) {
+			// Outside fileLock: the buffer was checked before the
+			// wait, and another thread may have unmapped it since.
+			if mm.CopyOut(events, out[:n*epollEventSize]) != 0 {
+				return 0, abi.EFAULT
+			}
 			return uintptr(n), 0
 		}
-		sched.Block(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline)
+		if blockIntr(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline) == sched.WakeSignal {
+			return 0, abi.EINTR // never made again, whatever SA_RESTART says (Linux's ep_poll)
+		}
 	}
 }

@@ -6,16 +6,20 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/net"
+	"yolk/sched"
 )
 
 func sysClose(fd int) abi.Errno {
 	fileLock.Lock()
-	defer fileLock.Unlock()
-	return closeLocked(fd)
+	e := closeLocked(fd)
+	fileLock.Unlock()
+	shareReap()
+	return e
 }
 
 func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
@@ -52,6 +56,21 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 		sockPut(s)
 		return r, e
 	}
+	if h := shareGet(fd); h >= 0 {
+		var r uintptr
+		var e abi.Errno
+		switch cmd {
+		case unix.F_GETFL:
+			r = uintptr(shareFiles[h].flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY | unix.O_CLOEXEC)
+		case unix.F_SETFL:
+			const settable = unix.O_APPEND | unix.O_NONBLOCK
+			atomic.StoreInt32(&shareFiles[h].flags, shareFiles[h].flags&^settable|int32(arg&settable))
+		default:
+			e = abi.EINVAL
+		}
+		sharePut(h)
+		return r, e
+	}
 	if h := fsGet(fd); h >= 0 {
 		var r uintptr
 		var e abi.Errno
@@ -61,6 +80,8 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 			r, e = uintptr(fl), abi.Errno(fe)
 		case unix.F_SETFL:
 			e = abi.Errno(vfs.SetFlags(h, arg))
+		case unix.F_GETLK, unix.F_SETLK, unix.F_SETLKW, unix.F_OFD_GETLK, unix.F_OFD_SETLK, unix.F_OFD_SETLKW:
+			e = fcntlLock(h, cmd, uintptr(arg))
 		case unix.F_GETFD, unix.F_SETFD:
 		default:
 			e = abi.EINVAL
@@ -87,12 +108,14 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, false)
 	}
+	if h := shareGet(fd); h >= 0 {
+		return shareTransfer(h, p, n, -1, false)
+	}
 	if isSocket(fd) {
-		b, e := mm.UserBufW(p, min(n, maxRW))
-		if e != 0 {
-			return 0, e
+		if !userRange(p, n, true) {
+			return 0, abi.EFAULT
 		}
-		v := net.Iov{One: b, Len: len(b)}
+		v := net.Iov{User: p, Len: int(min(n, maxRW))}
 		return sockRW(fd, &v, false)
 	}
 	f, e := eventfdArg(fd, n)
@@ -106,62 +129,92 @@ func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if v == 0 {
 		return 0, abi.EAGAIN
 	}
-	*at[uint64](p) = v
+	if mm.Put(p, v) != 0 {
+		atomic.AddUint64(&f.count, v) // not read: the count stays
+		return 0, abi.EFAULT
+	}
 	atomic.AddUint32(&f.seq, 1)
 	epollNotify()
 	return 8, 0
 }
 
 func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	if !mm.UserOK(p, n) {
+	if !userRange(p, n, false) {
 		return 0, abi.EFAULT
 	}
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
-		consoleWrite(bytesAt(p, int(n)))
-		return n, 0
+		return consoleWriteUser(p, n)
 	}
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, true)
 	}
+	if h := shareGet(fd); h >= 0 {
+		return shareTransfer(h, p, n, -1, true)
+	}
 	if isSocket(fd) {
-		b := bytesAt(p, int(min(n, maxRW)))
-		v := net.Iov{One: b, Len: len(b)}
+		v := net.Iov{User: p, Len: int(min(n, maxRW))}
 		return sockRW(fd, &v, true)
 	}
 	f, e := eventfdArg(fd, n)
 	if e != 0 {
 		return 0, e
 	}
-	atomic.AddUint64(&f.count, *at[uint64](p))
+	v, e := mm.Get[uint64](p)
+	if e != 0 {
+		return 0, e
+	}
+	atomic.AddUint64(&f.count, v)
 	atomic.AddUint32(&f.seq, 1)
 	epollNotify()
 	return 8, 0
 }
 
+// consoleWriteUser writes the program's n bytes at p to the console,
+// through a bounce buffer: the console lock is never held across the
+// program's memory.
+func consoleWriteUser(p, n uintptr) (uintptr, abi.Errno) {
+	var buf [512]byte
+	done := uintptr(0)
+	for done < n {
+		c := min(n-done, uintptr(len(buf)))
+		if mm.CopyIn(buf[:c], p+done) != 0 {
+			return partial(done, abi.EFAULT)
+		}
+		consoleWrite(buf[:c])
+		done += c
+	}
+	return n, 0
+}
+
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	b, e := userBuf(p, n, !write) // pread fills the buffer
-	if e != 0 {
-		return 0, e
+	if !userRange(p, n, !write) {
+		return 0, abi.EFAULT
 	}
 	h := fsGet(fd)
 	if h < 0 {
 		if off < 0 {
 			return 0, abi.EINVAL
 		}
+		if h := shareGet(fd); h >= 0 {
+			return shareTransfer(h, p, n, off, write)
+		}
 		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
 	}
-	var c int
-	var fe fs.Errno
-	if write {
-		c, fe = vfs.Pwrite(h, b, off)
-	} else {
-		c, fe = vfs.Pread(h, b, off)
+	if off < 0 {
+		fsPut(h)
+		return 0, abi.EINVAL
 	}
+	c, e := fsTransferAt(h, p, n, off, write)
 	fsPut(h)
-	return uintptr(c), abi.Errno(fe)
+	return c, e
 }
 
 func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
+	if h := shareGet(fd); h >= 0 {
+		pos, e := shareSeek(h, off, whence)
+		sharePut(h)
+		return pos, e
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return 0, badFD(fd, abi.Errno(unix.ESPIPE))
@@ -177,36 +230,68 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 	if !mm.UserW(p, statSize) {
 		return abi.EFAULT
 	}
-	st := at[unix.Stat_t](p)
-	if isSocket(fd) {
-		*st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}
-		return 0
+	if h := shareGet(fd); h >= 0 {
+		var st unix.Stat_t
+		e := shareStat(int(shareFiles[h].dev), shareFiles[h].fid, &st)
+		sharePut(h)
+		if e != 0 {
+			return e
+		}
+		return mm.Put(p, st)
 	}
-	if fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS {
+	var st unix.Stat_t
+	switch {
+	case isSocket(fd):
+		st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}
+	case fd >= 0 && fd < len(files) && files[fd].kind != fileFree && files[fd].kind != fileFS:
 		// The console and the kernel's own files: a character device.
-		*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
-		return 0
+		st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: mm.PageSize}
+	default:
+		if e := onFS(fd, 0, func(h int) fs.Errno { return vfs.Fstat(h, &st) }); e != 0 {
+			return e
+		}
 	}
-	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fstat(h, st) })
+	return mm.Put(p, st)
 }
 
 func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	b, e := mm.UserBufW(p, n)
-	if e != 0 {
-		return 0, e
+	if !userRange(p, n, true) {
+		return 0, abi.EFAULT
+	}
+	// At most a bounce buffer's worth a call (Linux, too, returns what
+	// fits in the buffer; the caller calls again).
+	var buf [ioChunk]byte
+	if h := shareGet(fd); h >= 0 {
+		c, e := shareGetdents(h, buf[:min(n, ioChunk)])
+		sharePut(h)
+		if e == 0 && mm.CopyOut(p, buf[:c]) != 0 {
+			return 0, abi.EFAULT
+		}
+		return c, e
 	}
 	h := fsGet(fd)
 	if h < 0 {
 		return 0, badFD(fd, abi.Errno(unix.ENOTDIR))
 	}
-	c, fe := vfs.Getdents(h, b)
+	c, fe := vfs.Getdents(h, buf[:min(n, ioChunk)])
 	fsPut(h)
+	if fe == 0 && mm.CopyOut(p, buf[:c]) != 0 {
+		return 0, abi.EFAULT
+	}
 	return uintptr(c), abi.Errno(fe)
 }
 
 func sysFtruncate(fd int, size int64) abi.Errno {
 	if size < 0 {
 		return abi.EINVAL
+	}
+	if h := shareGet(fd); h >= 0 {
+		e := abi.EINVAL
+		if shareFiles[h].flags&unix.O_ACCMODE != unix.O_RDONLY && !shareFiles[h].dir {
+			e = shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)}, false)
+		}
+		sharePut(h)
+		return e
 	}
 	h := fsGet(fd)
 	if h < 0 {
@@ -218,6 +303,10 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 }
 
 func sysFchdir(fd int) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		sharePut(h)
+		return abi.EINVAL // not done: a share file does not know its path
+	}
 	h := fsGet(fd)
 	if h < 0 {
 		return badFD(fd, abi.Errno(unix.ENOTDIR))
@@ -228,16 +317,32 @@ func sysFchdir(fd int) abi.Errno {
 }
 
 func sysFchown(fd int, uid, gid int) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := shareSetattr(nil, h, shareOwner(uid, gid), false)
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchown(h, uid, gid) }) // the console: accepted
 }
 
-// sysFsync is fsync and fdatasync: the file system is memory, nothing to
-// write back; EINVAL for pipes and the console, as Linux.
-func sysFsync(fd int) abi.Errno {
+// sysFsync is fsync and fdatasync: the in-memory file system has nothing
+// to write back (EINVAL for pipes and the console, as Linux); a share's
+// file is synced on the host.
+func sysFsync(fd int, datasync bool) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := abi.Errno(shares[shareFiles[h].dev].c.Fsync(shareFiles[h].fid, datasync))
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, abi.EINVAL, func(h int) fs.Errno { return vfs.Fsync(h) })
 }
 
 func sysFchmod(fd int, mode uint32) abi.Errno {
+	if h := shareGet(fd); h >= 0 {
+		e := shareSetattr(nil, h, &virtio9p.SetAttr{Valid: virtio9p.SetMode, Mode: mode & 0o7777}, false)
+		sharePut(h)
+		return e
+	}
 	return onFS(fd, 0, func(h int) fs.Errno { return vfs.Fchmod(h, mode) }) // the console: accepted
 }
 
@@ -281,7 +386,7 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 		return uintptr(newfd), 0
 	}
 	k := files[oldfd].kind
-	if k != fileFS && k != fileConsole && k != fileSocket {
+	if k != fileFS && k != fileConsole && k != fileSocket && k != fileShare {
 		return 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
 	}
 	if newfd >= len(files) {
@@ -302,6 +407,8 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	}
 	if k == fileFS {
 		vfs.Ref(int(files[oldfd].h))
+	} else if k == fileShare {
+		shareFiles[files[oldfd].h].refs++
 	} else if k == fileSocket {
 		sockets.Ref(int(files[oldfd].h))
 	}
@@ -309,24 +416,93 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	return uintptr(newfd), 0
 }
 
+// ioChunk is the bounce buffer of file and pipe transfers: the file
+// system copies to and from it under its lock, the kernel between it and
+// the program's memory outside (mm.CopyOut, mm.CopyIn), so a fault on a
+// buffer another thread unmapped is EFAULT, never a fault under fsLock.
+// fs.PipeBuf, so that a pipe write of at most PIPE_BUF bytes stays one
+// atomic write.
+const ioChunk = fs.PipeBuf
+
+// ioBufs are the bounce buffers, one a task slot: in the BSS, not on the
+// kernel stack (which Go would clear at every call), and paged in the
+// first time a task uses its own.
+var ioBufs [sched.MaxTasks][ioChunk]byte
+
 // fsTransfer reads (write false) or writes the user buffer [p, p+n) at
-// the open file h, and drops the call's reference to h.
+// the open file h, a chunk at a time, and drops the call's reference to
+// h. A read blocks for its first chunk only (a pipe: until data or end of
+// file); a write blocks for each, as it would for the whole.
 func fsTransfer(h int, p, n uintptr, write bool) (uintptr, abi.Errno) {
-	var b []byte
-	var e abi.Errno
-	if write {
-		b, e = mm.UserBuf(p, n)
-	} else {
-		b, e = mm.UserBufW(p, n)
-	}
-	var c uintptr
-	if e == 0 && write {
-		c, e = fsWrite(h, b)
-	} else if e == 0 {
-		c, e = fsRead(h, b)
-	}
+	c, e := fsTransferAt(h, p, n, -1, write)
 	fsPut(h)
 	return c, e
+}
+
+// fsTransferAt is fsTransfer at offset off (-1: the file's position; for
+// pread and pwrite, which neither move nor block).
+func fsTransferAt(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
+	if !userRange(p, n, !write) {
+		return 0, abi.EFAULT
+	}
+	n = min(n, maxRW)
+	buf := &ioBufs[sched.Current().Index()]
+	done := uintptr(0)
+	for {
+		k := min(n-done, ioChunk)
+		b := buf[:k]
+		var c int
+		var e abi.Errno
+		switch {
+		case write:
+			if mm.CopyIn(b, p+done) != 0 {
+				return partial(done, abi.EFAULT)
+			}
+			if off >= 0 {
+				var fe fs.Errno
+				c, fe = vfs.Pwrite(h, b, off+int64(done))
+				e = abi.Errno(fe)
+			} else {
+				var cu uintptr
+				cu, e = fsWrite(h, b)
+				c = int(cu)
+			}
+		case off >= 0:
+			var fe fs.Errno
+			c, fe = vfs.Pread(h, b, off+int64(done))
+			e = abi.Errno(fe)
+		case done == 0:
+			var cu uintptr
+			cu, e = fsRead(h, b)
+			c = int(cu)
+		default:
+			var fe fs.Errno
+			c, fe = vfs.Read(h, b) // what is there: a later chunk does not wait
+			if fe == unix.EAGAIN {
+				return done, 0
+			}
+			e = abi.Errno(fe)
+		}
+		if !write && c > 0 && mm.CopyOutPart(p+done, b[:c]) != c {
+			return partial(done, abi.EFAULT)
+		}
+		done += uintptr(c)
+		if e != 0 {
+			return partial(done, e)
+		}
+		if c < int(k) || done == n {
+			return done, 0
+		}
+	}
+}
+
+// partial is a transfer's result after done bytes and then error e: the
+// bytes, or the error if there are none.
+func partial(done uintptr, e abi.Errno) (uintptr, abi.Errno) {
+	if done > 0 {
+		return done, 0
+	}
+	return 0, e
 }
 
 // eventfdArg is fd's eventfd for a read or write of n bytes.
@@ -367,7 +543,11 @@ func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
 	}
 	done := uintptr(0)
 	for i := uintptr(0); i < cnt; i++ {
-		base, l := *at[uintptr](p + i*16), *at[uintptr](p + i*16 + 8)
+		iov, e := mm.Get[[2]uintptr](p + i*16)
+		if e != 0 {
+			return partial(done, e)
+		}
+		base, l := iov[0], iov[1]
 		if l == 0 {
 			continue
 		}

@@ -25,7 +25,10 @@ func sysNet(p uintptr) abi.Errno {
 	if !mm.UserW(p, size) {
 		return abi.EFAULT
 	}
-	c := *at[abi.NetCall](p)
+	c, e := mm.Get[abi.NetCall](p)
+	if e != 0 {
+		return e
+	}
 	if c.Op == abi.NetUp {
 		return netUp(&c)
 	}
@@ -37,14 +40,23 @@ func sysNet(p uintptr) abi.Errno {
 	}
 	if withBuf && c.Len != 0 {
 		write := c.Op == abi.NetPoll || c.Op == abi.NetTx || c.Op == abi.NetDgramOut
-		b, e := userBuf(c.Buf, min(c.Len, 1<<20), write)
+		// The service's own buffers, on the Go heap, which the
+		// runtime never unmaps: the one place the socket layer reads
+		// and writes the program's memory in place, under its lock.
+		need := uint32(mm.ProtRead)
+		if write {
+			need = mm.ProtWrite
+		}
+		b, e := mm.UserBufNeed(c.Buf, min(c.Len, 1<<20), need)
 		if e != 0 {
 			return e
 		}
 		buf = b
 	}
-	e := abi.Errno(sockets.Service(&c, buf))
-	*at[abi.NetCall](p) = c
+	e = abi.Errno(sockets.Service(&c, buf))
+	if pe := mm.Put(p, c); pe != 0 {
+		return pe
+	}
 	return e
 }
 

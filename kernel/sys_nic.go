@@ -36,8 +36,7 @@ func sysNICInfo(p uintptr) abi.Errno {
 	if netConf.prefix != 0 {
 		in.Prefix, in.Addr, in.Gateway, in.DNS = uint32(netConf.prefix), netConf.addr, netConf.gw, netConf.dns
 	}
-	*at[abi.NICInfo](p) = in
-	return 0
+	return mm.Put(p, in)
 }
 
 func sysNICSend(p, n uintptr) abi.Errno {
@@ -48,7 +47,9 @@ func sysNICSend(p, n uintptr) abi.Errno {
 		return abi.EFAULT
 	}
 	var buf [virtionet.MaxFrame]byte
-	copy(buf[:n], bytesAt(p, int(n))) // before the lock: the copy may fault a page in
+	if e := mm.CopyIn(buf[:n], p); e != 0 { // before the lock: the copy may fault a page in
+		return e
+	}
 	nicLock.Lock()
 	e := virtionet.ErrBroken
 	if nic.Present() {
@@ -87,7 +88,9 @@ func sysNICRecv(p, n uintptr) (uintptr, abi.Errno) {
 		if used == 0 {
 			break
 		}
-		copy(bytesAt(p+done, used), bounce[:used])
+		if mm.CopyOut(p+done, bounce[:used]) != 0 {
+			return partial(done, abi.EFAULT) // the frames are lost, as a full ring's
+		}
 		done += uintptr(used)
 	}
 	if done == 0 {
@@ -134,7 +137,9 @@ func sysNICInject(p, n uintptr) abi.Errno {
 		return abi.ENODEV
 	}
 	var buf [virtionet.MaxFrame]byte
-	copy(buf[:n], bytesAt(p, int(n)))
+	if e := mm.CopyIn(buf[:n], p); e != 0 {
+		return e
+	}
 	nicLock.Lock()
 	ok := nic.Inject(buf[:n])
 	nicLock.Unlock()

@@ -79,10 +79,9 @@ func sysSchedGetaffinity(size, mask uintptr) (uintptr, abi.Errno) {
 	if size < 8 {
 		return 0, abi.EINVAL
 	}
-	if !mm.UserW(mask, 8) {
-		return 0, abi.EFAULT
+	if e := mm.Put(mask, uint64(1)<<uint(sched.NumCPU())-1); e != 0 {
+		return 0, e
 	}
-	*at[uint64](mask) = 1<<uint(sched.NumCPU()) - 1
 	return 8, 0
 }
 
@@ -100,17 +99,13 @@ func sysPrlimit(res int, old uintptr) abi.Errno {
 	case unix.RLIMIT_STACK:
 		cur = 8 << 20
 	}
-	*at[uint64](old), *at[uint64](old + 8) = cur, max
-	return 0
+	return mm.Put(old, [2]uint64{cur, max})
 }
 
 func sysUname(p uintptr) abi.Errno {
-	if !mm.UserW(p, 6*65) {
-		return abi.EFAULT
-	}
-	clear(bytesAt(p, 6*65))
+	var u [6 * 65]byte
 	for i, s := range [...]string{"Linux", nodename, "6.1.0-yolk", "#1 yolk", unameMachine, "(none)"} {
-		copy(bytesAt(p+uintptr(i)*65, 64), s)
+		copy(u[i*65:i*65+64], s)
 	}
-	return 0
+	return mm.CopyOut(p, u[:])
 }

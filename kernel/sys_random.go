@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"encoding/binary"
+
 	"sync/atomic"
 
 	"yolk/kernel/abi"
@@ -35,16 +37,19 @@ func random64() uint64 {
 }
 
 func sysGetrandom(p, n uintptr) (uintptr, abi.Errno) {
-	if !mm.UserW(p, n) {
+	if !userRange(p, n, true) {
 		return 0, abi.EFAULT
 	}
-	b := bytesAt(p, int(n))
-	for i := 0; i < len(b); i += 8 {
-		v := random64()
-		for j := i; j < i+8 && j < len(b); j++ {
-			b[j] = byte(v)
-			v >>= 8
+	var b [256]byte
+	for done := uintptr(0); done < n; {
+		c := min(n-done, uintptr(len(b)))
+		for i := uintptr(0); i < c; i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], random64())
 		}
+		if mm.CopyOut(p+done, b[:c]) != 0 {
+			return partial(done, abi.EFAULT)
+		}
+		done += c
 	}
 	return n, 0
 }

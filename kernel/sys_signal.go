@@ -1,6 +1,10 @@
 package kernel
 
 import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
@@ -15,10 +19,16 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno
 	if (set != 0 && !mm.UserOK(set, 8)) || (oset != 0 && !mm.UserW(oset, 8)) {
 		return abi.EFAULT
 	}
+	var v uint64
+	if set != 0 {
+		var e abi.Errno
+		if v, e = mm.Get[uint64](set); e != 0 {
+			return e
+		}
+	}
 	m := &sigMask[t.Index()]
 	old := *m
 	if set != 0 {
-		v := *at[uint64](set)
 		switch how {
 		case unix.SIG_BLOCK:
 			*m |= v
@@ -32,7 +42,7 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno
 		*m &^= unblockable
 	}
 	if oset != 0 {
-		*at[uint64](oset) = old
+		return mm.Put(oset, old)
 	}
 	return 0
 }
@@ -91,14 +101,29 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 	if (act != 0 && !mm.UserOK(act, 32)) || (oact != 0 && !mm.UserW(oact, 32)) {
 		return abi.EFAULT
 	}
+	var a sigaction
+	if act != 0 {
+		var e abi.Errno
+		if a, e = mm.Get[sigaction](act); e != 0 {
+			return e
+		}
+	}
 	sigLock.Lock()
 	old := sigActs[sig]
 	if act != 0 {
-		sigActs[sig] = *at[sigaction](act)
+		sigActs[sig] = a
 	}
 	sigLock.Unlock()
+	if act != 0 && sigIgnored(sig) {
+		// POSIX, and Linux: a pending signal whose action becomes to
+		// ignore it is discarded (even where blocked), so that it cannot
+		// end a later wait (blockIntr).
+		for i := range sigPending {
+			atomic.AndUint64(&sigPending[i], ^sigBit(sig))
+		}
+	}
 	if oact != 0 {
-		*at[sigaction](oact) = old
+		return mm.Put(oact, old)
 	}
 	return 0
 }
@@ -110,7 +135,11 @@ func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
 	}
 	old := *as
 	if ss != 0 {
-		sp, flags, size := *at[uintptr](ss), *at[int32](ss + 8), *at[uintptr](ss + 16)
+		st, e := mm.Get[stackT](ss)
+		if e != 0 {
+			return e
+		}
+		sp, flags, size := st.sp, st.flags, st.size
 		switch {
 		case flags&ssDisable != 0:
 			*as = altStack{}
@@ -121,11 +150,88 @@ func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
 		}
 	}
 	if oss != 0 {
-		*at[uintptr](oss), *at[uintptr](oss + 16) = old.sp, old.size
-		*at[int32](oss + 8) = 0
+		st := stackT{sp: old.sp, size: old.size}
 		if old.size == 0 {
-			*at[int32](oss + 8) = ssDisable
+			st.flags = ssDisable
 		}
+		return mm.Put(oss, st)
 	}
 	return 0
+}
+
+// stackT is stack_t.
+type stackT struct {
+	sp    uintptr
+	flags int32
+	_     int32
+	size  uintptr
+}
+
+// sysRtSigsuspend waits, with the signal mask at set, until a signal is
+// delivered; the handler's frame holds the mask from before, which its
+// return restores. Always EINTR once a handler runs (ERESTARTNOHAND).
+func sysRtSigsuspend(set, size uintptr) abi.Errno {
+	if size != 8 {
+		return abi.EINVAL
+	}
+	m, e := mm.Get[uint64](set)
+	if e != 0 {
+		return e
+	}
+	setTempMask(m)
+	for blockIntr(nil, 0, 0, 0, 0) != sched.WakeSignal {
+	}
+	return errRestartNoHand
+}
+
+// sysRtSigtimedwait takes the lowest pending signal of set (blocked, as a
+// rule) off t's pending set and returns its number, with its siginfo at
+// info; none pending, it waits for one until the relative timeout (none
+// if 0), then EAGAIN. A signal outside set that will be delivered ends
+// the wait with EINTR. As Linux, SIGKILL and SIGSTOP cannot be waited for.
+func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr, abi.Errno) {
+	if size != 8 {
+		return 0, abi.EINVAL
+	}
+	want, e := mm.Get[uint64](set)
+	if e != 0 {
+		return 0, e
+	}
+	if info != 0 && !mm.UserW(info, sigInfoSize) {
+		return 0, abi.EFAULT
+	}
+	want &^= unblockable
+	var deadline int64
+	if timeout != 0 {
+		d, e := readTimespec(timeout)
+		if e != 0 {
+			return 0, e
+		}
+		deadline = nanotime() + d
+	}
+	i := t.Index()
+	woken := sched.WakeUp
+	for {
+		if sig, src := takeSignal(i, want); sig != 0 {
+			if info != 0 {
+				var si [sigInfoSize]byte
+				binary.LittleEndian.PutUint32(si[0:], uint32(sig))
+				binary.LittleEndian.PutUint32(si[8:], uint32(src.code))
+				binary.LittleEndian.PutUint64(si[16:], uint64(src.info))
+				binary.LittleEndian.PutUint64(si[24:], src.val)
+				if mm.CopyOut(info, si[:]) != 0 {
+					return 0, abi.EFAULT
+				}
+			}
+			return uintptr(sig), 0
+		}
+		switch {
+		case woken == sched.WakeSignal:
+			return 0, abi.EINTR
+		case woken == sched.WakeTimeout, timeout != 0 && nanotime() >= deadline:
+			return 0, abi.EAGAIN
+		}
+		// The signals of set end the wait as unblocked ones do.
+		woken = sched.BlockIntr(nil, 0, 0, 0, deadline, uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i]&^want)
+	}
 }

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
@@ -131,23 +133,33 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 	defer sockPut(s)
 	// The address's memory is checked first: a connection taken off
 	// the queue is not lost to a bad pointer.
-	if p != 0 && (!mm.UserW(lp, 4) || !mm.UserW(p, uintptr(*at[uint32](lp)))) {
-		return 0, abi.EFAULT
+	if p != 0 {
+		l, e := mm.Get[uint32](lp)
+		if e != 0 || !mm.UserW(lp, 4) || !mm.UserW(p, uintptr(l)) {
+			return 0, abi.EFAULT
+		}
 	}
 	nb := sockets.Nonblocking(s)
 	deadline := sockDeadline(s, false)
 	for {
 		c, w, ne := sockets.Accept(s)
-		if ne == unix.EAGAIN && !nb && sockBlock(w, deadline) {
-			continue
+		if ne == unix.EAGAIN && !nb {
+			if be := sockBlock(w, deadline); be == 0 {
+				continue
+			} else if be != abi.EAGAIN {
+				return 0, be
+			}
 		}
 		if ne != 0 {
 			return 0, abi.Errno(ne)
 		}
 		sockets.SetNonblocking(c, flags&unix.SOCK_NONBLOCK != 0)
 		nfd, e := installSocket(c)
-		if e == 0 && p != 0 {
-			putSockaddr(c, true, p, lp)
+		if e == 0 && p != 0 && putSockaddr(c, true, p, lp) != 0 {
+			// Unmapped while it waited: the connection is dropped,
+			// as Linux's accept4 drops it when the copy fails.
+			sysClose(int(nfd))
+			return 0, abi.EFAULT
 		}
 		return nfd, e
 	}
@@ -186,10 +198,13 @@ func sysConnect(fd int, p, n uintptr) abi.Errno {
 	for {
 		w, ne := sockets.Connect(s, ap)
 		if ne == unix.EAGAIN && !nb {
-			if sockBlock(w, deadline) {
+			be := sockBlock(w, deadline)
+			switch {
+			case be == 0:
 				continue
-			}
-			if deadline != 0 {
+			case be != abi.EAGAIN:
+				return be
+			case deadline != 0:
 				return abi.Errno(unix.EINPROGRESS) // SO_SNDTIMEO ran out, as Linux says it
 			}
 		}
@@ -222,12 +237,11 @@ func sysSetsockopt(fd, level, name int, p, n uintptr) abi.Errno {
 	if n < 4 {
 		return abi.EINVAL
 	}
-	b, e := mm.UserBuf(p, min(n, 16))
-	if e != 0 {
+	var v [16]byte
+	if e := mm.CopyIn(v[:min(n, 16)], p); e != 0 {
 		return e
 	}
-	var v [16]byte
-	return abi.Errno(sockets.Setsockopt(s, level, name, v[:copy(v[:], b)]))
+	return abi.Errno(sockets.Setsockopt(s, level, name, v[:min(n, 16)]))
 }
 
 func sysGetsockopt(fd, level, name int, p, lp uintptr) abi.Errno {
@@ -253,12 +267,11 @@ func sysGetsockopt(fd, level, name int, p, lp uintptr) abi.Errno {
 // (write: the kernel fills it), as an Iov, and sockGet(fd), checked in
 // that order as sendto and recvfrom do; on error it holds no reference.
 func sockGetBuf(fd int, p, n uintptr, write bool) (int, net.Iov, abi.Errno) {
-	b, e := userBuf(p, min(n, maxRW), write)
-	if e != 0 {
-		return -1, net.Iov{}, e
+	if !userRange(p, n, write) {
+		return -1, net.Iov{}, abi.EFAULT
 	}
 	s, e := sockGet(fd)
-	return s, net.Iov{One: b, Len: len(b)}, e
+	return s, net.Iov{User: p, Len: int(min(n, maxRW))}, e
 }
 
 func sysSendto(fd int, p, n uintptr, flags int, ap, an uintptr) (uintptr, abi.Errno) {
@@ -316,15 +329,15 @@ func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.
 // sockGetMsg is sockGet(fd), then the program's msghdr at p and its
 // iovecs (write: recvmsg fills them and the header); on error it holds no
 // reference.
-func sockGetMsg(fd int, p uintptr, write bool) (int, *msghdr, net.Iov, abi.Errno) {
+func sockGetMsg(fd int, p uintptr, write bool) (int, msghdr, net.Iov, abi.Errno) {
 	s, e := sockGet(fd)
 	if e != 0 {
-		return -1, nil, net.Iov{}, e
+		return -1, msghdr{}, net.Iov{}, e
 	}
 	h, v, e := userMsghdr(p, write)
 	if e != 0 {
 		sockPut(s)
-		return -1, nil, net.Iov{}, e
+		return -1, msghdr{}, net.Iov{}, e
 	}
 	return s, h, v, 0
 }
@@ -340,7 +353,7 @@ func sysSendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 		if sockets.Family(s) != unix.AF_UNIX {
 			return 0, abi.Errno(unix.EOPNOTSUPP) // not yet for other families
 		}
-		if e = scmSend(h, &c); e != 0 {
+		if e = scmSend(&h, &c); e != 0 {
 			sockets.CtlDrop(&c)
 			return 0, e
 		}
@@ -370,15 +383,19 @@ func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 		if int32(h.namelen) < 0 {
 			c = 0
 		}
-		b, e := mm.UserBufW(h.name, uintptr(c))
-		if e != 0 {
+		if e := mm.CopyOut(h.name, m.Addr[:c]); e != 0 {
 			scmDiscard(&m)
 			return 0, e
 		}
-		copy(b, m.Addr[:c])
 	}
-	h.namelen = uint32(m.AddrLen)
-	cf := scmRecv(h, &m, flags&unix.MSG_CMSG_CLOEXEC != 0)
-	h.flags = int32(m.Flags) | cf | int32(flags&unix.MSG_CMSG_CLOEXEC)
+	cf := scmRecv(&h, &m, flags&unix.MSG_CMSG_CLOEXEC != 0)
+	// The header goes back as Linux's ___sys_recvmsg writes it: the
+	// name's and the control data's lengths and the flags.
+	e1 := mm.Put(p+unsafe.Offsetof(h.namelen), uint32(m.AddrLen))
+	e2 := mm.Put(p+unsafe.Offsetof(h.controllen), h.controllen)
+	e3 := mm.Put(p+unsafe.Offsetof(h.flags), int32(m.Flags)|cf|int32(flags&unix.MSG_CMSG_CLOEXEC))
+	if e1|e2|e3 != 0 {
+		return 0, abi.EFAULT
+	}
 	return uintptr(m.N), 0
 }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"sync/atomic"
 	"unsafe"
+	"yolk/boot"
 
 	"yolk/drivers/clock"
 	"yolk/kernel/abi"
@@ -88,8 +89,7 @@ func sysLockTest(kind, n int, work int, out uintptr) abi.Errno {
 	}
 	r.NS = clock.Nanotime() - start
 	r.Counter = atomic.LoadUint64(&lockTest.counter)
-	*at[abi.LockTestOut](out) = r
-	return 0
+	return mm.Put(out, r)
 }
 
 func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
@@ -100,8 +100,10 @@ func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
 	}
 	for i := 0; i < n; i++ {
 		c := sched.CPUAt(i)
-		*at[abi.CPUStats](p + uintptr(i)*size) = abi.CPUStats{Switches: c.Switches(), WakeIPIs: c.WakeIPIs(),
-			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: mm.CPUShootdowns(i), PreemptIPIs: c.PreemptIPIs()}
+		if e := mm.Put(p+uintptr(i)*size, abi.CPUStats{Switches: c.Switches(), WakeIPIs: c.WakeIPIs(),
+			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: mm.CPUShootdowns(i), PreemptIPIs: c.PreemptIPIs()}); e != 0 {
+			return 0, e
+		}
 	}
 	return uintptr(sched.NumCPU()), 0
 }
@@ -188,7 +190,7 @@ func sysStats(p uintptr) abi.Errno {
 	}
 	s := sched.ReadStats()
 	m := mm.ReadStats()
-	*at[abi.Stats](p) = abi.Stats{
+	st := abi.Stats{
 		FramesAll: m.FramesAll, FramesFree: m.FramesFree, PagesMapped: m.PagesMapped,
 		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
 		TSCHz: int64(clock.Hz()), LAPICHz: int64(timerHz()),
@@ -199,17 +201,21 @@ func sysStats(p uintptr) abi.Errno {
 		NodesPeak:     int64(s.NodesPeak), PeakBound: int64(s.PeakBound),
 	}
 	if clockSynced() {
-		at[abi.Stats](p).TSCSynced = 1
+		st.TSCSynced = 1
 	}
 	for i := 0; i < sched.NumCPU(); i++ {
-		at[abi.Stats](p).Preempts += int64(sched.CPUAt(i).Preempts())
+		st.Preempts += int64(sched.CPUAt(i).Preempts())
 	}
-	at[abi.Stats](p).Signals = int64(atomic.LoadUint64(&sigDelivered))
-	at[abi.Stats](p).ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
-	at[abi.Stats](p).ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
+	st.Signals = int64(atomic.LoadUint64(&sigDelivered))
+	st.ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
+	st.ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
+	st.TimerExpiries = int64(atomic.LoadUint64(&ptFired))
+	st.TimerOverruns = int64(atomic.LoadUint64(&ptOverruns))
 	socks, pages := sockets.Usage()
-	at[abi.Stats](p).Sockets, at[abi.Stats](p).SocketPages = int64(socks), int64(pages)
-	return 0
+	st.Sockets, st.SocketPages = int64(socks), int64(pages)
+	st.PageTables = int64(boot.PageTableRoot())
+	st.ImageEnd = int64(imageEnd())
+	return mm.Put(p, st)
 }
 
 // Crash modes of abi.SysCrash: ways to stop the machine from kernel

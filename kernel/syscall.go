@@ -33,6 +33,7 @@ func syscall(r *Regs) {
 		atomic.AddUint64(&syscallCount[nr], 1)
 	}
 	if nr == unix.SYS_RT_SIGRETURN {
+		restartBlocks[t.Index()].fn = restartNone // as Linux: a later restart_syscall says EINTR
 		sysRtSigreturn(r, t)
 		return
 	}
@@ -67,12 +68,20 @@ func syscall(r *Regs) {
 		err = sysTgkill(int(int32(a0)), int(int32(a1)), int(int32(a2)))
 	case unix.SYS_TKILL:
 		err = sysTgkill(-1, int(int32(a0)), int(int32(a1)))
+	case unix.SYS_RT_SIGSUSPEND:
+		err = sysRtSigsuspend(a0, a1)
+	case unix.SYS_RT_SIGTIMEDWAIT:
+		ret, err = sysRtSigtimedwait(t, a0, a1, a2, a3)
 	case unix.SYS_SIGALTSTACK:
 		err = sysSigaltstack(t, a0, a1)
 	case unix.SYS_SCHED_YIELD:
 		sched.Yield()
 	case unix.SYS_NANOSLEEP:
-		err = sysNanosleep(a0)
+		err = sysNanosleep(a0, a1)
+	case unix.SYS_CLOCK_NANOSLEEP:
+		err = sysClockNanosleep(int(a0), int(a1), a2, a3)
+	case unix.SYS_RESTART_SYSCALL:
+		ret, err = sysRestartSyscall(t)
 	case unix.SYS_GETPID:
 		ret = 1
 	case unix.SYS_GETPPID, unix.SYS_GETUID, unix.SYS_GETEUID, unix.SYS_GETGID, unix.SYS_GETEGID:
@@ -89,12 +98,32 @@ func syscall(r *Regs) {
 		err = sysUname(a0)
 	case unix.SYS_FCNTL:
 		ret, err = sysFcntl(int(a0), int(a1), int(a2))
+	case unix.SYS_FLOCK:
+		err = sysFlock(int(a0), int(int32(a1)))
 	case unix.SYS_GETTIMEOFDAY:
 		err = sysGettimeofday(a0)
 	case unix.SYS_CLOCK_GETTIME:
-		err = sysClockGettime(int(a0), a1)
+		err = sysClockGettime(int32(a0), a1)
 	case unix.SYS_CLOCK_GETRES:
-		err = sysClockGetres(a1)
+		err = sysClockGetres(int32(a0), a1)
+	case unix.SYS_GETRUSAGE:
+		err = sysGetrusage(int32(a0), a1)
+	case unix.SYS_TIMES:
+		ret, err = sysTimes(a0)
+	case unix.SYS_TIMER_CREATE:
+		err = sysTimerCreate(int32(a0), a1, a2)
+	case unix.SYS_TIMER_SETTIME:
+		err = sysTimerSettime(int32(a0), int(a1), a2, a3)
+	case unix.SYS_TIMER_GETTIME:
+		err = sysTimerGettime(int32(a0), a1)
+	case unix.SYS_TIMER_GETOVERRUN:
+		ret, err = sysTimerGetoverrun(int32(a0))
+	case unix.SYS_TIMER_DELETE:
+		err = sysTimerDelete(int32(a0))
+	case unix.SYS_SETITIMER:
+		err = sysSetitimer(int(int32(a0)), a1, a2)
+	case unix.SYS_GETITIMER:
+		err = sysGetitimer(int(int32(a0)), a1)
 	case unix.SYS_FUTEX:
 		ret, err = sysFutex(a0, int(a1), uint32(a2), a3)
 	case unix.SYS_SCHED_GETAFFINITY:
@@ -104,7 +133,7 @@ func syscall(r *Regs) {
 	case unix.SYS_EPOLL_CTL:
 		err = sysEpollCtl(int(a0), int(a1), int(a2), a3)
 	case unix.SYS_EPOLL_PWAIT:
-		ret, err = sysEpollWait(int(a0), a1, int(a2), int(int32(a3)))
+		ret, err = sysEpollPwait(int(a0), a1, int(a2), int(int32(a3)), a4, a5)
 	case unix.SYS_EVENTFD2:
 		ret, err = newFile(fileEventfd, uint64(a0))
 	case unix.SYS_OPENAT:
@@ -159,8 +188,10 @@ func syscall(r *Regs) {
 		err = sysFchownat(int(int32(a0)), a1, int(int32(a2)), int(int32(a3)), int(a4))
 	case unix.SYS_FCHOWN:
 		err = sysFchown(int(a0), int(int32(a1)), int(int32(a2)))
-	case unix.SYS_FSYNC, unix.SYS_FDATASYNC:
-		err = sysFsync(int(a0))
+	case unix.SYS_FSYNC:
+		err = sysFsync(int(a0), false)
+	case unix.SYS_FDATASYNC:
+		err = sysFsync(int(a0), true)
 	case unix.SYS_SYNC:
 	case unix.SYS_SYNCFS:
 		err = sysSyncfs(int(a0))
@@ -170,6 +201,7 @@ func syscall(r *Regs) {
 		err = sysUtimensat(int(int32(a0)), a1, a2, int(a3))
 	case unix.SYS_UMASK:
 		ret = uintptr(vfs.Umask(uint32(a0)))
+		atomic.StoreUint32(&shareUmask, uint32(a0)&0o777)
 	case unix.SYS_DUP:
 		ret, err = sysDup(int(a0))
 	case unix.SYS_DUP3:
@@ -253,7 +285,20 @@ func syscall(r *Regs) {
 	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()
 	userSync()
-	if signalPending(t) {
-		deliverAtExit(r, exitFPState(r))
+	if err != abi.EINTR && !isRestart(err) {
+		restoreMask() // a temporary mask only holds for a signal the call was interrupted by
+	}
+	if isRestart(err) {
+		// Interrupted: the signal's delivery decides the result
+		// (restart.go); with no frame made, the call is made again.
+		c := sysCall{err, nr, a0}
+		if !deliverAtExit(r, exitFPState(r), &c) {
+			c.apply(r, false, 0)
+		}
+	} else if signalPending(t) {
+		deliverAtExit(r, exitFPState(r), nil)
+	}
+	if restoreMask() && signalPending(t) {
+		deliverAtExit(r, exitFPState(r), nil) // one the restored mask lets through
 	}
 }

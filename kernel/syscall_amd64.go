@@ -52,6 +52,8 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 		ret, err = newFile(fileEventfd, uint64(a0))
 	case unix.SYS_PIPE:
 		err = sysPipe2(a0, 0)
+	case unix.SYS_ALARM:
+		ret = sysAlarm(uint32(a0))
 	case unix.SYS_DUP2:
 		ret, err = sysDup2(int(a0), int(a1))
 	default:
@@ -75,10 +77,7 @@ func sysArchPrctl(t *sched.Task, code, addr uintptr) abi.Errno {
 	case archSetFS:
 		t.UserFS = addr
 	case archGetFS:
-		if !mm.UserW(addr, 8) {
-			return abi.EFAULT
-		}
-		*at[uintptr](addr) = t.UserFS
+		return mm.Put(addr, t.UserFS)
 	default:
 		return abi.EINVAL
 	}

@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"sync/atomic"
+
 	"yolk/drivers/clock"
 	"yolk/sched"
 )
@@ -50,7 +52,14 @@ func (ts *timerState) arm(deadline int64) {
 func timerSync() {
 	c := sched.This()
 	ts := &percpu[c.ID].timer
-	if n := c.TimerNext(); n != 0 && (ts.armed == 0 || n < ts.armed) {
+	ts.armBy(c.TimerNext())
+	ts.armBy(atomic.LoadInt64(&monoNext)) // ptimer.go
+}
+
+// armBy arms the timer for deadline n unless it is 0 or the timer is
+// armed for n or earlier.
+func (ts *timerState) armBy(n int64) {
+	if n != 0 && (ts.armed == 0 || n < ts.armed) {
 		ts.arm(n)
 	}
 }
@@ -58,16 +67,16 @@ func timerSync() {
 // userSync is timerSync on the way back to application code: if tasks
 // wait on the ready queues, the timer is armed for the end of the current
 // task's slice or budget too (sched's PreemptAt), so that its interrupt
-// preempts the task (preemptUser) should it not enter the kernel by then.
+// preempts the task (preemptUser) should it not enter the kernel by then;
+// and for the earliest a CPU-time timer of the task could expire
+// (ptimer.go), so that a thread that never enters the kernel gets its
+// SIGPROF.
 func userSync() {
 	timerSync()
 	c := sched.This()
-	if n := c.PreemptAt(); n != 0 {
-		ts := &percpu[c.ID].timer
-		if ts.armed == 0 || n < ts.armed {
-			ts.arm(n)
-		}
-	}
+	ts := &percpu[c.ID].timer
+	ts.armBy(c.PreemptAt())
+	ts.armBy(ptimersDeadline())
 }
 
 // timerInterrupt is the vecTimer handler: wake the tasks that are due and
@@ -81,6 +90,7 @@ func timerInterrupt() bool {
 	ts.armed = 0
 	ts.fired++
 	next, woke := sched.ExpireTimers(now + ts.lead)
+	ptimersCheck(now + ts.lead)
 	if next != 0 {
 		ts.arm(next)
 	}

@@ -185,9 +185,7 @@ func timerProgram(at int64) {
 // (0: none). It runs, and returns, with interrupts off.
 func idleWait(deadline int64) {
 	id := sched.This().ID
-	if deadline != 0 {
-		timerSync()
-	}
+	timerSync() // deadline, and the program's monotonic timers
 	mm.TLBEnterIdle(id)
 	amd64.StiHlt()
 	mm.TLBWake(id)

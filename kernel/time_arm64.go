@@ -40,9 +40,7 @@ func timerProgram(at int64) {
 // (0: none). It runs, and returns, with interrupts masked; WFI ends on a
 // pending interrupt even then, and arm64.WaitForInterrupt takes it.
 func idleWait(deadline int64) {
-	if deadline != 0 {
-		timerSync()
-	}
+	timerSync() // deadline, and the program's monotonic timers
 	arm64.WaitForInterrupt()
 }
 

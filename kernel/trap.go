@@ -24,7 +24,7 @@ func preemptUser(r *Regs) {
 		p.userPreempt = false
 		sched.Preempt(p.timerWoke)
 	}
-	deliverSignal(r, fpState(r))
+	deliverSignal(r, fpState(r), nil)
 	userSync()
 }
 

@@ -21,7 +21,7 @@ const (
 	vecShootdown = 0x22 // TLB shootdown IPI
 	vecSignal    = 0x23 // a signal for the task this CPU runs (signal.go)
 	// vecConsoleRx (0x24, conin.go): the serial port received data
-	// vecNIC (0x25, nic_amd64.go): the network device
+	// vecVirtio+GSI (0x40-0xEF, nic_amd64.go): the NIC and the shares
 	vecPICBase  = 0x30 // the legacy PICs, masked (spurious only)
 	vecSpurious = 0xFF
 )
@@ -59,7 +59,7 @@ func trap(r *Regs) (toTask bool) {
 	case v == 14:
 		p.faultAddr = amd64.CR2()
 		faultAddr := p.faultAddr
-		if !vm.PageFault(faultAddr, r.Error) {
+		if !vm.PageFault(faultAddr, r.Error) && !userFixup(r, faultAddr) {
 			code := int32(segvMaperr)
 			if r.Error&1 != 0 {
 				code = segvAccerr
@@ -95,8 +95,8 @@ func trap(r *Regs) (toTask bool) {
 		p.timerWoke = timerInterrupt()
 	case v == vecConsoleRx:
 		conInInterrupt()
-	case v == vecNIC:
-		nicTrap()
+	case v >= vecVirtio && v < vecVirtio+maxVirtioGSI:
+		virtioTrap(uint32(v - vecVirtio))
 	case v == vecSignal:
 		// Nothing to do here: the check below finds the signal.
 		lapic.EOI()
@@ -123,6 +123,20 @@ func trap(r *Regs) (toTask bool) {
 	}
 	p.tss.setIST(1, ist)
 	return toTask
+}
+
+// userFixup resumes a kernel-mode fault at a user address inside the
+// user copy (kernel/mm/usercopy.go) at the copy's fixup, which returns
+// the bytes not copied; false for any other fault.
+func userFixup(r *Regs, addr uintptr) bool {
+	if !mm.Fixable(addr) || !inKernel(r) {
+		return false
+	}
+	pc, ok := mm.UserFixup(uintptr(r.IP))
+	if ok {
+		r.IP = uint64(pc)
+	}
+	return ok
 }
 
 // fxArea is the FP/SSE save area trapCommon keeps below the frame r.

@@ -10,6 +10,7 @@ import (
 	"yolk/drivers/gtimer"
 	"yolk/drivers/psci"
 	"yolk/drivers/semihosting"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -110,7 +111,7 @@ func syncException(r *Regs, p *perCPU) {
 			if write {
 				code |= 2
 			}
-			if vm.PageFault(addr, code) {
+			if vm.PageFault(addr, code) || userFixup(r, addr) {
 				return
 			}
 			si := int32(segvMaperr)
@@ -149,6 +150,20 @@ func syncException(r *Regs, p *perCPU) {
 		}
 	}
 	fault(r, "")
+}
+
+// userFixup resumes a kernel-mode fault at a user address inside the
+// user copy (kernel/mm/usercopy.go) at the copy's fixup, which returns
+// the bytes not copied; false for any other fault.
+func userFixup(r *Regs, addr uintptr) bool {
+	if !mm.Fixable(addr) || !inKernel(r) {
+		return false
+	}
+	pc, ok := mm.UserFixup(uintptr(r.PC))
+	if ok {
+		r.PC = uint64(pc)
+	}
+	return ok
 }
 
 // SIGBUS and SIGTRAP codes.

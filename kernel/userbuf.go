@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
@@ -18,7 +20,10 @@ func userLen(lp uintptr) (int, abi.Errno) {
 	if !mm.UserW(lp, 4) {
 		return 0, abi.EFAULT
 	}
-	l := int32(*at[uint32](lp))
+	l, e := mm.Get[int32](lp)
+	if e != 0 {
+		return 0, e
+	}
 	if l < 0 {
 		return 0, abi.EINVAL
 	}
@@ -28,19 +33,18 @@ func userLen(lp uintptr) (int, abi.Errno) {
 // copyLen copies b to the program's buffer p and stores n at lp (checked
 // by userLen).
 func copyLen(b []byte, p, lp uintptr, n int) abi.Errno {
-	u, e := mm.UserBufW(p, uintptr(len(b)))
-	if e != 0 {
+	if e := mm.CopyOut(p, b); e != 0 {
 		return e
 	}
-	copy(u, b)
-	*at[uint32](lp) = uint32(n)
-	return 0
+	return mm.Put(lp, uint32(n))
 }
 
 // userIov checks the program's iovec array of cnt entries at p and every
 // buffer in it (write: the kernel fills them), as Linux's import_iovec:
 // EINVAL for more than 1024 entries or a negative length, EFAULT for bad
-// memory; the total is cut at maxRW.
+// memory; the total is cut at maxRW. The transfer reads the array again
+// as it goes (it may change meanwhile) and copies through the checks of
+// kernel/mm's user copy.
 func userIov(p, cnt uintptr, write bool) (net.Iov, abi.Errno) {
 	if cnt > uioMaxIov {
 		return net.Iov{}, abi.EINVAL
@@ -53,36 +57,59 @@ func userIov(p, cnt uintptr, write bool) (net.Iov, abi.Errno) {
 	}
 	total := 0
 	for i := uintptr(0); i < cnt; i++ {
-		base, l := *at[uintptr](p + i*16), *at[uintptr](p + i*16 + 8)
+		iov, e := mm.Get[[2]uintptr](p + i*16)
+		if e != 0 {
+			return net.Iov{}, e
+		}
+		base, l := iov[0], iov[1]
 		if int64(l) < 0 {
 			return net.Iov{}, abi.EINVAL
 		}
-		if _, e := userBuf(base, l, write); e != 0 {
-			return net.Iov{}, e
+		if !userRange(base, l, write) {
+			return net.Iov{}, abi.EFAULT
 		}
 		total += int(min(l, uintptr(maxRW-total)))
 	}
 	return net.Iov{Vec: p, N: int(cnt), Len: total}, 0
 }
 
-// userMsghdr reads the program's msghdr at p and its iovecs.
-func userMsghdr(p uintptr, write bool) (*msghdr, net.Iov, abi.Errno) {
+// userMsghdr copies in the program's msghdr at p and checks its iovecs
+// (write: recvmsg, which fills them and writes the header back).
+func userMsghdr(p uintptr, write bool) (msghdr, net.Iov, abi.Errno) {
 	if !mm.UserOK(p, msghdrSize) || write && !mm.UserW(p, msghdrSize) {
-		return nil, net.Iov{}, abi.EFAULT
+		return msghdr{}, net.Iov{}, abi.EFAULT
 	}
-	h := at[msghdr](p)
+	h, e := mm.Get[msghdr](p)
+	if e != 0 {
+		return msghdr{}, net.Iov{}, e
+	}
 	if h.iovlen > uioMaxIov {
-		return nil, net.Iov{}, abi.Errno(unix.EMSGSIZE)
+		return msghdr{}, net.Iov{}, abi.Errno(unix.EMSGSIZE)
 	}
 	v, e := userIov(h.iov, h.iovlen, write)
 	return h, v, e
 }
 
-// userBuf is the program's n bytes at p, checked for reading or, if write
-// (the kernel fills them), writing.
-func userBuf(p, n uintptr, write bool) ([]byte, abi.Errno) {
-	if write {
-		return mm.UserBufW(p, n)
+// userRange reports whether the program's n bytes at p may be read or,
+// if write (the kernel fills them), written: any p for n 0, as Linux's
+// access_ok (read(fd, NULL, 0) is 0, not EFAULT).
+func userRange(p, n uintptr, write bool) bool {
+	if n == 0 {
+		return true
 	}
-	return mm.UserBuf(p, n)
+	if int(n) < 0 {
+		return false
+	}
+	if write {
+		return mm.UserW(p, n)
+	}
+	return mm.UserOK(p, n)
+}
+
+// noEscape is b, hidden from escape analysis, for a call through a func
+// value the compiler cannot see into (the *at handlers' op, which does
+// not keep it): else a local buffer would move to the heap.
+func noEscape(b []byte) []byte {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return unsafe.Slice(at[byte](p), len(b))
 }

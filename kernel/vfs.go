@@ -101,10 +101,13 @@ func dirHandle(dirfd int, path []byte) (int, abi.Errno) {
 	return fs.AtCWD, badFD(dirfd, abi.Errno(unix.ENOTDIR))
 }
 
-// pathArgs reads a *at call's path and resolves its dirfd, with a
-// reference (fsPut).
-func pathArgs(dirfd int, p uintptr) (int, []byte, abi.Errno) {
-	path, e := mm.UserPath(p)
+// userPath holds a path copied from the program (mm.UserPath).
+type userPath = [fs.PathMax]byte
+
+// pathArgs copies a *at call's path into buf and resolves its dirfd,
+// with a reference (fsPut).
+func pathArgs(dirfd int, p uintptr, buf *userPath) (int, []byte, abi.Errno) {
+	path, e := mm.UserPath(p, buf)
 	if e != 0 {
 		return fs.AtCWD, nil, e
 	}
@@ -115,7 +118,8 @@ func pathArgs(dirfd int, p uintptr) (int, []byte, abi.Errno) {
 // installFS gives fs handle h a descriptor (closing h if none is free).
 func installFS(h int) (uintptr, abi.Errno) { return installHandle(fileFS, h) }
 
-// fsRead reads fs handle h; a pipe blocks until data or end of file.
+// fsRead reads fs handle h; a pipe blocks until data or end of file, or
+// a signal (made again under SA_RESTART, as Linux's pipe_read).
 func fsRead(h int, b []byte) (uintptr, abi.Errno) {
 	for {
 		pipe, addr, val, ok := vfs.Wait(h)
@@ -123,12 +127,16 @@ func fsRead(h int, b []byte) (uintptr, abi.Errno) {
 		if e != unix.EAGAIN || !ok || vfs.Nonblocking(h) {
 			return uintptr(n), abi.Errno(e)
 		}
-		sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
+		if blockIntr(&pipeWQ[pipe], 0, addr, val, 0) == sched.WakeSignal {
+			return 0, errRestartSys
+		}
 	}
 }
 
 // fsWrite writes to fs handle h; a pipe blocks until all is written, or
-// returns what was written before it would block (O_NONBLOCK) or broke.
+// returns what was written before it would block (O_NONBLOCK), broke or
+// a signal came (nothing written: made again under SA_RESTART, as Linux's
+// pipe_write).
 func fsWrite(h int, b []byte) (uintptr, abi.Errno) {
 	done := 0
 	for {
@@ -141,8 +149,11 @@ func fsWrite(h int, b []byte) (uintptr, abi.Errno) {
 			}
 			return 0, abi.Errno(e)
 		}
-		if e == unix.EAGAIN {
-			sched.Block(&pipeWQ[pipe], 0, addr, val, 0)
+		if e == unix.EAGAIN && blockIntr(&pipeWQ[pipe], 0, addr, val, 0) == sched.WakeSignal {
+			if done > 0 {
+				return uintptr(done), 0
+			}
+			return 0, errRestartSys
 		}
 	}
 }

@@ -44,6 +44,22 @@ var guestMachines = map[string][]string{
 	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2", "rpi3"},
 }
 
+// stressTests are the guest tests long by design — work fixed by count
+// (10⁶ futex operations, 10 000 connections) or by time. What they test
+// depends on the architecture, the interrupt controller and the CPU
+// count, not on the board around them, so in the default entries they
+// run on stressEntries (each architecture and CPU count once, both GIC
+// versions; 4 oversubscribed CPUs on microvm, not again on the Pi, where
+// 10⁶ futex operations alone take 80–150 s under TCG) and the other
+// boards skip them, to keep make test's time. Entries chosen with
+// $YOLK_MACHINE run everything.
+const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn)$"
+
+var stressEntries = map[string]bool{
+	"microvm:1": true, "microvm:2": true, "microvm:4": true,
+	"virt:1": true, "virt:2": true, "virt-gicv3:2": true,
+}
+
 // pcEntries are the entry names that boot the PC image (image.BuildISO,
 // the self-test's environment, arguments and boot archive built in) from
 // q35's CD-ROM drive through GRUB, with SeaBIOS or OVMF.
@@ -245,10 +261,18 @@ func TestGuest(t *testing.T) {
 
 	// The PC image: the amd64 kernel with a Multiboot2 header, in an
 	// ISO with this run's command line and boot archive.
+	// argsFor are an entry's arguments: the default entries outside
+	// stressEntries skip the stress tests.
+	argsFor := func(m string) []string {
+		if os.Getenv("YOLK_MACHINE") != "" || stressEntries[m] {
+			return args
+		}
+		return append([]string{"-skip", stressTests}, args...)
+	}
 	var iso string
 	for _, m := range machines {
 		if machine, _, _, _, _ := guestEntry(m); pcEntries[machine] != "" && iso == "" {
-			iso = buildSelftestISO(t, imgs["amd64"], outDir, env, args, initrd)
+			iso = buildSelftestISO(t, imgs["amd64"], outDir, env, argsFor(m), initrd)
 		}
 	}
 
@@ -262,7 +286,7 @@ func TestGuest(t *testing.T) {
 			case b != "":
 				img = imgs[b]
 			}
-			bootSelftest(t, img, initrd, env, args, m, timeout, outDir)
+			bootSelftest(t, img, initrd, env, argsFor(m), m, timeout, outDir)
 		})
 	}
 }
@@ -320,7 +344,24 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	netw := NetNone
 	var wr *wire
 	var fwds []Forward
+	var sh *shareHost
 	if board == "" {
+		// Shares for TestShare and TestShareReadOnly: every machine
+		// booted from its ELF has virtio.
+		sh = startShare(t)
+		env = append(slices.Clip(env), sh.env...)
+		if machine == "virt" {
+			// TestBootFiles from a share instead of the boot archive:
+			// the package's directory, read-only at its host path, the
+			// working directory from boot (yolk.cwd), as yolk test
+			// will give a package's module.
+			for _, e := range env {
+				if dir, ok := strings.CutPrefix(e, "YOLK_SELFTEST_DIR="); ok {
+					sh.shares = append(sh.shares, Share{HostDir: filepath.FromSlash(dir), GuestPath: dir, ReadOnly: true})
+					initrd = ""
+				}
+			}
+		}
 		netw = NetUser
 		// Servers on the host's loopback and a forward for TestWire*.
 		wr = startWire(t)
@@ -364,6 +405,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		Args:     args,
 		Net:      netw,
 		Forwards: fwds,
+		Shares:   sh.list(),
 		Stdout:   logFile,
 		Stderr:   logFile,
 		Stdin:    stdin,
@@ -376,6 +418,9 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 			}
 			if wr != nil {
 				wr.line(l)
+			}
+			if sh != nil {
+				sh.line(l)
 			}
 			rep.Line(l)
 		},
@@ -420,6 +465,15 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	}
 	if gt := rep.Test("TestArgsEnv"); gt != nil && gt.Result == report.Skip {
 		t.Errorf("guest TestArgsEnv skipped: the guest did not see %s passed on the kernel command line", guestEnvKey)
+	}
+	if sh != nil {
+		for _, name := range []string{"TestShare", "TestShareReadOnly"} {
+			if gt := rep.Test(name); gt != nil && gt.Result == report.Skip {
+				t.Errorf("guest %s skipped though TestGuest gave the guest its shares", name)
+			}
+		}
+		gt := rep.Test("TestShare")
+		sh.done(t, gt != nil && gt.Result != report.Skip)
 	}
 	if gt := rep.Test("TestNIC"); gt != nil && gt.Result == report.Skip && netw != NetNone {
 		t.Errorf("guest TestNIC skipped: the kernel found no NIC although QEMU had one (-net %s)", netw)

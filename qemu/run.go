@@ -157,6 +157,11 @@ type Config struct {
 	Net      string
 	Forwards []Forward
 
+	// Shares are host directories the guest sees (share.go); not on
+	// the rpi3 board (no virtio) nor in a PC image (its command line is
+	// built in).
+	Shares []Share
+
 	// GDB, if non-zero, starts QEMU halted (-S) with its gdb stub on
 	// this TCP port: a debugger attaches (GDBCommand) and continues.
 	GDB int
@@ -234,6 +239,9 @@ type Result struct {
 // QEMUArgs returns the QEMU command-line arguments for c (without the binary).
 func QEMUArgs(c Config) ([]string, error) {
 	if c.Board == "pc" {
+		if len(c.Shares) > 0 {
+			return nil, errors.New("board pc: no -share (the PC image carries its own command line)")
+		}
 		return pcArgs(c)
 	}
 	arch, err := image.CheckArch(c.Arch)
@@ -265,6 +273,9 @@ func QEMUArgs(c Config) ([]string, error) {
 		if c.Net != "" && c.Net != NetNone || len(c.Forwards) > 0 {
 			return nil, fmt.Errorf("board rpi3 has no network device (loopback only): want no -net or -net none")
 		}
+		if len(c.Shares) > 0 {
+			return nil, fmt.Errorf("board rpi3 has no virtio: no -share (the boot archive, -dir, gives it files)")
+		}
 		cpu, mem, smp = "cortex-a53", "1G", 4
 		kernel = []string{"-kernel", filepath.Join(c.Image, "kernel8.img"), "-dtb", filepath.Join(c.Image, image.RPi3DTB)}
 	case arch == "arm64":
@@ -282,6 +293,16 @@ func QEMUArgs(c Config) ([]string, error) {
 	netArgs, err := netArgs(c.Net, c.Forwards, arch == "amd64" && machine != "microvm")
 	if err != nil {
 		return nil, err
+	}
+	if len(c.Shares) > 0 && c.Board != "" {
+		return nil, fmt.Errorf("board %s: no -share (its image carries its own command line)", c.Board)
+	}
+	shareArgs, shareEnv, err := shareArgs(c.Shares, arch == "amd64" && machine != "microvm")
+	if err != nil {
+		return nil, err
+	}
+	if len(shareEnv) > 0 {
+		env = append(slices.Clip(env), shareEnv...)
 	}
 	var initrd []string
 	if c.Initrd != "" {
@@ -320,6 +341,7 @@ func QEMUArgs(c Config) ([]string, error) {
 	}
 	args = append(args, initrd...)
 	args = append(args, netArgs...)
+	args = append(args, shareArgs...)
 	if args, err = gdbArgs(args, c.GDB); err != nil {
 		return nil, err
 	}

@@ -74,6 +74,11 @@ type CPU struct {
 	wakeIPIs      uint64 // atomic: wake-up interrupts sent from here
 	preempts      uint64 // atomic: involuntary switches (Preempt) made here
 
+	// onSince is when the current task began to run here; acct is odd
+	// while a switch updates it with the tasks' CPU time (cputime.go).
+	onSince int64  // atomic
+	acct    uint32 // atomic
+
 	timers timers
 }
 

@@ -40,6 +40,9 @@
 // its own min-heap (timer.go); the kernel arms that CPU's one-shot timer
 // for the earliest and calls ExpireTimers from its interrupt.
 //
+// CPU time: each task's time on a CPU is counted at its switches
+// (cputime.go), for the kernel's CPU clocks and CPU-time timers.
+//
 // Wait queues (futex buckets, epoll) are TWA-locked lists, not the
 // paper's lock-free queue: a wake-up takes the waiters with one key out of
 // the middle of the list and a timed-out waiter unlinks itself from

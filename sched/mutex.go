@@ -55,6 +55,7 @@ func (m *Mutex) Lock() (handedOver bool) {
 	}
 	m.lock.Unlock()
 	t.mx = m.addr()
+	t.intrAddr = 0 // not interruptible: Interrupt leaves this wait alone
 	t.newWait()
 	switchTo(pickNext(), finMutex)
 	// Resumed as the owner: by an Unlock (handed over) or by commitMutex.

@@ -58,6 +58,7 @@ func adopt(c *CPU, t *Task) {
 	atomic.StoreInt32(&t.oncpu, int32(c.ID+1))
 	c.cur, c.idle = t.addr(), t.addr()
 	atomic.StoreInt64(&c.spentAt, math.MaxInt64)
+	atomic.StoreInt64(&c.onSince, clock.Nanotime())
 	c.GSlot = uintptr(unsafe.Pointer(&t.g))
 	c.KStackTop = t.KStackHi
 }
@@ -120,7 +121,7 @@ func switchTo(next *Task, fin uint32) {
 	if atomic.LoadUint32(&c.preemptKicked) != 0 {
 		atomic.StoreUint32(&c.preemptKicked, 0)
 	}
-	c.cur = next.addr()
+	c.account(cur, next)
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
 	FinishSwitch()
@@ -146,6 +147,7 @@ func FinishSwitch() {
 	case finMutex:
 		prev.commitMutex()
 	case finExit:
+		retire(prev)
 		domain.Release(&prev.item)
 		prev.setState(stFree)
 	}

@@ -60,7 +60,9 @@ type Task struct {
 	key      uintptr // wake-up key (e.g. futex address)
 	condAddr uintptr // block only while *condAddr == condVal
 	condVal  uint32
-	timedOut bool
+	woken    Woken   // why the last wait ended
+	intrAddr uintptr // interruptible wait: ends once *intrAddr&^intrMask != 0 (0: not interruptible)
+	intrMask uint64
 	deadline int64   // ns; 0 = none
 	mx       uintptr // *Mutex being waited for
 	mxHanded bool    // the mutex was handed over by an Unlock
@@ -72,6 +74,10 @@ type Task struct {
 	tidx  int32   // index in that heap
 	tseq  uint32  // the wait (seq) the entry is for
 	tnext uintptr // list of tasks ExpireTimers woke
+
+	// cpuTime is the CPU time the task used before its current run, in ns
+	// (atomic; cputime.go).
+	cpuTime int64
 }
 
 var tasks [MaxTasks]Task
@@ -135,8 +141,9 @@ func Alloc() *Task {
 			t.UserFS = 0
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
-			t.timedOut = false
+			t.woken, t.intrAddr = WakeUp, 0
 			t.used = 0
+			atomic.StoreInt64(&t.cpuTime, 0)
 			return t
 		}
 	}

@@ -156,7 +156,7 @@ func ExpireTimers(until int64) (next int64, woke bool) {
 	for expired != 0 {
 		t := taskAt(expired)
 		expired = t.tnext
-		t.finishWake(true)
+		t.finishWake(WakeTimeout)
 	}
 	return next, woke
 }

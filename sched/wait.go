@@ -22,41 +22,89 @@ func (q *WaitQueue) addr() uintptr { return uintptr(unsafe.Pointer(q)) }
 
 func wqAt(a uintptr) *WaitQueue { return (*WaitQueue)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
 
+// Woken says why a wait ended.
+type Woken uint8
+
+const (
+	WakeUp      Woken = iota // Wake named the task, or its condition changed
+	WakeTimeout              // the deadline passed
+	WakeSignal               // interrupted (BlockIntr)
+)
+
 // Block stops the current task until Wake names it with key, or until the
 // monotonic time deadline (0: none) passes, unless *condAddr != condVal when
 // checked after the task is queued (condAddr 0: no condition). wq may be nil
 // for a pure sleep. It reports whether the deadline ended the wait; then it
 // returns at or after the deadline.
 func Block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64) (timedOut bool) {
+	return block(wq, key, condAddr, condVal, deadline, 0, 0) == WakeTimeout
+}
+
+// BlockIntr is Block made interruptible: the wait also ends, with
+// WakeSignal, when the 64-bit word at intrAddr has a bit outside mask —
+// already when the task is queued, or later when a CPU that set such a bit
+// calls Interrupt (the kernel's pending signals and the task's signal
+// mask).
+func BlockIntr(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64, intrAddr uintptr, mask uint64) Woken {
+	return block(wq, key, condAddr, condVal, deadline, intrAddr, mask)
+}
+
+func block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64, intrAddr uintptr, mask uint64) Woken {
 	t := Current()
 	t.wq = 0
 	if wq != nil {
 		t.wq = wq.addr()
 	}
 	t.key, t.condAddr, t.condVal, t.deadline = key, condAddr, condVal, deadline
-	t.timedOut = false
+	t.intrAddr, t.intrMask = intrAddr, mask
+	t.woken = WakeUp
 	t.newWait()
 	switchTo(pickNext(), finBlock)
-	if t.timedOut {
+	if t.woken == WakeTimeout {
 		// The timer interrupt is armed early by its usual lateness and
 		// may have woken this task up to that much before the deadline.
 		for clock.Nanotime() < deadline {
 			pause()
 		}
 	}
-	return t.timedOut
+	return t.woken
+}
+
+// Interrupt ends t's wait, as WakeSignal, if t is blocked in BlockIntr and
+// the word it named has a bit outside its mask. The caller has set that
+// bit first (an atomic store). No lost wake-up: the caller stores the bit,
+// then loads t's state; commitBlock stores the blocked state, then loads
+// the word. Both are sequentially consistent atomics, so at least one of
+// the two sees the other's store — Interrupt sees t blocked, or
+// commitBlock sees the bit and ends the wait itself. A task not yet
+// blocked (running, or switched away and not yet committed) is covered by
+// the second, a task already woken needs nothing.
+func (t *Task) Interrupt() {
+	s := atomic.LoadUint64(&t.state)
+	if uint32(s) != stBlocked {
+		return
+	}
+	// Read after the state: if the wait is still s's (the compare-and-swap
+	// in wake checks that), these are the fields that wait published.
+	a, m := t.intrAddr, t.intrMask
+	if a == 0 || atomic.LoadUint64((*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&a))))&^m == 0 {
+		return
+	}
+	t.wake(uint32(s>>32), WakeSignal)
 }
 
 // commitBlock is the finBlock finalizer, run by the next task on t. t goes
 // into this CPU's timer heap and onto its wait queue before its state says
 // blocked, so any waker that sees it blocked finds it complete; then the
 // condition is checked once more, which catches a change made before t was
-// on the queue (no lost wake-up).
+// on the queue (no lost wake-up), and so is an interruptible wait's word
+// (Interrupt says why that catches a bit set before t was blocked).
 func (t *Task) commitBlock() {
 	// Everything the re-check needs is read before t is published: once it
 	// is marked blocked another CPU may wake it, run it and start its next
 	// wait, whose condition and wait count are not this one's.
 	seq, condAddr, condVal := t.seq(), t.condAddr, t.condVal
+	intrAddr, intrMask := t.intrAddr, t.intrMask
 	if t.deadline != 0 {
 		t.timerAdd(seq)
 	}
@@ -75,8 +123,13 @@ func (t *Task) commitBlock() {
 	} else {
 		t.setState(stBlocked)
 	}
-	if condAddr != 0 && atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&condAddr)))) != condVal {
-		t.wake(seq, false)
+	// A futex word is the program's memory, which another thread may
+	// have unmapped: it is read through the user copy, and a fault wakes
+	// the task (the caller sees a spurious wake-up).
+	if condAddr != 0 && condChanged(condAddr, condVal) {
+		t.wake(seq, WakeUp)
+	} else if intrAddr != 0 && atomic.LoadUint64((*uint64)(*(*unsafe.Pointer)(unsafe.Pointer(&intrAddr))))&^intrMask != 0 {
+		t.wake(seq, WakeSignal)
 	}
 }
 
@@ -97,26 +150,26 @@ func (q *WaitQueue) unlink(t *Task) {
 
 // wake makes t ready if it is still blocked in wait seq; false if someone
 // else woke that wait first.
-func (t *Task) wake(seq uint32, timedOut bool) bool {
+func (t *Task) wake(seq uint32, why Woken) bool {
 	if !t.casState(seq, stBlocked, stReady) {
 		return false
 	}
 	t.timerCancel()
-	t.finishWake(timedOut)
+	t.finishWake(why)
 	return true
 }
 
 // finishWake completes the wake-up of t, whose state the caller has just
 // moved from blocked to ready (so nobody else touches its wait fields):
 // off its wait queue, and onto the ready queue.
-func (t *Task) finishWake(timedOut bool) {
+func (t *Task) finishWake(why Woken) {
 	if t.wq != 0 {
 		q := wqAt(t.wq)
 		q.lock.Lock()
 		q.unlink(t)
 		q.lock.Unlock()
 	}
-	t.timedOut = timedOut
+	t.woken = why
 	makeReady(t)
 }
 
@@ -151,8 +204,19 @@ func (q *WaitQueue) Wake(key uintptr, n int) int {
 		rev = t.wnext
 		t.wnext = 0
 		t.timerCancel()
-		t.timedOut = false
+		t.woken = WakeUp
 		makeReady(t)
 	}
 	return count
 }
+
+// condChanged reports whether the word at a, the program's, no longer
+// holds v or cannot be read.
+func condChanged(a uintptr, v uint32) bool {
+	w, ok := loadCond(a)
+	return !ok || w != v
+}
+
+// BlockedInterruptibly reports whether t is blocked in a wait a signal
+// ends (BlockIntr). A hint: the answer may change as soon as it is given.
+func (t *Task) BlockedInterruptibly() bool { return t.st() == stBlocked && t.intrAddr != 0 }

@@ -276,6 +276,27 @@ func (f *forwardFlag) Set(s string) error {
 	return nil
 }
 
+// shareFlag collects -share host directories (checked at once: a missing
+// directory is an error before the boot).
+type shareFlag []qemu.Share
+
+func (f *shareFlag) String() string {
+	var s []string
+	for _, x := range *f {
+		s = append(s, x.HostDir+":"+x.GuestPath)
+	}
+	return strings.Join(s, " ")
+}
+
+func (f *shareFlag) Set(s string) error {
+	x, err := qemu.ParseShare(s)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, x)
+	return nil
+}
+
 // runNet is the network yolk run gives the guest: -net as given, else
 // the user network (none on the rpi3 board, which has no NIC); -p needs
 // the user network.
@@ -314,6 +335,8 @@ func run(args []string) int {
 	netFlag := fs.String("net", qemu.NetUser, "the guest's network: user (QEMU's user network: the guest is 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3), none, or tap:IFNAME (a tap interface the host set up); a virtio-net NIC (the rpi3 board has none)")
 	var fwds forwardFlag
 	fs.Var(&fwds, "p", "forward a host port to the guest on the user network: `[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]` (HOSTADDR default 127.0.0.1; repeatable)")
+	var shares shareFlag
+	fs.Var(&shares, "share", "give the guest this host directory, writable (virtio-9p): `HOSTDIR[:GUESTPATH][:ro]` (GUESTPATH default HOSTDIR's absolute path; :ro read-only, EROFS; repeatable, at most 4; not on -board rpi3 or pc)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board rpi3 [flags] dir|dir.img [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")
 		fs.PrintDefaults()
@@ -357,6 +380,10 @@ func run(args []string) int {
 	switch *board {
 	case "":
 	case "rpi3":
+		if len(shares) > 0 {
+			fmt.Fprintln(os.Stderr, "yolk run: -board rpi3 has no virtio: no -share (-dir gives it files in the boot archive)")
+			return 2
+		}
 		if (setFlags["machine"] && *machine != qemu.RPi3Machine) || *smp != 4 || (*mem != "1G" && *mem != "1024M") {
 			fmt.Fprintf(os.Stderr, "yolk run: -board %s is QEMU %s with 4 cores and 1 GiB: leave -machine, -smp and -m out\n", *board, qemu.RPi3Machine)
 			return 2
@@ -370,7 +397,7 @@ func run(args []string) int {
 			fmt.Fprintf(os.Stderr, "yolk run: -firmware %q: want %s\n", *firmware, strings.Join(qemu.Firmwares, " or "))
 			return 2
 		}
-		if len(env) > 0 || *dir != "" || fs.NArg() > 1 {
+		if len(env) > 0 || *dir != "" || fs.NArg() > 1 || len(shares) > 0 {
 			fmt.Fprintf(os.Stderr, "yolk run: %v\n", qemu.ErrFixedCmdline)
 			return 2
 		}
@@ -470,6 +497,7 @@ func run(args []string) int {
 		Initrd:   initrd,
 		Net:      netw,
 		Forwards: fwds,
+		Shares:   shares,
 		GDB:      *gdb,
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,134 +27,33 @@ const testUsage = `usage: yolk test [flags] [packages] [-args test binary argume
 Builds each package's test binary with the kernel linked in, boots it in
 QEMU and prints "ok", "FAIL" and "?" lines as go test does; exits 1 if any
 package failed. Packages are go test's patterns (./..., ./sync/ces, strings).
-
-Test flags (passed to the test binary as -test.X):
-  -run, -skip, -bench, -benchtime, -count, -timeout (default 10m), -cpu, -v, -short
+Flags are go test's (the README has the table of what each does here):
+  to the test binary: -run -skip -bench -benchtime -benchmem -count -cpu -failfast
+    -fullpath -list -parallel -short -shuffle -timeout (default 10m) -v
+    -fuzztime -fuzzminimizetime -memprofilerate -blockprofilerate -mutexprofilefraction
+  to the build: -a -asmflags -buildvcs -compiler gc -cover -covermode -coverpkg -gcflags
+    -installsuffix -ldflags -mod -modcacherw -modfile -pgo -pkgdir -tags -toolexec
+    -trimpath -work -x -debug-actiongraph -debug-runtime-trace -debug-trace
+  yolk test's own: -C dir (first: run there), -c (write NAME.test, the bootable image, and do not boot it),
+    -o file|dir, -json (go tool test2json over the guest's output), -p N (packages
+    built and booted at once; default GOMAXPROCS), -vet list|off|all (go vet on the
+    host before the boot, go test's analyzers by default)
+  output files, on the host where go test writes them (through a host share at
+    /yolk/out): -coverprofile -cpuprofile -memprofile -blockprofile -mutexprofile
+    -trace -outputdir dir (default: the working directory) -artifacts; the profiles
+    take one package and keep the image as NAME.test for go tool pprof
+  refused with the reason: -race -msan -asan -fuzz -exec -n -buildmode -linkshared
+    -gccgoflags -overlay
 Guest flags:
   -arch amd64|arm64 (default $GOARCH if one of them, else amd64),
   -accel auto|kvm|tcg, -machine microvm|pc|q35 (amd64) or virt|virt-gicv3 (arm64),
   -m 512M, -smp 1, -e KEY=VALUE (repeatable)
 
-QEMU is killed a minute after -timeout, as go test kills a test binary.
+The guest sees the package's module read-only at its own path (nearest
+files first, up to a budget), the package directory as its working
+directory, and $GOROOT (lib/, and src/ for standard packages) with GOROOT
+set. QEMU is killed a minute after -timeout, as go test kills a test binary.
 `
-
-// Flags of yolk test: those passed to the test binary as -test.NAME, and
-// those that configure the guest.
-var (
-	testValueFlags = map[string]bool{"run": true, "skip": true, "bench": true, "benchtime": true, "count": true, "timeout": true, "cpu": true}
-	testBoolFlags  = map[string]bool{"v": true, "short": true}
-	guestFlags     = map[string]bool{"arch": true, "accel": true, "machine": true, "m": true, "smp": true, "e": true}
-)
-
-// testConfig is a parsed yolk test command line.
-type testConfig struct {
-	patterns []string
-	testArgs []string // for the test binary: -test.X flags, then what follows -args
-	verbose  bool
-	bench    bool
-	timeout  time.Duration // the test binary's -test.timeout; 0: none
-	arch     string
-	accel    string
-	machine  string
-	mem      string
-	smp      int
-	env      []string
-}
-
-// parseTestArgs parses yolk test's command line. Flags and package patterns
-// may be mixed, as for go test; everything after -args goes to the test
-// binary unchanged.
-func parseTestArgs(args []string) (*testConfig, error) {
-	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", mem: "512M", smp: 1}
-	var pass []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "-args" || a == "--args" {
-			pass = args[i+1:]
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			c.patterns = append(c.patterns, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		name = strings.TrimPrefix(name, "test.")
-		switch {
-		case testBoolFlags[name]:
-			on := true
-			if hasVal {
-				b, err := strconv.ParseBool(val)
-				if err != nil {
-					return nil, fmt.Errorf("invalid boolean value %q for -%s", val, name)
-				}
-				on = b
-			}
-			if name == "v" {
-				c.verbose = on
-			}
-			c.testArgs = append(c.testArgs, fmt.Sprintf("-test.%s=%t", name, on))
-			continue
-		case testValueFlags[name] || guestFlags[name]:
-		default:
-			return nil, fmt.Errorf("flag provided but not defined: -%s", name)
-		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				return nil, fmt.Errorf("flag needs an argument: -%s", name)
-			}
-			i++
-			val = args[i]
-		}
-		switch name {
-		case "timeout":
-			d, err := time.ParseDuration(val)
-			if err != nil || d < 0 {
-				return nil, fmt.Errorf("invalid value %q for -timeout: want a duration such as 10m", val)
-			}
-			c.timeout = d
-		case "bench":
-			c.bench = val != ""
-			c.testArgs = append(c.testArgs, "-test.bench="+val)
-		case "arch":
-			c.arch = val
-		case "accel":
-			c.accel = val
-		case "machine":
-			c.machine = val
-		case "m":
-			c.mem = val
-		case "smp":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 1 || n > qemu.MaxCPUs {
-				return nil, fmt.Errorf("-smp %s: the kernel runs 1 to %d CPUs", val, qemu.MaxCPUs)
-			}
-			c.smp = n
-		case "e":
-			var e envFlag
-			if err := e.Set(val); err != nil {
-				return nil, fmt.Errorf("-e %s: %v", val, err)
-			}
-			c.env = append(c.env, val)
-		default:
-			c.testArgs = append(c.testArgs, "-test."+name+"="+val)
-		}
-	}
-	// go test always passes these two.
-	c.testArgs = append(c.testArgs, "-test.paniconexit0", "-test.timeout="+c.timeout.String())
-	c.testArgs = append(c.testArgs, pass...)
-	arch, err := targetArch(c.arch)
-	if err != nil {
-		return nil, err
-	}
-	c.arch = arch
-	if c.machine == "" {
-		c.machine = qemu.MachinesFor(arch)[0]
-	}
-	if other := qemu.ArchOfMachine(c.machine); other != arch {
-		return nil, fmt.Errorf("-machine %s: want one of %s for %s", c.machine, strings.Join(qemu.MachinesFor(arch), ", "), arch)
-	}
-	return c, nil
-}
 
 // listedPackage is what yolk test reads from go list -json.
 type listedPackage struct {
@@ -163,14 +63,25 @@ type listedPackage struct {
 	Standard     bool
 	TestGoFiles  []string
 	XTestGoFiles []string
-	Error        *struct{ Err string }
+	Module       *struct {
+		Path string
+		Dir  string
+	}
+	Error *struct{ Err string }
 }
 
 // listPackages resolves go test patterns with go list, for the guest's
-// GOOS and GOARCH (arch), so that a package's arch-specific test files
-// count. Packages that cannot be loaded come back with Error set.
-func listPackages(ctx context.Context, arch string, patterns []string) ([]listedPackage, error) {
-	args := append([]string{"list", "-e", "-json=ImportPath,Dir,Name,Standard,TestGoFiles,XTestGoFiles,Error"}, patterns...)
+// GOOS and GOARCH (arch) and the build flags given, so that a package's
+// arch-specific and tagged test files count. Packages that cannot be
+// loaded come back with Error set.
+func listPackages(ctx context.Context, arch string, flags, patterns []string) ([]listedPackage, error) {
+	args := []string{"list", "-e", "-json=ImportPath,Dir,Name,Standard,TestGoFiles,XTestGoFiles,Module,Error"}
+	for _, f := range flags {
+		if name, _, _ := strings.Cut(f, "="); name == "-tags" || name == "-mod" || name == "-modfile" {
+			args = append(args, f)
+		}
+	}
+	args = append(args, patterns...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 	var errb bytes.Buffer
@@ -206,8 +117,14 @@ func test(args []string) int {
 	}
 	c, err := parseTestArgs(args)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "yolk test: %v\n%s", err, testUsage)
+		fmt.Fprintf(os.Stderr, "yolk test: %v\n", err)
 		return 2
+	}
+	if c.chdir != "" {
+		if err := os.Chdir(c.chdir); err != nil {
+			fmt.Fprintf(os.Stderr, "yolk test: -C: %v\n", err)
+			return 2
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -219,127 +136,337 @@ func test(args []string) int {
 	return code
 }
 
+// tester holds what every package's run shares.
+type tester struct {
+	c      *testConfig
+	tmp    string
+	goroot string
+	main   string // the main module's directory, "" outside a module
+	outDir string // where the output files go (-outputdir), absolute
+	cover  *coverProfile
+	many   bool // more than one package
+	stream bool // print the test binary's output as go test does in package-list mode with -v
+
+	accelOnce sync.Once
+	qemuBin   string
+	accel     string
+	accelErr  error
+	accelCode int
+	stderr    io.Writer // yolk's own notes (the accelerator line)
+}
+
 // runTests tests every package c names and returns the exit status.
 func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int {
 	// As go test: no patterns means the package in the current directory,
-	// and then, or with -bench, the output streams.
-	stream := c.verbose || c.bench || len(c.patterns) == 0
+	// and then, or with -v, -bench or -list, the output streams.
 	patterns := c.patterns
 	if len(patterns) == 0 {
 		patterns = []string{"."}
 	}
-	pkgs, err := listPackages(ctx, c.arch, patterns)
+	pkgs, err := listPackages(ctx, c.arch, c.buildFlags, patterns)
 	if err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		return 1
 	}
-	var goroot string
-	if out, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output(); err == nil {
-		goroot = strings.TrimSpace(string(out))
+	if f := c.profileFlag(); f != "" && len(pkgs) != 1 {
+		fmt.Fprintf(stderr, "cannot use -%s flag with multiple packages\n", f)
+		return 1
 	}
-	tmp, err := os.MkdirTemp("", "yolk-test-")
-	if err != nil {
+	if c.output != "" && len(pkgs) > 1 {
+		if _, err := c.imagePath("x", true); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			return 2
+		}
+	}
+	t := &tester{c: c, many: len(pkgs) > 1, stream: c.verbose || c.bench || c.list || len(c.patterns) == 0, stderr: stderr}
+	if out, err := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOMOD").Output(); err == nil {
+		f := strings.Split(string(out), "\n")
+		t.goroot = strings.TrimSpace(f[0])
+		if len(f) > 1 && strings.HasSuffix(strings.TrimSpace(f[1]), ".mod") {
+			t.main = filepath.Dir(strings.TrimSpace(f[1]))
+		}
+	}
+	if t.tmp, err = os.MkdirTemp("", "yolk-test-"); err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
+	defer os.RemoveAll(t.tmp)
+	if t.outDir, err = filepath.Abs(cmp.Or(c.outputDir, ".")); err != nil {
+		fmt.Fprintf(stderr, "yolk test: -outputdir: %v\n", err)
+		return 1
+	}
+	if c.files["coverprofile"] != "" && !c.compile {
+		if err := t.createCoverProfile(); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			return 1
+		}
+		defer t.cover.f.Close()
+	}
 
-	var (
-		qemuBin string
-		choice  *qemu.AccelChoice
-	)
 	failed := false
 	// go test reports the packages it cannot load first.
 	for _, p := range pkgs {
 		if p.Error != nil {
-			fmt.Fprintf(stderr, "# %s\n%s\n", p.ImportPath, strings.TrimSpace(p.Error.Err))
-			fmt.Fprintf(stdout, "FAIL\t%s [setup failed]\n", p.ImportPath)
+			t.loadError(p, stdout, stderr)
 			failed = true
 		}
 	}
-	for i, p := range pkgs {
-		if ctx.Err() != nil {
-			return 130
-		}
-		if p.Error != nil {
-			continue
-		}
-		if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
-			fmt.Fprintf(stdout, "?   \t%s\t[no test files]\n", p.ImportPath)
-			continue
-		}
-		img := filepath.Join(tmp, fmt.Sprintf("%d-%s.test.elf", i, p.Name))
-		var buildLog bytes.Buffer
-		_, err := image.BuildTest(ctx, image.TestPackage{ImportPath: p.ImportPath, Dir: p.Dir, Name: p.Name, Standard: p.Standard},
-			image.Options{Output: img, Arch: c.arch, Stderr: &buildLog})
-		if err != nil {
-			stderr.Write(buildLog.Bytes())
-			if be := (*image.BuildError)(nil); errors.As(err, &be) {
-				fmt.Fprintf(stdout, "FAIL\t%s [build failed]\n", p.ImportPath)
-			} else {
-				fmt.Fprintf(stderr, "yolk test: %v\n", err)
-				fmt.Fprintf(stdout, "FAIL\t%s [setup failed]\n", p.ImportPath)
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if c.procs == 1 || len(pkgs) == 1 {
+		for i, p := range pkgs {
+			if parent.Err() != nil {
+				return 130
 			}
-			failed = true
-			continue
-		}
-		if choice == nil {
-			if qemuBin, err = qemu.FindQEMUFor(c.arch); err != nil {
-				fmt.Fprintf(stderr, "yolk: %v\n", err)
-				return 127
+			if p.Error != nil {
+				continue
 			}
-			ch, err := qemu.ChooseAccel(ctx, qemu.AccelOptions{Mode: c.accel, Arch: c.arch, Machine: c.machine, QEMU: qemuBin})
-			if err != nil {
-				fmt.Fprintf(stderr, "yolk: %v\n", err)
-				return 2
+			if code, o := t.runPackage(ctx, i, p, stdout, stderr); code != 0 {
+				return code
+			} else if o != passed {
+				failed = true
+				if o == testFailed && c.failfast {
+					break // go test starts no other package after a test binary failed
+				}
 			}
-			choice = &ch
-			fmt.Fprintln(stderr, ch)
 		}
-		initrd := filepath.Join(tmp, fmt.Sprintf("%d-%s.tar", i, p.Name))
-		if err := writePackageTree(p.Dir, goroot, initrd); err != nil {
-			fmt.Fprintf(stderr, "yolk test: %v\n", err)
-			fmt.Fprintf(stdout, "FAIL\t%s [setup failed]\n", p.ImportPath)
-			failed = true
-			continue
+	} else {
+		f, code := t.parallel(ctx, cancel, pkgs, stdout, stderr)
+		if code != 0 {
+			return code
 		}
-		if !runTestImage(ctx, c, qemuBin, choice.Accel, p.ImportPath, p.Dir, img, initrd, stream, stdout) {
-			failed = true
-		}
-		os.Remove(img)
-		os.Remove(initrd)
+		failed = failed || f
+	}
+	if parent.Err() != nil {
+		return 130
 	}
 	if failed {
-		fmt.Fprintln(stdout, "FAIL")
+		if !c.json { // go test -json ends with the events
+			fmt.Fprintln(stdout, "FAIL")
+		}
 		return 1
 	}
 	return 0
 }
 
-// writePackageTree writes the boot archive a test binary gets, as go test
-// gives it on the host: the package directory at its own path (read-only in
-// the guest, and its working directory), with its files and its testdata
-// tree (its other subdirectories, which are other packages, only as empty
-// directories: a listing of the package directory sees them), and
-// $GOROOT/lib/time/zoneinfo.zip for the time zone tests.
-func writePackageTree(dir, goroot, name string) error {
-	t := qemu.NewTree()
-	if err := t.AddDir(dir, filepath.ToSlash(dir), false); err != nil {
-		return fmt.Errorf("boot archive of %s: %v", dir, err)
+// parallel runs up to -p packages at once, each into its own buffers,
+// and prints them in package order; it reports whether one failed, and
+// the exit status when yolk test cannot go on.
+func (t *tester) parallel(ctx context.Context, cancel func(), pkgs []listedPackage, stdout, stderr io.Writer) (bool, int) {
+	type result struct {
+		out, errb bytes.Buffer
+		o         outcome
+		code      int
+		done      chan struct{}
 	}
-	td := filepath.Join(dir, "testdata")
-	if st, err := os.Stat(td); err == nil && st.IsDir() {
-		if err := t.AddDir(td, filepath.ToSlash(td), true); err != nil {
-			return fmt.Errorf("boot archive of %s: %v", td, err)
+	res := make([]*result, len(pkgs))
+	sem := make(chan struct{}, t.c.procs)
+	for i, p := range pkgs {
+		r := &result{done: make(chan struct{})}
+		res[i] = r
+		go func() {
+			defer close(r.done)
+			if p.Error != nil {
+				return
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			r.code, r.o = t.runPackage(ctx, i, p, &r.out, &r.errb)
+		}()
+	}
+	failed, stop, code := false, false, 0
+	for _, r := range res {
+		<-r.done
+		if stop {
+			continue
+		}
+		stderr.Write(r.errb.Bytes())
+		stdout.Write(r.out.Bytes())
+		if r.code != 0 {
+			code, stop = r.code, true
+			cancel()
+			continue
+		}
+		if r.o != passed {
+			failed = true
+		}
+		if r.o == testFailed && t.c.failfast {
+			stop = true
+			cancel()
 		}
 	}
-	zi := filepath.Join(goroot, "lib", "time", "zoneinfo.zip")
-	if _, err := os.Stat(zi); goroot != "" && err == nil {
-		if err := t.AddFile(zi, filepath.ToSlash(zi)); err != nil {
-			return fmt.Errorf("boot archive: %v", err)
+	return failed, code
+}
+
+// loadError reports a package go list could not load, as go test does.
+func (t *tester) loadError(p listedPackage, stdout, stderr io.Writer) {
+	msg := strings.TrimSpace(p.Error.Err)
+	if !t.c.json {
+		fmt.Fprintf(stderr, "# %s\n%s\n", p.ImportPath, msg)
+		fmt.Fprintf(stdout, "FAIL\t%s [setup failed]\n", p.ImportPath)
+		return
+	}
+	writeBuildEvents(stdout, p.ImportPath, "# "+p.ImportPath+"\n"+msg+"\n")
+	writeFailEvents(stdout, p.ImportPath, "FAIL\t"+p.ImportPath+" [setup failed]\n", p.ImportPath)
+}
+
+// chooseAccel finds QEMU and the accelerator once, for the first image
+// that boots.
+func (t *tester) chooseAccel(ctx context.Context) error {
+	t.accelOnce.Do(func() {
+		if t.qemuBin, t.accelErr = qemu.FindQEMUFor(t.c.arch); t.accelErr != nil {
+			t.accelCode = 127
+			return
+		}
+		ch, err := qemu.ChooseAccel(ctx, qemu.AccelOptions{Mode: t.c.accel, Arch: t.c.arch, Machine: t.c.machine, QEMU: t.qemuBin})
+		if err != nil {
+			t.accelErr, t.accelCode = err, 2
+			return
+		}
+		t.accel = ch.Accel
+		fmt.Fprintln(t.stderr, ch)
+	})
+	return t.accelErr
+}
+
+// outcome is how a package's test went.
+type outcome int
+
+const (
+	passed     outcome = iota
+	failed             // before its test binary ran: build, vet, setup
+	testFailed         // its test binary failed (what stops later packages under -failfast)
+)
+
+// runPackage vets, builds and boots package p's tests, writing what go
+// test writes for it to stdout and stderr. It returns a non-zero exit
+// status when yolk test cannot go on (no QEMU), and how p went.
+func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout, stderr io.Writer) (int, outcome) {
+	c := t.c
+	// With -json the test binary's output, and go test's lines about it,
+	// go through go tool test2json; a failed build's events are written
+	// here (they name the failed build, which test2json cannot be told).
+	out := stdout
+	if c.json {
+		conv := &lazyTest2JSON{ctx: ctx, pkg: p.ImportPath, w: stdout}
+		defer conv.Close()
+		out = conv
+	}
+	if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
+		fmt.Fprintf(out, "?   \t%s\t[no test files]\n", p.ImportPath)
+		return 0, passed
+	}
+	testID := fmt.Sprintf("%s [%s.test]", p.ImportPath, p.ImportPath)
+	buildFailed := func(log []byte) (int, outcome) {
+		if c.json {
+			writeBuildEvents(stdout, testID, string(log))
+			writeFailEvents(stdout, p.ImportPath, "FAIL\t"+p.ImportPath+" [build failed]\n", testID)
+			return 0, failed
+		}
+		stderr.Write(log)
+		fmt.Fprintf(out, "FAIL\t%s [build failed]\n", p.ImportPath)
+		return 0, failed
+	}
+	img, err := c.imagePath(p.Name, t.many)
+	if err != nil {
+		fmt.Fprintf(stderr, "yolk test: %v\n", err)
+		return 0, failed
+	}
+	keep := img != ""
+	if !keep {
+		img = filepath.Join(t.tmp, fmt.Sprintf("%d-%s.test.elf", i, p.Name))
+	}
+	tp := image.TestPackage{ImportPath: p.ImportPath, Dir: p.Dir, Name: p.Name, Standard: p.Standard, Main: t.main}
+	if p.Module != nil {
+		tp.Module, tp.ModuleDir = p.Module.Path, p.Module.Dir
+	}
+	var buildLog bytes.Buffer
+	_, err = image.BuildTest(ctx, tp, image.Options{Output: img, Arch: c.arch, Tags: c.tags, LDFlags: c.ldflags, Flags: c.buildFlags, Stderr: &buildLog})
+	if err != nil {
+		if be := (*image.BuildError)(nil); errors.As(err, &be) {
+			return buildFailed(buildLog.Bytes())
+		}
+		stderr.Write(buildLog.Bytes())
+		fmt.Fprintf(stderr, "yolk test: %v\n", err)
+		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
+		return 0, failed
+	}
+	stderr.Write(buildLog.Bytes()) // -x, -work
+	// go test vets a package whose test binary built, before it runs it.
+	if !c.vetOff {
+		if log, err := vet(ctx, c, p); err != nil {
+			if ctx.Err() != nil {
+				return 0, failed
+			}
+			return buildFailed(log)
 		}
 	}
-	return t.WriteFile(name)
+	if c.compile {
+		return 0, passed
+	}
+	if !keep {
+		defer os.Remove(img)
+	}
+	if err := t.chooseAccel(ctx); err != nil {
+		fmt.Fprintf(stderr, "yolk: %v\n", err)
+		return t.accelCode, failed
+	}
+	initrd := filepath.Join(t.tmp, fmt.Sprintf("%d-%s.tar", i, p.Name))
+	note, err := writePackageTree(p, t.goroot, initrd)
+	if err != nil {
+		fmt.Fprintf(stderr, "yolk test: %v\n", err)
+		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
+		return 0, failed
+	}
+	defer os.Remove(initrd)
+	if note != "" {
+		fmt.Fprintf(stderr, "yolk: %s\n", note)
+	}
+	env := append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(p.Dir))
+	if t.goroot != "" && !slices.ContainsFunc(c.env, func(e string) bool { return strings.HasPrefix(e, "GOROOT=") }) {
+		env = append(env, "GOROOT="+t.goroot) // as go test's environment has it
+	}
+	shares, outArgs, coverDir, err := t.outputs(i)
+	if err != nil {
+		fmt.Fprintf(stderr, "yolk test: %v\n", err)
+		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
+		return 0, failed
+	}
+	ok := runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, shares, outArgs, t.stream || c.json, out)
+	if coverDir != "" {
+		if err := t.cover.merge(coverDir); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			return 0, failed
+		}
+	}
+	if !ok {
+		return 0, testFailed
+	}
+	return 0, passed
+}
+
+// vet runs go vet with -vet's analyzers on p for the guest's GOOS and
+// GOARCH, as go test does before it runs a test binary; it returns vet's
+// output when vet fails.
+func vet(ctx context.Context, c *testConfig, p listedPackage) ([]byte, error) {
+	args := append([]string{"vet"}, c.vet...)
+	for _, f := range c.buildFlags {
+		if name, _, _ := strings.Cut(f, "="); name == "-tags" || name == "-mod" || name == "-modfile" {
+			args = append(args, f)
+		}
+	}
+	args = append(args, p.ImportPath)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+c.arch, "CGO_ENABLED=0")
+	return cmd.CombinedOutput()
 }
 
 // killAfter is how long after the test binary's own -timeout QEMU is killed
@@ -348,11 +475,19 @@ const killAfter = time.Minute
 
 // runTestImage boots one test image, prints its result line (and its
 // output when it failed or stream is set) and reports whether it passed.
-func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, dir, img, initrd string, stream bool, stdout io.Writer) bool {
+// shares and args are the output files' host shares and the test
+// binary's arguments for them (testout.go).
+func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string, env []string, img, initrd string, shares []qemu.Share, args []string, stream bool, stdout io.Writer) bool {
 	var out bytes.Buffer
 	w := io.Writer(&out)
 	if stream {
-		w = io.MultiWriter(stdout, &out)
+		sw := stdout
+		if c.json {
+			f := &bootNoteFilter{w: stdout}
+			defer f.Flush()
+			sw = f
+		}
+		w = io.MultiWriter(sw, &out)
 	}
 	kill := time.Duration(0)
 	if c.timeout > 0 {
@@ -367,8 +502,9 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, dir, 
 		Memory:  c.mem,
 		SMP:     c.smp,
 		Timeout: kill,
-		Env:     testNetEnv(append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(dir))),
-		Args:    c.testArgs,
+		Env:     testNetEnv(env),
+		Args:    append(slices.Clip(args), c.testArgs...),
+		Shares:  shares,
 		Initrd:  initrd,
 		Net:     qemu.NetUser, // a NIC on QEMU's user network, no forwards
 		Stdout:  w,
@@ -386,7 +522,16 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg, dir, 
 		if bytes.Contains(out.Bytes(), []byte("testing: warning: no tests to run")) {
 			note = " [no tests to run]"
 		}
-		fmt.Fprintf(stdout, "ok  \t%s\t%s%s\n", pkg, elapsed, note)
+		if len(out.Bytes()) > 0 && !bytes.HasSuffix(out.Bytes(), []byte("\n")) && stream {
+			fmt.Fprintln(stdout) // go test's rule: the ok line starts a line
+		}
+		cov := ""
+		if !c.bench && len(c.patterns) > 0 {
+			// go test's rule: the coverage goes on the ok line unless
+			// the output streamed (-bench, or no package named).
+			cov = coverage(c, out.Bytes())
+		}
+		fmt.Fprintf(stdout, "ok  \t%s\t%s%s%s\n", pkg, elapsed, cov, note)
 		return true
 	}
 	if !stream {

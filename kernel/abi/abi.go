@@ -36,6 +36,9 @@ const (
 	ENAMETOOLONG = Errno(unix.ENAMETOOLONG)
 	ENOSYS       = Errno(unix.ENOSYS)
 	ETIMEDOUT    = Errno(unix.ETIMEDOUT)
+	EOPNOTSUPP   = Errno(unix.EOPNOTSUPP)
+	ENOLCK       = Errno(unix.ENOLCK)
+	EOVERFLOW    = Errno(unix.EOVERFLOW)
 )
 
 // TestCalls enables yolk's own system calls (below). An image that wants
@@ -75,6 +78,9 @@ type Stats struct {
 	Signals                            int64 // asynchronous signals delivered
 	ConsoleIRQs, ConsoleWaits          int64 // serial receive interrupts; console reads that blocked
 	Sockets, SocketPages               int64 // socket slots in use (alive, or closed and still named); pages their rings hold
+	PageTables                         int64 // the boot page tables' address (in the image, yet never the program's)
+	ImageEnd                           int64 // the end of the image (its BSS); the frame pool's identity aliases are above
+	TimerExpiries, TimerOverruns       int64 // POSIX and interval timers' expiries; of them, overruns (signal still pending, or periods passed unseen)
 }
 
 // CPUStats is one CPU's counters (SysCPUStats).

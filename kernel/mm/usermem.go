@@ -1,10 +1,10 @@
 package mm
 
 import (
-	"golang.org/x/sys/unix"
+	"unsafe"
 
+	"yolk/boot"
 	"yolk/kernel/abi"
-	"yolk/kernel/fs"
 )
 
 // The user-memory rule: the program cannot be trusted to pass good
@@ -50,14 +50,15 @@ func UserW(p, n uintptr) bool { return userRange(p, n, ProtWrite) }
 // userRange reports whether [p, p+n) is memory the program owns with the
 // access need: below the areas, the image only (its text and read-only
 // data not for writes); above, areas whose protection has need. The
-// frame pool, the boot page tables, MMIO and the hole above RAM are not
-// the program's, though the identity map reaches them.
+// frame pool, the boot page tables (bootTables: in the image), MMIO and
+// the hole above RAM are not the program's, though the identity map
+// reaches them.
 func userRange(p, n uintptr, need uint32) bool {
 	if p+n < p {
 		return false
 	}
 	if p < 1<<32 {
-		return p >= imageLo && p+n <= imageHi && (need&ProtWrite == 0 || p >= imageRO)
+		return p >= imageLo && p+n <= imageHi && (need&ProtWrite == 0 || p >= imageRO) && !bootTables(p, n)
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
@@ -75,43 +76,18 @@ func userRange(p, n uintptr, need uint32) bool {
 	return true
 }
 
-// ZeroUser clears the n bytes at p, if p is not 0: EFAULT unless the
-// kernel may write them.
-func ZeroUser(p, n uintptr) abi.Errno {
-	if p == 0 {
-		return 0
-	}
-	if !UserW(p, n) {
-		return abi.EFAULT
-	}
-	clear(bytesAt(p, int(n)))
-	return 0
+// bootTables reports whether [p, p+n) overlaps the boot page tables,
+// which live in the image's BSS beside the program's variables: a read
+// into them would rewrite the address space.
+func bootTables(p, n uintptr) bool {
+	lo := uintptr(unsafe.Pointer(&boot.PageTables[0]))
+	return p < lo+uintptr(len(boot.PageTables)) && p+n > lo
 }
-
-// UserPath is the NUL-terminated path at p, checked page by page:
-// EFAULT, or ENAMETOOLONG without a NUL in fs.PathMax bytes.
-func UserPath(p uintptr) ([]byte, abi.Errno) {
-	for n := uintptr(0); n < fs.PathMax; n++ {
-		if (p+n)%PageSize == 0 || n == 0 {
-			if !UserOK(p+n, 1) {
-				return nil, abi.EFAULT
-			}
-		}
-		if *at[byte](p + n) == 0 {
-			return bytesAt(p, int(n)), 0
-		}
-	}
-	return nil, abi.Errno(unix.ENAMETOOLONG)
-}
-
-// UserBuf is the n bytes at p, checked.
-func UserBuf(p, n uintptr) ([]byte, abi.Errno) { return UserBufNeed(p, n, ProtRead) }
-
-// UserBufW is UserBuf for a buffer the kernel writes.
-func UserBufW(p, n uintptr) ([]byte, abi.Errno) { return UserBufNeed(p, n, ProtWrite) }
 
 // UserBufNeed is the n bytes at p, checked for the protection need
-// (ProtRead, ProtWrite).
+// (ProtRead, ProtWrite): a slice of the program's memory itself, for the
+// one caller whose buffers are never unmapped (the network service's,
+// on the Go heap). Every other access copies (usercopy.go).
 func UserBufNeed(p, n uintptr, need uint32) ([]byte, abi.Errno) {
 	if n == 0 {
 		return nil, 0

@@ -20,12 +20,11 @@ func newEnv(t testing.TB, pages int) hostEnv {
 	return hostEnv{envtest.NewEnv(t, pages, new(hostState))}
 }
 
-func (e hostEnv) Wake(int)       { e.State().wakes++ }
-func (e hostEnv) NotifyService() { e.State().notified++ }
-func (e hostEnv) Now() int64     { return time.Now().UnixNano() }
-func (e hostEnv) UserBuf(p, n uintptr, write bool) ([]byte, bool) {
-	return mem(p, int(n)), true
-}
+func (e hostEnv) Wake(int)                        { e.State().wakes++ }
+func (e hostEnv) NotifyService()                  { e.State().notified++ }
+func (e hostEnv) Now() int64                      { return time.Now().UnixNano() }
+func (e hostEnv) CopyIn(b []byte, p uintptr) int  { return copy(b, mem(p, len(b))) }
+func (e hostEnv) CopyOut(p uintptr, b []byte) int { return copy(mem(p, len(b)), b) }
 
 // fsEnv is the FS's environment: the same arena (whose lock is its own),
 // its own lock.

@@ -2,19 +2,23 @@ package net
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Iov is the program's buffers of one transfer: One, or (Vec != 0) N
-// struct iovec at Vec, memory the kernel checked. Each buffer is checked
-// again through Env.UserBuf as it is used: another thread may change the
-// vector meanwhile. Len is their total length as the kernel counted it.
+// Iov is the buffers of one transfer: One (kernel memory), or User (the
+// program's Len bytes at User), or (Vec != 0) N struct iovec at Vec, in
+// the program's memory. The program's memory is reached only through
+// Env.CopyIn and Env.CopyOut, which check it as they copy: another thread
+// may change the vector or unmap a buffer meanwhile. Len is their total
+// length as the kernel counted it.
 type Iov struct {
-	One []byte
-	Vec uintptr
-	N   int
-	Len int
+	One  []byte
+	User uintptr
+	Vec  uintptr
+	N    int
+	Len  int
 }
 
 // Msg is what a receive returns beside the data.
@@ -38,17 +42,32 @@ type Msg struct {
 // maxMsg is the largest datagram a ring holds with its header.
 const maxMsg = RingSize - msgHdr - (AddrMax - 2) - credLen
 
-// seg is buffer i of v.
-func (n *Net[E]) seg(v *Iov, i int, write bool) ([]byte, bool) {
-	if v.Vec == 0 {
-		return v.One, true
+// seg is one buffer of an Iov: kernel memory k, or the program's l
+// bytes at u.
+type seg struct {
+	k    []byte
+	u    uintptr
+	l    int
+	user bool
+}
+
+// seg is buffer i of v; false if its iovec cannot be read.
+func (n *Net[E]) seg(v *Iov, i int) (seg, bool) {
+	switch {
+	case v.Vec == 0 && v.User == 0:
+		return seg{k: v.One, l: len(v.One)}, true
+	case v.Vec == 0:
+		return seg{u: v.User, l: v.Len, user: true}, true
 	}
-	a := v.Vec + uintptr(i)*16
-	base, l := word(a), word(a+8)
-	if l == 0 {
-		return nil, true
+	var e [16]byte
+	if n.env.CopyIn(noEscape(e[:]), v.Vec+uintptr(i)*16) != len(e) {
+		return seg{}, false
 	}
-	return n.env.UserBuf(base, l, write)
+	l := binary.LittleEndian.Uint64(e[8:])
+	if l > uint64(v.Len) {
+		l = uint64(v.Len) // changed since it was counted: no more than Len
+	}
+	return seg{u: uintptr(binary.LittleEndian.Uint64(e[:8])), l: int(l), user: true}, true
 }
 
 func (n *Net[E]) segs(v *Iov) int {
@@ -58,26 +77,59 @@ func (n *Net[E]) segs(v *Iov) int {
 	return v.N
 }
 
+// noEscape is b, hidden from escape analysis: Env's methods are called
+// through the type parameter's dictionary, so the compiler cannot see
+// that they do not keep b, and would move a local array to the heap.
+func noEscape(b []byte) []byte {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), len(b))
+}
+
+// segIn copies from b, from byte off on, into dst (kernel memory) as
+// many bytes as both hold, and returns how many it copied (fewer if the
+// program's memory went bad).
+func (n *Net[E]) segIn(b seg, off int, dst []byte) int {
+	k := min(len(dst), b.l-off)
+	if !b.user {
+		return copy(dst[:k], b.k[off:])
+	}
+	return n.env.CopyIn(dst[:k], b.u+uintptr(off))
+}
+
+// segOut is segIn's reverse: src into b from byte off on.
+func (n *Net[E]) segOut(b seg, off int, src []byte) int {
+	k := min(len(src), b.l-off)
+	if !b.user {
+		return copy(b.k[off:off+k], src)
+	}
+	return n.env.CopyOut(b.u+uintptr(off), src[:k])
+}
+
 // fromIov appends c bytes of v, from byte off on, to p's ring; it returns
 // how many it appended (fewer if a buffer went bad).
 func (n *Net[E]) fromIov(v *Iov, off, c int, p *sock) (int, bool) {
 	done := 0
 	for i := 0; i < n.segs(v) && done < c; i++ {
-		b, ok := n.seg(v, i, false)
+		b, ok := n.seg(v, i)
 		if !ok {
 			return done, false
 		}
-		if off >= len(b) {
-			off -= len(b)
+		if off >= b.l {
+			off -= b.l
 			continue
 		}
-		b = b[off:]
-		off = 0
-		if len(b) > c-done {
-			b = b[:c-done]
+		for end := off + min(b.l-off, c-done); off < end; {
+			a, r := p.at(p.r + p.n)
+			w := min(r, end-off)
+			got := n.segIn(b, off, mem(a, w))
+			p.n += got
+			done += got
+			off += got
+			if got < w {
+				return done, false
+			}
 		}
-		p.put(b)
-		done += len(b)
+		off = 0
 	}
 	return done, true
 }
@@ -86,15 +138,20 @@ func (n *Net[E]) fromIov(v *Iov, off, c int, p *sock) (int, bool) {
 func (n *Net[E]) toIov(v *Iov, c int, p *sock, skip int) (int, bool) {
 	done := 0
 	for i := 0; i < n.segs(v) && done < c; i++ {
-		b, ok := n.seg(v, i, true)
+		b, ok := n.seg(v, i)
 		if !ok {
 			return done, false
 		}
-		if len(b) > c-done {
-			b = b[:c-done]
+		for off, end := 0, min(b.l, c-done); off < end; {
+			a, r := p.at(p.r + skip + done)
+			w := min(r, end-off)
+			got := n.segOut(b, off, mem(a, w))
+			done += got
+			off += got
+			if got < w {
+				return done, false
+			}
 		}
-		p.get(b, skip+done)
-		done += len(b)
 	}
 	return done, true
 }

@@ -55,9 +55,11 @@ type Env interface {
 	Unlock()
 	// Wake is called, with the lock held, after sock's state changed.
 	Wake(sock int)
-	// UserBuf is the n bytes of the program's memory at p, checked for
-	// reading (write false) or writing; ok false if they may not be used.
-	UserBuf(p, n uintptr, write bool) (b []byte, ok bool)
+	// CopyIn and CopyOut copy between b and the program's memory at p,
+	// checked, and return the bytes copied (fewer than len(b): the
+	// memory may not be read or written, or went away meanwhile).
+	CopyIn(b []byte, p uintptr) int
+	CopyOut(p uintptr, b []byte) int
 	// NotifyService is called, with the lock held, when the TCP/IP
 	// service has work (svc.go).
 	NotifyService()
@@ -227,8 +229,6 @@ func (n *Net[E]) Init(env E) {
 func mem(a uintptr, c int) []byte {
 	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&a))), c)
 }
-
-func word(a uintptr) uintptr { return *(*uintptr)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
 
 // sk is socket s if s names a live one.
 func (n *Net[E]) sk(s int) *sock {

@@ -92,15 +92,20 @@ func (n *Net[E]) sendNL(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno) 
 func (n *Net[E]) gather(v *Iov, off int, b []byte) (int, bool) {
 	done := 0
 	for i := 0; i < n.segs(v) && done < len(b); i++ {
-		seg, ok := n.seg(v, i, false)
+		seg, ok := n.seg(v, i)
 		if !ok {
 			return done, false
 		}
-		if off >= len(seg) {
-			off -= len(seg)
+		if off >= seg.l {
+			off -= seg.l
 			continue
 		}
-		done += copy(b[done:], seg[off:])
+		want := min(len(b)-done, seg.l-off)
+		got := n.segIn(seg, off, b[done:])
+		done += got
+		if got < want {
+			return done, false
+		}
 		off = 0
 	}
 	return done, true

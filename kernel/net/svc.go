@@ -92,6 +92,35 @@ func (p *sock) txPut(b []byte) {
 	}
 }
 
+// txFromIov appends c bytes of v, from byte off on, to p's transmit
+// ring (fromIov's twin); it returns how many it appended.
+func (n *Net[E]) txFromIov(v *Iov, off, c int, p *sock) (int, bool) {
+	done := 0
+	for i := 0; i < n.segs(v) && done < c; i++ {
+		b, ok := n.seg(v, i)
+		if !ok {
+			return done, false
+		}
+		if off >= b.l {
+			off -= b.l
+			continue
+		}
+		for end := off + min(b.l-off, c-done); off < end; {
+			a, r := p.txAt(p.txr + p.txn)
+			w := min(r, end-off)
+			got := n.segIn(b, off, mem(a, w))
+			p.txn += got
+			done += got
+			off += got
+			if got < w {
+				return done, false
+			}
+		}
+		off = 0
+	}
+	return done, true
+}
+
 func (p *sock) txGet(b []byte) {
 	pos := p.txr
 	for len(b) > 0 {
@@ -135,24 +164,9 @@ func (n *Net[E]) sendSvc(s int32, v *Iov, off int) (int, Wait, Errno) {
 	if c == 0 && v.Len > off {
 		return 0, n.wait(s), unix.EAGAIN
 	}
-	done := 0
-	for i := 0; i < n.segs(v) && done < c; i++ {
-		b, ok := n.seg(v, i, false)
-		if !ok {
-			if done == 0 {
-				return 0, Wait{}, unix.EFAULT
-			}
-			break
-		}
-		if off >= len(b) {
-			off -= len(b)
-			continue
-		}
-		b = b[off:]
-		off = 0
-		b = b[:min(len(b), c-done)]
-		p.txPut(b)
-		done += len(b)
+	done, ok := n.txFromIov(v, off, c, p)
+	if !ok && done == 0 {
+		return 0, Wait{}, unix.EFAULT
 	}
 	if done > 0 {
 		n.svcWant(p, abi.NetOpTx)
@@ -185,22 +199,9 @@ func (n *Net[E]) sendDgramSvc(s int32, v *Iov, off int, d *inetAddr) (int, Wait,
 	copy(h[msgHdr:], d.ip[:])
 	binary.BigEndian.PutUint16(h[msgHdr+16:], d.port)
 	p.txPut(h[:])
-	done := 0
-	for i := 0; i < n.segs(v) && done < l; i++ {
-		b, ok := n.seg(v, i, false)
-		if !ok {
-			p.txn = mark
-			return 0, Wait{}, unix.EFAULT
-		}
-		if off >= len(b) {
-			off -= len(b)
-			continue
-		}
-		b = b[off:]
-		off = 0
-		b = b[:min(len(b), l-done)]
-		p.txPut(b)
-		done += len(b)
+	if c, ok := n.txFromIov(v, off, l, p); !ok || c != l {
+		p.txn = mark
+		return 0, Wait{}, unix.EFAULT
 	}
 	n.svcWant(p, abi.NetOpDgram)
 	return l, Wait{}, 0

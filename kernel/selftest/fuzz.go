@@ -34,7 +34,9 @@ var fuzzExcluded = map[uintptr]string{
 	unix.SYS_RT_SIGSUSPEND: "rt_sigsuspend: waits for a signal", unix.SYS_SIGALTSTACK: "sigaltstack: the runtime's signal stack",
 	unix.SYS_REBOOT: "reboot: ends the machine", unix.SYS_TKILL: "tkill: signals",
 	unix.SYS_SET_TID_ADDRESS: "set_tid_address: written at thread exit", unix.SYS_TIMER_CREATE: "timer_create: signals",
-	unix.SYS_EXIT_GROUP: "exit_group: ends the machine", unix.SYS_TGKILL: "tgkill: signals",
+	unix.SYS_TIMER_SETTIME: "timer_settime: the runtime's profiling timers (signals)",
+	unix.SYS_TIMER_DELETE:  "timer_delete: the runtime's profiling timers (it throws if one is gone)",
+	unix.SYS_EXIT_GROUP:    "exit_group: ends the machine", unix.SYS_TGKILL: "tgkill: signals",
 	unix.SYS_MKNODAT: "mknodat: a FIFO would block a later open", unix.SYS_RT_TGSIGQUEUEINFO: "rt_tgsigqueueinfo: signals",
 	unix.SYS_EXECVEAT: "execveat", unix.SYS_PIDFD_SEND_SIGNAL: "pidfd_send_signal: signals",
 	unix.SYS_CLONE3: "clone3", unix.SYS_CLOSE_RANGE: "close_range: the runtime's descriptors",
@@ -79,19 +81,23 @@ func testSyscallFuzz(t *T) {
 				t.Fatalf("connect to 10.0.2.2 with the service offline: %v, want ENETUNREACH", err)
 			}
 		}
-		syscallFuzz(t)
+		calls := fuzzCalls
+		if s := os.Getenv("YOLK_FUZZ_CALLS"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				t.Fatalf("YOLK_FUZZ_CALLS=%q", s)
+			}
+			calls = n
+		}
+		syscallFuzz(t, calls, 0x79_6f_6c_6b, true)
 	})
 }
 
-func syscallFuzz(t *T) {
-	calls := fuzzCalls
-	if s := os.Getenv("YOLK_FUZZ_CALLS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("YOLK_FUZZ_CALLS=%q", s)
-		}
-		calls = n
-	}
+// syscallFuzz makes calls random system calls from seed, then its
+// blocking phase, and checks the canaries, the text, the addresses the
+// kernel must refuse and, if counters (nothing else runs), the kernel's
+// counters against the runtime's (fuzzInvariants).
+func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	wd, _ := os.Getwd()
@@ -142,6 +148,13 @@ func syscallFuzz(t *T) {
 	for i := range heapCanary {
 		heapCanary[i] = uint64(i) * 0x9E3779B97F4A7C15
 	}
+	addrs := newFuzzAddrs(t)
+	defer addrs.release()
+	textHash := addrs.textHash()
+	var before fuzzState
+	if counters {
+		before = fuzzSnapshot(t)
+	}
 	var stackCanary [32]uint64
 	for i := range stackCanary {
 		stackCanary[i] = ^uint64(i) * 0x9E3779B97F4A7C15
@@ -150,8 +163,29 @@ func syscallFuzz(t *T) {
 	zeroTS := new([2]int64)
 	shortTS := &[2]int64{0, 100_000}
 
-	rng := rand.New(rand.NewPCG(0x79_6f_6c_6b, 10))
+	rng := rand.New(rand.NewPCG(seed, 10))
+	// With a host share (TestShare's), a pointer is sometimes a path in
+	// a directory of its own there, written into the scratch area:
+	// open, stat, rename, unlink and the rest reach the share's code.
+	var sharePaths []string
+	shareUses := 0
+	if dir := os.Getenv(envShareDir); dir != "" {
+		fz := dir + "/fuzz"
+		os.Mkdir(fz, 0o755)
+		defer os.RemoveAll(fz)
+		sharePaths = []string{fz, fz + "/a", fz + "/b", fz + "/b/c", fz + "/a/", "fuzz/a", fz + "/l"}
+	}
 	pointer := func() uintptr {
+		if len(sharePaths) > 0 && rng.IntN(4) == 0 {
+			at := scratch + uintptr(rng.IntN(8))*pg - 256
+			if at < scratch {
+				at = scratch
+			}
+			p := sharePaths[rng.IntN(len(sharePaths))]
+			copy(region[at-base:], p+"\x00")
+			shareUses++
+			return at
+		}
 		switch rng.IntN(8) {
 		case 0:
 			return 0
@@ -167,6 +201,10 @@ func syscallFuzz(t *T) {
 			return 0xffff800000000000 + uintptr(rng.Uint64N(1<<40))&^7 // kernel
 		case 6:
 			return uintptr(rng.IntN(1 << 16)) // the first pages, never mapped
+		case 7:
+			if rng.IntN(2) == 0 {
+				return addrs.pointer(rng) // text, the frame pool, page tables, MMIO, the hole above RAM
+			}
 		}
 		return 0x7e0000000000 + uintptr(rng.Uint64N(1<<36)) // unmapped
 	}
@@ -210,6 +248,10 @@ func syscallFuzz(t *T) {
 		var a [6]uintptr
 		for j := range a {
 			a[j] = arg()
+		}
+		if rng.IntN(8) == 0 { // a pointer and a length that is huge or wraps with it
+			j := rng.IntN(5)
+			a[j+1] = fuzzLength(rng, a[j])
 		}
 		for j := 0; j < 3; j++ {
 			if a[j] < 1024 && (theirs[a[j]] || a[j] <= 2) {
@@ -282,9 +324,16 @@ func syscallFuzz(t *T) {
 		case unix.SYS_ACCEPT4:
 			a[3] |= syscall.SOCK_NONBLOCK
 		case unix.SYS_FCNTL: // F_SETFL keeps O_NONBLOCK: a pipe or socket made blocking would wait
-			if a[1] == syscall.F_SETFL {
+			switch a[1] {
+			case syscall.F_SETFL:
 				a[2] |= syscall.O_NONBLOCK
+			case unix.F_SETLKW: // a record lock never waits
+				a[1] = unix.F_SETLK
+			case unix.F_OFD_SETLKW:
+				a[1] = unix.F_OFD_SETLK
 			}
+		case unix.SYS_FLOCK: // never waits
+			a[1] |= unix.LOCK_NB
 		case unix.SYS_SENDMSG, unix.SYS_RECVMSG: // never waits; half the time a msghdr with control data
 			a[2] |= syscall.MSG_DONTWAIT
 			if rng.IntN(2) == 0 {
@@ -354,9 +403,24 @@ func syscallFuzz(t *T) {
 				t.Fatalf("call %d: syscall %d%#x changed the read-only page", i, nr, a)
 			}
 		}
+		if i%1024 == 0 && addrs.textHash() != textHash {
+			t.Fatalf("call %d: syscall %d%#x changed the image's text", i, nr, a)
+		}
+		if (i%64 == 0 || memCall) && !addrs.aliasIntact() {
+			t.Fatalf("call %d: syscall %d%#x changed a page through its frame's identity alias", i, nr, a)
+		}
 	}
 	for _, fd := range mine {
 		syscall.RawSyscall(syscall.SYS_CLOSE, fd, 0, 0)
+	}
+	fuzzBlockingUnmap(t, rng, max(calls/1000, 20))
+	fuzzSigreturn(t, rng, max(calls/100, 200))
+	if addrs.textHash() != textHash || !addrs.aliasIntact() {
+		t.Errorf("the image's text, or the page behind the frame alias, changed")
+	}
+	addrs.check(t)
+	if counters {
+		fuzzInvariants(t, before, fuzzSnapshot(t))
 	}
 	type ec struct {
 		e syscall.Errno
@@ -368,7 +432,11 @@ func syscallFuzz(t *T) {
 	}
 	slices.SortFunc(top, func(x, y ec) int { return y.n - x.n })
 	top = top[:min(len(top), 6)]
-	t.Logf("%d calls of %d numbers in %v; most common results: %v", calls, len(used), time.Since(start).Round(time.Millisecond), top)
+	t.Logf("%d calls of %d numbers in %v; most common results: %v; frame alias %#x", calls, len(used), time.Since(start).Round(time.Millisecond), top, addrs.alias)
+	if shareUses > 0 {
+		ents, _ := os.ReadDir(os.Getenv(envShareDir) + "/fuzz")
+		t.Logf("%d arguments were paths on the share; %d entries left in its fuzz directory", shareUses, len(ents))
+	}
 }
 
 // fuzzMsghdr builds a msghdr in scratch (mem, at address at) for sendmsg

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,10 +20,26 @@ import (
 // files first and finds these names there).
 
 func testEtcFiles(t *T) {
-	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/services", "/etc/protocols"} {
+	for _, f := range []string{"/etc/hosts", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/services", "/etc/protocols", "/etc/passwd", "/etc/group"} {
 		if b, err := os.ReadFile(f); err != nil || len(b) == 0 {
 			t.Errorf("ReadFile(%s): %d bytes, %v", f, len(b), err)
 		}
+	}
+	// os/user finds the user the program runs as, from /etc/passwd (a
+	// program without cgo has no other way but $USER and $HOME, which
+	// the kernel does not set).
+	if u, err := user.Current(); err != nil || u.Uid != "0" || u.Username != "root" || u.HomeDir != "/root" {
+		t.Errorf("user.Current() = %+v, %v; want root, uid 0, home /root", u, err)
+	} else if fi, err := os.Stat(u.HomeDir); err != nil || !fi.IsDir() {
+		t.Errorf("root's home %s: %v", u.HomeDir, err)
+	}
+	if g, err := user.LookupGroupId("0"); err != nil || g.Name != "root" {
+		t.Errorf("user.LookupGroupId(0) = %+v, %v; want root", g, err)
+	}
+	// /proc/self/cmdline: the arguments, each ended by a NUL.
+	want := strings.Join(os.Args, "\x00") + "\x00"
+	if b, err := os.ReadFile("/proc/self/cmdline"); err != nil || string(b) != want {
+		t.Errorf("/proc/self/cmdline = %q, %v; want %q", b, err, want)
 	}
 	if b, _ := os.ReadFile("/etc/nsswitch.conf"); !strings.Contains(string(b), "hosts: files dns\n") {
 		t.Errorf("/etc/nsswitch.conf: %q, want hosts: files dns", b)

@@ -147,13 +147,14 @@ func init() { abi.TestCalls = true }
 
 func main() {
 	run := flag.String("run", ".", "run tests matching `regexp`")
+	skip := flag.String("skip", "", "do not run tests matching `regexp`")
 	benchRe := flag.String("bench", "", "run benchmarks matching `regexp`")
 	timeout := flag.Duration("timeout", defaultTestTimeout, "fail a test still running after `d` and exit")
 	flag.Parse()
-	runRe := regexp.MustCompile(*run)
+	runRe, skipRe := regexp.MustCompile(*run), regexp.MustCompile(*skip)
 	failed := false
 	for _, tc := range tests {
-		if !runRe.MatchString(tc.name) {
+		if !runRe.MatchString(tc.name) || *skip != "" && skipRe.MatchString(tc.name) {
 			continue
 		}
 		fmt.Printf("=== RUN   %s\n", tc.name)

@@ -593,8 +593,7 @@ func testIdleWakeup(t *T) {
 		defer runtime.UnlockOSThread()
 		for r := 0; r < rounds; r++ {
 			if d := plan[r]; d != 0 {
-				ts := unix.NsecToTimespec(int64(d))
-				unix.Nanosleep(&ts, nil)
+				nanosleepOut(unix.NsecToTimespec(int64(d)))
 			} else {
 				for atomic.LoadUint32(&word) == uint32(r) {
 					futexWait(&word, uint32(r), 30*time.Second)

@@ -41,6 +41,12 @@ var tests = []test{
 	{"TestNilDereferencePanics", testNilDeref},
 	{"TestCryptoRand", testCryptoRand},
 
+	// cputime.go
+	{"TestCPUClocks", testCPUClocks},
+	{"TestTimerErrno", testTimerErrno},
+	{"TestTimerSignals", testTimerSignals},
+	{"TestCPUProfile", testCPUProfile},
+
 	// conin.go
 	{"TestConsoleInput", testConsoleInput},
 
@@ -56,6 +62,10 @@ var tests = []test{
 	{"TestHardLink", testHardLink},
 	{"TestDevNull", testDevNull},
 	{"TestBootFiles", testBootFiles},
+
+	// share.go
+	{"TestShare", testShare},
+	{"TestShareReadOnly", testShareReadOnly},
 
 	// net.go
 	{"TestUnixStream", testUnixStream},
@@ -86,6 +96,8 @@ var tests = []test{
 	{"TestMemoryProtection", testMemoryProtection},
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 	{"TestMemoryImageRules", testMemoryImageRules},
+	{"TestUserCopyFault", testUserCopyFault},
+	{"TestSoak", testSoak},
 
 	// preempt.go
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
@@ -94,6 +106,9 @@ var tests = []test{
 	{"TestSignalFrameRoundTrip", testSignalRoundTrip},
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
+
+	// eintr.go
+	{"TestEINTR", testEINTR},
 
 	// resolver.go
 	{"TestEtcFiles", testEtcFiles},

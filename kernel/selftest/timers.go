@@ -36,7 +36,7 @@ func testSleepAccuracy(t *T) {
 			time.Sleep(d)
 			slept = append(slept, time.Since(start))
 			start = time.Now()
-			if err := unix.Nanosleep(&ts, nil); err != nil {
+			if err := nanosleepOut(ts); err != nil {
 				t.Errorf("nanosleep: %v", err)
 			}
 			napped = append(napped, time.Since(start))
@@ -85,7 +85,13 @@ func testFutexTimeout(t *T) {
 	var word uint32
 	ts := unix.NsecToTimespec(int64(5 * time.Millisecond))
 	start := time.Now()
-	_, _, e := syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), 0|128, 0, uintptr(unsafe.Pointer(&ts)), 0, 0)
+	e := syscall.EINTR
+	for e == syscall.EINTR {
+		// A signal with a handler (the runtime's SIGURG) ends the wait
+		// early, as on Linux: wait out the rest.
+		left := unix.NsecToTimespec(int64(max(5*time.Millisecond-time.Since(start), time.Microsecond)))
+		_, _, e = syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), 0|128, 0, uintptr(unsafe.Pointer(&left)), 0, 0)
+	}
 	el := time.Since(start)
 	if e != syscall.ETIMEDOUT {
 		t.Errorf("futex wait = %v, want ETIMEDOUT", e)
@@ -129,4 +135,18 @@ func testVDSO(t *T) {
 		t.Errorf("time.Now (vDSO) is %v ahead of the clock_gettime system call", d)
 	}
 	t.Logf("10000 time.Now calls, %d system calls", after.Syscalls-before.Syscalls)
+}
+
+// nanosleepOut sleeps ts with nanosleep, as a caller of it must on Linux:
+// a signal with a handler — the runtime's SIGURG, say — ends the sleep
+// early with EINTR and the time left in rem, which is slept out.
+func nanosleepOut(ts unix.Timespec) error {
+	var rem unix.Timespec
+	for {
+		err := unix.Nanosleep(&ts, &rem)
+		if err != unix.EINTR {
+			return err
+		}
+		ts = rem
+	}
 }

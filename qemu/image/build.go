@@ -9,11 +9,14 @@
 // the package needs no import of ours; a package of another module is built in
 // a temporary workspace that uses both modules. BuildTest does the same for
 // a package's test binary (go test -c), through an external test file, for
-// any package including the standard library's. Patch then makes the image
-// bootable and changes no other byte: on amd64 it rewrites the Go linker's
-// PT_NOTE (and that note's headers) into the Xen PHYS32_ENTRY note QEMU's
-// PVH loader reads; on arm64 it sets the ELF header's e_entry to the
-// kernel's entry, yolk/boot.entry.
+// any package including the standard library's; a package in the module
+// cache (a dependency tested in place, or the standard library of a
+// toolchain the go command fetched), where the go command refuses an
+// overlay, is built through a link to its directory outside the cache.
+// Patch then makes the image bootable and changes no other byte: on amd64
+// it rewrites the Go linker's PT_NOTE (and that note's headers) into the
+// Xen PHYS32_ENTRY note QEMU's PVH loader reads; on arm64 it sets the ELF
+// header's e_entry to the kernel's entry, yolk/boot.entry.
 //
 // With Options.Board "pc" the output is instead a PC image, a hybrid ISO
 // that GRUB boots on BIOS and UEFI machines (iso.go, multiboot2.go).
@@ -25,6 +28,7 @@ package image
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,6 +64,7 @@ type Options struct {
 	Arch        string    // GOARCH: "amd64" (default) or "arm64"
 	Tags        string    // -tags for go build
 	LDFlags     string    // -ldflags for go build
+	Flags       []string  // other go build flags, as given (-gcflags=..., -trimpath, -cover, ...)
 	LinkPackage string    // package imported by the overlay; default DefaultLinkPackage; "-" for none
 	NetService  string    // "" or "auto": link NetServicePackage too when package net is among the dependencies; "on", "off"
 	Entry       []string  // entry symbols tried in order; default DefaultEntrySymbol (amd64), ArmEntrySymbol (arm64)
@@ -180,6 +185,9 @@ type TestPackage struct {
 	Dir        string // absolute package directory
 	Name       string // package name (the external test file is package Name_test)
 	Standard   bool   // in the standard library ($GOROOT/src)
+	Module     string // module path ("" for the standard library)
+	ModuleDir  string // the module's root directory
+	Main       string // the main module's directory where the package was listed ("" if none): a module-cache package is built in its build list
 }
 
 // BuildTest compiles the test binary of p ("go test -c") into an image with
@@ -213,12 +221,57 @@ func BuildTest(ctx context.Context, p TestPackage, opt Options) (*Result, error)
 		return nil, err
 	}
 	t := target{dir: p.Dir, arg: ".", test: p.Name}
-	if p.Standard {
+	cache, goroot, err := goEnv2(ctx, goCmd, "GOMODCACHE", "GOROOT")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.Standard:
 		// The std module cannot resolve yolk/kernel: build from the
 		// yolk module by import path.
 		t.cmdDir, t.modRoot, t.arg = root, root, p.ImportPath
-	} else if t.modRoot, err = findModuleRoot(p.Dir); err != nil {
-		return nil, err
+		if cache != "" && within(goroot, cache) {
+			// A toolchain the go command fetched lives in the module
+			// cache, where -overlay may not add a file: run it through
+			// an alias of its GOROOT outside the cache.
+			alias, err := aliasDir(goroot)
+			if err != nil {
+				return nil, err
+			}
+			rel, _ := filepath.Rel(goroot, p.Dir)
+			t.dir = filepath.Join(alias, rel)
+			goCmd = filepath.Join(alias, "bin", "go")
+			t.env = []string{"GOROOT=" + alias, "GOTOOLCHAIN=local"}
+		}
+	case cache != "" && within(p.Dir, cache):
+		// A dependency tested in place: build it in the build list of
+		// the main module it was listed from, its module replaced by an
+		// alias of its module-cache directory (outside the cache, where
+		// -overlay may add the kernel's file).
+		if p.Module == "" || p.ModuleDir == "" {
+			return nil, fmt.Errorf("%s is in the module cache but names no module", p.ImportPath)
+		}
+		alias, err := aliasDir(p.ModuleDir)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(p.ModuleDir, p.Dir)
+		t.dir, t.arg, t.replace = filepath.Join(alias, rel), p.ImportPath, p.Module+" => "+strconv.Quote(alias)
+		t.cmdDir, t.modRoot = root, root
+		if p.Main != "" {
+			t.cmdDir, t.modRoot = p.Main, p.Main
+		}
+	default:
+		if t.modRoot, err = findModuleRoot(p.Dir); err != nil {
+			return nil, err
+		}
+		if p.Main != "" && p.Main == t.modRoot {
+			// From where go test runs, so that its diagnostics name
+			// files relative to the same directory.
+			if wd, err := os.Getwd(); err == nil && within(wd, p.Main) {
+				t.cmdDir, t.arg = wd, p.ImportPath
+			}
+		}
 	}
 	return build(ctx, goCmd, stderr, root, t, out, opt)
 }
@@ -230,6 +283,54 @@ type target struct {
 	cmdDir  string // directory go runs in; default dir
 	arg     string // package argument to go build / go test
 	test    string // non-empty: build the test binary; the package's name
+	replace string // a go.work replace directive ("path => dir"), "" for none
+	env     []string
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// goEnv2 returns two go env variables.
+func goEnv2(ctx context.Context, goCmd, a, b string) (string, string, error) {
+	out, err := exec.CommandContext(ctx, goCmd, "env", a, b).Output()
+	if err != nil {
+		return "", "", fmt.Errorf("go env %s %s: %w", a, b, err)
+	}
+	f := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("go env %s %s: %q", a, b, out)
+	}
+	return f[0], f[1], nil
+}
+
+// aliasDir returns a symbolic link to dir outside the module cache, in
+// yolk's cache directory, the same one for dir every time (so that the go
+// command's build cache keeps what it compiled through it).
+func aliasDir(dir string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(dir))
+	link := filepath.Join(base, "yolk", "alias", fmt.Sprintf("%x", sum[:8]), filepath.Base(dir))
+	if old, err := os.Readlink(link); err == nil && old == dir {
+		return link, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return "", err
+	}
+	tmp := fmt.Sprintf("%s.%d", link, os.Getpid())
+	if err := os.Symlink(dir, tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, link); err != nil { // atomic: parallel builds agree
+		os.Remove(tmp)
+		return "", err
+	}
+	return link, nil
 }
 
 // Arches are the architectures the kernel runs on.
@@ -308,9 +409,9 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if opt.Board != "pc" && (opt.Cmdline != "" || opt.Initrd != "") {
 		return nil, errors.New("a command line or boot archive is built into PC images only (Board \"pc\"); other images take them when they boot")
 	}
-	env := buildEnv(arch)
-	if t.modRoot != root {
-		work, err := writeGoWork(ctx, goCmd, tmp, root, t.modRoot)
+	env := append(buildEnv(arch), t.env...)
+	if t.modRoot != root || t.replace != "" {
+		work, err := writeGoWork(ctx, goCmd, env, tmp, root, t.modRoot, t.replace)
 		if err != nil {
 			return nil, err
 		}
@@ -327,6 +428,7 @@ func build(ctx context.Context, goCmd string, stderr io.Writer, root string, t t
 	if ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}
+	args = append(args, opt.Flags...)
 	link := opt.LinkPackage
 	if link == "" {
 		link = DefaultLinkPackage
@@ -438,9 +540,12 @@ func findModuleRoot(dir string) (string, error) {
 }
 
 // writeGoWork writes a go.work that uses the yolk module and the package's
-// module, and returns its path.
-func writeGoWork(ctx context.Context, goCmd, tmp, root, modRoot string) (string, error) {
-	v, err := exec.CommandContext(ctx, goCmd, "env", "GOVERSION").Output()
+// module (and replaces a module, when replace is a directive), and returns
+// its path.
+func writeGoWork(ctx context.Context, goCmd string, env []string, tmp, root, modRoot, replace string) (string, error) {
+	cmd := exec.CommandContext(ctx, goCmd, "env", "GOVERSION")
+	cmd.Env = env
+	v, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOVERSION: %w", err)
 	}
@@ -448,7 +553,14 @@ func writeGoWork(ctx context.Context, goCmd, tmp, root, modRoot string) (string,
 	if i := strings.IndexAny(ver, " -"); i >= 0 { // "1.26.8 X:foo", devel versions
 		ver = ver[:i]
 	}
-	work := fmt.Sprintf("go %s\n\nuse (\n\t%s\n\t%s\n)\n", ver, strconv.Quote(root), strconv.Quote(modRoot))
+	use := "\t" + strconv.Quote(root) + "\n"
+	if modRoot != root {
+		use += "\t" + strconv.Quote(modRoot) + "\n"
+	}
+	work := fmt.Sprintf("go %s\n\nuse (\n%s)\n", ver, use)
+	if replace != "" {
+		work += "\nreplace " + replace + "\n"
+	}
 	path := filepath.Join(tmp, "go.work")
 	return path, os.WriteFile(path, []byte(work), 0o644)
 }

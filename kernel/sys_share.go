@@ -1,0 +1,598 @@
+package kernel
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/drivers/virtio9p"
+	"yolk/kernel/abi"
+	"yolk/kernel/fs"
+	"yolk/kernel/mm"
+)
+
+// The calls on host shares (share.go): open files of kind fileShare and
+// the path calls' share halves, which the handlers in sys_file.go and
+// sys_path.go call when shareAt or shareGet says the file is on a share.
+
+// The open files on shares: a descriptor of kind fileShare holds an
+// index here. refs counts descriptors and calls in progress (fileLock);
+// the last reference clunks the fid.
+type shareFile struct {
+	used  bool
+	refs  int32
+	dev   int32
+	fid   virtio9p.Fid
+	flags int32 // open flags: access mode, O_APPEND, O_NONBLOCK
+	dir   bool
+	off   int64 // file offset; a directory's: the next entry's cookie
+}
+
+var (
+	shareFiles [len(files)]shareFile
+	// shareClosing counts files whose last descriptor went under
+	// fileLock, to be clunked outside it (shareReap).
+	shareClosing int32
+	shareDead    [len(files)]bool
+)
+
+// shareGet is the share file behind fd, with a reference (sharePut); -1
+// if fd is not one.
+func shareGet(fd int) int {
+	if fd < 0 || fd >= len(files) || files[fd].kind != fileShare {
+		return -1 // a hint, read without fileLock: handleRef checks again under it
+	}
+	return handleRef(fd, fileShare)
+}
+
+// sharePut drops a reference taken outside fileLock.
+func sharePut(h int) {
+	fileLock.Lock()
+	shareUnref(h)
+	fileLock.Unlock()
+	shareReap()
+}
+
+// shareUnref drops a reference; fileLock is held. The last marks the
+// file for shareReap.
+func shareUnref(h int) {
+	if shareFiles[h].refs--; shareFiles[h].refs == 0 {
+		shareDead[h] = true
+		atomic.AddInt32(&shareClosing, 1)
+	}
+}
+
+// shareReap clunks the fids of files whose last reference is gone.
+func shareReap() {
+	for atomic.LoadInt32(&shareClosing) > 0 {
+		fileLock.Lock()
+		h := -1
+		if atomic.LoadInt32(&shareClosing) > 0 {
+			for i := range shareDead {
+				if shareDead[i] {
+					h = i
+					break
+				}
+			}
+		}
+		var dev int32
+		var fid virtio9p.Fid
+		if h >= 0 {
+			shareDead[h] = false
+			atomic.AddInt32(&shareClosing, -1)
+			dev, fid = shareFiles[h].dev, shareFiles[h].fid
+			shareFiles[h].fid = virtio9p.NoFid
+		}
+		fileLock.Unlock()
+		if h < 0 {
+			return
+		}
+		shares[dev].c.Clunk(fid)
+		fileLock.Lock()
+		shareFiles[h].used = false
+		fileLock.Unlock()
+	}
+}
+
+// shareInstall gives fid, open with flags, a share file and a
+// descriptor; on failure the fid is clunked.
+func shareInstall(dev int, fid virtio9p.Fid, flags int, dir bool) (uintptr, abi.Errno) {
+	shareReap()
+	fileLock.Lock()
+	h := -1
+	for i := range shareFiles {
+		if !shareFiles[i].used {
+			h = i
+			break
+		}
+	}
+	if h >= 0 {
+		shareFiles[h] = shareFile{used: true, refs: 1, dev: int32(dev), fid: fid, flags: int32(flags), dir: dir}
+	}
+	fileLock.Unlock()
+	if h < 0 {
+		shares[dev].c.Clunk(fid)
+		return 0, abi.Errno(unix.ENFILE)
+	}
+	fd, e := allocFD(fileShare, 0, int32(h))
+	if e != 0 {
+		sharePut(h)
+	}
+	return fd, e
+}
+
+// shareOpen is openat on a share.
+func shareOpen(r *shareRef, flags int, mode uint32) (uintptr, abi.Errno) {
+	c := r.c()
+	acc := flags & unix.O_ACCMODE
+	lflags := uint32(acc | flags&(unix.O_TRUNC|unix.O_APPEND))
+	follow := flags&unix.O_NOFOLLOW == 0
+	excl := flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL
+	var f virtio9p.Fid
+	var q virtio9p.Qid
+	e := abi.Errno(unix.ENOENT)
+	if !excl {
+		f, q, e = shareWalk(r, follow)
+	}
+	if e == abi.Errno(unix.ENOENT) && flags&unix.O_CREAT != 0 {
+		dir, name, pe := walkParent(r, true)
+		if pe != 0 {
+			if pe == abi.Errno(unix.EBUSY) {
+				pe = abi.Errno(unix.EISDIR)
+			}
+			return 0, pe
+		}
+		_, ce := c.Lcreate(dir, name, lflags|unix.O_EXCL, mode&^atomic.LoadUint32(&shareUmask)&0o7777)
+		if ce == 0 {
+			return shareInstall(r.dev, dir, flags, false)
+		}
+		c.Clunk(dir)
+		e = abi.Errno(ce)
+		if ce == virtio9p.Errno(unix.EEXIST) && !excl {
+			f, q, e = shareWalk(r, follow) // created by another since the walk above
+		}
+	}
+	if e != 0 {
+		return 0, e
+	}
+	isDir := q.Type&virtio9p.QTDir != 0
+	var ve virtio9p.Errno
+	if len(r.rel) == 0 || q == (virtio9p.Qid{}) {
+		var a virtio9p.Attr
+		if ve = c.Getattr(f, &a); ve != 0 {
+			c.Clunk(f)
+			return 0, abi.Errno(ve)
+		}
+		isDir = a.Mode&unix.S_IFMT == unix.S_IFDIR
+	}
+	switch {
+	case flags&unix.O_DIRECTORY != 0 && !isDir:
+		ve = virtio9p.Errno(unix.ENOTDIR)
+	case isDir && (acc != unix.O_RDONLY || flags&unix.O_CREAT != 0):
+		ve = virtio9p.Errno(unix.EISDIR)
+	case q.Type&virtio9p.QTSymlink != 0:
+		ve = virtio9p.Errno(unix.ELOOP) // O_NOFOLLOW on a link, as Linux
+	default:
+		if isDir {
+			lflags = 0
+		}
+		_, ve = c.Lopen(f, lflags)
+	}
+	if ve != 0 {
+		c.Clunk(f)
+		return 0, abi.Errno(ve)
+	}
+	return shareInstall(r.dev, f, flags, isDir)
+}
+
+// shareRW reads or writes b at the share file h: at off, or at and
+// advancing its offset when off < 0 (read, write).
+func shareRW(h int, b []byte, off int64, write bool) (uintptr, abi.Errno) {
+	f := &shareFiles[h]
+	c := &shares[f.dev].c
+	if f.dir {
+		return 0, abi.Errno(unix.EISDIR)
+	}
+	acc := int(f.flags) & unix.O_ACCMODE
+	if write && acc == unix.O_RDONLY || !write && acc == unix.O_WRONLY {
+		return 0, abi.EBADF
+	}
+	pos := off
+	if off < 0 {
+		pos = atomic.LoadInt64(&f.off)
+		if write && f.flags&unix.O_APPEND != 0 {
+			var a virtio9p.Attr
+			if e := c.Getattr(f.fid, &a); e != 0 {
+				return 0, abi.Errno(e)
+			}
+			pos = int64(a.Size)
+		}
+	}
+	var n int
+	var e virtio9p.Errno
+	if write {
+		n, e = c.Write(f.fid, uint64(pos), b)
+	} else {
+		n, e = c.Read(f.fid, uint64(pos), b)
+	}
+	if off < 0 && n > 0 {
+		atomic.StoreInt64(&f.off, pos+int64(n))
+	}
+	return uintptr(n), abi.Errno(e)
+}
+
+// shareSeek is lseek on share file h.
+func shareSeek(h int, off int64, whence int) (uintptr, abi.Errno) {
+	f := &shareFiles[h]
+	var pos int64
+	switch whence {
+	case unix.SEEK_SET:
+		pos = off
+	case unix.SEEK_CUR:
+		if f.dir {
+			return 0, abi.EINVAL
+		}
+		pos = atomic.LoadInt64(&f.off) + off
+	case unix.SEEK_END:
+		if f.dir {
+			return 0, abi.EINVAL
+		}
+		var a virtio9p.Attr
+		if e := shares[f.dev].c.Getattr(f.fid, &a); e != 0 {
+			return 0, abi.Errno(e)
+		}
+		pos = int64(a.Size) + off
+	default:
+		return 0, abi.EINVAL
+	}
+	if pos < 0 {
+		return 0, abi.EINVAL
+	}
+	atomic.StoreInt64(&f.off, pos)
+	return uintptr(pos), 0
+}
+
+// shareStat fills st from fid's attributes.
+func shareStat(dev int, fid virtio9p.Fid, st *unix.Stat_t) abi.Errno {
+	var a virtio9p.Attr
+	if e := shares[dev].c.Getattr(fid, &a); e != 0 {
+		return abi.Errno(e)
+	}
+	*st = unix.Stat_t{
+		Dev:    uint64(0x9000 + dev), // one device per share
+		Ino:    a.Qid.Path,
+		Mode:   a.Mode,
+		Uid:    a.UID,
+		Gid:    a.GID,
+		Rdev:   a.Rdev,
+		Size:   int64(a.Size),
+		Blocks: int64(a.Blocks),
+		Atim:   unix.Timespec{Sec: int64(a.Atime), Nsec: int64(a.AtimeNs)},
+		Mtim:   unix.Timespec{Sec: int64(a.Mtime), Nsec: int64(a.MtimeNs)},
+		Ctim:   unix.Timespec{Sec: int64(a.Ctime), Nsec: int64(a.CtimeNs)},
+	}
+	setInt(&st.Nlink, int64(a.Nlink))
+	setInt(&st.Blksize, int64(a.Blksize))
+	return 0
+}
+
+func setInt[T ~int32 | ~int64 | ~uint32 | ~uint64](p *T, v int64) { *p = T(v) }
+
+// shareGetdents is getdents64 on share file h: Rreaddir's entries are
+// read into the second half of b and rewritten as linux_dirent64 from its
+// start (an entry grows by at most 3 bytes, never past the next one).
+func shareGetdents(h int, b []byte) (uintptr, abi.Errno) {
+	f := &shareFiles[h]
+	if !f.dir {
+		return 0, abi.Errno(unix.ENOTDIR)
+	}
+	in := b[len(b)/2:]
+	n, e := shares[f.dev].c.Readdir(f.fid, uint64(atomic.LoadInt64(&f.off)), in)
+	if e != 0 {
+		return 0, abi.Errno(e)
+	}
+	out := 0
+	p := in[:n]
+	var name [256]byte
+	for len(p) > 0 {
+		de, k := virtio9p.NextDirEntry(p)
+		if k == 0 {
+			break
+		}
+		nl := copy(name[:], de.Name)
+		rec := (19 + nl + 1 + 7) &^ 7
+		if out+rec > len(b)/2+(n-len(p)+k) || out+rec > len(b) {
+			break
+		}
+		p = p[k:]
+		d := b[out : out+rec]
+		*(*uint64)(unsafe.Pointer(&d[0])) = de.Qid.Path
+		*(*int64)(unsafe.Pointer(&d[8])) = int64(de.Offset)
+		*(*uint16)(unsafe.Pointer(&d[16])) = uint16(rec)
+		d[18] = de.Type
+		copy(d[19:], name[:nl])
+		clear(d[19+nl:])
+		out += rec
+		atomic.StoreInt64(&f.off, int64(de.Offset))
+	}
+	if out == 0 && n > 0 {
+		return 0, abi.EINVAL // the buffer cannot hold the next entry
+	}
+	return uintptr(out), 0
+}
+
+// shareSetattr sets attributes of r's file, following a symbolic link
+// at its end with follow (or of open file h when r is nil).
+func shareSetattr(r *shareRef, h int, a *virtio9p.SetAttr, follow bool) abi.Errno {
+	if r == nil {
+		f := &shareFiles[h]
+		return abi.Errno(shares[f.dev].c.Setattr(f.fid, a))
+	}
+	c := r.c()
+	fid, _, e := shareWalk(r, follow)
+	if e == 0 {
+		e = abi.Errno(c.Setattr(fid, a))
+		c.Clunk(fid)
+	}
+	return e
+}
+
+// sharePathStat is newfstatat on a share.
+func sharePathStat(r *shareRef, st *unix.Stat_t, follow bool) abi.Errno {
+	c := r.c()
+	fid, _, e := shareWalk(r, follow)
+	if e != 0 {
+		return e
+	}
+	se := shareStat(r.dev, fid, st)
+	c.Clunk(fid)
+	return se
+}
+
+// shareParentOp runs op on r's parent directory and last name.
+func shareParentOp(r *shareRef, op func(c *virtio9p.Client[shareEnv], dir virtio9p.Fid, name []byte) virtio9p.Errno) abi.Errno {
+	dir, name, e := walkParent(r, false)
+	if e != 0 {
+		return e
+	}
+	ce := op(r.c(), dir, name)
+	dropParent(r, dir)
+	return abi.Errno(ce)
+}
+
+// shareTwo resolves the two paths of rename and link: both on the same
+// share (EXDEV if only one is, or they are on different ones).
+func shareTwo(odirfd int, opath []byte, ndirfd int, npath []byte) (o, n shareRef, on bool, e abi.Errno) {
+	o, oon, e := shareAt(odirfd, opath)
+	if e != 0 {
+		return o, n, true, e
+	}
+	n, non, e := shareAt(ndirfd, npath)
+	if e == 0 && (oon != non || oon && o.dev != n.dev) {
+		e = abi.Errno(unix.EXDEV)
+	}
+	if e != 0 {
+		shareDone(&o)
+		return o, n, true, e
+	}
+	if !oon {
+		return o, n, false, 0
+	}
+	return o, n, true, 0
+}
+
+func shareRename(o, n *shareRef, flags int) abi.Errno {
+	if flags != 0 {
+		return abi.EINVAL
+	}
+	od, oname, e := walkParent(o, false)
+	if e != 0 {
+		return e
+	}
+	nd, nname, e := walkParent(n, false)
+	if e == 0 {
+		e = abi.Errno(o.c().Renameat(od, oname, nd, nname))
+		dropParent(n, nd)
+	}
+	dropParent(o, od)
+	return e
+}
+
+func shareLink(o, n *shareRef) abi.Errno {
+	c := o.c()
+	f, _, fe := c.Walk(o.from, o.rel)
+	if fe != 0 {
+		return abi.Errno(fe)
+	}
+	e := shareParentOp(n, func(c *virtio9p.Client[shareEnv], dir virtio9p.Fid, name []byte) virtio9p.Errno {
+		return c.Link(dir, f, name)
+	})
+	c.Clunk(f)
+	return e
+}
+
+func shareReadlink(r *shareRef, b []byte) (uintptr, abi.Errno) {
+	c := r.c()
+	f, q, e := c.Walk(r.from, r.rel)
+	if e != 0 {
+		return 0, abi.Errno(e)
+	}
+	n := 0
+	if q.Type&virtio9p.QTSymlink == 0 {
+		e = virtio9p.Errno(unix.EINVAL)
+	} else {
+		n, e = c.Readlink(f, b)
+	}
+	c.Clunk(f)
+	return uintptr(n), abi.Errno(e)
+}
+
+// shareChdir enters directory path (relative to dirfd) on a share, or
+// leaves the share's working directory when path is not on one (the
+// caller then changes the in-memory file system's). It returns ENOTDIR
+// (the caller's business) for a path not on a share with on false.
+func shareChdir(dirfd int, path []byte) abi.Errno {
+	r, on, e := shareAt(dirfd, path)
+	if e != 0 || !on {
+		if e == 0 && shareCwd.on {
+			old := shareCwd.fid
+			shareCwd.on = false
+			shares[shareCwd.dev].c.Clunk(old)
+		}
+		return e
+	}
+	e = shareEnter(&r, path)
+	shareDone(&r)
+	return e
+}
+
+// shareEnter makes r, reached by path, the working directory.
+func shareEnter(r *shareRef, path []byte) abi.Errno {
+	c := r.c()
+	f, _, we := shareWalk(r, true)
+	if we != 0 {
+		return we
+	}
+	var a virtio9p.Attr
+	fe := c.Getattr(f, &a)
+	if fe == 0 && a.Mode&unix.S_IFMT != unix.S_IFDIR {
+		fe = virtio9p.Errno(unix.ENOTDIR)
+	}
+	if fe != 0 {
+		c.Clunk(f)
+		return abi.Errno(fe)
+	}
+	// The new guest path: path itself if absolute, else the old working
+	// directory's joined with it, cleaned.
+	var np [fs.PathMax]byte
+	n := 0
+	if path[0] != '/' {
+		if shareCwd.on {
+			n = copy(np[:], shareCwd.path[:shareCwd.plen])
+		} else if k, ge := vfs.Getcwd(np[:]); ge == 0 {
+			n = k - 1
+		}
+	}
+	n = cleanJoin(np[:], n, path)
+	if n < 0 {
+		c.Clunk(f)
+		return abi.Errno(unix.ENAMETOOLONG)
+	}
+	m := mountOf(np[:n])
+	if m < 0 {
+		c.Clunk(f)
+		return abi.Errno(unix.EXDEV)
+	}
+	old, oldOn, oldDev := shareCwd.fid, shareCwd.on, shareCwd.dev
+	shareCwd.on, shareCwd.dev, shareCwd.fid = true, r.dev, f
+	shareCwd.plen = copy(shareCwd.path[:], np[:n])
+	shareCwd.depth = 0
+	for i := mounts[m].plen; i < n; i++ {
+		if np[i] == '/' {
+			shareCwd.depth++
+		}
+	}
+	if oldOn {
+		shares[oldDev].c.Clunk(old)
+	}
+	return 0
+}
+
+// cleanJoin appends path to the absolute path b[:n], resolving "." and
+// ".." names lexically; the new length, -1 if it does not fit.
+func cleanJoin(b []byte, n int, path []byte) int {
+	if len(path) > 0 && path[0] == '/' {
+		n = 0
+	}
+	for i := 0; i < len(path); {
+		j := i
+		for j < len(path) && path[j] != '/' {
+			j++
+		}
+		name := path[i:j]
+		i = j + 1
+		switch {
+		case len(name) == 0 || len(name) == 1 && name[0] == '.':
+		case len(name) == 2 && name[0] == '.' && name[1] == '.':
+			for n > 0 && b[n-1] != '/' {
+				n--
+			}
+			if n > 0 {
+				n--
+			}
+		default:
+			if n+1+len(name) > len(b) {
+				return -1
+			}
+			b[n] = '/'
+			copy(b[n+1:], name)
+			n += 1 + len(name)
+		}
+	}
+	if n == 0 {
+		b[0] = '/'
+		n = 1
+	}
+	return n
+}
+
+// shareGetcwd is getcwd when the working directory is on a share; false
+// if it is not.
+func shareGetcwd(b []byte) (int, abi.Errno, bool) {
+	if !shareCwd.on {
+		return 0, 0, false
+	}
+	n := shareCwd.plen
+	if len(b) < n+1 {
+		return 0, abi.Errno(unix.ERANGE), true
+	}
+	copy(b, shareCwd.path[:n])
+	b[n] = 0
+	return n + 1, 0, true
+}
+
+// sharePathArgs reads a path call's path into buf and says whether it names a file
+// on a share (shareAt); a bad path is left to the in-memory file system's
+// handling.
+func sharePathArgs(dirfd int, p uintptr, buf *userPath) (shareRef, []byte, bool, abi.Errno) {
+	if nshares == 0 {
+		return shareRef{h: -1}, nil, false, 0
+	}
+	b, e := mm.UserPath(p, buf)
+	if e != 0 {
+		return shareRef{h: -1}, nil, false, 0
+	}
+	// buf is the caller's stack; the reference keeps path only for the
+	// call (noEscape: the func values of shareParentOp hide that).
+	path := noEscape(b)
+	r, on, e := shareAt(dirfd, path)
+	return r, path, on, e
+}
+
+// shareTransfer is read, write (off < 0), pread and pwrite on share file
+// h; it drops the call's reference.
+func shareTransfer(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
+	// The program's buffer, which the client reaches only through its
+	// environment's fault-safe Copy: another thread may unmap it while
+	// a request waits for the host.
+	var c uintptr
+	e := abi.EFAULT
+	if userRange(p, n, !write) {
+		c, e = shareRW(h, bytesAt(p, int(min(n, maxRW))), off, write)
+	}
+	sharePut(h)
+	return c, e
+}
+
+// shareOwner is chown's change: -1 leaves an ID as it is.
+func shareOwner(uid, gid int) *virtio9p.SetAttr {
+	a := virtio9p.SetAttr{UID: uint32(uid), GID: uint32(gid)}
+	if uid != -1 {
+		a.Valid |= virtio9p.SetUID
+	}
+	if gid != -1 {
+		a.Valid |= virtio9p.SetGID
+	}
+	return &a
+}

@@ -1,0 +1,218 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/mm"
+	"yolk/sched"
+)
+
+// The timer system calls: timer_create, timer_settime, timer_gettime,
+// timer_getoverrun, timer_delete, setitimer, getitimer and alarm, with
+// Linux's argument checks. The table and expiry are ptimer.go's.
+
+// sigevent is struct sigevent's head: the value, signal, notification and
+// (SIGEV_THREAD_ID) thread ID.
+type sigevent struct {
+	value  uint64
+	signo  int32
+	notify int32
+	tid    int32
+}
+
+func sysTimerCreate(clockID int32, sevp, idp uintptr) abi.Errno {
+	var ev sigevent
+	if sevp != 0 {
+		if !mm.UserOK(sevp, 20) {
+			return abi.EFAULT
+		}
+		ev = *at[sigevent](sevp)
+	}
+	clock, ct, err := clockOf(clockID)
+	if err != 0 {
+		return err
+	}
+	p := ptimer{clock: clock, notify: sigevSignal, signo: uint8(unix.SIGALRM)}
+	if sevp != 0 {
+		switch ev.notify {
+		case sigevThreadID:
+			t := sched.FindTID(ev.tid)
+			if t == nil {
+				return abi.EINVAL
+			}
+			p.ttask, p.ttid = int32(t.Index()), t.TID
+			fallthrough
+		case sigevSignal, sigevThread:
+			if ev.signo <= 0 || ev.signo > 64 {
+				return abi.EINVAL
+			}
+		case sigevNone:
+		default:
+			return abi.EINVAL
+		}
+		p.notify, p.signo, p.sigval = uint8(ev.notify), uint8(ev.signo), ev.value
+		if ev.notify == sigevThread {
+			p.notify = sigevSignal
+		}
+	}
+	if ct != nil {
+		p.ctask, p.ctid = int32(ct.Index()), ct.TID
+	}
+	if !mm.UserW(idp, 4) {
+		return abi.EFAULT
+	}
+	ptLock.Lock()
+	id := int32(-1)
+	for i := range int32(maxTimers) {
+		if ptimers[i].clock == 0 {
+			id = i
+			break
+		}
+	}
+	if id < 0 {
+		ptLock.Unlock()
+		return abi.EAGAIN
+	}
+	if sevp == 0 {
+		p.sigval = uint64(id)
+	}
+	ptimers[id] = p
+	ptHigh = max(ptHigh, id+1)
+	ptLock.Unlock()
+	*at[int32](idp) = id
+	return 0
+}
+
+func sysTimerSettime(id int32, flags int, newp, oldp uintptr) abi.Errno {
+	if newp == 0 {
+		return abi.EINVAL
+	}
+	if !mm.UserOK(newp, 32) {
+		return abi.EFAULT
+	}
+	spec := *at[itimerspec](newp)
+	if !validTimespec(spec.interval) || !validTimespec(spec.value) {
+		return abi.EINVAL
+	}
+	ptLock.Lock()
+	p := lookup(id)
+	if p == nil {
+		ptLock.Unlock()
+		return abi.EINVAL
+	}
+	left, interval := p.get(nanotime())
+	p.set(id, tsNanos(spec.value), tsNanos(spec.interval), flags&unix.TIMER_ABSTIME != 0)
+	ptLock.Unlock()
+	if oldp != 0 {
+		if !mm.UserW(oldp, 32) {
+			return abi.EFAULT
+		}
+		*at[itimerspec](oldp) = itimerspec{nanosTs(interval), nanosTs(left)}
+	}
+	return 0
+}
+
+func sysTimerGettime(id int32, curp uintptr) abi.Errno {
+	ptLock.Lock()
+	p := lookup(id)
+	if p == nil {
+		ptLock.Unlock()
+		return abi.EINVAL
+	}
+	left, interval := p.get(nanotime())
+	ptLock.Unlock()
+	if !mm.UserW(curp, 32) {
+		return abi.EFAULT
+	}
+	*at[itimerspec](curp) = itimerspec{nanosTs(interval), nanosTs(left)}
+	return 0
+}
+
+func sysTimerGetoverrun(id int32) (uintptr, abi.Errno) {
+	ptLock.Lock()
+	p := lookup(id)
+	if p == nil {
+		ptLock.Unlock()
+		return 0, abi.EINVAL
+	}
+	n := p.lastOverrun
+	ptLock.Unlock()
+	if n < 0 {
+		n = 1 << 30 // never negative: a count that wrapped is capped (expire)
+	}
+	return uintptr(n), 0
+}
+
+// sysTimerDelete frees timer id; a signal of it still pending is
+// discarded, as Linux does.
+func sysTimerDelete(id int32) abi.Errno {
+	ptLock.Lock()
+	p := lookup(id)
+	if p == nil {
+		ptLock.Unlock()
+		return abi.EINVAL
+	}
+	if p.pending && atomic.CompareAndSwapInt32(&sigTimer[p.ptask], id+1, 0) {
+		atomic.AndUint64(&sigPending[p.ptask], ^sigBit(int(p.signo)))
+	}
+	slot := int32(-1)
+	if p.clock == onThreadCPU {
+		slot = p.ctask
+	}
+	*p = ptimer{}
+	recompute(slot, nanotime())
+	ptLock.Unlock()
+	return 0
+}
+
+func sysSetitimer(which int, newp, oldp uintptr) abi.Errno {
+	var v itimerval
+	if newp != 0 {
+		if !mm.UserOK(newp, 32) {
+			return abi.EFAULT
+		}
+		v = *at[itimerval](newp)
+		if !validTimeval(v.interval) || !validTimeval(v.value) {
+			return abi.EINVAL
+		}
+	}
+	if which < unix.ITIMER_REAL || which > unix.ITIMER_PROF {
+		return abi.EINVAL
+	}
+	left, interval := setitimer(which, tvNanos(v.value), tvNanos(v.interval))
+	if oldp != 0 {
+		if !mm.UserW(oldp, 32) {
+			return abi.EFAULT
+		}
+		*at[itimerval](oldp) = itimerval{nanosTv(interval), nanosTv(left)}
+	}
+	return 0
+}
+
+func sysGetitimer(which int, curp uintptr) abi.Errno {
+	if which < unix.ITIMER_REAL || which > unix.ITIMER_PROF {
+		return abi.EINVAL
+	}
+	ptLock.Lock()
+	left, interval := itimer(which).get(nanotime())
+	ptLock.Unlock()
+	if !mm.UserW(curp, 32) {
+		return abi.EFAULT
+	}
+	*at[itimerval](curp) = itimerval{nanosTv(interval), nanosTv(left)}
+	return 0
+}
+
+// sysAlarm is alarm: ITIMER_REAL for secs seconds, once; it returns the
+// seconds left of the one before, rounded to the nearest (at least 1 if
+// one was armed), as Linux does.
+func sysAlarm(secs uint32) uintptr {
+	left, _ := setitimer(unix.ITIMER_REAL, int64(secs)*1e9, 0)
+	if left == 0 {
+		return 0
+	}
+	return uintptr(max((left+5e8)/1e9, 1))
+}
