@@ -73,6 +73,7 @@ type CPU struct {
 	preemptIPIs   uint64 // atomic: such interrupts sent from here
 	wakeIPIs      uint64 // atomic: wake-up interrupts sent from here
 	preempts      uint64 // atomic: involuntary switches (Preempt) made here
+	why, tookQ    uint8  // for the trace: why the next switch is made, the queue its task came from
 
 	// onSince is when the current task began to run here; acct is odd
 	// while a switch updates it with the tasks' CPU time (cputime.go).

@@ -105,6 +105,11 @@ func switchTo(next *Task, fin uint32) {
 	}
 	atomic.AddUint64(&c.switches, 1)
 	now := clock.Nanotime()
+	if atomic.LoadUint32(&traceOn) != 0 {
+		trace(TraceEvent{Ev: TraceSwitch, Why: c.why, Q: c.tookQ, From: cur.TID, To: next.TID,
+			FromUsed: cur.used + now - c.switchedAt, ToUsed: next.used})
+	}
+	c.why, c.tookQ = WhyBlock, noQueue
 	// cur's CPU time since it last blocked decides its ready queue.
 	switch fin {
 	case finReady:
@@ -240,6 +245,9 @@ func makeReady(t *Task) {
 		atomic.StoreInt64(&t.readyAt, clock.Nanotime())
 	}
 	enqueue(t, q)
+	if atomic.LoadUint32(&traceOn) != 0 {
+		trace(TraceEvent{Ev: TraceReady, Q: uint8(q), To: t.TID, ToUsed: t.used})
+	}
 	if !wakeIdle() && q == qWoken {
 		preemptSpent()
 	}
@@ -316,14 +324,21 @@ func Ready(t *Task) { makeReady(t) }
 // so the front of qSpent waits at most about two Slices.
 func dequeue() *Task {
 	assertKernel()
+	c := This()
 	first := qWoken
 	if h := front(qSpent); h != nil && clock.Nanotime()-atomic.LoadInt64(&h.readyAt) >= Slice {
 		first = qSpent
 	}
-	if t := take(first); t != nil {
-		return t
+	t := take(first)
+	if t == nil {
+		first = qWoken + qSpent - first
+		t = take(first)
 	}
-	return take(qWoken + qSpent - first)
+	if t == nil {
+		return nil
+	}
+	c.tookQ = uint8(first)
+	return t
 }
 
 // front is the task at the front of ready queue i, or nil: a hint (see
@@ -377,6 +392,7 @@ func empty(i int) bool {
 // another CPU.
 func Yield() {
 	if next := dequeue(); next != nil {
+		This().why = WhyYield
 		switchTo(next, finReady)
 	}
 }
@@ -403,15 +419,17 @@ func YieldSlice() {
 		c.ranSince = now
 		Yield()
 	} else if !empty(qWoken) && c.curSpent(now) {
-		yieldWoken()
+		yieldWoken(WhySysBudget)
 	}
 }
 
 // yieldWoken switches to a task from qWoken, if there is one: giving up
 // the CPU for a woken task never hands it to another CPU-bound one.
-func yieldWoken() {
+func yieldWoken(why uint8) {
 	if next := take(qWoken); next != nil {
-		atomic.AddUint64(&This().preempts, 1)
+		c := This()
+		atomic.AddUint64(&c.preempts, 1)
+		c.why, c.tookQ = why, qWoken
 		switchTo(next, finReady)
 	}
 }
@@ -434,10 +452,13 @@ func Preempt(woke bool) {
 		c.ranSince = now
 		if next := dequeue(); next != nil {
 			atomic.AddUint64(&c.preempts, 1)
+			c.why = WhySlice
 			switchTo(next, finReady)
 		}
-	} else if woke || c.curSpent(now) {
-		yieldWoken()
+	} else if woke {
+		yieldWoken(WhyWoke)
+	} else if c.curSpent(now) {
+		yieldWoken(WhyBudget)
 	}
 }
 
