@@ -322,6 +322,14 @@ func Ready(t *Task) { makeReady(t) }
 // front of qSpent has waited there a Slice. Every CPU with a task to take
 // comes here at least once a Slice (a switch, or its slice timer: userSync),
 // so the front of qSpent waits at most about two Slices.
+//
+// A task taken from qSpent starts a new Budget: it has waited behind the
+// woken tasks once for what it used. Otherwise a task that went over its
+// budget once — in a host stall while it ran, which its CPU time counts —
+// stays spent until it blocks: each woken task preempts it again as soon
+// as it is dispatched (at its next system call or interrupt), and each
+// time it goes back to the end of qSpent, a slice-long wait per system
+// call (a 1 ms sleep came back up to 1.2 s late; docs/preemption.md).
 func dequeue() *Task {
 	assertKernel()
 	c := This()
@@ -338,6 +346,9 @@ func dequeue() *Task {
 		return nil
 	}
 	c.tookQ = uint8(first)
+	if first == qSpent {
+		t.used = 0
+	}
 	return t
 }
 

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 // preemptPoint is a call with a stack check, where Go can preempt a
@@ -404,4 +406,91 @@ func rawFutexWait(addr *uint32, val uint32, d time.Duration) syscall.Errno {
 // rawFutexWake wakes the threads blocked on *addr.
 func rawFutexWake(addr *uint32) {
 	syscall.RawSyscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 1|128, 1<<30, 0, 0, 0)
+}
+
+// testSpentStartsOver: a task that waited its turn on sched's qSpent
+// starts a new budget when it runs. A thread per CPU spins in assembly
+// (spent: it never blocks) while thread X sleeps 100 µs at a time, so
+// each spinner, dispatched from qSpent, is soon preempted for X's wake-up.
+// The scheduler's trace (sched/trace.go) shows, for every such
+// preemption that came less than half a Budget into the dispatch, the
+// ready queue the spinner went back on: it must be qWoken, since it has
+// used less than a budget since it waited. Before the rule, it stayed
+// spent until it blocked and went back on qSpent every time, one step per
+// slice-long wait (a 1 ms sleep of a thread the host had stalled came
+// back up to 1.2 s late). It is an ordering, from the kernel's own
+// record: a host stall only makes a dispatch longer, and then it does not
+// count.
+func testSpentStartsOver(t *T) {
+	n := runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n + 2))
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var stop uint32
+	counts := make([]uint64, 8*n)
+	var spinning sync.WaitGroup
+	for i := 0; i < n; i++ {
+		spinning.Add(1)
+		go func() {
+			defer spinning.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			spinCount(&stop, &counts[8*i])
+		}()
+	}
+	defer spinning.Wait()
+	defer atomic.StoreUint32(&stop, 1)
+	for i := 0; i < n; i++ {
+		for atomic.LoadUint64(&counts[8*i]) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	time.Sleep(30 * time.Millisecond) // the spinners are spent
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if _, _, e := syscall.Syscall(abi.SysTrace, 1, 0, 0); e != 0 {
+		t.Fatalf("SysTrace on: %v", e)
+	}
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
+		ts := unix.NsecToTimespec(int64(100 * time.Microsecond))
+		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+	}
+	syscall.Syscall(abi.SysTrace, 0, 0, 0)
+	ev := readTrace()
+
+	const halfBudget = 500_000 // ns: sched.Budget/2
+	conclusive, spent := 0, 0
+	var dispatched [8]struct {
+		tid int32
+		at  int64
+	}
+	for i, e := range ev {
+		if e.Ev != traceSwitch || e.CPU >= 8 {
+			continue
+		}
+		d := &dispatched[e.CPU]
+		if d.tid == e.From && d.at != 0 && e.At-d.at < halfBudget &&
+			(e.Why == whyWoke || e.Why == whyBudget || e.Why == whySysBudget) {
+			for _, r := range ev[i+1:] {
+				if r.CPU == e.CPU && r.Ev == traceReady && r.To == e.From {
+					conclusive++
+					if r.Q != 0 {
+						spent++
+					}
+					break
+				}
+			}
+		}
+		d.tid, d.at = e.To, 0
+		if e.Q == 1 {
+			d.at = e.At
+		}
+	}
+	t.Logf("%d CPUs: %d tasks from qSpent preempted for a woken one within half a budget; %d of them went back on qSpent", n, conclusive, spent)
+	if spent > 0 {
+		t.Errorf("%d of %d tasks preempted within half a budget of their dispatch from qSpent went back on qSpent", spent, conclusive)
+	}
+	if conclusive == 0 {
+		t.Skipf("no task from qSpent was preempted within half a budget (the host stretched every dispatch)")
+	}
 }

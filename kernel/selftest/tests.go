@@ -103,6 +103,7 @@ var tests = []test{
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
 	{"TestPreemptGCBesideSpinner", testPreemptGC},
 	{"TestPreemptWokenFirst", testWokenFirst},
+	{"TestPreemptSpentStartsOver", testSpentStartsOver},
 	{"TestSignalFrameRoundTrip", testSignalRoundTrip},
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
