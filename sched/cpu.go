@@ -73,7 +73,10 @@ type CPU struct {
 	preemptIPIs   uint64 // atomic: such interrupts sent from here
 	wakeIPIs      uint64 // atomic: wake-up interrupts sent from here
 	preempts      uint64 // atomic: involuntary switches (Preempt) made here
-	why, tookQ    uint8  // for the trace: why the next switch is made, the queue its task came from
+	why, tookQ    uint8  // why the next switch is made (trace), the queue its task came from (dequeue)
+	// usedBefore is the current task's used when it was taken from
+	// qSpent (0 otherwise): its budget counts from there.
+	usedBefore int64
 
 	// onSince is when the current task began to run here; acct is odd
 	// while a switch updates it with the tasks' CPU time (cputime.go).

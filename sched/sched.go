@@ -109,6 +109,12 @@ func switchTo(next *Task, fin uint32) {
 		trace(TraceEvent{Ev: TraceSwitch, Why: c.why, Q: c.tookQ, From: cur.TID, To: next.TID,
 			FromUsed: cur.used + now - c.switchedAt, ToUsed: next.used})
 	}
+	// A task from qSpent gets a budget of this dispatch before the
+	// budget preempts it (dequeue).
+	c.usedBefore = 0
+	if c.tookQ == qSpent {
+		c.usedBefore = next.used
+	}
 	c.why, c.tookQ = WhyBlock, noQueue
 	// cur's CPU time since it last blocked decides its ready queue.
 	switch fin {
@@ -120,7 +126,7 @@ func switchTo(next *Task, fin uint32) {
 	c.switchedAt, c.ranSince = now, now
 	spentAt := int64(math.MaxInt64)
 	if next.addr() != c.idle {
-		spentAt = now + spentAfter - next.used
+		spentAt = now + spentAfter - next.used + c.usedBefore
 	}
 	atomic.StoreInt64(&c.spentAt, spentAt)
 	if atomic.LoadUint32(&c.preemptKicked) != 0 {
@@ -203,9 +209,10 @@ func queueFor(t *Task) int {
 	return qWoken
 }
 
-// curSpent reports whether c's current task has used its Budget by now.
+// curSpent reports whether c's current task has used its Budget by now
+// (in this dispatch, if it came from qSpent).
 func (c *CPU) curSpent(now int64) bool {
-	return taskAt(c.cur).used+now-c.switchedAt >= spentAfter
+	return taskAt(c.cur).used-c.usedBefore+now-c.switchedAt >= spentAfter
 }
 
 // enqueue puts t on ready queue i.
@@ -323,13 +330,15 @@ func Ready(t *Task) { makeReady(t) }
 // comes here at least once a Slice (a switch, or its slice timer: userSync),
 // so the front of qSpent waits at most about two Slices.
 //
-// A task taken from qSpent starts a new Budget: it has waited behind the
-// woken tasks once for what it used. Otherwise a task that went over its
+// A task taken from qSpent runs a Budget of this dispatch before the
+// budget preempts it for a woken task (switchTo sets CPU.usedBefore). It
+// keeps its used, so a wake-up that preempts it sooner still sends it to
+// qSpent, behind the woken tasks. Otherwise a task that went over its
 // budget once — in a host stall while it ran, which its CPU time counts —
-// stays spent until it blocks: each woken task preempts it again as soon
-// as it is dispatched (at its next system call or interrupt), and each
-// time it goes back to the end of qSpent, a slice-long wait per system
-// call (a 1 ms sleep came back up to 1.2 s late; docs/preemption.md).
+// is preempted again at once each time it is dispatched (at its next
+// system call or interrupt) while a woken task waits, and goes back to
+// the end of qSpent, a slice-long wait per system call (a 1 ms sleep came
+// back up to 1.05 s late; docs/preemption.md).
 func dequeue() *Task {
 	assertKernel()
 	c := This()
@@ -346,9 +355,6 @@ func dequeue() *Task {
 		return nil
 	}
 	c.tookQ = uint8(first)
-	if first == qSpent {
-		t.used = 0
-	}
 	return t
 }
 
@@ -487,7 +493,7 @@ const sliceSlack = 1_000_000 // ns
 // for about a Budget while a woken task does.
 func (c *CPU) PreemptAt() int64 {
 	if !empty(qWoken) {
-		return min(c.ranSince+Slice, c.switchedAt+Budget-taskAt(c.cur).used)
+		return min(c.ranSince+Slice, c.switchedAt+Budget-taskAt(c.cur).used+c.usedBefore)
 	}
 	if !empty(qSpent) {
 		return c.ranSince + Slice

@@ -408,27 +408,29 @@ func rawFutexWake(addr *uint32) {
 	syscall.RawSyscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 1|128, 1<<30, 0, 0, 0)
 }
 
-// testSpentStartsOver: a task that waited its turn on sched's qSpent
-// starts a new budget when it runs. A thread per CPU spins in assembly
-// (spent: it never blocks) while thread X sleeps 100 µs at a time, so
-// each spinner, dispatched from qSpent, is soon preempted for X's wake-up.
-// The scheduler's trace (sched/trace.go) shows, for every such
-// preemption that came less than half a Budget into the dispatch, the
-// ready queue the spinner went back on: it must be qWoken, since it has
-// used less than a budget since it waited. Before the rule, it stayed
-// spent until it blocked and went back on qSpent every time, one step per
-// slice-long wait (a 1 ms sleep of a thread the host had stalled came
-// back up to 1.2 s late). It is an ordering, from the kernel's own
-// record: a host stall only makes a dispatch longer, and then it does not
-// count.
-func testSpentStartsOver(t *T) {
+// testSpentBudget: a task taken from sched's qSpent while woken tasks
+// wait runs a budget of that dispatch before the budget preempts it for
+// them, and keeps its CPU time, so a wake-up that preempts it sooner
+// sends it back to qSpent. Two threads per CPU spin in assembly (spent:
+// they never block) while two threads work 0.3 ms and sleep 50 µs in
+// turn, so woken tasks keep coming and the spinners run mostly by
+// qSpent's starvation bound, with woken tasks waiting. The scheduler's trace (sched/trace.go)
+// shows each such dispatch: none may end by the budget within half a
+// budget, and every spinner preempted from one for a woken task must go
+// back on qSpent. Before the rule, each ended by the budget within
+// microseconds: a task over its budget once (a host stall while it ran
+// counts as its CPU time) was preempted at once after every dispatch
+// until it blocked, one system call per slice-long trip through qSpent (a
+// 1 ms sleep came back 1.05 s late). A host stall only lengthens a
+// dispatch, which then does not count.
+func testSpentBudget(t *T) {
 	n := runtime.NumCPU()
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n + 2))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2*n + 3))
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var stop uint32
-	counts := make([]uint64, 8*n)
+	counts := make([]uint64, 16*n)
 	var spinning sync.WaitGroup
-	for i := 0; i < n; i++ {
+	for i := 0; i < 2*n; i++ {
 		spinning.Add(1)
 		go func() {
 			defer spinning.Done()
@@ -439,58 +441,96 @@ func testSpentStartsOver(t *T) {
 	}
 	defer spinning.Wait()
 	defer atomic.StoreUint32(&stop, 1)
-	for i := 0; i < n; i++ {
+	for i := 0; i < 2*n; i++ {
 		for atomic.LoadUint64(&counts[8*i]) == 0 {
 			time.Sleep(time.Millisecond)
 		}
 	}
 	time.Sleep(30 * time.Millisecond) // the spinners are spent
 
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if _, _, e := syscall.Syscall(abi.SysTrace, 1, 0, 0); e != 0 {
 		t.Fatalf("SysTrace on: %v", e)
 	}
-	for start := time.Now(); time.Since(start) < 100*time.Millisecond; {
-		ts := unix.NsecToTimespec(int64(100 * time.Microsecond))
-		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+	var sleepers sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		sleepers.Add(1)
+		go func() {
+			defer sleepers.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for start := time.Now(); time.Since(start) < 200*time.Millisecond; {
+				// Busy for less than a budget, then asleep: woken
+				// each time, and often waiting on qWoken.
+				for t0 := time.Now(); time.Since(t0) < 300*time.Microsecond; {
+				}
+				ts := unix.NsecToTimespec(int64(50 * time.Microsecond))
+				syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+			}
+		}()
 	}
+	sleepers.Wait()
 	syscall.Syscall(abi.SysTrace, 0, 0, 0)
 	ev := readTrace()
 
 	const halfBudget = 500_000 // ns: sched.Budget/2
-	conclusive, spent := 0, 0
-	var dispatched [8]struct {
-		tid int32
-		at  int64
+	woken := map[int32]bool{}  // ready on qWoken, not yet run
+	type dispatch struct {
+		tid    int32
+		at     int64
+		waited bool // woken tasks waited when it was taken from qSpent
 	}
-	for i, e := range ev {
-		if e.Ev != traceSwitch || e.CPU >= 8 {
+	var cur [8]dispatch
+	var left [8]int32 // a task just preempted from a qSpent dispatch: its next ready
+	conclusive, early, back, wrongQ := 0, 0, 0, 0
+	for _, e := range ev {
+		if e.CPU >= 8 {
 			continue
 		}
-		d := &dispatched[e.CPU]
-		if d.tid == e.From && d.at != 0 && e.At-d.at < halfBudget &&
-			(e.Why == whyWoke || e.Why == whyBudget || e.Why == whySysBudget) {
-			for _, r := range ev[i+1:] {
-				if r.CPU == e.CPU && r.Ev == traceReady && r.To == e.From {
-					conclusive++
-					if r.Q != 0 {
-						spent++
-					}
-					break
+		if e.Ev == traceReady {
+			if e.Q == 0 {
+				woken[e.To] = true
+			}
+			if left[e.CPU] == e.To {
+				left[e.CPU] = 0
+				back++
+				if e.Q != 1 {
+					wrongQ++
 				}
 			}
+			continue
 		}
-		d.tid, d.at = e.To, 0
+		if e.Ev != traceSwitch {
+			continue
+		}
+		delete(woken, e.To)
+		d := &cur[e.CPU]
+		left[e.CPU] = 0
+		if d.tid == e.From && d.at != 0 {
+			preempted := e.Why == whyWoke || e.Why == whyBudget || e.Why == whySysBudget
+			if d.waited {
+				conclusive++
+				if (e.Why == whyBudget || e.Why == whySysBudget) && e.At-d.at < halfBudget {
+					early++
+				}
+			}
+			if preempted {
+				left[e.CPU] = e.From
+			}
+		}
+		*d = dispatch{tid: e.To}
 		if e.Q == 1 {
-			d.at = e.At
+			*d = dispatch{tid: e.To, at: e.At, waited: len(woken) > 0}
 		}
 	}
-	t.Logf("%d CPUs: %d tasks from qSpent preempted for a woken one within half a budget; %d of them went back on qSpent", n, conclusive, spent)
-	if spent > 0 {
-		t.Errorf("%d of %d tasks preempted within half a budget of their dispatch from qSpent went back on qSpent", spent, conclusive)
+	t.Logf("%d CPUs: %d dispatches from qSpent with woken tasks waiting, %d of them ended by the budget within half a budget; %d tasks preempted from a qSpent dispatch, %d of them put on qWoken",
+		n, conclusive, early, back, wrongQ)
+	if early > 0 {
+		t.Errorf("%d of %d dispatches from qSpent ended by the budget within half a budget", early, conclusive)
+	}
+	if wrongQ > 0 {
+		t.Errorf("%d of %d tasks preempted from a qSpent dispatch went on qWoken, ahead of woken ones", wrongQ, back)
 	}
 	if conclusive == 0 {
-		t.Skipf("no task from qSpent was preempted within half a budget (the host stretched every dispatch)")
+		t.Skipf("no dispatch from qSpent with woken tasks waiting")
 	}
 }

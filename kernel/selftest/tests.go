@@ -103,7 +103,7 @@ var tests = []test{
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
 	{"TestPreemptGCBesideSpinner", testPreemptGC},
 	{"TestPreemptWokenFirst", testWokenFirst},
-	{"TestPreemptSpentStartsOver", testSpentStartsOver},
+	{"TestPreemptSpentBudget", testSpentBudget},
 	{"TestSignalFrameRoundTrip", testSignalRoundTrip},
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
