@@ -454,8 +454,10 @@ func testTimerSignals(t *T) {
 	}
 	n := int(atomic.LoadUint64(&sigCount) - count0)
 	// At least 80% of the CPU time without the host's gaps, at most the
-	// CPU time with them (testCPUProfile says why).
-	lo, hi := int(steady/(10*time.Millisecond))*8/10, int(cpu/(10*time.Millisecond))+busy
+	// CPU time with them (testCPUProfile says why), plus two a thread: the
+	// thread's CPU time before its first clock read and after its last,
+	// until timer_delete, is not in cpu (63 for a bound of 62 was seen).
+	lo, hi := int(steady/(10*time.Millisecond))*8/10, int(cpu/(10*time.Millisecond))+2*busy
 	t.Logf("thread-CPU timers every 10ms on %d threads: %d signals in %v of their CPU time (%v at the median spin's)", busy, n, cpu, steady)
 	if n < lo || n > hi {
 		t.Errorf("thread-CPU timers every 10ms on %d threads: %d signals in %v of their CPU time (%v at the median spin's), want %d to %d", busy, n, cpu, steady, lo, hi)
