@@ -27,7 +27,8 @@ import (
 // The mount point itself is an empty directory in the in-memory file
 // system (listing "/" shows it). A symbolic link at the end of a path is
 // followed (shareWalk). Not done: links inside a path (the server refuses
-// to walk through them), fchdir to a share directory, ".." above a
+// to walk through them), fchdir to a share directory opened while
+// shareDirPaths' slots were all taken, ".." above a
 // share's root from a working directory inside it (EXDEV), mmap of share
 // files (ENODEV as before), file locks. A chdir racing a relative call on
 // another thread may leave that call walking from the old directory's
