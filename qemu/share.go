@@ -61,11 +61,14 @@ func (sh Share) check() error {
 	return nil
 }
 
+// MaxShares is how many shares a guest takes (the kernel's table).
+const MaxShares = 4
+
 // shareArgs are the QEMU arguments and the kernel options of shares on a
 // machine whose virtio devices are PCI (pc, q35) or virtio-mmio.
 func shareArgs(shares []Share, pci bool) (args, env []string, err error) {
-	if len(shares) > 4 {
-		return nil, nil, errors.New("at most 4 shares")
+	if len(shares) > MaxShares {
+		return nil, nil, fmt.Errorf("at most %d shares", MaxShares)
 	}
 	for i, sh := range shares {
 		if err := sh.check(); err != nil {
