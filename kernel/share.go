@@ -28,10 +28,11 @@ import (
 // The mount point itself is an empty directory in the in-memory file
 // system (listing "/" shows it). A symbolic link at the end of a path is
 // followed (shareWalk). Not done: links inside a path (the server refuses
-// to walk through them), fchdir to a share directory, ".." above a
-// share's root from a working directory inside it (EXDEV). mmap of share
-// files reads them into the mapping and writes shared mappings back at
-// msync, munmap and fsync (sys_mm.go). A chdir racing a relative call on
+// to walk through them), fchdir to a share directory opened while
+// shareDirPaths' slots were all taken, ".." above a share's root from a
+// working directory inside it (EXDEV). mmap of share files reads them into
+// the mapping and writes shared mappings back at msync, munmap and fsync
+// (sys_mm.go). A chdir racing a relative call on
 // another thread may leave that call walking from the old directory's
 // fid after its clunk (an error from the server).
 

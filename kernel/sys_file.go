@@ -302,10 +302,21 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 	return abi.Errno(e)
 }
 
+// sysFchdir is fchdir: a share directory is entered again by the guest
+// path it was opened by (shareDirRemember; EINVAL when it has none).
 func sysFchdir(fd int) abi.Errno {
 	if h := shareGet(fd); h >= 0 {
+		var np [fs.PathMax]byte
+		n := shareDirPath(h, np[:])
+		dir := shareFiles[h].dir
 		sharePut(h)
-		return abi.EINVAL // not done: a share file does not know its path
+		switch {
+		case !dir:
+			return abi.Errno(unix.ENOTDIR)
+		case n < 0:
+			return abi.EINVAL // not done: opened when no path slot was free
+		}
+		return shareChdir(unix.AT_FDCWD, np[:n])
 	}
 	h := fsGet(fd)
 	if h < 0 {
@@ -313,6 +324,9 @@ func sysFchdir(fd int) abi.Errno {
 	}
 	e := vfs.Fchdir(h)
 	fsPut(h)
+	if e == 0 && shareCwd.on {
+		shareLeaveCwd()
+	}
 	return abi.Errno(e)
 }
 

@@ -14,11 +14,14 @@ import (
 
 func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno) {
 	var pb userPath
-	if r, _, on, e := sharePathArgs(dirfd, p, &pb); on {
+	if r, path, on, e := sharePathArgs(dirfd, p, &pb); on {
 		if e == 0 {
 			var fd uintptr
 			fd, e = shareOpen(&r, flags, mode)
 			shareDone(&r)
+			if e == 0 {
+				shareDirRemember(int(fd), dirfd, path)
+			}
 			return fd, e
 		}
 		return 0, e

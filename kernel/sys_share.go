@@ -89,6 +89,7 @@ func shareReap() {
 			return
 		}
 		shares[dev].c.Clunk(fid)
+		shareDirForget(h)
 		fileLock.Lock()
 		shareFiles[h].used = false
 		fileLock.Unlock()
@@ -436,15 +437,99 @@ func shareChdir(dirfd int, path []byte) abi.Errno {
 	r, on, e := shareAt(dirfd, path)
 	if e != 0 || !on {
 		if e == 0 && shareCwd.on {
-			old := shareCwd.fid
-			shareCwd.on = false
-			shares[shareCwd.dev].c.Clunk(old)
+			shareLeaveCwd()
 		}
 		return e
 	}
 	e = shareEnter(&r, path)
 	shareDone(&r)
 	return e
+}
+
+// shareLeaveCwd forgets the share's working directory: the in-memory
+// file system's is the working directory again.
+func shareLeaveCwd() {
+	old := shareCwd.fid
+	shareCwd.on = false
+	shares[shareCwd.dev].c.Clunk(old)
+}
+
+// shareDirPaths are the guest paths of open share directories, for
+// fchdir, while slots last (a directory opened when all are taken has
+// none). owner is the share file's index + 1, 0 when free, -1 while
+// being written (atomic).
+var shareDirPaths [32]struct {
+	owner int32
+	n     int
+	p     [fs.PathMax]byte
+}
+
+// shareDirRemember keeps the guest path of fd, just opened on a share by
+// dirfd and path, if it is a directory whose path is known: path is
+// absolute, or relative to the working directory or to a share
+// directory whose path is kept.
+func shareDirRemember(fd, dirfd int, path []byte) {
+	h := shareGet(fd)
+	if h < 0 {
+		return
+	}
+	if !shareFiles[h].dir || len(path) == 0 {
+		sharePut(h)
+		return
+	}
+	var np [fs.PathMax]byte
+	n := 0
+	if path[0] != '/' {
+		switch {
+		case int32(dirfd) == unix.AT_FDCWD && shareCwd.on:
+			n = copy(np[:], shareCwd.path[:shareCwd.plen])
+		case int32(dirfd) == unix.AT_FDCWD:
+			k, ge := vfs.Getcwd(np[:])
+			n = k - 1
+			if ge != 0 {
+				n = -1
+			}
+		default:
+			n = -1
+			if d := shareGet(dirfd); d >= 0 {
+				n = shareDirPath(d, np[:])
+				sharePut(d)
+			}
+		}
+	}
+	if n >= 0 {
+		n = cleanJoin(np[:], n, path)
+	}
+	if n > 0 && mountOf(np[:n]) >= 0 {
+		for i := range shareDirPaths {
+			s := &shareDirPaths[i]
+			if atomic.CompareAndSwapInt32(&s.owner, 0, -1) {
+				s.n = copy(s.p[:], np[:n])
+				atomic.StoreInt32(&s.owner, int32(h)+1)
+				break
+			}
+		}
+	}
+	sharePut(h)
+}
+
+// shareDirPath copies share file h's kept path into b and returns its
+// length, -1 if it has none.
+func shareDirPath(h int, b []byte) int {
+	for i := range shareDirPaths {
+		s := &shareDirPaths[i]
+		if atomic.LoadInt32(&s.owner) == int32(h)+1 {
+			return copy(b, s.p[:s.n])
+		}
+	}
+	return -1
+}
+
+// shareDirForget frees share file h's path slot, if it has one.
+func shareDirForget(h int) {
+	for i := range shareDirPaths {
+		atomic.CompareAndSwapInt32(&shareDirPaths[i].owner, int32(h)+1, 0)
+	}
 }
 
 // shareEnter makes r, reached by path, the working directory.
@@ -504,6 +589,9 @@ func shareEnter(r *shareRef, path []byte) abi.Errno {
 func cleanJoin(b []byte, n int, path []byte) int {
 	if len(path) > 0 && path[0] == '/' {
 		n = 0
+	}
+	if n > 0 && b[n-1] == '/' {
+		n-- // b is "/"
 	}
 	for i := 0; i < len(path); {
 		j := i

@@ -61,6 +61,9 @@ func (sh Share) check() error {
 	return nil
 }
 
+// MaxShares is how many shares a guest takes (the kernel's table).
+const MaxShares = 4
+
 // ShareFlag collects -share flags (yolk run, linuxref): each is checked
 // at once, so a missing directory is an error before the boot.
 type ShareFlag []Share
@@ -87,8 +90,8 @@ func (f *ShareFlag) Set(s string) error {
 // "TAG:GUESTPATH": yolk's kernel takes it as yolk.share=TAG:GUESTPATH, and
 // linuxref's guest init mounts TAG there with 9p.
 func ShareArgs(shares []Share, pci bool) (args, mounts []string, err error) {
-	if len(shares) > 4 {
-		return nil, nil, errors.New("at most 4 shares")
+	if len(shares) > MaxShares {
+		return nil, nil, fmt.Errorf("at most %d shares", MaxShares)
 	}
 	for i, sh := range shares {
 		if err := sh.check(); err != nil {

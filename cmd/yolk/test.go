@@ -49,10 +49,11 @@ Guest flags:
   -accel auto|kvm|tcg, -machine microvm|pc|q35 (amd64) or virt|virt-gicv3 (arm64),
   -m 512M, -smp 1, -e KEY=VALUE (repeatable)
 
-The guest sees the package's module read-only at its own path (nearest
-files first, up to a budget), the package directory as its working
-directory, and $GOROOT (lib/, and src/ for standard packages) with GOROOT
-set. QEMU is killed a minute after -timeout, as go test kills a test binary.
+The guest sees the package's module and $GOROOT read-only at their own
+paths (host shares; the boot archive, nearest files first up to a budget,
+when the output files take the shares), the package directory as its
+working directory, and GOROOT set. QEMU is killed a minute after -timeout,
+as go test kills a test binary.
 `
 
 // listedPackage is what yolk test reads from go list -json.
@@ -144,8 +145,9 @@ type tester struct {
 	main   string // the main module's directory, "" outside a module
 	outDir string // where the output files go (-outputdir), absolute
 	cover  *coverProfile
-	many   bool // more than one package
-	stream bool // print the test binary's output as go test does in package-list mode with -v
+	meta   *coverMeta // -coverpkg's meta-data (testcover.go), nil without
+	many   bool       // more than one package
+	stream bool       // print the test binary's output as go test does in package-list mode with -v
 
 	accelOnce sync.Once
 	qemuBin   string
@@ -201,6 +203,13 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 			return 1
 		}
 		defer t.cover.f.Close()
+	}
+
+	if c.coverPkg != "" && !c.compile {
+		if err := t.buildCoverMeta(ctx, pkgs, filepath.Join(t.tmp, "meta")); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			return 1
+		}
 	}
 
 	failed := false
@@ -361,6 +370,16 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 		out = conv
 	}
 	if len(p.TestGoFiles)+len(p.XTestGoFiles) == 0 {
+		// Under -coverpkg, a selected package has a coverage line
+		// instead (testcover.go).
+		if line, ok, err := t.noTestCoverage(ctx, i, p); err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
+			return 0, failed
+		} else if ok {
+			fmt.Fprint(out, line)
+			return 0, passed
+		}
 		fmt.Fprintf(out, "?   \t%s\t[no test files]\n", p.ImportPath)
 		return 0, passed
 	}
@@ -419,26 +438,34 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 		fmt.Fprintf(stderr, "yolk: %v\n", err)
 		return t.accelCode, failed
 	}
-	initrd := filepath.Join(t.tmp, fmt.Sprintf("%d-%s.tar", i, p.Name))
-	note, err := writePackageTree(p, t.goroot, initrd)
-	if err != nil {
-		fmt.Fprintf(stderr, "yolk test: %v\n", err)
-		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
-		return 0, failed
-	}
-	defer os.Remove(initrd)
-	if note != "" {
-		fmt.Fprintf(stderr, "yolk: %s\n", note)
-	}
-	env := append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(p.Dir))
-	if t.goroot != "" && !slices.ContainsFunc(c.env, func(e string) bool { return strings.HasPrefix(e, "GOROOT=") }) {
-		env = append(env, "GOROOT="+t.goroot) // as go test's environment has it
-	}
 	shares, outArgs, coverDir, err := t.outputs(i)
 	if err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
 		return 0, failed
+	}
+	// The module and GOROOT: host shares, or the boot archive when
+	// they do not fit beside the output files' (testfiles.go).
+	initrd := ""
+	if fs := testShares(p, t.goroot); fs != nil && len(fs)+len(shares) <= qemu.MaxShares {
+		shares = append(fs, shares...)
+	} else {
+		initrd = filepath.Join(t.tmp, fmt.Sprintf("%d-%s.tar", i, p.Name))
+		note, err := writePackageTree(p, t.goroot, initrd)
+		if err != nil {
+			fmt.Fprintf(stderr, "yolk test: %v\n", err)
+			fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
+			return 0, failed
+		}
+		defer os.Remove(initrd)
+		fmt.Fprintf(stderr, "yolk: the module and GOROOT in the boot archive, not shared (%d shares for the output files)\n", len(shares))
+		if note != "" {
+			fmt.Fprintf(stderr, "yolk: %s\n", note)
+		}
+	}
+	env := append(slices.Clip(c.env), "yolk.cwd="+filepath.ToSlash(p.Dir))
+	if t.goroot != "" && !slices.ContainsFunc(c.env, func(e string) bool { return strings.HasPrefix(e, "GOROOT=") }) {
+		env = append(env, "GOROOT="+t.goroot) // as go test's environment has it
 	}
 	ok := runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, shares, outArgs, t.stream || c.json, out)
 	if coverDir != "" {

@@ -157,6 +157,98 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 		}
 	})
 	t.Run("output-files", func(t *testing.T) { testOutputFiles(t, yolk, accel, dir) })
+	t.Run("coverpkg-untested", func(t *testing.T) { testCoverUntested(t, yolk, accel, dir) })
+	t.Run("coverprofile", func(t *testing.T) {
+		testCoverProfile(t, yolk, accel, dir, "-covermode=set", "yolk/qemu/report", "path", "encoding/hex")
+	})
+}
+
+// testCoverProfile: -coverprofile over several packages (here one of
+// ours, a parser that reads its testdata through the module's share, and
+// two standard ones) is the host's go test profile block for block, and
+// the result lines (with the coverage) are go test's.
+func testCoverProfile(t *testing.T, yolk, accel, dir string, args ...string) {
+	yout, gout := filepath.Join(t.TempDir(), "cover.out"), filepath.Join(t.TempDir(), "cover.out")
+	start := time.Now()
+	ys, ye, ycode := runIn(t, dir, yolk, append([]string{"test", "-accel", accel, "-coverprofile=" + yout}, args...)...)
+	t.Logf("yolk test -coverprofile %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	gs, ge, gcode := runIn(t, dir, "go", append([]string{"test", "-count=1", "-coverprofile=" + gout}, args...)...)
+	if ycode != 0 || gcode != 0 || !slices.Equal(resultLines(ys), resultLines(gs)) {
+		t.Fatalf("yolk test: status %d\n%s%s\ngo test: status %d\n%s%s", ycode, ys, ye, gcode, gs, ge)
+	}
+	sortedLines := func(name string) []string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(l)
+		return l
+	}
+	// Packages finish in any order, and their blocks go in as they do.
+	y, g := sortedLines(yout), sortedLines(gout)
+	if !slices.Equal(y, g) {
+		t.Errorf("coverage profiles differ (%d lines, go test's %d):\n%s", len(y), len(g), lineDiff(y, g))
+	}
+	if len(g) < 10 || g[len(g)-1] == "" {
+		t.Errorf("go test's profile has too few blocks to compare: %q", g)
+	}
+}
+
+// testCoverUntested: under -coverpkg, a selected package without test
+// files gets go test's coverage line and its blocks in the profile. (Each
+// of yolk test's binaries counts only the selected packages it links in,
+// so the tested package's line and the zero blocks it adds for unlinked
+// ones differ from go test's: not compared.)
+func testCoverUntested(t *testing.T, yolk, accel, dir string) {
+	args := []string{"-covermode=set", "-coverpkg=./untested,./pass", "./untested", "./pass"}
+	yout, gout := filepath.Join(t.TempDir(), "cover.out"), filepath.Join(t.TempDir(), "cover.out")
+	ys, ye, ycode := runIn(t, dir, yolk, append([]string{"test", "-accel", accel, "-coverprofile=" + yout}, args...)...)
+	gs, ge, gcode := runIn(t, dir, "go", append([]string{"test", "-count=1", "-coverprofile=" + gout}, args...)...)
+	line := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "/untested") {
+				return l
+			}
+		}
+		return ""
+	}
+	if ycode != 0 || gcode != 0 || line(ys) != line(gs) || !strings.Contains(line(gs), "coverage: 0.0% of statements") {
+		t.Errorf("untested's line: yolk test %q, go test %q\nyolk test: status %d\n%s%s\ngo test: status %d\n%s%s", line(ys), line(gs), ycode, ys, ye, gcode, gs, ge)
+	}
+	blocks := func(name string) []string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l []string
+		for _, s := range strings.Split(string(b), "\n") {
+			if strings.Contains(s, "/untested/") {
+				l = append(l, s)
+			}
+		}
+		slices.Sort(l)
+		return slices.Compact(l)
+	}
+	if y, g := blocks(yout), blocks(gout); len(g) == 0 || !slices.Equal(y, g) {
+		t.Errorf("untested's blocks: yolk test %q, go test %q", y, g)
+	}
+}
+
+// lineDiff lists the lines only in a ("-") and only in b ("+"), both sorted.
+func lineDiff(a, b []string) string {
+	var d []string
+	for _, l := range a {
+		if _, ok := slices.BinarySearch(b, l); !ok {
+			d = append(d, "- "+l)
+		}
+	}
+	for _, l := range b {
+		if _, ok := slices.BinarySearch(a, l); !ok {
+			d = append(d, "+ "+l)
+		}
+	}
+	return strings.Join(d, "\n")
 }
 
 // testOutputFiles: go test's output files, written by the guest through

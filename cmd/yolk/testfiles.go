@@ -12,6 +12,60 @@ import (
 	"yolk/qemu"
 )
 
+// A test binary sees what go test's binary sees on Linux: its package's
+// module read-only at its own path, with the package directory as its
+// working directory, and GOROOT read-only. On the machines yolk test
+// boots (all have virtio) these are host shares (testShares: virtio-9p,
+// every file live); the boot archive (writePackageTree) is the fallback
+// when the shares would be more than qemu.MaxShares with the output
+// files' (profiles in several directories) or a path is too long for a
+// share's guest path.
+
+// packageRoot is the directory whose tree a test of p sees: its module's
+// root (for a standard package, $GOROOT/src, the std module), or without
+// a module the nearest directory with a go.mod, or the package's own.
+func packageRoot(p listedPackage, goroot string) string {
+	switch {
+	case p.Standard && goroot != "":
+		return filepath.Join(goroot, "src")
+	case p.Module != nil && p.Module.Dir != "":
+		return p.Module.Dir
+	}
+	if r, err := moduleRoot(p.Dir); err == nil {
+		return r
+	}
+	return p.Dir
+}
+
+// testShares are the read-only shares of p's module root and GOROOT at
+// their host paths; a directory inside another is not shared again (the
+// standard library's module is in GOROOT). It returns nil when one of
+// them cannot be a share's guest path (over 255 bytes).
+func testShares(p listedPackage, goroot string) []qemu.Share {
+	dirs := []string{packageRoot(p, goroot)}
+	if goroot != "" {
+		dirs = append(dirs, goroot)
+	}
+	var shares []qemu.Share
+	for i, d := range dirs {
+		d = filepath.Clean(d)
+		if len(d) > 255 || d == "/" {
+			return nil
+		}
+		inside := false
+		for j, o := range dirs {
+			o = filepath.Clean(o)
+			if j != i && (strings.HasPrefix(d, o+string(filepath.Separator)) || o == d && j < i) {
+				inside = true
+			}
+		}
+		if !inside {
+			shares = append(shares, qemu.Share{HostDir: d, GuestPath: filepath.ToSlash(d), ReadOnly: true})
+		}
+	}
+	return shares
+}
+
 // The boot archive's budget for a test's files: the kernel's in-memory file
 // system holds 4096 inodes (kernel/fs.NumInodes), which the test's own
 // files need too, and the archive is copied into guest RAM at boot (under
@@ -20,8 +74,7 @@ import (
 // the directories nearest the package kept (the standard tests that read
 // other directories' files find them within 600 entries and 3.2 MiB:
 // path/filepath's $GOROOT/src/unicode is the farthest). The package's own
-// tree is always there, whatever its size. The host share will carry whole
-// modules instead.
+// tree is always there, whatever its size.
 const (
 	archiveEntries = 1000
 	archiveBytes   = 8 << 20
@@ -31,8 +84,9 @@ const (
 // files (and may be far larger).
 var vcsDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".bzr": true, ".jj": true}
 
-// writePackageTree writes the boot archive a test binary gets, so that it
-// sees what go test's binary sees on Linux: the package's module (for a
+// writePackageTree writes the boot archive a test binary gets when the
+// shares cannot give it its files, so that it sees what it can of what go
+// test's binary sees on Linux: the package's module (for a
 // standard package, $GOROOT/src, the std module) read-only at its own path
 // — the package's directory tree first (all of it), then directories by their distance
 // in the tree from the package (testdata directories first at each
@@ -41,17 +95,7 @@ var vcsDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".bzr": t
 // note saying what was left out, "" when nothing was.
 func writePackageTree(p listedPackage, goroot, name string) (string, error) {
 	t := qemu.NewTree()
-	root := p.Dir
-	switch {
-	case p.Standard && goroot != "":
-		root = filepath.Join(goroot, "src")
-	case p.Module != nil && p.Module.Dir != "":
-		root = p.Module.Dir
-	default:
-		if r, err := moduleRoot(p.Dir); err == nil {
-			root = r
-		}
-	}
+	root := packageRoot(p, goroot)
 	entries, bytes := 0, int64(0)
 	if goroot != "" {
 		lib := filepath.Join(goroot, "lib")

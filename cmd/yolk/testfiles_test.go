@@ -120,7 +120,7 @@ func tarNames(t *testing.T, name string) []string {
 func TestBootNoteFilter(t *testing.T) {
 	var b bytes.Buffer
 	f := &bootNoteFilter{w: &b}
-	in := "yolk: boot: yolk kernel\nyolk: initrd: 3 entries\n=== RUN   TestA\nyolk: fault: page\nyolk: net: virtio\nPASS\nyolk: exit 0\r\nyolk: exit code is mine\npartial"
+	in := "yolk: boot: yolk kernel\nyolk: initrd: 3 entries\nyolk: share: virtio-9p \"yolk0\" at /m\n=== RUN   TestA\nyolk: fault: page\nyolk: net: virtio\nPASS\nyolk: exit 0\r\nyolk: exit code is mine\npartial"
 	for i := 0; i < len(in); i += 7 { // in pieces, across lines
 		f.Write([]byte(in[i:min(i+7, len(in))]))
 	}
@@ -151,5 +151,42 @@ func TestWritePackageTreeBudget(t *testing.T) {
 	if !slices.Contains(names, strings.TrimPrefix(filepath.Join(td, fmt.Sprint(archiveEntries+9)), "/")) ||
 		slices.Contains(names, strings.TrimPrefix(filepath.Join(mod, "q", "q.go"), "/")) || !strings.Contains(note, "left out") {
 		t.Errorf("%d entries, note %q", len(names), note)
+	}
+}
+
+// yolk test shares the package's module and GOROOT read-only at their
+// host paths, once each: a standard package's module is in GOROOT, and so
+// is a toolchain's GOROOT in the module cache beside a dependency's
+// module.
+func TestTestShares(t *testing.T) {
+	mod := t.TempDir()
+	os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/m\n"), 0o644)
+	os.MkdirAll(filepath.Join(mod, "a"), 0o755)
+	goroot := "/gr"
+	cache := "/cache/golang.org/toolchain@v0.0.1-go1.27.3.linux-amd64"
+	for _, c := range []struct {
+		name string
+		p    listedPackage
+		gr   string
+		want []string
+	}{
+		{"module", listedPackage{Dir: filepath.Join(mod, "a")}, goroot, []string{mod, goroot}},
+		{"std", listedPackage{Dir: "/gr/src/strings", Standard: true}, goroot, []string{goroot}},
+		{"dep-in-cache", listedPackage{Dir: "/cache/example.com/d@v1.0.0/p", Module: &struct{ Path, Dir string }{"example.com/d", "/cache/example.com/d@v1.0.0"}}, cache,
+			[]string{"/cache/example.com/d@v1.0.0", cache}},
+		{"std-fetched", listedPackage{Dir: cache + "/src/strings", Standard: true}, cache, []string{cache}},
+		{"no-goroot", listedPackage{Dir: filepath.Join(mod, "a")}, "", []string{mod}},
+		{"too-long", listedPackage{Dir: "/" + strings.Repeat("x", 300)}, goroot, nil},
+	} {
+		var got []string
+		for _, sh := range testShares(c.p, c.gr) {
+			if !sh.ReadOnly || sh.GuestPath != filepath.ToSlash(sh.HostDir) {
+				t.Errorf("%s: %+v: want read-only at its host path", c.name, sh)
+			}
+			got = append(got, sh.HostDir)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: shares %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -81,6 +81,7 @@ type testConfig struct {
 	files      map[string]string // go test's output-file flags (-cpuprofile ...): name to file as given
 	outputDir  string            // -outputdir as given; "" is the working directory
 	coverMode  string            // -covermode; "" is set
+	coverPkg   string            // -coverpkg's patterns, "" without
 	compile    bool              // -c: write the image, do not boot it
 	output     string            // -o
 	chdir      string            // -C: the directory to run in
@@ -195,6 +196,8 @@ func parseTestArgs(args []string) (*testConfig, error) {
 				c.cover = true
 				if name == "covermode" {
 					c.coverMode = val
+				} else {
+					c.coverPkg = val
 				}
 				c.buildFlags = append(c.buildFlags, "-"+name+"="+val)
 			default:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -97,8 +96,8 @@ func (t *tester) outputs(i int) (shares []qemu.Share, args []string, cover strin
 		g := share(cover, guestCoverDir, false)
 		args = append(args, "-test.gocoverdir="+g+"/gocoverdir", "-test.coverprofile="+g+"/_cover_.out")
 	}
-	if len(shares) > 4 {
-		return nil, nil, "", errors.New("the output files are in more than 4 directories (QEMU shares at most 4): use -outputdir and relative names")
+	if len(shares) > qemu.MaxShares {
+		return nil, nil, "", fmt.Errorf("the output files are in more than %d directories (the guest takes at most %d shares): use -outputdir and relative names", qemu.MaxShares, qemu.MaxShares)
 	}
 	return shares, args, cover, nil
 }
@@ -141,7 +140,12 @@ func (t *tester) createCoverProfile() error {
 
 // merge appends the blocks of the profile a test binary wrote in dir.
 func (p *coverProfile) merge(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, "_cover_.out"))
+	return p.mergeFile(filepath.Join(dir, "_cover_.out"))
+}
+
+// mergeFile appends the blocks of the profile in file name.
+func (p *coverProfile) mergeFile(name string) error {
+	b, err := os.ReadFile(name)
 	if err != nil || len(b) == 0 {
 		return nil // the test did not write one, which go test allows
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,6 +206,71 @@ func testShare(t *T) {
 	}
 	if b, err := os.ReadFile("../b.txt"); err != nil || string(b) != "hello!" {
 		t.Errorf("../b.txt from the share's working directory: %q, %v", b, err)
+	}
+	// Fchdir back and forth, as testing's T.Chdir does: to the share
+	// directory "." was, after a chdir away, and to an in-memory one.
+	if dot, err := os.Open("."); err != nil {
+		t.Errorf("open .: %v", err)
+	} else {
+		mem, err := os.Open("/tmp")
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		if err := os.Chdir("/"); err != nil {
+			t.Errorf("%v", err)
+		}
+		if err := dot.Chdir(); err != nil {
+			t.Errorf("fchdir to the share: %v", err)
+		}
+		if got, err := os.Getwd(); err != nil || got != filepath.Join(out, "sub") {
+			t.Errorf("Getwd after fchdir = %q, %v", got, err)
+		}
+		if b, err := os.ReadFile("../b.txt"); err != nil || string(b) != "hello!" {
+			t.Errorf("../b.txt after fchdir: %q, %v", b, err)
+		}
+		if err := mem.Chdir(); err != nil {
+			t.Errorf("fchdir to /tmp: %v", err)
+		}
+		if got, err := os.Getwd(); err != nil || got != "/tmp" {
+			t.Errorf("Getwd after fchdir to /tmp = %q, %v", got, err)
+		}
+		if _, err := os.Stat("../b.txt"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("../b.txt from /tmp: %v, want ENOENT", err)
+		}
+		// Opened by a path relative to "/", above the mount point.
+		if err := os.Chdir("/"); err != nil {
+			t.Errorf("%v", err)
+		}
+		if f, err := os.Open(out[1:]); err != nil {
+			t.Errorf("%v", err)
+		} else {
+			if err := f.Chdir(); err != nil {
+				t.Errorf("fchdir to a share directory opened from /: %v", err)
+			} else if got, err := os.Getwd(); err != nil || got != out {
+				t.Errorf("Getwd = %q, %v; want %s", got, err, out)
+			}
+			f.Close()
+		}
+		if st, err := os.Stat("b.txt"); err != nil || st.Size() != 6 {
+			t.Errorf("b.txt after fchdir: %v, %v", st, err)
+		}
+		// A relative chdir from "/" into the share.
+		if err := os.Chdir("/"); err != nil {
+			t.Errorf("%v", err)
+		}
+		if err := os.Chdir(out[1:] + "/sub"); err != nil {
+			t.Errorf("chdir %s from /: %v", out[1:]+"/sub", err)
+		} else if got, err := os.Getwd(); err != nil || got != filepath.Join(out, "sub") {
+			t.Errorf("Getwd = %q, %v; want %s/sub", got, err, out)
+		}
+		if f, err := os.Open("b.txt"); err == nil {
+			if err := f.Chdir(); !errors.Is(err, syscall.ENOTDIR) {
+				t.Errorf("fchdir to a share file: %v, want ENOTDIR", err)
+			}
+			f.Close()
+		}
+		dot.Close()
+		mem.Close()
 	}
 	if err := os.Chdir(wd); err != nil {
 		t.Errorf("%v", err)
