@@ -256,7 +256,8 @@ func lineDiff(a, b []string) string {
 // -covermode=set is the host's go test profile block for block;
 // -cpuprofile names the hot function (Spin) with at least 80 % of the
 // samples (cumulative: with what it calls), and the samples come to Spin's
-// 1.5 s within 20 % (100 Hz, one busy thread); -memprofile and -trace
+// 3 s within 20 % (100 Hz, one busy thread; at 1.5 s the runtime's and the
+// test framework's own samples came to 23 % under host load); -memprofile and -trace
 // parse with go tool pprof and go tool trace; the image is kept as
 // prof.test (in -o's directory) for pprof's symbols; -artifacts keeps a
 // test's file where go test's does.
@@ -306,8 +307,8 @@ func testOutputFiles(t *testing.T, yolk, accel, dir string) {
 	} else {
 		pct, _ := strconv.ParseFloat(spin[1], 64)
 		d, _ := time.ParseDuration(total[1])
-		if pct < 80 || d < 1200*time.Millisecond || d > 1800*time.Millisecond {
-			t.Errorf("CPU profile: Spin %.1f%% of %v of samples; want at least 80%% of 1.5s ± 20%%:\n%s", pct, d, cpu)
+		if pct < 80 || d < 2400*time.Millisecond || d > 3600*time.Millisecond {
+			t.Errorf("CPU profile: Spin %.1f%% of %v of samples; want at least 80%% of 3s ± 20%%:\n%s", pct, d, cpu)
 		}
 	}
 	if mem := pprof("-sample_index=alloc_space", bin, filepath.Join(yout, "mem.prof")); !strings.Contains(mem, "prof.Grow") {

@@ -9,7 +9,7 @@ import (
 
 // spinFor is how long TestSpin is busy (the CPU profile's samples: about
 // 100 a second).
-const spinFor = 1500 * time.Millisecond
+const spinFor = 3 * time.Second
 
 func TestSpin(t *testing.T) {
 	if Spin(spinFor) == 0 {
