@@ -273,6 +273,8 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 		return uintptr(sched.NumCPU()), 0
 	case abi.SysNICInject:
 		return 0, sysNICInject(a0, a1)
+	case abi.SysTaskInfo:
+		return 0, sysTaskInfo(int32(a0), a1)
 	}
 	return 0, abi.ENOSYS
 }
@@ -300,4 +302,37 @@ func sysTrace(op int, p uintptr, n int) (uintptr, abi.Errno) {
 		}
 	})
 	return uintptr(i), e
+}
+
+// sysTaskInfo copies the kernel's view of thread tid to p (abi.TaskInfo).
+func sysTaskInfo(tid int32, p uintptr) abi.Errno {
+	if !mm.UserW(p, unsafe.Sizeof(abi.TaskInfo{})) {
+		return abi.EFAULT
+	}
+	t := sched.FindTID(tid)
+	if t == nil {
+		return abi.ESRCH
+	}
+	w := t.Info()
+	i := t.Index()
+	r := abi.TaskInfo{
+		State: w.State, Seq: w.Seq, OnCPU: w.OnCPU, Woken: uint32(w.Woken), Pipe: -1,
+		Key: uint64(w.Key), CondAddr: uint64(w.CondAddr), CondVal: w.CondVal,
+		IntrMask: w.IntrMask, Pending: atomic.LoadUint64(&sigPending[i]), Mask: sigMask[i],
+		Deadline: w.Deadline, Now: clock.Nanotime(),
+	}
+	if w.Queued {
+		r.Queued = 1
+	}
+	if w.IntrAddr != 0 {
+		r.Interrupt = 1
+	}
+	base, size := uintptr(unsafe.Pointer(&pipeWQ[0])), unsafe.Sizeof(pipeWQ[0])
+	if w.Wq >= base && w.Wq < base+uintptr(len(pipeWQ))*size {
+		r.Pipe = int32((w.Wq - base) / size)
+		if c := vfs.PipeSeqAddr(int(r.Pipe)); c == w.CondAddr {
+			r.CondNow = atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&c))))
+		}
+	}
+	return mm.CopyOut(p, (*[unsafe.Sizeof(abi.TaskInfo{})]byte)(unsafe.Pointer(&r))[:])
 }

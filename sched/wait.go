@@ -220,3 +220,44 @@ func condChanged(a uintptr, v uint32) bool {
 // BlockedInterruptibly reports whether t is blocked in a wait a signal
 // ends (BlockIntr). A hint: the answer may change as soon as it is given.
 func (t *Task) BlockedInterruptibly() bool { return t.st() == stBlocked && t.intrAddr != 0 }
+
+// WaitInfo is a snapshot of a task's scheduling state, for the
+// self-tests' report of a wait that did not end (racy: each field is read
+// once, not all at one instant).
+type WaitInfo struct {
+	State    uint32 // stFree, stRunning, stReady, stBlocked (0 to 3), or another internal state
+	Seq      uint32 // the wait count
+	OnCPU    int32  // 1 + the CPU running it, 0 if none
+	Queued   bool   // on its wait queue's list
+	Wq       uintptr
+	Key      uintptr
+	CondAddr uintptr
+	CondVal  uint32
+	Woken    Woken
+	IntrAddr uintptr
+	IntrMask uint64
+	Deadline int64
+}
+
+// Info returns t's WaitInfo; Queued is looked up under the wait queue's
+// lock.
+func (t *Task) Info() WaitInfo {
+	s := atomic.LoadUint64(&t.state)
+	w := WaitInfo{
+		State: uint32(s), Seq: uint32(s >> 32), OnCPU: atomic.LoadInt32(&t.oncpu),
+		Wq: t.wq, Key: t.key, CondAddr: t.condAddr, CondVal: t.condVal, Woken: t.woken,
+		IntrAddr: t.intrAddr, IntrMask: t.intrMask, Deadline: t.deadline,
+	}
+	if w.Wq != 0 {
+		q := wqAt(w.Wq)
+		q.lock.Lock()
+		for a := q.head; a != 0; a = taskAt(a).wnext {
+			if a == t.addr() {
+				w.Queued = true
+				break
+			}
+		}
+		q.lock.Unlock()
+	}
+	return w
+}

@@ -62,7 +62,30 @@ const (
 	SysLockTest = 0x1006 // a0 lock kind, a1 sections (<0: -µs), a2 work, a3 *LockTestOut
 	SysFrameOf  = 0x1007 // the physical frame behind user or BSS page a0
 	SysTrace    = 0x1008 // a0 = 0: scheduler trace off, 1: on (emptied), 2: copy up to a2 sched.TraceEvents to a1; returns how many
+	SysTaskInfo = 0x1009 // copy the TaskInfo of thread a0 to a1; ESRCH if none
 )
+
+// TaskInfo is what SysTaskInfo copies out: the kernel's view of a thread,
+// for a self-test's report of a wait that did not end. Racy: each field
+// is read once, not all at one instant.
+type TaskInfo struct {
+	State     uint32 // 0 free, 1 running, 2 ready, 3 blocked (others: internal)
+	Seq       uint32 // the thread's wait count
+	OnCPU     int32  // 1 + the CPU running it, 0 if none
+	Queued    uint32 // 1: on the list of the wait queue it last waited on
+	Woken     uint32 // why its last wait ended: 0 woken, 1 timeout, 2 signal
+	Pipe      int32  // the pipe whose wait queue that is, -1 if none
+	Key       uint64
+	CondAddr  uint64
+	CondVal   uint32
+	CondNow   uint32 // the word at CondAddr now, if it is a pipe's (kernel) counter
+	Interrupt uint64 // 1: the wait was interruptible
+	IntrMask  uint64 // the signal mask it waited with
+	Pending   uint64 // the thread's pending signals now
+	Mask      uint64 // its signal mask now
+	Deadline  int64  // monotonic ns, 0: none
+	Now       int64  // monotonic ns when read
+}
 
 // Stats is what SysStats copies out.
 type Stats struct {

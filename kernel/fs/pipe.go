@@ -240,6 +240,12 @@ func (f *FS[E]) Wait(h int) (pipe int, addr uintptr, val uint32, ok bool) {
 	return int(fl.obj), uintptr(unsafe.Pointer(&pp.seq)), atomic.LoadUint32(&pp.seq), true
 }
 
+// PipeSeqAddr is the address of pipe p's change counter (Wait's addr),
+// for the self-tests' report of a wait that did not end.
+func (f *FS[E]) PipeSeqAddr(p int) uintptr {
+	return uintptr(unsafe.Pointer(&f.pipes[uint(p)%NumPipes].seq))
+}
+
 // Nonblocking reports whether h was opened or set O_NONBLOCK.
 func (f *FS[E]) Nonblocking(h int) bool {
 	f.env.Lock()

@@ -91,8 +91,10 @@ var tests = []test{
 	{"TestWireTCP6Out", testWireTCP6Out},
 	{"TestWireTCPIn", testWireTCPIn},
 
-	// fuzz.go, memprot.go
+	// fuzz.go, fuzz_block.go, memprot.go
 	{"TestSyscallFuzz", testSyscallFuzz},
+	{"TestPipeReadUnmapSignals", testPipeReadUnmapSignals},
+	{"TestTaskInfo", testTaskInfo},
 	{"TestMemoryProtection", testMemoryProtection},
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 	{"TestMemoryImageRules", testMemoryImageRules},
