@@ -297,12 +297,12 @@ func QEMUArgs(c Config) ([]string, error) {
 	if len(c.Shares) > 0 && c.Board != "" {
 		return nil, fmt.Errorf("board %s: no -share (its image carries its own command line)", c.Board)
 	}
-	shareArgs, shareEnv, err := shareArgs(c.Shares, arch == "amd64" && machine != "microvm")
+	shareArgs, mounts, err := ShareArgs(c.Shares, arch == "amd64" && machine != "microvm")
 	if err != nil {
 		return nil, err
 	}
-	if len(shareEnv) > 0 {
-		env = append(slices.Clip(env), shareEnv...)
+	for _, m := range mounts {
+		env = append(slices.Clip(env), "yolk.share="+m)
 	}
 	var initrd []string
 	if c.Initrd != "" {

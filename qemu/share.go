@@ -61,9 +61,32 @@ func (sh Share) check() error {
 	return nil
 }
 
-// shareArgs are the QEMU arguments and the kernel options of shares on a
-// machine whose virtio devices are PCI (pc, q35) or virtio-mmio.
-func shareArgs(shares []Share, pci bool) (args, env []string, err error) {
+// ShareFlag collects -share flags (yolk run, linuxref): each is checked
+// at once, so a missing directory is an error before the boot.
+type ShareFlag []Share
+
+func (f *ShareFlag) String() string {
+	var s []string
+	for _, x := range *f {
+		s = append(s, x.HostDir+":"+x.GuestPath)
+	}
+	return strings.Join(s, " ")
+}
+
+func (f *ShareFlag) Set(s string) error {
+	x, err := ParseShare(s)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, x)
+	return nil
+}
+
+// ShareArgs returns the QEMU arguments of shares on a machine whose virtio
+// devices are PCI (pc, q35) or virtio-mmio, and per share its mount,
+// "TAG:GUESTPATH": yolk's kernel takes it as yolk.share=TAG:GUESTPATH, and
+// linuxref's guest init mounts TAG there with 9p.
+func ShareArgs(shares []Share, pci bool) (args, mounts []string, err error) {
 	if len(shares) > 4 {
 		return nil, nil, errors.New("at most 4 shares")
 	}
@@ -87,7 +110,7 @@ func shareArgs(shares []Share, pci bool) (args, env []string, err error) {
 			args = append(args, "-global", "virtio-mmio.force-legacy=false")
 		}
 		args = append(args, "-fsdev", fsdev, "-device", dev)
-		env = append(env, fmt.Sprintf("yolk.share=yolk%d:%s", i, sh.GuestPath))
+		mounts = append(mounts, fmt.Sprintf("yolk%d:%s", i, sh.GuestPath))
 	}
-	return args, env, nil
+	return args, mounts, nil
 }

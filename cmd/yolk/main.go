@@ -276,27 +276,6 @@ func (f *forwardFlag) Set(s string) error {
 	return nil
 }
 
-// shareFlag collects -share host directories (checked at once: a missing
-// directory is an error before the boot).
-type shareFlag []qemu.Share
-
-func (f *shareFlag) String() string {
-	var s []string
-	for _, x := range *f {
-		s = append(s, x.HostDir+":"+x.GuestPath)
-	}
-	return strings.Join(s, " ")
-}
-
-func (f *shareFlag) Set(s string) error {
-	x, err := qemu.ParseShare(s)
-	if err != nil {
-		return err
-	}
-	*f = append(*f, x)
-	return nil
-}
-
 // runNet is the network yolk run gives the guest: -net as given, else
 // the user network (none on the rpi3 board, which has no NIC); -p needs
 // the user network.
@@ -335,7 +314,7 @@ func run(args []string) int {
 	netFlag := fs.String("net", qemu.NetUser, "the guest's network: user (QEMU's user network: the guest is 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3), none, or tap:IFNAME (a tap interface the host set up); a virtio-net NIC (the rpi3 board has none)")
 	var fwds forwardFlag
 	fs.Var(&fwds, "p", "forward a host port to the guest on the user network: `[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]` (HOSTADDR default 127.0.0.1; repeatable)")
-	var shares shareFlag
+	var shares qemu.ShareFlag
 	fs.Var(&shares, "share", "give the guest this host directory, writable (virtio-9p): `HOSTDIR[:GUESTPATH][:ro]` (GUESTPATH default HOSTDIR's absolute path; :ro read-only, EROFS; repeatable, at most 4; not on -board rpi3 or pc)")
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board rpi3 [flags] dir|dir.img [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")

@@ -2,6 +2,7 @@ package linuxref
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,10 +31,26 @@ type Config struct {
 	Env     []string      // KEY=VALUE pairs for /init's environment
 	Args    []string      // /init's arguments
 	Extra   []string      // more QEMU arguments (a NIC, say), appended after the others
+	Shares  []qemu.Share  // host directories as for yolk run -share; the initramfs needs ShareModules
+	NineP   string        // the 9p mount options of the shares; "" is DefaultNineP
 	Timeout time.Duration // kill QEMU after this long; 0: never
 	Log     io.Writer     // the whole serial console, CRs removed; may be nil
 	Stderr  io.Writer     // QEMU's own stderr; may be nil
 }
+
+// DefaultNineP are the shares' mount options: 9P2000.L over virtio with
+// the message size of yolk's client (64 KiB of data and the 24-byte I/O
+// header), uncached as yolk's client is.
+const DefaultNineP = "trans=virtio,version=9p2000.L,msize=65560,cache=none"
+
+// The guest init's environment (cmd/linuxinit), from the kernel command
+// line: EnvShare<N>=TAG:GUESTPATH per share, EnvNineP the mount options.
+// It passes none of the EnvPrefix entries on to the program.
+const (
+	EnvPrefix = "LINUXREF_"
+	EnvShare  = "LINUXREF_9P"
+	EnvNineP  = "LINUXREF_9P_OPTS"
+)
 
 // Result is the outcome of one boot.
 type Result struct {
@@ -50,7 +67,8 @@ type Result struct {
 // Cmdline returns the Linux kernel command line: the serial console, an
 // immediate reboot on panic (which -no-reboot turns into QEMU's exit when
 // /init ends), "quiet" if asked, c.Params, environment entries and, after
-// "--", /init's arguments.
+// "--", /init's arguments; with shares, the guest init's EnvShare<N> and
+// EnvNineP entries before "--".
 // Linux hands unknown KEY=VALUE parameters before "--" to init as its
 // environment and everything after "--" as its arguments. Linux splits at
 // spaces and treats double quotes specially, so tokens with white space,
@@ -76,14 +94,31 @@ func (c Config) Cmdline() (string, error) {
 	}
 	for _, kv := range c.Env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || strings.Contains(k, ".") {
-			return "", fmt.Errorf("environment entry %q: want KEY=VALUE with a KEY without dots", kv)
+		if !ok || k == "" || strings.Contains(k, ".") || strings.HasPrefix(k, EnvPrefix) {
+			return "", fmt.Errorf("environment entry %q: want KEY=VALUE with a KEY without dots, not starting %s", kv, EnvPrefix)
 		}
 		if err := plainToken(kv); err != nil {
 			return "", err
 		}
 		toks = append(toks, kv)
 	}
+	_, mounts, err := qemu.ShareArgs(c.Shares, false)
+	if err != nil {
+		return "", err
+	}
+	var share []string
+	for i, m := range mounts {
+		share = append(share, fmt.Sprintf("%s%d=%s", EnvShare, i, m))
+	}
+	if len(mounts) > 0 {
+		share = append(share, EnvNineP+"="+cmp.Or(c.NineP, DefaultNineP))
+	}
+	for _, t := range share {
+		if err := plainToken(t); err != nil {
+			return "", err
+		}
+	}
+	toks = append(toks, share...)
 	toks = append(toks, "--")
 	for _, a := range c.Args {
 		if err := plainToken(a); err != nil {
@@ -150,6 +185,11 @@ func QEMUArgs(c Config) ([]string, error) {
 		"-serial", "stdio")
 	args = append(args, exit...)
 	args = append(args, "-kernel", c.Kernel, "-append", cmdline, "-initrd", c.Initrd)
+	share, _, err := qemu.ShareArgs(c.Shares, !arm && machine != "microvm")
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, share...)
 	return append(args, c.Extra...), nil
 }
 
@@ -170,13 +210,13 @@ func (c Config) machine() string {
 // Yolk returns the package qemu configuration that boots a yolk image in
 // the same QEMU configuration as c: the same machine (pc when c leaves it
 // empty, as QEMUArgs does), memory, CPU count, TCG, program arguments,
-// environment and timeout. Only the image, and the command line that
+// environment, shares and timeout. Only the image, and the command line that
 // carries the arguments, differ; the caller sets the output fields.
 func (c Config) Yolk(image string) qemu.Config {
 	return qemu.Config{
 		QEMU: c.QEMU, Image: image, Arch: c.Arch, Machine: c.machine(), Accel: "tcg",
 		Memory: c.Memory, SMP: c.SMP, Timeout: c.Timeout,
-		Env: c.Env, Args: c.Args,
+		Env: c.Env, Args: c.Args, Shares: c.Shares,
 	}
 }
 

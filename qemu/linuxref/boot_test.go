@@ -301,3 +301,59 @@ func TestSameQEMUConfigurationArm64(t *testing.T) {
 		t.Error("arm64 on pc accepted")
 	}
 }
+
+// TestShares: a share gives the Linux boot the QEMU devices yolk run
+// -share gives a yolk boot (PCI on pc and q35, virtio-mmio on microvm),
+// and the guest init's mount entries on the command line.
+func TestShares(t *testing.T) {
+	dir := t.TempDir()
+	shares := []qemu.Share{{HostDir: dir, GuestPath: "/yolk/share"}, {HostDir: dir, GuestPath: "/ro", ReadOnly: true}}
+	for _, m := range []string{"pc", "q35", "microvm"} {
+		c := Config{Machine: m, Kernel: "k", Initrd: "i", Env: []string{"YOLK_SHARE_DIR=/yolk/share"}, Shares: shares}
+		lx, err := QEMUArgs(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yk, err := qemu.QEMUArgs(c.Yolk("k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, _ := qemu.ShareArgs(shares, m != "microvm")
+		if len(lx) < len(want) || !slices.Equal(lx[len(lx)-len(want):], want) || !slices.Equal(yk[len(yk)-len(want):], want) {
+			t.Errorf("%s: share arguments\nLinux %q\nyolk  %q\nwant  %q", m, lx, yk, want)
+		}
+		dev := "virtio-9p-pci"
+		if m == "microvm" {
+			dev = "virtio-9p-device"
+		}
+		if !strings.Contains(strings.Join(lx, " "), "-device "+dev+",fsdev=fs1,mount_tag=yolk1") || !strings.Contains(strings.Join(lx, " "), "security_model=none,readonly=on") {
+			t.Errorf("%s: no %s for the second, read-only share in %q", m, dev, lx)
+		}
+		cmdline, err := c.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "console=ttyS0 panic=-1 YOLK_SHARE_DIR=/yolk/share LINUXREF_9P0=yolk0:/yolk/share LINUXREF_9P1=yolk1:/ro " +
+			"LINUXREF_9P_OPTS=trans=virtio,version=9p2000.L,msize=65560,cache=none --"; cmdline != want {
+			t.Errorf("%s: command line\n%q\nwant\n%q", m, cmdline, want)
+		}
+	}
+	c := Config{Shares: shares[:1], NineP: "trans=virtio,version=9p2000.L,msize=65560"}
+	if got, _ := c.Cmdline(); !strings.HasSuffix(got, " LINUXREF_9P_OPTS=trans=virtio,version=9p2000.L,msize=65560 --") {
+		t.Errorf("-9p options: %q", got)
+	}
+	if got, _ := (Config{}).Cmdline(); strings.Contains(got, "LINUXREF") {
+		t.Errorf("no shares, yet %q", got)
+	}
+	for _, bad := range []Config{
+		{Shares: []qemu.Share{{HostDir: dir, GuestPath: "/a b"}}},
+		{Shares: []qemu.Share{{HostDir: dir, GuestPath: "/a"}, {HostDir: dir, GuestPath: "/a"}}},
+		{Shares: []qemu.Share{{HostDir: filepath.Join(dir, "missing"), GuestPath: "/a"}}},
+		{Shares: shares, NineP: "cache=none version=9p2000.L"},
+		{Env: []string{"LINUXREF_9P0=x:/y"}},
+	} {
+		if s, err := bad.Cmdline(); err == nil {
+			t.Errorf("%+v accepted as %q", bad, s)
+		}
+	}
+}

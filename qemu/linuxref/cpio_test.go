@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -203,9 +204,10 @@ func TestCPIOErrors(t *testing.T) {
 }
 
 func TestWriteInitramfs(t *testing.T) {
-	prog := []byte("\x7fELF fake program")
+	init, prog := []byte("\x7fELF fake init"), []byte("\x7fELF fake program")
+	mods := []Module{{"virtio", []byte("ko 1")}, {"9p", []byte("ko 2")}}
 	var buf bytes.Buffer
-	if err := WriteInitramfs(&buf, prog); err != nil {
+	if err := WriteInitramfs(&buf, init, prog, mods); err != nil {
 		t.Fatal(err)
 	}
 	got := parseNewc(t, buf.Bytes())
@@ -213,8 +215,31 @@ func TestWriteInitramfs(t *testing.T) {
 	for _, e := range got {
 		names[e.name] = e
 	}
-	if e, ok := names["init"]; !ok || e.mode != ModeRegular|0o755 || !bytes.Equal(e.data, prog) {
+	if e, ok := names["init"]; !ok || e.mode != ModeRegular|0o755 || !bytes.Equal(e.data, init) {
 		t.Errorf("/init missing, not executable or wrong contents: %+v", e)
+	}
+	if e, ok := names["program"]; !ok || "/"+e.name != ProgramPath || e.mode != ModeRegular|0o755 || !bytes.Equal(e.data, prog) {
+		t.Errorf("/program missing, not executable or wrong contents: %+v", e)
+	}
+	for _, m := range mods {
+		if e := names["lib/modules/"+m.Name+".ko"]; !bytes.Equal(e.data, m.Data) {
+			t.Errorf("module %s: %+v", m.Name, e)
+		}
+	}
+	if e := names["lib/modules/order"]; "/"+e.name != ModuleOrder || string(e.data) != "virtio.ko\n9p.ko\n" {
+		t.Errorf("module order: %+v", e)
+	}
+	for i, e := range got {
+		if e.name == "lib/modules" && (i == 0 || got[i-1].name != "lib") {
+			t.Error("lib/modules not right after lib")
+		}
+	}
+	buf.Reset()
+	WriteInitramfs(&buf, init, prog, nil)
+	for _, e := range parseNewc(t, buf.Bytes()) {
+		if strings.HasPrefix(e.name, "lib") {
+			t.Errorf("no modules, yet %s", e.name)
+		}
 	}
 	if e, ok := names["dev/console"]; !ok || e.mode&0o170000 != ModeCharDev || e.rmaj != 5 || e.rmin != 1 {
 		t.Errorf("/dev/console missing or not char 5:1: %+v", e)

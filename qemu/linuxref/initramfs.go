@@ -6,14 +6,33 @@ import (
 	"strings"
 )
 
-// WriteInitramfs writes a newc archive holding prog as /init (mode 0755) and
-// the /dev/console node (5:1) that Linux opens as init's standard input,
-// output and error.
-func WriteInitramfs(w io.Writer, prog []byte) error {
+// Paths in the initramfs that the guest init (cmd/linuxinit) reads.
+const (
+	ProgramPath = "/program"           // the program /init executes
+	ModuleOrder = "/lib/modules/order" // module file names, one a line, in load order
+)
+
+// WriteInitramfs writes a newc archive holding init as /init (mode 0755),
+// prog as /program, the modules as /lib/modules/NAME.ko with their load
+// order in /lib/modules/order (only when there are modules), and the
+// /dev/console node (5:1) that Linux opens as init's standard input, output
+// and error.
+func WriteInitramfs(w io.Writer, init, prog []byte, mods []Module) error {
 	c := NewCPIOWriter(w)
 	c.Dir("dev", 0o755)
 	c.CharDev("dev/console", 0o600, 5, 1)
-	c.File("init", 0o755, prog)
+	c.File("init", 0o755, init)
+	c.File(ProgramPath, 0o755, prog)
+	if len(mods) > 0 {
+		c.Dir("lib", 0o755)
+		c.Dir("lib/modules", 0o755)
+		var order strings.Builder
+		for _, m := range mods {
+			c.File("lib/modules/"+m.Name+".ko", 0o644, m.Data)
+			order.WriteString(m.Name + ".ko\n")
+		}
+		c.File(ModuleOrder, 0o644, []byte(order.String()))
+	}
 	return c.Close()
 }
 

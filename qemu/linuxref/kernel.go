@@ -20,6 +20,12 @@ const (
 	ArmPackage     = "linux-image-cloud-arm64:arm64"
 )
 
+// SharePackage is the kernel package for a boot with shares: the cloud
+// kernel is built without 9p (CONFIG_NET_9P unset); Debian's generic kernel
+// has it, with virtio, as modules (ShareModules). Its console, initramfs
+// and timers are built in as the cloud kernel's are.
+var SharePackage = map[string]string{"amd64": "linux-image-amd64", "arm64": "linux-image-arm64:arm64"}
+
 // Kernel is a Linux kernel taken from a Debian package.
 type Kernel struct {
 	Path    string // boot/vmlinuz-* extracted from the package

@@ -3,7 +3,9 @@
 //
 // FetchKernel takes a Linux kernel from Debian's packages at run time
 // (apt-get download and dpkg-deb, no installation); WriteInitramfs puts a
-// static linux/amd64 program into a newc initramfs as /init; Run boots it
+// static linux/amd64 program into a newc initramfs as /program, behind the
+// guest init of cmd/linuxinit, with the kernel modules shares need
+// (LoadModules); Run boots it
 // under TCG with the machine, CPU model, memory, CPU count and devices that
 // package qemu gives a yolk image, and reads /init's exit status from the
 // panic Linux raises when init ends. BenchLines picks the Go benchmark

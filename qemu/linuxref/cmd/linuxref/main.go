@@ -1,22 +1,33 @@
 // Command linuxref boots the same Go program on Linux and on yolk in the
-// same QEMU configuration (TCG, -cpu max, -m 128M, one machine type, -smp N
-// with the same N on both sides) and writes both sides' benchmark lines for
+// same QEMU configuration (TCG, -cpu max, -m 128M unless -m says otherwise,
+// one machine type, -smp N with the same N on both sides) and writes both sides' benchmark lines for
 // benchstat.
 //
-//	go run ./qemu/linuxref/cmd/linuxref [-arch amd64|arm64] [-machine pc|q35|microvm|virt] [-smp 1]
+//	go run ./qemu/linuxref/cmd/linuxref [-arch amd64|arm64] [-machine pc|q35|microvm|virt] [-smp 1] [-m 128M]
 //	    [-count 5] [-out out/linuxref] [-kernel vmlinuz] [-timeout 2m] [-quiet]
-//	    [-params "vdso=0"] [guest args]
+//	    [-params "vdso=0"] [-e KEY=VALUE] [-share HOSTDIR[:GUESTPATH][:ro]] [-9p OPTIONS] [guest args]
 //
 // The program is yolk's self-test image (./kernel/selftest) unless -program
 // names another main package (a directory) that prints Go benchmark lines:
-// built as an ordinary static linux/amd64 (or arm64) binary, it is /init of
-// an initramfs under a Linux kernel taken from Debian's packages
+// built as an ordinary static linux/amd64 (or arm64) binary, it is /program
+// of an initramfs whose /init (./qemu/linuxref/cmd/linuxinit) mounts a
+// tmpfs at /tmp and executes it, under a Linux kernel taken from Debian's packages
 // (linux-image-cloud-amd64, or linux-image-cloud-arm64:arm64 with -arch
 // arm64 — after "dpkg --add-architecture arm64 && apt-get update" —,
 // downloaded with apt-get into the output directory, never installed);
 // built with the yolk kernel, it is the yolk image. Each of -count rounds
 // boots both, alternating which goes first. Guest arguments default to
-// "-run ^$ -bench .".
+// "-run ^$ -bench .". -e KEY=VALUE sets an environment entry on both sides.
+//
+// -share gives both guests the same host directory as yolk run -share does
+// (the same QEMU devices, package qemu's ShareArgs). Linux then boots
+// Debian's generic kernel (linux-image-amd64: the cloud kernel has no 9p)
+// unless -package names another; the initramfs carries the 9p, 9pnet_virtio
+// and virtio bus modules with their dependencies, which /init loads with
+// finit_module and then mounts each share with 9p and the -9p options
+// (default: version=9p2000.L, msize=65560 as yolk's client, cache=none as
+// yolk's uncached client). /init prints the mounts as /proc/mounts shows
+// them, into the console log.
 //
 // -smp N gives both guests N CPUs. Each side's Go runtime picks its own
 // GOMAXPROCS from the CPUs its kernel reports, and the benchmark names carry
@@ -56,6 +67,7 @@ func main() {
 	arch := flag.String("arch", "amd64", "architecture of both guests: amd64 or arm64")
 	machine := flag.String("machine", "", "QEMU machine for both sides: pc (amd64 default), q35 or microvm; virt (arm64 default) or virt-gicv3")
 	smp := flag.Int("smp", 1, "guest CPUs, the same on both sides")
+	mem := flag.String("m", "128M", "guest RAM on both sides, as for QEMU -m")
 	count := flag.Int("count", 5, "rounds; each boots Linux and yolk once")
 	outDir := flag.String("out", "out/linuxref", "output directory (results go to <out>/<machine>, or <out>/<machine>-smp<N> with -smp N > 1)")
 	kernelPath := flag.String("kernel", "", "Linux bzImage to use instead of fetching Debian's")
@@ -64,6 +76,11 @@ func main() {
 	timeout := flag.Duration("timeout", 2*time.Minute, "per-boot timeout")
 	quiet := flag.Bool("quiet", false, "boot Linux with \"quiet\" (then the clocksource is not reported)")
 	params := flag.String("params", "", "more Linux kernel parameters, space-separated (e.g. \"vdso=0\")")
+	var env envFlag
+	flag.Var(&env, "e", "KEY=VALUE for both guests' environment (repeatable)")
+	var shares qemu.ShareFlag
+	flag.Var(&shares, "share", "give both guests this host directory (virtio-9p), as yolk run -share: `HOSTDIR[:GUESTPATH][:ro]` (repeatable, at most 4)")
+	ninep := flag.String("9p", linuxref.DefaultNineP, "Linux's mount options for the shares")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: linuxref [flags] [guest args]")
 		flag.PrintDefaults()
@@ -88,8 +105,12 @@ func main() {
 	}
 	if *pkg == "" {
 		*pkg = map[string]string{"amd64": linuxref.DefaultPackage, "arm64": linuxref.ArmPackage}[*arch]
+		if len(shares) > 0 {
+			*pkg = linuxref.SharePackage[*arch]
+		}
 	}
-	lc := linuxref.Config{Arch: *arch, Machine: *machine, SMP: *smp, Quiet: *quiet, Params: strings.Fields(*params), Args: args, Timeout: *timeout}
+	lc := linuxref.Config{Arch: *arch, Machine: *machine, SMP: *smp, Memory: *mem, Quiet: *quiet, Params: strings.Fields(*params), Env: env, Args: args, Timeout: *timeout,
+		Shares: shares, NineP: *ninep}
 	if err := compare(ctx, lc, *program, *count, *outDir, *kernelPath, *pkg); err != nil {
 		fmt.Fprintf(os.Stderr, "linuxref: %v\n", err)
 		os.Exit(1)
@@ -145,8 +166,25 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 	if err != nil {
 		return err
 	}
+	initBin := filepath.Join(outDir, "linuxinit")
+	build = exec.CommandContext(ctx, "go", "build", "-o", mustAbs(initBin), "yolk/qemu/linuxref/cmd/linuxinit")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build linuxinit: %w", err)
+	}
+	initProg, err := os.ReadFile(initBin)
+	if err != nil {
+		return err
+	}
+	var mods []linuxref.Module
+	if len(lc.Shares) > 0 {
+		if mods, err = linuxref.LoadModules(linuxref.ModulesDir(kernelPath), linuxref.ShareModules(machine)); err != nil {
+			return err
+		}
+	}
 	var initrd bytes.Buffer
-	if err := linuxref.WriteInitramfs(&initrd, prog); err != nil {
+	if err := linuxref.WriteInitramfs(&initrd, initProg, prog, mods); err != nil {
 		return err
 	}
 	initrdPath := filepath.Join(outDir, "initrd.cpio")
@@ -161,10 +199,20 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 	var linuxTxt, yolkTxt, info bytes.Buffer
 	fmt.Fprintf(&info, "program: %s\n", program)
 	cpu := map[string]string{"amd64": "max", "arm64": "cortex-a72"}[arch]
-	fmt.Fprintf(&info, "arch: %s\nmachine: %s\naccel: tcg\ncpu: %s\nmemory: 128M\nsmp: %d\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
-		arch, machine, cpu, lc.SMP, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
+	fmt.Fprintf(&info, "arch: %s\nmachine: %s\naccel: tcg\ncpu: %s\nmemory: %s\nsmp: %d\nkernel: %s\nqemu: %s\ngo: %s\nhost cpus: %d\nguest args: %s\n",
+		arch, machine, cpu, lc.Memory, lc.SMP, kernelDesc, qemuVersion(qemuBin), runtime.Version(), runtime.NumCPU(), strings.Join(args, " "))
 	cmdline, _ := lc.Cmdline()
 	fmt.Fprintf(&info, "linux command line: %s\n", cmdline)
+	for _, sh := range lc.Shares {
+		fmt.Fprintf(&info, "share: %s at %s (read-only %v)\n", sh.HostDir, sh.GuestPath, sh.ReadOnly)
+	}
+	if len(mods) > 0 {
+		var names []string
+		for _, m := range mods {
+			names = append(names, m.Name)
+		}
+		fmt.Fprintf(&info, "linux modules: %s\n", strings.Join(names, " "))
+	}
 	fmt.Fprintf(&info, "load average at start: %s\n", loadavg())
 	var wantNames []string
 	procs := map[string][]int{}
@@ -281,6 +329,17 @@ func bootYolk(ctx context.Context, c qemu.Config, logPath string) ([]string, str
 		return nil, "", fmt.Errorf("exit status %d: %s %s", r.ExitCode, strings.Join(r.Messages, "; "), strings.TrimSpace(stderr.String()))
 	}
 	return lines, fmt.Sprintf("boot to exit %.1fs", r.Elapsed.Seconds()), nil
+}
+
+type envFlag []string
+
+func (e *envFlag) String() string { return strings.Join(*e, " ") }
+func (e *envFlag) Set(s string) error {
+	if k, _, ok := strings.Cut(s, "="); !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE")
+	}
+	*e = append(*e, s)
+	return nil
 }
 
 func joinInts(v []int) string {
