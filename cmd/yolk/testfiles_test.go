@@ -120,7 +120,7 @@ func tarNames(t *testing.T, name string) []string {
 func TestBootNoteFilter(t *testing.T) {
 	var b bytes.Buffer
 	f := &bootNoteFilter{w: &b}
-	in := "yolk: boot: yolk kernel\nyolk: initrd: 3 entries\n=== RUN   TestA\nyolk: fault: page\nyolk: net: virtio\nPASS\nyolk: exit 0\r\nyolk: exit code is mine\npartial"
+	in := "yolk: boot: yolk kernel\nyolk: initrd: 3 entries\n=== RUN   TestA\nyolk: fault: page\nyolk: net: virtio\nyolk: share: virtio-9p \"yolk0\" at /yolk/exe\nPASS\nyolk: exit 0\r\nyolk: exit code is mine\npartial"
 	for i := 0; i < len(in); i += 7 { // in pieces, across lines
 		f.Write([]byte(in[i:min(i+7, len(in))]))
 	}

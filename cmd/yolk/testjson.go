@@ -125,7 +125,7 @@ type bootNoteFilter struct {
 	line []byte
 }
 
-var bootNote = regexp.MustCompile(`^yolk: ((boot|initrd|net|smp|gic|tsc|bss|console|etc): |exit [0-9]+\r?\n?$)`)
+var bootNote = regexp.MustCompile(`^yolk: ((boot|initrd|net|share|smp|gic|tsc|bss|console|etc): |exit [0-9]+\r?\n?$)`)
 
 func (f *bootNoteFilter) Write(b []byte) (int, error) {
 	n := len(b)
