@@ -175,6 +175,9 @@ func kernelOption(opt []byte) {
 		if v, ok := cutPrefix(opt, "share="); ok {
 			shareOption(v)
 		}
+		if v, ok := cutPrefix(opt, "exe="); ok && len(v) > 1 && v[0] == '/' && len(v) < len(exePath) {
+			exeLen = copy(exePath[:], v)
+		}
 		if v, ok := cutPrefix(opt, "cwd="); ok && len(v) < len(cwdPath) {
 			cwdLen = copy(cwdPath[:], v)
 		}

@@ -156,14 +156,20 @@ func etcInit() {
 }
 
 // /proc: only /proc/1/cmdline (the program's arguments, each ended by a
-// NUL, as Linux gives them) and the symbolic link /proc/self to 1, made
-// at boot like /etc's files. No /proc/self/exe: the program's binary is
-// not in the machine (only its loaded segments, whose data the program
-// has changed since), so readlink and open of it are ENOENT; yolk run
-// does not give the guest the image file (docs/files.md).
+// NUL, as Linux gives them), the symbolic link /proc/self to 1 and, when
+// the command line names the program's image file (yolk.exe=PATH), the
+// symbolic link /proc/1/exe to it, made at boot like /etc's files. The
+// loaded segments are not the file (the program has changed its data):
+// yolk run gives the guest the image file itself, read-only on a share of
+// its own (qemu/exe.go), and opens and stats that follow /proc/self/exe go
+// there (shareFollow). Without yolk.exe — no virtio (the Raspberry Pi), a
+// PC image, every share slot taken — readlink and open of /proc/self/exe
+// are ENOENT (docs/files.md).
 var (
-	procPaths = [...]string{"/proc", "/proc/1", "/proc/1/cmdline", "/proc/self"}
+	procPaths = [...]string{"/proc", "/proc/1", "/proc/1/cmdline", "/proc/self", "/proc/1/exe"}
 	procOne   = [...]byte{'1'}
+	exePath   [256]byte // yolk.exe=PATH: absolute
+	exeLen    int
 )
 
 // procInit makes /proc (etcInit calls it).
@@ -186,8 +192,12 @@ func procInit() {
 			e = vfs.Mkdir(fs.AtCWD, etcPath[:p], 0o555)
 		case 2:
 			e = writeFile(etcPath[:p], etcBuf[:n], 0o444)
-		default:
+		case 3:
 			e = vfs.Symlink(procOne[:], fs.AtCWD, etcPath[:p])
+		default:
+			if exeLen > 0 {
+				e = vfs.Symlink(exePath[:exeLen], fs.AtCWD, etcPath[:p])
+			}
 		}
 		if e != 0 {
 			klog("proc: ")

@@ -363,6 +363,31 @@ func shareDone(r *shareRef) {
 	}
 }
 
+// shareTarget holds the target of a link shareFollow follows.
+type shareTarget = [512]byte
+
+// shareFollow is shareAt for a call that follows a last symbolic link,
+// when shareAt said path is not on a share: a symbolic link of the
+// in-memory file system whose target is an absolute path on a share
+// (/proc/self/exe, etc.go) leads there. One link, not a chain; the target
+// is kept in t.
+func shareFollow(dirfd int, path []byte, t *shareTarget) (r shareRef, on bool, e abi.Errno) {
+	r.h = -1
+	if nshares == 0 || len(path) == 0 {
+		return r, false, 0
+	}
+	d, e := dirHandle(dirfd, path)
+	if e != 0 {
+		return r, false, 0
+	}
+	n, fe := vfs.Readlink(d, path, t[:])
+	fsPut(d)
+	if fe != 0 || n == len(t) || t[0] != '/' {
+		return r, false, 0
+	}
+	return shareAt(unix.AT_FDCWD, t[:n])
+}
+
 // shareAt says whether a path call's dirfd and path name a file on a
 // share; e != 0 ends the call with it.
 func shareAt(dirfd int, path []byte) (r shareRef, on bool, e abi.Errno) {

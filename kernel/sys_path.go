@@ -14,7 +14,12 @@ import (
 
 func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno) {
 	var pb userPath
-	if r, path, on, e := sharePathArgs(dirfd, p, &pb); on {
+	var lb shareTarget
+	r, path, on, e := sharePathArgs(dirfd, p, &pb)
+	if !on && flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL {
+		r, on, e = shareFollow(dirfd, path, &lb)
+	}
+	if on {
 		if e == 0 {
 			var fd uintptr
 			fd, e = shareOpen(&r, flags, mode)
@@ -59,7 +64,12 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 && int32(dirfd) != unix.AT_FDCWD {
 		return sysFstat(dirfd, sp)
 	}
-	if r, on, e := shareAt(dirfd, path); on {
+	var lb shareTarget
+	r, on, e := shareAt(dirfd, path)
+	if !on && flags&unix.AT_SYMLINK_NOFOLLOW == 0 {
+		r, on, e = shareFollow(dirfd, path, &lb)
+	}
+	if on {
 		if e == 0 && !mm.UserW(sp, statSize) {
 			e = abi.EFAULT
 		}

@@ -272,7 +272,8 @@ func TestGuest(t *testing.T) {
 	var iso string
 	for _, m := range machines {
 		if machine, _, _, _, _ := guestEntry(m); pcEntries[machine] != "" && iso == "" {
-			iso = buildSelftestISO(t, imgs["amd64"], outDir, env, argsFor(m), initrd)
+			isoEnv := append(slices.Clip(env), "YOLK_NO_EXE=a PC image carries its own command line: no yolk.exe")
+			iso = buildSelftestISO(t, imgs["amd64"], outDir, isoEnv, argsFor(m), initrd)
 		}
 	}
 
@@ -368,6 +369,10 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		env = append(slices.Clip(env), wr.env...)
 		env = append(env, TestNetConf)
 		fwds = wr.fwds
+	} else if firmware == "" {
+		// Run gives an ELF's machine its image file for
+		// /proc/self/exe (exe.go); a board has no virtio.
+		env = append(slices.Clip(env), "YOLK_NO_EXE=board "+board+" has no virtio")
 	}
 	choice, err := ChooseAccel(t.Context(), AccelOptions{Mode: os.Getenv("YOLK_ACCEL"), Arch: arch, Machine: machine})
 	if err != nil {
@@ -474,6 +479,9 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		}
 		gt := rep.Test("TestShare")
 		sh.done(t, gt != nil && gt.Result != report.Skip)
+	}
+	if gt := rep.Test("TestProcSelfExe"); gt != nil && gt.Result == report.Skip && board == "" {
+		t.Errorf("guest TestProcSelfExe skipped though Run gave the guest its image file")
 	}
 	if gt := rep.Test("TestNIC"); gt != nil && gt.Result == report.Skip && netw != NetNone {
 		t.Errorf("guest TestNIC skipped: the kernel found no NIC although QEMU had one (-net %s)", netw)

@@ -159,7 +159,8 @@ type Config struct {
 
 	// Shares are host directories the guest sees (share.go); not on
 	// the rpi3 board (no virtio) nor in a PC image (its command line is
-	// built in).
+	// built in). Run adds one more, read-only, with the image file for
+	// /proc/self/exe when a slot is free (exe.go).
 	Shares []Share
 
 	// GDB, if non-zero, starts QEMU halted (-S) with its gdb stub on
@@ -481,6 +482,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 			c.Arch = "amd64"
 		}
 	}
+	removeExe, err := exeShare(&c)
+	if err != nil {
+		return nil, err
+	}
+	defer removeExe()
 	if c.QEMU == "" {
 		q, err := FindQEMUFor(c.Arch)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -291,12 +292,14 @@ func TestRunStubCmdline(t *testing.T) {
 	env := []string{"HOME=/", `Q=a "b" \c`}
 	args := []string{"plain", "two words", "", "--", `back\slash`}
 	res, out := runStub(t, "stubEcho", "microvm", Config{Env: env, Args: args})
-	want, _ := Cmdline(env, args)
+	// Run adds the image file's share for /proc/self/exe (exe.go).
+	wantEnv := append(slices.Clip(env), "yolk.exe=/yolk/exe/stubEcho.elf", "yolk.share=yolk0:/yolk/exe")
+	want, _ := Cmdline(wantEnv, args)
 	if out != want+"\nyolk: exit 0\n" {
 		t.Fatalf("guest saw %q, want %q", out, want)
 	}
 	gotEnv, gotArgs, err := ParseCmdline(strings.TrimSuffix(out, "\nyolk: exit 0\n"))
-	if err != nil || !reflect.DeepEqual(gotEnv, env) || !reflect.DeepEqual(gotArgs, args) {
+	if err != nil || !reflect.DeepEqual(gotEnv, wantEnv) || !reflect.DeepEqual(gotArgs, args) {
 		t.Errorf("decoded %q %q %v", gotEnv, gotArgs, err)
 	}
 	if res.ExitCode != 0 || res.QEMUStatus != 1 {

@@ -67,6 +67,9 @@ var tests = []test{
 	{"TestShare", testShare},
 	{"TestShareReadOnly", testShareReadOnly},
 
+	// exe.go
+	{"TestProcSelfExe", testProcSelfExe},
+
 	// net.go
 	{"TestUnixStream", testUnixStream},
 	{"TestUnixDatagram", testUnixDatagram},
