@@ -57,6 +57,20 @@ func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintp
 }
 
 func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
+	a, e := mmap(addr, n, prot, flags, fd, off)
+	if e == 0 && flags&unix.MAP_FIXED_NOREPLACE != 0 && flags&unix.MAP_FIXED == 0 && a != addr {
+		// MAP_FIXED_NOREPLACE: exactly at addr or not at all. The areas
+		// place a mapping at its hint when the range is free, elsewhere
+		// otherwise: elsewhere means the range was taken (EEXIST, as
+		// Linux). Once a hint, such mappings were never unmapped by a
+		// program that expected EEXIST, and a file's kept it alive.
+		vm.Unmap(a, mm.PageRound(n))
+		return 0, abi.EEXIST
+	}
+	return a, e
+}
+
+func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
 	if flags&unix.MAP_ANONYMOUS == 0 {
 		return mmapFile(addr, n, prot, flags, fd, off)
 	}
