@@ -67,11 +67,16 @@ func testCPUClocks(t *T) {
 	defer runtime.UnlockOSThread()
 	tid := unix.Gettid()
 
-	// Busy work advances the thread's clock, a sleep does not.
-	th0, pr0 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID), clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	// Busy work advances the thread's clock, a sleep does not. The
+	// process clock's readings bracket the thread's: between th0 and pr0
+	// the host may stall this vCPU for milliseconds, which is the
+	// thread's CPU time, so pr0 read after th0 could count more of it.
+	pr0 := clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	th0 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)
 	w0 := time.Now()
 	cpuSink += spinCPU(t, 50*time.Millisecond)
-	th1, pr1 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID), clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
+	th1 := clockNS(t, unix.CLOCK_THREAD_CPUTIME_ID)
+	pr1 := clockNS(t, unix.CLOCK_PROCESS_CPUTIME_ID)
 	// (CPU time is counted per CPU, on its own clock; the CPUs' clocks
 	// may differ by what the kernel's TSC check could not rule out
 	// under emulation: a few milliseconds.)
