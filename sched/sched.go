@@ -106,7 +106,7 @@ func switchTo(next *Task, fin uint32) {
 	atomic.AddUint64(&c.switches, 1)
 	now := clock.Nanotime()
 	if atomic.LoadUint32(&traceOn) != 0 {
-		trace(TraceEvent{Ev: TraceSwitch, Why: c.why, Q: c.tookQ, From: cur.TID, To: next.TID,
+		trace(TraceEvent{At: now, Ev: TraceSwitch, Why: c.why, Q: c.tookQ, From: cur.TID, To: next.TID,
 			FromUsed: cur.used + now - c.switchedAt, ToUsed: next.used})
 	}
 	// A task from qSpent gets a budget of this dispatch before the

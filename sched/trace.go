@@ -67,14 +67,20 @@ func SetTrace(on bool) {
 	}
 }
 
-// trace records e on this CPU's ring, if the trace is on.
+// trace records e on this CPU's ring, if the trace is on. e.At, if not 0,
+// is the clock reading the scheduler decided by (a switch's): a reading of
+// its own here could come a host stall later and misstate how long a task
+// ran by the scheduler's clock.
 func trace(e TraceEvent) {
 	c := This()
 	if atomic.LoadUint32(&traceOn) == 0 || c.ID >= traceCPUs {
 		return
 	}
 	r := &traceRing[c.ID]
-	e.At, e.CPU = clock.Nanotime(), uint8(c.ID)
+	if e.At == 0 {
+		e.At = clock.Nanotime()
+	}
+	e.CPU = uint8(c.ID)
 	n := atomic.LoadUint64(&r.n)
 	r.ev[n%traceLen] = e
 	atomic.StoreUint64(&r.n, n+1)

@@ -422,7 +422,9 @@ func rawFutexWake(addr *uint32) {
 // counts as its CPU time) was preempted at once after every dispatch
 // until it blocked, one system call per slice-long trip through qSpent (a
 // 1 ms sleep came back 1.05 s late). A host stall only lengthens a
-// dispatch, which then does not count.
+// dispatch, which then does not count; the trace's switches carry the
+// clock reading the scheduler decided by, so a stall between that reading
+// and the trace's cannot shorten one.
 func testSpentBudget(t *T) {
 	n := runtime.NumCPU()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2*n + 3))
@@ -477,7 +479,8 @@ func testSpentBudget(t *T) {
 	type dispatch struct {
 		tid    int32
 		at     int64
-		waited bool // woken tasks waited when it was taken from qSpent
+		used   int64 // the task's CPU time since it blocked, as it started
+		waited bool  // woken tasks waited when it was taken from qSpent
 	}
 	var cur [8]dispatch
 	var left [8]int32 // a task just preempted from a qSpent dispatch: its next ready
@@ -511,6 +514,8 @@ func testSpentBudget(t *T) {
 				conclusive++
 				if (e.Why == whyBudget || e.Why == whySysBudget) && e.At-d.at < halfBudget {
 					early++
+					t.Logf("CPU %d: tid %d taken from qSpent with %v used ran %v (%v used as it left), ended by the budget (why %d)",
+						e.CPU, e.From, time.Duration(d.used), time.Duration(e.At-d.at), time.Duration(e.FromUsed), e.Why)
 				}
 			}
 			if preempted {
@@ -519,7 +524,7 @@ func testSpentBudget(t *T) {
 		}
 		*d = dispatch{tid: e.To}
 		if e.Q == 1 {
-			*d = dispatch{tid: e.To, at: e.At, waited: len(woken) > 0}
+			*d = dispatch{tid: e.To, at: e.At, used: e.ToUsed, waited: len(woken) > 0}
 		}
 	}
 	t.Logf("%d CPUs: %d dispatches from qSpent with woken tasks waiting, %d of them ended by the budget within half a budget; %d tasks preempted from a qSpent dispatch, %d of them put on qWoken",
