@@ -17,8 +17,8 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 	if t == nil {
 		return 0, abi.EAGAIN
 	}
-	if t.KStackHi == 0 {
-		kernelStack(t)
+	if t.KStackHi == 0 && kernelStack(t) == 0 {
+		oomKill()
 	}
 	sigInit(t, sched.Current())
 	t.UserFS = sched.Current().UserFS
