@@ -15,7 +15,7 @@ import (
 // the out-of-memory line — not stopped by a kernel panic (the old
 // behaviour: "kernel panic: out of physical memory", status 125), whether
 // the program's own page faults or a system call's copy (read(2)) find no
-// frame. On each architecture, 128 MiB.
+// frame. On each architecture, 2 CPUs and 128 MiB.
 func TestOutOfMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and boots an image")
@@ -34,7 +34,7 @@ func TestOutOfMemory(t *testing.T) {
 			}
 			for _, args := range [][]string{nil, {"read"}} {
 				var serial bytes.Buffer
-				res, err := Run(t.Context(), Config{Image: img, Arch: c.arch, Machine: c.machine, Memory: "128M", Args: args,
+				res, err := Run(t.Context(), Config{Image: img, Arch: c.arch, Machine: c.machine, SMP: 2, Memory: "128M", Args: args,
 					Timeout: 3 * time.Minute, Stdout: &serial, Stderr: &serial})
 				if err != nil {
 					t.Fatal(err)
