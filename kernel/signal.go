@@ -324,6 +324,7 @@ func takeSignal(i int, want uint64) (int, sigSource) {
 
 // killedBy ends the machine as the default action of sig does a process.
 func killedBy(sig int) {
+	exitWriteBack(uint8(128 + sig))
 	printSyscallStats()
 	conGrab()
 	knewline()
