@@ -30,13 +30,16 @@ import (
 // selected packages (testdeps.CoverSelectedPackages) holds only what it
 // links in and it would drop the others even if it read their
 // fragments. Instead, one host build, go test -exec=true -work of the
-// tested packages with the same flags (it builds and "runs" nothing on
-// the host but writes go test's metafiles.txt), gives the fragments;
-// the guest writes its coverage data to a host share, and the host
-// recounts the binary's coverage line (on its way to the output) and its
-// profile with go tool covdata over that data and the fragments of the
-// packages the binary does not link in: go test's numbers, block for
-// block.
+// tested packages with the same flags (it links the host's test binaries
+// and runs true in their place, but writes go test's metafiles.txt),
+// gives the fragments; the guest writes its coverage data to a host
+// share, and the host recounts the binary's coverage line (on its way to
+// the output) and its profile with go tool covdata over that data and the
+// fragments of the packages the binary does not link in: go test's
+// numbers, block for block. Not done: go test's binary keeps only its own
+// pods of the directory (by meta-data hash); the recount takes all, so a
+// test that runs programs built with -cover with GOCOVERDIR set to it
+// would add theirs.
 
 // coverMeta is the meta-data fragments of the tested packages -coverpkg
 // selects (go test's metafiles.txt).
