@@ -326,6 +326,7 @@ func takeSignal(i int, want uint64) (int, sigSource) {
 // why says which rule applied (Linux says nothing; a report here is
 // cheap and tells a stray signal from a broken frame).
 func killedBy(sig int, why string) {
+	exitWriteBack(uint8(128 + sig))
 	printSyscallStats()
 	conGrab()
 	knewline()
