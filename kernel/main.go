@@ -100,12 +100,13 @@ func bootDone(n int) {
 	smpReport(n)
 }
 
-// kernelStack gives task t a kernel stack and returns its top; the
-// machine is out of memory if there is none.
+// kernelStack gives task t a kernel stack and returns its top, or 0 if
+// there is no memory for it (trap.go: out of memory at boot, or the
+// program's).
 func kernelStack(t *sched.Task) uintptr {
 	lo, hi, ok := mm.AllocKStack(t.Index())
 	if !ok {
-		outOfMemory()
+		return 0
 	}
 	t.SetStack(lo, hi)
 	return hi
@@ -116,6 +117,9 @@ func kernelStack(t *sched.Task) uintptr {
 func startInit() {
 	t := sched.Alloc()
 	hi := kernelStack(t)
+	if hi == 0 {
+		outOfMemory()
+	}
 	sp := buildInitStack()
 	fr := at[Regs](hi - regsSize)
 	*fr = userStart(rt0PC(), sp)

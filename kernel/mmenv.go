@@ -4,15 +4,16 @@ import "yolk/kernel/mm"
 
 // Memory management is package mm; the system calls and traps here call
 // into it. mmenv is what the kernel supplies to it (mm.Env): the fatal
-// report, what running out of memory means and, on amd64, the shootdown
-// interrupt (trap_amd64.go). vm holds the address space's operations
-// that need it (mapping, unmapping, protection, page faults, the boot's
-// tables).
+// report, what running out of memory means (at boot, and for the program:
+// trap.go) and, on amd64, the shootdown interrupt (trap_amd64.go). vm
+// holds the address space's operations that need it (mapping, unmapping,
+// protection, page faults, the boot's tables).
 
 type mmenv struct{}
 
 func (mmenv) Fatal(msg string) { fatal(msg) }
 func (mmenv) OutOfMemory()     { outOfMemory() }
+func (mmenv) OOMKill()         { oomKill() }
 
 var vm mm.Space[mmenv]
 

@@ -31,8 +31,8 @@ import (
 // to walk through them), fchdir to a share directory opened while
 // shareDirPaths' slots were all taken, ".." above a share's root from a
 // working directory inside it (EXDEV). mmap of share files reads them into
-// the mapping and writes shared mappings back at msync, munmap and fsync
-// (sys_mm.go). A chdir racing a relative call on
+// the mapping and writes shared mappings back at msync, munmap, fsync and
+// the program's end (sys_mm.go). A chdir racing a relative call on
 // another thread may leave that call walking from the old directory's
 // fid after its clunk (an error from the server).
 
@@ -73,13 +73,49 @@ var (
 // machine.
 const shareLostIRQ = 1e9
 
+// shareExitWait bounds each wait for the host of the task that writes
+// the shared mappings back at the program's end (exitWriteBack): a reply,
+// a free slot or free descriptors that do not come within it end the
+// machine with the program's status and a note on serial instead of a
+// hang. Other tasks' waits (a read of a host FIFO may last) are not
+// bounded: they do not end the machine under the write-back.
+const shareExitWait = 10e9
+
+// shareEnder is the TID of the task writing back at the program's end, 0
+// before; exitCode is the program's status (atomic both).
+var shareEnder, exitCode int32
+
+// shareEnding reports whether the current task is the one writing back
+// at the program's end.
+func shareEnding() bool {
+	e := atomic.LoadInt32(&shareEnder)
+	return e != 0 && sched.Current() != nil && sched.Current().TID == e
+}
+
+// shareExitLate ends the machine if the current task writes back at the
+// program's end and its wait for the host, begun at start, has passed
+// shareExitWait.
+func shareExitLate(start int64) {
+	if !shareEnding() || clock.Nanotime()-start < shareExitWait {
+		return
+	}
+	klog("share: no reply from the host for 10 s after the program's end: its shared mappings are not all written back\n")
+	exitQEMU(uint8(atomic.LoadInt32(&exitCode)))
+}
+
 func (e shareEnv) Lock()   { shareLocks[e.dev].Lock() }
 func (e shareEnv) Unlock() { shareLocks[e.dev].Unlock() }
 
 func (e shareEnv) Wait(addr *uint32, val uint32) {
 	a := uintptr(unsafe.Pointer(addr))
-	for atomic.LoadUint32(addr) == val {
-		sched.Block(&shareWQ, a, a, val, 0)
+	for start := clock.Nanotime(); atomic.LoadUint32(addr) == val; {
+		deadline := int64(0)
+		if shareEnding() {
+			deadline = start + shareExitWait
+		}
+		if sched.Block(&shareWQ, a, a, val, deadline) {
+			shareExitLate(start)
+		}
 	}
 }
 
@@ -124,13 +160,14 @@ func (e shareEnv) Exchange(s, out, outData, inData int) (int, bool) {
 	if !e.submit(s, out, outData, inData) {
 		return 0, false
 	}
-	for waited := 0; atomic.LoadUint32(&d.t.Done[s]) == 0; {
+	for waited, start := 0, clock.Nanotime(); atomic.LoadUint32(&d.t.Done[s]) == 0; {
 		if shareBoot {
 			sharePoll(e.dev)
 			continue
 		}
 		a := uintptr(unsafe.Pointer(&d.t.Done[s]))
 		if sched.Block(&shareWQ, a, a, 0, clock.Nanotime()+shareLostIRQ) {
+			shareExitLate(start)
 			if waited++; waited == 30 {
 				klog("share: no reply from the host for 30 s; still waiting\n")
 			}

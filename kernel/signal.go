@@ -233,7 +233,7 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 		case h == sigIgn, h == sigDfl && defaultIgnored&sigBit(sig) != 0:
 			continue
 		case h == sigDfl:
-			killedBy(sig)
+			killedBy(sig, "its default action")
 		}
 		if c != nil {
 			c.apply(r, true, act.flags)
@@ -245,7 +245,7 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 			atomic.AddUint64(&sigDelivered, 1)
 			return true
 		}
-		killedBy(sig) // no usable handler or stack
+		killedBy(sig, "no usable handler or no room for its frame")
 	}
 }
 
@@ -323,13 +323,20 @@ func takeSignal(i int, want uint64) (int, sigSource) {
 }
 
 // killedBy ends the machine as the default action of sig does a process.
-func killedBy(sig int) {
+// why says which rule applied (Linux says nothing; a report here is
+// cheap and tells a stray signal from a broken frame).
+func killedBy(sig int, why string) {
+	exitWriteBack(uint8(128 + sig))
 	printSyscallStats()
 	conGrab()
 	knewline()
 	kprint("yolk: killed by signal ")
 	kprintDec(int64(sig))
-	kprint("\n")
+	kprint(" (")
+	kprint(why)
+	kprint(", thread ")
+	kprintDec(int64(sched.Current().TID))
+	kprint(")\n")
 	halt(uint8(128 + sig))
 }
 
@@ -351,7 +358,7 @@ func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top 
 		// program blocking it. As Linux's force_sig, which resets the
 		// action to the default: the process ends (128+sig) instead of
 		// entering the handler again.
-		killedBy(sig)
+		killedBy(sig, "raised while blocked")
 	}
 	sigLock.Lock()
 	act = sigActs[sig]
@@ -374,7 +381,7 @@ func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top 
 func forceSegv(r *Regs) {
 	var buf [fpStateSize + 16]byte
 	if !signalUser(r, exitFP(&buf, exitFPState(r)), int(unix.SIGSEGV), siKernel, 0) {
-		killedBy(int(unix.SIGSEGV))
+		killedBy(int(unix.SIGSEGV), "a bad signal frame, no usable handler")
 	}
 }
 

@@ -27,6 +27,9 @@ func smpStart(n int) {
 			fatal("smp: no task slot for an idle task")
 		}
 		hi := kernelStack(t)
+		if hi == 0 {
+			outOfMemory()
+		}
 		prepareIdle(i, t, hi)
 		prepareCPU(i)
 	}

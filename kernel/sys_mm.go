@@ -1,19 +1,23 @@
 package kernel
 
 import (
+	"sync/atomic"
+
 	"golang.org/x/sys/unix"
 
+	"yolk/drivers/clock"
 	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
+	"yolk/sched"
 )
 
 // Mappings of files (docs/files.md). An area of the address space names
 // its file by an int32 (mm's FileRef and FileFault): an in-memory file's
 // inode i is i+1 (its pages are mapped as they are, package fs), a share
 // file h is -(h+1). A share has no page cache: mmap reads the file into
-// the mapping's own pages, and msync, munmap and fsync write a shared
-// mapping's pages back to the host.
+// the mapping's own pages, and msync, munmap, fsync and the program's end
+// write a shared mapping's pages back to the host.
 
 func fsArea(ino int32) int32   { return ino + 1 }
 func shareArea(h int) int32    { return -int32(h) - 1 }
@@ -186,6 +190,31 @@ func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 		}
 	}
 	return err
+}
+
+// exitWriteBack writes back the shared mappings of share files when the
+// program ends (exit_group, a signal's default action, reboot): on Linux
+// their pages stay in the page cache, which writes them to the file
+// after the process; here the machine stops. An in-memory file's mapping
+// is its pages: nothing to do. Once: a thread that ends the program
+// meanwhile waits for the first to stop the machine. Each wait for the
+// host is bounded (shareExitWait); an error is reported on serial.
+func exitWriteBack(code uint8) {
+	t := sched.Current()
+	if nshares == 0 || t == nil {
+		return
+	}
+	if !atomic.CompareAndSwapInt32(&shareEnder, 0, t.TID) {
+		for {
+			sched.Block(nil, 0, 0, 0, clock.Nanotime()+1e9)
+		}
+	}
+	atomic.StoreInt32(&exitCode, int32(code))
+	if e := shareWriteBack(mm.UserMin, mm.UserMax, -1); e != 0 {
+		klog("share: writing back a shared mapping at the program's end: errno ")
+		kprintDec(int64(e))
+		kprint("\n")
+	}
 }
 
 // sysMsync: an in-memory file's shared mapping is its pages (nothing to

@@ -17,8 +17,8 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 	if t == nil {
 		return 0, abi.EAGAIN
 	}
-	if t.KStackHi == 0 {
-		kernelStack(t)
+	if t.KStackHi == 0 && kernelStack(t) == 0 {
+		oomKill()
 	}
 	sigInit(t, sched.Current())
 	t.UserFS = sched.Current().UserFS
@@ -31,8 +31,10 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 	return uintptr(t.TID), 0
 }
 
-// sysExitGroup ends the machine with the program's exit status.
+// sysExitGroup ends the machine with the program's exit status, its
+// shared mappings of share files written back first (exitWriteBack).
 func sysExitGroup(code int) {
+	exitWriteBack(uint8(code))
 	printSyscallStats()
 	exitQEMU(uint8(code))
 }
@@ -59,6 +61,7 @@ func sysReboot(magic1, magic2, cmd uint32) abi.Errno {
 	default:
 		return abi.EINVAL
 	}
+	exitWriteBack(0)
 	printSyscallStats()
 	conGrab()
 	knewline()

@@ -194,7 +194,9 @@ func sysSwitchBench(n int, all bool) (uintptr, abi.Errno) {
 		if t == nil {
 			return 0, abi.EAGAIN
 		}
-		kernelStack(t)
+		if kernelStack(t) == 0 {
+			oomKill()
+		}
 		benchPartner = uintptr(unsafe.Pointer(t))
 	}
 	return uintptr(sched.SwitchBench(at[sched.Task](benchPartner), n, all)), 0

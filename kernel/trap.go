@@ -77,7 +77,45 @@ func fatal(msg string) {
 	halt(ExitFault)
 }
 
+// Running out of memory. The kernel's own frames at boot — the page
+// tables of the physical map and of the identity map split for the BSS and
+// the read-only image (mm's Env.OutOfMemory), the CPUs' trap stacks, the
+// first task's and the idle tasks' kernel stacks, the initial stack's area
+// — come before the program runs: without them the machine cannot start,
+// and there is nothing to kill, so that is a kernel panic (outOfMemory),
+// as Linux panics when memory runs out at boot. Every frame after that is
+// taken on the program's behalf: its pages and their page tables (page
+// faults: its own, a system call's copy into fresh pages, a share file's
+// mmap reading into the mapping), its BSS, a new thread's kernel stack. As
+// Linux's OOM killer does to the only process there is, running out there
+// ends the program with SIGKILL (oomKill). The file system and the socket
+// layer take frames too, for the program's files, pipes and sockets: they
+// fail that call without them (a file ENOSPC, as a full tmpfs; a pipe or a
+// socket's rings ENOMEM or ENOBUFS) and give back what they took (packages
+// fs, net).
+
 func outOfMemory() { fatal("out of physical memory") }
+
+// oomKill ends the program for want of a frame for its memory: SIGKILL's
+// default action (status 137), after one line saying so, with the free and
+// total frames and the program's pages, Linux's "Out of memory: Killed
+// process". The other CPUs stop first: every thread dies with the program,
+// and if several run out at once, one reports (stopOthers).
+func oomKill() {
+	stopOthers()
+	s := mm.ReadStats()
+	conGrab()
+	knewline()
+	kprint("yolk: out of memory: killed the program (free frames ")
+	kprintDec(s.FramesFree)
+	kprint(" of ")
+	kprintDec(s.FramesAll)
+	kprint(", its pages ")
+	kprintDec(s.PagesMapped)
+	kprint(")\n")
+	kprint("yolk: killed by signal 9\n")
+	halt(128 + 9)
+}
 
 // exitQEMU ends the machine with status code: the marker line the host tool
 // reads, then the machine's exit device (machineExit).

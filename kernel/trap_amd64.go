@@ -150,8 +150,9 @@ func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^
 // ShootdownIPI interrupts CPU cpu for a TLB shootdown (mm.Env).
 func (mmenv) ShootdownIPI(cpu int) { sendIPI(cpu, vecShootdown) }
 
-// stopping is set by the first CPU that reports a fault; the others stop
-// when its NMI reaches them.
+// stopping is set by the first CPU that reports a fault or kills the
+// program for want of memory (oomKill); the others stop when its NMI
+// reaches them.
 var stopping uint32
 
 // stopOthers makes this CPU the one that reports and halts every other

@@ -174,8 +174,9 @@ const (
 	trapBrkpt = 1
 )
 
-// stopping is set by the first CPU that reports a fault; the others stop
-// when its SGI reaches them.
+// stopping is set by the first CPU that reports a fault or kills the
+// program for want of memory (oomKill); the others stop when its SGI
+// reaches them.
 var stopping uint32
 
 // stopOthers makes this CPU the one that reports and stops the others

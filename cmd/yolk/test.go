@@ -206,7 +206,7 @@ func runTests(ctx context.Context, c *testConfig, stdout, stderr io.Writer) int 
 	}
 
 	if c.coverPkg != "" && !c.compile {
-		if err := t.buildCoverMeta(ctx, pkgs, filepath.Join(t.tmp, "meta")); err != nil {
+		if err := t.buildCoverMeta(ctx, pkgs, filepath.Join(t.tmp, "meta"), stderr); err != nil {
 			fmt.Fprintf(stderr, "yolk test: %v\n", err)
 			return 1
 		}
@@ -418,7 +418,12 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
 		return 0, failed
 	}
-	stderr.Write(buildLog.Bytes()) // -x, -work
+	log := buildLog.Bytes() // -x, -work
+	if t.meta != nil {
+		// go test's -coverpkg warnings came from the host build.
+		log = dropLines(log, coverPkgWarning)
+	}
+	stderr.Write(log)
 	// go test vets a package whose test binary built, before it runs it.
 	if !c.vetOff {
 		if log, err := vet(ctx, c, p); err != nil {
@@ -438,7 +443,8 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 		fmt.Fprintf(stderr, "yolk: %v\n", err)
 		return t.accelCode, failed
 	}
-	shares, outArgs, coverDir, err := t.outputs(i)
+	recount := t.recounts(p.ImportPath)
+	shares, outArgs, coverDir, err := t.outputs(i, recount)
 	if err != nil {
 		fmt.Fprintf(stderr, "yolk test: %v\n", err)
 		fmt.Fprintf(out, "FAIL\t%s [setup failed]\n", p.ImportPath)
@@ -467,9 +473,23 @@ func (t *tester) runPackage(ctx context.Context, i int, p listedPackage, stdout,
 	if t.goroot != "" && !slices.ContainsFunc(c.env, func(e string) bool { return strings.HasPrefix(e, "GOROOT=") }) {
 		env = append(env, "GOROOT="+t.goroot) // as go test's environment has it
 	}
-	ok := runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, shares, outArgs, t.stream || c.json, out)
-	if coverDir != "" {
-		if err := t.cover.merge(coverDir); err != nil {
+	var fix func(string) string
+	var rc *coverRecount
+	if recount {
+		rc = &coverRecount{ctx: ctx, t: t, dir: coverDir}
+		fix = rc.line
+	}
+	ok := runTestImage(ctx, c, t.qemuBin, t.accel, p.ImportPath, env, img, initrd, shares, outArgs, t.stream || c.json, fix, out)
+	if rc != nil && rc.err != nil {
+		fmt.Fprintf(stderr, "yolk test: -coverpkg: %v\n", rc.err)
+		return 0, failed
+	}
+	if t.cover != nil && coverDir != "" {
+		prof := filepath.Join(coverDir, "_cover_.out")
+		if rc != nil && rc.prof != "" {
+			prof = rc.prof
+		}
+		if err := t.cover.mergeFile(prof); err != nil {
 			fmt.Fprintf(stderr, "yolk test: %v\n", err)
 			return 0, failed
 		}
@@ -503,8 +523,9 @@ const killAfter = time.Minute
 // runTestImage boots one test image, prints its result line (and its
 // output when it failed or stream is set) and reports whether it passed.
 // shares and args are the output files' host shares and the test
-// binary's arguments for them (testout.go).
-func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string, env []string, img, initrd string, shares []qemu.Share, args []string, stream bool, stdout io.Writer) bool {
+// binary's arguments for them (testout.go); fix, if not nil, rewrites
+// the binary's coverage line (testcover.go).
+func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string, env []string, img, initrd string, shares []qemu.Share, args []string, stream bool, fix func(string) string, stdout io.Writer) bool {
 	var out bytes.Buffer
 	w := io.Writer(&out)
 	if stream {
@@ -515,6 +536,11 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string
 			sw = f
 		}
 		w = io.MultiWriter(sw, &out)
+	}
+	var cw *coverLineWriter
+	if fix != nil {
+		cw = &coverLineWriter{w: w, fix: fix}
+		w = cw
 	}
 	kill := time.Duration(0)
 	if c.timeout > 0 {
@@ -537,6 +563,9 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string
 		Stdout:  w,
 		Stderr:  w,
 	})
+	if cw != nil {
+		cw.Flush()
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			fmt.Fprintf(stdout, "yolk: %v\nFAIL\t%s\t[setup failed]\n", err, pkg)

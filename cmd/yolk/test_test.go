@@ -158,6 +158,7 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 	})
 	t.Run("output-files", func(t *testing.T) { testOutputFiles(t, yolk, accel, dir) })
 	t.Run("coverpkg-untested", func(t *testing.T) { testCoverUntested(t, yolk, accel, dir) })
+	t.Run("coverpkg-several", func(t *testing.T) { testCoverSeveral(t, yolk, accel, dir) })
 	t.Run("coverprofile", func(t *testing.T) {
 		testCoverProfile(t, yolk, accel, dir, "-covermode=set", "yolk/qemu/report", "path", "encoding/hex")
 	})
@@ -196,15 +197,11 @@ func testCoverProfile(t *testing.T, yolk, accel, dir string, args ...string) {
 }
 
 // testCoverUntested: under -coverpkg, a selected package without test
-// files gets go test's coverage line and its blocks in the profile. (Each
-// of yolk test's binaries counts only the selected packages it links in,
-// so the tested package's line and the zero blocks it adds for unlinked
-// ones differ from go test's: not compared.)
+// files gets go test's coverage line and its blocks in the profile, and
+// the tested package's line counts its statements too (go test's
+// metafiles.txt): the result lines and the profile are go test's.
 func testCoverUntested(t *testing.T, yolk, accel, dir string) {
-	args := []string{"-covermode=set", "-coverpkg=./untested,./pass", "./untested", "./pass"}
-	yout, gout := filepath.Join(t.TempDir(), "cover.out"), filepath.Join(t.TempDir(), "cover.out")
-	ys, ye, ycode := runIn(t, dir, yolk, append([]string{"test", "-accel", accel, "-coverprofile=" + yout}, args...)...)
-	gs, ge, gcode := runIn(t, dir, "go", append([]string{"test", "-count=1", "-coverprofile=" + gout}, args...)...)
+	ys, gs, yout, gout := testCoverPkg(t, yolk, accel, dir, "-covermode=set", "-coverpkg=./untested,./pass", "./untested", "./pass")
 	line := func(out string) string {
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, "/untested") {
@@ -213,26 +210,73 @@ func testCoverUntested(t *testing.T, yolk, accel, dir string) {
 		}
 		return ""
 	}
-	if ycode != 0 || gcode != 0 || line(ys) != line(gs) || !strings.Contains(line(gs), "coverage: 0.0% of statements") {
-		t.Errorf("untested's line: yolk test %q, go test %q\nyolk test: status %d\n%s%s\ngo test: status %d\n%s%s", line(ys), line(gs), ycode, ys, ye, gcode, gs, ge)
+	if !strings.Contains(line(gs), "coverage: 0.0% of statements") || line(ys) != line(gs) {
+		t.Errorf("untested's line: yolk test %q, go test %q", line(ys), line(gs))
 	}
-	blocks := func(name string) []string {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var l []string
-		for _, s := range strings.Split(string(b), "\n") {
-			if strings.Contains(s, "/untested/") {
-				l = append(l, s)
-			}
-		}
-		slices.Sort(l)
-		return slices.Compact(l)
+	blocks := func(l []string) []string {
+		return slices.DeleteFunc(slices.Clone(l), func(s string) bool { return !strings.Contains(s, "/untested/") })
 	}
 	if y, g := blocks(yout), blocks(gout); len(g) == 0 || !slices.Equal(y, g) {
 		t.Errorf("untested's blocks: yolk test %q, go test %q", y, g)
 	}
+}
+
+// testCoverSeveral: -coverpkg over two tested packages, covuse calling
+// covlib: go test counts both in each package's coverage (covlib's
+// binary does not link covuse in; its statements count as not run) and
+// its profile has both packages' blocks from each binary. With -v the
+// streamed coverage lines, the ok lines and the profile are go test's.
+func testCoverSeveral(t *testing.T, yolk, accel, dir string) {
+	ys, gs, _, _ := testCoverPkg(t, yolk, accel, dir, "-v", "-covermode=set", "-coverpkg=./covlib,./covuse", "./covlib", "./covuse")
+	covLines := func(out string) []string {
+		var l []string
+		for _, s := range strings.Split(out, "\n") {
+			if strings.HasPrefix(s, "coverage: ") {
+				l = append(l, s)
+			}
+		}
+		return l
+	}
+	y, g := covLines(ys), covLines(gs)
+	if !slices.Equal(y, g) || len(g) != 2 {
+		t.Errorf("streamed coverage lines: yolk test %q, go test %q", y, g)
+	}
+	// Not the numbers of each binary alone (covlib's: 28.6%).
+	if len(g) > 0 && g[0] != "coverage: 18.2% of statements in ./covlib, ./covuse" {
+		t.Errorf("go test's covlib line %q: the fixture changed", g[0])
+	}
+}
+
+// testCoverPkg runs yolk test and go test with -coverprofile and args,
+// fails unless both pass with the same result lines, the same -coverpkg
+// warnings (none, or some) and the same profile, block for block, and
+// returns their stdout and sorted profiles.
+func testCoverPkg(t *testing.T, yolk, accel, dir string, args ...string) (ys, gs string, yprof, gprof []string) {
+	yout, gout := filepath.Join(t.TempDir(), "cover.out"), filepath.Join(t.TempDir(), "cover.out")
+	start := time.Now()
+	ys, ye, ycode := runIn(t, dir, yolk, append([]string{"test", "-accel", accel, "-coverprofile=" + yout}, args...)...)
+	t.Logf("yolk test -coverprofile %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	gs, ge, gcode := runIn(t, dir, "go", append([]string{"test", "-count=1", "-coverprofile=" + gout}, args...)...)
+	if ycode != 0 || gcode != 0 || !slices.Equal(resultLines(ys), resultLines(gs)) {
+		t.Fatalf("yolk test: status %d\n%s%s\ngo test: status %d\n%s%s", ycode, ys, ye, gcode, gs, ge)
+	}
+	if strings.Contains(ye, "warning:") != strings.Contains(ge, "warning:") {
+		t.Errorf("warnings differ:\nyolk test:\n%s\ngo test:\n%s", ye, ge)
+	}
+	sortedLines := func(name string) []string {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(l)
+		return l
+	}
+	yprof, gprof = sortedLines(yout), sortedLines(gout)
+	if !slices.Equal(yprof, gprof) {
+		t.Errorf("coverage profiles differ (%d lines, go test's %d):\n%s", len(yprof), len(gprof), lineDiff(yprof, gprof))
+	}
+	return ys, gs, yprof, gprof
 }
 
 // lineDiff lists the lines only in a ("-") and only in b ("+"), both sorted.
@@ -563,7 +607,7 @@ func TestOutputs(t *testing.T) {
 	out, elsewhere := t.TempDir(), t.TempDir()
 	c.files["trace"] = filepath.Join(elsewhere, "trace.out")
 	tr := &tester{c: c, tmp: t.TempDir(), outDir: out}
-	shares, args, cover, err := tr.outputs(3)
+	shares, args, cover, err := tr.outputs(3, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,8 +644,38 @@ func TestOutputs(t *testing.T) {
 
 	// No output files: no shares, no arguments.
 	d, _ := parseTestArgs([]string{"-v", "./a"})
-	if shares, args, cover, err := (&tester{c: d, tmp: t.TempDir(), outDir: out}).outputs(0); shares != nil || args != nil || cover != "" || err != nil {
+	if shares, args, cover, err := (&tester{c: d, tmp: t.TempDir(), outDir: out}).outputs(0, false); shares != nil || args != nil || cover != "" || err != nil {
 		t.Errorf("without output flags: %v %q %q %v", shares, args, cover, err)
+	}
+	// -coverpkg's recount (testcover.go): the coverage data on the host,
+	// without a profile.
+	shares, args, cover, err = (&tester{c: d, tmp: t.TempDir(), outDir: out}).outputs(2, true)
+	if !slices.Equal(shares, []qemu.Share{{HostDir: cover, GuestPath: "/yolk/cover"}}) || !slices.Equal(args, []string{"-test.gocoverdir=/yolk/cover/gocoverdir"}) || err != nil {
+		t.Errorf("gocoverdir alone: %v %q %q %v", shares, args, cover, err)
+	}
+}
+
+// TestCoverLineWriter: the guest's output passes unchanged and at once
+// but for whole lines that start with "coverage: ", which go through the
+// recount, their line ends kept, however the writes split them.
+func TestCoverLineWriter(t *testing.T) {
+	in := "=== RUN   TestA\r\ncov\nPASS\ncoverage: 50.0% of statements in ./a\r\nx coverage: 1%\ncoverage: [no statements]"
+	want := "=== RUN   TestA\r\ncov\nPASS\nFIXED(coverage: 50.0% of statements in ./a)\r\nx coverage: 1%\nFIXED(coverage: [no statements])"
+	for _, n := range []int{1, 2, 3, 7, len(in)} {
+		var b bytes.Buffer
+		w := &coverLineWriter{w: &b, fix: func(l string) string { return "FIXED(" + l + ")" }}
+		for s := in; s != ""; {
+			k := min(n, len(s))
+			w.Write([]byte(s[:k]))
+			s = s[k:]
+			if n == 1 && len(s) == len(in)-1 && b.String() != "=" {
+				t.Errorf("writes of 1: the first byte held back (%q)", b.String())
+			}
+		}
+		w.Flush()
+		if b.String() != want {
+			t.Errorf("writes of %d: %q, want %q", n, b.String(), want)
+		}
 	}
 }
 

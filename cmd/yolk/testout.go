@@ -57,8 +57,9 @@ func (c *testConfig) needBinary() bool {
 // outputs prepares one package's output files: the shares the guest
 // needs and the test binary's arguments for them. i numbers the package
 // (its temporary coverage directory); cover is that directory's host
-// path, "" without -coverprofile.
-func (t *tester) outputs(i int) (shares []qemu.Share, args []string, cover string, err error) {
+// path, "" without -coverprofile or gocoverdir (the binary's coverage
+// data on the host, for testcover.go's recount).
+func (t *tester) outputs(i int, gocoverdir bool) (shares []qemu.Share, args []string, cover string, err error) {
 	c := t.c
 	guest := map[string]string{} // host directory: guest directory
 	share := func(dir, at string, ro bool) string {
@@ -88,13 +89,16 @@ func (t *tester) outputs(i int) (shares []qemu.Share, args []string, cover strin
 		host := t.outPath(name)
 		args = append(args, "-test."+f+"="+path.Join(share(filepath.Dir(host), "", false), filepath.Base(host)))
 	}
-	if c.files["coverprofile"] != "" {
+	if c.files["coverprofile"] != "" || gocoverdir {
 		cover = filepath.Join(t.tmp, fmt.Sprintf("%d-cover", i))
 		if err := os.MkdirAll(filepath.Join(cover, "gocoverdir"), 0o777); err != nil {
 			return nil, nil, "", err
 		}
 		g := share(cover, guestCoverDir, false)
-		args = append(args, "-test.gocoverdir="+g+"/gocoverdir", "-test.coverprofile="+g+"/_cover_.out")
+		args = append(args, "-test.gocoverdir="+g+"/gocoverdir")
+		if c.files["coverprofile"] != "" {
+			args = append(args, "-test.coverprofile="+g+"/_cover_.out")
+		}
 	}
 	if len(shares) > qemu.MaxShares {
 		return nil, nil, "", fmt.Errorf("the output files are in more than %d directories (the guest takes at most %d shares): use -outputdir and relative names", qemu.MaxShares, qemu.MaxShares)

@@ -78,7 +78,9 @@ func (s Space[E]) bssFault(page uintptr) bool {
 	}
 	f := AllocFrame()
 	if f == 0 {
-		s.env.OutOfMemory()
+		// The program's BSS, or the kernel's touched on its behalf
+		// (BSSReclaim runs just before the program starts).
+		s.env.OOMKill()
 	}
 	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, ptePage(f, true)) {
 		FreeFrame(f) // another CPU backed it first

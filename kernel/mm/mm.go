@@ -38,10 +38,17 @@ import (
 type Env interface {
 	// Fatal reports a kernel panic with msg and stops the machine.
 	Fatal(msg string)
-	// OutOfMemory stops the machine for want of a frame where the
-	// kernel cannot fail the request (a page fault, a page table the
-	// boot needs).
+	// OutOfMemory stops the machine with a kernel panic for want of a
+	// frame the kernel itself needs at boot, before the program runs (a
+	// page table of the physical map, of the identity map split for the
+	// BSS and the read-only image): there is no program to kill, and the
+	// machine cannot start without it.
 	OutOfMemory()
+	// OOMKill ends the program for want of a frame for its memory — a
+	// page fault, the program's or a system call's copy into its pages,
+	// on its mappings or in the demand-paged BSS — as Linux's OOM killer
+	// ends the only process there is: SIGKILL. It does not return.
+	OOMKill()
 	// FileRef adds d to the references the address space holds on file
 	// (a file area's: the kernel's name for an open file or inode). It
 	// is called under vmMutex, not mmLock: it may take the file system's

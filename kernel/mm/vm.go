@@ -571,9 +571,11 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) bool {
 	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
 		return false
 	}
+	// No frame for the page or its page table: the program is out of
+	// memory (Env.OOMKill, which stops the machine with mmLock held).
 	pte := walk(page, true)
 	if pte == 0 {
-		s.env.OutOfMemory()
+		s.env.OOMKill()
 	}
 	e := at[uint64](pte)
 	switch {
@@ -582,7 +584,7 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) bool {
 	case !pteValid(*e):
 		f := AllocFrame()
 		if f == 0 {
-			s.env.OutOfMemory()
+			s.env.OOMKill()
 		}
 		*e = ptePage(f, vmas[i].prot&ProtWrite != 0)
 		pteWritten()
@@ -613,7 +615,7 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) bool {
 		*e = ptePage(f, w) | pteBorrowed
 	} else {
 		if f = AllocFrame(); f == 0 {
-			s.env.OutOfMemory()
+			s.env.OOMKill()
 		}
 		if _, ok := s.env.FileFault(v.file, off, v.shared, f); !ok {
 			FreeFrame(f)
