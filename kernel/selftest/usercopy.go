@@ -134,6 +134,8 @@ func openEpollPipe() (int, int, func(), error) {
 	}
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(pr)}
 	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, pr, &ev); err != nil {
+		syscall.Close(ep)
+		closePipe()
 		return 0, 0, nil, err
 	}
 	// The data stays in the pipe: drain it (without waiting: the wait
