@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"yolk/qemu/image"
 )
 
 // TestForceSigBlocked: a fault whose signal the thread blocks ends the
@@ -25,15 +22,7 @@ func TestForceSigBlocked(t *testing.T) {
 	needQEMU(t)
 	const pkg = "yolk/qemu/testdata/forcesig"
 	dir := t.TempDir()
-	host := filepath.Join(dir, "forcesig")
-	if out, err := exec.Command("go", "build", "-o", host, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	img := filepath.Join(dir, "forcesig.elf")
-	var buildLog bytes.Buffer
-	if _, err := image.Build(t.Context(), pkg, image.Options{Output: img, Stderr: &buildLog}); err != nil {
-		t.Fatalf("build: %v\n%s", err, buildLog.String())
-	}
+	host, img := fixtureHost(t, pkg, dir), fixtureImage(t, pkg, dir, "")
 	for _, args := range [][]string{nil, {"sigreturn"}} {
 		out, err := exec.Command(host, args...).CombinedOutput()
 		var ee *exec.ExitError

@@ -28,17 +28,11 @@ func TestShareMapExit(t *testing.T) {
 	needQEMU(t)
 	const pkg = "yolk/qemu/testdata/mapexit"
 	dir := t.TempDir()
-	host := filepath.Join(dir, "mapexit")
-	if out, err := exec.Command("go", "build", "-o", host, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	host := fixtureHost(t, pkg, dir)
 	machines := map[string]string{"amd64": "microvm", "arm64": "virt"}
+	imgs := map[string]string{}
 	for _, arch := range image.Arches {
-		var buildLog bytes.Buffer
-		img := filepath.Join(dir, "mapexit-"+arch+".elf")
-		if _, err := image.Build(t.Context(), pkg, image.Options{Output: img, Arch: arch, Stderr: &buildLog}); err != nil {
-			t.Fatalf("build: %v\n%s", err, buildLog.String())
-		}
+		imgs[arch] = fixtureImage(t, pkg, dir, arch)
 	}
 	const page, size = 4096, 3*4096 + 100
 	want := bytes.Repeat([]byte{'h'}, size)
@@ -82,7 +76,7 @@ func TestShareMapExit(t *testing.T) {
 			for _, arch := range image.Arches {
 				d = file(t)
 				var serial bytes.Buffer
-				res, err := Run(t.Context(), Config{Image: filepath.Join(dir, "mapexit-"+arch+".elf"), Args: []string{"/yolk/share/f", c.how},
+				res, err := Run(t.Context(), Config{Image: imgs[arch], Args: []string{"/yolk/share/f", c.how},
 					Machine: machines[arch], Timeout: 2 * time.Minute, Shares: []Share{{HostDir: d, GuestPath: "/yolk/share"}}, Stdout: &serial, Stderr: &serial})
 				if err != nil {
 					t.Fatal(err)

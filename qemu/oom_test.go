@@ -2,12 +2,9 @@ package qemu
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"yolk/qemu/image"
 )
 
 // TestOutOfMemory: a program that touches more memory than the machine
@@ -27,11 +24,7 @@ func TestOutOfMemory(t *testing.T) {
 			if _, err := FindQEMUFor(c.arch); err != nil {
 				t.Fatal(err)
 			}
-			img := filepath.Join(t.TempDir(), "oom.elf")
-			var buildLog bytes.Buffer
-			if _, err := image.Build(t.Context(), pkg, image.Options{Output: img, Arch: c.arch, Stderr: &buildLog}); err != nil {
-				t.Fatalf("build: %v\n%s", err, buildLog.String())
-			}
+			img := fixtureImage(t, pkg, t.TempDir(), c.arch)
 			for _, args := range [][]string{nil, {"read"}} {
 				var serial bytes.Buffer
 				res, err := Run(t.Context(), Config{Image: img, Arch: c.arch, Machine: c.machine, SMP: 2, Memory: "128M", Args: args,
