@@ -57,6 +57,9 @@ func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintp
 }
 
 func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
+	if flags&unix.MAP_FIXED != 0 && nshares > 0 {
+		shareWriteBack(addr, addr+mm.PageRound(n), -1) // what it replaces
+	}
 	a, e := mmap(addr, n, prot, flags, fd, off)
 	if e == 0 && flags&unix.MAP_FIXED_NOREPLACE != 0 && flags&unix.MAP_FIXED == 0 && a != addr {
 		// MAP_FIXED_NOREPLACE: exactly at addr or not at all. The areas
@@ -155,19 +158,24 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	return a, 0
 }
 
-// shareWriteBack writes the pages of the shared mappings of share files
-// in [addr, end) back to the host — only share file h's if h >= 0 — up to
-// the file's size (a mapping never grows its file, as on Linux). Another
-// thread unmapping the range meanwhile makes it a short write (EFAULT).
+// shareWriteBack writes the pages of the writable shared mappings of
+// share files in [addr, end) back to the host — only share file h's if h
+// >= 0 — up to the file's size (a mapping never grows its file, as on
+// Linux). A mapping the program cannot write holds nothing of its own: a
+// write-back would put the file as it was at mmap over what write(2) and
+// pwrite(2) wrote since (and fail for a file open read-only); mprotect
+// and MAP_FIXED write a mapping back before they take its writes away.
+// Another thread unmapping the range meanwhile makes it a short write
+// (EFAULT).
 func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 	var err abi.Errno
 	for addr < end {
-		s, e, file, off, shared, ok := mm.FileArea(addr, end)
+		s, e, file, off, shared, prot, ok := mm.FileArea(addr, end)
 		if !ok {
 			break
 		}
 		addr = e
-		if !shared || file > 0 || h >= 0 && areaShare(file) != h {
+		if !shared || prot&mm.ProtWrite == 0 || file > 0 || h >= 0 && areaShare(file) != h {
 			continue
 		}
 		f := &shareFiles[areaShare(file)]
@@ -300,6 +308,9 @@ func sysMprotect(addr, n, prot uintptr) abi.Errno {
 	}
 	if !mm.UserSpan(addr, n) {
 		return abi.ENOMEM
+	}
+	if prot&unix.PROT_WRITE == 0 && nshares > 0 {
+		shareWriteBack(addr, addr+mm.PageRound(n), -1) // before its writes are taken away
 	}
 	return vm.Protect(addr, mm.PageRound(n), uint32(prot&7))
 }

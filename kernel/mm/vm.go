@@ -629,18 +629,19 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) bool {
 }
 
 // FileArea describes the first file area that intersects [addr, end), cut
-// to that range: its bounds, file, offset at start and whether it is
-// shared; ok false if there is none (for msync and munmap's write-back).
-func FileArea(addr, end uintptr) (start, stop uintptr, file int32, off int64, shared, ok bool) {
+// to that range: its bounds, file, offset at start, whether it is shared
+// and its protection; ok false if there is none (for msync and munmap's
+// write-back).
+func FileArea(addr, end uintptr) (start, stop uintptr, file int32, off int64, shared bool, prot uint32, ok bool) {
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	for i := findVMA(addr); i < nvmas && vmas[i].start < end; i++ {
 		if v := &vmas[i]; v.file != 0 {
 			start, stop = max(v.start, addr), min(v.end, end)
-			return start, stop, v.file, v.off + int64(start-v.start), v.shared, true
+			return start, stop, v.file, v.off + int64(start-v.start), v.shared, v.prot, true
 		}
 	}
-	return 0, 0, 0, 0, false, false
+	return 0, 0, 0, 0, false, 0, false
 }
 
 // Readable reports whether the 8 bytes at a can be read without faulting

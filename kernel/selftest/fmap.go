@@ -23,6 +23,7 @@ func init() {
 		test{"TestFallocate", testFallocate},
 		test{"TestMapFixedNoReplace", testMapFixedNoReplace},
 		test{"TestShareMmap", testShareMmap},
+		test{"TestShareMmapWriteBack", testShareMmapWriteBack},
 	)
 }
 
@@ -516,4 +517,87 @@ func testMapFixedNoReplace(t *T) {
 	if e == 0 {
 		unix.Syscall(unix.SYS_MUNMAP, a, 2*pg, 0)
 	}
+}
+
+// testShareMmapWriteBack: what a share writes back is what the program
+// wrote through a mapping, never a mapping it could not write. The
+// database pattern (a PROT_READ, MAP_SHARED mapping, pwrite, fdatasync,
+// munmap to map again larger) keeps its pwrites; msync of a read-only
+// mapping of a file open read-only is 0, as on Linux; a write made before
+// mprotect took PROT_WRITE away, or before MAP_FIXED replaced the
+// mapping, still reaches the file.
+func testShareMmapWriteBack(t *T) {
+	dir := os.Getenv(envShareDir)
+	if dir == "" {
+		t.Skipf("no share: boot with yolk run -share (the qemu package's TestGuest gives one on every machine with virtio)")
+	}
+	dir = filepath.Join(dir, "fmapwb")
+	os.RemoveAll(dir)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("mkdir: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	name := filepath.Join(dir, "db")
+	want := fmapPattern(2*pageSize, 5)
+	if err := os.WriteFile(name, want, 0o644); err != nil {
+		t.Fatalf("WriteFile: %v", err)
+	}
+	check := func(what string) {
+		if got, err := os.ReadFile(name); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: the host's file is not what was written (%d bytes, %v)", what, len(got), err)
+		}
+	}
+	fd, err := unix.Open(name, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer unix.Close(fd)
+	m, err := unix.Mmap(fd, 0, 2*pageSize, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	copy(want[pageSize:], "pwrite after mmap")
+	if _, err := unix.Pwrite(fd, want[pageSize:2*pageSize], pageSize); err != nil {
+		t.Fatalf("pwrite: %v", err)
+	}
+	if err := unix.Fdatasync(fd); err != nil {
+		t.Fatalf("fdatasync: %v", err)
+	}
+	check("fdatasync with a read-only mapping")
+	if err := unix.Munmap(m); err != nil {
+		t.Fatalf("munmap: %v", err)
+	}
+	check("munmap of a read-only mapping")
+
+	ro, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open read-only: %v", err)
+	}
+	m, err = unix.Mmap(ro, 0, pageSize, unix.PROT_READ, unix.MAP_SHARED)
+	unix.Close(ro)
+	if err != nil {
+		t.Fatalf("mmap read-only: %v", err)
+	}
+	fmapCheck(t, "msync of a mapping of a file open read-only", unix.Msync(m, unix.MS_SYNC), 0)
+	unix.Munmap(m)
+
+	m, err = unix.Mmap(fd, 0, 2*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap read-write: %v", err)
+	}
+	copy(m[8:], "written, then read-only")
+	copy(want[8:], "written, then read-only")
+	copy(m[pageSize+8:], "written, then replaced")
+	copy(want[pageSize+8:], "written, then replaced")
+	if err := unix.Mprotect(m[:pageSize], unix.PROT_READ); err != nil {
+		t.Fatalf("mprotect: %v", err)
+	}
+	a := uintptr(unsafe.Pointer(&m[pageSize]))
+	if r, _, e := unix.Syscall6(unix.SYS_MMAP, a, pageSize, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED, ^uintptr(0), 0); e != 0 || r != a {
+		t.Fatalf("MAP_FIXED over the mapping: %#x, %v", r, e)
+	}
+	if err := unix.Munmap(m); err != nil {
+		t.Fatalf("munmap: %v", err)
+	}
+	check("munmap of a mapping written before mprotect and MAP_FIXED")
 }
