@@ -38,6 +38,22 @@ func (mmenv) FileRef(file, d int32) {
 	shareReap()
 }
 
+// fileCut takes the pages past the end of in-memory files shrunk while
+// mapped (ftruncate, truncate, O_TRUNC) from their mappings, as Linux's
+// truncation unmaps them: touching one faults (SIGBUS on Linux), and the
+// bytes written through one before it went are zeroed, so the file grown
+// again reads zeroes there (fs's TakeCut, ZeroPast).
+func fileCut() {
+	for {
+		ino, size, ok := vfs.TakeCut()
+		if !ok {
+			return
+		}
+		vm.UnbackFile(fsArea(ino), int64(mm.PageRound(uintptr(size))))
+		vfs.ZeroPast(ino)
+	}
+}
+
 // FileFault gives mm a page of a file area, under mmLock (no blocking):
 // an in-memory file's own page for a shared mapping, a copy of it for a
 // private one; a share file's page is a zeroed frame (mmap filled the

@@ -628,6 +628,28 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) bool {
 	return true
 }
 
+// UnbackFile drops the pages of file's areas from file offset from
+// (page-aligned) on: the file was shrunk to there, and a fault past its
+// end no longer gets a page (Env.FileFault), so touching them faults as
+// on Linux. A file's own pages stay the file's (borrowed), private copies
+// are freed.
+func (s Space[E]) UnbackFile(file int32, from int64) {
+	vmMutex.Lock()
+	defer vmMutex.Unlock()
+	// vmMutex keeps the areas as they are (their changes hold it too).
+	for i := 0; i < nvmas; i++ {
+		v := &vmas[i]
+		if v.file != file || v.off+int64(v.end-v.start) <= from {
+			continue
+		}
+		start := v.start
+		if from > v.off {
+			start += uintptr(from - v.off)
+		}
+		s.unback(start, v.end)
+	}
+}
+
 // FileArea describes the first file area that intersects [addr, end), cut
 // to that range: its bounds, file, offset at start, whether it is shared
 // and its protection; ok false if there is none (for msync and munmap's

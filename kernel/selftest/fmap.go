@@ -20,6 +20,7 @@ func init() {
 	tests = append(tests,
 		test{"TestFileMmap", testFileMmap},
 		test{"TestFileMmapDB", testFileMmapDB},
+		test{"TestFileMmapTruncate", testFileMmapTruncate},
 		test{"TestFallocate", testFallocate},
 		test{"TestMapFixedNoReplace", testMapFixedNoReplace},
 		test{"TestShareMmap", testShareMmap},
@@ -600,4 +601,63 @@ func testShareMmapWriteBack(t *T) {
 		t.Fatalf("munmap: %v", err)
 	}
 	check("munmap of a mapping written before mprotect and MAP_FIXED")
+}
+
+// testFileMmapTruncate: a truncation takes the pages past the new end
+// from the file's mappings, shared and private, as Linux does: touching
+// them faults (SIGBUS on Linux), nothing written through a mapping after
+// the truncation reaches the file, and the file grown again reads zeroes
+// there, through read and through the mappings.
+func testFileMmapTruncate(t *T) {
+	dir, err := os.MkdirTemp("", "fmaptrunc")
+	if err != nil {
+		t.Fatalf("MkdirTemp: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	fd, err := unix.Open(filepath.Join(dir, "f"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Pwrite(fd, fmapPattern(3*pageSize, 9), 0); err != nil {
+		t.Fatalf("pwrite: %v", err)
+	}
+	sh, err := unix.Mmap(fd, 0, 3*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap shared: %v", err)
+	}
+	defer unix.Munmap(sh)
+	pr, err := unix.Mmap(fd, 0, 3*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatalf("mmap private: %v", err)
+	}
+	defer unix.Munmap(pr)
+	for i := 0; i < 3*pageSize; i += pageSize {
+		sh[i+1], pr[i+1] = 'S', 'P' // every page backed
+	}
+	if err := unix.Ftruncate(fd, pageSize+10); err != nil {
+		t.Fatalf("ftruncate: %v", err)
+	}
+	if !readFaults(&sh[2*pageSize]) {
+		t.Errorf("the shared mapping's page past the new end did not fault")
+	}
+	if !readFaults(&pr[2*pageSize]) {
+		t.Errorf("the private mapping's page past the new end did not fault")
+	}
+	if f, _ := writeFaults(&sh[2*pageSize+7]); !f {
+		t.Errorf("a write to the shared mapping's page past the new end did not fault")
+	}
+	if sh[pageSize+10] != 0 || sh[pageSize+1] != 'S' || pr[pageSize+1] != 'P' {
+		t.Errorf("the last page: %q %q %q, want 0 S P", sh[pageSize+10], sh[pageSize+1], pr[pageSize+1])
+	}
+	if err := unix.Ftruncate(fd, 3*pageSize); err != nil {
+		t.Fatalf("ftruncate: %v", err)
+	}
+	got := make([]byte, pageSize)
+	if n, err := unix.Pread(fd, got, 2*pageSize); err != nil || n != pageSize || !bytes.Equal(got, make([]byte, pageSize)) {
+		t.Errorf("the page cut off and grown again does not read as zeroes (%d, %v)", n, err)
+	}
+	if sh[2*pageSize+7] != 0 || sh[2*pageSize+1] != 0 || pr[2*pageSize+1] != 0 {
+		t.Errorf("the mappings' page cut off and grown again is not zero: %q %q %q", sh[2*pageSize+7], sh[2*pageSize+1], pr[2*pageSize+1])
+	}
 }
