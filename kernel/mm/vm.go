@@ -527,6 +527,14 @@ func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
 	return 0
 }
 
+// Overlaps reports whether an area overlaps [start, end)
+// (MAP_FIXED_NOREPLACE).
+func Overlaps(start, end uintptr) bool {
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	return overlaps(start, end)
+}
+
 // Mapped reports whether areas cover [start, end) without a gap (msync).
 func Mapped(start, end uintptr) bool {
 	mmLock.Lock()

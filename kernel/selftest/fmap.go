@@ -109,6 +109,23 @@ func fmapErrnos(t *T, dir string) {
 	fmapCheck(t, "length 0", mm(ro, unix.PROT_READ, unix.MAP_SHARED, 0, 0), unix.EINVAL)
 	fmapCheck(t, "neither shared nor private", mm(ro, unix.PROT_READ, 0, 0, pageSize), unix.EINVAL)
 	fmapCheck(t, "a directory", mm(d, unix.PROT_READ, unix.MAP_SHARED, 0, pageSize), unix.ENODEV)
+	// MAP_SHARED_VALIDATE refuses a flag it does not know (MAP_SHARED
+	// ignores it), before the access mode.
+	fmapCheck(t, "MAP_SHARED_VALIDATE with an unknown flag", mm(ro, unix.PROT_READ, unix.MAP_SHARED_VALIDATE|1<<10, 0, pageSize), unix.EOPNOTSUPP)
+	fmapCheck(t, "MAP_SHARED with an unknown flag", mm(ro, unix.PROT_READ, unix.MAP_SHARED|1<<10, 0, pageSize), 0)
+	fmapCheck(t, "MAP_SHARED_VALIDATE with an unknown flag, O_WRONLY", mm(wo, unix.PROT_READ, unix.MAP_SHARED_VALIDATE|1<<10, 0, pageSize), unix.EOPNOTSUPP)
+	fmapCheck(t, "MAP_SHARED_VALIDATE|MAP_POPULATE", mm(ro, unix.PROT_READ, unix.MAP_SHARED_VALIDATE|unix.MAP_POPULATE, 0, pageSize), 0)
+	// MAP_FIXED_NOREPLACE over a mapping is EEXIST before the file's
+	// access mode and type are looked at.
+	if b, err := unix.Mmap(-1, 0, pageSize, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON); err == nil {
+		a := uintptr(unsafe.Pointer(&b[0]))
+		for _, fl := range []uintptr{unix.MAP_SHARED, 0} {
+			if r, _, e := unix.Syscall6(unix.SYS_MMAP, a, pageSize, unix.PROT_READ|unix.PROT_WRITE, fl|unix.MAP_FIXED_NOREPLACE, uintptr(ro), 0); e != unix.EEXIST {
+				t.Errorf("MAP_FIXED_NOREPLACE (flags %#x) of an O_RDONLY file over a mapping: %#x, %v; want EEXIST", fl, r, e)
+			}
+		}
+		unix.Munmap(b)
+	}
 	// A shared mapping of a file open read-only never becomes writable;
 	// a private one does.
 	for _, c := range []struct {
@@ -210,6 +227,10 @@ func testFileMmap(t *T) {
 	fmapCheck(t, "msync MS_ASYNC|MS_SYNC", unix.Msync(sh, unix.MS_SYNC|unix.MS_ASYNC), unix.EINVAL)
 	fmapCheck(t, "msync of a range not page-aligned", unix.Msync(sh[1:], unix.MS_SYNC), unix.EINVAL)
 	fmapCheck(t, "msync flag 8", unix.Msync(sh, 8), unix.EINVAL)
+	// A length that rounds up to 0 pages is an empty range (Linux).
+	if _, _, e := unix.Syscall(unix.SYS_MSYNC, uintptr(unsafe.Pointer(&sh[0])), ^uintptr(0), unix.MS_SYNC); e != 0 {
+		t.Errorf("msync with a length that rounds to 0: %v, want ok", e)
+	}
 	// Split the mapping: read-only in the middle, the third page gone.
 	if err := unix.Mprotect(sh[pageSize:2*pageSize], unix.PROT_READ); err != nil {
 		t.Fatalf("mprotect: %v", err)
@@ -491,6 +512,10 @@ func testMapFixedNoReplace(t *T) {
 		if e == 0 {
 			unix.Syscall(unix.SYS_MUNMAP, a, 2*pg, 0)
 		}
+	}
+	// With MAP_FIXED too, MAP_FIXED_NOREPLACE still does not replace.
+	if a, _, e := unix.Syscall6(unix.SYS_MMAP, base, pg, unix.PROT_READ, noReplace|unix.MAP_FIXED, ^uintptr(0), 0); e != unix.EEXIST {
+		t.Errorf("MAP_FIXED|MAP_FIXED_NOREPLACE over a mapped page: %#x, %v; want EEXIST", a, e)
 	}
 	fd, err := unix.Open("/tmp/noreplace", unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o600)
 	if err != nil {
