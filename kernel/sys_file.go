@@ -299,6 +299,7 @@ func sysFtruncate(fd int, size int64) abi.Errno {
 	}
 	e := vfs.Ftruncate(h, size)
 	fsPut(h)
+	fileCut()
 	return abi.Errno(e)
 }
 

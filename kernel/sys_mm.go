@@ -42,6 +42,22 @@ func (mmenv) FileRef(file, d int32) {
 	shareReap()
 }
 
+// fileCut takes the pages past the end of in-memory files shrunk while
+// mapped (ftruncate, truncate, O_TRUNC) from their mappings, as Linux's
+// truncation unmaps them: touching one faults (SIGBUS on Linux), and the
+// bytes written through one before it went are zeroed, so the file grown
+// again reads zeroes there (fs's TakeCut, ZeroPast).
+func fileCut() {
+	for {
+		ino, size, ok := vfs.TakeCut()
+		if !ok {
+			return
+		}
+		vm.UnbackFile(fsArea(ino), int64(mm.PageRound(uintptr(size))))
+		vfs.ZeroPast(ino)
+	}
+}
+
 // FileFault gives mm a page of a file area, under mmLock (no blocking):
 // an in-memory file's own page for a shared mapping, a copy of it for a
 // private one; a share file's page is a zeroed frame (mmap filled the
@@ -61,6 +77,9 @@ func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintp
 }
 
 func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
+	if flags&unix.MAP_FIXED != 0 && flags&unix.MAP_FIXED_NOREPLACE == 0 && nshares > 0 {
+		shareWriteBack(addr, addr+mm.PageRound(n), -1) // what it replaces
+	}
 	a, e := mmap(addr, n, prot, flags, fd, off)
 	if e == 0 && flags&unix.MAP_FIXED_NOREPLACE != 0 && flags&unix.MAP_FIXED == 0 && a != addr {
 		// MAP_FIXED_NOREPLACE: exactly at addr or not at all. The areas
@@ -81,16 +100,37 @@ func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno
 	if n == 0 || addr&(mm.PageSize-1) != 0 {
 		return 0, abi.EINVAL
 	}
+	if taken(addr, n, flags) {
+		return 0, abi.EEXIST
+	}
 	if n > mm.MaxMapping {
 		return 0, abi.ENOMEM
 	}
 	return vm.Map(addr, mm.PageRound(n), uint32(prot&7), flags&unix.MAP_FIXED != 0)
 }
 
+// mapLegacyFlags are the flags MAP_SHARED_VALIDATE accepts (Linux's
+// LEGACY_MAP_MASK; MAP_SYNC is for DAX files only): MAP_SHARED, _PRIVATE,
+// _FIXED, _ANONYMOUS, _GROWSDOWN, _DENYWRITE, _EXECUTABLE, _LOCKED,
+// _NORESERVE, _POPULATE, _NONBLOCK, _STACK, _HUGETLB, _HUGE_2MB, _HUGE_1GB
+// and the architecture's own.
+const mapLegacyFlags = 0x3 | 0x10 | 0x20 | 0x100 | 0x800 | 0x1000 | 0x2000 | 0x4000 |
+	0x8000 | 0x10000 | 0x20000 | 0x40000 | 21<<26 | 30<<26 | mapArchFlags
+
+// taken reports whether MAP_FIXED_NOREPLACE asks for [addr, addr+n),
+// which is not all free: EEXIST — with MAP_FIXED too, which then replaces
+// nothing — which Linux checks after the length and before the mapping
+// type and the file's access mode. (sysMmap checks again after mapping: a
+// hint is placed elsewhere when taken.)
+func taken(addr, n, flags uintptr) bool {
+	return flags&unix.MAP_FIXED_NOREPLACE != 0 && n <= mm.MaxMapping && mm.Overlaps(addr, addr+mm.PageRound(n))
+}
+
 // mmapFile maps file descriptor fd from offset off, with Linux's checks in
-// its order: the offset's alignment, the descriptor, the length, the
-// mapping type, the access mode (EACCES), whether the file can be mapped
-// (ENODEV).
+// its order: the offset's alignment, the descriptor, the length,
+// MAP_FIXED_NOREPLACE's EEXIST, the mapping type, MAP_SHARED_VALIDATE's
+// flags (EOPNOTSUPP), the access mode (EACCES), whether the file can be
+// mapped (ENODEV).
 func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
 	if off&(mm.PageSize-1) != 0 {
 		return 0, abi.EINVAL
@@ -108,9 +148,15 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	if int64(off) < 0 || int64(off+n) < int64(off) {
 		return 0, abi.EOVERFLOW
 	}
+	if taken(addr, n, flags) {
+		return 0, abi.EEXIST
+	}
 	typ := flags & (unix.MAP_SHARED | unix.MAP_PRIVATE)
 	if typ == 0 {
 		return 0, abi.EINVAL
+	}
+	if typ == unix.MAP_SHARED_VALIDATE && flags&^mapLegacyFlags != 0 {
+		return 0, abi.EOPNOTSUPP // MAP_SHARED ignores flags it does not know
 	}
 	shared := typ != unix.MAP_PRIVATE // MAP_SHARED_VALIDATE is shared too
 	sharedWrite := shared && prot&unix.PROT_WRITE != 0
@@ -159,19 +205,24 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	return a, 0
 }
 
-// shareWriteBack writes the pages of the shared mappings of share files
-// in [addr, end) back to the host — only share file h's if h >= 0 — up to
-// the file's size (a mapping never grows its file, as on Linux). Another
-// thread unmapping the range meanwhile makes it a short write (EFAULT).
+// shareWriteBack writes the pages of the writable shared mappings of
+// share files in [addr, end) back to the host — only share file h's if h
+// >= 0 — up to the file's size (a mapping never grows its file, as on
+// Linux). A mapping the program cannot write holds nothing of its own: a
+// write-back would put the file as it was at mmap over what write(2) and
+// pwrite(2) wrote since (and fail for a file open read-only); mprotect
+// and MAP_FIXED write a mapping back before they take its writes away.
+// Another thread unmapping the range meanwhile makes it a short write
+// (EFAULT).
 func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 	var err abi.Errno
 	for addr < end {
-		s, e, file, off, shared, ok := mm.FileArea(addr, end)
+		s, e, file, off, shared, prot, ok := mm.FileArea(addr, end)
 		if !ok {
 			break
 		}
 		addr = e
-		if !shared || file > 0 || h >= 0 && areaShare(file) != h {
+		if !shared || prot&mm.ProtWrite == 0 || file > 0 || h >= 0 && areaShare(file) != h {
 			continue
 		}
 		f := &shareFiles[areaShare(file)]
@@ -226,8 +277,8 @@ func sysMsync(addr, n uintptr, flags int) abi.Errno {
 		flags&unix.MS_ASYNC != 0 && flags&unix.MS_SYNC != 0 {
 		return abi.EINVAL
 	}
-	end := addr + mm.PageRound(n)
-	if end < addr || mm.PageRound(n) < n {
+	end := addr + mm.PageRound(n) // a length that rounds to 0 is an empty range (Linux)
+	if end < addr {
 		return abi.ENOMEM
 	}
 	if end == addr {
@@ -329,6 +380,9 @@ func sysMprotect(addr, n, prot uintptr) abi.Errno {
 	}
 	if !mm.UserSpan(addr, n) {
 		return abi.ENOMEM
+	}
+	if prot&unix.PROT_WRITE == 0 && nshares > 0 {
+		shareWriteBack(addr, addr+mm.PageRound(n), -1) // before its writes are taken away
 	}
 	return vm.Protect(addr, mm.PageRound(n), uint32(prot&7))
 }

@@ -37,6 +37,9 @@ func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno
 	}
 	h, fe := vfs.Open(d, path, flags&^unix.O_CLOEXEC, mode)
 	fsPut(d)
+	if flags&unix.O_TRUNC != 0 {
+		fileCut()
+	}
 	if fe != 0 {
 		return 0, abi.Errno(fe)
 	}
@@ -282,7 +285,9 @@ func sysTruncate(p uintptr, size int64) abi.Errno {
 		shareDone(&r)
 		return e
 	}
-	return abi.Errno(vfs.Truncate(fs.AtCWD, path, size))
+	e = abi.Errno(vfs.Truncate(fs.AtCWD, path, size))
+	fileCut()
+	return e
 }
 
 func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {

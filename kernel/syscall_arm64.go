@@ -14,6 +14,10 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 // (flags, stack, parent_tid, tls, child_tid).
 func cloneTLS(a3, a4 uintptr) uintptr { return a3 }
 
+// mapArchFlags are arm64's mmap flags MAP_SHARED_VALIDATE accepts beside
+// the generic ones: none.
+const mapArchFlags = 0
+
 // unameMachine is uname's machine field.
 const unameMachine = "aarch64"
 

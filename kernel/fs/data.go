@@ -118,7 +118,10 @@ func (f *FS[E]) writeAt(ip *inode, b []byte, off int64) (int, Errno) {
 func (f *FS[E]) truncate(ip *inode, size int64) {
 	if size < ip.size && ip.maps > 0 {
 		// Mapped: the pages stay (a mapping may reach them) and are
-		// zeroed past the new end; MapRef frees them once unmapped.
+		// zeroed past the new end; the kernel takes them from the
+		// mappings (TakeCut, ZeroPast), MapRef frees them once unmapped.
+		ip.cut, f.cuts = true, true
+		ip.cutEnd = max(ip.cutEnd, ip.size)
 		for o := size; o < ip.size; o = (o/PageSize + 1) * PageSize {
 			if a, _ := f.block(ip, o/PageSize, false); a != 0 {
 				clear(mem(a+uintptr(o%PageSize), PageSize-int(o%PageSize)))

@@ -116,6 +116,8 @@ type inode struct {
 	size       int64
 	pages      int64 // pages held, index pages included
 	maps       int32 // memory mappings of it (MapOpen, MapRef): its pages stay put
+	cut        bool  // shrunk while mapped since the kernel last took the pages past the end from the mappings (TakeCut)
+	cutEnd     int64 // shrunk while mapped: the end of the pages kept past the size (ZeroPast); 0 if none
 	direct     [nDirect]uintptr
 	ind, dind  uintptr
 	atime      int64
@@ -166,6 +168,7 @@ type FS[E Env] struct {
 	umask    uint32
 	pages    int64 // file pages held
 	maxPages int64
+	cuts     bool // some inode's cut may be set (TakeCut)
 	lastID   uint64
 	inodes   [NumInodes]inode
 	files    [NumFiles]file

@@ -44,7 +44,43 @@ func (f *FS[E]) MapRef(ino int32, d int32) {
 		return
 	}
 	f.truncPages(ip, (ip.size+PageSize-1)/PageSize)
+	ip.cut, ip.cutEnd = false, 0
 	f.put(ino)
+}
+
+// TakeCut returns an inode shrunk while mapped since it was last
+// returned, and its size: the kernel takes the pages past that end from
+// the inode's mappings (Linux's SIGBUS there, and a private copy goes
+// too), then calls ZeroPast. ok false if there is none.
+func (f *FS[E]) TakeCut() (ino int32, size int64, ok bool) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	if !f.cuts {
+		return -1, 0, false
+	}
+	for i := range f.inodes {
+		if ip := &f.inodes[i]; ip.cut && ip.mode != 0 {
+			ip.cut = false
+			return int32(i), ip.size, true
+		}
+	}
+	f.cuts = false
+	return -1, 0, false
+}
+
+// ZeroPast zeroes the pages a truncation kept past ino's end, once the
+// kernel has taken them from the mappings (TakeCut): what was written
+// through a mapping between the truncation and then does not come back
+// when the file grows again.
+func (f *FS[E]) ZeroPast(ino int32) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	ip := &f.inodes[ino]
+	for o := ip.size; o < ip.cutEnd; o = (o/PageSize + 1) * PageSize {
+		if a, _ := f.block(ip, o/PageSize, false); a != 0 {
+			clear(mem(a+uintptr(o%PageSize), PageSize-int(o%PageSize)))
+		}
+	}
 }
 
 // MapPage returns the address of ino's page at off (page-aligned),

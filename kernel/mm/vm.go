@@ -527,6 +527,14 @@ func areaProtect(addr, n uintptr, prot uint32) abi.Errno {
 	return 0
 }
 
+// Overlaps reports whether an area overlaps [start, end)
+// (MAP_FIXED_NOREPLACE).
+func Overlaps(start, end uintptr) bool {
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	return overlaps(start, end)
+}
+
 // Mapped reports whether areas cover [start, end) without a gap (msync).
 func Mapped(start, end uintptr) bool {
 	mmLock.Lock()
@@ -628,19 +636,42 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) bool {
 	return true
 }
 
+// UnbackFile drops the pages of file's areas from file offset from
+// (page-aligned) on: the file was shrunk to there, and a fault past its
+// end no longer gets a page (Env.FileFault), so touching them faults as
+// on Linux. A file's own pages stay the file's (borrowed), private copies
+// are freed.
+func (s Space[E]) UnbackFile(file int32, from int64) {
+	vmMutex.Lock()
+	defer vmMutex.Unlock()
+	// vmMutex keeps the areas as they are (their changes hold it too).
+	for i := 0; i < nvmas; i++ {
+		v := &vmas[i]
+		if v.file != file || v.off+int64(v.end-v.start) <= from {
+			continue
+		}
+		start := v.start
+		if from > v.off {
+			start += uintptr(from - v.off)
+		}
+		s.unback(start, v.end)
+	}
+}
+
 // FileArea describes the first file area that intersects [addr, end), cut
-// to that range: its bounds, file, offset at start and whether it is
-// shared; ok false if there is none (for msync and munmap's write-back).
-func FileArea(addr, end uintptr) (start, stop uintptr, file int32, off int64, shared, ok bool) {
+// to that range: its bounds, file, offset at start, whether it is shared
+// and its protection; ok false if there is none (for msync and munmap's
+// write-back).
+func FileArea(addr, end uintptr) (start, stop uintptr, file int32, off int64, shared bool, prot uint32, ok bool) {
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	for i := findVMA(addr); i < nvmas && vmas[i].start < end; i++ {
 		if v := &vmas[i]; v.file != 0 {
 			start, stop = max(v.start, addr), min(v.end, end)
-			return start, stop, v.file, v.off + int64(start-v.start), v.shared, true
+			return start, stop, v.file, v.off + int64(start-v.start), v.shared, v.prot, true
 		}
 	}
-	return 0, 0, 0, 0, false, false
+	return 0, 0, 0, 0, false, 0, false
 }
 
 // Readable reports whether the 8 bytes at a can be read without faulting

@@ -20,9 +20,11 @@ func init() {
 	tests = append(tests,
 		test{"TestFileMmap", testFileMmap},
 		test{"TestFileMmapDB", testFileMmapDB},
+		test{"TestFileMmapTruncate", testFileMmapTruncate},
 		test{"TestFallocate", testFallocate},
 		test{"TestMapFixedNoReplace", testMapFixedNoReplace},
 		test{"TestShareMmap", testShareMmap},
+		test{"TestShareMmapWriteBack", testShareMmapWriteBack},
 	)
 }
 
@@ -107,6 +109,23 @@ func fmapErrnos(t *T, dir string) {
 	fmapCheck(t, "length 0", mm(ro, unix.PROT_READ, unix.MAP_SHARED, 0, 0), unix.EINVAL)
 	fmapCheck(t, "neither shared nor private", mm(ro, unix.PROT_READ, 0, 0, pageSize), unix.EINVAL)
 	fmapCheck(t, "a directory", mm(d, unix.PROT_READ, unix.MAP_SHARED, 0, pageSize), unix.ENODEV)
+	// MAP_SHARED_VALIDATE refuses a flag it does not know (MAP_SHARED
+	// ignores it), before the access mode.
+	fmapCheck(t, "MAP_SHARED_VALIDATE with an unknown flag", mm(ro, unix.PROT_READ, unix.MAP_SHARED_VALIDATE|1<<10, 0, pageSize), unix.EOPNOTSUPP)
+	fmapCheck(t, "MAP_SHARED with an unknown flag", mm(ro, unix.PROT_READ, unix.MAP_SHARED|1<<10, 0, pageSize), 0)
+	fmapCheck(t, "MAP_SHARED_VALIDATE with an unknown flag, O_WRONLY", mm(wo, unix.PROT_READ, unix.MAP_SHARED_VALIDATE|1<<10, 0, pageSize), unix.EOPNOTSUPP)
+	fmapCheck(t, "MAP_SHARED_VALIDATE|MAP_POPULATE", mm(ro, unix.PROT_READ, unix.MAP_SHARED_VALIDATE|unix.MAP_POPULATE, 0, pageSize), 0)
+	// MAP_FIXED_NOREPLACE over a mapping is EEXIST before the file's
+	// access mode and type are looked at.
+	if b, err := unix.Mmap(-1, 0, pageSize, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON); err == nil {
+		a := uintptr(unsafe.Pointer(&b[0]))
+		for _, fl := range []uintptr{unix.MAP_SHARED, 0} {
+			if r, _, e := unix.Syscall6(unix.SYS_MMAP, a, pageSize, unix.PROT_READ|unix.PROT_WRITE, fl|unix.MAP_FIXED_NOREPLACE, uintptr(ro), 0); e != unix.EEXIST {
+				t.Errorf("MAP_FIXED_NOREPLACE (flags %#x) of an O_RDONLY file over a mapping: %#x, %v; want EEXIST", fl, r, e)
+			}
+		}
+		unix.Munmap(b)
+	}
 	// A shared mapping of a file open read-only never becomes writable;
 	// a private one does.
 	for _, c := range []struct {
@@ -208,6 +227,10 @@ func testFileMmap(t *T) {
 	fmapCheck(t, "msync MS_ASYNC|MS_SYNC", unix.Msync(sh, unix.MS_SYNC|unix.MS_ASYNC), unix.EINVAL)
 	fmapCheck(t, "msync of a range not page-aligned", unix.Msync(sh[1:], unix.MS_SYNC), unix.EINVAL)
 	fmapCheck(t, "msync flag 8", unix.Msync(sh, 8), unix.EINVAL)
+	// A length that rounds up to 0 pages is an empty range (Linux).
+	if _, _, e := unix.Syscall(unix.SYS_MSYNC, uintptr(unsafe.Pointer(&sh[0])), ^uintptr(0), unix.MS_SYNC); e != 0 {
+		t.Errorf("msync with a length that rounds to 0: %v, want ok", e)
+	}
 	// Split the mapping: read-only in the middle, the third page gone.
 	if err := unix.Mprotect(sh[pageSize:2*pageSize], unix.PROT_READ); err != nil {
 		t.Fatalf("mprotect: %v", err)
@@ -490,6 +513,10 @@ func testMapFixedNoReplace(t *T) {
 			unix.Syscall(unix.SYS_MUNMAP, a, 2*pg, 0)
 		}
 	}
+	// With MAP_FIXED too, MAP_FIXED_NOREPLACE still does not replace.
+	if a, _, e := unix.Syscall6(unix.SYS_MMAP, base, pg, unix.PROT_READ, noReplace|unix.MAP_FIXED, ^uintptr(0), 0); e != unix.EEXIST {
+		t.Errorf("MAP_FIXED|MAP_FIXED_NOREPLACE over a mapped page: %#x, %v; want EEXIST", a, e)
+	}
 	fd, err := unix.Open("/tmp/noreplace", unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC, 0o600)
 	if err != nil {
 		t.Fatalf("open: %v", err)
@@ -515,5 +542,147 @@ func testMapFixedNoReplace(t *T) {
 	}
 	if e == 0 {
 		unix.Syscall(unix.SYS_MUNMAP, a, 2*pg, 0)
+	}
+}
+
+// testShareMmapWriteBack: what a share writes back is what the program
+// wrote through a mapping, never a mapping it could not write. The
+// database pattern (a PROT_READ, MAP_SHARED mapping, pwrite, fdatasync,
+// munmap to map again larger) keeps its pwrites; msync of a read-only
+// mapping of a file open read-only is 0, as on Linux; a write made before
+// mprotect took PROT_WRITE away, or before MAP_FIXED replaced the
+// mapping, still reaches the file.
+func testShareMmapWriteBack(t *T) {
+	dir := os.Getenv(envShareDir)
+	if dir == "" {
+		t.Skipf("no share: boot with yolk run -share (the qemu package's TestGuest gives one on every machine with virtio)")
+	}
+	dir = filepath.Join(dir, "fmapwb")
+	os.RemoveAll(dir)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("mkdir: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	name := filepath.Join(dir, "db")
+	want := fmapPattern(2*pageSize, 5)
+	if err := os.WriteFile(name, want, 0o644); err != nil {
+		t.Fatalf("WriteFile: %v", err)
+	}
+	check := func(what string) {
+		if got, err := os.ReadFile(name); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: the host's file is not what was written (%d bytes, %v)", what, len(got), err)
+		}
+	}
+	fd, err := unix.Open(name, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer unix.Close(fd)
+	m, err := unix.Mmap(fd, 0, 2*pageSize, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	copy(want[pageSize:], "pwrite after mmap")
+	if _, err := unix.Pwrite(fd, want[pageSize:2*pageSize], pageSize); err != nil {
+		t.Fatalf("pwrite: %v", err)
+	}
+	if err := unix.Fdatasync(fd); err != nil {
+		t.Fatalf("fdatasync: %v", err)
+	}
+	check("fdatasync with a read-only mapping")
+	if err := unix.Munmap(m); err != nil {
+		t.Fatalf("munmap: %v", err)
+	}
+	check("munmap of a read-only mapping")
+
+	ro, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open read-only: %v", err)
+	}
+	m, err = unix.Mmap(ro, 0, pageSize, unix.PROT_READ, unix.MAP_SHARED)
+	unix.Close(ro)
+	if err != nil {
+		t.Fatalf("mmap read-only: %v", err)
+	}
+	fmapCheck(t, "msync of a mapping of a file open read-only", unix.Msync(m, unix.MS_SYNC), 0)
+	unix.Munmap(m)
+
+	m, err = unix.Mmap(fd, 0, 2*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap read-write: %v", err)
+	}
+	copy(m[8:], "written, then read-only")
+	copy(want[8:], "written, then read-only")
+	copy(m[pageSize+8:], "written, then replaced")
+	copy(want[pageSize+8:], "written, then replaced")
+	if err := unix.Mprotect(m[:pageSize], unix.PROT_READ); err != nil {
+		t.Fatalf("mprotect: %v", err)
+	}
+	a := uintptr(unsafe.Pointer(&m[pageSize]))
+	if r, _, e := unix.Syscall6(unix.SYS_MMAP, a, pageSize, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_FIXED, ^uintptr(0), 0); e != 0 || r != a {
+		t.Fatalf("MAP_FIXED over the mapping: %#x, %v", r, e)
+	}
+	if err := unix.Munmap(m); err != nil {
+		t.Fatalf("munmap: %v", err)
+	}
+	check("munmap of a mapping written before mprotect and MAP_FIXED")
+}
+
+// testFileMmapTruncate: a truncation takes the pages past the new end
+// from the file's mappings, shared and private, as Linux does: touching
+// them faults (SIGBUS on Linux), nothing written through a mapping after
+// the truncation reaches the file, and the file grown again reads zeroes
+// there, through read and through the mappings.
+func testFileMmapTruncate(t *T) {
+	dir, err := os.MkdirTemp("", "fmaptrunc")
+	if err != nil {
+		t.Fatalf("MkdirTemp: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	fd, err := unix.Open(filepath.Join(dir, "f"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Pwrite(fd, fmapPattern(3*pageSize, 9), 0); err != nil {
+		t.Fatalf("pwrite: %v", err)
+	}
+	sh, err := unix.Mmap(fd, 0, 3*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap shared: %v", err)
+	}
+	defer unix.Munmap(sh)
+	pr, err := unix.Mmap(fd, 0, 3*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatalf("mmap private: %v", err)
+	}
+	defer unix.Munmap(pr)
+	for i := 0; i < 3*pageSize; i += pageSize {
+		sh[i+1], pr[i+1] = 'S', 'P' // every page backed
+	}
+	if err := unix.Ftruncate(fd, pageSize+10); err != nil {
+		t.Fatalf("ftruncate: %v", err)
+	}
+	if !readFaults(&sh[2*pageSize]) {
+		t.Errorf("the shared mapping's page past the new end did not fault")
+	}
+	if !readFaults(&pr[2*pageSize]) {
+		t.Errorf("the private mapping's page past the new end did not fault")
+	}
+	if f, _ := writeFaults(&sh[2*pageSize+7]); !f {
+		t.Errorf("a write to the shared mapping's page past the new end did not fault")
+	}
+	if sh[pageSize+10] != 0 || sh[pageSize+1] != 'S' || pr[pageSize+1] != 'P' {
+		t.Errorf("the last page: %q %q %q, want 0 S P", sh[pageSize+10], sh[pageSize+1], pr[pageSize+1])
+	}
+	if err := unix.Ftruncate(fd, 3*pageSize); err != nil {
+		t.Fatalf("ftruncate: %v", err)
+	}
+	got := make([]byte, pageSize)
+	if n, err := unix.Pread(fd, got, 2*pageSize); err != nil || n != pageSize || !bytes.Equal(got, make([]byte, pageSize)) {
+		t.Errorf("the page cut off and grown again does not read as zeroes (%d, %v)", n, err)
+	}
+	if sh[2*pageSize+7] != 0 || sh[2*pageSize+1] != 0 || pr[2*pageSize+1] != 0 {
+		t.Errorf("the mappings' page cut off and grown again is not zero: %q %q %q", sh[2*pageSize+7], sh[2*pageSize+1], pr[2*pageSize+1])
 	}
 }
