@@ -212,10 +212,13 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 // write-back would put the file as it was at mmap over what write(2) and
 // pwrite(2) wrote since (and fail for a file open read-only); mprotect
 // and MAP_FIXED write a mapping back before they take its writes away.
-// Another thread unmapping the range meanwhile makes it a short write
-// (EFAULT).
+// The areas are held meanwhile (mm.HoldAreas): another thread's munmap
+// could otherwise close the file, and a new open take its slot, between
+// FileArea and the writes.
 func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 	var err abi.Errno
+	mm.HoldAreas()
+	defer mm.ReleaseAreas()
 	for addr < end {
 		s, e, file, off, shared, prot, ok := mm.FileArea(addr, end)
 		if !ok {

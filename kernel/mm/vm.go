@@ -658,6 +658,16 @@ func (s Space[E]) UnbackFile(file int32, from int64) {
 	}
 }
 
+// HoldAreas keeps the areas as they are — no map, unmap, protect or
+// DontNeed on any thread — until ReleaseAreas, for a caller that uses what
+// FileArea returned across blocking I/O (the file an area holds stays
+// open). It takes vmMutex: the caller holds no spin lock and calls none of
+// those meanwhile.
+func HoldAreas() { vmMutex.Lock() }
+
+// ReleaseAreas ends HoldAreas.
+func ReleaseAreas() { vmMutex.Unlock() }
+
 // FileArea describes the first file area that intersects [addr, end), cut
 // to that range: its bounds, file, offset at start, whether it is shared
 // and its protection; ok false if there is none (for msync and munmap's
