@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"syscall"
@@ -46,7 +47,12 @@ func benchPreemptWake(spinning bool) func(*testing.B) {
 		ts := unix.NsecToTimespec(int64(d))
 		late := make([]time.Duration, b.N)
 		// On yolk, the scheduler's trace (sched/trace.go) is on while
-		// spinners run, and the first op later than 50 ms dumps it.
+		// spinners run, and the first op later than 50 ms (or
+		// YOLK_TRACE_LATE, a duration) dumps it.
+		dumpAfter := 50 * time.Millisecond
+		if v, err := time.ParseDuration(os.Getenv("YOLK_TRACE_LATE")); err == nil {
+			dumpAfter = v
+		}
 		tracing := false
 		if spinning {
 			_, _, e := syscall.Syscall(abi.SysTrace, 1, 0, 0)
@@ -73,7 +79,7 @@ func benchPreemptWake(spinning bool) func(*testing.B) {
 				req = rem
 			}
 			late[i] = time.Since(start) - d
-			if tracing && !dumped && late[i] > 50*time.Millisecond {
+			if tracing && !dumped && late[i] > dumpAfter {
 				dumped = true
 				dumpTrace(late[i] + d)
 			}
