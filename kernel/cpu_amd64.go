@@ -43,10 +43,9 @@ type perCPU struct {
 	timer     timerState
 	hasIDT    uint32 // atomic: the CPU has loaded the IDT (may take an NMI)
 
-	// userPreempt: the trap being handled is a timer or wake-up interrupt
-	// that came from application code; timerWoke: a timer interrupt that
-	// woke a task (preemptUser).
-	userPreempt, timerWoke bool
+	// userTimer: the trap being handled is a timer interrupt that came
+	// from application code; timerWoke: it woke a task (preemptUser).
+	userTimer, timerWoke bool
 
 	// Start-up times (ns since boot, the boot CPU's clock): STARTUP sent,
 	// the CPU running Go code.

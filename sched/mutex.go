@@ -118,7 +118,6 @@ func (m *Mutex) Unlock() {
 		makeReady(next)
 		return
 	}
-	This().why = WhyHandoff
 	switchTo(next, finReady)
 }
 
