@@ -169,28 +169,7 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 // two standard ones) is the host's go test profile block for block, and
 // the result lines (with the coverage) are go test's.
 func testCoverProfile(t *testing.T, yolk, accel, dir string, args ...string) {
-	yout, gout := filepath.Join(t.TempDir(), "cover.out"), filepath.Join(t.TempDir(), "cover.out")
-	start := time.Now()
-	ys, ye, ycode := runIn(t, dir, yolk, append([]string{"test", "-accel", accel, "-coverprofile=" + yout}, args...)...)
-	t.Logf("yolk test -coverprofile %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
-	gs, ge, gcode := runIn(t, dir, "go", append([]string{"test", "-count=1", "-coverprofile=" + gout}, args...)...)
-	if ycode != 0 || gcode != 0 || !slices.Equal(resultLines(ys), resultLines(gs)) {
-		t.Fatalf("yolk test: status %d\n%s%s\ngo test: status %d\n%s%s", ycode, ys, ye, gcode, gs, ge)
-	}
-	sortedLines := func(name string) []string {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := strings.Split(strings.TrimSpace(string(b)), "\n")
-		slices.Sort(l)
-		return l
-	}
-	// Packages finish in any order, and their blocks go in as they do.
-	y, g := sortedLines(yout), sortedLines(gout)
-	if !slices.Equal(y, g) {
-		t.Errorf("coverage profiles differ (%d lines, go test's %d):\n%s", len(y), len(g), lineDiff(y, g))
-	}
+	_, _, _, g := testCoverPkg(t, yolk, accel, dir, args...)
 	if len(g) < 10 || g[len(g)-1] == "" {
 		t.Errorf("go test's profile has too few blocks to compare: %q", g)
 	}
