@@ -226,9 +226,7 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 		if sig == 0 {
 			return false
 		}
-		sigLock.Lock()
-		act := sigActs[sig]
-		sigLock.Unlock()
+		act := actionOf(sig)
 		switch h := act.handler; {
 		case h == sigIgn, h == sigDfl && defaultIgnored&sigBit(sig) != 0:
 			continue
@@ -238,7 +236,10 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 		if c != nil {
 			c.apply(r, true, act.flags)
 		}
-		if signalUser(r, fx, sig, src.code, src.info) {
+		// The frame is made for the action read here: another thread's
+		// rt_sigaction (SIG_IGN, say) after this read does not undo a
+		// delivery already decided on, as on Linux.
+		if signalFrame(r, fx, sig, act, src.code, src.info) {
 			if src.timer {
 				mm.Put(sigInfoAt(r)+24, src.val) // si_value; the frame was just written
 			}
@@ -343,14 +344,28 @@ func killedBy(sig int, why string) {
 // signalIPI interrupts CPU cpu, which runs a task that has a new signal.
 func signalIPI(cpu int) { sendIPI(cpu, vecSignal) }
 
-// signalStart is where both architectures' signalUser begin: sig's
-// handler, if the trap came from application code and the program
-// installed a usable one (sigNeedFlags), the thread's alternate stack, and
-// the address the frame goes below: the top of the alternate stack if the
-// handler asks for it and the thread is not on it already, else sp.
-func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top uintptr, ok bool) {
+// actionOf is sig's action now.
+func actionOf(sig int) sigaction {
+	sigLock.Lock()
+	act := sigActs[sig]
+	sigLock.Unlock()
+	return act
+}
+
+// signalUser redirects the user context in r to the handler of sig (a
+// fault's signal) as its action is now; see signalFrame.
+func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
+	return signalFrame(r, fx, sig, actionOf(sig), code, addr)
+}
+
+// signalStart is where both architectures' signalFrame begin: whether
+// act, sig's action, is a usable handler (sigNeedFlags) and the trap came
+// from application code; the thread's alternate stack; and the address
+// the frame goes below: the top of the alternate stack if the handler
+// asks for it and the thread is not on it already, else sp.
+func signalStart(r *Regs, sig int, act sigaction, sp uintptr) (as altStack, top uintptr, ok bool) {
 	if inKernel(r) {
-		return act, as, 0, false
+		return as, 0, false
 	}
 	if sigMask[sched.Current().Index()]&sigBit(sig) != 0 {
 		// Only a fault's signal (delivered whatever the mask) can be
@@ -360,17 +375,14 @@ func signalStart(r *Regs, sig int, sp uintptr) (act sigaction, as altStack, top 
 		// entering the handler again.
 		killedBy(sig, "raised while blocked")
 	}
-	sigLock.Lock()
-	act = sigActs[sig]
-	sigLock.Unlock()
 	if act.handler <= 1 || act.flags&sigNeedFlags != sigNeedFlags {
-		return act, as, 0, false
+		return as, 0, false
 	}
 	as = altStacks[sched.Current().Index()]
 	if act.flags&saOnstack != 0 && as.size != 0 && !(sp > as.sp && sp <= as.sp+as.size) {
 		sp = as.sp + as.size
 	}
-	return act, as, sp, true
+	return as, sp, true
 }
 
 // forceSegv raises SIGSEGV for a fault of the thread's own making that a

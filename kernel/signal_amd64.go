@@ -21,11 +21,11 @@ const (
 	sigNeedFlags = saSiginfo | saRestorer
 )
 
-// signalUser redirects the user context in r to the handler of sig with an
-// rt_sigframe; fx is the interrupted FP/SSE state. false if the fault was in
+// signalFrame redirects the user context in r to act, sig's handler, with
+// an rt_sigframe; fx is the interrupted FP/SSE state. false if the fault was in
 // the kernel, there is no usable handler, or the frame does not fit.
-func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
-	act, as, sp, ok := signalStart(r, sig, uintptr(r.SP)-128) // below the red zone
+func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr uintptr) bool {
+	as, sp, ok := signalStart(r, sig, act, uintptr(r.SP)-128) // below the red zone
 	if !ok {
 		return false
 	}
@@ -75,7 +75,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	return true
 }
 
-// sigInfoAt is the siginfo of the frame signalUser made for r.
+// sigInfoAt is the siginfo of the frame signalFrame made for r.
 func sigInfoAt(r *Regs) uintptr { return uintptr(r.SI) }
 
 // sysRtSigreturn ends a signal handler: it restores t's context from the

@@ -31,12 +31,12 @@ const (
 	sigNeedFlags = saSiginfo
 )
 
-// signalUser redirects the user context in r to the handler of sig with an
-// rt_sigframe; fx is the interrupted FP/SIMD state (Regs.V layout). false
+// signalFrame redirects the user context in r to act, sig's handler, with
+// an rt_sigframe; fx is the interrupted FP/SIMD state (Regs.V layout). false
 // if the fault was in the kernel, there is no usable handler, or the frame
 // does not fit.
-func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
-	act, as, sp, ok := signalStart(r, sig, uintptr(r.SP))
+func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr uintptr) bool {
+	as, sp, ok := signalStart(r, sig, act, uintptr(r.SP))
 	if !ok {
 		return false
 	}
@@ -95,7 +95,7 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 	return true
 }
 
-// sigInfoAt is the siginfo of the frame signalUser made for r.
+// sigInfoAt is the siginfo of the frame signalFrame made for r.
 func sigInfoAt(r *Regs) uintptr { return uintptr(r.X[1]) }
 
 // sysRtSigreturn ends a signal handler: the context saved in the frame at

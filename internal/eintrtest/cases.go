@@ -40,6 +40,7 @@ var Cases = []Case{
 	{"masked", masked},
 	{"nohandler/nanosleep", func(t TB) { noHandler(t, false) }},
 	{"nohandler/futex", func(t TB) { noHandler(t, true) }},
+	{"nohandler/race", actionRace},
 	{"rt_sigtimedwait/taken", sigtimedwaitTaken},
 	{"rt_sigtimedwait/timeout", sigtimedwaitTimeout},
 	{"rt_sigtimedwait/nointr", sigtimedwaitEINTR},
@@ -564,6 +565,54 @@ func noHandler(t TB, futex bool) {
 		}
 	}
 	t.Logf("no handler (futex %v): %d of %d went on to the deadline, the others EINTR", futex, restarts, tries)
+}
+
+// actionRace: a thread sleeps in nanosleep over and over while another
+// sends it SIGUSR1 and sets the action to SIG_IGN and back, for raceFor.
+// Each signal is handled or discarded, whichever action the thread's
+// delivery reads: the process goes on either way (yolk's kernel once read
+// the action twice and ended the program when the two reads differed).
+func actionRace(t TB) {
+	const raceFor = 300 * time.Millisecond
+	ch, restore := handle(unix.SIGUSR1, true)
+	defer restore()
+	var act sigaction
+	rtSigaction(unix.SIGUSR1, nil, &act)
+	ign := sigaction{handler: 1, flags: act.flags, restorer: act.restorer}
+	var stop atomic.Bool
+	var sleeps, eintr int
+	ts := unix.NsecToTimespec(int64(100 * time.Microsecond))
+	b := block(nil, func() (uintptr, syscall.Errno) {
+		for !stop.Load() {
+			if _, e := sys(unix.SYS_NANOSLEEP, ptr(&ts), 0); e == unix.EINTR {
+				eintr++
+			} else if e != 0 {
+				return 0, e
+			}
+			sleeps++
+		}
+		return 0, 0
+	})
+	sent, handled := 0, 0
+	for end := time.Now().Add(raceFor); time.Now().Before(end); sent++ {
+		b.kill(unix.SIGUSR1)
+		rtSigaction(unix.SIGUSR1, &ign, nil)
+		rtSigaction(unix.SIGUSR1, &act, nil)
+		for drained := false; !drained; {
+			select {
+			case <-ch:
+				handled++
+			default:
+				drained = true
+			}
+		}
+	}
+	stop.Store(true)
+	r, ok := b.finish(t, "action race", nil)
+	if ok && r.err != 0 {
+		t.Errorf("action race: nanosleep returned %s", errName(r.err))
+	}
+	t.Logf("action race: %d signals sent over %v, %d handled (at least), %d sleeps, %d EINTR", sent, raceFor, handled, sleeps, eintr)
 }
 
 // sigset is a mask of the given signals.
