@@ -44,6 +44,7 @@ const (
 
 	segvMaperr = 1
 	segvAccerr = 2
+	busAdrerr  = 2
 	fpeIntdiv  = 1
 	illIllopn  = 2
 	siKernel   = 0x80

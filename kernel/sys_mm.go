@@ -31,6 +31,7 @@ func (mmenv) FileRef(file, d int32) {
 		return
 	}
 	h := areaShare(file)
+	atomic.AddInt32(&shareMapRefs, d)
 	fileLock.Lock()
 	for ; d > 0; d-- {
 		shareFiles[h].refs++
@@ -44,7 +45,7 @@ func (mmenv) FileRef(file, d int32) {
 
 // fileCut takes the pages past the end of in-memory files shrunk while
 // mapped (ftruncate, truncate, O_TRUNC) from their mappings, as Linux's
-// truncation unmaps them: touching one faults (SIGBUS on Linux), and the
+// truncation unmaps them: touching one raises SIGBUS, and the
 // bytes written through one before it went are zeroed, so the file grown
 // again reads zeroes there (fs's TakeCut, ZeroPast).
 func fileCut() {
@@ -61,9 +62,14 @@ func fileCut() {
 // FileFault gives mm a page of a file area, under mmLock (no blocking):
 // an in-memory file's own page for a shared mapping, a copy of it for a
 // private one; a share file's page is a zeroed frame (mmap filled the
-// mapping; a page dropped since, by madvise or PROT_NONE, reads zeroes).
+// mapping; a page dropped since, by madvise or PROT_NONE, or one past
+// the file's end at mmap that a growth made reachable, reads zeroes).
+// None wholly past the file's end: the fault is SIGBUS.
 func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintptr, bool) {
 	switch {
+	case file < 0:
+		size := atomic.LoadInt64(&shareFiles[areaShare(file)].size)
+		return frame, off < int64(mm.PageRound(uintptr(size)))
 	case file > 0 && shared:
 		a := vfs.MapPage(file-1, off)
 		if a == 0 {
@@ -184,8 +190,17 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 		sharePut(h)
 		return 0, abi.ENODEV
 	}
-	// The reference shareGet took is the area's. The pages are read in
-	// through a writable mapping, then given the protection asked for.
+	// The reference shareGet took is the area's. The file's size is what
+	// faults past its end are judged by (FileFault). The pages up to it
+	// are read in through a writable mapping, then given the protection
+	// asked for; those wholly past it stay unbacked.
+	var at virtio9p.Attr
+	if ge := shares[f.dev].c.Getattr(f.fid, &at); ge != 0 {
+		sharePut(h)
+		return 0, abi.Errno(ge)
+	}
+	atomic.AddInt32(&shareMapRefs, 1) // the area's reference, which FileRef drops
+	atomic.StoreInt64(&f.size, int64(at.Size))
 	p := uint32(prot & 7)
 	fill := p | mm.ProtWrite
 	if p == 0 {
@@ -195,7 +210,8 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	if e != 0 || p == 0 {
 		return a, e
 	}
-	if _, re := shares[f.dev].c.Read(f.fid, uint64(off), bytesAt(a, int(n))); re != 0 {
+	k := min(int64(n), max(int64(at.Size)-int64(off), 0))
+	if _, re := shares[f.dev].c.Read(f.fid, uint64(off), bytesAt(a, int(k))); re != 0 {
 		vm.Unmap(a, n)
 		return 0, abi.Errno(re)
 	}
@@ -235,10 +251,13 @@ func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 			err = abi.Errno(ge)
 			continue
 		}
-		if int64(at.Size) <= off {
+		// Up to the file's end, and not past the size faults are
+		// judged by (the pages past it are not the mapping's).
+		size := min(int64(at.Size), atomic.LoadInt64(&f.size))
+		if size <= off {
 			continue
 		}
-		k := min(int64(e-s), int64(at.Size)-off)
+		k := min(int64(e-s), size-off)
 		if _, we := c.Write(f.fid, uint64(off), bytesAt(s, int(k))); we != 0 {
 			err = abi.Errno(we)
 		}
@@ -345,7 +364,11 @@ func shareFallocate(h, mode int, off, n int64) abi.Errno {
 	if mode != 0 || off+n <= int64(at.Size) {
 		return 0
 	}
-	return abi.Errno(c.Setattr(f.fid, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(off + n)}))
+	e := abi.Errno(c.Setattr(f.fid, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(off + n)}))
+	if e == 0 {
+		shareResized(f.dev, f.qpath, off+n, false)
+	}
+	return e
 }
 
 func sysMadvise(addr, n uintptr, advice int) abi.Errno {

@@ -26,7 +26,12 @@ type shareFile struct {
 	fid   virtio9p.Fid
 	flags int32 // open flags: access mode, O_APPEND, O_NONBLOCK
 	dir   bool
-	off   int64 // file offset; a directory's: the next entry's cookie
+	off   int64  // file offset; a directory's: the next entry's cookie
+	qpath uint64 // the host file's qid path: which open files are one file (shareResized)
+	// size is the file's size its mappings' faults are judged by (a
+	// page wholly past it is SIGBUS, sys_mm.go's FileFault): read at
+	// mmap, kept by the program's changes of the size (shareResized).
+	size int64
 }
 
 var (
@@ -98,7 +103,7 @@ func shareReap() {
 
 // shareInstall gives fid, open with flags, a share file and a
 // descriptor; on failure the fid is clunked.
-func shareInstall(dev int, fid virtio9p.Fid, flags int, dir bool) (uintptr, abi.Errno) {
+func shareInstall(dev int, fid virtio9p.Fid, flags int, dir bool, qpath uint64) (uintptr, abi.Errno) {
 	shareReap()
 	fileLock.Lock()
 	h := -1
@@ -109,7 +114,7 @@ func shareInstall(dev int, fid virtio9p.Fid, flags int, dir bool) (uintptr, abi.
 		}
 	}
 	if h >= 0 {
-		shareFiles[h] = shareFile{used: true, refs: 1, dev: int32(dev), fid: fid, flags: int32(flags), dir: dir}
+		shareFiles[h] = shareFile{used: true, refs: 1, dev: int32(dev), fid: fid, flags: int32(flags), dir: dir, qpath: qpath}
 	}
 	fileLock.Unlock()
 	if h < 0 {
@@ -144,9 +149,9 @@ func shareOpen(r *shareRef, flags int, mode uint32) (uintptr, abi.Errno) {
 			}
 			return 0, pe
 		}
-		_, ce := c.Lcreate(dir, name, lflags|unix.O_EXCL, mode&^atomic.LoadUint32(&shareUmask)&0o7777)
+		cq, ce := c.Lcreate(dir, name, lflags|unix.O_EXCL, mode&^atomic.LoadUint32(&shareUmask)&0o7777)
 		if ce == 0 {
-			return shareInstall(r.dev, dir, flags, false)
+			return shareInstall(r.dev, dir, flags, false, cq.Path)
 		}
 		c.Clunk(dir)
 		e = abi.Errno(ce)
@@ -166,6 +171,7 @@ func shareOpen(r *shareRef, flags int, mode uint32) (uintptr, abi.Errno) {
 			return 0, abi.Errno(ve)
 		}
 		isDir = a.Mode&unix.S_IFMT == unix.S_IFDIR
+		q.Path = a.Qid.Path
 	}
 	switch {
 	case flags&unix.O_DIRECTORY != 0 && !isDir:
@@ -184,7 +190,10 @@ func shareOpen(r *shareRef, flags int, mode uint32) (uintptr, abi.Errno) {
 		c.Clunk(f)
 		return 0, abi.Errno(ve)
 	}
-	return shareInstall(r.dev, f, flags, isDir)
+	if flags&unix.O_TRUNC != 0 && !isDir {
+		shareResized(int32(r.dev), q.Path, 0, true)
+	}
+	return shareInstall(r.dev, f, flags, isDir, q.Path)
 }
 
 // shareRW reads or writes b at the share file h: at off, or at and
@@ -219,6 +228,9 @@ func shareRW(h int, b []byte, off int64, write bool) (uintptr, abi.Errno) {
 	}
 	if off < 0 && n > 0 {
 		atomic.StoreInt64(&f.off, pos+int64(n))
+	}
+	if write && n > 0 {
+		shareResized(f.dev, f.qpath, pos+int64(n), false) // a write past the end grows the file
 	}
 	return uintptr(n), abi.Errno(e)
 }
@@ -328,15 +340,66 @@ func shareGetdents(h int, b []byte) (uintptr, abi.Errno) {
 func shareSetattr(r *shareRef, h int, a *virtio9p.SetAttr, follow bool) abi.Errno {
 	if r == nil {
 		f := &shareFiles[h]
-		return abi.Errno(shares[f.dev].c.Setattr(f.fid, a))
+		e := abi.Errno(shares[f.dev].c.Setattr(f.fid, a))
+		if e == 0 && a.Valid&virtio9p.SetSize != 0 {
+			shareResized(f.dev, f.qpath, int64(a.Size), true)
+		}
+		return e
 	}
 	c := r.c()
-	fid, _, e := shareWalk(r, follow)
+	fid, q, e := shareWalk(r, follow)
 	if e == 0 {
 		e = abi.Errno(c.Setattr(fid, a))
 		c.Clunk(fid)
+		if e == 0 && a.Valid&virtio9p.SetSize != 0 {
+			shareResized(int32(r.dev), q.Path, int64(a.Size), true)
+		}
 	}
 	return e
+}
+
+// shareMapRefs counts the areas' references on share files (FileRef;
+// mmapFile counts the first): while it is 0 no file's size matters to a
+// fault, and shareResized has nothing to do.
+var shareMapRefs int32
+
+// shareResized records that the program made the host file qpath on
+// share dev size bytes long (exact: ftruncate, truncate, open with
+// O_TRUNC) or at least size bytes long (a write or fallocate that grew
+// it): the size every open file of it judges its mappings' faults by.
+// When the file shrank, the pages past its new end are taken from those
+// mappings, so that touching one raises SIGBUS, as Linux's truncation
+// does; grown, they are reachable again (zeroes: a share has no page
+// cache). The slot is held by a reference meanwhile: vm.UnbackFile
+// blocks, and the slot must not become another file's.
+func shareResized(dev int32, qpath uint64, size int64, exact bool) {
+	if atomic.LoadInt32(&shareMapRefs) == 0 {
+		return
+	}
+	for h := range shareFiles {
+		f := &shareFiles[h]
+		if !f.used || f.qpath != qpath {
+			continue // a hint, read without fileLock: checked again under it
+		}
+		fileLock.Lock()
+		match := f.used && f.refs > 0 && f.dev == dev && f.qpath == qpath && !f.dir
+		old := int64(0)
+		if match {
+			f.refs++
+			old = atomic.LoadInt64(&f.size)
+			if exact || size > old {
+				atomic.StoreInt64(&f.size, size)
+			}
+		}
+		fileLock.Unlock()
+		if !match {
+			continue
+		}
+		if exact && size < old {
+			vm.UnbackFile(shareArea(h), int64(mm.PageRound(uintptr(size))))
+		}
+		sharePut(h)
+	}
 }
 
 // sharePathStat is newfstatat on a share.

@@ -60,12 +60,15 @@ func trap(r *Regs) (toTask bool) {
 	case v == 14:
 		p.faultAddr = amd64.CR2()
 		faultAddr := p.faultAddr
-		if !vm.PageFault(faultAddr, r.Error) && !userFixup(r, faultAddr) {
-			code := int32(segvMaperr)
-			if r.Error&1 != 0 {
+		if f := vm.PageFault(faultAddr, r.Error); f != mm.FaultBacked && !userFixup(r, faultAddr) {
+			sig, code := int(unix.SIGSEGV), int32(segvMaperr)
+			switch {
+			case f == mm.FaultBus:
+				sig, code = int(unix.SIGBUS), busAdrerr
+			case r.Error&1 != 0:
 				code = segvAccerr
 			}
-			if !signalUser(r, fx, int(unix.SIGSEGV), code, faultAddr) {
+			if !signalUser(r, fx, sig, code, faultAddr) {
 				fault(r, "")
 			}
 		}

@@ -112,14 +112,18 @@ func syncException(r *Regs, p *perCPU) {
 			if write {
 				code |= 2
 			}
-			if vm.PageFault(addr, code) || userFixup(r, addr) {
+			f := vm.PageFault(addr, code)
+			if f == mm.FaultBacked || userFixup(r, addr) {
 				return
 			}
-			si := int32(segvMaperr)
-			if code&1 != 0 {
+			sig, si := int(unix.SIGSEGV), int32(segvMaperr)
+			switch {
+			case f == mm.FaultBus:
+				sig, si = int(unix.SIGBUS), busAdrerr
+			case code&1 != 0:
 				si = segvAccerr
 			}
-			if signalUser(r, fpState(r), int(unix.SIGSEGV), si, addr) {
+			if signalUser(r, fpState(r), sig, si, addr) {
 				return
 			}
 		default:
@@ -167,10 +171,9 @@ func userFixup(r *Regs, addr uintptr) bool {
 	return ok
 }
 
-// SIGBUS and SIGTRAP codes.
+// SIGBUS and SIGTRAP codes (busAdrerr: signal.go).
 const (
 	busAdraln = 1
-	busAdrerr = 2
 	trapBrkpt = 1
 )
 

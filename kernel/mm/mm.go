@@ -59,7 +59,9 @@ type Env interface {
 	// frame 0, it returns the file's own page for a shared mapping (a
 	// frame the file keeps, mapped as is), or 0 and true to be given a
 	// zeroed frame, which it fills (a private copy, or a page the kernel
-	// fills itself); ok false past the file's end.
+	// fills itself); ok false where the file has no page — wholly past
+	// its end, or a hole its full file system cannot fill: the fault is
+	// SIGBUS.
 	FileFault(file int32, off int64, shared bool, frame uintptr) (f uintptr, ok bool)
 	archEnv
 }

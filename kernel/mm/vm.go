@@ -553,31 +553,44 @@ func covered(start, end uintptr) bool {
 	return true
 }
 
+// Fault is what PageFault made of a page fault.
+type Fault uint8
+
+const (
+	FaultBacked Fault = iota // the page is there now: resume
+	FaultSegv                // no area allows the access: the kernel reports it or sends SIGSEGV
+	FaultBus                 // a file area's page its file cannot give — wholly past its end, or a hole of a full file system: SIGBUS (BUS_ADRERR), as Linux
+)
+
 // PageFault backs the page at addr if an area covers it that allows the
 // access (code: the page-fault error code; bit 0: a present page, bit 1: a
 // write), or gives a read-only page its write bit back after mprotect made
 // its area writable, or backs a page of the demand-paged BSS (bss.go). It
-// reports false for a fault the kernel must report or signal.
-func (s Space[E]) PageFault(addr uintptr, code uint64) bool {
+// reports FaultSegv or FaultBus for a fault the kernel must report or
+// signal.
+func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	page := addr &^ (PageSize - 1)
 	if page >= bssLazyLo && page < bssLazyHi && code&1 == 0 {
-		return s.bssFault(page)
+		if s.bssFault(page) {
+			return FaultBacked
+		}
+		return FaultSegv
 	}
 	// Only user mappings are backed on demand; anything else (a wild
 	// kernel pointer, address 0) is reported, and so is a fault inside
 	// mmLock's own critical section, whose lock this would wait for.
 	if !inUser(page, page+PageSize) || mmLock.HeldHere() {
-		return false
+		return FaultSegv
 	}
 	write := code&2 != 0
 	if code&1 != 0 && !write {
-		return false // a present page refused a read: reserved bits
+		return FaultSegv // a present page refused a read: reserved bits
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	i := findVMA(page)
 	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
-		return false
+		return FaultSegv
 	}
 	// No frame for the page or its page table: the program is out of
 	// memory (Env.OOMKill, which stops the machine with mmLock held).
@@ -604,20 +617,20 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) bool {
 		*e = ptePage(pteFrame(*e), true) | *e&pteBorrowed
 		invalidate(page, page+PageSize)
 	}
-	return true
+	return FaultBacked
 }
 
 // fileFault backs page of file area v, whose entry is e: with the file's
 // own page (a shared mapping of a file with a page cache: the entry is
 // marked borrowed, unback does not free it), or with a frame of its own
 // the kernel fills (a private copy; a share file's page). mmLock is held.
-// False past the file's end (Linux's SIGBUS).
-func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) bool {
+// FaultBus when the file has no page there (Env.FileFault: past its end).
+func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) Fault {
 	off := v.off + int64(page-v.start)
 	w := v.prot&ProtWrite != 0
 	f, ok := s.env.FileFault(v.file, off, v.shared, 0)
 	if !ok {
-		return false
+		return FaultBus
 	}
 	if f != 0 {
 		*e = ptePage(f, w) | pteBorrowed
@@ -627,19 +640,19 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) bool {
 		}
 		if _, ok := s.env.FileFault(v.file, off, v.shared, f); !ok {
 			FreeFrame(f)
-			return false
+			return FaultBus
 		}
 		*e = ptePage(f, w)
 	}
 	pteWritten()
 	pagesMapped++
-	return true
+	return FaultBacked
 }
 
 // UnbackFile drops the pages of file's areas from file offset from
 // (page-aligned) on: the file was shrunk to there, and a fault past its
-// end no longer gets a page (Env.FileFault), so touching them faults as
-// on Linux. A file's own pages stay the file's (borrowed), private copies
+// end no longer gets a page (Env.FileFault), so touching them raises
+// SIGBUS as on Linux. A file's own pages stay the file's (borrowed), private copies
 // are freed.
 func (s Space[E]) UnbackFile(file int32, from int64) {
 	vmMutex.Lock()

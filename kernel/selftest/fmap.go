@@ -38,7 +38,8 @@ func fmapPattern(n int, seed byte) []byte {
 }
 
 // readFaults reports whether reading *p faults (a panic, with
-// debug.SetPanicOnFault; Linux's SIGBUS past a file's end, yolk's SIGSEGV).
+// debug.SetPanicOnFault, of SIGBUS past a file's end and of SIGSEGV alike:
+// faultSignal, fmap_sigbus.go, tells them apart).
 func readFaults(p *byte) (faulted bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -630,9 +631,9 @@ func testShareMmapWriteBack(t *T) {
 
 // testFileMmapTruncate: a truncation takes the pages past the new end
 // from the file's mappings, shared and private, as Linux does: touching
-// them faults (SIGBUS on Linux), nothing written through a mapping after
-// the truncation reaches the file, and the file grown again reads zeroes
-// there, through read and through the mappings.
+// them raises SIGBUS (TestFileMmapSigbus), nothing written through a
+// mapping after the truncation reaches the file, and the file grown
+// again reads zeroes there, through read and through the mappings.
 func testFileMmapTruncate(t *T) {
 	dir, err := os.MkdirTemp("", "fmaptrunc")
 	if err != nil {
