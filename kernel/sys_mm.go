@@ -103,7 +103,8 @@ func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno
 	if flags&unix.MAP_ANONYMOUS == 0 {
 		return mmapFile(addr, n, prot, flags, fd, off)
 	}
-	if n == 0 || addr&(mm.PageSize-1) != 0 {
+	addr, ok := mapAddr(addr, flags)
+	if n == 0 || !ok {
 		return 0, abi.EINVAL
 	}
 	if taken(addr, n, flags) {
@@ -113,6 +114,18 @@ func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno
 		return 0, abi.ENOMEM
 	}
 	return vm.Map(addr, mm.PageRound(n), uint32(prot&7), flags&unix.MAP_FIXED != 0)
+}
+
+// mapAddr is the address mmap was given as the areas take it. Without
+// MAP_FIXED or MAP_FIXED_NOREPLACE it is a hint, rounded down to its page
+// as Linux's round_hint_to_min does, and used if that range is free and
+// in the user half (ignored otherwise: a kernel-half hint too); with them
+// it must be page-aligned (ok false: EINVAL).
+func mapAddr(addr, flags uintptr) (a uintptr, ok bool) {
+	if flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) == 0 {
+		return addr &^ (mm.PageSize - 1), true
+	}
+	return addr, addr&(mm.PageSize-1) == 0
 }
 
 // mapLegacyFlags are the flags MAP_SHARED_VALIDATE accepts (Linux's
@@ -144,7 +157,8 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	if badFD(fd, 0) != 0 {
 		return 0, abi.EBADF
 	}
-	if n == 0 || addr&(mm.PageSize-1) != 0 {
+	addr, ok := mapAddr(addr, flags)
+	if n == 0 || !ok {
 		return 0, abi.EINVAL
 	}
 	if n > mm.MaxMapping {

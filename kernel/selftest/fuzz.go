@@ -428,6 +428,13 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 					}
 				}
 			case nr == unix.SYS_MMAP:
+				// Without MAP_FIXED and MAP_FIXED_NOREPLACE the address is
+				// a hint — unaligned, kernel-half, past the user half
+				// (pointer, arg) — and the mapping lands on a page of the
+				// user half whatever it is (mmap_hint.go).
+				if a[3]&(0x10|0x100000) == 0 && (r1&(pageSize-1) != 0 || r1 < 1<<16 || r1+a[1] > userTop) {
+					t.Fatalf("call %d: mmap%#x = %#x: not a page of the user half", i, a, r1)
+				}
 				if a[3]&(0x10|0x100000) == 0 && r1 != scratch && int64(r1) > 0 {
 					if a[3]&unix.MAP_ANONYMOUS == 0 && a[1] > 0 {
 						fuzzTouch(r1, a[1])
