@@ -553,13 +553,17 @@ func covered(start, end uintptr) bool {
 	return true
 }
 
-// Fault is what PageFault made of a page fault.
+// Fault is what PageFault made of a page fault: FaultBacked, the page is
+// there now (resume); FaultSegv, no area allows the access (the kernel
+// reports it or sends SIGSEGV); FaultBus, a file area's page its file
+// cannot give — wholly past its end, or a hole of a full file system
+// (SIGBUS, BUS_ADRERR, as Linux).
 type Fault uint8
 
 const (
-	FaultBacked Fault = iota // the page is there now: resume
-	FaultSegv                // no area allows the access: the kernel reports it or sends SIGSEGV
-	FaultBus                 // a file area's page its file cannot give — wholly past its end, or a hole of a full file system: SIGBUS (BUS_ADRERR), as Linux
+	FaultBacked Fault = iota
+	FaultSegv
+	FaultBus
 )
 
 // PageFault backs the page at addr if an area covers it that allows the
@@ -652,8 +656,8 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) Fault {
 // UnbackFile drops the pages of file's areas from file offset from
 // (page-aligned) on: the file was shrunk to there, and a fault past its
 // end no longer gets a page (Env.FileFault), so touching them raises
-// SIGBUS as on Linux. A file's own pages stay the file's (borrowed), private copies
-// are freed.
+// SIGBUS as on Linux. A file's own pages stay the file's (borrowed),
+// private copies are freed.
 func (s Space[E]) UnbackFile(file int32, from int64) {
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
