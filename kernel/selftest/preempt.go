@@ -273,8 +273,9 @@ func testWokenFirst(t *T) {
 	time.Sleep(50 * time.Millisecond)
 
 	const rounds, attempts = 30, 200
-	var wake, done uint32 // futex words: W's turn number, X's
-	var observed uint64   // the displaced spinner's count when W ran
+	var wake, done uint32     // futex words: W's turn number, X's
+	var observed uint64       // the displaced spinner's count when W ran
+	var lookedAt atomic.Int64 // when W looked (UnixNano)
 	var stuck atomic.Int32
 	wDone := make(chan struct{})
 	go func() {
@@ -290,6 +291,7 @@ func testWokenFirst(t *T) {
 			if i := stuck.Load(); i >= 0 {
 				atomic.StoreUint64(&observed, count(int(i)))
 			}
+			lookedAt.Store(time.Now().UnixNano())
 			atomic.StoreUint32(&done, turn)
 			rawFutexWake(&done)
 		}
@@ -345,16 +347,19 @@ func testWokenFirst(t *T) {
 			for atomic.LoadUint32(&done) < turn && time.Since(woke) < half {
 			}
 		}
-		// Half a slice from X's wake-up to its block (one CPU) or to
-		// W's look (more): beyond that the host stopped a vCPU for
-		// long, and sched's bound on how long qSpent may wait (a
-		// slice) may rightly run the spinner first.
 		inTime := time.Since(woke) < half && (n == 1 || atomic.LoadUint32(&done) >= turn)
 		for atomic.LoadUint32(&done) < turn {
 			if rawFutexWait(&done, turn-1, time.Second) == syscall.ETIMEDOUT {
 				t.Fatalf("turn %d: W did not run within 1 s", turn)
 			}
 		}
+		// Half a slice from X's wake-up (the spinner's displacement) to
+		// W's look: beyond that the host stopped a vCPU for long, or
+		// woken runtime threads ran ahead of W, and sched's bound on how
+		// long qSpent may wait (a slice, by the wall clock) may rightly
+		// run the spinner first. At one CPU W looks after X blocks, so
+		// X's own time to its block does not cover it.
+		inTime = inTime && time.Duration(lookedAt.Load()-woke.UnixNano()) < half
 		switch {
 		case s < 0:
 			noStuck++
