@@ -223,6 +223,7 @@ func sysStats(p uintptr) abi.Errno {
 	}
 	for i := 0; i < sched.NumCPU(); i++ {
 		st.Preempts += int64(sched.CPUAt(i).Preempts())
+		st.SpentFirst += int64(sched.CPUAt(i).SpentFirst())
 	}
 	st.Signals = int64(atomic.LoadUint64(&sigDelivered))
 	st.ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))

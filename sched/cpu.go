@@ -73,6 +73,7 @@ type CPU struct {
 	preemptIPIs   uint64 // atomic: such interrupts sent from here
 	wakeIPIs      uint64 // atomic: wake-up interrupts sent from here
 	preempts      uint64 // atomic: involuntary switches (Preempt) made here
+	spentFirst    uint64 // atomic: tasks dequeue took from qSpent first, by its bound
 	why, tookQ    uint8  // why the next switch is made (trace), the queue its task came from (dequeue)
 	// usedBefore is the current task's used when it was taken from
 	// qSpent (0 otherwise): its budget counts from there.
@@ -146,6 +147,10 @@ func (c *CPU) WakeIPIs() uint64 { return atomic.LoadUint64(&c.wakeIPIs) }
 
 // Preempts is the number of involuntary switches made on c.
 func (c *CPU) Preempts() uint64 { return atomic.LoadUint64(&c.preempts) }
+
+// SpentFirst is the number of tasks c took from qSpent ahead of woken
+// ones because the first had waited a Slice (dequeue's bound).
+func (c *CPU) SpentFirst() uint64 { return atomic.LoadUint64(&c.spentFirst) }
 
 // PreemptIPIs is the number of interrupts c sent to another CPU to
 // preempt its task for a woken one.

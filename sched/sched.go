@@ -350,6 +350,8 @@ func dequeue() *Task {
 	if t == nil {
 		first = qWoken + qSpent - first
 		t = take(first)
+	} else if first == qSpent {
+		atomic.AddUint64(&c.spentFirst, 1)
 	}
 	if t == nil {
 		return nil

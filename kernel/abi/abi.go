@@ -100,6 +100,7 @@ type Stats struct {
 	NodesPeak, PeakBound               int64 // most queue nodes ever out, and its bound
 	TSCSynced                          int64 // 1: the CPUs' counters are synchronised (amd64: verified, vDSO on; arm64: architectural)
 	Preempts                           int64 // involuntary switches, all CPUs
+	SpentFirst                         int64 // CPU-bound tasks run ahead of woken ones by the scheduler's starvation bound, all CPUs
 	Signals                            int64 // asynchronous signals delivered
 	ConsoleIRQs, ConsoleWaits          int64 // serial receive interrupts; console reads that blocked
 	Sockets, SocketPages               int64 // socket slots in use (alive, or closed and still named); pages their rings hold

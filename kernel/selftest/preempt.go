@@ -233,10 +233,12 @@ func spinCount(stop *uint32, n *uint64)
 // runs. A round is inconclusive, and not counted, when X cannot tell the
 // displaced spinner within 0.5 ms (not exactly one stopped), when the
 // spinner moved between X's look and its wake-up of W (X lost its CPU, or
-// another CPU's slice ended and took the spinner), or when X's part took
-// over half a slice (the host stopped the vCPU: then the spinner may
-// rightly go first, having waited a slice). At one CPU no conclusive
-// round may fail, and at least half must count. With more CPUs X keeps
+// another CPU's slice ended and took the spinner), when X's part took
+// over half a slice, or when the scheduler's starvation bound ran a
+// CPU-bound task ahead of woken ones during the round (the host stopped a
+// vCPU for long: then the spinner rightly goes first, having waited a
+// slice; the kernel counts these, abi.Stats.SpentFirst). At one CPU no
+// conclusive round may fail, and at least half must count. With more CPUs X keeps
 // its CPU until W has looked, and since "W ran first" is seen only when W
 // reads, a vCPU the host stops between W's dispatch and its read can make
 // a round fail: up to a tenth may; with too few conclusive rounds (the
@@ -273,9 +275,8 @@ func testWokenFirst(t *T) {
 	time.Sleep(50 * time.Millisecond)
 
 	const rounds, attempts = 30, 200
-	var wake, done uint32     // futex words: W's turn number, X's
-	var observed uint64       // the displaced spinner's count when W ran
-	var lookedAt atomic.Int64 // when W looked (UnixNano)
+	var wake, done uint32 // futex words: W's turn number, X's
+	var observed uint64   // the displaced spinner's count when W ran
 	var stuck atomic.Int32
 	wDone := make(chan struct{})
 	go func() {
@@ -291,7 +292,6 @@ func testWokenFirst(t *T) {
 			if i := stuck.Load(); i >= 0 {
 				atomic.StoreUint64(&observed, count(int(i)))
 			}
-			lookedAt.Store(time.Now().UnixNano())
 			atomic.StoreUint32(&done, turn)
 			rawFutexWake(&done)
 		}
@@ -299,11 +299,12 @@ func testWokenFirst(t *T) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	conclusive, late, noStuck, moved, slow := 0, 0, 0, 0, 0
+	conclusive, late, noStuck, moved, slow, bound := 0, 0, 0, 0, 0, 0
 	var lateSeen []string
 	c1 := make([]uint64, n)
 	start := time.Now()
 	for turn := uint32(1); turn <= attempts && conclusive < rounds && time.Since(start) < 3*time.Second; turn++ {
+		bound0 := spentFirst()
 		ts := unix.NsecToTimespec(int64(2 * time.Millisecond))
 		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 		woke := time.Now()
@@ -353,13 +354,12 @@ func testWokenFirst(t *T) {
 				t.Fatalf("turn %d: W did not run within 1 s", turn)
 			}
 		}
-		// Half a slice from X's wake-up (the spinner's displacement) to
-		// W's look: beyond that the host stopped a vCPU for long, or
-		// woken runtime threads ran ahead of W, and sched's bound on how
-		// long qSpent may wait (a slice, by the wall clock) may rightly
-		// run the spinner first. At one CPU W looks after X blocks, so
-		// X's own time to its block does not cover it.
-		inTime = inTime && time.Duration(lookedAt.Load()-woke.UnixNano()) < half
+		// sched's bound on how long qSpent may wait (a slice, by the
+		// wall clock) rightly runs the spinner first if the host stopped
+		// the vCPU for long anywhere from its displacement to W's
+		// dispatch, or woken runtime threads ran ahead of W meanwhile:
+		// the kernel counts each time the bound chose.
+		starved := spentFirst() != bound0
 		switch {
 		case s < 0:
 			noStuck++
@@ -369,6 +369,9 @@ func testWokenFirst(t *T) {
 			continue
 		case !inTime:
 			slow++
+			continue
+		case starved:
+			bound++
 			continue
 		}
 		conclusive++
@@ -382,8 +385,8 @@ func testWokenFirst(t *T) {
 	atomic.StoreUint32(&wake, attempts+1) // W runs through its remaining turns
 	rawFutexWake(&wake)
 	<-wDone
-	t.Logf("%d CPUs: %d conclusive rounds, the displaced spinner ran before the woken thread in %d %v; inconclusive: %d no single spinner stopped, %d it moved, %d over 5 ms",
-		n, conclusive, late, lateSeen, noStuck, moved, slow)
+	t.Logf("%d CPUs: %d conclusive rounds, the displaced spinner ran before the woken thread in %d %v; inconclusive: %d no single spinner stopped, %d it moved, %d over 5 ms, %d the starvation bound ran a CPU-bound task first",
+		n, conclusive, late, lateSeen, noStuck, moved, slow, bound)
 	if n > 1 && conclusive < rounds/2 {
 		// A round needs the other vCPUs to run, which an
 		// oversubscribed host may not do.
@@ -397,6 +400,15 @@ func testWokenFirst(t *T) {
 	if conclusive < rounds/2 {
 		t.Errorf("only %d of %d rounds could tell the displaced spinner", conclusive, rounds)
 	}
+}
+
+// spentFirst is how many times the scheduler's starvation bound has run a
+// CPU-bound task ahead of woken ones (abi.Stats.SpentFirst), read with a
+// raw system call.
+func spentFirst() int64 {
+	var s abi.Stats
+	syscall.RawSyscall(abi.SysStats, uintptr(unsafe.Pointer(&s)), 0, 0)
+	return s.SpentFirst
 }
 
 // rawFutexWait (FUTEX_WAIT_PRIVATE) blocks on *addr while it holds val, for at most d, without
