@@ -43,9 +43,10 @@ type perCPU struct {
 	timer     timerState
 	hasIDT    uint32 // atomic: the CPU has loaded the IDT (may take an NMI)
 
-	// userTimer: the trap being handled is a timer interrupt that came
-	// from application code; timerWoke: it woke a task (preemptUser).
-	userTimer, timerWoke bool
+	// userPreempt: the trap being handled is a timer or wake-up interrupt
+	// that came from application code; timerWoke: a timer interrupt that
+	// woke a task (preemptUser).
+	userPreempt, timerWoke bool
 
 	// Start-up times (ns since boot, the boot CPU's clock): STARTUP sent,
 	// the CPU running Go code.

@@ -14,9 +14,10 @@ type perCPU struct {
 	gic       gic.CPU // this CPU's GIC interface (InitCPU)
 	trapTop   uintptr // SP_EL1: the top of this CPU's trap stack
 
-	// userTimer: the trap being handled is a timer interrupt that came
-	// from application code; timerWoke: it woke a task (preemptUser).
-	userTimer, timerWoke bool
+	// userPreempt: the trap being handled is a timer or wake-up interrupt
+	// that came from application code; timerWoke: a timer interrupt that
+	// woke a task (preemptUser).
+	userPreempt, timerWoke bool
 
 	// Start-up times (ns since boot, the boot CPU's clock): CPU_ON
 	// called, the CPU running Go code.

@@ -101,8 +101,9 @@ func conIRQEnable() {
 }
 
 // irq acknowledges and handles the pending interrupt (the GIC's one; every
-// pending source on the Pi); it reports whether the timer was among them.
-func irq(p *perCPU) (timer bool) {
+// pending source on the Pi); it reports whether the timer or a wake-up was
+// among them (preemptUser looks at the ready queues after those).
+func irq(p *perCPU) (preempt bool) {
 	if onPi() {
 		return irqPi(p)
 	}
@@ -113,7 +114,7 @@ func irq(p *perCPU) (timer bool) {
 		return false
 	case id == timerIRQ:
 		timerIRQTaken(p)
-		timer = true
+		preempt = true
 	case id == conIRQ && conIRQ != 0:
 		conInInterrupt()
 	case id == nicIRQ && nicIRQ != 0:
@@ -123,16 +124,20 @@ func irq(p *perCPU) (timer bool) {
 	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
 		gic.EOI(iar)
 		stopHere()
-	case id == vecWake, id == vecSignal, id == sched.LockKickSGI:
-		// Nothing to do: the idle loop looks at the ready queue, the
-		// return path for signals, a lock waiter at its lock (a kick
-		// that came after its halt ended).
+	case id == vecWake:
+		// The idle loop looks at the ready queue; application code's
+		// return path too (another CPU queued a woken task).
+		p.timerWoke = false
+		preempt = true
+	case id == vecSignal, id == sched.LockKickSGI:
+		// Nothing to do: the return path looks for signals, a lock
+		// waiter at its lock (a kick that came after its halt ended).
 	}
 	gic.EOI(iar)
-	return timer
+	return preempt
 }
 
-func irqPi(p *perCPU) (timer bool) {
+func irqPi(p *perCPU) (preempt bool) {
 	core := int(sched.This().IRQ)
 	src := bcm2836.Pending(core)
 	if src&bcm2836.SrcMailbox != 0 {
@@ -140,16 +145,20 @@ func irqPi(p *perCPU) (timer bool) {
 		if v&(1<<vecStop) != 0 && atomic.LoadUint32(&stopping) != 0 {
 			stopHere()
 		}
-		// vecWake, vecSignal: nothing to do (as above).
+		if v&(1<<vecWake) != 0 {
+			p.timerWoke = false
+			preempt = true
+		}
+		// vecSignal: nothing to do (as above).
 	}
 	if src&bcm2836.SrcGPU != 0 && conIRQ != 0 && bcm2836.PeripheralPending(conIRQ) {
 		conInInterrupt()
 	}
 	if src&bcm2836.SrcCNTV != 0 {
 		timerIRQTaken(p)
-		timer = true
+		preempt = true
 	}
-	return timer
+	return preempt
 }
 
 // timerIRQTaken handles this CPU's timer interrupt. Level-triggered: the

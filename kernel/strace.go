@@ -45,6 +45,8 @@ func printSyscallStats() {
 		kprintDec(int64(atomic.LoadUint64(&percpu[i].timer.fired)))
 		kprint(" preemptions ")
 		kprintDec(int64(sched.CPUAt(i).Preempts()))
+		kprint(" preemption IPIs ")
+		kprintDec(int64(sched.CPUAt(i).PreemptIPIs()))
 		kprint("\n")
 	}
 	conRelease()

@@ -116,7 +116,7 @@ func sysCPUStats(p uintptr, n int) (uintptr, abi.Errno) {
 	for i := 0; i < n; i++ {
 		c := sched.CPUAt(i)
 		if e := mm.Put(p+uintptr(i)*size, abi.CPUStats{Switches: c.Switches(), WakeIPIs: c.WakeIPIs(),
-			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: mm.CPUShootdowns(i),
+			TimerIRQs: atomic.LoadUint64(&percpu[i].timer.fired), Shootdowns: mm.CPUShootdowns(i), PreemptIPIs: c.PreemptIPIs(),
 			LockHalts: c.LockHalts(), LockKicks: c.LockKicks()}); e != 0 {
 			return 0, e
 		}
@@ -223,6 +223,7 @@ func sysStats(p uintptr) abi.Errno {
 	}
 	for i := 0; i < sched.NumCPU(); i++ {
 		st.Preempts += int64(sched.CPUAt(i).Preempts())
+		st.SpentFirst += int64(sched.CPUAt(i).SpentFirst())
 	}
 	st.Signals = int64(atomic.LoadUint64(&sigDelivered))
 	st.ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
@@ -267,6 +268,8 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 		return 0, sysLockTest(int(a0), int(a1), int(a2), a3)
 	case abi.SysFrameOf:
 		return mm.FrameOf(a0), 0
+	case abi.SysTrace:
+		return sysTrace(int(a0), a1, int(a2))
 	case abi.SysUnmapped:
 		return uintptr(atomic.LoadUint64(&enosysN)), 0
 	case abi.SysNumCPU:
@@ -277,6 +280,31 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 		return 0, sysTaskInfo(int32(a0), a1)
 	}
 	return 0, abi.ENOSYS
+}
+
+// sysTrace turns the scheduler's trace on or off, or copies up to n of
+// its events to p (sched/trace.go).
+func sysTrace(op int, p uintptr, n int) (uintptr, abi.Errno) {
+	switch op {
+	case 0, 1:
+		sched.SetTrace(op == 1)
+		return 0, 0
+	case 2:
+	default:
+		return 0, abi.EINVAL
+	}
+	const size = unsafe.Sizeof(sched.TraceEvent{})
+	if n < 0 || n > 1<<20 || !mm.UserW(p, uintptr(n)*size) {
+		return 0, abi.EFAULT
+	}
+	i, e := 0, abi.Errno(0)
+	sched.TraceRead(func(ev *sched.TraceEvent) {
+		if i < n && e == 0 {
+			e = mm.Put(p+uintptr(i)*size, *ev)
+			i++
+		}
+	})
+	return uintptr(i), e
 }
 
 // sysTaskInfo copies the kernel's view of thread tid to p (abi.TaskInfo).

@@ -65,18 +65,17 @@ func (ts *timerState) armBy(n int64) {
 }
 
 // userSync is timerSync on the way back to application code: if tasks
-// wait on the ready queue, the timer is armed for the end of the current
-// task's slice too, so that its interrupt preempts the task (preemptUser)
-// should it not enter the kernel by then; and for the earliest a CPU-time
-// timer of the task could expire (ptimer.go), so that a thread that never
-// enters the kernel gets its SIGPROF.
+// wait on the ready queues, the timer is armed for the end of the current
+// task's slice or budget too (sched's PreemptAt), so that its interrupt
+// preempts the task (preemptUser) should it not enter the kernel by then;
+// and for the earliest a CPU-time timer of the task could expire
+// (ptimer.go), so that a thread that never enters the kernel gets its
+// SIGPROF.
 func userSync() {
 	timerSync()
 	c := sched.This()
 	ts := &percpu[c.ID].timer
-	if sched.Backlog() {
-		ts.armBy(c.SliceEnd())
-	}
+	ts.armBy(c.PreemptAt())
 	ts.armBy(ptimersDeadline())
 }
 

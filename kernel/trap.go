@@ -12,14 +12,16 @@ const ExitFault = 125
 // exception took from application code, with the frame the trap entry
 // moved there (entry_$GOARCH.s): the only place where a task is switched
 // involuntarily. After a timer interrupt the task gives up its CPU if the
-// interrupt woke another task or its slice is over (sched.Preempt); then a
-// pending signal is delivered. The task resumes with every register as the
+// interrupt woke another task, its slice is over, or it has used its budget
+// while a woken task waits; after a wake-up interrupt (another CPU's
+// preemption request, sched's preemptSpent) only in the last two cases
+// (sched.Preempt). Then a pending signal is delivered. The task resumes with every register as the
 // frame holds it.
 func preemptUser(r *Regs) {
 	sched.AssertKernel()
 	p := &percpu[sched.This().ID]
-	if p.userTimer {
-		p.userTimer = false
+	if p.userPreempt {
+		p.userPreempt = false
 		sched.Preempt(p.timerWoke)
 	}
 	deliverSignal(r, fpState(r), nil)

@@ -105,8 +105,10 @@ func trap(r *Regs) (toTask bool) {
 		// Nothing to do here: the check below finds the signal.
 		lapic.EOI()
 	case v == vecWake:
-		// Nothing to do: the interrupt ended the HLT of the idle loop,
-		// which now looks at the ready queue.
+		// The interrupt ended the HLT of the idle loop, which now
+		// looks at the ready queue; or it took application code, for
+		// preemptUser to look (another CPU queued a woken task).
+		p.timerWoke = false
 		lapic.EOI()
 	case v == sched.LockKickVector:
 		// Nothing to do: the interrupt ended a spin-lock waiter's halt
@@ -124,8 +126,8 @@ func trap(r *Regs) (toTask bool) {
 	// Before the trap stack is given back: the check may fault (BSS pages
 	// are demand-paged), and that nested trap must take the next slice.
 	if !inKernel(r) {
-		p.userTimer = r.Vector == vecTimer
-		toTask = p.userTimer || signalPending(sched.Current())
+		p.userPreempt = r.Vector == vecTimer || r.Vector == vecWake
+		toTask = p.userPreempt || signalPending(sched.Current())
 	}
 	p.tss.setIST(1, ist)
 	return toTask

@@ -69,24 +69,24 @@ var timerIRQ uint32 = gtimer.VirtPPI
 // (entry_arm64.s sends it to syscall on the task's stack).
 //
 // trap reports whether the trapped code was application code that must not
-// simply be resumed: a timer interrupt (which may preempt it) or a signal
-// is pending. trapSave then moves the frame to the task's kernel stack and
+// simply be resumed: a timer or wake-up interrupt (which may preempt it) or
+// a signal is pending. trapSave then moves the frame to the task's kernel stack and
 // calls preemptUser there.
 func trap(r *Regs) (toTask bool) {
 	sched.AssertKernel()
 	p := &percpu[sched.This().ID]
-	timer := false
+	preempt := false
 	switch r.Vector &^ vecNested {
 	case vecSync:
 		syncException(r, p)
 	case vecIRQ:
-		timer = irq(p)
+		preempt = irq(p)
 	default:
 		fault(r, "")
 	}
 	if r.Vector&vecNested == 0 && !inKernel(r) {
-		p.userTimer = timer
-		toTask = timer || signalPending(sched.Current())
+		p.userPreempt = preempt
+		toTask = preempt || signalPending(sched.Current())
 	}
 	return toTask
 }

@@ -61,8 +61,23 @@ type CPU struct {
 
 	switches uint64 // atomic: task switches made here
 	ranSince int64  // when the current task began its slice (YieldSlice)
-	wakeIPIs uint64 // atomic: wake-up interrupts sent from here
-	preempts uint64 // atomic: involuntary switches (Preempt) made here
+	// switchedAt is when the current task was switched to (its CPU time,
+	// Task.used).
+	switchedAt int64
+	// spentAt (atomic) is when the current task will have used its
+	// Budget (never for the idle task); preemptKicked (atomic) is set by
+	// the CPU that interrupted this one for a woken task (preemptSpent)
+	// and cleared when this one switches or preempts.
+	spentAt       int64
+	preemptKicked uint32
+	preemptIPIs   uint64 // atomic: such interrupts sent from here
+	wakeIPIs      uint64 // atomic: wake-up interrupts sent from here
+	preempts      uint64 // atomic: involuntary switches (Preempt) made here
+	spentFirst    uint64 // atomic: tasks dequeue took from qSpent first, by its bound
+	why, tookQ    uint8  // why the next switch is made (trace), the queue its task came from (dequeue)
+	// usedBefore is the current task's used when it was taken from
+	// qSpent (0 otherwise): its budget counts from there.
+	usedBefore int64
 
 	// onSince is when the current task began to run here; acct is odd
 	// while a switch updates it with the tasks' CPU time (cputime.go).
@@ -132,6 +147,14 @@ func (c *CPU) WakeIPIs() uint64 { return atomic.LoadUint64(&c.wakeIPIs) }
 
 // Preempts is the number of involuntary switches made on c.
 func (c *CPU) Preempts() uint64 { return atomic.LoadUint64(&c.preempts) }
+
+// SpentFirst is the number of tasks c took from qSpent ahead of woken
+// ones because the first had waited a Slice (dequeue's bound).
+func (c *CPU) SpentFirst() uint64 { return atomic.LoadUint64(&c.spentFirst) }
+
+// PreemptIPIs is the number of interrupts c sent to another CPU to
+// preempt its task for a woken one.
+func (c *CPU) PreemptIPIs() uint64 { return atomic.LoadUint64(&c.preemptIPIs) }
 
 // Locks is the number of spin locks c holds.
 func (c *CPU) Locks() int32 { return c.locks }

@@ -11,11 +11,14 @@
 // CPU. A task gives up its CPU only inside the kernel (Yield, Block,
 // Mutex.Lock, a contended Mutex.Unlock, Exit, and YieldSlice at the end of
 // a system call once it has run a Slice while others were ready), with
-// one exception, Preempt: after a timer interrupt that took it from
-// application code, on its own kernel stack, if the interrupt woke a task
-// or its Slice is over (docs/preemption.md). Every CPU runs the same loop
-// on one global lock-free FIFO of ready tasks (package queue) with hazard
-// pointers per processor: at most one task per CPU is inside a queue
+// one exception, Preempt: after a timer or wake-up interrupt that took it
+// from application code, on its own kernel stack, if the interrupt woke a
+// task, its Slice is over, or it has used its Budget while a woken task
+// waits (docs/preemption.md). Every CPU runs the same loop on two global
+// lock-free FIFOs of ready tasks (package queue, one domain) with hazard
+// pointers per processor: tasks that have used less than a Budget of CPU
+// since they last blocked, served first, and the others, served first
+// once one has waited a Slice. At most one task per CPU is inside a queue
 // operation, because nothing switches or takes an interrupt inside one.
 // A switch names a finalizer that the resumed task runs right after the
 // switch with the previous task as argument: putting the previous task on

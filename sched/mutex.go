@@ -118,6 +118,7 @@ func (m *Mutex) Unlock() {
 		makeReady(next)
 		return
 	}
+	This().why = WhyHandoff
 	switchTo(next, finReady)
 }
 

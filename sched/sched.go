@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -9,11 +10,22 @@ import (
 	"yolk/sched/queue"
 )
 
+// The ready queues: two of the paper's lock-free FIFOs in one domain.
+// ready[qWoken] holds tasks that have used less than a Budget of CPU
+// since they last blocked (woken from a wait, new, or switched away
+// early); ready[qSpent] holds tasks that have used more (CPU-bound:
+// preempted, or yielding at the end of a slice). dequeue serves qWoken
+// first, so a task that blocked does not wait behind a CPU-bound one's
+// slice, and qSpent first once its front task has waited a Slice, so
+// woken tasks cannot starve it.
+const nReadyQueues = 2
+
 var (
 	domain queue.Domain
-	ready  queue.Queue
-	// nodes: one per task, one dummy, two pooled per CPU (the paper's bound).
-	nodes [MaxTasks + 1 + 2*MaxCPUs]queue.Node
+	ready  [nReadyQueues]queue.Queue // qWoken, qSpent
+	// nodes: one per task, a dummy per queue, two pooled per CPU (the
+	// paper's bound).
+	nodes [MaxTasks + nReadyQueues + 2*MaxCPUs]queue.Node
 
 	// wakeVector is the interrupt vector of the wake-up IPI.
 	wakeVector uint8
@@ -27,7 +39,7 @@ func Init(n int, wake uint8, bootStackLo, bootStackHi uintptr) *Task {
 	if n < 1 || n > MaxCPUs {
 		return nil
 	}
-	if domain.Init(n, nodes[:]) != nil || domain.InitQueue(&ready) != nil {
+	if domain.Init(n, nodes[:]) != nil || domain.InitQueue(&ready[qWoken]) != nil || domain.InitQueue(&ready[qSpent]) != nil {
 		return nil
 	}
 	ncpu, wakeVector = n, wake
@@ -45,6 +57,7 @@ func adopt(c *CPU, t *Task) {
 	t.setState(stRunning)
 	atomic.StoreInt32(&t.oncpu, int32(c.ID+1))
 	c.cur, c.idle = t.addr(), t.addr()
+	atomic.StoreInt64(&c.spentAt, math.MaxInt64)
 	atomic.StoreInt64(&c.onSince, clock.Nanotime())
 	c.GSlot = uintptr(unsafe.Pointer(&t.g))
 	c.KStackTop = t.KStackHi
@@ -91,7 +104,34 @@ func switchTo(next *Task, fin uint32) {
 		cur.setState(stLimbo)
 	}
 	atomic.AddUint64(&c.switches, 1)
-	c.ranSince = clock.Nanotime()
+	now := clock.Nanotime()
+	if atomic.LoadUint32(&traceOn) != 0 {
+		trace(TraceEvent{At: now, Ev: TraceSwitch, Why: c.why, Q: c.tookQ, From: cur.TID, To: next.TID,
+			FromUsed: cur.used + now - c.switchedAt, ToUsed: next.used})
+	}
+	// A task from qSpent gets a budget of this dispatch before the
+	// budget preempts it (dequeue).
+	c.usedBefore = 0
+	if c.tookQ == qSpent {
+		c.usedBefore = next.used
+	}
+	c.why, c.tookQ = WhyBlock, noQueue
+	// cur's CPU time since it last blocked decides its ready queue.
+	switch fin {
+	case finReady:
+		cur.used += now - c.switchedAt
+	case finBlock, finMutex:
+		cur.used = 0
+	}
+	c.switchedAt, c.ranSince = now, now
+	spentAt := int64(math.MaxInt64)
+	if next.addr() != c.idle {
+		spentAt = now + spentAfter - next.used + c.usedBefore
+	}
+	atomic.StoreInt64(&c.spentAt, spentAt)
+	if atomic.LoadUint32(&c.preemptKicked) != 0 {
+		atomic.StoreUint32(&c.preemptKicked, 0)
+	}
 	c.account(cur, next)
 	c.KStackTop = next.KStackHi
 	swtch(&cur.ctx, &next.ctx, uintptr(unsafe.Pointer(&next.g)))
@@ -124,36 +164,73 @@ func FinishSwitch() {
 	}
 }
 
-// lockedReady selects the baseline ready queue, a TWA-locked list of our
+// lockedReady selects the baseline ready queues, TWA-locked lists of our
 // own, instead of the paper's lock-free queue: only for the benchmark that
 // compares the two (kernel option yolk.readyq=locked). It is set before
-// Init and never changes.
+// Init and never changes. The policy (two queues, woken first) is the same.
 var lockedReady bool
 
 var lockedQ struct {
-	lock       TWALock
-	head, tail uintptr // *Task, linked through rnext
+	lock TWALock
+	q    [nReadyQueues]struct{ head, tail uintptr } // *Task, linked through rnext
 }
 
 // UseLockedReadyQueue makes the scheduler use the baseline ready queue. It
 // must be called before Init.
 func UseLockedReadyQueue() { lockedReady = true }
 
-// enqueue puts t on the ready queue.
-func enqueue(t *Task) {
+// Ready queue indices (ready, lockedQ.q; i&1 keeps an index in range
+// without a bounds check).
+const (
+	qWoken = iota
+	qSpent
+)
+
+// Budget is how much CPU time a task may use after it blocked and still
+// count as woken: ahead of CPU-bound tasks on the ready queues, and not
+// preempted for a woken task. A task that has used it is spent: it goes
+// on qSpent, and gives up its CPU for a woken task at its next timer
+// interrupt or system call (Preempt, YieldSlice). So a woken task waits
+// at most about a Budget for a CPU-bound one, not a Slice.
+const Budget = 1_000_000 // ns
+
+// budgetSlack is how early Preempt may find the budget used: the kernel's
+// timer fires up to its learnt interrupt lead (at most 200 µs) early.
+const budgetSlack = 250_000 // ns
+
+// spentAfter is the CPU time after which a task is spent.
+const spentAfter = Budget - budgetSlack
+
+// queueFor is the ready queue t, which no CPU runs, goes on.
+func queueFor(t *Task) int {
+	if t.used >= spentAfter {
+		return qSpent
+	}
+	return qWoken
+}
+
+// curSpent reports whether c's current task has used its Budget by now
+// (in this dispatch, if it came from qSpent).
+func (c *CPU) curSpent(now int64) bool {
+	return taskAt(c.cur).used-c.usedBefore+now-c.switchedAt >= spentAfter
+}
+
+// enqueue puts t on ready queue i.
+func enqueue(t *Task, i int) {
 	if lockedReady {
+		q := &lockedQ.q[i&1]
 		t.rnext = 0
 		lockedQ.lock.Lock()
-		if lockedQ.tail != 0 {
-			taskAt(lockedQ.tail).rnext = t.addr()
+		if q.tail != 0 {
+			taskAt(q.tail).rnext = t.addr()
 		} else {
-			lockedQ.head = t.addr()
+			q.head = t.addr()
 		}
-		lockedQ.tail = t.addr()
+		q.tail = t.addr()
 		lockedQ.lock.Unlock()
 		return
 	}
-	if domain.Enqueue(This().ID, &ready, &t.item) != nil {
+	if domain.Enqueue(This().ID, &ready[i&1], &t.item) != nil {
 		die(dieArena) // the arena is sized by the paper's bound: running out breaks it
 	}
 }
@@ -163,16 +240,58 @@ func enqueue(t *Task) {
 // interrupts reach a CPU only in application code or halted in its idle
 // loop, never inside a queue operation, so the handler may use the CPU's
 // own hazard-pointer slot.
+//
+// A woken task that finds no idle CPU interrupts another CPU whose task has
+// used its Budget (preemptSpent), rather than wait for one to come to the
+// kernel.
 func makeReady(t *Task) {
 	assertKernel()
 	t.setState(stReady)
-	enqueue(t)
-	wakeIdle()
+	q := queueFor(t)
+	if q == qSpent {
+		atomic.StoreInt64(&t.readyAt, clock.Nanotime())
+	}
+	enqueue(t, q)
+	if atomic.LoadUint32(&traceOn) != 0 {
+		trace(TraceEvent{Ev: TraceReady, Q: uint8(q), To: t.TID, ToUsed: t.used})
+	}
+	if !wakeIdle() && q == qWoken {
+		preemptSpent()
+	}
+}
+
+// preemptSpent interrupts one other CPU whose current task has used its
+// Budget, unless one has been interrupted for this already: the kernel
+// treats the wake-up interrupt, when it takes application code, like its
+// timer's, and Preempt there switches to the woken task. A CPU in the
+// kernel takes the interrupt on its way back to application code, where
+// it would have looked itself. This CPU is never picked: it looks at the
+// end of its system call (YieldSlice) or interrupt (Preempt).
+func preemptSpent() {
+	if ncpu == 1 {
+		return
+	}
+	c := This()
+	now := clock.Nanotime()
+	on := atomic.LoadUint64(&online)
+	for i := 1; i < ncpu; i++ {
+		id := (c.ID + i) % ncpu
+		o := &cpus[id]
+		if on&(1<<uint(id)) == 0 || now < atomic.LoadInt64(&o.spentAt) {
+			continue
+		}
+		if atomic.CompareAndSwapUint32(&o.preemptKicked, 0, 1) {
+			atomic.AddUint64(&c.preemptIPIs, 1)
+			kick(o)
+		}
+		return
+	}
 }
 
 // wakeIdle resumes one idle CPU other than this one, if any, with an
-// interrupt. It runs after an enqueue, and an idle CPU sets its bit before
-// it looks at the queue for the last time, both with sequentially
+// interrupt, and reports whether it found one (this one included). It
+// runs after an enqueue, and an idle CPU sets its bit before it looks at
+// the queue for the last time, both with sequentially
 // consistent atomics: either this load sees the bit or that look sees the
 // task (no lost wake-up). Clearing the bit claims the CPU, so that two
 // wakers do not both interrupt it.
@@ -180,25 +299,25 @@ func makeReady(t *Task) {
 // If this CPU is itself in the mask, an interrupt has reached it halted in
 // its idle loop, which looks at the queue again when the handler returns:
 // it claims itself and interrupts nobody.
-func wakeIdle() {
+func wakeIdle() bool {
 	c := This()
 	self := uint64(1) << uint(c.ID)
 	for {
 		m := atomic.LoadUint64(&idleMask)
 		if m&self != 0 {
 			if atomic.AndUint64(&idleMask, ^self)&self != 0 {
-				return
+				return true
 			}
 			continue
 		}
 		if m == 0 {
-			return
+			return false
 		}
 		bit := m & -m
 		if atomic.AndUint64(&idleMask, ^bit)&bit != 0 {
 			atomic.AddUint64(&c.wakeIPIs, 1)
 			kick(&cpus[bits.TrailingZeros64(bit)])
-			return
+			return true
 		}
 	}
 }
@@ -206,14 +325,65 @@ func wakeIdle() {
 // Ready makes a new task (after Prepare) runnable.
 func Ready(t *Task) { makeReady(t) }
 
+// dequeue takes the next ready task: from qWoken, unless the task at the
+// front of qSpent has waited there a Slice. Every CPU with a task to take
+// comes here at least once a Slice (a switch, or its slice timer: userSync),
+// so the front of qSpent waits at most about two Slices.
+//
+// A task taken from qSpent runs a Budget of this dispatch before the
+// budget preempts it for a woken task (switchTo sets CPU.usedBefore). It
+// keeps its used, so a wake-up that preempts it sooner still sends it to
+// qSpent, behind the woken tasks. Otherwise a task that went over its
+// budget once — in a host stall while it ran, which its CPU time counts —
+// is preempted again at once each time it is dispatched (at its next
+// system call or interrupt) while a woken task waits, and goes back to
+// the end of qSpent, a slice-long wait per system call (a 1 ms sleep came
+// back up to 1.05 s late; docs/preemption.md).
 func dequeue() *Task {
 	assertKernel()
+	c := This()
+	first := qWoken
+	if h := front(qSpent); h != nil && clock.Nanotime()-atomic.LoadInt64(&h.readyAt) >= Slice {
+		first = qSpent
+	}
+	t := take(first)
+	if t == nil {
+		first = qWoken + qSpent - first
+		t = take(first)
+	} else if first == qSpent {
+		atomic.AddUint64(&c.spentFirst, 1)
+	}
+	if t == nil {
+		return nil
+	}
+	c.tookQ = uint8(first)
+	return t
+}
+
+// front is the task at the front of ready queue i, or nil: a hint (see
+// queue.Domain.Front), for dequeue's look at how long it has waited.
+func front(i int) *Task {
 	if lockedReady {
+		if a := atomic.LoadUintptr(&lockedQ.q[i&1].head); a != 0 {
+			return taskAt(a)
+		}
+		return nil
+	}
+	if it := domain.Front(&ready[i&1]); it != nil {
+		return (*Task)(unsafe.Pointer(it))
+	}
+	return nil
+}
+
+// take removes the task at the front of ready queue i, or returns nil.
+func take(i int) *Task {
+	if lockedReady {
+		q := &lockedQ.q[i&1]
 		lockedQ.lock.Lock()
-		a := lockedQ.head
+		a := q.head
 		if a != 0 {
-			if lockedQ.head = taskAt(a).rnext; lockedQ.head == 0 {
-				lockedQ.tail = 0
+			if q.head = taskAt(a).rnext; q.head == 0 {
+				q.tail = 0
 			}
 		}
 		lockedQ.lock.Unlock()
@@ -222,17 +392,26 @@ func dequeue() *Task {
 		}
 		return taskAt(a)
 	}
-	it, _ := domain.Dequeue(This().ID, &ready)
+	it, _ := domain.Dequeue(This().ID, &ready[i&1])
 	if it == nil {
 		return nil
 	}
 	return (*Task)(unsafe.Pointer(it))
 }
 
+// empty reports whether ready queue i looked empty (a hint).
+func empty(i int) bool {
+	if lockedReady {
+		return atomic.LoadUintptr(&lockedQ.q[i&1].head) == 0
+	}
+	return domain.Empty(&ready[i&1])
+}
+
 // Yield lets other ready tasks run; the caller continues later, on this or
 // another CPU.
 func Yield() {
 	if next := dequeue(); next != nil {
+		This().why = WhyYield
 		switchTo(next, finReady)
 	}
 }
@@ -248,34 +427,57 @@ func Yield() {
 const Slice = 10_000_000 // ns
 
 // YieldSlice yields if the current task has run for a Slice since it was
-// switched to; it is called at the end of a system call. With nothing ready
-// the slice starts over, so that a task alone on its CPU looks at the ready
-// queue once per Slice, not at every system call.
+// switched to, or has used its Budget while a woken task waits; it is
+// called at the end of a system call. With nothing ready the slice starts
+// over, so that a task alone on its CPU looks at the ready queue once per
+// Slice, not at every system call.
 func YieldSlice() {
 	c := This()
-	if now := clock.Nanotime(); now-c.ranSince >= Slice {
+	now := clock.Nanotime()
+	if now-c.ranSince >= Slice {
 		c.ranSince = now
 		Yield()
+	} else if !empty(qWoken) && c.curSpent(now) {
+		yieldWoken(WhySysBudget)
+	}
+}
+
+// yieldWoken switches to a task from qWoken, if there is one: giving up
+// the CPU for a woken task never hands it to another CPU-bound one.
+func yieldWoken(why uint8) {
+	if next := take(qWoken); next != nil {
+		c := This()
+		atomic.AddUint64(&c.preempts, 1)
+		c.why, c.tookQ = why, qWoken
+		switchTo(next, finReady)
 	}
 }
 
 // Preempt is the involuntary switch: the kernel calls it on the kernel
-// stack of a task that an interrupt took from application code (never
-// inside kernel code or a queue operation: those run with interrupts off).
-// The task gives up its CPU if the interrupt made another task ready
-// (woke: a timer expired), so that the task woken gets a CPU now rather
-// than when the interrupted one next enters the kernel, or if it has run
-// for a Slice. It continues later, like Yield.
+// stack of a task that a timer or wake-up interrupt took from application
+// code (never inside kernel code or a queue operation: those run with
+// interrupts off). The task gives up its CPU to the next ready task if it
+// has run for a Slice; to a woken task (qWoken), if the interrupt made one
+// ready (woke: a timer expired), so that it gets a CPU now rather than
+// when the interrupted one next enters the kernel, or if the task has used
+// its Budget. It continues later, like Yield.
 func Preempt(woke bool) {
 	c := This()
 	now := clock.Nanotime()
-	if !woke && now-c.ranSince < Slice-sliceSlack {
-		return
+	if atomic.LoadUint32(&c.preemptKicked) != 0 {
+		atomic.StoreUint32(&c.preemptKicked, 0)
 	}
-	c.ranSince = now
-	if next := dequeue(); next != nil {
-		atomic.AddUint64(&c.preempts, 1)
-		switchTo(next, finReady)
+	if now-c.ranSince >= Slice-sliceSlack {
+		c.ranSince = now
+		if next := dequeue(); next != nil {
+			atomic.AddUint64(&c.preempts, 1)
+			c.why = WhySlice
+			switchTo(next, finReady)
+		}
+	} else if woke {
+		yieldWoken(WhyWoke)
+	} else if c.curSpent(now) {
+		yieldWoken(WhyBudget)
 	}
 }
 
@@ -284,20 +486,22 @@ func Preempt(woke bool) {
 // deadline it was armed for.
 const sliceSlack = 1_000_000 // ns
 
-// Backlog reports whether tasks seemed to wait on the ready queue (a hint:
-// see queue.Domain.Empty). The kernel asks on every return to application
-// code and, if so, arms this CPU's timer for SliceEnd, so that a task that
-// runs without system calls keeps its CPU for a Slice at most while others
-// wait.
-func Backlog() bool {
-	if lockedReady {
-		return atomic.LoadUintptr(&lockedQ.head) != 0
+// PreemptAt is when c's current task should be interrupted for Preempt, 0
+// if never: the end of its slice if tasks seem to wait on the ready queues
+// (a hint: see queue.Domain.Empty), or earlier, the end of its Budget, if
+// a woken task does. The kernel asks on every return to application code
+// and arms this CPU's timer for it, so that a task that runs without
+// system calls keeps its CPU for a Slice at most while others wait, and
+// for about a Budget while a woken task does.
+func (c *CPU) PreemptAt() int64 {
+	if !empty(qWoken) {
+		return min(c.ranSince+Slice, c.switchedAt+Budget-taskAt(c.cur).used+c.usedBefore)
 	}
-	return !domain.Empty(&ready)
+	if !empty(qSpent) {
+		return c.ranSince + Slice
+	}
+	return 0
 }
-
-// SliceEnd is when the current task's slice on c ends.
-func (c *CPU) SliceEnd() int64 { return c.ranSince + Slice }
 
 // Exit ends the current task. Its slot is freed by the next task's finalizer.
 func Exit() {
@@ -375,11 +579,11 @@ func poll() *Task {
 type Stats struct {
 	Live       int    // task slots in use
 	NodesInUse uint64 // queue nodes out of the arena
-	NodeBound  uint64 // tasks + 1 dummy + 2 per CPU
+	NodeBound  uint64 // tasks + 1 dummy per ready queue + 2 per CPU
 	// NodesPeak is the most nodes ever out of the arena at once (fresh
 	// nodes are taken only when no released one is left), and
-	// PeakBound the bound for it: the most task slots ever used + 1 +
-	// 2 per CPU.
+	// PeakBound the bound for it: the most task slots ever used + 1 per
+	// ready queue + 2 per CPU.
 	NodesPeak, PeakBound uint64
 }
 
@@ -387,6 +591,6 @@ type Stats struct {
 func ReadStats() Stats {
 	s := domain.Stats()
 	live := Live()
-	return Stats{Live: live, NodesInUse: s.InUse, NodeBound: uint64(live + 1 + 2*NumCPU()),
-		NodesPeak: s.Fresh, PeakBound: uint64(int(atomic.LoadInt32(&ntasks)) + 1 + 2*NumCPU())}
+	return Stats{Live: live, NodesInUse: s.InUse, NodeBound: uint64(live + nReadyQueues + 2*NumCPU()),
+		NodesPeak: s.Fresh, PeakBound: uint64(int(atomic.LoadInt32(&ntasks)) + nReadyQueues + 2*NumCPU())}
 }

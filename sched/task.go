@@ -47,6 +47,12 @@ type Task struct {
 	fin   uint32 // finalizer named by the task that switched to this one
 	prev  uintptr
 	rnext uintptr // baseline ready queue link (lockedReady only)
+	// used is the CPU time the task has had since it last blocked (added
+	// up when it is switched away): Slice or more puts it on the spent
+	// ready queue (queueFor).
+	used int64
+	// readyAt (atomic) is when the task last went on qSpent.
+	readyAt int64
 
 	// Blocking. wq, key, cond*, deadline and mx are set by the task itself
 	// before it switches away; its finalizer publishes them.
@@ -136,6 +142,7 @@ func Alloc() *Task {
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
 			t.woken, t.intrAddr = WakeUp, 0
+			t.used = 0
 			atomic.StoreInt64(&t.cpuTime, 0)
 			return t
 		}

@@ -61,7 +61,8 @@ const (
 	SysCPUStats = 0x1005 // copy a1 CPUs' CPUStats to a0; returns the CPU count
 	SysLockTest = 0x1006 // a0 lock kind, a1 sections (<0: -µs), a2 work, a3 *LockTestOut
 	SysFrameOf  = 0x1007 // the physical frame behind user or BSS page a0
-	SysTaskInfo = 0x1009 // copy the TaskInfo of thread a0 to a1; ESRCH if none (0x1008 is kept free)
+	SysTrace    = 0x1008 // a0 = 0: scheduler trace off, 1: on (emptied), 2: copy up to a2 sched.TraceEvents to a1; returns how many
+	SysTaskInfo = 0x1009 // copy the TaskInfo of thread a0 to a1; ESRCH if none
 )
 
 // TaskInfo is what SysTaskInfo copies out: the kernel's view of a thread,
@@ -99,6 +100,7 @@ type Stats struct {
 	NodesPeak, PeakBound               int64 // most queue nodes ever out, and its bound
 	TSCSynced                          int64 // 1: the CPUs' counters are synchronised (amd64: verified, vDSO on; arm64: architectural)
 	Preempts                           int64 // involuntary switches, all CPUs
+	SpentFirst                         int64 // CPU-bound tasks run ahead of woken ones by the scheduler's starvation bound, all CPUs
 	Signals                            int64 // asynchronous signals delivered
 	ConsoleIRQs, ConsoleWaits          int64 // serial receive interrupts; console reads that blocked
 	Sockets, SocketPages               int64 // socket slots in use (alive, or closed and still named); pages their rings hold
@@ -111,6 +113,7 @@ type Stats struct {
 type CPUStats struct {
 	Switches, WakeIPIs, TimerIRQs, Shootdowns uint64
 	LockHalts, LockKicks                      uint64 // spin-lock waits that halted; interrupts that ended them
+	PreemptIPIs                               uint64 // interrupts sent to preempt another CPU's task for a woken one
 }
 
 // Kernel locks SysLockTest can exercise.

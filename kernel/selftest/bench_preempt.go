@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"syscall"
@@ -29,9 +31,9 @@ func init() {
 // beside a thread per CPU spinning in a loop without calls (spinner). With
 // spinners the sleeper's CPU is busy when its timer expires: it runs again
 // only because the kernel preempts the spinner there (on Linux: CFS's
-// wake-up preemption). p50-late-ns and max-late-ns are the overshoot
-// beyond 1 ms; spinner minus idle is the cost of the involuntary switch
-// over waking a halted CPU.
+// wake-up preemption). p50-late-ns, p99-late-ns and max-late-ns are the
+// overshoot beyond 1 ms; spinner minus idle is the cost of the involuntary
+// switch over waking a halted CPU.
 func benchPreemptWake(spinning bool) func(*testing.B) {
 	return func(b *testing.B) {
 		if spinning {
@@ -44,6 +46,22 @@ func benchPreemptWake(spinning bool) func(*testing.B) {
 		const d = time.Millisecond
 		ts := unix.NsecToTimespec(int64(d))
 		late := make([]time.Duration, b.N)
+		// On yolk, the scheduler's trace (sched/trace.go) is on while
+		// spinners run, and the first op later than 50 ms (or
+		// YOLK_TRACE_LATE, a duration) dumps it.
+		dumpAfter := 50 * time.Millisecond
+		if v, err := time.ParseDuration(os.Getenv("YOLK_TRACE_LATE")); err == nil {
+			dumpAfter = v
+		}
+		tracing := false
+		if spinning {
+			_, _, e := syscall.Syscall(abi.SysTrace, 1, 0, 0)
+			tracing = e == 0
+		}
+		if tracing {
+			defer syscall.Syscall(abi.SysTrace, 0, 0, 0)
+		}
+		dumped := false
 		b.ResetTimer()
 		for i := range late {
 			start := time.Now()
@@ -61,10 +79,15 @@ func benchPreemptWake(spinning bool) func(*testing.B) {
 				req = rem
 			}
 			late[i] = time.Since(start) - d
+			if tracing && !dumped && late[i] > dumpAfter {
+				dumped = true
+				dumpTrace(late[i] + d)
+			}
 		}
 		b.StopTimer()
 		slices.Sort(late)
 		b.ReportMetric(float64(late[len(late)/2]), "p50-late-ns")
+		b.ReportMetric(float64(late[len(late)*99/100]), "p99-late-ns")
 		b.ReportMetric(float64(late[len(late)-1]), "max-late-ns")
 	}
 }
@@ -101,4 +124,51 @@ func benchPreemptRate(busy bool) func(*testing.B) {
 		b.ReportMetric(float64(k1.Signals-k0.Signals)/sec, "signals/s")
 		b.ReportMetric(float64(i1-i0)/sec, "timer-irqs/s")
 	}
+}
+
+// dumpTrace prints the scheduler's events from start to start+d (the
+// sleeper's op), with the sleeper's TID, for docs/preemption.md.
+func dumpTrace(d time.Duration) {
+	ev := readTrace()
+	end := ev[len(ev)-1].At
+	from := end - int64(d) - 2e6
+	fmt.Printf("trace: op late %v, sleeper tid %d; events of the last %v (t ms, cpu, event):\n", d-time.Millisecond, unix.Gettid(), d)
+	why := [...]string{"block", "yield", "sysbudget", "slice", "woke", "budget", "handoff"}
+	for _, e := range ev {
+		if e.At < from {
+			continue
+		}
+		t := float64(e.At-from) / 1e6
+		if e.Ev == traceReady {
+			fmt.Printf("trace %8.3f c%d ready %d q%d used %.2f\n", t, e.CPU, e.To, e.Q, float64(e.ToUsed)/1e6)
+		} else {
+			fmt.Printf("trace %8.3f c%d switch %d->%d %s from-used %.2f q%d to-used %.2f\n", t, e.CPU, e.From, e.To, why[e.Why%7], float64(e.FromUsed)/1e6, e.Q, float64(e.ToUsed)/1e6)
+		}
+	}
+}
+
+// traceEvent is sched.TraceEvent's layout (SysTrace copies them out).
+type traceEvent struct {
+	At               int64
+	CPU, Ev, Why, Q  uint8
+	From, To         int32
+	FromUsed, ToUsed int64
+}
+
+// sched.TraceSwitch, TraceReady, WhyWoke, WhyBudget, WhySysBudget.
+const (
+	traceSwitch  = 1
+	traceReady   = 2
+	whySysBudget = 2
+	whyWoke      = 4
+	whyBudget    = 5
+)
+
+// readTrace copies out the scheduler's trace, in time order.
+func readTrace() []traceEvent {
+	ev := make([]traceEvent, 8*1024)
+	n, _, _ := syscall.Syscall(abi.SysTrace, 2, uintptr(unsafe.Pointer(&ev[0])), uintptr(len(ev)))
+	ev = ev[:n]
+	slices.SortStableFunc(ev, func(a, b traceEvent) int { return int(a.At - b.At) })
+	return ev
 }

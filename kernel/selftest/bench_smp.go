@@ -64,7 +64,8 @@ func benchParallelCPU(b *testing.B) {
 // op is one sched_yield; switches/s is the kernel's count of task switches
 // on all CPUs per second (the figure of "On the Design and Implementation
 // of an Efficient Lock-Free Scheduler", compared with the baseline queue by
-// booting with yolk.readyq=locked).
+// booting with yolk.readyq=locked); preempt-ipis/op counts the interrupts
+// one CPU sent another to preempt its task for a woken one.
 func benchYieldParallel(b *testing.B) {
 	threads := 2 * runtime.GOMAXPROCS(0)
 	var next atomic.Int64
@@ -80,11 +81,13 @@ func benchYieldParallel(b *testing.B) {
 	b.StopTimer()
 	el := time.Since(t0)
 	ks1 = cpuCounters(b)
-	var sw uint64
+	var sw, pi uint64
 	for i := range ks1 {
 		sw += ks1[i].Switches - ks0[i].Switches
+		pi += ks1[i].PreemptIPIs - ks0[i].PreemptIPIs
 	}
 	b.ReportMetric(float64(sw)/el.Seconds(), "switches/s")
+	b.ReportMetric(float64(pi)/float64(b.N), "preempt-ipis/op")
 }
 
 func cpuCounters(b *testing.B) []abi.CPUStats {

@@ -138,10 +138,10 @@ func testSMPSchedInvariants(t *T) {
 	after := readCPUStats(t)
 	s := stats(t)
 	if s.NodesInUse > s.NodeBound {
-		t.Errorf("queue nodes %d exceed tasks+1+2×CPUs = %d", s.NodesInUse, s.NodeBound)
+		t.Errorf("queue nodes %d exceed tasks+2 queues+2×CPUs = %d", s.NodesInUse, s.NodeBound)
 	}
 	if s.NodesPeak > s.PeakBound {
-		t.Errorf("queue nodes peaked at %d, above the most task slots ever used +1+2×CPUs = %d", s.NodesPeak, s.PeakBound)
+		t.Errorf("queue nodes peaked at %d, above the most task slots ever used +2 queues+2×CPUs = %d", s.NodesPeak, s.PeakBound)
 	}
 	var d []uint64
 	for i := range after {

@@ -107,6 +107,8 @@ var tests = []test{
 	// preempt.go
 	{"TestPreemptSleepBesideSpinner", testPreemptSleep},
 	{"TestPreemptGCBesideSpinner", testPreemptGC},
+	{"TestPreemptWokenFirst", testWokenFirst},
+	{"TestPreemptSpentBudget", testSpentBudget},
 	{"TestSignalFrameRoundTrip", testSignalRoundTrip},
 	{"TestSignalNotify", testSignalNotify},
 	{"TestStopSignals", testStopSignals},
@@ -447,7 +449,7 @@ func testSchedInvariants(t *T) {
 	s := stats(t)
 	t.Logf("tasks=%d queue nodes in use=%d bound=%d", s.Tasks, s.NodesInUse, s.NodeBound)
 	if s.NodesInUse > s.NodeBound {
-		t.Errorf("queue nodes %d exceed tasks+1+2×CPUs = %d", s.NodesInUse, s.NodeBound)
+		t.Errorf("queue nodes %d exceed tasks+2 queues+2×CPUs = %d", s.NodesInUse, s.NodeBound)
 	}
 }
 

@@ -301,6 +301,24 @@ func (d *Domain) Empty(q *Queue) bool {
 	return atomic.LoadUintptr(&nodeAt(atomic.LoadUintptr(&q.head)).next) == 0
 }
 
+// Front returns the item at the front of q, or nil if q looked empty. Like
+// Empty it reads without hazard pointers: a concurrent Dequeue may retire
+// and reuse the node it looks at, so the answer may be an item that has
+// left q since, or nil. Items are the caller's and stay in place, so
+// reading the one returned is safe; what it says is a hint.
+//
+//go:nosplit
+func (d *Domain) Front(q *Queue) *Item {
+	next := atomic.LoadUintptr(&nodeAt(atomic.LoadUintptr(&q.head)).next)
+	if next == 0 {
+		return nil
+	}
+	if it := atomic.LoadUintptr(&nodeAt(next).item); it != 0 {
+		return itemAt(it)
+	}
+	return nil
+}
+
 // Release gives the node that it, owned by the caller, carries back to the
 // arena, for an item that leaves the queues for good (a task that exits). If
 // another processor's hazard pointer names the node, a pooled node exchanged

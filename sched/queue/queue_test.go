@@ -215,3 +215,28 @@ func TestEmpty(t *testing.T) {
 		t.Fatalf("not empty after every item left")
 	}
 }
+
+// TestFront: Front names the item Dequeue would return, nil on an empty
+// queue, and does not remove it.
+func TestFront(t *testing.T) {
+	f := newFixture(t, 1, 1, 3, 0)
+	q := &f.queues[0]
+	if it := f.d.Front(q); it != nil {
+		t.Fatalf("Front of an empty queue: %v, want nil", it)
+	}
+	for i := range f.items {
+		mustEnqueue(t, &f.d, 0, q, &f.items[i].Item)
+	}
+	for i := range f.items {
+		if it := f.d.Front(q); it != &f.items[i].Item {
+			t.Fatalf("Front: item %v, want item %d", it, i)
+		}
+		it, err := f.d.Dequeue(0, q)
+		if err != nil || it != &f.items[i].Item {
+			t.Fatalf("Dequeue after Front: %v, %v; want item %d", it, err, i)
+		}
+	}
+	if it := f.d.Front(q); it != nil {
+		t.Fatalf("Front of the emptied queue: %v, want nil", it)
+	}
+}
