@@ -183,10 +183,12 @@ func sendSignalFrom(t *sched.Task, sig int, from int) {
 // sigIgnored reports whether the program's action for sig ignores it:
 // SIG_IGN, or SIG_DFL for a signal whose default is to do nothing.
 func sigIgnored(sig int) bool {
-	sigLock.Lock()
-	h := sigActs[sig].handler
-	sigLock.Unlock()
-	return h == sigIgn || h == sigDfl && defaultIgnored&sigBit(sig) != 0
+	return ignores(actionOf(sig), sig)
+}
+
+// ignores reports whether action a for sig ignores it.
+func ignores(a sigaction, sig int) bool {
+	return a.handler == sigIgn || a.handler == sigDfl && defaultIgnored&sigBit(sig) != 0
 }
 
 func setBit(m *uint64, b uint64, on bool) {

@@ -112,16 +112,19 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 	old := sigActs[sig]
 	if act != 0 {
 		sigActs[sig] = a
-	}
-	sigLock.Unlock()
-	if act != 0 && sigIgnored(sig) {
-		// POSIX, and Linux: a pending signal whose action becomes to
-		// ignore it is discarded (even where blocked), so that it cannot
-		// end a later wait (blockIntr).
-		for i := range sigPending {
-			atomic.AndUint64(&sigPending[i], ^sigBit(sig))
+		if ignores(a, sig) {
+			// POSIX, and Linux: a pending signal whose action becomes
+			// to ignore it is discarded (even where blocked), so that
+			// it cannot end a later wait (blockIntr). Under sigLock, so
+			// that a later rt_sigaction giving it a handler again
+			// comes after the discard, and a signal sent after that
+			// stays pending.
+			for i := range sigPending {
+				atomic.AndUint64(&sigPending[i], ^sigBit(sig))
+			}
 		}
 	}
+	sigLock.Unlock()
 	if oact != 0 {
 		return mm.Put(oact, old)
 	}
