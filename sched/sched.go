@@ -261,7 +261,8 @@ func makeReady(t *Task) {
 }
 
 // preemptSpent interrupts one other CPU whose current task has used its
-// Budget, unless one has been interrupted for this already: the kernel
+// Budget and that no earlier wake-up has interrupted yet (two tasks woken
+// back to back take two CPUs, as on Linux): the kernel
 // treats the wake-up interrupt, when it takes application code, like its
 // timer's, and Preempt there switches to the woken task. A CPU in the
 // kernel takes the interrupt on its way back to application code, where
@@ -280,11 +281,13 @@ func preemptSpent() {
 		if on&(1<<uint(id)) == 0 || now < atomic.LoadInt64(&o.spentAt) {
 			continue
 		}
+		// A CPU already kicked (for an earlier woken task, still on its
+		// way to switch) is left for that one: look for another.
 		if atomic.CompareAndSwapUint32(&o.preemptKicked, 0, 1) {
 			atomic.AddUint64(&c.preemptIPIs, 1)
 			kick(o)
+			return
 		}
-		return
 	}
 }
 
@@ -350,7 +353,7 @@ func dequeue() *Task {
 	if t == nil {
 		first = qWoken + qSpent - first
 		t = take(first)
-	} else if first == qSpent {
+	} else if first == qSpent && front(qWoken) != nil {
 		atomic.AddUint64(&c.spentFirst, 1)
 	}
 	if t == nil {
