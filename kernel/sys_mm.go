@@ -68,8 +68,10 @@ func fileCut() {
 func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintptr, bool) {
 	switch {
 	case file < 0:
+		// off is page-aligned: the page has bytes of the file if it
+		// starts before the end (no rounding, which could wrap).
 		size := atomic.LoadInt64(&shareFiles[areaShare(file)].size)
-		return frame, off < int64(mm.PageRound(uintptr(size)))
+		return frame, off < size
 	case file > 0 && shared:
 		a := vfs.MapPage(file-1, off)
 		if a == 0 {
@@ -271,9 +273,24 @@ func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 		if size <= off {
 			continue
 		}
-		k := min(int64(e-s), size-off)
-		if _, we := c.Write(f.fid, uint64(off), bytesAt(s, int(k))); we != 0 {
-			err = abi.Errno(we)
+		// Only the pages with a frame: a page never touched holds
+		// nothing of the program's, and writing it would put zeroes
+		// over what the file got meanwhile past the end the mapping
+		// was filled to (a pwrite), or since madvise dropped it.
+		stop := s + uintptr(min(int64(e-s), size-off))
+		for p := s; p < stop; {
+			next := min((p|(mm.PageSize-1))+1, stop)
+			if !mm.Backed(p) {
+				p = next
+				continue
+			}
+			for next < stop && mm.Backed(next) {
+				next = min(next+mm.PageSize, stop)
+			}
+			if _, we := c.Write(f.fid, uint64(off+int64(p-s)), bytesAt(p, int(next-p))); we != 0 {
+				err = abi.Errno(we)
+			}
+			p = next
 		}
 	}
 	return err

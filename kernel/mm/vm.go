@@ -701,6 +701,15 @@ func FileArea(addr, end uintptr) (start, stop uintptr, file int32, off int64, sh
 	return 0, 0, 0, 0, false, 0, false
 }
 
+// Backed reports whether the user page at a has a frame: the program has
+// touched it, or the kernel filled it (a share file's mmap).
+func Backed(a uintptr) bool {
+	mmLock.Lock()
+	defer mmLock.Unlock()
+	pte := walk(a, false)
+	return pte != 0 && pteValid(*at[uint64](pte))
+}
+
 // Readable reports whether the 8 bytes at a can be read without faulting
 // (for the kernel's fault report: its stack walk).
 func Readable(a uintptr) bool {

@@ -115,6 +115,7 @@ func testFileMmapSigbus(t *T) {
 	}
 	defer os.RemoveAll(dir)
 	fmapSigbus(t, dir)
+	mmapWriteBackUntouched(t, dir)
 }
 
 func testShareMmapSigbus(t *T) {
@@ -129,6 +130,44 @@ func testShareMmapSigbus(t *T) {
 	}
 	defer os.RemoveAll(dir)
 	fmapSigbus(t, dir)
+	mmapWriteBackUntouched(t, dir)
+}
+
+// mmapWriteBackUntouched: a shared mapping two pages long of a 100-byte
+// file; a pwrite through the descriptor grows the file into the second
+// page, which the program never touched; munmap writes back the first
+// page and leaves the pwrite's byte (on Linux both are the page cache's;
+// an in-memory file's mapping is its pages).
+func mmapWriteBackUntouched(t *T, dir string) {
+	name := filepath.Join(dir, "wb")
+	if err := os.WriteFile(name, fmapPattern(100, 5), 0o644); err != nil {
+		t.Fatalf("WriteFile: %v", err)
+	}
+	fd, err := unix.Open(name, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer unix.Close(fd)
+	sh, err := unix.Mmap(fd, 0, 2*pageSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	sh[10] = 'a'
+	if _, err := unix.Pwrite(fd, []byte{'X'}, pageSize+904); err != nil {
+		t.Fatalf("pwrite: %v", err)
+	}
+	if err := unix.Munmap(sh); err != nil {
+		t.Fatalf("munmap: %v", err)
+	}
+	got := make([]byte, 1)
+	for _, c := range []struct {
+		off  int64
+		want byte
+	}{{10, 'a'}, {pageSize + 904, 'X'}} {
+		if n, err := unix.Pread(fd, got, c.off); n != 1 || err != nil || got[0] != c.want {
+			t.Errorf("after munmap, byte %d: %q (%d, %v), want %q", c.off, got[:n], n, err, c.want)
+		}
+	}
 }
 
 // fmapSigbus: a file of a page and 100 bytes, mapped four pages long,
