@@ -422,7 +422,73 @@ func (s Space[E]) remove(addr, n uintptr) abi.Errno {
 	}
 	s.unback(addr, addr+n)
 	s.flushRefs() // after unback: no CPU reaches a file's pages any more
+	s.pruneTables(addr, addr+n)
 	return 0
+}
+
+// pruneBatch is how many page tables pruneTables frees per shootdown.
+const pruneBatch = 63
+
+// pruneTables frees the page tables under the user range [start, end)
+// that map nothing any more — the last-level table of each 2 MiB region,
+// then the tables above it that became empty (never the root) — so that
+// mappings made and removed all over the address space do not keep a
+// table each (Linux's free_pgtables at munmap). A table is taken out of
+// its parent under mmLock, and freed once no CPU can still reach it
+// through a cached walk (the shootdown: INVLPG and TLBI VAE1IS drop the
+// paging-structure entries too). Only at munmap: madvise keeps its area,
+// which would soon need the tables again. vmMutex is held.
+func (s Space[E]) pruneTables(start, end uintptr) {
+	var batch [pruneBatch]uintptr
+	for va := start &^ (1<<21 - 1); va < end; {
+		lo, n := va, 0
+		mmLock.Lock()
+		for va < end && n+3 <= len(batch) {
+			// The root's, the 1 GiB table's and the 2 MiB table's
+			// entries on the way to va's last-level table.
+			var ents [3]*uint64
+			table, skip := boot.PageTableRoot(), uintptr(0)
+			for l, shift := 0, uint(39); l < 3; l, shift = l+1, shift-9 {
+				e := at[uint64](Phys(table) + (va>>shift)&511*8)
+				if !pteValid(*e) || pteBlock(*e) {
+					skip = 1 << shift
+					break
+				}
+				ents[l] = e
+				table = pteFrame(*e)
+			}
+			if skip == 0 {
+				skip = 1 << 21
+				for l := 2; l >= 0 && tableEmpty(pteFrame(*ents[l])); l-- {
+					batch[n] = pteFrame(*ents[l])
+					n++
+					*ents[l] = 0
+				}
+				if n > 0 {
+					pteWritten()
+				}
+			}
+			va = (va + skip) &^ (skip - 1)
+		}
+		mmLock.Unlock()
+		if n > 0 {
+			s.shootdown(lo, min(va, end))
+			for _, f := range batch[:n] {
+				FreeFrame(f)
+			}
+		}
+	}
+}
+
+// tableEmpty reports whether the page table at physical address t has no
+// entry.
+func tableEmpty(t uintptr) bool {
+	for i := uintptr(0); i < 512; i++ {
+		if *at[uint64](Phys(t) + i*8) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // DontNeed drops the frames behind [addr, addr+n): the next touch sees

@@ -189,6 +189,7 @@ func fuzzInvariants(t *T, before, after fuzzState) {
 	// stacks (12), with room.
 	slack := 1024 + 32*max(after.Tasks-before.Tasks, 0)
 	if lost := before.FramesFree - after.FramesFree; lost > slack {
-		t.Errorf("free frames: %d before, %d after (%d gone; %d allowed for %d new tasks)", before.FramesFree, after.FramesFree, lost, slack, after.Tasks-before.Tasks)
+		t.Errorf("free frames: %d before, %d after (%d gone; %d allowed for %d new tasks); the program's pages %d before, %d after",
+			before.FramesFree, after.FramesFree, lost, slack, after.Tasks-before.Tasks, before.PagesMapped, after.PagesMapped)
 	}
 }

@@ -100,6 +100,7 @@ var tests = []test{
 	{"TestTaskInfo", testTaskInfo},
 	{"TestMemoryProtection", testMemoryProtection},
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
+	{"TestMemoryPageTablesFreed", testMemoryPageTablesFreed},
 	{"TestMemoryImageRules", testMemoryImageRules},
 	{"TestUserCopyFault", testUserCopyFault},
 	{"TestSoak", testSoak},
