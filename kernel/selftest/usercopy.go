@@ -6,6 +6,7 @@ package main
 
 import (
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -52,10 +53,18 @@ func testUserCopyFault(t *T) {
 			err syscall.Errno
 		}
 		done := make(chan result, 1)
+		var eintr atomic.Int32
+		signals := stats(t).Signals
 		go func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
+			// A signal handled meanwhile (any the program gets: the
+			// runtime's, or a timer the fuzzer left) ends epoll_wait
+			// with EINTR, on Linux too: wait again.
 			n, e := c.wait(r, buf)
+			for ; e == syscall.EINTR; n, e = c.wait(r, buf) {
+				eintr.Add(1)
+			}
 			done <- result{n, e}
 		}()
 		// Long enough for the reader to be blocked in the kernel; were
@@ -81,6 +90,13 @@ func testUserCopyFault(t *T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: no return after the data came", c.name)
+		}
+		if k := eintr.Load(); k > 0 {
+			delivered := stats(t).Signals - signals
+			t.Logf("%s: %d EINTR while blocked, %d signals delivered meanwhile (all threads)", c.name, k, delivered)
+			if delivered == 0 {
+				t.Errorf("%s: EINTR %d times with no signal delivered", c.name, k)
+			}
 		}
 		// The channel goes on working.
 		if _, err := syscall.Write(w, []byte("more")); err != nil {
