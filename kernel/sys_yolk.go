@@ -209,7 +209,7 @@ func sysStats(p uintptr) abi.Errno {
 	s := sched.ReadStats()
 	m := mm.ReadStats()
 	st := abi.Stats{
-		FramesAll: m.FramesAll, FramesFree: m.FramesFree, PagesMapped: m.PagesMapped,
+		FramesAll: m.FramesAll, FramesFree: m.FramesFree, PagesMapped: m.PagesMapped, TableFrames: m.TableFrames, BSSFaulted: m.BSSFaulted,
 		Tasks: int64(s.Live), NodesInUse: int64(s.NodesInUse), NodeBound: int64(s.NodeBound),
 		TSCHz: int64(clock.Hz()), LAPICHz: int64(timerHz()),
 		Syscalls:   int64(atomic.LoadUint64(&nsyscalls)),
@@ -218,6 +218,7 @@ func sysStats(p uintptr) abi.Errno {
 		ShootdownLazy: int64(m.ShootdownLazy),
 		NodesPeak:     int64(s.NodesPeak), PeakBound: int64(s.PeakBound),
 	}
+	st.FilePages, st.PipePages = vfs.Pages()
 	if clockSynced() {
 		st.TSCSynced = 1
 	}

@@ -107,6 +107,9 @@ type Stats struct {
 	PageTables                         int64 // the boot page tables' address (in the image, yet never the program's)
 	ImageEnd                           int64 // the end of the image (its BSS); the frame pool's identity aliases are above
 	TimerExpiries, TimerOverruns       int64 // POSIX and interval timers' expiries; of them, overruns (signal still pending, or periods passed unseen)
+	TableFrames                        int64 // page tables in use below the boot's (user half, kernel stacks)
+	FilePages, PipePages               int64 // pages file data holds (index pages included); pages pipes' buffers hold
+	BSSFaulted                         int64 // BSS pages given back at boot and touched since (the program's or the kernel's globals)
 }
 
 // CPUStats is one CPU's counters (SysCPUStats).

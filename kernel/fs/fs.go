@@ -189,6 +189,21 @@ func (f *FS[E]) Init(env E, maxPages int64) {
 	f.root, f.cwd = 0, 0
 }
 
+// Pages returns the pages file data holds (index pages included) and
+// the pages pipes' buffers hold (for the kernel's accounting).
+func (f *FS[E]) Pages() (files, pipes int64) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	for i := range f.pipes {
+		for _, a := range f.pipes[i].pages {
+			if a != 0 {
+				pipes++
+			}
+		}
+	}
+	return f.pages, pipes
+}
+
 // Umask sets the file mode creation mask and returns the previous one.
 func (f *FS[E]) Umask(m uint32) uint32 {
 	f.env.Lock()

@@ -84,6 +84,8 @@ func (s Space[E]) bssFault(page uintptr) bool {
 	}
 	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, ptePage(f, true)) {
 		FreeFrame(f) // another CPU backed it first
+	} else {
+		atomic.AddInt64(&bssFaulted, 1)
 	}
 	return true
 }

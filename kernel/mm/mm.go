@@ -79,7 +79,9 @@ type Stats struct {
 	FramesAll    int64 // frames the allocator owns
 	FramesFree   int64 // of them, free
 	PagesMapped  int64 // user pages backed by frames
+	TableFrames  int64 // page tables made since boot and not freed (user and kernel half)
 	BSSReclaimed int64 // BSS frames given back at boot (bss.go)
+	BSSFaulted   int64 // of those, backed again since (touched)
 	// Shootdowns counts TLB shootdowns, ShootdownIPIs the interrupts
 	// they sent, ShootdownLazy the idle CPUs marked stale instead
 	// (tlb_$GOARCH.go; on arm64 the last two are 0).
@@ -88,7 +90,7 @@ type Stats struct {
 
 // ReadStats returns the current counters.
 func ReadStats() Stats {
-	return Stats{FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped, BSSReclaimed: bssReclaimed,
+	return Stats{FramesAll: framesAll, FramesFree: framesFree, PagesMapped: pagesMapped, TableFrames: tableFrames, BSSReclaimed: bssReclaimed, BSSFaulted: atomic.LoadInt64(&bssFaulted),
 		Shootdowns: atomic.LoadUint64(&shoot.count), ShootdownIPIs: atomic.LoadUint64(&shoot.ipis),
 		ShootdownLazy: atomic.LoadUint64(&shoot.lazy)}
 }

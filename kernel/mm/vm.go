@@ -103,8 +103,12 @@ var (
 	vmas       [4096]vma
 	nvmas      int
 	mmapCursor uintptr = mmapStart
-	// pagesMapped counts user pages backed by frames.
-	pagesMapped int64
+	// pagesMapped counts user pages backed by frames; tableFrames the
+	// page tables walk made (and pruneTables has not freed). Both under
+	// mmLock.
+	pagesMapped, tableFrames int64
+	// bssFaulted counts the reclaimed BSS pages backed again (atomic).
+	bssFaulted int64
 )
 
 // walk returns the address of va's page-table entry, creating the
@@ -121,6 +125,7 @@ func walk(va uintptr, create bool) uintptr {
 			if f == 0 {
 				return 0
 			}
+			tableFrames++
 			*e = pteTable(f)
 			pteWritten()
 		} else if pteBlock(*e) {
@@ -462,6 +467,7 @@ func (s Space[E]) pruneTables(start, end uintptr) {
 				for l := 2; l >= 0 && tableEmpty(pteFrame(*ents[l])); l-- {
 					batch[n] = pteFrame(*ents[l])
 					n++
+					tableFrames--
 					*ents[l] = 0
 				}
 				if n > 0 {

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"unsafe"
 
@@ -154,24 +155,34 @@ func (a *fuzzAddrs) check(t *T) {
 	}
 }
 
-// fuzzState is what fuzzInvariants compares: the kernel's counters and
-// the runtime's threads.
+// fuzzState is what fuzzInvariants compares: the kernel's counters, the
+// runtime's threads and the memory it holds from the kernel.
 type fuzzState struct {
 	abi.Stats
-	threads int // the runtime's live Ms
+	threads int   // the runtime's live Ms
+	held    int64 // pages the runtime has mapped and not released
 }
 
+// fuzzSnapshot takes a fuzzState after a collection that gives the
+// heap's free pages back (FreeOSMemory: MADV_DONTNEED).
 func fuzzSnapshot(t *T) fuzzState {
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	n, _ := runtime.ThreadCreateProfile(nil)
-	return fuzzState{stats(t), n}
+	return fuzzState{stats(t), n, int64(ms.Sys-ms.HeapReleased) / pageSize}
 }
 
 // fuzzInvariants compares the kernel's counters after the fuzzer with
 // before: every task the kernel counts is a thread the runtime knows or
 // was there before (none lost, none left over: tasks minus threads is
 // unchanged, as no thread of the program ended meanwhile), the
-// scheduler's queue nodes within their bound, the frames back within the
-// Go heap's wobble and the new threads' stacks.
+// scheduler's queue nodes within their bound, and every frame that did
+// not come back accounted for. A frame is out either as a page of the
+// program — and the program's pages grow no more than what the runtime
+// holds — or as a page table, a socket's ring page, or the kernel's own
+// (a task's kernel stack, a pipe's buffer, a file's data): those must
+// stay within a few pages per new task.
 func fuzzInvariants(t *T, before, after fuzzState) {
 	if d0, d1 := before.Tasks-int64(before.threads), after.Tasks-int64(after.threads); d0 != d1 {
 		t.Errorf("tasks %d and threads %d before, %d and %d after", before.Tasks, before.threads, after.Tasks, after.threads)
@@ -182,14 +193,26 @@ func fuzzInvariants(t *T, before, after fuzzState) {
 	if after.FramesAll != before.FramesAll {
 		t.Errorf("frames: %d in all before, %d after", before.FramesAll, after.FramesAll)
 	}
-	// The runtime keeps what its heap grew to; 4 MiB is far above what
-	// the fuzzer's own allocations take, and far below a leak of one
-	// frame in a hundred calls. A thread started meanwhile keeps 32
-	// frames more: its kernel stack (8), the runtime's g0 and signal
-	// stacks (12), with room.
-	slack := 1024 + 32*max(after.Tasks-before.Tasks, 0)
-	if lost := before.FramesFree - after.FramesFree; lost > slack {
-		t.Errorf("free frames: %d before, %d after (%d gone; %d allowed for %d new tasks); the program's pages %d before, %d after",
-			before.FramesFree, after.FramesFree, lost, slack, after.Tasks-before.Tasks, before.PagesMapped, after.PagesMapped)
+	newTasks := max(after.Tasks-before.Tasks, 0)
+	lost := before.FramesFree - after.FramesFree
+	pages, tables := after.PagesMapped-before.PagesMapped, after.TableFrames-before.TableFrames
+	rings, files := after.SocketPages-before.SocketPages, after.FilePages-before.FilePages+after.PipePages-before.PipePages
+	// The program's pages: what the runtime holds more (its heap, the
+	// new threads' stacks), and the fuzzer's scratch pages it may have
+	// touched since, with room for what the runtime keeps outside its
+	// counts.
+	if held := after.held - before.held; pages > held+256 {
+		t.Errorf("the program's pages: %d more, while the runtime holds %d more (%d before, %d after)", pages, held, before.PagesMapped, after.PagesMapped)
 	}
+	// The kernel's own: a new task's kernel stack (8 pages) and the
+	// page table it may need, a few pipes' and files' pages left open.
+	bss := after.BSSFaulted - before.BSSFaulted
+	kernel := lost - pages - tables - rings - files - bss
+	slack := 64 + 16*newTasks
+	if kernel > slack || tables > 64+2*newTasks {
+		t.Errorf("free frames: %d before, %d after, %d gone: %d the program's pages, %d page tables, %d sockets' rings, %d files' and pipes', %d BSS, %d the kernel's (%d allowed for %d new tasks)",
+			before.FramesFree, after.FramesFree, lost, pages, tables, rings, files, bss, kernel, slack, newTasks)
+	}
+	t.Logf("frames: %d gone: %d the program's pages (the runtime holds %d more), %d page tables, %d sockets' rings, %d files' and pipes', %d BSS, %d the kernel's (%d new tasks)",
+		lost, pages, after.held-before.held, tables, rings, files, bss, kernel, newTasks)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -57,8 +56,6 @@ const (
 )
 
 func soak(t *T, d time.Duration) {
-	runtime.GC()
-	debug.FreeOSMemory()
 	before := fuzzSnapshot(t)
 	start := time.Now()
 	end := start.Add(d)
@@ -213,8 +210,6 @@ func soak(t *T, d time.Duration) {
 	if fuzzRounds.Load() == 0 || collections.Load() == 0 || stalled.Load() {
 		t.Errorf("fuzz rounds %d, collections %d, ring stalled %v", fuzzRounds.Load(), collections.Load(), stalled.Load())
 	}
-	runtime.GC()
-	debug.FreeOSMemory()
 	after := fuzzSnapshot(t)
 	fuzzInvariants(t, before, after)
 	t.Logf("%v: %d fuzz rounds of %d calls, %d ring passes, %d mutex sections, %d collections, %d of %d signals received; tasks %d then %d, nodes peak %d (bound %d), free frames %d then %d",
