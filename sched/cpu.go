@@ -108,6 +108,12 @@ var (
 // task that makes another one ready knows which processor to resume.
 var idleMask uint64 // atomic
 
+// claimedMask has a bit per CPU that a waker took out of idleMask and
+// interrupted for a task it made ready, until that CPU has looked at the
+// ready queues again. While a bit is set a woken task has a CPU on its way
+// (wokenUncovered): a CPU-bound task does not give its own CPU up for it.
+var claimedMask uint64 // atomic
+
 // InitCPU prepares CPU id (irq: its interrupt controller ID) and makes the
 // calling processor's per-CPU base point at it. It is the first thing a
 // CPU does, before it takes any lock.

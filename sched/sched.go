@@ -318,6 +318,7 @@ func wakeIdle() bool {
 		}
 		bit := m & -m
 		if atomic.AndUint64(&idleMask, ^bit)&bit != 0 {
+			atomic.OrUint64(&claimedMask, bit)
 			atomic.AddUint64(&c.wakeIPIs, 1)
 			kick(&cpus[bits.TrailingZeros64(bit)])
 			return true
@@ -440,7 +441,7 @@ func YieldSlice() {
 	if now-c.ranSince >= Slice {
 		c.ranSince = now
 		Yield()
-	} else if !empty(qWoken) && c.curSpent(now) {
+	} else if wokenUncovered() && c.curSpent(now) {
 		yieldWoken(WhySysBudget)
 	}
 }
@@ -477,11 +478,24 @@ func Preempt(woke bool) {
 			c.why = WhySlice
 			switchTo(next, finReady)
 		}
+	} else if !wokenUncovered() {
+		return
 	} else if woke {
 		yieldWoken(WhyWoke)
 	} else if c.curSpent(now) {
 		yieldWoken(WhyBudget)
 	}
+}
+
+// wokenUncovered reports whether a woken task waits with no idle CPU on
+// its way to it: qWoken is not empty and no CPU claimed by a waker
+// (claimedMask) is still to look at the queues. A woken task that has
+// one is that CPU's, as on Linux, where it goes to an idle CPU and the
+// waker keeps its own: taking it here instead would move the CPU-bound
+// task to the claimed CPU, off its CPU for as long as that one takes to
+// wake (tens of µs under emulation).
+func wokenUncovered() bool {
+	return !empty(qWoken) && atomic.LoadUint64(&claimedMask) == 0
 }
 
 // sliceSlack is how early a slice may be cut by Preempt: the kernel's
@@ -497,10 +511,10 @@ const sliceSlack = 1_000_000 // ns
 // system calls keeps its CPU for a Slice at most while others wait, and
 // for about a Budget while a woken task does.
 func (c *CPU) PreemptAt() int64 {
-	if !empty(qWoken) {
+	if wokenUncovered() {
 		return min(c.ranSince+Slice, c.switchedAt+Budget-taskAt(c.cur).used+c.usedBefore)
 	}
-	if !empty(qSpent) {
+	if !empty(qSpent) || !empty(qWoken) {
 		return c.ranSince + Slice
 	}
 	return 0
@@ -530,7 +544,14 @@ func Idle(wait func(deadline int64)) {
 	bit := uint64(1) << uint(c.ID)
 	atomic.OrUint64(&online, bit)
 	for {
-		if next := dequeue(); next != nil {
+		next := dequeue()
+		if atomic.LoadUint64(&claimedMask)&bit != 0 && atomic.AndUint64(&claimedMask, ^bit)&bit != 0 && !empty(qWoken) {
+			// Claimed for a woken task, this CPU took another (or
+			// none): the woken one has no CPU on its way any more, so
+			// the CPU-bound tasks that left it to this one must not.
+			preemptSpent()
+		}
+		if next != nil {
 			switchTo(next, finNone)
 			continue
 		}
@@ -544,7 +565,10 @@ func Idle(wait func(deadline int64)) {
 				// A waker claimed this CPU for the task it made ready,
 				// but this CPU found another one first: pass the claim
 				// on, or that task could wait while a CPU halts.
-				wakeIdle()
+				atomic.AndUint64(&claimedMask, ^bit)
+				if !wakeIdle() && !empty(qWoken) {
+					preemptSpent()
+				}
 			}
 			switchTo(next, finNone)
 			continue

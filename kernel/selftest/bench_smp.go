@@ -173,6 +173,7 @@ func benchWakeupIPI(b *testing.B) {
 	var ranAt atomic.Int64 // when the sleeper ran, ns since base
 	base := time.Now()
 	lat := make([]time.Duration, 0, b.N)
+	var wakeCost time.Duration
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
@@ -193,6 +194,7 @@ func benchWakeupIPI(b *testing.B) {
 		woke := int64(time.Since(base))
 		atomic.StoreUint32(&word, r+1)
 		futexWake(&word, 1)
+		wakeCost += time.Duration(int64(time.Since(base)) - woke)
 		spinUntil(10*time.Second, func() bool { return ranAt.Load() != 0 })
 		lat = append(lat, time.Duration(ranAt.Load()-woke))
 	}
@@ -207,4 +209,6 @@ func benchWakeupIPI(b *testing.B) {
 	b.ReportMetric(float64(sum)/float64(len(lat)), "ns/op")
 	b.ReportMetric(float64(lat[len(lat)/2]), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)-1]), "max-ns")
+	b.ReportMetric(float64(lat[len(lat)*9/10]), "p90-ns")
+	b.ReportMetric(float64(wakeCost)/float64(len(lat)), "waker-ns")
 }
