@@ -522,8 +522,9 @@ func spinSpent(t *T, d time.Duration, n int) spent {
 // that thread's CPU time: the busy goroutines' samples must be 100 per
 // second of their threads' CPU time (±20%) — the rate of the per-thread
 // timers the profiler arms — and the hot function must have at least 80%
-// of them. TCG makes the machine slow, not the rate: it is measured
-// against the thread CPU clock, never the wall clock.
+// of them, of those not in the loop's own clock reads. TCG makes the
+// machine slow, not the rate: it is measured against the thread CPU
+// clock, never the wall clock.
 //
 // A thread's CPU clock also counts the time the host takes its virtual
 // CPU away (on a loaded host, hundreds of milliseconds at a time); the
@@ -563,7 +564,7 @@ func testCPUProfile(t *T) {
 	if err != nil {
 		t.Fatalf("parsing the profile: %v", err)
 	}
-	total, busyN, hot := 0, 0, 0
+	total, busyN, hot, clock := 0, 0, 0, 0
 	for _, s := range samples {
 		total += s.count
 		if s.label != "busy" {
@@ -575,11 +576,15 @@ func testCPUProfile(t *T) {
 				hot += s.count
 				break
 			}
+			if f == "main.clockNS" {
+				clock += s.count
+				break
+			}
 		}
 	}
 	lo, hi := int(steady/(10*time.Millisecond))*8/10, int(cpu/(10*time.Millisecond))*12/10
-	t.Logf("%d busy threads, %v of their CPU time (%v at the median spin's): %d samples (want %d to %d), %d of them in profHot; all threads: %d samples in %v of process CPU time",
-		busy, cpu, steady, busyN, lo, hi, hot, total, pcpu)
+	t.Logf("%d busy threads, %v of their CPU time (%v at the median spin's): %d samples (want %d to %d), %d of them in profHot, %d in the loop's clock reads; all threads: %d samples in %v of process CPU time",
+		busy, cpu, steady, busyN, lo, hi, hot, clock, total, pcpu)
 	if st1, _ := yolkStats(); yolk {
 		t.Logf("the kernel's timers: %d expiries, %d overruns; %d signals delivered",
 			st1.TimerExpiries-st0.TimerExpiries, st1.TimerOverruns-st0.TimerOverruns, st1.Signals-st0.Signals)
@@ -587,8 +592,12 @@ func testCPUProfile(t *T) {
 	if busyN < lo || busyN > hi {
 		t.Errorf("%d samples of the busy threads in %v of their CPU time (%v at the median spin's), want %d to %d", busyN, cpu, steady, lo, hi)
 	}
-	if busyN == 0 || hot*10 < busyN*8 {
-		t.Errorf("profHot has %d of the busy goroutines' %d samples, want at least 80%%", hot, busyN)
+	// The loop's own clock reads are system calls, and a signal due
+	// while the thread was in the kernel is delivered on its way out:
+	// those samples rightly name clockNS (on rpi3, once, 46 of 249).
+	// The rest must name profHot; the reads may not take most.
+	if busyN == 0 || hot*10 < (busyN-clock)*8 || clock*2 > busyN {
+		t.Errorf("profHot has %d of the busy goroutines' %d samples, the loop's clock reads %d; want at least 80%% of the others in profHot, and at most half in the reads", hot, busyN, clock)
 	}
 	if t.failed {
 		for _, s := range samples {
