@@ -626,15 +626,19 @@ func covered(start, end uintptr) bool {
 }
 
 // Fault is what PageFault made of a page fault: FaultBacked, the page is
-// there now (resume); FaultSegv, no area allows the access (the kernel
-// reports it or sends SIGSEGV); FaultBus, a file area's page its file
-// cannot give — wholly past its end, or a hole of a full file system
+// there now (resume); FaultSegv, nothing is mapped there (the kernel
+// reports it or sends SIGSEGV, SEGV_MAPERR); FaultAccess, an area or the
+// image covers the address but does not allow the access — a PROT_NONE
+// area, a write to a read-only one, touched before or not (SIGSEGV,
+// SEGV_ACCERR, as Linux's access_error); FaultBus, a file area's page its
+// file cannot give — wholly past its end, or a hole of a full file system
 // (SIGBUS, BUS_ADRERR, as Linux).
 type Fault uint8
 
 const (
 	FaultBacked Fault = iota
 	FaultSegv
+	FaultAccess
 	FaultBus
 )
 
@@ -642,8 +646,8 @@ const (
 // access (code: the page-fault error code; bit 0: a present page, bit 1: a
 // write), or gives a read-only page its write bit back after mprotect made
 // its area writable, or backs a page of the demand-paged BSS (bss.go). It
-// reports FaultSegv or FaultBus for a fault the kernel must report or
-// signal.
+// reports FaultSegv, FaultAccess or FaultBus for a fault the kernel must
+// report or signal.
 func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	page := addr &^ (PageSize - 1)
 	if page >= bssLazyLo && page < bssLazyHi && code&1 == 0 {
@@ -655,18 +659,28 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	// Only user mappings are backed on demand; anything else (a wild
 	// kernel pointer, address 0) is reported, and so is a fault inside
 	// mmLock's own critical section, whose lock this would wait for.
+	// Below the areas a present page that refused the access is the
+	// image's read-only text or data (or identity-mapped memory that is
+	// not the program's): an access error; the kernel half is not
+	// mapped for the program at all, as on Linux.
 	if !inUser(page, page+PageSize) || mmLock.HeldHere() {
+		if code&1 != 0 && page < userMin {
+			return FaultAccess
+		}
 		return FaultSegv
 	}
 	write := code&2 != 0
 	if code&1 != 0 && !write {
-		return FaultSegv // a present page refused a read: reserved bits
+		return FaultAccess // a present page refused a read: reserved bits
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	i := findVMA(page)
-	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
+	if i >= nvmas || vmas[i].start > page {
 		return FaultSegv
+	}
+	if vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
+		return FaultAccess
 	}
 	// No frame for the page or its page table: the program is out of
 	// memory (Env.OOMKill, which stops the machine with mmLock held).

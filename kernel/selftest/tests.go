@@ -102,6 +102,7 @@ var tests = []test{
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 	{"TestMemoryPageTablesFreed", testMemoryPageTablesFreed},
 	{"TestMemoryImageRules", testMemoryImageRules},
+	{"TestMemoryFaultCodes", testMemoryFaultCodes},
 	{"TestUserCopyFault", testUserCopyFault},
 	{"TestSoak", testSoak},
 
