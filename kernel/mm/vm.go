@@ -827,7 +827,9 @@ const (
 	KStackSize   = 32 << 10
 )
 
-// AllocKStack returns slot's kernel stack, mapping it the first time. A
+// AllocKStack returns slot's kernel stack, mapping it the first time
+// (all of it or, out of frames, none: a slot with its first page mapped
+// holds a whole stack). A
 // slot keeps its stack when its task ends: mapping fresh frames over it
 // later would leave other CPUs' TLBs pointing at the old ones (the task
 // switch benchmark's partner, taking an exited thread's slot, once ran on
@@ -846,14 +848,33 @@ func AllocKStack(slot int) (lo, hi uintptr, ok bool) {
 }
 
 // MapKernel backs [lo, hi) in the kernel's upper half with fresh frames.
+// It maps all of the range or, out of frames part-way, none of it: the
+// pages it mapped are unmapped and their frames freed (a frame whose page
+// table could not be made too), so that AllocKStack, which takes a slot
+// whose first page is mapped as a whole stack, never sees half of one.
+// No address in the range has been handed out yet, so no code has used
+// a translation of it and no shootdown is needed; the invalidation drops
+// whatever this CPU (on arm64 any CPU) may have cached speculatively.
 func MapKernel(lo, hi uintptr) bool {
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	for va := lo; va < hi; va += PageSize {
 		f := AllocFrame()
-		if f == 0 || !mapPage(va, f) {
-			return false
+		if f != 0 && mapPage(va, f) {
+			continue
 		}
+		if f != 0 {
+			FreeFrame(f)
+		}
+		for p := lo; p < va; p += PageSize {
+			e := at[uint64](walk(p, false))
+			f := pteFrame(*e)
+			*e = 0
+			pteWritten()
+			flushPage(p)
+			FreeFrame(f)
+		}
+		return false
 	}
 	return true
 }
