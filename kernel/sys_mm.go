@@ -128,7 +128,20 @@ func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno
 	if typ != unix.MAP_PRIVATE && typ != unix.MAP_SHARED {
 		return 0, abi.EINVAL
 	}
-	return vm.Map(addr, n, uint32(prot&7), flags&unix.MAP_FIXED != 0)
+	return vm.Map(addr, n, uint32(prot&7), flags&unix.MAP_FIXED != 0, mapCharge(flags, typ == unix.MAP_SHARED, true))
+}
+
+// mapCharge is how a mapping counts against memory (mm.Charge): never
+// with MAP_NORESERVE, at mmap if shared and anonymous, never if shared
+// and of a file, when writable if private.
+func mapCharge(flags uintptr, shared, anon bool) mm.Charge {
+	switch {
+	case flags&unix.MAP_NORESERVE != 0, shared && !anon:
+		return mm.ChargeNone
+	case shared:
+		return mm.ChargeNow
+	}
+	return mm.ChargeWrite
 }
 
 // mapArea checks mmap's length and address as Linux's do_mmap and
@@ -205,7 +218,7 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 		if e != 0 {
 			return 0, abi.Errno(e)
 		}
-		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared, shared && !writable)
+		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared, shared && !writable, mapCharge(flags, shared, false))
 	}
 	h := shareGet(fd)
 	if h < 0 {
@@ -238,7 +251,14 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	if p == 0 {
 		fill = 0
 	}
-	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared, shared && acc != unix.O_RDWR)
+	// The charge is the protection asked for's, not the filling's: a
+	// read-only private mapping is not checked (nor, made writable
+	// later, is it then).
+	charge := mapCharge(flags, shared, false)
+	if p&mm.ProtWrite == 0 {
+		charge = mm.ChargeNone
+	}
+	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared, shared && acc != unix.O_RDWR, charge)
 	if e != 0 || p == 0 {
 		return a, e
 	}

@@ -1,9 +1,13 @@
 package main
 
-// mmap's argument checks in Linux's order (docs/user-memory.md).
+// mmap's argument checks in Linux's order, and Linux's heuristic
+// overcommit (docs/user-memory.md).
 
 import (
+	"bufio"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -81,4 +85,102 @@ func testMmapErrnoOrder(t *T) {
 			syscall.Syscall(syscall.SYS_MUNMAP, p, c.n, 0)
 		}
 	}
+}
+
+// memoryBytes is what Linux's heuristic overcommit compares a request
+// with: RAM and swap (/proc/meminfo), or on yolk the frames its
+// allocator owns.
+func memoryBytes(t *T) uint64 {
+	if onYolk() {
+		return uint64(stats(t).FramesAll) * pageSize
+	}
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		t.Fatalf("open /proc/meminfo: %v", err)
+	}
+	defer f.Close()
+	var kb uint64
+	found := 0
+	for s := bufio.NewScanner(f); s.Scan(); {
+		w := strings.Fields(s.Text())
+		if len(w) >= 2 && (w[0] == "MemTotal:" || w[0] == "SwapTotal:") {
+			v, err := strconv.ParseUint(w[1], 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/meminfo: %q: %v", s.Text(), err)
+			}
+			kb += v
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("/proc/meminfo: no MemTotal and SwapTotal")
+	}
+	if b, err := os.ReadFile("/proc/sys/vm/overcommit_memory"); err != nil || strings.TrimSpace(string(b)) != "0" {
+		t.Skipf("vm.overcommit_memory is %q (%v), not the heuristic 0 this test checks", b, err)
+	}
+	return kb << 10
+}
+
+// testMemoryOvercommit: a single private writable mapping, or a shared
+// anonymous one of any protection, of twice the machine's memory is
+// ENOMEM, as Linux's heuristic overcommit refuses it (__vm_enough_memory
+// from accountable_mapping and shmem_acct_size); the same size PROT_NONE,
+// read-only, MAP_NORESERVE or shared of a file is taken; mprotect making
+// the whole PROT_NONE reservation writable is ENOMEM (mprotect_fixup),
+// one page of it is not. yolk used to take them all (a later touch then
+// ran out of frames).
+func testMemoryOvercommit(t *T) {
+	mem := memoryBytes(t)
+	n := uintptr(2*mem+pageSize-1) &^ (pageSize - 1)
+	t.Logf("memory %d MiB, mappings of %d MiB", mem>>20, n>>20)
+	f, err := os.CreateTemp("", "overcommit")
+	if err != nil {
+		t.Fatalf("CreateTemp: %v", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := f.Write([]byte("overcommit")); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	fd := int(f.Fd())
+	const (
+		rw   = unix.PROT_READ | unix.PROT_WRITE
+		anon = unix.MAP_ANONYMOUS
+	)
+	for _, c := range []struct {
+		what  string
+		prot  int
+		flags int
+		fd    int
+		want  syscall.Errno
+	}{
+		{"private writable", rw, anon | unix.MAP_PRIVATE, -1, syscall.ENOMEM},
+		{"private PROT_NONE", unix.PROT_NONE, anon | unix.MAP_PRIVATE, -1, 0},
+		{"private read-only", unix.PROT_READ, anon | unix.MAP_PRIVATE, -1, 0},
+		{"private writable, MAP_NORESERVE", rw, anon | unix.MAP_PRIVATE | unix.MAP_NORESERVE, -1, 0},
+		{"shared anonymous PROT_NONE", unix.PROT_NONE, anon | unix.MAP_SHARED, -1, syscall.ENOMEM},
+		{"shared anonymous writable, MAP_NORESERVE", rw, anon | unix.MAP_SHARED | unix.MAP_NORESERVE, -1, 0},
+		{"private writable of a file", rw, unix.MAP_PRIVATE, fd, syscall.ENOMEM},
+		{"shared writable of a file", rw, unix.MAP_SHARED, fd, 0},
+	} {
+		p, e := rawMmap(0, n, c.prot, c.flags, c.fd, 0)
+		if e != c.want {
+			t.Errorf("mmap of %d MiB, %s: %#x, %v; want %v", n>>20, c.what, p, e, c.want)
+		}
+		if e == 0 {
+			syscall.Syscall(syscall.SYS_MUNMAP, p, n, 0)
+		}
+	}
+	p, e := rawMmap(0, n, unix.PROT_NONE, anon|unix.MAP_PRIVATE, -1, 0)
+	if e != 0 {
+		t.Fatalf("mmap of %d MiB PROT_NONE: %v", n>>20, e)
+	}
+	defer syscall.Syscall(syscall.SYS_MUNMAP, p, n, 0)
+	if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p, n, rw); e != syscall.ENOMEM {
+		t.Errorf("mprotect of the whole reservation to read-write: %v; want ENOMEM", e)
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p+n/2, pageSize, rw); e != 0 {
+		t.Fatalf("mprotect of one page of it to read-write: %v", e)
+	}
+	bytesAt(p+n/2, 1)[0] = 1
 }

@@ -104,6 +104,7 @@ var tests = []test{
 	{"TestMemoryImageRules", testMemoryImageRules},
 	{"TestMemoryFaultCodes", testMemoryFaultCodes},
 	{"TestMmapErrnoOrder", testMmapErrnoOrder},
+	{"TestMemoryOvercommit", testMemoryOvercommit},
 	{"TestUserCopyFault", testUserCopyFault},
 	{"TestSoak", testSoak},
 
