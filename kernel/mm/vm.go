@@ -717,12 +717,12 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	// Only user mappings are backed on demand; anything else (a wild
 	// kernel pointer, address 0) is reported, and so is a fault inside
 	// mmLock's own critical section, whose lock this would wait for.
-	// Below the areas a present page that refused the access is the
-	// image's read-only text or data (or identity-mapped memory that is
-	// not the program's): an access error; the kernel half is not
-	// mapped for the program at all, as on Linux.
+	// Below the areas a present page of the image that refused the
+	// access is its read-only text or data: an access error. The rest
+	// of the identity map and the kernel half are not the program's,
+	// mapped for it nowhere, as on Linux.
 	if !inUser(page, page+PageSize) || mmLock.HeldHere() {
-		if code&1 != 0 && page < userMin {
+		if code&1 != 0 && page >= imageLo && page < imageHi {
 			return FaultAccess
 		}
 		return FaultSegv

@@ -376,8 +376,9 @@ const (
 // testMemoryFaultCodes: a fault inside a mapping that does not allow the
 // access is SIGSEGV with SEGV_ACCERR — a never-touched page of a PROT_NONE
 // mapping, read or written; a write to a PROT_READ page, touched before or
-// not; a read of a page made PROT_NONE after it was written — and a fault
-// where nothing is mapped is SEGV_MAPERR, each at the address touched, as
+// not; a read of a page made PROT_NONE after it was written; a write to
+// the image's read-only data — and a fault where nothing is mapped is
+// SEGV_MAPERR, each at the address touched, as
 // Linux's access_error and bad_area. yolk used to give SEGV_MAPERR for
 // every fault on a page without a frame.
 func testMemoryFaultCodes(t *T) {
@@ -408,17 +409,22 @@ func testMemoryFaultCodes(t *T) {
 		off   uintptr
 		write bool
 		code  int32
+		image bool // off is into the image's read-only data, not the mapping
 	}{
-		{"read of a never-touched PROT_NONE page", 0*pageSize + 0x123, false, segvAccerr},
-		{"write to a never-touched PROT_NONE page", 1*pageSize + 0xff8, true, segvAccerr},
-		{"write to a never-touched PROT_READ page", 2*pageSize + 17, true, segvAccerr},
-		{"write to a PROT_READ page read before", 3*pageSize + 5, true, segvAccerr},
-		{"read of a written page made PROT_NONE", 4*pageSize + 9, false, segvAccerr},
-		{"write to a written page made PROT_NONE", 4*pageSize + 10, true, segvAccerr},
-		{"read where nothing is mapped", 5*pageSize + 33, false, segvMaperr},
-		{"write where nothing is mapped", 5*pageSize + 34, true, segvMaperr},
+		{"read of a never-touched PROT_NONE page", 0*pageSize + 0x123, false, segvAccerr, false},
+		{"write to a never-touched PROT_NONE page", 1*pageSize + 0xff8, true, segvAccerr, false},
+		{"write to a never-touched PROT_READ page", 2*pageSize + 17, true, segvAccerr, false},
+		{"write to a PROT_READ page read before", 3*pageSize + 5, true, segvAccerr, false},
+		{"read of a written page made PROT_NONE", 4*pageSize + 9, false, segvAccerr, false},
+		{"write to a written page made PROT_NONE", 4*pageSize + 10, true, segvAccerr, false},
+		{"read where nothing is mapped", 5*pageSize + 33, false, segvMaperr, false},
+		{"write where nothing is mapped", 5*pageSize + 34, true, segvMaperr, false},
+		{"write to the image's read-only data", 3, true, segvAccerr, true},
 	} {
 		a := p + c.off
+		if c.image {
+			a = uintptr(unsafe.Pointer(unsafe.StringData(readOnlyText))) + c.off
+		}
 		got := faultSignal(t, &bytesAt(a, 1)[0], c.write)
 		if want := (faultSeen{syscall.SIGSEGV, c.code, a}); got != want {
 			t.Errorf("%s: signal %d (%v) si_code %d si_addr %#x; want SIGSEGV si_code %d si_addr %#x",
