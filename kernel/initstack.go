@@ -21,7 +21,7 @@ const (
 )
 
 func buildInitStack() uintptr {
-	if _, err := vm.Map(stackTop-stackSize, stackSize, mm.ProtRead|mm.ProtWrite, true); err != 0 {
+	if _, err := vm.Map(stackTop-stackSize, stackSize, mm.ProtRead|mm.ProtWrite, true, mm.ChargeWrite); err != 0 {
 		outOfMemory()
 	}
 	sp := uintptr(stackTop)

@@ -101,33 +101,79 @@ func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Er
 	return a, e
 }
 
+// mmap checks its arguments in Linux's order (sys_mmap, do_mmap,
+// get_unmapped_area): the offset's alignment (EINVAL, for anonymous
+// mappings too), a file mapping's descriptor (EBADF), then mapArea's
+// length and address checks, then MAP_FIXED_NOREPLACE's EEXIST, then
+// what depends on the mapping's kind.
 func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
-	if flags&unix.MAP_ANONYMOUS == 0 {
-		return mmapFile(addr, n, prot, flags, fd, off)
-	}
-	addr, ok := mapAddr(addr, flags)
-	if n == 0 || !ok {
+	anon := flags&unix.MAP_ANONYMOUS != 0
+	if off&(mm.PageSize-1) != 0 {
 		return 0, abi.EINVAL
+	}
+	if !anon && badFD(fd, 0) != 0 {
+		return 0, abi.EBADF
+	}
+	addr, n, e := mapArea(addr, n, flags)
+	if e != 0 {
+		return 0, e
 	}
 	if taken(addr, n, flags) {
 		return 0, abi.EEXIST
 	}
-	if n > mm.MaxMapping {
-		return 0, abi.ENOMEM
+	if !anon {
+		return mmapFile(addr, n, prot, flags, fd, off)
 	}
-	return vm.Map(addr, mm.PageRound(n), uint32(prot&7), flags&unix.MAP_FIXED != 0)
+	typ := flags & (unix.MAP_SHARED | unix.MAP_PRIVATE)
+	if typ != unix.MAP_PRIVATE && typ != unix.MAP_SHARED {
+		return 0, abi.EINVAL
+	}
+	return vm.Map(addr, n, uint32(prot&7), flags&unix.MAP_FIXED != 0, mapCharge(flags, typ == unix.MAP_SHARED, true))
 }
 
-// mapAddr is the address mmap was given as the areas take it. Without
-// MAP_FIXED or MAP_FIXED_NOREPLACE it is a hint, rounded down to its page
-// as Linux's round_hint_to_min does, and used if that range is free and
-// in the user half (ignored otherwise: a kernel-half hint too); with them
-// it must be page-aligned (ok false: EINVAL).
-func mapAddr(addr, flags uintptr) (a uintptr, ok bool) {
-	if flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) == 0 {
-		return addr &^ (mm.PageSize - 1), true
+// mapCharge is how a mapping counts against memory (mm.Charge): never
+// with MAP_NORESERVE, at mmap if shared and anonymous, never if shared
+// and of a file, when writable if private.
+func mapCharge(flags uintptr, shared, anon bool) mm.Charge {
+	switch {
+	case flags&unix.MAP_NORESERVE != 0, shared && !anon:
+		return mm.ChargeNone
+	case shared:
+		return mm.ChargeNow
 	}
-	return addr, addr&(mm.PageSize-1) == 0
+	return mm.ChargeWrite
+}
+
+// mapArea checks mmap's length and address as Linux's do_mmap and
+// get_unmapped_area do, in their order, and returns the address as the
+// areas take it and the length rounded up to pages: a length of 0 is
+// EINVAL; one that rounds past the top of the address space, or longer
+// than the user half, ENOMEM; then, with MAP_FIXED or
+// MAP_FIXED_NOREPLACE, a range past the user half is ENOMEM and an
+// unaligned address EINVAL. Without them the address is a hint, rounded
+// down to its page as Linux's round_hint_to_min does, and used if that
+// range is free and in the user half (ignored otherwise: a kernel-half
+// hint too). (do_mmap's check that the offset in pages plus the length
+// does not wrap cannot fail with 64-bit offsets; a file's offset past
+// what it can hold is EOVERFLOW later, mmapFile.)
+func mapArea(addr, n, flags uintptr) (uintptr, uintptr, abi.Errno) {
+	switch {
+	case n == 0:
+		return 0, 0, abi.EINVAL
+	case n > mm.MaxMapping:
+		return 0, 0, abi.ENOMEM
+	}
+	n = mm.PageRound(n)
+	if flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) == 0 {
+		return addr &^ (mm.PageSize - 1), n, 0
+	}
+	switch {
+	case addr > mm.UserMax-n:
+		return 0, 0, abi.ENOMEM
+	case addr&(mm.PageSize-1) != 0:
+		return 0, 0, abi.EINVAL
+	}
+	return addr, n, 0
 }
 
 // mapLegacyFlags are the flags MAP_SHARED_VALIDATE accepts (Linux's
@@ -140,38 +186,21 @@ const mapLegacyFlags = 0x3 | 0x10 | 0x20 | 0x100 | 0x800 | 0x1000 | 0x2000 | 0x4
 
 // taken reports whether MAP_FIXED_NOREPLACE asks for [addr, addr+n),
 // which is not all free: EEXIST — with MAP_FIXED too, which then replaces
-// nothing — which Linux checks after the length and before the mapping
-// type and the file's access mode. (sysMmap checks again after mapping: a
-// hint is placed elsewhere when taken.)
+// nothing — which Linux checks after the length and address and before
+// a file's offset, the mapping type and the file's access mode. (sysMmap
+// checks again after mapping: a hint is placed elsewhere when taken.)
 func taken(addr, n, flags uintptr) bool {
-	return flags&unix.MAP_FIXED_NOREPLACE != 0 && n <= mm.MaxMapping && mm.Overlaps(addr, addr+mm.PageRound(n))
+	return flags&unix.MAP_FIXED_NOREPLACE != 0 && mm.Overlaps(addr, addr+n)
 }
 
-// mmapFile maps file descriptor fd from offset off, with Linux's checks in
-// its order: the offset's alignment, the descriptor, the length,
-// MAP_FIXED_NOREPLACE's EEXIST, the mapping type, MAP_SHARED_VALIDATE's
-// flags (EOPNOTSUPP), the access mode (EACCES), whether the file can be
-// mapped (ENODEV).
+// mmapFile maps file descriptor fd from offset off, n bytes (a whole
+// number of pages) at addr, which mmap checked, with the rest of Linux's
+// checks in its order: the offset past what a file holds (EOVERFLOW), the
+// mapping type, MAP_SHARED_VALIDATE's flags (EOPNOTSUPP), the access mode
+// (EACCES), whether the file can be mapped (ENODEV).
 func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
-	if off&(mm.PageSize-1) != 0 {
-		return 0, abi.EINVAL
-	}
-	if badFD(fd, 0) != 0 {
-		return 0, abi.EBADF
-	}
-	addr, ok := mapAddr(addr, flags)
-	if n == 0 || !ok {
-		return 0, abi.EINVAL
-	}
-	if n > mm.MaxMapping {
-		return 0, abi.ENOMEM
-	}
-	n = mm.PageRound(n)
 	if int64(off) < 0 || int64(off+n) < int64(off) {
 		return 0, abi.EOVERFLOW
-	}
-	if taken(addr, n, flags) {
-		return 0, abi.EEXIST
 	}
 	typ := flags & (unix.MAP_SHARED | unix.MAP_PRIVATE)
 	if typ == 0 {
@@ -189,7 +218,7 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 		if e != 0 {
 			return 0, abi.Errno(e)
 		}
-		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared, shared && !writable)
+		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared, shared && !writable, mapCharge(flags, shared, false))
 	}
 	h := shareGet(fd)
 	if h < 0 {
@@ -222,7 +251,14 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	if p == 0 {
 		fill = 0
 	}
-	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared, shared && acc != unix.O_RDWR)
+	// The charge is the protection asked for's, not the filling's: a
+	// read-only private mapping is not checked (nor, made writable
+	// later, is it then).
+	charge := mapCharge(flags, shared, false)
+	if p&mm.ProtWrite == 0 {
+		charge = mm.ChargeNone
+	}
+	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared, shared && acc != unix.O_RDWR, charge)
 	if e != 0 || p == 0 {
 		return a, e
 	}

@@ -65,7 +65,7 @@ func trap(r *Regs) (toTask bool) {
 			switch {
 			case f == mm.FaultBus:
 				sig, code = int(unix.SIGBUS), busAdrerr
-			case r.Error&1 != 0:
+			case f == mm.FaultAccess:
 				code = segvAccerr
 			}
 			if !signalUser(r, fx, sig, code, faultAddr) {

@@ -120,7 +120,7 @@ func syncException(r *Regs, p *perCPU) {
 			switch {
 			case f == mm.FaultBus:
 				sig, si = int(unix.SIGBUS), busAdrerr
-			case code&1 != 0:
+			case f == mm.FaultAccess:
 				si = segvAccerr
 			}
 			if signalUser(r, fpState(r), sig, si, addr) {

@@ -53,6 +53,7 @@ type vma struct {
 	prot       uint32
 	shared     bool  // MAP_SHARED of a file: its pages are the file's (Env.FileFault)
 	noWrite    bool  // shared, of a file not open for writing: never writable (mprotect: EACCES)
+	noCharge   bool  // never checked against memory when made writable (ChargeNow, ChargeNone)
 	file       int32 // 0: anonymous memory; else the kernel's name of the file mapped
 	off        int64 // a file area's: the file offset of start
 }
@@ -61,6 +62,7 @@ type vma struct {
 // the same file at the following offset (then they are one area).
 func (v *vma) joins(w *vma) bool {
 	return v.end == w.start && v.prot == w.prot && v.file == w.file && v.shared == w.shared && v.noWrite == w.noWrite &&
+		v.noCharge == w.noCharge &&
 		(v.file == 0 || v.off+int64(v.end-v.start) == w.off)
 }
 
@@ -324,11 +326,47 @@ func inUser(start, end uintptr) bool {
 	return start >= userMin && end <= userMax && start < end
 }
 
+// Charge says how a mapping counts against memory under Linux's default,
+// heuristic overcommit (vm.overcommit_memory 0): a single request for
+// more than the machine's memory is refused with ENOMEM
+// (__vm_enough_memory: RAM and swap; no swap here), smaller ones are
+// taken whatever is free.
+type Charge uint8
+
+const (
+	// ChargeWrite: a private mapping is checked when it is writable, at
+	// mmap or when mprotect makes it so (accountable_mapping,
+	// mprotect_fixup): a PROT_NONE or read-only reservation costs
+	// nothing, as the Go runtime's large PROT_NONE arenas need.
+	ChargeWrite Charge = iota
+	// ChargeNow: a shared anonymous mapping is checked at mmap whatever
+	// its protection, and never again (shmem_acct_size).
+	ChargeNow
+	// ChargeNone: never checked — MAP_NORESERVE, a shared file mapping.
+	ChargeNone
+)
+
+// overcommits reports whether n bytes charged at once are more than the
+// frames the allocator owns.
+func overcommits(n uintptr) bool {
+	return n/PageSize > uintptr(atomic.LoadInt64(&framesAll))
+}
+
+// charged reports whether a mapping of n bytes with prot, charged as c,
+// is too large for the machine (ENOMEM).
+func charged(n uintptr, prot uint32, c Charge) bool {
+	return (c == ChargeNow || c == ChargeWrite && prot&ProtWrite != 0) && overcommits(n)
+}
+
 // Map creates an anonymous mapping of n bytes (a multiple of PageSize)
 // with prot at addr — exactly there if fixed, replacing what is there; at
 // addr if that range is free; elsewhere otherwise — and returns its
-// address (see kernel's sysMmap).
-func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
+// address (see kernel's sysMmap). ENOMEM, with nothing replaced, for a
+// mapping c refuses.
+func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool, c Charge) (uintptr, abi.Errno) {
+	if charged(n, prot, c) {
+		return 0, abi.ENOMEM
+	}
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
 	if fixed {
@@ -340,7 +378,7 @@ func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Er
 		}
 	}
 	mmLock.Lock()
-	a, e := areaMap(addr, n, prot, fixed)
+	a, e := areaPlace(addr, n, vma{prot: prot, noCharge: c != ChargeWrite}, fixed)
 	mmLock.Unlock()
 	s.flushRefs()
 	return a, e
@@ -351,8 +389,12 @@ func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Er
 // the reference the area holds (Env.FileRef); it is dropped if the
 // mapping fails. Pages come from Env.FileFault when first touched. A
 // shared mapping of a file not open for writing (noWrite) may not be made
-// writable later.
-func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, off int64, shared, noWrite bool) (uintptr, abi.Errno) {
+// writable later. c is the mapping's Charge (ChargeNone for a shared one).
+func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, off int64, shared, noWrite bool, c Charge) (uintptr, abi.Errno) {
+	if charged(n, prot, c) {
+		s.env.FileRef(file, -1)
+		return 0, abi.ENOMEM
+	}
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
 	if fixed {
@@ -366,7 +408,7 @@ func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, 
 		}
 	}
 	mmLock.Lock()
-	a, e := areaPlace(addr, n, vma{prot: prot, file: file, off: off, shared: shared, noWrite: noWrite}, fixed)
+	a, e := areaPlace(addr, n, vma{prot: prot, file: file, off: off, shared: shared, noWrite: noWrite, noCharge: c != ChargeWrite}, fixed)
 	mmLock.Unlock()
 	if e != 0 {
 		logRef(file, -1)
@@ -375,15 +417,10 @@ func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, 
 	return a, e
 }
 
-// areaMap records a mapping of n bytes at addr — exactly there if fixed,
+// areaPlace records area v, n bytes at addr — exactly there if fixed,
 // replacing what is there; at addr if that range is free; elsewhere
 // otherwise — and returns its address. mmLock is held (or the test owns
 // the areas).
-func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
-	return areaPlace(addr, n, vma{prot: prot}, fixed)
-}
-
-// areaPlace is areaMap for area v (its range set here).
 func areaPlace(addr, n uintptr, v vma, fixed bool) (uintptr, abi.Errno) {
 	switch {
 	case fixed:
@@ -513,6 +550,8 @@ func (s Space[E]) DontNeed(addr, n uintptr) abi.Errno {
 // inaccessible lose their frames (their contents are not kept); pages made
 // read-only lose the write bit of their page-table entries, with a TLB
 // shootdown; pages made writable get it back at their next write fault.
+// ENOMEM, with nothing changed, if a private area made writable is, in
+// the range, larger than the machine's memory (ChargeWrite).
 func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	if !inUser(addr, addr+n) {
 		return abi.EINVAL
@@ -520,7 +559,12 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
 	mmLock.Lock()
-	err := areaProtect(addr, n, prot)
+	var err abi.Errno
+	if prot&ProtWrite != 0 && protectCharged(addr, addr+n) {
+		err = abi.ENOMEM
+	} else {
+		err = areaProtect(addr, n, prot)
+	}
 	changed := false
 	if err == 0 && prot != 0 && prot&ProtWrite == 0 {
 		for va := addr; va < addr+n; va += PageSize {
@@ -545,6 +589,20 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	}
 	s.flushRefs()
 	return err
+}
+
+// protectCharged reports whether making [start, end) writable makes an
+// area that was not, private and charged when writable, writable over
+// more than the machine's memory: Linux's mprotect_fixup checks each
+// area's part so (only the first time; here each time). mmLock is held.
+func protectCharged(start, end uintptr) bool {
+	for i := findVMA(start); i < nvmas && vmas[i].start < end; i++ {
+		v := &vmas[i]
+		if v.prot&ProtWrite == 0 && !v.shared && !v.noCharge && overcommits(min(v.end, end)-max(v.start, start)) {
+			return true
+		}
+	}
+	return false
 }
 
 // areaProtect records prot for [addr, addr+n); mmLock is held. As on
@@ -626,15 +684,19 @@ func covered(start, end uintptr) bool {
 }
 
 // Fault is what PageFault made of a page fault: FaultBacked, the page is
-// there now (resume); FaultSegv, no area allows the access (the kernel
-// reports it or sends SIGSEGV); FaultBus, a file area's page its file
-// cannot give — wholly past its end, or a hole of a full file system
+// there now (resume); FaultSegv, nothing is mapped there (the kernel
+// reports it or sends SIGSEGV, SEGV_MAPERR); FaultAccess, an area or the
+// image covers the address but does not allow the access — a PROT_NONE
+// area, a write to a read-only one, touched before or not (SIGSEGV,
+// SEGV_ACCERR, as Linux's access_error); FaultBus, a file area's page its
+// file cannot give — wholly past its end, or a hole of a full file system
 // (SIGBUS, BUS_ADRERR, as Linux).
 type Fault uint8
 
 const (
 	FaultBacked Fault = iota
 	FaultSegv
+	FaultAccess
 	FaultBus
 )
 
@@ -642,8 +704,8 @@ const (
 // access (code: the page-fault error code; bit 0: a present page, bit 1: a
 // write), or gives a read-only page its write bit back after mprotect made
 // its area writable, or backs a page of the demand-paged BSS (bss.go). It
-// reports FaultSegv or FaultBus for a fault the kernel must report or
-// signal.
+// reports FaultSegv, FaultAccess or FaultBus for a fault the kernel must
+// report or signal.
 func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	page := addr &^ (PageSize - 1)
 	if page >= bssLazyLo && page < bssLazyHi && code&1 == 0 {
@@ -655,18 +717,28 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	// Only user mappings are backed on demand; anything else (a wild
 	// kernel pointer, address 0) is reported, and so is a fault inside
 	// mmLock's own critical section, whose lock this would wait for.
+	// Below the areas a present page of the image that refused the
+	// access is its read-only text or data: an access error. The rest
+	// of the identity map and the kernel half are not the program's,
+	// mapped for it nowhere, as on Linux.
 	if !inUser(page, page+PageSize) || mmLock.HeldHere() {
+		if code&1 != 0 && page >= imageLo && page < imageHi {
+			return FaultAccess
+		}
 		return FaultSegv
 	}
 	write := code&2 != 0
 	if code&1 != 0 && !write {
-		return FaultSegv // a present page refused a read: reserved bits
+		return FaultAccess // a present page refused a read: reserved bits
 	}
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	i := findVMA(page)
-	if i >= nvmas || vmas[i].start > page || vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
+	if i >= nvmas || vmas[i].start > page {
 		return FaultSegv
+	}
+	if vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
+		return FaultAccess
 	}
 	// No frame for the page or its page table: the program is out of
 	// memory (Env.OOMKill, which stops the machine with mmLock held).
@@ -813,7 +885,9 @@ const (
 	KStackSize   = 32 << 10
 )
 
-// AllocKStack returns slot's kernel stack, mapping it the first time. A
+// AllocKStack returns slot's kernel stack, mapping it the first time
+// (all of it or, out of frames, none: a slot with its first page mapped
+// holds a whole stack). A
 // slot keeps its stack when its task ends: mapping fresh frames over it
 // later would leave other CPUs' TLBs pointing at the old ones (the task
 // switch benchmark's partner, taking an exited thread's slot, once ran on
@@ -832,14 +906,33 @@ func AllocKStack(slot int) (lo, hi uintptr, ok bool) {
 }
 
 // MapKernel backs [lo, hi) in the kernel's upper half with fresh frames.
+// It maps all of the range or, out of frames part-way, none of it: the
+// pages it mapped are unmapped and their frames freed (a frame whose page
+// table could not be made too), so that AllocKStack, which takes a slot
+// whose first page is mapped as a whole stack, never sees half of one.
+// No address in the range has been handed out yet, so no code has used
+// a translation of it and no shootdown is needed; the invalidation drops
+// whatever this CPU (on arm64 any CPU) may have cached speculatively.
 func MapKernel(lo, hi uintptr) bool {
 	mmLock.Lock()
 	defer mmLock.Unlock()
 	for va := lo; va < hi; va += PageSize {
 		f := AllocFrame()
-		if f == 0 || !mapPage(va, f) {
-			return false
+		if f != 0 && mapPage(va, f) {
+			continue
 		}
+		if f != 0 {
+			FreeFrame(f)
+		}
+		for p := lo; p < va; p += PageSize {
+			e := at[uint64](walk(p, false))
+			f := pteFrame(*e)
+			*e = 0
+			pteWritten()
+			flushPage(p)
+			FreeFrame(f)
+		}
+		return false
 	}
 	return true
 }

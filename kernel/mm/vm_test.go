@@ -17,6 +17,11 @@ const (
 	modelPages = 64
 )
 
+// areaMap places an anonymous area (areaPlace).
+func areaMap(addr, n uintptr, prot uint32, fixed bool) (uintptr, abi.Errno) {
+	return areaPlace(addr, n, vma{prot: prot}, fixed)
+}
+
 func resetVM() {
 	nvmas = 0
 	mmapCursor = mmapStart

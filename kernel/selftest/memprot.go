@@ -366,3 +366,69 @@ func testMemoryPageTablesFreed(t *T) {
 		t.Errorf("%d frames not given back (more than 64): the page tables of unmapped ranges are kept", lost)
 	}
 }
+
+// SIGSEGV's si_code (faultsig_$GOARCH.s records it).
+const (
+	segvMaperr = 1 // SEGV_MAPERR: nothing is mapped at the address
+	segvAccerr = 2 // SEGV_ACCERR: a mapping is there, and refuses the access
+)
+
+// testMemoryFaultCodes: a fault inside a mapping that does not allow the
+// access is SIGSEGV with SEGV_ACCERR — a never-touched page of a PROT_NONE
+// mapping, read or written; a write to a PROT_READ page, touched before or
+// not; a read of a page made PROT_NONE after it was written; a write to
+// the image's read-only data — and a fault where nothing is mapped is
+// SEGV_MAPERR, each at the address touched, as
+// Linux's access_error and bad_area. yolk used to give SEGV_MAPERR for
+// every fault on a page without a frame.
+func testMemoryFaultCodes(t *T) {
+	p := mmap(t, 0, 6*pageSize, unix.PROT_NONE, 0)
+	defer syscall.Syscall(syscall.SYS_MUNMAP, p, 6*pageSize, 0)
+	// Pages: 0, 1 PROT_NONE never touched; 2 PROT_READ never touched; 3
+	// PROT_READ, read before; 4 written, then PROT_NONE; 5 unmapped.
+	for _, c := range []struct {
+		page uintptr
+		prot int
+	}{{2, unix.PROT_READ}, {3, unix.PROT_READ}, {4, unix.PROT_READ | unix.PROT_WRITE}} {
+		if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p+c.page*pageSize, pageSize, uintptr(c.prot)); e != 0 {
+			t.Fatalf("mprotect page %d: %v", c.page, e)
+		}
+	}
+	if b := bytesAt(p+3*pageSize, 1); b[0] != 0 {
+		t.Fatalf("a fresh PROT_READ page reads %#x", b[0])
+	}
+	bytesAt(p+4*pageSize, 1)[0] = 7
+	if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p+4*pageSize, pageSize, unix.PROT_NONE); e != 0 {
+		t.Fatalf("mprotect PROT_NONE: %v", e)
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, p+5*pageSize, pageSize, 0); e != 0 {
+		t.Fatalf("munmap: %v", e)
+	}
+	for _, c := range []struct {
+		what  string
+		off   uintptr
+		write bool
+		code  int32
+		image bool // off is into the image's read-only data, not the mapping
+	}{
+		{"read of a never-touched PROT_NONE page", 0*pageSize + 0x123, false, segvAccerr, false},
+		{"write to a never-touched PROT_NONE page", 1*pageSize + 0xff8, true, segvAccerr, false},
+		{"write to a never-touched PROT_READ page", 2*pageSize + 17, true, segvAccerr, false},
+		{"write to a PROT_READ page read before", 3*pageSize + 5, true, segvAccerr, false},
+		{"read of a written page made PROT_NONE", 4*pageSize + 9, false, segvAccerr, false},
+		{"write to a written page made PROT_NONE", 4*pageSize + 10, true, segvAccerr, false},
+		{"read where nothing is mapped", 5*pageSize + 33, false, segvMaperr, false},
+		{"write where nothing is mapped", 5*pageSize + 34, true, segvMaperr, false},
+		{"write to the image's read-only data", 3, true, segvAccerr, true},
+	} {
+		a := p + c.off
+		if c.image {
+			a = uintptr(unsafe.Pointer(unsafe.StringData(readOnlyText))) + c.off
+		}
+		got := faultSignal(t, &bytesAt(a, 1)[0], c.write)
+		if want := (faultSeen{syscall.SIGSEGV, c.code, a}); got != want {
+			t.Errorf("%s: signal %d (%v) si_code %d si_addr %#x; want SIGSEGV si_code %d si_addr %#x",
+				c.what, int(got.sig), got.sig, got.code, got.addr, c.code, a)
+		}
+	}
+}

@@ -94,7 +94,7 @@ var tests = []test{
 	{"TestWireTCP6Out", testWireTCP6Out},
 	{"TestWireTCPIn", testWireTCPIn},
 
-	// fuzz.go, fuzz_block.go, memprot.go
+	// fuzz.go, fuzz_block.go, memprot.go, mmap_errno.go
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestPipeReadUnmapSignals", testPipeReadUnmapSignals},
 	{"TestTaskInfo", testTaskInfo},
@@ -102,6 +102,9 @@ var tests = []test{
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 	{"TestMemoryPageTablesFreed", testMemoryPageTablesFreed},
 	{"TestMemoryImageRules", testMemoryImageRules},
+	{"TestMemoryFaultCodes", testMemoryFaultCodes},
+	{"TestMmapErrnoOrder", testMmapErrnoOrder},
+	{"TestMemoryOvercommit", testMemoryOvercommit},
 	{"TestUserCopyFault", testUserCopyFault},
 	{"TestSoak", testSoak},
 
