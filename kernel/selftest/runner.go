@@ -19,11 +19,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -150,6 +153,7 @@ func main() {
 	skip := flag.String("skip", "", "do not run tests matching `regexp`")
 	benchRe := flag.String("bench", "", "run benchmarks matching `regexp`")
 	timeout := flag.Duration("timeout", defaultTestTimeout, "fail a test still running after `d` and exit")
+	cpuprofile := flag.Bool("cpuprofile", false, "print a CPU profile of the benchmarks, base64 between lines cpuprofile-begin and cpuprofile-end (the guest has no file the host can read)")
 	flag.Parse()
 	runRe, skipRe := regexp.MustCompile(*run), regexp.MustCompile(*skip)
 	failed := false
@@ -172,12 +176,20 @@ func main() {
 		re := regexp.MustCompile(*benchRe)
 		yolk := onYolk()
 		fmt.Printf("goos: %s\ngoarch: %s\npkg: yolk/kernel/selftest\n", runtime.GOOS, runtime.GOARCH)
+		var prof bytes.Buffer
+		if *cpuprofile {
+			pprof.StartCPUProfile(&prof)
+		}
 		for _, b := range benches {
 			if !re.MatchString(b.name) || b.yolkOnly && !yolk || runtime.GOMAXPROCS(0) < benchMinCPUs[b.name] {
 				continue
 			}
 			r := testing.Benchmark(b.fn)
 			fmt.Printf("%s-%d\t%s\t%s\n", b.name, runtime.GOMAXPROCS(0), r.String(), r.MemString())
+		}
+		if *cpuprofile {
+			pprof.StopCPUProfile()
+			fmt.Printf("cpuprofile-begin\n%s\ncpuprofile-end\n", base64.StdEncoding.EncodeToString(prof.Bytes()))
 		}
 	}
 	if failed {
