@@ -85,7 +85,7 @@ TEXT ·start(SB),NOSPLIT|NOFRAME,$0
 	ADD	$1024, R1, R3
 	MOVD	R3, 16(g)
 	MOVD	R3, 24(g)
-	MOVD	$0, R29
+	MOVD	$0, R29	// the frame chain starts here (vet's "frame pointer is clobbered" is this: intended)
 	SUB	$32, RSP
 	MOVD	R0, 8(RSP)	// kmain(dtb, 0)
 	MOVD	ZR, 16(RSP)
@@ -322,7 +322,7 @@ copy:
 	MOVD	R3, RSP
 	MSR	$0, SPSel
 	MOVD	R1, RSP
-	MOVD	$0, R29
+	MOVD	$0, R29	// the application's R29 is in the frame: a fresh chain on the kernel stack (vet reports it; intended)
 	RET
 
 // userRestore returns to application code from the frame at RSP (on the
@@ -370,7 +370,7 @@ nested:
 	LDP	176(R0), (R22, R23)
 	LDP	192(R0), (R24, R25)
 	LDP	208(R0), (R26, R27)
-	LDP	224(R0), (g, R29)
+	LDP	224(R0), (g, R29)	// the interrupted code's frame pointer (vet reports it; intended)
 	MOVD	240(R0), R30
 	LDP	0(R0), (R0, R1)
 	ERET
