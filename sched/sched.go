@@ -478,22 +478,22 @@ func Preempt(woke bool) {
 			c.why = WhySlice
 			switchTo(next, finReady)
 		}
-	} else if !wokenUncovered() {
-		return
 	} else if woke {
 		yieldWoken(WhyWoke)
-	} else if c.curSpent(now) {
+	} else if c.curSpent(now) && wokenUncovered() {
 		yieldWoken(WhyBudget)
 	}
 }
 
-// wokenUncovered reports whether a woken task waits with no idle CPU on
-// its way to it: qWoken is not empty and no CPU claimed by a waker
-// (claimedMask) is still to look at the queues. A woken task that has
-// one is that CPU's, as on Linux, where it goes to an idle CPU and the
-// waker keeps its own: taking it here instead would move the CPU-bound
-// task to the claimed CPU, off its CPU for as long as that one takes to
-// wake (tens of µs under emulation).
+// wokenUncovered reports whether woken tasks wait and no CPU claimed by a
+// waker (claimedMask) is still on its way to the queues. The mask does
+// not say for which task: while any claim is out, the woken tasks are
+// left to the claimed CPUs, as on Linux, where a woken task goes to an
+// idle CPU and the waker keeps its own; taking one here instead would
+// move the CPU-bound task to the claimed CPU, off a CPU for as long as
+// that one takes to wake (tens of µs under emulation). A claimed CPU that
+// leaves woken tasks behind preempts a spent one (Idle), so they wait a
+// CPU's wake-up longer at most, not a slice.
 func wokenUncovered() bool {
 	return !empty(qWoken) && atomic.LoadUint64(&claimedMask) == 0
 }
@@ -511,6 +511,14 @@ const sliceSlack = 1_000_000 // ns
 // system calls keeps its CPU for a Slice at most while others wait, and
 // for about a Budget while a woken task does.
 func (c *CPU) PreemptAt() int64 {
+	// A CPU on its way back to application code is not on its way to
+	// the queues: a claim of it still out is stale (the waker set it
+	// after this CPU had looked, wakeIdle's two steps), and would keep
+	// every CPU-bound task from giving way. Pass it on.
+	if self := uint64(1) << uint(c.ID); atomic.LoadUint64(&claimedMask)&self != 0 &&
+		atomic.AndUint64(&claimedMask, ^self)&self != 0 && !empty(qWoken) {
+		preemptSpent()
+	}
 	if wokenUncovered() {
 		return min(c.ranSince+Slice, c.switchedAt+Budget-taskAt(c.cur).used+c.usedBefore)
 	}
@@ -545,10 +553,11 @@ func Idle(wait func(deadline int64)) {
 	atomic.OrUint64(&online, bit)
 	for {
 		next := dequeue()
-		if atomic.LoadUint64(&claimedMask)&bit != 0 && atomic.AndUint64(&claimedMask, ^bit)&bit != 0 && !empty(qWoken) {
-			// Claimed for a woken task, this CPU took another (or
-			// none): the woken one has no CPU on its way any more, so
-			// the CPU-bound tasks that left it to this one must not.
+		if atomic.LoadUint64(&claimedMask)&bit != 0 && atomic.AndUint64(&claimedMask, ^bit)&bit != 0 && next != nil && !empty(qWoken) {
+			// Claimed for a woken task, this CPU took one task and
+			// woken ones are left with no CPU on its way: the
+			// CPU-bound tasks that left them to this one must not.
+			// (With none taken, this CPU looks again before halting.)
 			preemptSpent()
 		}
 		if next != nil {
@@ -566,7 +575,7 @@ func Idle(wait func(deadline int64)) {
 				// but this CPU found another one first: pass the claim
 				// on, or that task could wait while a CPU halts.
 				atomic.AndUint64(&claimedMask, ^bit)
-				if !wakeIdle() && !empty(qWoken) {
+				if (!empty(qWoken) || !empty(qSpent)) && !wakeIdle() && !empty(qWoken) {
 					preemptSpent()
 				}
 			}
