@@ -504,7 +504,18 @@ func testPipeBlockingClose(t *T) {
 	syscall.Pipe2(p[:], syscall.O_CLOEXEC)
 	data := bytes.Repeat([]byte("yolk"), 50000)
 	go func() {
-		syscall.Write(p[1], data)
+		// A signal (the runtime's preemption) can end a blocked write
+		// after part of it, with the count written, as on Linux: write
+		// the rest.
+		for d := data; len(d) > 0; {
+			n, err := syscall.Write(p[1], d)
+			if n > 0 {
+				d = d[n:]
+			}
+			if err != nil && err != syscall.EINTR {
+				break
+			}
+		}
 		syscall.Close(p[1])
 	}()
 	var got []byte
