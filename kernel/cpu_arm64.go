@@ -16,8 +16,9 @@ type perCPU struct {
 
 	// userPreempt: the trap being handled is a timer or wake-up interrupt
 	// that came from application code; timerWoke: a timer interrupt that
-	// woke a task (preemptUser).
-	userPreempt, timerWoke bool
+	// woke a task (preemptUser); fromUser: the trap being handled came
+	// from application code.
+	userPreempt, timerWoke, fromUser bool
 
 	// Start-up times (ns since boot, the boot CPU's clock): CPU_ON
 	// called, the CPU running Go code.

@@ -167,5 +167,5 @@ func irqPi(p *perCPU) (preempt bool) {
 func timerIRQTaken(p *perCPU) {
 	gtimer.Stop()
 	p.timer.armed = 0
-	p.timerWoke = timerInterrupt()
+	p.timerWoke = timerInterrupt(p.fromUser)
 }

@@ -80,8 +80,10 @@ func userSync() {
 }
 
 // timerInterrupt is the vecTimer handler: wake the tasks that are due and
-// re-arm for the next. It reports whether it woke any.
-func timerInterrupt() bool {
+// re-arm for the next. fromUser: the interrupt took application code; it
+// then reports whether preemptUser is to switch this CPU to a task it
+// woke, else whether it woke any (sched.ExpireTimers).
+func timerInterrupt(fromUser bool) bool {
 	ts := &percpu[sched.This().ID].timer
 	now := nanotime()
 	if ts.armed != 0 {
@@ -89,7 +91,7 @@ func timerInterrupt() bool {
 	}
 	ts.armed = 0
 	ts.fired++
-	next, woke := sched.ExpireTimers(now + ts.lead)
+	next, woke := sched.ExpireTimers(now+ts.lead, fromUser)
 	ptimersCheck(now + ts.lead)
 	if next != 0 {
 		ts.arm(next)

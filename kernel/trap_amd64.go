@@ -96,7 +96,7 @@ func trap(r *Regs) (toTask bool) {
 		}
 	case v == vecTimer:
 		lapic.EOI()
-		p.timerWoke = timerInterrupt()
+		p.timerWoke = timerInterrupt(!inKernel(r))
 	case v == vecConsoleRx:
 		conInInterrupt()
 	case v >= vecVirtio && v < vecVirtio+maxVirtioGSI:

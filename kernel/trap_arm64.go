@@ -76,6 +76,8 @@ func trap(r *Regs) (toTask bool) {
 	sched.AssertKernel()
 	p := &percpu[sched.This().ID]
 	preempt := false
+	fromUser := r.Vector&vecNested == 0 && !inKernel(r)
+	p.fromUser = fromUser // for timerInterrupt; a nested trap may clear it
 	switch r.Vector &^ vecNested {
 	case vecSync:
 		syncException(r, p)
@@ -84,7 +86,7 @@ func trap(r *Regs) (toTask bool) {
 	default:
 		fault(r, "")
 	}
-	if r.Vector&vecNested == 0 && !inKernel(r) {
+	if fromUser {
 		p.userPreempt = preempt
 		toTask = preempt || signalPending(sched.Current())
 	}

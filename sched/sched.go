@@ -245,6 +245,14 @@ func enqueue(t *Task, i int) {
 // used its Budget (preemptSpent), rather than wait for one to come to the
 // kernel.
 func makeReady(t *Task) {
+	if q := queueReady(t); !wakeIdle() && q == qWoken {
+		preemptSpent()
+	}
+}
+
+// queueReady puts t, which no CPU runs, on its ready queue and returns
+// which: makeReady without resuming or interrupting another CPU.
+func queueReady(t *Task) int {
 	assertKernel()
 	t.setState(stReady)
 	q := queueFor(t)
@@ -255,9 +263,7 @@ func makeReady(t *Task) {
 	if atomic.LoadUint32(&traceOn) != 0 {
 		trace(TraceEvent{Ev: TraceReady, Q: uint8(q), To: t.TID, ToUsed: t.used})
 	}
-	if !wakeIdle() && q == qWoken {
-		preemptSpent()
-	}
+	return q
 }
 
 // preemptSpent interrupts one other CPU whose current task has used its

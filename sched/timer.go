@@ -120,10 +120,22 @@ func (t *Task) timerCancel() {
 
 // ExpireTimers wakes, as timed out, every task on this CPU's heap whose
 // deadline is at or before until, and returns the earliest deadline left
-// (0: none) and whether it woke any. The kernel calls it from the timer
-// interrupt with until a little past the present (the interrupt's usual
-// lateness): a task woken before its deadline waits out the rest itself
-// (Block), so the interrupt can be armed early by its expected lateness.
+// (0: none) and whether this CPU is to switch to a task it woke. The kernel
+// calls it from the timer interrupt with until a little past the present
+// (the interrupt's usual lateness): a task woken before its deadline waits
+// out the rest itself (Block), so the interrupt can be armed early by its
+// expected lateness.
+//
+// fromUser: the interrupt took application code, whose task Preempt
+// switches out for a woken one if woke is true. A task woken then goes to
+// an idle CPU if there is one (wakeIdle), and the interrupted task keeps
+// its own, as on Linux, where a timer-woken task goes to an idle CPU
+// rather than preempt a busy one. With no CPU idle the first task woken
+// is this CPU's, and only the others interrupt spent CPUs (preemptSpent):
+// interrupting another for it too would cost that CPU an interrupt that
+// finds nothing. Without fromUser (the idle loop, halted, which looks at
+// the ready queues next) the tasks are made ready as by any waker, and
+// woke reports whether there were any.
 //
 // The blocked-to-ready transition is made under the heap's lock, for the
 // wait the entry was made for (tseq, read while the entry is in the heap),
@@ -134,7 +146,7 @@ func (t *Task) timerCancel() {
 // for this lock: the task can be blocked in its next wait before the
 // transition below is tried, which must then fail — with the task's
 // current seq it would time out a wait that has no deadline.)
-func ExpireTimers(until int64) (next int64, woke bool) {
+func ExpireTimers(until int64, fromUser bool) (next int64, woke bool) {
 	tm := &This().timers
 	var expired uintptr
 	tm.lock.Lock()
@@ -152,11 +164,24 @@ func ExpireTimers(until int64) (next int64, woke bool) {
 	tm.publish()
 	next = atomic.LoadInt64(&tm.next)
 	tm.lock.Unlock()
-	woke = expired != 0
 	for expired != 0 {
 		t := taskAt(expired)
 		expired = t.tnext
-		t.finishWake(WakeTimeout)
+		if !fromUser {
+			t.finishWake(WakeTimeout)
+			woke = true
+			continue
+		}
+		t.leaveWait(WakeTimeout)
+		q := queueReady(t)
+		switch {
+		case wakeIdle():
+		case q != qWoken:
+		case !woke:
+			woke = true
+		default:
+			preemptSpent()
+		}
 	}
 	return next, woke
 }

@@ -163,6 +163,13 @@ func (t *Task) wake(seq uint32, why Woken) bool {
 // moved from blocked to ready (so nobody else touches its wait fields):
 // off its wait queue, and onto the ready queue.
 func (t *Task) finishWake(why Woken) {
+	t.leaveWait(why)
+	makeReady(t)
+}
+
+// leaveWait takes t, woken, off the wait queue it waited on and records
+// why it woke.
+func (t *Task) leaveWait(why Woken) {
 	if t.wq != 0 {
 		q := wqAt(t.wq)
 		q.lock.Lock()
@@ -170,7 +177,6 @@ func (t *Task) finishWake(why Woken) {
 		q.lock.Unlock()
 	}
 	t.woken = why
-	makeReady(t)
 }
 
 // Wake makes up to n tasks blocked on q with key ready, oldest first, and
