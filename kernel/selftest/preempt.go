@@ -231,7 +231,10 @@ func spinCount(stop *uint32, n *uint64)
 //
 // It is an ordering, not a timing: W reads the spinner's counter when it
 // runs. A round is inconclusive, and not counted, when X cannot tell the
-// displaced spinner within 0.5 ms (not exactly one stopped), when the
+// displaced spinner within 0.5 ms (not exactly one stopped), when W was
+// not waiting in its futex (the wake-up woke nobody: W's thread was still
+// starting, or the budget had preempted it on its way back to the wait,
+// and a thread that has not blocked is rightly not served first), when the
 // spinner moved between X's look and its wake-up of W (X lost its CPU, or
 // another CPU's slice ended and took the spinner), when X's part took
 // over half a slice, or when the scheduler's starvation bound ran a
@@ -299,7 +302,7 @@ func testWokenFirst(t *T) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	conclusive, late, noStuck, moved, slow, bound := 0, 0, 0, 0, 0, 0
+	conclusive, late, noStuck, notWaiting, moved, slow, bound := 0, 0, 0, 0, 0, 0, 0
 	var lateSeen []string
 	c1 := make([]uint64, n)
 	start := time.Now()
@@ -334,7 +337,10 @@ func testWokenFirst(t *T) {
 			before = count(s)
 		}
 		atomic.StoreUint32(&wake, turn)
-		rawFutexWake(&wake)
+		// W is a woken thread only if it was waiting: one that has not
+		// reached its wait yet (its first turns, while its thread still
+		// starts) runs as a CPU-bound one, behind the spinner, rightly.
+		waiting := rawFutexWake(&wake) > 0
 		after := uint64(0)
 		if s >= 0 {
 			after = count(s)
@@ -364,6 +370,9 @@ func testWokenFirst(t *T) {
 		case s < 0:
 			noStuck++
 			continue
+		case !waiting:
+			notWaiting++
+			continue
 		case after != before:
 			moved++
 			continue
@@ -385,8 +394,8 @@ func testWokenFirst(t *T) {
 	atomic.StoreUint32(&wake, attempts+1) // W runs through its remaining turns
 	rawFutexWake(&wake)
 	<-wDone
-	t.Logf("%d CPUs: %d conclusive rounds, the displaced spinner ran before the woken thread in %d %v; inconclusive: %d no single spinner stopped, %d it moved, %d over 5 ms, %d the starvation bound ran a CPU-bound task first",
-		n, conclusive, late, lateSeen, noStuck, moved, slow, bound)
+	t.Logf("%d CPUs: %d conclusive rounds, the displaced spinner ran before the woken thread in %d %v; inconclusive: %d no single spinner stopped, %d W was not waiting, %d it moved, %d over 5 ms, %d the starvation bound ran a CPU-bound task first",
+		n, conclusive, late, lateSeen, noStuck, notWaiting, moved, slow, bound)
 	if n > 1 && conclusive < rounds/2 {
 		// A round needs the other vCPUs to run, which an
 		// oversubscribed host may not do.
@@ -421,8 +430,9 @@ func rawFutexWait(addr *uint32, val uint32, d time.Duration) syscall.Errno {
 }
 
 // rawFutexWake wakes the threads blocked on *addr.
-func rawFutexWake(addr *uint32) {
-	syscall.RawSyscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 1|128, 1<<30, 0, 0, 0)
+func rawFutexWake(addr *uint32) (woken int) {
+	n, _, _ := syscall.RawSyscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), 1|128, 1<<30, 0, 0, 0)
+	return int(n)
 }
 
 // testSpentBudget: a task taken from sched's qSpent while woken tasks
