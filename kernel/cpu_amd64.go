@@ -45,7 +45,7 @@ type perCPU struct {
 
 	// userPreempt: the trap being handled is a timer or wake-up interrupt
 	// that came from application code; timerWoke: a timer interrupt that
-	// woke a task (preemptUser).
+	// woke a task for this CPU (preemptUser; sched.ExpireTimers).
 	userPreempt, timerWoke bool
 
 	// Start-up times (ns since boot, the boot CPU's clock): STARTUP sent,

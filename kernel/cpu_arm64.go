@@ -16,8 +16,8 @@ type perCPU struct {
 
 	// userPreempt: the trap being handled is a timer or wake-up interrupt
 	// that came from application code; timerWoke: a timer interrupt that
-	// woke a task (preemptUser); fromUser: the trap being handled came
-	// from application code.
+	// woke a task for this CPU (preemptUser; sched.ExpireTimers);
+	// fromUser: the trap being handled came from application code.
 	userPreempt, timerWoke, fromUser bool
 
 	// Start-up times (ns since boot, the boot CPU's clock): CPU_ON

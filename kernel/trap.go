@@ -12,7 +12,7 @@ const ExitFault = 125
 // exception took from application code, with the frame the trap entry
 // moved there (entry_$GOARCH.s): the only place where a task is switched
 // involuntarily. After a timer interrupt the task gives up its CPU if the
-// interrupt woke another task, its slice is over, or it has used its budget
+// interrupt woke a task for this CPU, its slice is over, or it has used its budget
 // while a woken task waits; after a wake-up interrupt (another CPU's
 // preemption request, sched's preemptSpent) only in the last two cases
 // (sched.Preempt). Then a pending signal is delivered. The task resumes with every register as the

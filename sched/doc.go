@@ -13,7 +13,7 @@
 // a system call once it has run a Slice while others were ready), with
 // one exception, Preempt: after a timer or wake-up interrupt that took it
 // from application code, on its own kernel stack, if the interrupt woke a
-// task, its Slice is over, or it has used its Budget while a woken task
+// task for this CPU, its Slice is over, or it has used its Budget while a woken task
 // waits (docs/preemption.md). Every CPU runs the same loop on two global
 // lock-free FIFOs of ready tasks (package queue, one domain) with hazard
 // pointers per processor: tasks that have used less than a Budget of CPU

@@ -467,8 +467,8 @@ func yieldWoken(why uint8) {
 // stack of a task that a timer or wake-up interrupt took from application
 // code (never inside kernel code or a queue operation: those run with
 // interrupts off). The task gives up its CPU to the next ready task if it
-// has run for a Slice; to a woken task (qWoken), if the interrupt made one
-// ready (woke: a timer expired), so that it gets a CPU now rather than
+// has run for a Slice; to a woken task (qWoken), if the interrupt woke one
+// for this CPU (woke: ExpireTimers), so that it gets a CPU now rather than
 // when the interrupted one next enters the kernel, or if the task has used
 // its Budget. It continues later, like Yield.
 func Preempt(woke bool) {
@@ -480,6 +480,12 @@ func Preempt(woke bool) {
 	if now-c.ranSince >= Slice-sliceSlack {
 		c.ranSince = now
 		if next := dequeue(); next != nil {
+			// The starvation bound took a CPU-bound task ahead of the
+			// woken ones: the one this interrupt woke for this CPU
+			// had no other CPU interrupted for it (ExpireTimers).
+			if woke && c.tookQ == qSpent {
+				preemptSpent()
+			}
 			atomic.AddUint64(&c.preempts, 1)
 			c.why = WhySlice
 			switchTo(next, finReady)

@@ -127,15 +127,19 @@ func (t *Task) timerCancel() {
 // expected lateness.
 //
 // fromUser: the interrupt took application code, whose task Preempt
-// switches out for a woken one if woke is true. A task woken then goes to
-// an idle CPU if there is one (wakeIdle), and the interrupted task keeps
-// its own, as on Linux, where a timer-woken task goes to an idle CPU
-// rather than preempt a busy one. With no CPU idle the first task woken
-// is this CPU's, and only the others interrupt spent CPUs (preemptSpent):
-// interrupting another for it too would cost that CPU an interrupt that
-// finds nothing. Without fromUser (the idle loop, halted, which looks at
-// the ready queues next) the tasks are made ready as by any waker, and
-// woke reports whether there were any.
+// switches out for a woken one (the front of qWoken) if woke is true. A
+// task woken then goes to an idle CPU if there is one (wakeIdle), and the
+// interrupted task keeps its own, as on Linux, where a timer-woken task
+// goes to an idle CPU rather than preempt a busy one. With no CPU idle
+// the first task woken is left to this CPU, and only the others interrupt
+// spent CPUs (preemptSpent): interrupting another for it too would cost
+// that CPU an interrupt that finds nothing. Not when this CPU was itself
+// interrupted for a woken task and has not taken it yet (preemptKicked):
+// its one switch is that task's, so every task woken here goes the usual
+// way. Without fromUser (the idle loop, halted, which looks at the ready
+// queues next) the tasks are made ready as by any waker, and woke
+// reports whether there were any. The expired list is in reverse
+// deadline order: the latest-due task gets the first idle CPU.
 //
 // The blocked-to-ready transition is made under the heap's lock, for the
 // wait the entry was made for (tseq, read while the entry is in the heap),
@@ -164,10 +168,11 @@ func ExpireTimers(until int64, fromUser bool) (next int64, woke bool) {
 	tm.publish()
 	next = atomic.LoadInt64(&tm.next)
 	tm.lock.Unlock()
+	here := fromUser && atomic.LoadUint32(&This().preemptKicked) == 0
 	for expired != 0 {
 		t := taskAt(expired)
 		expired = t.tnext
-		if !fromUser {
+		if !here {
 			t.finishWake(WakeTimeout)
 			woke = true
 			continue

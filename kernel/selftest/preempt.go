@@ -399,7 +399,7 @@ func testWokenFirst(t *T) {
 	if n > 1 && conclusive < rounds/2 {
 		// A round needs the other vCPUs to run, which an
 		// oversubscribed host may not do.
-		t.Skipf("only %d of %d rounds could tell the displaced spinner: the host did not run the other vCPUs enough", conclusive, rounds)
+		t.Skipf("only %d of %d rounds could tell the displaced spinner (in %d W was not waiting): the host did not run the other vCPUs enough", conclusive, rounds, notWaiting)
 	}
 	if n == 1 && late > 0 || late*10 > conclusive {
 		t.Errorf("the woken thread ran after the spinner it displaced in %d of %d rounds", late, conclusive)
