@@ -48,6 +48,10 @@ type perCPU struct {
 	// woke a task for this CPU (preemptUser; sched.ExpireTimers).
 	userPreempt, timerWoke bool
 
+	// timerLVT: the local APIC timer's vector entry is set for timerProgram
+	// (cpuInterrupts clears it with the entry).
+	timerLVT bool
+
 	// Start-up times (ns since boot, the boot CPU's clock): STARTUP sent,
 	// the CPU running Go code.
 	sent, up int64

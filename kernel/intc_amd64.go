@@ -26,6 +26,7 @@ func cpuInterrupts(id int, c *sched.CPU) {
 		lapicReady = true
 	}
 	lapic.Init(vecSpurious)
+	percpu[id].timerLVT = false
 }
 
 // sendIPI raises vec at CPU cpu.

@@ -178,7 +178,12 @@ func timerProgram(at int64) {
 			}
 		}
 	}
-	lapic.OneShot(vecTimer, uint32(ticks))
+	if p := &percpu[sched.This().ID]; p.timerLVT {
+		lapic.Reload(uint32(ticks))
+	} else {
+		lapic.OneShot(vecTimer, uint32(ticks))
+		p.timerLVT = true
+	}
 }
 
 // idleWait halts this CPU until an interrupt, its timer armed for deadline

@@ -121,6 +121,11 @@ func OneShot(vector uint8, count uint32) {
 	write(regTmrInit, count)
 }
 
+// Reload restarts the one-shot timer from count with the vector the last
+// OneShot set: one register write instead of two (under emulation each is
+// a trip through the machine's device lock).
+func Reload(count uint32) { write(regTmrInit, count) }
+
 // Count starts the timer counting down from count with its interrupt
 // masked (for calibration).
 func Count(count uint32) {
