@@ -1,9 +1,11 @@
 //go:build amd64
 
-// Package lapic drives the local APIC in xAPIC (MMIO) mode: enable, end of
-// interrupt and inter-processor interrupts through TamaGo's amd64/lapic,
-// plus the APIC ID, the delivery-status wait before an IPI and the one-shot
-// timer, which that driver does not cover (its ID reads only 4 bits).
+// Package lapic drives the local APIC in xAPIC (MMIO) mode: enable and end
+// of interrupt through TamaGo's amd64/lapic, plus the APIC ID,
+// inter-processor interrupts and the one-shot timer, which that driver
+// does not cover (its ID reads only 4 bits; its IPI writes the ICR with a
+// locked read-modify-write, which QEMU's TCG runs with every other vCPU
+// stopped). Registers are written with plain stores (mmio.Write32).
 //
 // Kernel-context: no allocation, no runtime calls. The register page must be
 // mapped uncached (the boot page tables map the top GiB so). Every function
@@ -19,6 +21,7 @@ import (
 
 	"yolk/arch/amd64"
 	"yolk/drivers/clock"
+	"yolk/drivers/mmio"
 )
 
 // Register offsets and ICR fields (Intel SDM Vol. 3A, 11.4–11.6).
@@ -26,6 +29,7 @@ const (
 	regID      = 0x020
 	regSVR     = 0x0F0
 	regICRLo   = 0x300
+	regICRHi   = 0x310
 	regLVTTmr  = 0x320
 	regTmrInit = 0x380
 	regTmrCur  = 0x390
@@ -48,7 +52,7 @@ func reg(off uintptr) *uint32 {
 }
 
 func read(off uintptr) uint32     { return atomic.LoadUint32(reg(off)) }
-func write(off uintptr, v uint32) { atomic.StoreUint32(reg(off), v) }
+func write(off uintptr, v uint32) { mmio.Write32(uintptr(apic.Base)+off, v) }
 
 // Setup finds the local APIC's register page (the same address on every
 // CPU) and globally enables the APIC of the calling CPU. Call it once, on
@@ -75,12 +79,16 @@ func ID() uint32 { return read(regID) >> 24 }
 func EOI() { apic.ClearInterrupt() }
 
 // send waits until the previous IPI has left (delivery status idle: always
-// at once under QEMU, a few hundred cycles on hardware), then sends.
+// at once under QEMU, a few hundred cycles on hardware), then writes the
+// destination and the command, which sends. The ICR's high half holds
+// only the destination (bits 56–63) above reserved bits, written as zero,
+// as Linux does.
 func send(apicID uint32, vector int, flags int) {
 	for read(regICRLo)&icrPending != 0 {
 		amd64.Pause()
 	}
-	apic.IPI(int(apicID), vector, flags)
+	write(regICRHi, apicID<<24)
+	write(regICRLo, uint32(flags)&^0xff|uint32(vector)&0xff)
 }
 
 // IPI sends a fixed interrupt with vector to the CPU with apicID.

@@ -27,3 +27,17 @@ TEXT ·Write16(SB),NOSPLIT,$0-10
 	MOVW	v+8(FP), AX
 	MOVW	AX, (BX)
 	RET
+
+// func Write32(a uintptr, v uint32)
+TEXT ·Write32(SB),NOSPLIT,$0-12
+	MOVQ	a+0(FP), BX
+	MOVL	v+8(FP), AX
+	MOVL	AX, (BX)
+	RET
+
+// func Write64(a uintptr, v uint64)
+TEXT ·Write64(SB),NOSPLIT,$0-16
+	MOVQ	a+0(FP), BX
+	MOVQ	v+8(FP), AX
+	MOVQ	AX, (BX)
+	RET
