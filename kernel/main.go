@@ -120,6 +120,7 @@ func startInit() {
 	if hi == 0 {
 		outOfMemory()
 	}
+	timerSlackInit(t, nil)
 	sp := buildInitStack()
 	fr := at[Regs](hi - regsSize)
 	*fr = userStart(rt0PC(), sp)

@@ -85,13 +85,19 @@ func (c *sysCall) apply(r *Regs, handled bool, flags uint64) {
 // sched.WakeSignal, when the task has a pending signal it does not block
 // (one already pending ends it before it starts). sendSignal drops the
 // signals the program ignores, so every such signal will be delivered.
+// A deadline has the thread's timer slack (timerslack.go).
 func blockIntr(wq *sched.WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64) sched.Woken {
+	return blockIntrSlack(wq, key, condAddr, condVal, deadline, timerSlack[sched.Current().Index()])
+}
+
+// blockIntrSlack is blockIntr with a timer slack of slack ns.
+func blockIntrSlack(wq *sched.WaitQueue, key, condAddr uintptr, condVal uint32, deadline, slack int64) sched.Woken {
 	t := sched.Current()
 	if signalPending(t) {
 		return sched.WakeSignal
 	}
 	i := t.Index()
-	return sched.BlockIntr(wq, key, condAddr, condVal, deadline, uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i])
+	return sched.BlockIntr(wq, key, condAddr, condVal, deadline, slack, uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i])
 }
 
 // restartBlock is what restart_syscall needs to continue a wait that a

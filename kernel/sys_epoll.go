@@ -277,7 +277,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 			}
 			return uintptr(n), 0
 		}
-		if blockIntr(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline) == sched.WakeSignal {
+		if blockIntrSlack(&epollWQ, 0, uintptr(unsafe.Pointer(&epollSeq)), seq, deadline, pollSlack(int64(timeoutMS)*1e6)) == sched.WakeSignal {
 			return 0, abi.EINTR // never made again, whatever SA_RESTART says (Linux's ep_poll)
 		}
 	}

@@ -21,6 +21,7 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 		oomKill()
 	}
 	sigInit(t, sched.Current())
+	timerSlackInit(t, sched.Current())
 	t.UserFS = sched.Current().UserFS
 	if flags&unix.CLONE_SETTLS != 0 {
 		t.UserFS = tls

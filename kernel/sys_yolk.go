@@ -323,7 +323,7 @@ func sysTaskInfo(tid int32, p uintptr) abi.Errno {
 		State: w.State, Seq: w.Seq, OnCPU: w.OnCPU, Woken: uint32(w.Woken), Pipe: -1,
 		Key: uint64(w.Key), CondAddr: uint64(w.CondAddr), CondVal: w.CondVal,
 		IntrMask: w.IntrMask, Pending: atomic.LoadUint64(&sigPending[i]), Mask: sigMask[i],
-		Deadline: w.Deadline, Now: clock.Nanotime(),
+		Deadline: w.Deadline, Now: clock.Nanotime(), Latest: w.Latest,
 	}
 	if w.Queued {
 		r.Queued = 1

@@ -211,7 +211,7 @@ func syscall(r *Regs) {
 	case unix.SYS_DUP3:
 		ret, err = sysDup3(int(a0), int(a1), int(a2))
 	case unix.SYS_PRCTL:
-		err = abi.EINVAL
+		ret, err = sysPrctl(int(int32(a0)), a1)
 	case unix.SYS_PRLIMIT64:
 		err = sysPrlimit(int(a1), a3)
 	case unix.SYS_SOCKET:

@@ -9,8 +9,9 @@ import (
 
 // Time: a monotonic clock from the CPU's free-running counter
 // (drivers/clock; calibrated per arch, time_$GOARCH.go), the wall clock
-// read at boot, and on each CPU a one-shot timer for the earliest deadline
-// of the tasks that blocked there (sched's per-CPU timer heap).
+// read at boot, and on each CPU a one-shot timer for the earliest deadline,
+// plus its timer slack (timerslack.go), of the tasks that blocked there
+// (sched's per-CPU timer heap).
 
 var wallBase int64 // Unix ns at clock 0
 

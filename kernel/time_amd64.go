@@ -19,8 +19,8 @@ import (
 // when it names the crystal, else against the PIT (CPUID leaf 0x16 when
 // there is no PIT); the wall clock from the RTC at boot; on each CPU a
 // one-shot local-APIC timer (its rate measured against the TSC) for the
-// earliest deadline of the tasks that blocked there (sched's per-CPU timer
-// heap).
+// earliest deadline, plus its timer slack, of the tasks that blocked there
+// (sched's per-CPU timer heap).
 
 var lapicHz uint64
 

@@ -64,6 +64,7 @@ type Task struct {
 	intrAddr uintptr // interruptible wait: ends once *intrAddr&^intrMask != 0 (0: not interruptible)
 	intrMask uint64
 	deadline int64   // ns; 0 = none
+	latest   int64   // deadline plus the wait's timer slack: the heap's order
 	mx       uintptr // *Mutex being waited for
 	mxHanded bool    // the mutex was handed over by an Unlock
 	wnext    uintptr // wait-queue / mutex-queue links
@@ -140,7 +141,7 @@ func Alloc() *Task {
 			t.TID = atomic.AddInt32(&nextTID, 1) - 1
 			t.UserFS = 0
 			t.fin, t.prev = finNone, 0
-			t.wq, t.key, t.condAddr, t.deadline, t.mx = 0, 0, 0, 0, 0
+			t.wq, t.key, t.condAddr, t.deadline, t.latest, t.mx = 0, 0, 0, 0, 0, 0
 			t.woken, t.intrAddr = WakeUp, 0
 			t.used = 0
 			atomic.StoreInt64(&t.cpuTime, 0)

@@ -3,24 +3,28 @@ package sched
 import "sync/atomic"
 
 // Timers. Each CPU keeps the tasks that blocked on it with a deadline in a
-// binary min-heap ordered by deadline, under its own spin lock, and arms
-// its own one-shot timer for the earliest (the kernel does, from
-// TimerNext). Adding and expiring cost O(log n); the idle loop reads the
-// earliest deadline in O(1). Only the owning CPU adds entries (in the
+// binary min-heap ordered by the latest time each may wake (its deadline
+// plus its wait's timer slack: BlockIntr), under its own spin lock, and
+// arms its own one-shot timer for the earliest of those (the kernel does,
+// from TimerNext); an interrupt expires the tasks at the front whose
+// deadlines have passed, as Linux's hrtimer_interrupt does with soft and
+// hard expiry times. Adding and expiring cost O(log n); the idle loop
+// reads the time to arm for in O(1). Only the owning CPU adds entries (in the
 // blocking task's finalizer) and expires them (in its timer interrupt);
 // another CPU takes the lock only to remove a task it woke first.
 type timers struct {
 	lock TWALock
 	n    int32
-	next int64 // atomic: the earliest deadline, 0 if none
+	next int64 // atomic: the front's latest wake-up (TimerNext), 0 if none
 	heap [MaxTasks]uintptr
 }
 
-// TimerNext is c's earliest timer deadline in monotonic ns, 0 if none.
+// TimerNext is the time c's timer is to interrupt, in monotonic ns (the
+// earliest latest wake-up in its heap), 0 if none.
 func (c *CPU) TimerNext() int64 { return atomic.LoadInt64(&c.timers.next) }
 
 func (tm *timers) less(i, j int32) bool {
-	return taskAt(tm.heap[i]).deadline < taskAt(tm.heap[j]).deadline
+	return taskAt(tm.heap[i]).latest < taskAt(tm.heap[j]).latest
 }
 
 func (tm *timers) swap(i, j int32) {
@@ -76,7 +80,7 @@ func (tm *timers) remove(i int32) {
 func (tm *timers) publish() {
 	var d int64
 	if tm.n > 0 {
-		d = taskAt(tm.heap[0]).deadline
+		d = taskAt(tm.heap[0]).latest
 	}
 	atomic.StoreInt64(&tm.next, d)
 }
@@ -118,9 +122,10 @@ func (t *Task) timerCancel() {
 	tm.lock.Unlock()
 }
 
-// ExpireTimers wakes, as timed out, every task on this CPU's heap whose
-// deadline is at or before until, and returns the earliest deadline left
-// (0: none) and whether this CPU is to switch to a task it woke. The kernel
+// ExpireTimers wakes, as timed out, the tasks at the front of this CPU's
+// heap whose deadlines are at or before until (in the heap's order: it
+// stops at the first whose deadline is later, as Linux's hrtimers do), and
+// returns the time the timer is to interrupt next (TimerNext; 0: none) and whether this CPU is to switch to a task it woke. The kernel
 // calls it from the timer interrupt with until a little past the present
 // (the interrupt's usual lateness): a task woken before its deadline waits
 // out the rest itself (Block), so the interrupt can be armed early by its

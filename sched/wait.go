@@ -37,25 +37,38 @@ const (
 // for a pure sleep. It reports whether the deadline ended the wait; then it
 // returns at or after the deadline.
 func Block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64) (timedOut bool) {
-	return block(wq, key, condAddr, condVal, deadline, 0, 0) == WakeTimeout
+	return block(wq, key, condAddr, condVal, deadline, 0, 0, 0) == WakeTimeout
 }
 
 // BlockIntr is Block made interruptible: the wait also ends, with
 // WakeSignal, when the 64-bit word at intrAddr has a bit outside mask —
 // already when the task is queued, or later when a CPU that set such a bit
 // calls Interrupt (the kernel's pending signals and the task's signal
-// mask).
-func BlockIntr(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64, intrAddr uintptr, mask uint64) Woken {
-	return block(wq, key, condAddr, condVal, deadline, intrAddr, mask)
+// mask). The deadline has a timer slack of slack ns, as Linux's
+// hrtimer ranges: the wait times out at the earliest at deadline and at
+// the latest about deadline+slack — when this CPU's timer interrupt
+// comes by then for another task, or else at the latest time, for which
+// the timer is armed. Sleeps of nearby ends then share one interrupt, and
+// a sleep shorter than the slack halts its CPU instead of costing a
+// wake-up at once.
+func BlockIntr(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline, slack int64, intrAddr uintptr, mask uint64) Woken {
+	return block(wq, key, condAddr, condVal, deadline, slack, intrAddr, mask)
 }
 
-func block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64, intrAddr uintptr, mask uint64) Woken {
+func block(wq *WaitQueue, key, condAddr uintptr, condVal uint32, deadline, slack int64, intrAddr uintptr, mask uint64) Woken {
 	t := Current()
 	t.wq = 0
 	if wq != nil {
 		t.wq = wq.addr()
 	}
 	t.key, t.condAddr, t.condVal, t.deadline = key, condAddr, condVal, deadline
+	t.latest = deadline
+	if deadline != 0 && slack > 0 {
+		t.latest = deadline + slack
+		if t.latest < deadline { // overflow: no latest end
+			t.latest = 1<<63 - 1
+		}
+	}
 	t.intrAddr, t.intrMask = intrAddr, mask
 	t.woken = WakeUp
 	t.newWait()
@@ -243,6 +256,7 @@ type WaitInfo struct {
 	IntrAddr uintptr
 	IntrMask uint64
 	Deadline int64
+	Latest   int64 // the deadline plus the wait's timer slack
 }
 
 // Info returns t's WaitInfo; Queued is looked up under the wait queue's
@@ -252,7 +266,7 @@ func (t *Task) Info() WaitInfo {
 	w := WaitInfo{
 		State: uint32(s), Seq: uint32(s >> 32), OnCPU: atomic.LoadInt32(&t.oncpu),
 		Wq: t.wq, Key: t.key, CondAddr: t.condAddr, CondVal: t.condVal, Woken: t.woken,
-		IntrAddr: t.intrAddr, IntrMask: t.intrMask, Deadline: t.deadline,
+		IntrAddr: t.intrAddr, IntrMask: t.intrMask, Deadline: t.deadline, Latest: t.latest,
 	}
 	if w.Wq != 0 {
 		q := wqAt(w.Wq)

@@ -85,6 +85,7 @@ type TaskInfo struct {
 	Mask      uint64 // its signal mask now
 	Deadline  int64  // monotonic ns, 0: none
 	Now       int64  // monotonic ns when read
+	Latest    int64  // the deadline plus the wait's timer slack
 }
 
 // Stats is what SysStats copies out.

@@ -315,6 +315,10 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		case unix.SYS_FUTEX: // a wait may only be short
 			a[3] = uintptr(unsafe.Pointer(shortTS))
 			a[1] &^= 0x100 // not FUTEX_CLOCK_REALTIME with an absolute deadline
+		case unix.SYS_PRCTL: // a timer slack of at most 1 ms: the short waits stay short
+			if int32(a[0]) == unix.PR_SET_TIMERSLACK { // the option is an int
+				a[1] %= 1_000_001
+			}
 		case unix.SYS_PIPE2, unix.SYS_EVENTFD2: // non-blocking
 			a[1] |= syscall.O_NONBLOCK
 		case unix.SYS_OPENAT: // O_NONBLOCK (a FIFO of another test)

@@ -154,9 +154,9 @@ func taskInfo(tid int32) string {
 	if _, _, e := syscall.Syscall(abi.SysTaskInfo, uintptr(tid), uintptr(unsafe.Pointer(&ti)), 0); e != 0 {
 		return fmt.Sprintf("thread %d: SysTaskInfo: %v", tid, e)
 	}
-	return fmt.Sprintf("thread %d: state %d (1 running, 2 ready, 3 blocked) wait %d on CPU %d, queued %d, last woken %d (0 wake, 1 timeout, 2 signal); pipe %d key %#x cond %#x: %d, now %d; interruptible %d mask %#x; pending %#x mask %#x; deadline %d now %d",
+	return fmt.Sprintf("thread %d: state %d (1 running, 2 ready, 3 blocked) wait %d on CPU %d, queued %d, last woken %d (0 wake, 1 timeout, 2 signal); pipe %d key %#x cond %#x: %d, now %d; interruptible %d mask %#x; pending %#x mask %#x; deadline %d (latest %d) now %d",
 		tid, ti.State, ti.Seq, ti.OnCPU-1, ti.Queued, ti.Woken, ti.Pipe, ti.Key, ti.CondAddr, ti.CondVal, ti.CondNow,
-		ti.Interrupt, ti.IntrMask, ti.Pending, ti.Mask, ti.Deadline, ti.Now)
+		ti.Interrupt, ti.IntrMask, ti.Pending, ti.Mask, ti.Deadline, ti.Latest, ti.Now)
 }
 
 // testTaskInfo checks the report the blocking phase gives of a call that

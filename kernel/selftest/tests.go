@@ -31,6 +31,7 @@ var tests = []test{
 	{"TestMemoryBSSDemandPaged", testBSSDemandPaged},
 	{"TestTimerSleepAccuracy", testSleepAccuracy},
 	{"TestTimersChannels", testTimersChannels},
+	{"TestTimerSlack", testTimerSlack},
 	{"TestFutexTimeout", testFutexTimeout},
 	{"TestVDSOClock", testVDSO},
 	{"TestGoroutines10k", testGoroutines10k},

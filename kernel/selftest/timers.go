@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 // Time: sleeps, timers and channels, futex timeouts, the vDSO clock.
@@ -148,5 +152,143 @@ func nanosleepOut(ts unix.Timespec) error {
 			return err
 		}
 		ts = rem
+	}
+}
+
+// testTimerSlack checks the timer slack, as Linux's prctl gives it: 50 µs
+// unless set, per thread, PR_SET_TIMERSLACK 0 bringing back the default;
+// and that the kernel gives a thread's timed waits that slack as their
+// latest end, the time it arms its timer for (SysTaskInfo's Latest):
+// nanosleep and a futex wait the thread's slack, epoll_pwait 0.1 % of its
+// timeout when that is more. A sleep with slack does not end early. Each
+// thread that changes its slack ends locked, so no other goroutine runs
+// on it afterwards.
+func testTimerSlack(t *T) {
+	const def = 50_000
+	prctl := func(op, arg uintptr) (uintptr, error) {
+		r, _, e := unix.RawSyscall(unix.SYS_PRCTL, op, arg, 0)
+		if e != 0 {
+			return r, e
+		}
+		return r, nil
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // and never unlocked: the thread ends with the goroutine
+		errc <- func() error {
+			// The first is the thread's slack as it started: nothing is set.
+			for i, c := range []struct{ set, want uintptr }{{0, def}, {1234, 1234}, {3e6, 3e6}, {0, def}} {
+				if i > 0 {
+					if _, err := prctl(unix.PR_SET_TIMERSLACK, c.set); err != nil {
+						return fmt.Errorf("PR_SET_TIMERSLACK %d: %v", c.set, err)
+					}
+				}
+				if s, err := prctl(unix.PR_GET_TIMERSLACK, 0); err != nil || s != c.want {
+					return fmt.Errorf("PR_GET_TIMERSLACK after setting %d: %d, %v; want %d", c.set, s, err, c.want)
+				}
+			}
+			return nil
+		}()
+	}()
+	if err := <-errc; err != nil {
+		t.Errorf("%v", err)
+	}
+
+	// blocked runs block on a new thread with slack set (0: the default),
+	// returns the kernel's view of that thread once it is blocked with a
+	// deadline, then calls wake and waits for block to return.
+	blocked := func(name string, set uintptr, block func() error, wake func()) (abi.TaskInfo, bool) {
+		tidc := make(chan int32, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked, as above
+			if _, err := prctl(unix.PR_SET_TIMERSLACK, set); err != nil {
+				tidc <- 0
+				errc <- err
+				return
+			}
+			tidc <- int32(unix.Gettid())
+			errc <- block()
+		}()
+		tid := <-tidc
+		var ti abi.TaskInfo
+		for end := time.Now().Add(10 * time.Second); tid != 0; {
+			if _, _, e := syscall.Syscall(abi.SysTaskInfo, uintptr(tid), uintptr(unsafe.Pointer(&ti)), 0); e != 0 {
+				t.Fatalf("%s: SysTaskInfo(%d): %v", name, tid, e)
+			}
+			if ti.State == 3 && ti.Deadline != 0 || time.Now().After(end) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		ok := tid != 0 && ti.State == 3 && ti.Deadline != 0
+		if tid != 0 && !ok {
+			t.Errorf("%s: not seen blocked with a deadline in 10 s: %s", name, taskInfo(tid))
+		}
+		wake()
+		if err := <-errc; err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		return ti, ok
+	}
+	check := func(name string, ti abi.TaskInfo, want int64) {
+		if got := ti.Latest - ti.Deadline; got != want {
+			t.Errorf("%s: latest end %d ns after the deadline, want %d (the slack)", name, got, want)
+		}
+	}
+
+	// nanosleep with a 3 ms slack: the latest end, and not early.
+	var slept time.Duration
+	ti, ok := blocked("nanosleep 300 ms", 3e6, func() error {
+		start := time.Now()
+		err := unix.Nanosleep(&unix.Timespec{Nsec: 300e6}, nil)
+		slept = time.Since(start)
+		return err
+	}, func() {})
+	if ok {
+		check("nanosleep", ti, 3e6)
+	}
+	if slept < 300*time.Millisecond {
+		t.Errorf("nanosleep 300 ms with a 3 ms slack returned after %v", slept)
+	}
+
+	// A futex wait with the default slack, woken by FUTEX_WAKE.
+	var word uint32
+	ti, ok = blocked("futex wait 10 s", 0, func() error {
+		if e := futexWait(&word, 0, 10*time.Second); e != 0 && e != unix.EAGAIN {
+			return e
+		}
+		return nil
+	}, func() {
+		atomic.StoreUint32(&word, 1)
+		futexWake(&word, 1)
+	})
+	if ok {
+		check("futex", ti, def)
+	}
+
+	// epoll_pwait for 20 s: 0.1 % of that, 20 ms, is more than the slack.
+	r, w, closeAll, err := openPipe()
+	if err != nil {
+		t.Fatalf("pipe2: %v", err)
+	}
+	defer closeAll()
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatalf("epoll_create1: %v", err)
+	}
+	defer unix.Close(ep)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, r, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(r)}); err != nil {
+		t.Fatalf("epoll_ctl: %v", err)
+	}
+	ti, ok = blocked("epoll_pwait 20 s", 0, func() error {
+		var ev [1]unix.EpollEvent
+		n, err := unix.EpollWait(ep, ev[:], 20_000)
+		if err == nil && n != 1 {
+			err = fmt.Errorf("%d events, want 1", n)
+		}
+		return err
+	}, func() { unix.Write(w, []byte("x")) })
+	if ok {
+		check("epoll_pwait", ti, 20e6)
 	}
 }
