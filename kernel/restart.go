@@ -87,7 +87,7 @@ func (c *sysCall) apply(r *Regs, handled bool, flags uint64) {
 // signals the program ignores, so every such signal will be delivered.
 // A deadline has the thread's timer slack (timerslack.go).
 func blockIntr(wq *sched.WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64) sched.Woken {
-	return blockIntrSlack(wq, key, condAddr, condVal, deadline, timerSlack[sched.Current().Index()])
+	return blockIntrSlack(wq, key, condAddr, condVal, deadline, threadSlack())
 }
 
 // blockIntrSlack is blockIntr with a timer slack of slack ns.

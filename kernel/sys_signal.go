@@ -235,6 +235,6 @@ func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr
 			return 0, abi.EAGAIN
 		}
 		// The signals of set end the wait as unblocked ones do.
-		woken = sched.BlockIntr(nil, 0, 0, 0, deadline, timerSlack[i], uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i]&^want)
+		woken = sched.BlockIntr(nil, 0, 0, 0, deadline, threadSlack(), uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i]&^want)
 	}
 }

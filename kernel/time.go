@@ -28,7 +28,7 @@ func walltime() int64 { return wallBase + nanotime() }
 // task woken early waits out the rest of its sleep itself (sched.Block),
 // so sleepers wake at their deadline, not one interrupt latency after it.
 type timerState struct {
-	armed   int64 // deadline the timer is armed for, 0 if none
+	armed   int64 // the time the timer is armed for (sched's TimerNext), 0 if none
 	armedAt int64 // when the interrupt was programmed to arrive
 	lead    int64 // running median of the observed lateness, ns
 	fired   uint64
@@ -46,8 +46,9 @@ func (ts *timerState) arm(deadline int64) {
 	timerProgram(at)
 }
 
-// timerSync arms this CPU's timer for its earliest deadline unless it is
-// armed for that or an earlier one (an earlier one, since cancelled, only
+// timerSync arms this CPU's timer for its heap's next time (TimerNext: the
+// earliest deadline plus its timer slack) unless it is armed for that or
+// an earlier one (an earlier one, since cancelled, only
 // costs an interrupt that finds nothing due and re-arms). The kernel calls
 // it on its way back to application code and before halting.
 func timerSync() {

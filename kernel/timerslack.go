@@ -6,9 +6,9 @@ import (
 )
 
 // Timer slack, as Linux's. A timed wait the application makes —
-// nanosleep, clock_nanosleep, a futex wait, rt_sigtimedwait, a socket's
-// timeout — may end up to its thread's timer slack after its deadline,
-// never before: the CPU's timer is armed for the latest end, and an
+// nanosleep, clock_nanosleep, a futex wait, rt_sigtimedwait, and a
+// socket's timeout (which Linux keeps on its coarser jiffy timers) — may
+// end up to its thread's timer slack after its deadline, never before: the CPU's timer is armed for the latest end, and an
 // interrupt that comes earlier for another task takes it along once its
 // deadline has passed (sched.BlockIntr). epoll_pwait's slack also grows
 // with its timeout (pollSlack). The slack is 50 µs, Linux's default,
@@ -24,25 +24,31 @@ import (
 const defaultTimerSlack = 50_000 // ns
 
 var (
-	timerSlack        [sched.MaxTasks]int64 // ns, the task's own slot
-	timerSlackDefault [sched.MaxTasks]int64
+	timerSlack        [sched.MaxTasks]uint64 // ns, the task's own slot
+	timerSlackDefault [sched.MaxTasks]uint64
 )
 
 // timerSlackInit gives task t its creator's slack as its slack and its
 // default (parent nil: the first task, Linux's default).
 func timerSlackInit(t, parent *sched.Task) {
-	s := int64(defaultTimerSlack)
+	s := uint64(defaultTimerSlack)
 	if parent != nil {
 		s = timerSlack[parent.Index()]
 	}
 	timerSlack[t.Index()], timerSlackDefault[t.Index()] = s, s
 }
 
+// threadSlack is the calling thread's timer slack for a wait (a slack
+// beyond int64, which prctl may set, is as good as unbounded).
+func threadSlack() int64 {
+	return int64(min(timerSlack[sched.Current().Index()], 1<<63-1))
+}
+
 // pollSlack is the slack of a poll, select or epoll wait of timeout ns, as
 // Linux's select_estimate_accuracy: 0.1 % of the timeout, at most 100 ms,
 // at least the thread's timer slack.
 func pollSlack(timeout int64) int64 {
-	return max(min(timeout/1000, 100e6), timerSlack[sched.Current().Index()])
+	return max(min(timeout/1000, 100e6), threadSlack())
 }
 
 // prctl options (linux/prctl.h).
@@ -55,12 +61,10 @@ const (
 func sysPrctl(option int, arg2 uintptr) (uintptr, abi.Errno) {
 	i := sched.Current().Index()
 	switch option {
-	case prSetTimerSlack:
-		s := int64(arg2)
-		if arg2 == 0 {
+	case prSetTimerSlack: // kept as given, read back as given (Linux's unsigned long)
+		s := uint64(arg2)
+		if s == 0 {
 			s = timerSlackDefault[i]
-		} else if s < 0 {
-			s = 1<<63 - 1 // an unsigned long beyond int64: as good as unbounded
 		}
 		timerSlack[i] = s
 		return 0, 0

@@ -37,8 +37,9 @@
 // idle CPU sees the task.
 //
 // Timers: each CPU keeps the tasks that blocked on it with a deadline in
-// its own min-heap (timer.go); the kernel arms that CPU's one-shot timer
-// for the earliest and calls ExpireTimers from its interrupt.
+// its own min-heap (timer.go), ordered by their latest ends (deadline plus
+// timer slack); the kernel arms that CPU's one-shot timer for the
+// earliest and calls ExpireTimers from its interrupt.
 //
 // CPU time: each task's time on a CPU is counted at its switches
 // (cputime.go), for the kernel's CPU clocks and CPU-time timers.

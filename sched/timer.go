@@ -143,8 +143,8 @@ func (t *Task) timerCancel() {
 // its one switch is that task's, so every task woken here goes the usual
 // way. Without fromUser (the idle loop, halted, which looks at the ready
 // queues next) the tasks are made ready as by any waker, and woke
-// reports whether there were any. The expired list is in reverse
-// deadline order: the latest-due task gets the first idle CPU.
+// reports whether there were any. The expired list is in reverse heap
+// order (of latest ends): the latest-due task gets the first idle CPU.
 //
 // The blocked-to-ready transition is made under the heap's lock, for the
 // wait the entry was made for (tseq, read while the entry is in the heap),

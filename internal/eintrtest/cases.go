@@ -657,8 +657,8 @@ func sigtimedwaitTaken(t TB) {
 	set := sigset(unix.SIGUSR2)
 	var info siginfo
 	ts := unix.NsecToTimespec(int64(Long))
-	b := block(func() { setThreadMask(unix.SIG_BLOCK, set) }, func() (uintptr, syscall.Errno) {
-		defer setThreadMask(unix.SIG_UNBLOCK, set)
+	b := block(func() { setThreadMask(unix.SIG_BLOCK, set|noURG) }, func() (uintptr, syscall.Errno) {
+		defer setThreadMask(unix.SIG_UNBLOCK, set|noURG)
 		return sigtimedwait(&set, &info, &ts)()
 	})
 	b.kill(unix.SIGUSR2)
@@ -676,14 +676,22 @@ func sigtimedwaitTaken(t TB) {
 	}
 }
 
+// noURG masks the Go runtime's preemption signal in the waiting thread
+// of the rt_sigtimedwait cases that expect no EINTR: a SIGURG the runtime
+// sends while the thread enters its wait (preemptall at a stop-the-world
+// racing the thread's entry to the system call) has a handler, so it
+// ends the wait with EINTR, rightly, on Linux as on yolk. Masked, it waits
+// until the call is over.
+var noURG = sigset(unix.SIGURG)
+
 // rt_sigtimedwait with nothing sent: EAGAIN at its timeout (0: at once).
 func sigtimedwaitTimeout(t TB) {
 	set := sigset(unix.SIGUSR2)
 	var info siginfo
 	for _, d := range []time.Duration{0, 4 * settle} {
 		ts := unix.NsecToTimespec(int64(d))
-		b := block(func() { setThreadMask(unix.SIG_BLOCK, set) }, func() (uintptr, syscall.Errno) {
-			defer setThreadMask(unix.SIG_UNBLOCK, set)
+		b := block(func() { setThreadMask(unix.SIG_BLOCK, set|noURG) }, func() (uintptr, syscall.Errno) {
+			defer setThreadMask(unix.SIG_UNBLOCK, set|noURG)
 			return sigtimedwait(&set, &info, &ts)()
 		})
 		r, ok := b.wait(Long)

@@ -102,9 +102,13 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 	defer runtime.UnlockOSThread()
 	wd, _ := os.Getwd()
 	oldMask := syscall.Umask(0o22)
+	// The thread's timer slack, which random prctl calls may set: its
+	// next goroutines, and the threads it creates, get it back.
+	slack, _, _ := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_GET_TIMERSLACK, 0, 0)
 	defer func() {
 		os.Chdir(wd)
 		syscall.Umask(oldMask)
+		unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_TIMERSLACK, slack, 0)
 	}()
 
 	// Layout: guard | scratch (8 pages, read-write) | read-only page | guard.
