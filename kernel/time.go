@@ -48,8 +48,8 @@ func (ts *timerState) arm(deadline int64) {
 
 // timerSync arms this CPU's timer for its heap's next time (TimerNext: the
 // earliest deadline plus its timer slack) unless it is armed for that or
-// an earlier one (an earlier one, since cancelled, only
-// costs an interrupt that finds nothing due and re-arms). The kernel calls
+// an earlier one (an earlier one, since cancelled, only costs an
+// interrupt that finds nothing due and re-arms). The kernel calls
 // it on its way back to application code and before halting.
 func timerSync() {
 	c := sched.This()

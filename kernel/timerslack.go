@@ -8,9 +8,10 @@ import (
 // Timer slack, as Linux's. A timed wait the application makes —
 // nanosleep, clock_nanosleep, a futex wait, rt_sigtimedwait, and a
 // socket's timeout (which Linux keeps on its coarser jiffy timers) — may
-// end up to its thread's timer slack after its deadline, never before: the CPU's timer is armed for the latest end, and an
-// interrupt that comes earlier for another task takes it along once its
-// deadline has passed (sched.BlockIntr). epoll_pwait's slack also grows
+// end up to its thread's timer slack after its deadline, never before:
+// the CPU's timer is armed for the latest end, and an interrupt that
+// comes earlier for another task takes it along once its deadline has
+// passed (sched.BlockIntr). epoll_pwait's slack also grows
 // with its timeout (pollSlack). The slack is 50 µs, Linux's default,
 // unless the thread sets its own with prctl(PR_SET_TIMERSLACK); a new
 // thread starts with its creator's, which is also the default that

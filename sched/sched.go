@@ -558,8 +558,7 @@ func pickNext() *Task {
 // Idle is the idle loop of the calling task, which must be this CPU's idle
 // task. When the ready queue is empty it marks the CPU idle, looks once
 // more, and calls wait with the time this CPU's timer is due (TimerNext;
-// 0: none);
-// wait halts until an interrupt and returns with interrupts off.
+// 0: none); wait halts until an interrupt and returns with interrupts off.
 func Idle(wait func(deadline int64)) {
 	c := This()
 	bit := uint64(1) << uint(c.ID)

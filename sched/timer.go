@@ -9,8 +9,8 @@ import "sync/atomic"
 // from TimerNext); an interrupt expires the tasks at the front whose
 // deadlines have passed, as Linux's hrtimer_interrupt does with soft and
 // hard expiry times. Adding and expiring cost O(log n); the idle loop
-// reads the time to arm for in O(1). Only the owning CPU adds entries (in the
-// blocking task's finalizer) and expires them (in its timer interrupt);
+// reads the time to arm for in O(1). Only the owning CPU adds entries (in
+// the blocking task's finalizer) and expires them (in its timer interrupt);
 // another CPU takes the lock only to remove a task it woke first.
 type timers struct {
 	lock TWALock
@@ -125,8 +125,8 @@ func (t *Task) timerCancel() {
 // ExpireTimers wakes, as timed out, the tasks at the front of this CPU's
 // heap whose deadlines are at or before until (in the heap's order: it
 // stops at the first whose deadline is later, as Linux's hrtimers do), and
-// returns the time the timer is to interrupt next (TimerNext; 0: none) and whether this CPU is to switch to a task it woke. The kernel
-// calls it from the timer interrupt with until a little past the present
+// returns the time the timer is to interrupt next (TimerNext; 0: none)
+// and whether this CPU is to switch to a task it woke. The kernel calls it from the timer interrupt with until a little past the present
 // (the interrupt's usual lateness): a task woken before its deadline waits
 // out the rest itself (Block), so the interrupt can be armed early by its
 // expected lateness.
