@@ -7,12 +7,13 @@ import (
 	"yolk/drivers/virtionet"
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
+	"yolk/kernel/net"
 )
 
 // The TCP/IP service's private call (abi.SysNet): the channel between the
 // socket layer (kernel/net, svc.go) and package netsvc. The kernel copies
-// the NetCall in and out; the buffer it names is the program's, checked
-// here and used under the socket lock as the socket calls use theirs.
+// the NetCall in and out; the buffer it names is the program's, copied
+// under the socket lock as the socket calls copy theirs.
 // Production call: not gated by abi.TestCalls.
 
 var (
@@ -32,28 +33,17 @@ func sysNet(p uintptr) abi.Errno {
 	if c.Op == abi.NetUp {
 		return netUp(&c)
 	}
-	var buf []byte
-	withBuf := false
+	// The buffer the call names is reached through the socket layer's
+	// copies (Env.CopyIn, CopyOut), as a socket call's: a bad one is
+	// EFAULT. The others' Len is a number.
+	var v net.Iov
 	switch c.Op {
-	case abi.NetPoll, abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut: // the calls with a buffer; the others' Len is a number
-		withBuf = true
-	}
-	if withBuf && c.Len != 0 {
-		write := c.Op == abi.NetPoll || c.Op == abi.NetTx || c.Op == abi.NetDgramOut
-		// The service's own buffers, on the Go heap, which the
-		// runtime never unmaps: the one place the socket layer reads
-		// and writes the program's memory in place, under its lock.
-		need := uint32(mm.ProtRead)
-		if write {
-			need = mm.ProtWrite
+	case abi.NetPoll, abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut:
+		if c.Buf != 0 {
+			v = net.Iov{User: c.Buf, Len: int(min(c.Len, 1<<20))}
 		}
-		b, e := mm.UserBufNeed(c.Buf, min(c.Len, 1<<20), need)
-		if e != 0 {
-			return e
-		}
-		buf = b
 	}
-	e = abi.Errno(sockets.Service(&c, buf))
+	e = abi.Errno(sockets.Service(&c, &v))
 	if pe := mm.Put(p, c); pe != 0 {
 		return pe
 	}

@@ -40,3 +40,6 @@ type testNet = Net[hostEnv]
 var _ fs.Env = fsEnv{}
 
 func unsafePointer(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
+
+// kbuf is b as the service's buffer (Service's Iov).
+func kbuf(b []byte) *Iov { return &Iov{One: b, Len: len(b)} }

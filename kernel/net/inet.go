@@ -281,6 +281,7 @@ func (n *Net[E]) BindInet(s int, sa []byte) Errno {
 	p.bindAddr, p.bindPort = !a.any(), binary.BigEndian.Uint16(sa[2:]) != 0
 	p.local = a
 	if p.typ == unix.SOCK_DGRAM && n.svcTakes(&a) {
+		p.svc = true
 		n.svcWant(p, abi.NetOpBind)
 	}
 	return 0
@@ -468,6 +469,7 @@ func (n *Net[E]) startConnect(s int32, sa []byte) Errno {
 	if remote {
 		return n.connectSvc(s, &d)
 	}
+	n.svcLeave(p) // a socket that went through the service before
 	src := source(p, &d)
 	l := n.listener(&d)
 	if l < 0 {
@@ -594,9 +596,7 @@ func (n *Net[E]) disconnectTCP(s int32) Errno {
 	case stSynSent:
 		p.state, p.synTo = stClose, -1
 	}
-	if p.svcHeld {
-		n.svcWant(p, abi.NetOpAbort) // the wire's connection is reset too
-	}
+	n.svcLeave(p) // the wire's connection is reset too
 	p.shut, p.ss, p.closed, p.fin = 0, ssUnconnected, false, false
 	n.bump(s)
 	return 0
@@ -666,6 +666,7 @@ func (n *Net[E]) connectUDP(p *sock, sa []byte) Errno {
 		if p.local.any() {
 			p.local.ip = src
 		}
+		p.svc = true
 		n.svcWant(p, abi.NetOpBind) // its replies come from the wire
 	} else {
 		p.local.ip = source(p, &d).ip
@@ -712,7 +713,11 @@ func (n *Net[E]) sendUDP(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno)
 	if d.port == 0 {
 		return 0, Wait{}, unix.EINVAL
 	}
-	if max := 65535 - 8 - 20; l > max || l > maxMsg {
+	max := maxUDP6
+	if d.v4() {
+		max = maxUDP4
+	}
+	if l > max {
 		return 0, Wait{}, unix.EMSGSIZE
 	}
 	if p.shut&shutSend != 0 {
@@ -731,8 +736,7 @@ func (n *Net[E]) sendUDP(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno)
 		return l, Wait{}, 0
 	}
 	rp := &n.socks[r]
-	need := msgHdr + inetNameLen + l
-	if rp.pages[0] != 0 && RingSize-rp.n < need || !n.ring(rp) {
+	if !n.room(rp, msgHdr+inetNameLen+l) {
 		return l, Wait{}, 0 // dropped, as a full socket buffer drops
 	}
 	mark := rp.n
@@ -753,6 +757,13 @@ func (n *Net[E]) sendUDP(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno)
 
 // inetNameLen is a queued datagram's sender: its IP (v4-mapped) and port.
 const inetNameLen = 18
+
+// The largest UDP payloads: an IPv4 packet's 65,535 bytes less its and
+// UDP's headers; IPv6's payload length less UDP's header.
+const (
+	maxUDP4 = 65535 - 20 - 8
+	maxUDP6 = 65535 - 8
+)
 
 // sendTCP appends to the peer's ring, as sendStream, with TCP's errors:
 // a pending error first, EPIPE if never connected or shut for sending; a
@@ -968,7 +979,7 @@ func (n *Net[E]) getInetOpt(p *sock, level, name int) (int32, Errno) {
 // RST (rst: unread data, an embryo, SO_LINGER 0).
 func (n *Net[E]) releaseInet(s int32, rst bool) {
 	p := &n.socks[s]
-	if p.svcHeld {
+	if p.svc {
 		if p.state == stListen {
 			n.stopListening(s)
 		}
@@ -1038,6 +1049,7 @@ func (n *Net[E]) listenInet(s int32, backlog int) Errno {
 	p.state = stListen
 	n.freeRing(p)
 	if n.svcTakes(&p.local) {
+		p.svc = true
 		n.svcWant(p, abi.NetOpListen)
 	}
 	n.bump(s)
@@ -1122,13 +1134,12 @@ func (n *Net[E]) shutdownInet(s int32, mode uint8) Errno {
 	case p.state == stListen:
 		if mode&shutRcv != 0 {
 			n.stopListening(s)
+			n.svcLeave(p) // the wire's listener stops too
 		}
 		return 0
 	case p.state == stSynSent:
 		p.state, p.synTo = stClose, -1
-		if p.svcHeld {
-			n.svcWant(p, abi.NetOpAbort)
-		}
+		n.svcLeave(p)
 		return 0
 	case p.state == stClose || p.closed:
 		p.shut |= mode

@@ -196,6 +196,12 @@ func (l *inetLog) sendto(i int, data string, sa []byte) {
 	n, err := l.s.send(l.fds[i], data, 0, sa)
 	l.logf("sendto(%d, %q, %s) %d %s", i, data, l.show(sa), n, errno(err))
 }
+
+// sendtoN sends n bytes to sa, logged by their count.
+func (l *inetLog) sendtoN(i, n int, sa []byte) {
+	k, err := l.s.send(l.fds[i], strings.Repeat("y", n), 0, sa)
+	l.logf("sendto(%d, %d bytes, %s) %d %s", i, n, l.show(sa), k, errno(err))
+}
 func (l *inetLog) recv(i, n, flags int) {
 	d, r, mf, from, err := l.s.recv(l.fds[i], n, flags)
 	l.logf("recv(%d, %d, %#x) %q %d flags %#x from %s %s", i, n, flags, d, r, mf, l.show(from), errno(err))
@@ -451,6 +457,30 @@ var inetScripts = map[string]func(l *inetLog){
 		l.accept(a)
 		l.getopt(a, solTCP, unix.TCP_NODELAY)
 		l.setopt(a, solIPv6, unix.IPV6_V6ONLY, 1)
+	},
+	// The largest datagrams: IPv6's 65,527 bytes, IPv4's 65,507 (from
+	// an IPv6 socket too, to a v4-mapped address); a byte more is
+	// EMSGSIZE; two of IPv6's largest queue on a fresh socket.
+	"UDPLargest": func(l *inetLog) {
+		a := l.socket(unix.AF_INET6, unix.SOCK_DGRAM, 0)
+		l.bind(a, l.sin6("::", 0))
+		l.names(a)
+		b := l.socket(unix.AF_INET6, unix.SOCK_DGRAM, 0)
+		l.sendtoN(b, 65528, l.sin6("::1", -1))
+		l.sendtoN(b, 65527, l.sin6("::1", -1))
+		l.sendtoN(b, 65527, l.sin6("::1", -1))
+		l.poll(a)
+		l.recv(a, 4, unix.MSG_TRUNC)
+		l.recv(a, 4, unix.MSG_TRUNC)
+		l.recv(a, 4, 0)
+		l.sendtoN(b, 65508, l.sin6("::ffff:127.0.0.1", -1))
+		l.sendtoN(b, 65507, l.sin6("::ffff:127.0.0.1", -1))
+		c := l.socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+		l.sendtoN(c, 65508, l.sin("127.0.0.1", -1))
+		l.sendtoN(c, 65507, l.sin("127.0.0.1", -1))
+		l.recv(a, 4, unix.MSG_TRUNC)
+		l.recv(a, 4, unix.MSG_TRUNC)
+		l.recv(a, 4, 0)
 	},
 	"UDP6": func(l *inetLog) {
 		a := l.socket(unix.AF_INET6, unix.SOCK_DGRAM, 0)

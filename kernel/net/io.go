@@ -105,9 +105,22 @@ func (n *Net[E]) segOut(b seg, off int, src []byte) int {
 	return n.env.CopyOut(b.u+uintptr(off), src[:k])
 }
 
-// fromIov appends c bytes of v, from byte off on, to p's ring; it returns
-// how many it appended (fewer if a buffer went bad).
+// fromIov appends c bytes of v, from byte off on, to p's receive ring;
+// it returns how many it appended (fewer if a buffer went bad).
 func (n *Net[E]) fromIov(v *Iov, off, c int, p *sock) (int, bool) {
+	return n.iovIn(v, off, c, p, &p.pages, p.r, &p.n)
+}
+
+// toIov copies c bytes of p's receive ring, from ring offset skip on,
+// into v.
+func (n *Net[E]) toIov(v *Iov, c int, p *sock, skip int) (int, bool) {
+	return n.iovOut(v, c, p, &p.pages, p.r+skip)
+}
+
+// iovIn appends c bytes of v, from byte off on, to p's ring r, whose
+// bytes start at ring offset head and number *count; it returns how many
+// it appended (fewer if a buffer went bad).
+func (n *Net[E]) iovIn(v *Iov, off, c int, p *sock, r *[maxRingPages]uintptr, head int, count *int) (int, bool) {
 	done := 0
 	for i := 0; i < n.segs(v) && done < c; i++ {
 		b, ok := n.seg(v, i)
@@ -119,10 +132,10 @@ func (n *Net[E]) fromIov(v *Iov, off, c int, p *sock) (int, bool) {
 			continue
 		}
 		for end := off + min(b.l-off, c-done); off < end; {
-			a, r := p.at(p.r + p.n)
-			w := min(r, end-off)
+			a, room := p.ringAt(r, head+*count)
+			w := min(room, end-off)
 			got := n.segIn(b, off, mem(a, w))
-			p.n += got
+			*count += got
 			done += got
 			off += got
 			if got < w {
@@ -134,8 +147,8 @@ func (n *Net[E]) fromIov(v *Iov, off, c int, p *sock) (int, bool) {
 	return done, true
 }
 
-// toIov copies c bytes of p's ring, from ring offset skip on, into v.
-func (n *Net[E]) toIov(v *Iov, c int, p *sock, skip int) (int, bool) {
+// iovOut copies c bytes of p's ring r, from ring offset pos on, into v.
+func (n *Net[E]) iovOut(v *Iov, c int, p *sock, r *[maxRingPages]uintptr, pos int) (int, bool) {
 	done := 0
 	for i := 0; i < n.segs(v) && done < c; i++ {
 		b, ok := n.seg(v, i)
@@ -143,8 +156,8 @@ func (n *Net[E]) toIov(v *Iov, c int, p *sock, skip int) (int, bool) {
 			return done, false
 		}
 		for off, end := 0, min(b.l, c-done); off < end; {
-			a, r := p.at(p.r + skip + done)
-			w := min(r, end-off)
+			a, room := p.ringAt(r, pos+done)
+			w := min(room, end-off)
 			got := n.segOut(b, off, mem(a, w))
 			done += got
 			off += got

@@ -77,7 +77,12 @@ const (
 	PageSize   = pages.Size
 	NumSockets = 512
 	RingPages  = 16
-	RingSize   = RingPages * PageSize // a socket's receive ring
+	RingSize   = RingPages * PageSize // a stream's or an AF_UNIX socket's ring
+	// DgramRingPages is an inet datagram socket's ring: two of the
+	// largest datagrams (IPv6's) with their records' headers, as Linux's
+	// default receive buffer (212,992) takes them.
+	DgramRingPages = (2*(msgHdr+inetNameLen+maxUDP6) + PageSize - 1) / PageSize
+	maxRingPages   = DgramRingPages
 
 	// AddrMax is sizeof(struct sockaddr_un): the family and 108 bytes of
 	// name.
@@ -156,7 +161,7 @@ type sock struct {
 	r, n     int // the receive ring: read position, bytes queued
 	seq      uint32
 	name     [AddrMax - 2]byte // AF_UNIX: its name
-	pages    [RingPages]uintptr
+	pages    [maxRingPages]uintptr
 
 	// AF_INET, AF_INET6 (inet.go).
 	v6only   bool     // IPV6_V6ONLY
@@ -179,7 +184,7 @@ type sock struct {
 	svcFullQ bool   // a NetAccepted was refused: NetOpAcceptRoom when accept makes room
 	ops      uint32 // abi.NetOp* bits the service has yet to see
 	txr, txn int    // the transmit ring: read position, bytes queued
-	tx       [RingPages]uintptr
+	tx       [maxRingPages]uintptr
 
 	// AF_UNIX control messages (scm.go).
 	chead, ctail int32 // 1 + the first and last chunk of its queue, 0: none
@@ -396,15 +401,32 @@ func (n *Net[E]) maybeFree(p *sock) {
 }
 
 // ring gives p its receive ring if it has none; false if memory is out.
-func (n *Net[E]) ring(p *sock) bool { return n.allocPages(&p.pages) }
+func (n *Net[E]) ring(p *sock) bool { return n.allocPages(&p.pages, p.ringPages()) }
 
-// allocPages fills a ring's page array if it is empty; false (and the
-// array empty again) if memory is out.
-func (n *Net[E]) allocPages(r *[RingPages]uintptr) bool {
+// room gives p its receive ring if it has none and reports whether need
+// more bytes fit in it.
+func (n *Net[E]) room(p *sock, need int) bool {
+	return n.ring(p) && p.ringSize()-p.n >= need
+}
+
+// ringPages is the size in pages of each of p's rings: an inet datagram
+// socket's take the largest datagram, the others RingPages.
+func (p *sock) ringPages() int {
+	if p.typ == unix.SOCK_DGRAM && isInet(p.family) {
+		return DgramRingPages
+	}
+	return RingPages
+}
+
+func (p *sock) ringSize() int { return p.ringPages() * PageSize }
+
+// allocPages fills the first k entries of a ring's page array if it is
+// empty; false (and the array empty again) if memory is out.
+func (n *Net[E]) allocPages(r *[maxRingPages]uintptr, k int) bool {
 	if r[0] != 0 {
 		return true
 	}
-	for i := range r {
+	for i := range r[:k] {
 		if r[i] = n.env.AllocPage(); r[i] == 0 {
 			n.freePages(r)
 			return false
@@ -414,7 +436,7 @@ func (n *Net[E]) allocPages(r *[RingPages]uintptr) bool {
 }
 
 // freePages gives a ring's pages back.
-func (n *Net[E]) freePages(r *[RingPages]uintptr) {
+func (n *Net[E]) freePages(r *[maxRingPages]uintptr) {
 	for i, a := range r {
 		if a != 0 {
 			n.env.FreePage(a)
@@ -629,9 +651,13 @@ func (n *Net[E]) full(q *sock) bool { return q.msgs > q.backlog }
 
 // Ring helpers: positions are offsets from the read position.
 
-func (p *sock) at(pos int) (uintptr, int) {
-	pos %= RingSize
-	return p.pages[pos/PageSize] + uintptr(pos%PageSize), PageSize - pos%PageSize
+func (p *sock) at(pos int) (uintptr, int) { return p.ringAt(&p.pages, pos) }
+
+// ringAt is the kernel address of byte pos of p's ring r (the receive or
+// the transmit ring), and the bytes from there to the end of its page.
+func (p *sock) ringAt(r *[maxRingPages]uintptr, pos int) (uintptr, int) {
+	pos %= p.ringSize()
+	return r[pos/PageSize] + uintptr(pos%PageSize), PageSize - pos%PageSize
 }
 
 func (p *sock) put(b []byte) {
@@ -654,6 +680,6 @@ func (p *sock) get(b []byte, skip int) {
 }
 
 func (p *sock) drop(k int) {
-	p.r = (p.r + k) % RingSize
+	p.r = (p.r + k) % p.ringSize()
 	p.n -= k
 }

@@ -36,15 +36,30 @@ func (n *Net[E]) ServiceUp(addr [4]byte, prefix int) {
 	n.svcPrefix = prefix
 }
 
-// svcWant records ops for the service on socket p and wakes it.
+// svcWant records ops for the service on socket p and wakes it. It does
+// not make p's traffic the service's: its callers set p.svc where it is.
 func (n *Net[E]) svcWant(p *sock, ops uint32) {
 	if !p.svcHeld {
 		p.svcHeld = true
 		p.links++ // the service's hold, until NetRelease
 	}
-	p.svc = true
 	p.ops |= ops
 	n.env.NotifyService()
+}
+
+// svcLeave takes stream socket p's traffic from the service (a reset
+// connection, a listener that stops, a connect over loopback after one
+// through the wire): what the service was told and has not done is
+// void, it aborts its endpoint and releases p; the unsent bytes go.
+// From here on p is the kernel's alone, as a loopback socket is.
+func (n *Net[E]) svcLeave(p *sock) {
+	if p.svcHeld {
+		p.ops = 0
+		n.svcWant(p, abi.NetOpAbort)
+	}
+	p.svc = false
+	p.svcFull, p.svcFullQ = false, false
+	p.txr, p.txn = 0, 0
 }
 
 // nicSource is the NIC's address of d's kind, the source of traffic to
@@ -70,7 +85,7 @@ func (n *Net[E]) svcTakes(a *inetAddr) bool {
 }
 
 // txRing gives p its transmit ring if it has none.
-func (n *Net[E]) txRing(p *sock) bool { return n.allocPages(&p.tx) }
+func (n *Net[E]) txRing(p *sock) bool { return n.allocPages(&p.tx, p.ringPages()) }
 
 func (n *Net[E]) freeTx(p *sock) {
 	n.freePages(&p.tx)
@@ -78,10 +93,7 @@ func (n *Net[E]) freeTx(p *sock) {
 }
 
 // The transmit ring's helpers, as the receive ring's.
-func (p *sock) txAt(pos int) (uintptr, int) {
-	pos %= RingSize
-	return p.tx[pos/PageSize] + uintptr(pos%PageSize), PageSize - pos%PageSize
-}
+func (p *sock) txAt(pos int) (uintptr, int) { return p.ringAt(&p.tx, pos) }
 
 func (p *sock) txPut(b []byte) {
 	for len(b) > 0 {
@@ -95,30 +107,7 @@ func (p *sock) txPut(b []byte) {
 // txFromIov appends c bytes of v, from byte off on, to p's transmit
 // ring (fromIov's twin); it returns how many it appended.
 func (n *Net[E]) txFromIov(v *Iov, off, c int, p *sock) (int, bool) {
-	done := 0
-	for i := 0; i < n.segs(v) && done < c; i++ {
-		b, ok := n.seg(v, i)
-		if !ok {
-			return done, false
-		}
-		if off >= b.l {
-			off -= b.l
-			continue
-		}
-		for end := off + min(b.l-off, c-done); off < end; {
-			a, r := p.txAt(p.txr + p.txn)
-			w := min(r, end-off)
-			got := n.segIn(b, off, mem(a, w))
-			p.txn += got
-			done += got
-			off += got
-			if got < w {
-				return done, false
-			}
-		}
-		off = 0
-	}
-	return done, true
+	return n.iovIn(v, off, c, p, &p.tx, p.txr, &p.txn)
 }
 
 func (p *sock) txGet(b []byte) {
@@ -132,7 +121,7 @@ func (p *sock) txGet(b []byte) {
 }
 
 func (p *sock) txDrop(k int) {
-	p.txr = (p.txr + k) % RingSize
+	p.txr = (p.txr + k) % p.ringSize()
 	p.txn -= k
 }
 
@@ -152,6 +141,10 @@ func (n *Net[E]) connectSvc(s int32, d *inetAddr) Errno {
 	}
 	p.remote = *d
 	p.state, p.synTo = stSynSent, -1
+	p.svc = true
+	// A connect replaces the endpoint the service holds for p, if any
+	// (netsvc aborts it): an abort still pending would abort the new one.
+	p.ops &^= abi.NetOpAbort
 	n.svcWant(p, abi.NetOpConnect)
 	n.bump(s)
 	return 0
@@ -186,10 +179,11 @@ func (n *Net[E]) sendDgramSvc(s int32, v *Iov, off int, d *inetAddr) (int, Wait,
 		return 0, Wait{}, unix.ENOBUFS
 	}
 	need := msgHdr + inetNameLen + l
-	if RingSize-p.txn < need {
+	if p.ringSize()-p.txn < need {
 		return 0, n.wait(s), unix.EAGAIN
 	}
 	if p.local.any() && !p.svc {
+		p.svc = true
 		n.svcWant(p, abi.NetOpBind) // replies come to its port
 	}
 	mark := p.txn
@@ -222,16 +216,21 @@ func (n *Net[E]) svcSock(id uint64) (*sock, bool) {
 }
 
 // Service answers one NetCall from the service (the kernel has copied it
-// in, and copies it back out); buf is the program's buffer the call
-// names, checked by the kernel.
-func (n *Net[E]) Service(c *abi.NetCall, buf []byte) Errno {
+// in, and copies it back out); v is the program's buffer the call names
+// (c.Buf, c.Len), which is reached only through Env's copies, as every
+// socket call's: a bad buffer is EFAULT, never a fault in the kernel.
+func (n *Net[E]) Service(c *abi.NetCall, v *Iov) Errno {
 	n.env.Lock()
 	defer n.env.Unlock()
 	if !n.svcOn {
 		return unix.ENODEV
 	}
 	if c.Op == abi.NetPoll {
-		c.N = uintptr(n.poll(buf))
+		k, ok := n.poll(v)
+		c.N = uintptr(k)
+		if !ok {
+			return unix.EFAULT
+		}
 		return 0
 	}
 	if c.Op == abi.NetOffline {
@@ -256,10 +255,10 @@ func (n *Net[E]) Service(c *abi.NetCall, buf []byte) Errno {
 		return unix.EBADF
 	}
 	s := n.index(p)
-	return n.serve(s, p, c, buf)
+	return n.serve(s, p, c, v)
 }
 
-func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
+func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 	// Each operation on the kind of socket it is for: a call that names
 	// another (a confused or hostile caller) changes nothing.
 	// (A closed stream has no receive ring any more, but still its
@@ -288,25 +287,30 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
 		n.bump(s)
 	case abi.NetRx:
 		if p.dead {
-			c.N = uintptr(len(buf)) // nobody reads: taken and dropped
+			c.N = uintptr(v.Len) // nobody reads: taken and dropped
 			return 0
 		}
-		k := min(RingSize-p.n, len(buf))
-		p.put(buf[:k])
-		c.N = uintptr(k)
-		if k < len(buf) {
+		k := min(RingSize-p.n, v.Len)
+		got, ok := n.fromIov(v, 0, k, p)
+		c.N = uintptr(got)
+		if k < v.Len {
 			p.svcFull = true
 		}
-		if k > 0 {
+		if got > 0 {
 			n.bump(s)
 		}
+		if !ok {
+			return unix.EFAULT
+		}
 	case abi.NetTx:
-		k := min(p.txn, len(buf))
-		p.txGet(buf[:k])
-		p.txDrop(k)
-		c.N = uintptr(k)
-		if k > 0 {
+		got, ok := n.iovOut(v, min(p.txn, v.Len), p, &p.tx, p.txr)
+		p.txDrop(got)
+		c.N = uintptr(got)
+		if got > 0 {
 			n.bump(s)
+		}
+		if !ok {
+			return unix.EFAULT
 		}
 	case abi.NetFin:
 		p.shut |= shutRcv
@@ -320,10 +324,16 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
 		}
 		n.bump(s)
 	case abi.NetDgramIn:
-		n.dgramIn(s, p, c, buf)
+		return n.dgramIn(s, p, c, v)
 	case abi.NetDgramOut:
-		return n.dgramOut(s, p, c, buf)
+		return n.dgramOut(s, p, c, v)
 	case abi.NetRelease:
+		if !p.dead && p.ops&(abi.NetOpConnect|abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
+			// p started anew after the service took its last work
+			// and before it let go: the service holds the new one.
+			n.env.NotifyService()
+			return 0
+		}
 		p.svcHeld, p.svc = false, false
 		p.ops = 0
 		n.freeTx(p)
@@ -335,9 +345,10 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
 	return 0
 }
 
-// poll writes the sockets' pending work as NetEvents into buf and clears
-// it; the number written.
-func (n *Net[E]) poll(buf []byte) int {
+// poll copies the sockets' pending work as NetEvents into v and clears
+// it: the number copied, and false if v went bad (the events not copied
+// stay pending).
+func (n *Net[E]) poll(v *Iov) (int, bool) {
 	const size = int(unsafe.Sizeof(abi.NetEvent{}))
 	k := 0
 	for i := range n.socks {
@@ -345,17 +356,28 @@ func (n *Net[E]) poll(buf []byte) int {
 		if !p.used || p.ops == 0 {
 			continue
 		}
-		if (k+1)*size > len(buf) {
+		if (k+1)*size > v.Len {
 			n.env.NotifyService() // more next time
 			break
 		}
-		e := (*abi.NetEvent)(unsafe.Pointer(&buf[k*size]))
-		*e = abi.NetEvent{Sock: uint64(p.gen)<<32 | uint64(i), Ops: p.ops, Backlog: p.backlog, Typ: p.typ, Family: p.family,
+		e := abi.NetEvent{Sock: uint64(p.gen)<<32 | uint64(i), Ops: p.ops, Backlog: p.backlog, Typ: p.typ, Family: p.family,
 			V6Only: uint8(boolInt(p.v6only)), LPort: p.local.port, RPort: p.remote.port, Local: p.local.ip, Remote: p.remote.ip}
+		if !n.copyOut(v, k*size, unsafe.Slice((*byte)(unsafe.Pointer(&e)), size)) {
+			return k, false
+		}
 		p.ops = 0
 		k++
 	}
-	return k
+	return k, true
+}
+
+// copyOut copies b into v at byte off, whole or not at all.
+func (n *Net[E]) copyOut(v *Iov, off int, b []byte) bool {
+	b0, ok := n.seg(v, 0)
+	if !ok || off+len(b) > b0.l {
+		return false
+	}
+	return n.segOut(b0, off, noEscape(b)) == len(b)
 }
 
 // accepted makes the socket of a connection the service accepted for a
@@ -400,34 +422,38 @@ func (n *Net[E]) accepted(c *abi.NetCall) Errno {
 	return 0
 }
 
-// dgramIn queues a datagram from the wire on UDP socket p, from
+// dgramIn queues a datagram from the wire, v, on UDP socket p, from
 // c.Remote:c.RPort: dropped if a connected socket's peer is another, or
-// the ring is full.
-func (n *Net[E]) dgramIn(s int32, p *sock, c *abi.NetCall, buf []byte) {
+// the ring has no room for it.
+func (n *Net[E]) dgramIn(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 	src := inetAddr{ip: c.Remote, port: c.RPort}
 	if p.dead || p.typ != unix.SOCK_DGRAM || p.state == stConnected && p.remote != src {
-		return
+		return 0
 	}
-	need := msgHdr + inetNameLen + len(buf)
-	if p.pages[0] != 0 && RingSize-p.n < need || !n.ring(p) {
-		return
+	if v.Len > maxUDP6 {
+		return unix.EMSGSIZE // no datagram is so large
 	}
+	if !n.room(p, msgHdr+inetNameLen+v.Len) {
+		return 0
+	}
+	mark := p.n
 	var h [msgHdr + inetNameLen]byte
-	binary.LittleEndian.PutUint32(h[:], uint32(len(buf)))
+	binary.LittleEndian.PutUint32(h[:], uint32(v.Len))
 	h[4] = inetNameLen
 	copy(h[msgHdr:], src.ip[:])
 	binary.BigEndian.PutUint16(h[msgHdr+16:], src.port)
 	p.put(h[:])
-	p.put(buf)
+	if k, ok := n.fromIov(v, 0, v.Len, p); !ok || k != v.Len {
+		p.n = mark
+		return unix.EFAULT
+	}
 	p.msgs++
 	n.bump(s)
+	return 0
 }
 
-// dgramOut gives the service the next datagram UDP socket p sends.
-func (n *Net[E]) dgramOut(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
-	if p.txn == 0 {
-		return unix.EAGAIN
-	}
+// dgramOut gives the service, in v, the next datagram UDP socket p sends.
+func (n *Net[E]) dgramOut(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 	var h [msgHdr + inetNameLen]byte
 	if p.txn < len(h) {
 		return unix.EAGAIN
@@ -440,12 +466,13 @@ func (n *Net[E]) dgramOut(s int32, p *sock, c *abi.NetCall, buf []byte) Errno {
 	copy(c.Remote[:], h[msgHdr:msgHdr+16])
 	c.RPort = binary.BigEndian.Uint16(h[msgHdr+16:])
 	c.Local, c.LPort = p.local.ip, p.local.port
-	if l > len(buf) {
+	if l > v.Len {
 		return unix.EMSGSIZE
 	}
-	p.txDrop(len(h))
-	p.txGet(buf[:l])
-	p.txDrop(l)
+	if k, ok := n.iovOut(v, l, p, &p.tx, p.txr+len(h)); !ok || k != l {
+		return unix.EFAULT // the datagram stays queued
+	}
+	p.txDrop(len(h) + l)
 	c.N = uintptr(l)
 	n.bump(s)
 	return 0

@@ -22,6 +22,7 @@ func FuzzService(f *testing.F) {
 	f.Add([]byte{abi.NetConnected, 0, 0, 0, abi.NetTx, 0, 8, 0, abi.NetRx, 1, 40, 0, abi.NetFin, 0, 0, 0})
 	f.Add([]byte{abi.NetAccepted, 2, 0, 0, abi.NetDgramOut, 3, 64, 0, abi.NetDgramIn, 3, 9, 0, abi.NetRelease, 3, 0, 0})
 	f.Add([]byte{abi.NetRx, 2, 200, 1, abi.NetTx, 3, 255, 9, abi.NetReset, 0, 0, 1, abi.NetPoll, 0, 3, 0, abi.NetRelease, 0, 0, 0})
+	f.Add([]byte{abi.NetDgramIn, 2, 0, 0xff, abi.NetDgramIn, 2, 0, 0xff, abi.NetDgramIn, 2, 9, 1, abi.NetDgramIn, 2, 9, 5})
 	f.Add([]byte{99, 7, 7, 7, abi.NetAddr6, 0, 64, 0, abi.NetOffline, 0, 1, 0, abi.NetConnected, 4, 0, 1})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		n := newInet(t)
@@ -42,6 +43,7 @@ func FuzzService(f *testing.F) {
 		ids = append(ids, 0xdead<<32|uint64(u), uint64(NumSockets+5))
 		evbuf := make([]byte, 4*int(unsafe.Sizeof(abi.NetEvent{})))
 		data := make([]byte, 512)
+		big := make([]byte, maxUDP6+10)
 		for i := range data {
 			data[i] = byte(i * 7)
 		}
@@ -58,8 +60,11 @@ func FuzzService(f *testing.F) {
 				buf = evbuf[:min(ln, len(evbuf))]
 			case abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut:
 				buf = data[:min(ln*2, len(data))]
+				if flag == 0xff {
+					buf = big // a datagram as large as the wire's, and larger
+				}
 			}
-			n.Service(&call, buf)
+			n.Service(&call, kbuf(buf))
 			if op == abi.NetAccepted && call.Sock != ids[int(who)%len(ids)] {
 				ids = append(ids, call.Sock)
 			}
@@ -82,7 +87,7 @@ func FuzzService(f *testing.F) {
 			}
 			for i := range n.socks {
 				p := &n.socks[i]
-				if p.n < 0 || p.n > RingSize || p.txn < 0 || p.txn > RingSize || p.r < 0 || p.r >= RingSize || p.txr < 0 || p.txr >= RingSize {
+				if z := p.ringSize(); p.n < 0 || p.n > z || p.txn < 0 || p.txn > z || p.r < 0 || p.r >= z || p.txr < 0 || p.txr >= z {
 					t.Fatalf("socket %d: ring out of bounds: r %d n %d txr %d txn %d", i, p.r, p.n, p.txr, p.txn)
 				}
 			}

@@ -19,7 +19,7 @@ func TestService(t *testing.T) {
 		t.Fatal(e)
 	}
 	n.ServiceUp([4]byte{10, 0, 2, 15}, 24)
-	call := func(c *abi.NetCall, buf []byte) Errno { return n.Service(c, buf) }
+	call := func(c *abi.NetCall, buf []byte) Errno { return n.Service(c, kbuf(buf)) }
 	events := func() []abi.NetEvent {
 		buf := make([]byte, 16*int(unsafe.Sizeof(abi.NetEvent{})))
 		c := abi.NetCall{Op: abi.NetPoll}
@@ -159,7 +159,7 @@ func TestServiceMisuse(t *testing.T) {
 	poll := func() []abi.NetEvent {
 		buf := make([]byte, 16*int(unsafe.Sizeof(abi.NetEvent{})))
 		c := abi.NetCall{Op: abi.NetPoll}
-		n.Service(&c, buf)
+		n.Service(&c, kbuf(buf))
 		return unsafe.Slice((*abi.NetEvent)(unsafe.Pointer(&buf[0])), c.N)
 	}
 	l, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
@@ -171,7 +171,7 @@ func TestServiceMisuse(t *testing.T) {
 	}
 	lid := ev[0].Sock
 	for _, op := range []uint32{abi.NetRx, abi.NetTx, abi.NetFin, abi.NetConnected, abi.NetDgramIn, abi.NetDgramOut} {
-		if e := n.Service(&abi.NetCall{Op: op, Sock: lid}, []byte("xxxxxxxxxxxxxxxxxxxxxxxxxxxx")); e != unix.EINVAL {
+		if e := n.Service(&abi.NetCall{Op: op, Sock: lid}, kbuf([]byte("xxxxxxxxxxxxxxxxxxxxxxxxxxxx"))); e != unix.EINVAL {
 			t.Errorf("op %d on a listener: %v, want EINVAL", op, e)
 		}
 	}
@@ -179,7 +179,7 @@ func TestServiceMisuse(t *testing.T) {
 	if ev := poll(); len(ev) != 1 || ev[0].Ops&abi.NetOpClose == 0 {
 		t.Errorf("a listener's close: %+v, want NetOpClose", ev)
 	}
-	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: lid}, nil)
+	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: lid}, kbuf(nil))
 
 	u, _ := n.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0, true)
 	if k, _, e := n.Send(u, &Iov{One: []byte("last words"), Len: 10}, 0, 0, &Addr{Raw: sin4([4]byte{10, 0, 2, 2}, 514)}); k != 10 || e != 0 {
@@ -192,13 +192,252 @@ func TestServiceMisuse(t *testing.T) {
 	}
 	out := make([]byte, 64)
 	o := abi.NetCall{Op: abi.NetDgramOut, Sock: ev[0].Sock}
-	if e := n.Service(&o, out); e != 0 || string(out[:o.N]) != "last words" {
+	if e := n.Service(&o, kbuf(out)); e != 0 || string(out[:o.N]) != "last words" {
 		t.Errorf("NetDgramOut after close: %q, %v", out[:o.N], e)
 	}
-	if e := n.Service(&abi.NetCall{Op: abi.NetRx, Sock: ev[0].Sock}, []byte("x")); e != unix.EINVAL {
+	if e := n.Service(&abi.NetCall{Op: abi.NetRx, Sock: ev[0].Sock}, kbuf([]byte("x"))); e != unix.EINVAL {
 		t.Errorf("NetRx on a UDP socket: %v, want EINVAL", e)
 	}
-	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: ev[0].Sock}, nil)
+	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: ev[0].Sock}, kbuf(nil))
+	for i := range n.socks {
+		if n.socks[i].used {
+			t.Errorf("socket %d still used", i)
+		}
+	}
+}
+
+// svcPoll is the service's NetPoll: the events pending.
+func svcPoll(t *testing.T, n *testNet) []abi.NetEvent {
+	t.Helper()
+	buf := make([]byte, 16*int(unsafe.Sizeof(abi.NetEvent{})))
+	c := abi.NetCall{Op: abi.NetPoll}
+	if e := n.Service(&c, kbuf(buf)); e != 0 {
+		t.Fatalf("NetPoll: %v", e)
+	}
+	return unsafe.Slice((*abi.NetEvent)(unsafe.Pointer(&buf[0])), c.N)
+}
+
+// TestServiceLargestDatagram: a UDP socket of the service's (the
+// wildcard) takes IPv6's largest datagram from the wire as its first,
+// then another, and reads both, as Linux does. (The room check was
+// skipped while the ring was not yet allocated: the first overfilled it
+// and the second read a record header it had overwritten, indexing the
+// ring's pages with a negative number: a kernel fault.)
+func TestServiceLargestDatagram(t *testing.T) {
+	n := newInet(t)
+	n.ServiceUp([4]byte{10, 0, 2, 15}, 24)
+	u, _ := n.Socket(unix.AF_INET6, unix.SOCK_DGRAM, 0, true)
+	sa6 := make([]byte, sin6Len)
+	sa6[0] = unix.AF_INET6
+	sa6[2], sa6[3] = 9999>>8, 9999&0xff
+	if e := n.BindInet(u, sa6); e != 0 {
+		t.Fatal(e)
+	}
+	ev := svcPoll(t, n)
+	if len(ev) != 1 || ev[0].Ops != abi.NetOpBind {
+		t.Fatalf("events after bind: %+v", ev)
+	}
+	peer := [16]byte{0xfe, 0x80, 15: 2}
+	big := make([]byte, maxUDP6)
+	for i := range big {
+		big[i] = byte(i * 13)
+	}
+	for _, d := range [][]byte{big, []byte("second"), big, big} {
+		c := abi.NetCall{Op: abi.NetDgramIn, Sock: ev[0].Sock, Remote: peer, RPort: 4242}
+		if e := n.Service(&c, kbuf(d)); e != 0 {
+			t.Fatalf("NetDgramIn of %d bytes: %v", len(d), e)
+		}
+	}
+	// The fourth finds no room: dropped, the ring intact.
+	buf := make([]byte, 70000)
+	for i, want := range [][]byte{big, []byte("second"), big} {
+		var m Msg
+		if _, e := n.Recv(u, &Iov{One: buf, Len: len(buf)}, unix.MSG_DONTWAIT, &m); e != 0 {
+			t.Fatalf("read %d: %v", i, e)
+		}
+		if m.N != len(want) || string(buf[:m.N]) != string(want) {
+			t.Errorf("read %d: %d bytes, want %d, equal %v", i, m.N, len(want), string(buf[:m.N]) == string(want))
+		}
+		if m.AddrLen != sin6Len || [16]byte(m.Addr[8:24]) != peer {
+			t.Errorf("read %d: from %x", i, m.Addr[:m.AddrLen])
+		}
+	}
+	var m Msg
+	if _, e := n.Recv(u, &Iov{One: buf, Len: len(buf)}, unix.MSG_DONTWAIT, &m); e != unix.EAGAIN {
+		t.Errorf("a fourth read: %d bytes, %v; want EAGAIN (the fourth datagram found no room)", m.N, e)
+	}
+	// A datagram larger than UDP's is refused.
+	huge := make([]byte, 2*len(big))
+	c := abi.NetCall{Op: abi.NetDgramIn, Sock: ev[0].Sock, Remote: peer, RPort: 4242}
+	if e := n.Service(&c, kbuf(huge)); e != unix.EMSGSIZE {
+		t.Errorf("NetDgramIn of %d bytes: %v, want EMSGSIZE", len(huge), e)
+	}
+	if _, e := n.Recv(u, &Iov{One: buf, Len: len(buf)}, unix.MSG_DONTWAIT, &m); e != unix.EAGAIN {
+		t.Errorf("after a datagram larger than UDP's: %d bytes, %v; want EAGAIN", m.N, e)
+	}
+	n.Service(&abi.NetCall{Op: abi.NetAddr6, Local: [16]byte{0xfe, 0x80, 15: 15}, Len: 64}, kbuf(nil))
+	// And the largest goes out whole.
+	if k, _, e := n.Send(u, &Iov{One: big, Len: len(big)}, 0, 0, &Addr{Raw: sa6}); k != len(big) || e != 0 {
+		t.Fatalf("sendto :: %d bytes: %d, %v", len(big), k, e)
+	}
+	dst := make([]byte, sin6Len)
+	dst[0] = unix.AF_INET6
+	dst[2], dst[3] = 0, 53
+	copy(dst[8:], peer[:])
+	if k, _, e := n.Send(u, &Iov{One: big, Len: len(big)}, 0, 0, &Addr{Raw: dst}); k != len(big) || e != 0 {
+		t.Fatalf("sendto the wire %d bytes: %d, %v", len(big), k, e)
+	}
+	ev = svcPoll(t, n)
+	if len(ev) != 1 || ev[0].Ops&abi.NetOpDgram == 0 {
+		t.Fatalf("events after sendto: %+v", ev)
+	}
+	o := abi.NetCall{Op: abi.NetDgramOut, Sock: ev[0].Sock}
+	if e := n.Service(&o, kbuf(buf)); e != 0 || int(o.N) != len(big) || string(buf[:o.N]) != string(big) || o.Remote != peer {
+		t.Errorf("NetDgramOut: %d bytes, %v, to %x", o.N, e, o.Remote)
+	}
+}
+
+// TestServiceLeaves: a socket of the service's that stops listening, is
+// reset or refused by the wire, and then connects over loopback is the
+// kernel's alone: its bytes reach the loopback peer (a former listener's
+// went to a transmit ring it never had: a write to kernel address 0;
+// a refused one's waited in the service's ring), the service is told to
+// abort its endpoint, and everything is freed at the end. A connect
+// through the wire after a reset reaches the service as a connect, not
+// as an abort.
+func TestServiceLeaves(t *testing.T) {
+	gw := [4]byte{10, 0, 2, 2}
+	lo := [4]byte{127, 0, 0, 1}
+	for _, how := range []string{"shutdown", "AF_UNSPEC", "refused", "reset"} {
+		t.Run(how, func(t *testing.T) {
+			n := newInet(t)
+			n.ServiceUp([4]byte{10, 0, 2, 15}, 24)
+			m, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
+			n.BindInet(m, sin4(lo, 9090))
+			n.Listen(m, 4)
+			s, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
+			switch how {
+			case "shutdown", "AF_UNSPEC":
+				n.BindInet(s, sin4([4]byte{}, 8080))
+				n.Listen(s, 4)
+				if ev := svcPoll(t, n); len(ev) != 1 || ev[0].Ops != abi.NetOpListen {
+					t.Fatalf("listen: %+v", ev)
+				}
+				if how == "shutdown" {
+					if e := n.Shutdown(s, unix.SHUT_RD); e != 0 {
+						t.Fatalf("shutdown: %v", e)
+					}
+				} else if _, e := n.Connect(s, &Addr{Raw: []byte{unix.AF_UNSPEC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}); e != 0 {
+					t.Fatalf("connect AF_UNSPEC: %v", e)
+				}
+			case "refused", "reset":
+				if _, e := n.Connect(s, &Addr{Raw: sin4(gw, 80)}); e != unix.EINPROGRESS {
+					t.Fatalf("connect: %v", e)
+				}
+				ev := svcPoll(t, n)
+				if len(ev) != 1 || ev[0].Ops != abi.NetOpConnect {
+					t.Fatalf("connect: %+v", ev)
+				}
+				if how == "refused" {
+					n.Service(&abi.NetCall{Op: abi.NetConnected, Sock: ev[0].Sock, Errno: int32(unix.ECONNREFUSED)}, kbuf(nil))
+					if _, e := n.Connect(s, &Addr{Raw: sin4(gw, 80)}); e != unix.ECONNREFUSED {
+						t.Fatalf("connect after the refusal: %v", e)
+					}
+					break
+				}
+				n.Service(&abi.NetCall{Op: abi.NetConnected, Sock: ev[0].Sock}, kbuf(nil))
+				n.Send(s, &Iov{One: []byte("unsent"), Len: 6}, 0, 0, nil)
+				n.Connect(s, &Addr{Raw: []byte{unix.AF_UNSPEC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}})
+				// Through the wire again: the service sees a connect.
+				if _, e := n.Connect(s, &Addr{Raw: sin4(gw, 81)}); e != unix.EINPROGRESS {
+					t.Fatalf("connect after a reset: %v", e)
+				}
+				if ev := svcPoll(t, n); len(ev) != 1 || ev[0].Ops != abi.NetOpConnect || ev[0].RPort != 81 {
+					t.Fatalf("a connect after a reset: %+v, want NetOpConnect alone", ev)
+				}
+				n.Connect(s, &Addr{Raw: []byte{unix.AF_UNSPEC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}})
+			}
+			if _, e := n.Connect(s, &Addr{Raw: sin4(lo, 9090)}); e != 0 && e != unix.EINPROGRESS {
+				t.Fatalf("connect over loopback: %v", e)
+			}
+			a, _, e := n.Accept(m)
+			if e != 0 {
+				t.Fatalf("accept: %v", e)
+			}
+			if k, _, e := n.Send(s, &Iov{One: []byte("hello"), Len: 5}, 0, 0, nil); k != 5 || e != 0 {
+				t.Fatalf("write: %d, %v", k, e)
+			}
+			buf := make([]byte, 16)
+			var msg Msg
+			if _, e := n.Recv(a, &Iov{One: buf, Len: 16}, unix.MSG_DONTWAIT, &msg); e != 0 || string(buf[:msg.N]) != "hello" {
+				t.Errorf("the loopback peer read %q, %v; want hello", buf[:msg.N], e)
+			}
+			ev := svcPoll(t, n)
+			if len(ev) != 1 || ev[0].Ops != abi.NetOpAbort {
+				t.Fatalf("the service's events: %+v, want NetOpAbort alone", ev)
+			}
+			n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: ev[0].Sock}, kbuf(nil))
+			if k, _, e := n.Send(a, &Iov{One: []byte("back"), Len: 4}, 0, 0, nil); k != 4 || e != 0 {
+				t.Fatalf("write back: %d, %v", k, e)
+			}
+			if _, e := n.Recv(s, &Iov{One: buf, Len: 16}, unix.MSG_DONTWAIT, &msg); e != 0 || string(buf[:msg.N]) != "back" {
+				t.Errorf("read %q, %v; want back", buf[:msg.N], e)
+			}
+			n.Close(s)
+			if _, e := n.Recv(a, &Iov{One: buf, Len: 16}, unix.MSG_DONTWAIT, &msg); e != 0 || msg.N != 0 {
+				t.Errorf("the peer's read after close: %d, %v; want end of file", msg.N, e)
+			}
+			if ev := svcPoll(t, n); len(ev) != 0 {
+				t.Errorf("the service's events after close: %+v, want none", ev)
+			}
+			n.Close(a)
+			n.Close(m)
+			for i := range n.socks {
+				if n.socks[i].used {
+					t.Errorf("socket %d still used", i)
+				}
+			}
+		})
+	}
+}
+
+// TestServiceReleaseRace: the service takes an abort and, before its
+// release arrives, the socket connects through the wire again: the
+// release leaves the new connect's hold in place, and the service sees
+// the connect next.
+func TestServiceReleaseRace(t *testing.T) {
+	n := newInet(t)
+	n.ServiceUp([4]byte{10, 0, 2, 15}, 24)
+	gw := [4]byte{10, 0, 2, 2}
+	unspec := &Addr{Raw: []byte{unix.AF_UNSPEC, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}
+	s, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
+	n.Connect(s, &Addr{Raw: sin4(gw, 80)})
+	ev := svcPoll(t, n)
+	n.Service(&abi.NetCall{Op: abi.NetConnected, Sock: ev[0].Sock}, kbuf(nil))
+	n.Connect(s, unspec)
+	if ev := svcPoll(t, n); len(ev) != 1 || ev[0].Ops != abi.NetOpAbort {
+		t.Fatalf("after the reset: %+v", ev)
+	}
+	if _, e := n.Connect(s, &Addr{Raw: sin4(gw, 81)}); e != unix.EINPROGRESS {
+		t.Fatalf("connect again: %v", e)
+	}
+	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: ev[0].Sock}, kbuf(nil))
+	ev = svcPoll(t, n)
+	if len(ev) != 1 || ev[0].Ops != abi.NetOpConnect || ev[0].RPort != 81 {
+		t.Fatalf("after the late release: %+v, want the connect", ev)
+	}
+	n.Service(&abi.NetCall{Op: abi.NetConnected, Sock: ev[0].Sock}, kbuf(nil))
+	if k, _, e := n.Send(s, &Iov{One: []byte("x"), Len: 1}, 0, 0, nil); k != 1 || e != 0 {
+		t.Fatalf("write: %d, %v", k, e)
+	}
+	out := make([]byte, 8)
+	tx := abi.NetCall{Op: abi.NetTx, Sock: ev[0].Sock}
+	if e := n.Service(&tx, kbuf(out)); e != 0 || string(out[:tx.N]) != "x" {
+		t.Errorf("NetTx: %q, %v", out[:tx.N], e)
+	}
+	n.Close(s)
+	ev = svcPoll(t, n)
+	n.Service(&abi.NetCall{Op: abi.NetRelease, Sock: ev[0].Sock}, kbuf(nil))
 	for i := range n.socks {
 		if n.socks[i].used {
 			t.Errorf("socket %d still used", i)

@@ -90,7 +90,28 @@ func testWireUDPOut(t *T) {
 		t.Fatalf("Dial udp %s: %v", addr, err)
 	}
 	defer c.Close()
-	buf := make([]byte, 2048)
+	// First the largest IPv4 datagram, 65,507 bytes, fragmented on the
+	// wire both ways, into the socket's fresh receive ring; then
+	// ordinary ones behind it.
+	big := make([]byte, 65507)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	buf := make([]byte, 70000)
+	bigOK := false
+	for range 3 { // UDP may drop a fragment
+		if k, err := c.Write(big); k != len(big) || err != nil {
+			t.Fatalf("write %d bytes: %d, %v", len(big), k, err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.Read(buf); err == nil && n == len(big) && bytes.Equal(buf[:n], big) {
+			bigOK = true
+			break
+		}
+	}
+	if !bigOK {
+		t.Errorf("the largest datagram never came back whole from %s", addr)
+	}
 	got := 0
 	for i := range 20 {
 		msg := fmt.Sprintf("datagram %d", i)
