@@ -94,9 +94,10 @@ func conInDrain() bool {
 }
 
 // consoleRead reads console input into the user buffer [p, p+n): what is
-// there (at most 512 bytes a call), 0 at the end of input; it blocks while
-// there is neither.
-func consoleRead(p, n uintptr) (uintptr, abi.Errno) {
+// there (at most 512 bytes a call), 0 at the end of input; while there is
+// neither it blocks if wait, else returns 0 (readv's later buffers: data
+// was read, and Linux's n_tty_read returns it).
+func consoleRead(p, n uintptr, wait bool) (uintptr, abi.Errno) {
 	if n == 0 {
 		return 0, 0
 	}
@@ -125,7 +126,7 @@ func consoleRead(p, n uintptr) (uintptr, abi.Errno) {
 			}
 			return uintptr(k), 0
 		}
-		if eof {
+		if eof || !wait {
 			return 0, 0
 		}
 		atomic.AddUint64(&conIn.waits, 1)

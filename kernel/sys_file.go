@@ -103,7 +103,7 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 
 func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if fd >= 0 && fd < len(files) && files[fd].kind == fileConsole {
-		return consoleRead(p, n)
+		return consoleRead(p, n, true)
 	}
 	if h := fsGet(fd); h >= 0 {
 		return fsTransfer(h, p, n, false)
@@ -465,16 +465,27 @@ func fsTransferAt(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errn
 		return 0, abi.EFAULT
 	}
 	n = min(n, maxRW)
+	u := uio{base: p, n: n, left: n}
+	return fsTransferUio(h, &u, off, write)
+}
+
+// fsTransferUio is the transfer of fsTransferAt between h and the
+// program's buffers u, all of them one read or write as Linux's
+// read_iter and write_iter make readv and writev: a read blocks for its
+// first bytes only, whichever buffer the rest would go to; a write
+// gathers its chunks across buffers, so a writev of at most PIPE_BUF
+// bytes to a pipe is one atomic write.
+func fsTransferUio(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 	buf := &ioBufs[sched.Current().Index()]
 	done := uintptr(0)
 	for {
-		k := min(n-done, ioChunk)
+		k := min(u.left, ioChunk)
 		b := buf[:k]
 		var c int
 		var e abi.Errno
 		switch {
 		case write:
-			if mm.CopyIn(b, p+done) != 0 {
+			if u.move(b, false) != int(k) {
 				return partial(done, abi.EFAULT)
 			}
 			if off >= 0 {
@@ -502,17 +513,60 @@ func fsTransferAt(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errn
 			}
 			e = abi.Errno(fe)
 		}
-		if !write && c > 0 && mm.CopyOutPart(p+done, b[:c]) != c {
+		if !write && c > 0 && u.move(b[:c], true) != c {
 			return partial(done, abi.EFAULT)
 		}
 		done += uintptr(c)
 		if e != 0 {
 			return partial(done, e)
 		}
-		if c < int(k) || done == n {
+		if c < int(k) || u.left == 0 {
 			return done, 0
 		}
 	}
+}
+
+// uio is the program's buffers of one transfer, in order: one buffer
+// (read, write, pread, pwrite), or readv's and writev's iovec array,
+// whose entries are read again as the transfer reaches them (userIov
+// checked them and counted left; the copies check each range again).
+type uio struct {
+	vec, cnt uintptr // the iovec entries not reached yet
+	base, n  uintptr // the rest of the current buffer
+	left     uintptr // the bytes still to move, at most maxRW
+}
+
+// move copies b into the buffers (out) or fills b from them, as far as
+// left goes, and returns the bytes moved: fewer at a fault.
+func (u *uio) move(b []byte, out bool) int {
+	done := 0
+	for done < len(b) && u.left > 0 {
+		if u.n == 0 {
+			if u.cnt == 0 {
+				break
+			}
+			iov, e := mm.Get[[2]uintptr](u.vec)
+			if e != 0 {
+				break
+			}
+			u.vec, u.cnt = u.vec+16, u.cnt-1
+			u.base, u.n = iov[0], min(iov[1], u.left)
+			continue
+		}
+		k := int(min(uintptr(len(b)-done), u.n))
+		var c int
+		if out {
+			c = mm.CopyOutPart(u.base, b[done:done+k])
+		} else {
+			c = mm.CopyInPart(b[done:done+k], u.base)
+		}
+		done += c
+		u.base, u.n, u.left = u.base+uintptr(c), u.n-uintptr(c), u.left-uintptr(c)
+		if c < k {
+			break
+		}
+	}
+	return done
 }
 
 // partial is a transfer's result after done bytes and then error e: the
@@ -550,8 +604,10 @@ func onFS(fd int, notFS abi.Errno, op func(h int) fs.Errno) abi.Errno {
 }
 
 // sysReadv and sysWritev: one transfer of the whole vector on a socket (a
-// datagram is one message), a transfer per buffer on other descriptors,
-// stopping at the first short one.
+// datagram is one message) and on a file or pipe (fsTransferUio: a read
+// waits only for its first bytes, a pipe write of at most PIPE_BUF bytes
+// is atomic); on other descriptors a transfer per buffer, stopping at the
+// first short one, of which only the first may wait.
 func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
 	v, e := userIov(p, cnt, !write)
 	if e != 0 {
@@ -559,6 +615,15 @@ func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
 	}
 	if isSocket(fd) {
 		return sockRW(fd, &v, write)
+	}
+	if h := fsGet(fd); h >= 0 {
+		u := uio{vec: p, cnt: cnt, left: uintptr(v.Len)}
+		c, e := fsTransferUio(h, &u, -1, write)
+		fsPut(h)
+		return c, e
+	}
+	if v.Len == 0 {
+		return 0, badFD(fd, 0) // nothing to move, as Linux's vfs_readv
 	}
 	done := uintptr(0)
 	for i := uintptr(0); i < cnt; i++ {
@@ -571,16 +636,16 @@ func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
 			continue
 		}
 		var c uintptr
-		if write {
+		switch {
+		case write:
 			c, e = sysWrite(fd, base, l)
-		} else {
+		case done > 0 && fd >= 0 && fd < len(files) && files[fd].kind == fileConsole:
+			c, e = consoleRead(base, l, false) // what is there: data was read
+		default:
 			c, e = sysRead(fd, base, l)
 		}
 		if e != 0 {
-			if done > 0 {
-				return done, 0
-			}
-			return 0, e
+			return partial(done, e)
 		}
 		done += c
 		if c < l {

@@ -13,6 +13,9 @@ func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
 	if flags&need != need {
 		return 0, abi.EINVAL // threads only: there is one process
 	}
+	if flags&unix.CLONE_SETTLS != 0 && !tlsOK(tls) {
+		return 0, abi.EPERM // as Linux's set_new_tls, before a thread exists
+	}
 	t := sched.Alloc()
 	if t == nil {
 		return 0, abi.EAGAIN

@@ -66,6 +66,16 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 // (flags, stack, parent_tid, child_tid, tls).
 func cloneTLS(a3, a4 uintptr) uintptr { return a4 }
 
+// taskSizeMax is Linux's TASK_SIZE_MAX with 4-level paging: the end of
+// the user half, less the guard page.
+const taskSizeMax = 1<<47 - mm.PageSize
+
+// tlsOK reports whether addr may be a thread's FS base: below
+// taskSizeMax, as Linux's do_arch_prctl_64 demands for ARCH_SET_FS and
+// for clone's CLONE_SETTLS (EPERM otherwise). A non-canonical base would
+// fault on the way back to the program, which would die of SIGSEGV.
+func tlsOK(addr uintptr) bool { return addr < taskSizeMax }
+
 // arch_prctl codes (asm/prctl.h; not in x/sys/unix).
 const (
 	archSetFS = 0x1002
@@ -75,6 +85,9 @@ const (
 func sysArchPrctl(t *sched.Task, code, addr uintptr) abi.Errno {
 	switch code {
 	case archSetFS:
+		if !tlsOK(addr) {
+			return abi.EPERM
+		}
 		t.UserFS = addr
 	case archGetFS:
 		return mm.Put(addr, t.UserFS)

@@ -14,6 +14,11 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 // (flags, stack, parent_tid, tls, child_tid).
 func cloneTLS(a3, a4 uintptr) uintptr { return a3 }
 
+// tlsOK reports whether addr may be a thread's TLS register (clone's
+// CLONE_SETTLS): any value, as Linux's arm64 copy_thread takes it into
+// TPIDR_EL0 unchecked.
+func tlsOK(addr uintptr) bool { return true }
+
 // mapArchFlags are arm64's mmap flags MAP_SHARED_VALIDATE accepts beside
 // the generic ones: none.
 const mapArchFlags = 0

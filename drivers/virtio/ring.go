@@ -130,7 +130,9 @@ func (q *Queue) Free() uint16 { return q.numFree }
 
 // Broken reports that the device returned a bad used entry (an ID that is
 // not an outstanding chain's head, or more bytes than the chain could
-// take); Next returns nothing after that. Only a device reset and Init
+// take); Next returns nothing after that and Add refuses (ErrBroken), so
+// no request waits for a device that will not answer it. The chains
+// outstanding then stay the device's: only a device reset and Init
 // recover.
 func (q *Queue) Broken() bool { return q.broken }
 
@@ -138,8 +140,14 @@ func (q *Queue) Broken() bool { return q.broken }
 // read, bufs[out:] for it to write, in that order. It returns the chain's
 // head descriptor, which Next returns when the device is done with the
 // chain (drivers index their own bookkeeping by it). The device does not
-// see the chain until Publish (or Device.Kick). bufs is only read.
+// see the chain until Publish (or Device.Kick). bufs is only read. A
+// broken queue refuses every chain (ErrBroken, as Linux's virtqueue_add
+// gives EIO), before it could run out of descriptors and leave its
+// callers waiting for ones that never come back.
 func (q *Queue) Add(bufs []Buffer, out int) (head uint16, err Error) {
+	if q.broken {
+		return 0, ErrBroken
+	}
 	n := len(bufs)
 	if n == 0 || out < 0 || out > n {
 		return 0, ErrChain

@@ -248,7 +248,9 @@ func (c *Client[E]) enc(s int, t uint8, tag uint16) enc {
 }
 
 // rpc sends the request e encoded in slot s (then outData bytes of data)
-// and checks the reply: the decoder after its header, or the errno.
+// and checks the reply: the decoder after its header, or the errno. For a
+// reply with data (inData > 0) the decoder's data is how many of the
+// message's bytes lie in the data pages: no more than the device wrote.
 func (c *Client[E]) rpc(s int, e *enc, outData, inData int, want uint8) (dec, Errno) {
 	n := e.finish(outData)
 	if e.bad {
@@ -278,6 +280,9 @@ func (c *Client[E]) rpc(s int, e *enc, outData, inData int, want uint8) (dec, Er
 	}
 	if int(size) < len(d.b) {
 		d.b = d.b[:size]
+	}
+	if inData > 0 {
+		d.data = int(size) - hl // size <= rl: written by the device
 	}
 	return d, 0
 }
@@ -524,7 +529,10 @@ func (c *Client[E]) read1(t uint8, f Fid, off uint64, p []byte) (int, Errno) {
 	e.u32(uint32(want))
 	d, err := c.rpc(s, &e, 0, want, t+1)
 	n := int(d.u32())
-	if err == 0 && (d.bad || n > want) {
+	// The count is the server's word: more than asked, or than the
+	// device wrote into the data pages, would hand the caller what they
+	// held before (another request's data).
+	if err == 0 && (d.bad || n > want || n > d.data) {
 		err = EIO
 	}
 	if err == 0 && !c.fromPages(s, p[:n]) {

@@ -298,6 +298,16 @@ func TestBadReplies(t *testing.T) {
 			}
 			return r
 		}, EIO},
+		// The count within what was asked, but past the data the device
+		// wrote (the message's size agreeing with the used length): the
+		// data pages' other bytes are an earlier request's.
+		{"count past the data written", func(r []byte) []byte {
+			if r[4] == Tread+1 {
+				r = r[:rdHdr+2]
+				binary.LittleEndian.PutUint32(r, rdHdr+2)
+			}
+			return r
+		}, EIO},
 	}
 	buf := make([]byte, 10)
 	for _, tc := range cases {

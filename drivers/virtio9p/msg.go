@@ -162,11 +162,13 @@ func (e *enc) finish(extra int) int {
 	return e.n
 }
 
-// dec reads a message from b; reading past its end sets bad.
+// dec reads a message from b; reading past its end sets bad. data is
+// the message's length past b, in the data pages (Client.rpc).
 type dec struct {
-	b   []byte
-	n   int
-	bad bool
+	b    []byte
+	n    int
+	bad  bool
+	data int
 }
 
 func (d *dec) take(k int) []byte {

@@ -27,6 +27,9 @@ type Transport struct {
 	tagLen int
 	slotOf [queueSize]uint8
 
+	// busy holds the slots whose chain the device has, a bit each.
+	busy uint32
+
 	// Done[s] is 1 once slot s's reply is in, Len[s] its length; Freed is
 	// bumped whenever descriptors come back (all atomic).
 	Done  [Slots]uint32
@@ -89,7 +92,9 @@ func (t *Transport) IsPCI() bool { return t.dev.IsPCI() }
 // bytes of data pages device-readable; the reply page (ReplyHdr bytes of
 // it when inData > 0) and inData bytes of data pages writable — and
 // notifies the device. virtio.ErrFull: too few free descriptors now (wait
-// for Freed to change and try again).
+// for Freed to change and try again); virtio.ErrBroken: the device broke
+// the queue, nothing will come back (EIO at once, as Linux's virtio
+// transport).
 func (t *Transport) Submit(s int, req, rep uint64, data *[DataPages]uint64, out, outData, inData int) virtio.Error {
 	var b [2 + DataPages]virtio.Buffer
 	n := 0
@@ -104,12 +109,13 @@ func (t *Transport) Submit(s int, req, rep uint64, data *[DataPages]uint64, out,
 	b[n] = virtio.Buffer{Addr: rep, Len: uint32(hl)}
 	n++
 	n += pagesOf(b[n:], data, inData)
-	atomic.StoreUint32(&t.Done[s], 0)
 	head, e := t.q.Add(b[:n], nout)
 	if e != virtio.OK {
 		return e
 	}
+	atomic.StoreUint32(&t.Done[s], 0)
 	t.slotOf[head] = uint8(s)
+	t.busy |= 1 << s
 	t.dev.Kick(&t.q)
 	return virtio.OK
 }
@@ -126,7 +132,7 @@ func pagesOf(b []virtio.Buffer, data *[DataPages]uint64, n int) int {
 
 // Interrupt is the device's interrupt handler's work: it acknowledges the
 // interrupt and marks every request the device answered done. It returns
-// the slots completed, a bit each.
+// the slots completed, a bit each: each submitted request completes once.
 func (t *Transport) Interrupt() uint32 {
 	t.dev.Interrupt()
 	var mask uint32
@@ -140,16 +146,18 @@ func (t *Transport) Interrupt() uint32 {
 		atomic.StoreUint32(&t.Done[s], 1)
 		mask |= 1 << s
 	}
+	t.busy &^= mask
 	if t.q.Broken() {
-		// Nothing more will come back: every waiter gets an empty reply
-		// (EIO).
+		// Nothing more will come back: every request the device still
+		// has gets an empty reply (EIO).
 		for s := range t.Done {
-			if atomic.LoadUint32(&t.Done[s]) == 0 {
+			if t.busy&(1<<s) != 0 {
 				atomic.StoreUint32(&t.Len[s], 0)
 				atomic.StoreUint32(&t.Done[s], 1)
 				mask |= 1 << s
 			}
 		}
+		t.busy = 0
 	}
 	if mask != 0 {
 		atomic.AddUint32(&t.Freed, 1)

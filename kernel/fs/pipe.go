@@ -197,11 +197,11 @@ func (f *FS[E]) readPipe(fl *file, b []byte) (int, Errno) {
 func (f *FS[E]) writePipe(fl *file, b []byte) (int, Errno) {
 	p := int(fl.obj)
 	pp := &f.pipes[p]
+	if len(b) == 0 {
+		return 0, 0 // even with no reader, as Linux's pipe_write
+	}
 	if pp.readers == 0 {
 		return 0, unix.EPIPE
-	}
-	if len(b) == 0 {
-		return 0, 0
 	}
 	space := PipeSize - pp.n
 	if space == 0 || len(b) <= PipeBuf && space < len(b) {

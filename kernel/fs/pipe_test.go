@@ -308,3 +308,29 @@ func TestPipePoll(t *testing.T) {
 	f.Close(d)
 	f.Close(r)
 }
+
+// TestPipeZeroWrite: a write of nothing is 0 even when no reader is left,
+// as Linux's pipe_write (which returns before it looks at the readers: no
+// EPIPE, so no SIGPIPE); the host's pipe says the same.
+func TestPipeZeroWrite(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(p[0])
+	if n, err := unix.Write(p[1], nil); n != 0 || err != nil {
+		t.Errorf("host: write of nothing with no reader: %d, %v", n, err)
+	}
+	unix.Close(p[1])
+	f, _ := newFS(t, 1024, 1024)
+	r, w, e := f.Pipe(0)
+	must(t, "pipe", e)
+	f.Close(r)
+	if n, e := f.Write(w, nil); n != 0 || e != 0 {
+		t.Errorf("write of nothing with no reader: %d, %v; want 0, as the host", n, e)
+	}
+	if _, e := f.Write(w, []byte("x")); e != unix.EPIPE {
+		t.Errorf("write with no reader: %v, want EPIPE", e)
+	}
+	f.Close(w)
+}
