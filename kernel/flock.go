@@ -263,12 +263,13 @@ type flockT struct {
 }
 
 // fcntlLock is fcntl's F_GETLK, F_SETLK, F_SETLKW and their F_OFD_ twins
-// on fs handle h, with the struct flock at p.
+// on fs handle h, with the struct flock at p: copied in first, and for
+// F_GETLK back out whole, as Linux's fcntl does.
 func fcntlLock(h, cmd int, p uintptr) abi.Errno {
-	if !mm.UserOK(p, 32) {
-		return abi.EFAULT
+	fl, e := mm.Get[flockT](p)
+	if e != 0 {
+		return e
 	}
-	fl := *at[flockT](p)
 	kind, owner := uint8(lkPosix), int32(0)
 	if cmd == unix.F_OFD_GETLK || cmd == unix.F_OFD_SETLK || cmd == unix.F_OFD_SETLKW {
 		kind, owner = lkOFD, int32(h)
@@ -331,25 +332,21 @@ func fcntlLock(h, cmd int, p uintptr) abi.Errno {
 			out = *c
 		}
 		lockLock.Unlock()
-		if !mm.UserW(p, 32) {
-			return abi.EFAULT
-		}
-		r := at[flockT](p)
 		if c == nil {
-			r.typ = unix.F_UNLCK
-			return 0
+			fl.typ = unix.F_UNLCK
+			return mm.Put(p, fl)
 		}
-		r.typ, r.whence, r.start, r.len, r.pid = unix.F_RDLCK, unix.SEEK_SET, out.start, 0, 1
+		fl.typ, fl.whence, fl.start, fl.len, fl.pid = unix.F_RDLCK, unix.SEEK_SET, out.start, 0, 1
 		if out.write {
-			r.typ = unix.F_WRLCK
+			fl.typ = unix.F_WRLCK
 		}
 		if out.end != math.MaxInt64 {
-			r.len = out.end - out.start + 1
+			fl.len = out.end - out.start + 1
 		}
 		if out.kind == lkOFD {
-			r.pid = -1
+			fl.pid = -1
 		}
-		return 0
+		return mm.Put(p, fl)
 	}
 	acc := flags & unix.O_ACCMODE
 	if fl.typ == unix.F_RDLCK && acc == unix.O_WRONLY || fl.typ == unix.F_WRLCK && acc == unix.O_RDONLY {

@@ -1,6 +1,9 @@
 package kernel
 
-import "yolk/kernel/mm"
+import (
+	"yolk/kernel/abi"
+	"yolk/kernel/mm"
+)
 
 // The Linux-style initial stack of the first task: arguments and
 // environment from the command line (cmdline.go), the auxiliary vector.
@@ -24,19 +27,23 @@ func buildInitStack() uintptr {
 	if _, err := vm.Map(stackTop-stackSize, stackSize, mm.ProtRead|mm.ProtWrite, true, mm.ChargeWrite); err != 0 {
 		outOfMemory()
 	}
+	// The stack is the program's memory: written through the user copy
+	// as any other (docs/user-memory.md), though nothing can unmap it
+	// yet. A copy into the fresh mapping fails only for want of frames.
 	sp := uintptr(stackTop)
+	var bad abi.Errno
 	pushStr := func(parts ...[]byte) uintptr {
 		n := 1
 		for _, p := range parts {
 			n += len(p)
 		}
 		sp -= uintptr(n)
-		b := bytesAt(sp, n)
-		k := 0
+		k := sp
 		for _, p := range parts {
-			k += copy(b[k:], p)
+			bad |= mm.CopyOut(k, p)
+			k += uintptr(len(p))
 		}
-		b[k] = 0
+		bad |= mm.Put(k, byte(0))
 		return sp
 	}
 	var argv [maxArgs]uintptr
@@ -63,7 +70,7 @@ func buildInitStack() uintptr {
 	}
 	sp -= 16
 	rnd := sp
-	*at[uint64](rnd), *at[uint64](rnd + 8) = random64(), random64()
+	bad |= mm.Put(rnd, [2]uint64{random64(), random64()})
 	sp &^= 15
 
 	auxv := [...]uintptr{
@@ -82,7 +89,7 @@ func buildInitStack() uintptr {
 	sp -= uintptr(words) * 8
 	w := sp
 	put := func(v uintptr) {
-		*at[uintptr](w) = v
+		bad |= mm.Put(w, v)
 		w += 8
 	}
 	put(uintptr(nargs))
@@ -96,6 +103,9 @@ func buildInitStack() uintptr {
 	put(0)
 	for _, v := range auxv {
 		put(v)
+	}
+	if bad != 0 {
+		outOfMemory()
 	}
 	return sp
 }

@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -129,10 +128,12 @@ func sysRestartSyscall(t *sched.Task) (uintptr, abi.Errno) {
 	case restartSleep:
 		return 0, sleepUntil(rb.deadline, rb.addr)
 	case restartFutex:
-		if !mm.UserOK(rb.addr, 4) {
-			return 0, abi.EFAULT
-		}
-		if atomic.LoadUint32(at[uint32](rb.addr)) != rb.val {
+		// Through the user copy, as futex's own check: the word may
+		// have been unmapped, or be in a page past a mapped file's end,
+		// since the wait began.
+		if v, e := mm.Get[uint32](rb.addr); e != 0 {
+			return 0, e
+		} else if v != rb.val {
 			return 0, abi.EAGAIN
 		}
 		return futexSleep(rb.addr, rb.val, rb.deadline)

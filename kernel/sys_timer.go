@@ -14,22 +14,24 @@ import (
 // timer_getoverrun, timer_delete, setitimer, getitimer and alarm, with
 // Linux's argument checks. The table and expiry are ptimer.go's.
 
-// sigevent is struct sigevent's head: the value, signal, notification and
-// (SIGEV_THREAD_ID) thread ID.
+// sigevent is struct sigevent, all of its 64 bytes (SIGEV_MAX_SIZE), as
+// timer_create copies them in: the value, signal, notification and
+// (SIGEV_THREAD_ID) thread ID, then the rest of the union.
 type sigevent struct {
 	value  uint64
 	signo  int32
 	notify int32
 	tid    int32
+	_      [11]int32
 }
 
 func sysTimerCreate(clockID int32, sevp, idp uintptr) abi.Errno {
 	var ev sigevent
 	if sevp != 0 {
-		if !mm.UserOK(sevp, 20) {
-			return abi.EFAULT
+		var e abi.Errno
+		if ev, e = mm.Get[sigevent](sevp); e != 0 {
+			return e
 		}
-		ev = *at[sigevent](sevp)
 	}
 	clock, ct, err := clockOf(clockID)
 	if err != 0 {
@@ -82,7 +84,17 @@ func sysTimerCreate(clockID int32, sevp, idp uintptr) abi.Errno {
 	ptimers[id] = p
 	ptHigh = max(ptHigh, id+1)
 	ptLock.Unlock()
-	*at[int32](idp) = id
+	if e := mm.Put(idp, id); e != 0 {
+		// Unmapped since the check: the timer goes, as Linux's does
+		// when its copy_to_user fails — unless another thread already
+		// deleted it (a slot reused) or armed it (it is in use).
+		ptLock.Lock()
+		if ptimers[id] == p {
+			ptimers[id] = ptimer{}
+		}
+		ptLock.Unlock()
+		return e
+	}
 	return 0
 }
 
@@ -90,10 +102,10 @@ func sysTimerSettime(id int32, flags int, newp, oldp uintptr) abi.Errno {
 	if newp == 0 {
 		return abi.EINVAL
 	}
-	if !mm.UserOK(newp, 32) {
-		return abi.EFAULT
+	spec, e := mm.Get[itimerspec](newp)
+	if e != 0 {
+		return e
 	}
-	spec := *at[itimerspec](newp)
 	if !validTimespec(spec.interval) || !validTimespec(spec.value) {
 		return abi.EINVAL
 	}
@@ -107,10 +119,7 @@ func sysTimerSettime(id int32, flags int, newp, oldp uintptr) abi.Errno {
 	p.set(id, tsNanos(spec.value), tsNanos(spec.interval), flags&unix.TIMER_ABSTIME != 0)
 	ptLock.Unlock()
 	if oldp != 0 {
-		if !mm.UserW(oldp, 32) {
-			return abi.EFAULT
-		}
-		*at[itimerspec](oldp) = itimerspec{nanosTs(interval), nanosTs(left)}
+		return mm.Put(oldp, itimerspec{nanosTs(interval), nanosTs(left)})
 	}
 	return 0
 }
@@ -124,11 +133,7 @@ func sysTimerGettime(id int32, curp uintptr) abi.Errno {
 	}
 	left, interval := p.get(nanotime())
 	ptLock.Unlock()
-	if !mm.UserW(curp, 32) {
-		return abi.EFAULT
-	}
-	*at[itimerspec](curp) = itimerspec{nanosTs(interval), nanosTs(left)}
-	return 0
+	return mm.Put(curp, itimerspec{nanosTs(interval), nanosTs(left)})
 }
 
 func sysTimerGetoverrun(id int32) (uintptr, abi.Errno) {
@@ -171,10 +176,10 @@ func sysTimerDelete(id int32) abi.Errno {
 func sysSetitimer(which int, newp, oldp uintptr) abi.Errno {
 	var v itimerval
 	if newp != 0 {
-		if !mm.UserOK(newp, 32) {
-			return abi.EFAULT
+		var e abi.Errno
+		if v, e = mm.Get[itimerval](newp); e != 0 {
+			return e
 		}
-		v = *at[itimerval](newp)
 		if !validTimeval(v.interval) || !validTimeval(v.value) {
 			return abi.EINVAL
 		}
@@ -184,10 +189,7 @@ func sysSetitimer(which int, newp, oldp uintptr) abi.Errno {
 	}
 	left, interval := setitimer(which, tvNanos(v.value), tvNanos(v.interval))
 	if oldp != 0 {
-		if !mm.UserW(oldp, 32) {
-			return abi.EFAULT
-		}
-		*at[itimerval](oldp) = itimerval{nanosTv(interval), nanosTv(left)}
+		return mm.Put(oldp, itimerval{nanosTv(interval), nanosTv(left)})
 	}
 	return 0
 }
@@ -199,11 +201,7 @@ func sysGetitimer(which int, curp uintptr) abi.Errno {
 	ptLock.Lock()
 	left, interval := itimer(which).get(nanotime())
 	ptLock.Unlock()
-	if !mm.UserW(curp, 32) {
-		return abi.EFAULT
-	}
-	*at[itimerval](curp) = itimerval{nanosTv(interval), nanosTv(left)}
-	return 0
+	return mm.Put(curp, itimerval{nanosTv(interval), nanosTv(left)})
 }
 
 // sysAlarm is alarm: ITIMER_REAL for secs seconds, once; it returns the

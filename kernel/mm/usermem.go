@@ -89,17 +89,3 @@ func bootTables(p, n uintptr) bool {
 	lo := uintptr(unsafe.Pointer(&boot.PageTables[0]))
 	return p < lo+uintptr(len(boot.PageTables)) && p+n > lo
 }
-
-// UserBufNeed is the n bytes at p, checked for the protection need
-// (ProtRead, ProtWrite): a slice of the program's memory itself, for the
-// one caller whose buffers are never unmapped (the network service's,
-// on the Go heap). Every other access copies (usercopy.go).
-func UserBufNeed(p, n uintptr, need uint32) ([]byte, abi.Errno) {
-	if n == 0 {
-		return nil, 0
-	}
-	if int(n) < 0 || !userRange(p, n, need) {
-		return nil, abi.EFAULT
-	}
-	return bytesAt(p, int(n)), 0
-}

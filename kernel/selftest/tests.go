@@ -95,7 +95,7 @@ var tests = []test{
 	{"TestWireTCP6Out", testWireTCP6Out},
 	{"TestWireTCPIn", testWireTCPIn},
 
-	// fuzz.go, fuzz_block.go, memprot.go, mmap_errno.go
+	// fuzz.go, fuzz_block.go, memprot.go, mmap_errno.go, usercopy.go, usercopy_eof.go
 	{"TestSyscallFuzz", testSyscallFuzz},
 	{"TestPipeReadUnmapSignals", testPipeReadUnmapSignals},
 	{"TestTaskInfo", testTaskInfo},
@@ -107,6 +107,7 @@ var tests = []test{
 	{"TestMmapErrnoOrder", testMmapErrnoOrder},
 	{"TestMemoryOvercommit", testMemoryOvercommit},
 	{"TestUserCopyFault", testUserCopyFault},
+	{"TestUserCopyPastEOF", testUserCopyPastEOF},
 	{"TestSoak", testSoak},
 
 	// preempt.go
