@@ -263,6 +263,7 @@ func sockRW(fd int, v *net.Iov, write bool) (uintptr, abi.Errno) {
 	}
 	var m net.Msg
 	e = sockRecv(s, v, 0, &m)
+	scmDiscard(&m) // no control buffer: descriptors received are closed, as Linux's scm_recv
 	return uintptr(m.N), e
 }
 

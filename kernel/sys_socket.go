@@ -132,10 +132,27 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 	}
 	defer sockPut(s)
 	// The address's memory is checked first: a connection taken off
-	// the queue is not lost to a bad pointer.
+	// the queue is not lost to a bad pointer or a negative length
+	// (Linux's move_addr_to_user, which says EINVAL for that, after the
+	// accept). Linux writes min(*addrlen, the address's length), which
+	// is not known yet: what the shortest address would take must be
+	// there (a unix socket's unnamed peer is the family alone).
 	if p != 0 {
-		l, e := mm.Get[uint32](lp)
-		if e != 0 || !mm.UserW(lp, 4) || !mm.UserW(p, uintptr(l)) {
+		l, e := mm.Get[int32](lp)
+		if e != 0 || !mm.UserW(lp, 4) {
+			return 0, abi.EFAULT
+		}
+		if l < 0 {
+			return 0, abi.EINVAL
+		}
+		least := int32(2)
+		switch sockets.Family(s) {
+		case unix.AF_INET:
+			least = unix.SizeofSockaddrInet4
+		case unix.AF_INET6:
+			least = unix.SizeofSockaddrInet6
+		}
+		if !mm.UserW(p, uintptr(min(l, least))) {
 			return 0, abi.EFAULT
 		}
 	}
@@ -155,11 +172,14 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 		}
 		sockets.SetNonblocking(c, flags&unix.SOCK_NONBLOCK != 0)
 		nfd, e := installSocket(c)
-		if e == 0 && p != 0 && putSockaddr(c, true, p, lp) != 0 {
-			// Unmapped while it waited: the connection is dropped,
-			// as Linux's accept4 drops it when the copy fails.
-			sysClose(int(nfd))
-			return 0, abi.EFAULT
+		if e == 0 && p != 0 {
+			if e = putSockaddr(c, true, p, lp); e != 0 {
+				// Unmapped (or the length made negative) while it
+				// waited: the connection is dropped, as Linux's
+				// accept4 drops it when the copy fails.
+				sysClose(int(nfd))
+				return 0, e
+			}
 		}
 		return nfd, e
 	}
@@ -315,7 +335,9 @@ func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.
 		return 0, abi.EFAULT
 	}
 	var m net.Msg
-	if e = sockRecv(s, &v, flags, &m); e != 0 {
+	e = sockRecv(s, &v, flags, &m)
+	scmDiscard(&m) // no control buffer: descriptors received are closed, as Linux's scm_recv
+	if e != 0 {
 		return 0, e
 	}
 	if ap != 0 {

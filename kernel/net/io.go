@@ -397,10 +397,22 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 			return n.wait(int32(s)), unix.EAGAIN
 		}
 		want := min(p.n, v.Len)
+		var fds int32
+		at := 0
 		if p.chead != 0 || p.opts&optPassCred != 0 {
-			want, m.Stop = n.streamLimit(p, want, flags&unix.MSG_PEEK != 0, m)
+			want, m.Stop, fds, at = n.streamLimit(p, want, m)
 		}
 		c, ok := n.toIov(v, want, p, 0)
+		if fds != 0 {
+			if ok && c > at {
+				n.streamFDs(fds, flags&unix.MSG_PEEK != 0, m)
+			} else {
+				// Linux copies the bytes that came with descriptors
+				// whole or not at all: on a fault they stay, and so
+				// do their descriptors.
+				c, m.Stop = min(c, at), false
+			}
+		}
 		if !ok && c == 0 {
 			return Wait{}, unix.EFAULT
 		}
@@ -465,6 +477,11 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 	}
 	c, ok := n.toIov(v, min(l, v.Len), p, skip)
 	if !ok {
+		// Linux took the message off the queue before the copy: it is
+		// gone (its descriptors, taken above, the caller's to close).
+		if flags&unix.MSG_PEEK == 0 {
+			n.dropMsg(int32(s), skip+l)
+		}
 		return Wait{}, unix.EFAULT
 	}
 	if c < l {
@@ -475,15 +492,22 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 		m.N = l
 	}
 	if flags&unix.MSG_PEEK == 0 {
-		wasFull := n.full(p)
-		p.drop(skip + l)
-		p.msgs--
-		n.bump(int32(s))
-		if wasFull || p.typ == unix.SOCK_SEQPACKET {
-			n.wakeSenders(int32(s))
-		}
+		n.dropMsg(int32(s), skip+l)
 	}
 	return Wait{}, 0
+}
+
+// dropMsg takes the message at the front of s's queue, k bytes of its
+// ring, off the queue.
+func (n *Net[E]) dropMsg(s int32, k int) {
+	p := &n.socks[s]
+	wasFull := n.full(p)
+	p.drop(k)
+	p.msgs--
+	n.bump(s)
+	if wasFull || p.typ == unix.SOCK_SEQPACKET {
+		n.wakeSenders(s)
+	}
 }
 
 // wakeSenders bumps the sockets connected to s: their EPOLLOUT may have

@@ -437,15 +437,34 @@ func (w *nlw) ack(msg []byte, e Errno, port uint32) {
 // starts a dump in cur, or is EBUSY while cur has one. len(out) must be
 // at least NLMinDatagram.
 func (t *Ifaces) Request(req []byte, port uint32, cur *DumpCursor, out []byte) (used, n1, n2 int) {
-	if len(req) < nlHdr {
+	l := nlMsgLen(req)
+	if l == 0 {
 		return 0, 0, 0
+	}
+	n1, n2 = t.Answer(req[:l], port, cur, out)
+	return min((l+3)&^3, len(req)), n1, n2
+}
+
+// nlMsgLen is the length of the netlink message at the start of req, 0
+// if req holds no message Linux would read (a short header, or a length
+// below the header's or past req).
+func nlMsgLen(req []byte) int {
+	if len(req) < nlHdr {
+		return 0
 	}
 	l := int(ne.Uint32(req))
 	if l < nlHdr || l > len(req) {
-		return 0, 0, 0
+		return 0
 	}
-	msg := req[:l]
-	used = min((l+3)&^3, len(req))
+	return l
+}
+
+// Answer is Request for the one message msg: all of it, or, for a
+// message longer than the caller's buffer, its first len(msg) bytes,
+// its header saying its whole length (attributes past the cut are not
+// seen; a dump request needs only its header and family, and an error's
+// copy of a message that long is capped anyway).
+func (t *Ifaces) Answer(msg []byte, port uint32, cur *DumpCursor, out []byte) (n1, n2 int) {
 	typ, flags := ne.Uint16(msg[4:]), ne.Uint16(msg[6:])
 	w := nlw{b: out}
 	var e Errno
@@ -453,7 +472,7 @@ func (t *Ifaces) Request(req []byte, port uint32, cur *DumpCursor, out []byte) (
 		var dump bool
 		e, dump = t.route(msg, port, cur, &w)
 		if dump {
-			return used, 0, 0 // no acknowledgement: the dump ends with NLMSG_DONE
+			return 0, 0 // no acknowledgement: the dump ends with NLMSG_DONE
 		}
 	}
 	n1 = w.n
@@ -461,9 +480,9 @@ func (t *Ifaces) Request(req []byte, port uint32, cur *DumpCursor, out []byte) (
 		w.ack(msg, e, port)
 	}
 	if n1 == 0 {
-		return used, w.n, 0
+		return w.n, 0
 	}
-	return used, n1, w.n - n1
+	return n1, w.n - n1
 }
 
 // route answers one rtnetlink request; dump reports that it started a

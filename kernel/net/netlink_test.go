@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -707,5 +708,121 @@ func TestNetlinkNoAlloc(t *testing.T) {
 		p.Release(0)
 	}); n != 0 {
 		t.Errorf("%v allocations per run", n)
+	}
+}
+
+// TestNetlinkLarge: a request datagram larger than the layer's request
+// buffer (4 KiB) is taken as Linux takes it, up to the send buffer less
+// 32 bytes: trailing padding ignored, a message longer than the buffer
+// read, several messages answered in turn, the walk stopped at a length
+// past the datagram; beyond, EMSGSIZE. Datagrams are compared with the
+// host's by their messages' types, seqs and errnos, runs of one kind
+// counted once (the host has other interfaces).
+func TestNetlinkLarge(t *testing.T) {
+	const req, ack, dump = unix.NLM_F_REQUEST, unix.NLM_F_ACK, unix.NLM_F_DUMP
+	pad := func(b []byte, n int) []byte { return append(b, make([]byte, n-len(b))...) }
+	long := func(typ, flags uint16, seq uint32, body []byte, n int) []byte {
+		b := pad(nlMsg(typ, flags, seq, body), n)
+		ne.PutUint32(b, uint32(n))
+		return b
+	}
+	var mixed []byte
+	for seq := range uint32(3) {
+		mixed = append(mixed, long(unix.RTM_GETLINK, req|ack, seq+1, ifinfo(1), 2000)...)
+	}
+	mixed = append(mixed, nlReq(unix.RTM_GETADDR, req|dump, 4, 0)...)
+	mixed = append(mixed, 0, 0, 0)
+	mixed = append(mixed, nlReq(unix.RTM_GETLINK, req|dump, 5, 0)...)
+	past := append(nlMsg(unix.RTM_GETLINK, req|ack, 1, ifinfo(1)), long(unix.RTM_GETLINK, req|ack, 2, ifinfo(1), 9000)[:6000]...)
+	for _, c := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"RTM_GETLINK dump in 8 KiB", pad(nlReq(unix.RTM_GETLINK, req|dump, 1, 0), 8192)},
+		{"RTM_GETADDR dump in 64 KiB", pad(nlReq(unix.RTM_GETADDR, req|dump, 1, 0), 65536)},
+		{"RTM_GETADDR dump in the send buffer less 32", pad(nlReq(unix.RTM_GETADDR, req|dump, 1, 0), defaultBuf-32)},
+		{"one byte more", pad(nlReq(unix.RTM_GETADDR, req|dump, 1, 0), defaultBuf-31)},
+		{"RTM_GETLINK dump of 8 KiB", long(unix.RTM_GETLINK, req|dump, 2, []byte{0}, 8192)},
+		{"three links, then two dumps", mixed},
+		{"a length past the datagram", past},
+	} {
+		hc, he, hd := nlHostSend(t, c.msg)
+		oc, oe, od := nlSockSend(t, c.msg)
+		h := fmt.Sprintf("sendto %d %v: %s", hc, he, nlShape(hd))
+		o := fmt.Sprintf("sendto %d %v: %s", oc, oe, nlShape(od))
+		if h != o {
+			t.Errorf("%s:\n  ours %s\nhost's %s", c.name, o, h)
+		}
+		t.Logf("%s: %s", c.name, h)
+	}
+}
+
+// nlShape is the messages of datagrams as type/seq (and errno), a run of
+// the same counted once.
+func nlShape(dgrams [][]byte) string {
+	var s []string
+	for _, d := range dgrams {
+		msgs, err := syscall.ParseNetlinkMessage(d)
+		if err != nil {
+			return err.Error()
+		}
+		for _, m := range msgs {
+			x := fmt.Sprintf("%d/%d", m.Header.Type, m.Header.Seq)
+			if m.Header.Type == unix.NLMSG_ERROR {
+				x += unix.ErrnoName(syscall.Errno(-int32(ne.Uint32(m.Data))))
+			}
+			if len(s) == 0 || s[len(s)-1] != x {
+				s = append(s, x)
+			}
+		}
+	}
+	return strings.Join(s, " ")
+}
+
+// nlHostSend is nlHost with the send's result.
+func nlHostSend(t *testing.T, req []byte) (int, Errno, [][]byte) {
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		t.Skipf("host netlink: %v", err)
+	}
+	defer unix.Close(s)
+	c, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s), uintptr(unsafe.Pointer(&req[0])), uintptr(len(req)), 0, 0, 0)
+	var out [][]byte
+	b := make([]byte, 1<<16)
+	for {
+		n, _, err := unix.Recvfrom(s, b, unix.MSG_DONTWAIT)
+		if errors.Is(err, unix.EAGAIN) {
+			return int(int32(c)), e, out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, slices.Clone(b[:n]))
+	}
+}
+
+// nlSockSend is nlHostSend through the socket layer.
+func nlSockSend(t *testing.T, req []byte) (int, Errno, [][]byte) {
+	n := newInet(t)
+	s, e := n.Socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE, true)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	defer n.Close(s)
+	c, _, se := n.Send(s, &Iov{One: req, Len: len(req)}, 0, 0, nil)
+	if se != 0 {
+		c = -1
+	}
+	var out [][]byte
+	b := make([]byte, 1<<16)
+	for {
+		var m Msg
+		if _, e := n.Recv(s, &Iov{One: b, Len: len(b)}, unix.MSG_DONTWAIT, &m); e != 0 {
+			if e != unix.EAGAIN {
+				t.Fatal(e)
+			}
+			return c, se, out
+		}
+		out = append(out, slices.Clone(b[:m.N]))
 	}
 }

@@ -56,36 +56,62 @@ func (n *Net[E]) queueNL(p *sock, b []byte) bool {
 }
 
 // sendNL takes the requests in v from off on, as Linux's netlink_sendmsg
-// and rtnetlink_rcv: each message is answered into s's ring.
+// and netlink_rcv_skb: a datagram of up to the send buffer less 32 bytes
+// (EMSGSIZE past that), every byte of it readable (EFAULT, nothing
+// answered), its messages answered into s's ring in turn until one whose
+// header is short or whose length runs past the datagram (the rest, as
+// padding, is ignored). The messages go through nlReq, a window on the
+// datagram moved on when a message is not all in it; of a message longer
+// than nlReq the first len(nlReq) bytes are read (Ifaces.Answer).
 func (n *Net[E]) sendNL(s int32, v *Iov, off int, sa []byte) (int, Wait, Errno) {
 	p := &n.socks[s]
 	if e := n.nl.Dest(int(s), sa); e != 0 {
 		return 0, Wait{}, e
 	}
 	l := v.Len - off
-	if l > len(n.nlReq) || l > int(p.sndbuf)-32 {
+	if l > int(p.sndbuf)-32 {
 		return 0, Wait{}, unix.EMSGSIZE
 	}
-	req := n.nlReq[:l]
-	if c, ok := n.gather(v, off, req); !ok || c != l {
-		return 0, Wait{}, unix.EFAULT
+	at, have := 0, 0 // nlReq[:have] is the datagram's bytes from at on
+	for pos := 0; pos < l; pos += len(n.nlReq) {
+		// Linux copies the datagram in before it reads a message.
+		if !n.nlWindow(v, off, l, pos, &at, &have) {
+			return 0, Wait{}, unix.EFAULT
+		}
 	}
 	port := n.nl.Port(int(s))
-	for len(req) > 0 {
-		was := p.dump.Active()
-		used, n1, n2 := n.ifaces.Request(req, port, &p.dump, n.nlOut[:])
-		if used == 0 {
+	for pos := 0; l-pos >= nlHdr; {
+		if (pos < at || pos+nlHdr > at+have) && !n.nlWindow(v, off, l, pos, &at, &have) {
+			return 0, Wait{}, unix.EFAULT // unmapped since the check
+		}
+		ml := int(ne.Uint32(n.nlReq[pos-at:]))
+		if ml < nlHdr || ml > l-pos {
 			break
 		}
-		req = req[used:]
+		k := min(ml, len(n.nlReq))
+		if pos+k > at+have && !n.nlWindow(v, off, l, pos, &at, &have) {
+			return 0, Wait{}, unix.EFAULT
+		}
+		was := p.dump.Active()
+		n1, n2 := n.ifaces.Answer(n.nlReq[pos-at:pos-at+k], port, &p.dump, n.nlOut[:])
 		n.queueNL(p, n.nlOut[:n1])
 		n.queueNL(p, n.nlOut[n1:n1+n2])
 		if !was && p.dump.Active() {
 			n.queueNL(p, n.nlOut[:n.ifaces.Dump(&p.dump, n.nlOut[:])])
 		}
+		pos += min((ml+3)&^3, l-pos)
 	}
 	n.bump(s)
 	return l, Wait{}, 0
+}
+
+// nlWindow fills nlReq with the datagram's bytes (v's l bytes from off
+// on) from pos on, as many as it holds; false if v's memory went bad.
+func (n *Net[E]) nlWindow(v *Iov, off, l, pos int, at, have *int) bool {
+	k := min(l-pos, len(n.nlReq))
+	c, ok := n.gather(v, off+pos, n.nlReq[:k])
+	*at, *have = pos, c
+	return ok && c == k
 }
 
 // gather copies v's bytes from off on into b.

@@ -333,9 +333,12 @@ func (n *Net[E]) attachStream(q *sock, k int, cred Cred, c *Ctl) bool {
 // streamLimit is how many of want bytes a stream read on p may take
 // (Linux's unix_stream_read_generic: never past a chunk whose credentials
 // differ from the first's when p has SO_PASSCRED, never past a chunk with
-// descriptors, which the read takes, or copies for a peek), and the
-// credentials of what it reads. stop: the read ended at such a boundary.
-func (n *Net[E]) streamLimit(p *sock, want int, peek bool, m *Msg) (limit int, stop bool) {
+// descriptors), and the credentials of what it reads. stop: the read ended
+// at such a boundary. fds is the chunk with descriptors it ends with (0:
+// none), whose bytes start at at: the read takes them (streamFDs) only
+// once its bytes are copied, as Linux's takes a message's after copying
+// it.
+func (n *Net[E]) streamLimit(p *sock, want int, m *Msg) (limit int, stop bool, fds int32, at int) {
 	passcred := p.opts&optPassCred != 0
 	pos := 0
 	prefix := p.n - p.clen
@@ -344,6 +347,7 @@ func (n *Net[E]) streamLimit(p *sock, want int, peek bool, m *Msg) (limit int, s
 	i := p.chead
 	for seg := 0; ; seg++ {
 		var c *chunk
+		id := i
 		l, cred := prefix, Cred{}
 		if seg > 0 || prefix == 0 {
 			if i == 0 {
@@ -360,14 +364,11 @@ func (n *Net[E]) streamLimit(p *sock, want int, peek bool, m *Msg) (limit int, s
 		if first {
 			ref, first = cred, false
 		}
-		pos += min(l, want-pos)
 		if c != nil && c.fds != 0 {
-			if peek {
-				m.FDs, m.NFD = n.dupList(c.fds)
-			} else {
-				m.FDs, m.NFD = c.fds, int(c.nfd)
-				c.fds, c.nfd = 0, 0
-			}
+			fds, at = id, pos
+		}
+		pos += min(l, want-pos)
+		if fds != 0 {
 			stop = true
 			break
 		}
@@ -381,7 +382,18 @@ func (n *Net[E]) streamLimit(p *sock, want int, peek bool, m *Msg) (limit int, s
 			m.Cred = ref
 		}
 	}
-	return pos, stop
+	return pos, stop, fds, at
+}
+
+// streamFDs gives m the descriptors of chunk i (a copy for a peek).
+func (n *Net[E]) streamFDs(i int32, peek bool, m *Msg) {
+	c := &n.scm.chunks[i-1]
+	if peek {
+		m.FDs, m.NFD = n.dupList(c.fds)
+		return
+	}
+	m.FDs, m.NFD = c.fds, int(c.nfd)
+	c.fds, c.nfd = 0, 0
 }
 
 // recvCtl reads the control data of the datagram at the front of p's
@@ -436,8 +448,9 @@ func (n *Net[E]) consumeStream(p *sock, k int) {
 // descriptor can reach (Linux's unix_gc): a socket held by more
 // references than the in-flight records in queues is reachable, and so is
 // every socket in flight in the queue of a reachable one (or of an embryo
-// a reachable listener queues). Bounded: a pass over the sockets and the
-// records, with a fixed stack.
+// a reachable listener queues: only accept makes an embryo's queue
+// readable). Bounded: a pass over the sockets and the records, with a
+// fixed stack.
 func (n *Net[E]) gc() {
 	if n.scm.inflight == 0 {
 		return
@@ -466,18 +479,32 @@ func (n *Net[E]) gc() {
 			}
 		}
 	}
-	// The rest are garbage: drop their queues, which drops them.
+	// The rest are garbage: drop their queues (and a listener's
+	// embryos', where a socket may be held too, as Linux's
+	// unix_collect_skb), which drops them.
 	for i := range n.socks {
 		p := &n.socks[i]
-		if !p.used || p.dead || p.held == 0 || p.mark || p.refs == 0 || p.chead == 0 {
+		if !p.used || p.dead || p.held == 0 || p.mark || p.refs == 0 {
 			continue
 		}
 		p.refs++ // kept while its own queue goes
-		n.dropChunks(p)
-		p.r, p.n, p.msgs = 0, 0, 0
+		n.dropQueue(p)
+		if p.state == stListen {
+			for e := p.qhead; e >= 0; e = n.socks[e].qnext {
+				n.dropQueue(&n.socks[e])
+			}
+		}
 		n.dropRef(KindSocket, int32(i))
 	}
 	n.reap()
+}
+
+// dropQueue drops what p's queue holds (gc: no one can read it).
+func (n *Net[E]) dropQueue(p *sock) {
+	if p.chead != 0 {
+		n.dropChunks(p)
+		p.r, p.n, p.msgs = 0, 0, 0
+	}
 }
 
 // scanQueue visits the sockets in flight in p's queue: mark false counts

@@ -76,6 +76,9 @@ var tests = []test{
 	{"TestUnixDatagram", testUnixDatagram},
 	{"TestUnixPacket", testUnixPacket},
 	{"TestUnixRights", testUnixRights},
+	{"TestUnixRightsDropped", testUnixRightsDropped},
+	{"TestUnixRightsFault", testUnixRightsFault},
+	{"TestAcceptAddrLen", testAcceptAddrLen},
 
 	// inet.go
 	{"TestTCPLoopback", testTCPLoopback},
