@@ -4,6 +4,7 @@ go 1.26.3
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/prometheus/procfs v0.23.0
 	github.com/usbarmory/tamago v1.25.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
