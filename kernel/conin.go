@@ -135,3 +135,31 @@ func consoleRead(p, n uintptr, wait bool) (uintptr, abi.Errno) {
 		}
 	}
 }
+
+// consoleOps: the console descriptors (0, 1, 2 and their dups): input
+// from the serial port as above, output to it. A readv's later buffers
+// take what is there (data was read, as Linux's n_tty_read returns).
+var consoleOps = fileOps{
+	dupOK: true,
+	read: func(o ofile, u *uio) (uintptr, abi.Errno) {
+		return u.each(func(p, n uintptr, first bool) (uintptr, abi.Errno) { return consoleRead(p, n, first) })
+	},
+	write: func(o ofile, u *uio) (uintptr, abi.Errno) { return u.each(consoleWriteUser) },
+}
+
+// consoleWriteUser writes the program's n bytes at p to the console,
+// through a bounce buffer: the console lock is never held across the
+// program's memory.
+func consoleWriteUser(p, n uintptr, _ bool) (uintptr, abi.Errno) {
+	var buf [512]byte
+	done := uintptr(0)
+	for done < n {
+		c := min(n-done, uintptr(len(buf)))
+		if mm.CopyIn(buf[:c], p+done) != 0 {
+			return partial(done, abi.EFAULT)
+		}
+		consoleWrite(buf[:c])
+		done += c
+	}
+	return n, 0
+}

@@ -76,13 +76,16 @@ func allocFD(kind uint32, init uint64, h int32) (uintptr, abi.Errno) {
 }
 
 // Descriptors of kind fileFS, fileSocket and fileShare name a handle (an
-// fs open file, a socket, a share file) that counts its references: one for each descriptor
-// (dup shares it) and one for each call using it.
+// fs open file, a socket, a share file) that counts its references: one
+// for each descriptor (dup shares it) and one for each call using it.
+// These three functions are the one place that names the kinds with a
+// handle, not through kinds: the kinds' own operations reach them (a
+// lookup from a directory descriptor, a descriptor a receive drops), and
+// a static table may not depend on itself.
 
-// handleRef is the handle behind fd if fd is of kind (fileFS or
-// fileSocket), with a reference of the caller's own (fsPut, sockPut),
-// taken under fileLock so that a close on another CPU cannot free the
-// handle first; -1 if fd is not of kind.
+// handleRef is the handle behind fd if fd is of kind, with a reference
+// of the caller's own (handlePut), taken under fileLock so that a close
+// on another CPU cannot free the handle first; -1 if fd is not of kind.
 func handleRef(fd int, kind uint32) int {
 	if fd < 0 || fd >= len(files) {
 		return -1
@@ -91,29 +94,47 @@ func handleRef(fd int, kind uint32) int {
 	fileLock.Lock()
 	if files[fd].kind == kind {
 		h = int(files[fd].h)
-		switch kind {
-		case fileFS:
-			vfs.Ref(h)
-		case fileShare:
-			shareFiles[h].refs++
-		default:
-			sockets.Ref(h)
-		}
+		refHandle(kind, h)
 	}
 	fileLock.Unlock()
 	return h
 }
 
-// closeHandle drops a reference to handle h of kind (a share file's
-// under fileLock: shareReap clunks it after).
+// refHandle adds a reference to handle h of kind (none for a kind
+// without handles); fileLock is held.
+func refHandle(kind uint32, h int) {
+	switch kind {
+	case fileFS:
+		vfs.Ref(h)
+	case fileShare:
+		shareFiles[h].refs++
+	case fileSocket:
+		sockets.Ref(h)
+	}
+}
+
+// closeHandle drops a reference to handle h of kind; fileLock is held
+// (a share file's is clunked after it: shareReap).
 func closeHandle(kind uint32, h int) {
 	switch kind {
 	case fileFS:
 		vfs.Close(h)
 	case fileShare:
 		shareUnref(h)
-	default:
+	case fileSocket:
 		sockets.Close(h)
+	}
+}
+
+// handlePut drops a call's reference, outside fileLock.
+func handlePut(kind uint32, h int) {
+	switch kind {
+	case fileFS:
+		fsPut(h)
+	case fileShare:
+		sharePut(h)
+	case fileSocket:
+		sockPut(h)
 	}
 }
 
@@ -150,32 +171,23 @@ func installPair(kind uint32, a, b int, p uintptr) abi.Errno {
 	return 0
 }
 
-// closeLocked closes fd; fileLock is held.
+// closeLocked closes fd; fileLock is held. Its kind's release runs
+// first (record locks, an epoll's watches), then the descriptor's
+// reference on the handle goes; the watches on fd itself (a descriptor
+// without a handle: eventfd, the console) go with it, those on an open
+// file when the open file does (Poll notices).
 func closeLocked(fd int) abi.Errno {
 	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return abi.EBADF
 	}
-	switch files[fd].kind {
-	case fileFS, fileSocket, fileShare:
-		if files[fd].kind == fileFS {
-			locksOnClose(fd, int(files[fd].h)) // flock.go
-		}
-		// Its watches go when the open file or socket does (Poll
-		// notices).
-		closeHandle(files[fd].kind, int(files[fd].h))
-	case fileEpoll:
-		for i := files[fd].whead; i != 0; {
-			w := &watches[i-1]
-			i = w.next
-			*w = watch{}
-		}
+	k, h := files[fd].kind, int(files[fd].h)
+	if r := kinds[k].release; r != nil {
+		r(fd, h)
 	}
-	if files[fd].kind != fileFS && files[fd].kind != fileSocket {
-		// Not shared by dup: the watches on it end with it.
-		for i := range watches {
-			if w := &watches[i]; w.ep != 0 && w.fd == int32(fd) && w.h < 0 {
-				unwatch(w)
-			}
+	closeHandle(k, h)
+	for i := range watches {
+		if w := &watches[i]; w.ep != 0 && w.fd == int32(fd) && w.h < 0 {
+			unwatch(w)
 		}
 	}
 	files[fd].kind = fileFree

@@ -49,9 +49,6 @@ func sockGet(fd int) (int, abi.Errno) {
 
 func sockPut(s int) { sockets.Close(s) }
 
-// isSocket reports whether fd is a socket descriptor.
-func isSocket(fd int) bool { return fd >= 0 && fd < len(files) && files[fd].kind == fileSocket }
-
 // installSocket gives socket s a descriptor (closing s if none is free).
 func installSocket(s int) (uintptr, abi.Errno) { return installHandle(fileSocket, s) }
 
@@ -248,23 +245,55 @@ func skipIov(v *net.Iov, k int) net.Iov {
 	return net.Iov{}
 }
 
-// sockRW is read and write (and readv, writev) on socket fd.
-func sockRW(fd int, v *net.Iov, write bool) (uintptr, abi.Errno) {
-	s, e := sockGet(fd)
-	if e != 0 {
+// socketOps: sockets (package net).
+var socketOps = fileOps{
+	dupOK:    true,
+	read:     sockRead,
+	write:    sockWrite,
+	stat:     sockStat,
+	getfl:    sockGetfl,
+	setfl:    func(o ofile, flags int) abi.Errno { sockets.SetNonblocking(o.h, flags&unix.O_NONBLOCK != 0); return 0 },
+	pollable: sockPollable,
+	poll:     func(w *watch) (uint32, uint32, bool) { return sockets.Poll(int(w.h), w.id) },
+}
+
+// sockRead and sockWrite are read and write (and readv, writev) on a
+// socket.
+func sockRead(o ofile, u *uio) (uintptr, abi.Errno) {
+	if e := u.check(true); e != 0 {
 		return 0, e
 	}
-	defer sockPut(s)
-	if write {
-		return sockSend(s, v, 0, nil, nil)
-	}
+	v := u.iov()
 	if v.Len == 0 {
 		return 0, 0 // as Linux's sock_read_iter
 	}
 	var m net.Msg
-	e = sockRecv(s, v, 0, &m)
+	e := sockRecv(o.h, &v, 0, &m)
 	scmDiscard(&m) // no control buffer: descriptors received are closed, as Linux's scm_recv
 	return uintptr(m.N), e
+}
+
+func sockWrite(o ofile, u *uio) (uintptr, abi.Errno) {
+	v := u.iov()
+	return sockSend(o.h, &v, 0, nil, nil)
+}
+
+func sockStat(o ofile, st *unix.Stat_t) abi.Errno {
+	*st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}
+	return 0
+}
+
+func sockGetfl(o ofile) (uintptr, abi.Errno) {
+	r := uintptr(unix.O_RDWR)
+	if sockets.Nonblocking(o.h) {
+		r |= unix.O_NONBLOCK
+	}
+	return r, 0
+}
+
+func sockPollable(o ofile) (int32, uint64, uintptr, abi.Errno) {
+	id, seq := sockets.Pollable(o.h)
+	return int32(o.h), id, seq, 0
 }
 
 // struct msghdr's fields (64-bit Linux).

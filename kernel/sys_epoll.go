@@ -8,7 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
-	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/sched"
 )
@@ -31,7 +30,7 @@ type watch struct {
 	fd      int32   // the descriptor watched
 	h       int32   // fileFS: its open file, fileSocket: its socket, -1 for other kinds
 	id      uint64  // fileFS, fileSocket: the open file's or socket's identity (Pollable)
-	sock    bool    // h is a socket
+	kind    uint32  // the descriptor's kind when added: whose poll
 	seqAddr uintptr // the counter that changes with its readiness; 0: never ready
 	seen    uint32  // *seqAddr when last polled
 	fresh   bool    // not polled since added or modified
@@ -80,23 +79,15 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 	if epfd < 0 || epfd >= len(files) || files[epfd].kind == fileFree || fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return abi.EBADF
 	}
-	// What fd is: for a pipe, its open file; regular files and
-	// directories cannot be watched.
+	// What fd is, as its kind says: for a pipe, its open file (h);
+	// regular files and directories cannot be watched.
+	o := ofile{fd: fd, kind: files[fd].kind, h: int(files[fd].h)}
 	h, id, seqAddr := int32(-1), uint64(0), uintptr(0)
-	switch files[fd].kind {
-	case fileFS:
-		h = files[fd].h
-		var e fs.Errno
-		if id, seqAddr, e = vfs.Pollable(int(h)); e != 0 {
-			return abi.Errno(e)
+	if f := o.ops().pollable; f != nil {
+		var e abi.Errno
+		if h, id, seqAddr, e = f(o); e != 0 {
+			return e
 		}
-	case fileSocket:
-		h = files[fd].h
-		id, seqAddr = sockets.Pollable(int(h))
-	case fileShare:
-		return abi.EPERM // a regular file or directory, as Linux
-	case fileEventfd:
-		seqAddr = uintptr(unsafe.Pointer(&files[fd].seq))
 	}
 	ep := getFile(epfd, fileEpoll)
 	if ep == nil || fd == epfd {
@@ -122,7 +113,7 @@ func sysEpollCtl(epfd, op, fd int, ev uintptr) abi.Errno {
 				return abi.ENOMEM
 			}
 			*w = watch{ep: int32(epfd) + 1, next: ep.whead, fd: int32(fd), h: h, id: id, seqAddr: seqAddr,
-				sock: files[fd].kind == fileSocket}
+				kind: o.kind}
 			ep.whead = watchID(w)
 		}
 		w.events = binary.LittleEndian.Uint32(evb[:]) | unix.EPOLLHUP | unix.EPOLLERR
@@ -161,11 +152,7 @@ func newWatch() *watch {
 // watchPoll reports whether the open file or socket w watches is still
 // there.
 func watchPoll(w *watch) bool {
-	if w.sock {
-		_, _, ok := sockets.Poll(int(w.h), w.id)
-		return ok
-	}
-	_, _, ok := vfs.Poll(int(w.h), w.id)
+	_, _, ok := kinds[w.kind].poll(w)
 	return ok
 }
 
@@ -180,20 +167,10 @@ func pollWatch(w *watch) (uint32, bool) {
 		return 0, true // edge-triggered: nothing happened since it last looked
 	}
 	var ready uint32
-	if w.sock {
+	if p := kinds[w.kind].poll; p != nil {
 		var ok bool
-		if ready, seq, ok = sockets.Poll(int(w.h), w.id); !ok {
+		if ready, seq, ok = p(w); !ok {
 			return 0, false
-		}
-	} else if w.h >= 0 {
-		var ok bool
-		if ready, seq, ok = vfs.Poll(int(w.h), w.id); !ok {
-			return 0, false
-		}
-	} else if files[w.fd].kind == fileEventfd {
-		ready = unix.EPOLLOUT | unix.EPOLLWRNORM
-		if atomic.LoadUint64(&files[w.fd].count) != 0 {
-			ready |= unix.EPOLLIN | unix.EPOLLRDNORM
 		}
 	}
 	w.seen, w.fresh = seq, false
@@ -281,4 +258,77 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 			return 0, abi.EINTR // never made again, whatever SA_RESTART says (Linux's ep_poll)
 		}
 	}
+}
+
+// epollOps: epoll instances (the runtime's netpoller's). Closing one
+// frees its watches; it is never readable itself.
+var epollOps = fileOps{
+	getfl: nonblockingFl,
+	release: func(fd, h int) {
+		for i := files[fd].whead; i != 0; {
+			w := &watches[i-1]
+			i = w.next
+			*w = watch{}
+		}
+	},
+}
+
+// eventfdOps: eventfd counters, in the descriptor itself (count, seq).
+var eventfdOps = fileOps{
+	read:  eventfdRead,
+	write: eventfdWrite,
+	getfl: nonblockingFl,
+	pollable: func(o ofile) (int32, uint64, uintptr, abi.Errno) {
+		return -1, 0, uintptr(unsafe.Pointer(&files[o.fd].seq)), 0
+	},
+	poll: func(w *watch) (uint32, uint32, bool) {
+		ready := uint32(unix.EPOLLOUT | unix.EPOLLWRNORM)
+		if atomic.LoadUint64(&files[w.fd].count) != 0 {
+			ready |= unix.EPOLLIN | unix.EPOLLRDNORM
+		}
+		return ready, atomic.LoadUint32(&files[w.fd].seq), true
+	},
+}
+
+func nonblockingFl(o ofile) (uintptr, abi.Errno) { return unix.O_RDWR | unix.O_NONBLOCK, 0 }
+
+// eventfdRead takes the count (8 bytes, which may be spread over
+// readv's buffers): EAGAIN while it is 0.
+func eventfdRead(o ofile, u *uio) (uintptr, abi.Errno) {
+	f := &files[o.fd]
+	if u.left < 8 {
+		return 0, abi.EINVAL
+	}
+	if !u.checked && !mm.UserW(u.base, 8) {
+		return 0, abi.EFAULT
+	}
+	v := atomic.SwapUint64(&f.count, 0)
+	if v == 0 {
+		return 0, abi.EAGAIN
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	if u.move(b[:], true) != 8 {
+		atomic.AddUint64(&f.count, v) // not read: the count stays
+		return 0, abi.EFAULT
+	}
+	atomic.AddUint32(&f.seq, 1)
+	epollNotify()
+	return 8, 0
+}
+
+// eventfdWrite adds 8 bytes' worth to the count.
+func eventfdWrite(o ofile, u *uio) (uintptr, abi.Errno) {
+	f := &files[o.fd]
+	if u.left < 8 {
+		return 0, abi.EINVAL
+	}
+	var b [8]byte
+	if u.move(b[:], false) != 8 {
+		return 0, abi.EFAULT
+	}
+	atomic.AddUint64(&f.count, binary.LittleEndian.Uint64(b[:]))
+	atomic.AddUint32(&f.seq, 1)
+	epollNotify()
+	return 8, 0
 }

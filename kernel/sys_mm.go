@@ -210,43 +210,61 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 		return 0, abi.EOPNOTSUPP // MAP_SHARED ignores flags it does not know
 	}
 	shared := typ != unix.MAP_PRIVATE // MAP_SHARED_VALIDATE is shared too
-	sharedWrite := shared && prot&unix.PROT_WRITE != 0
-	fixed := flags&unix.MAP_FIXED != 0
-	if h := fsGet(fd); h >= 0 {
-		ino, writable, e := vfs.MapOpen(h, sharedWrite)
-		fsPut(h)
-		if e != 0 {
-			return 0, abi.Errno(e)
-		}
-		return vm.MapFile(addr, n, uint32(prot&7), fixed, fsArea(ino), int64(off), shared, shared && !writable, mapCharge(flags, shared, false))
+	m := fileMap{addr: addr, n: n, prot: uint32(prot & 7), flags: flags, off: off, shared: shared,
+		sharedWrite: shared && prot&unix.PROT_WRITE != 0, fixed: flags&unix.MAP_FIXED != 0}
+	o, e := fdGet(fd)
+	if e != 0 {
+		return 0, e
 	}
-	h := shareGet(fd)
-	if h < 0 {
-		// Sockets, epoll, eventfd, the console: readable, not mappable.
-		return 0, abi.ENODEV
+	defer fdPut(o)
+	if f := o.ops().mmap; f != nil {
+		return f(o, noEscapeP(&m))
 	}
+	return 0, abi.ENODEV // sockets, epoll, eventfd, the console: readable, not mappable
+}
+
+// fileMap is a file mapping mmapFile checked, for its kind's mmap.
+type fileMap struct {
+	addr, n, flags, off        uintptr
+	prot                       uint32
+	shared, sharedWrite, fixed bool
+}
+
+// memMmap maps an in-memory file's own pages.
+func memMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
+	ino, writable, e := vfs.MapOpen(o.h, m.sharedWrite)
+	if e != 0 {
+		return 0, abi.Errno(e)
+	}
+	return vm.MapFile(m.addr, m.n, m.prot, m.fixed, fsArea(ino), int64(m.off), m.shared, m.shared && !writable, mapCharge(m.flags, m.shared, false))
+}
+
+// shareMmap reads a share file into the mapping's pages.
+func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
+	h := o.h
+	addr, n, off, fixed, shared := m.addr, m.n, m.off, m.fixed, m.shared
 	f := &shareFiles[h]
 	acc := int(f.flags) & unix.O_ACCMODE
 	switch {
-	case acc == unix.O_WRONLY || sharedWrite && acc != unix.O_RDWR:
-		sharePut(h)
+	case acc == unix.O_WRONLY || m.sharedWrite && acc != unix.O_RDWR:
 		return 0, abi.EACCES
 	case f.dir:
-		sharePut(h)
 		return 0, abi.ENODEV
 	}
-	// The reference shareGet took is the area's. The file's size is what
-	// faults past its end are judged by (FileFault). The pages up to it
-	// are read in through a writable mapping, then given the protection
-	// asked for; those wholly past it stay unbacked.
+	// The file's size is what faults past its end are judged by
+	// (FileFault). The pages up to it are read in through a writable
+	// mapping, then given the protection asked for; those wholly past
+	// it stay unbacked.
 	var at virtio9p.Attr
 	if ge := shares[f.dev].c.Getattr(f.fid, &at); ge != 0 {
-		sharePut(h)
 		return 0, abi.Errno(ge)
 	}
-	atomic.AddInt32(&shareMapRefs, 1) // the area's reference, which FileRef drops
+	fileLock.Lock()
+	f.refs++ // the area's reference, which FileRef drops
+	fileLock.Unlock()
+	atomic.AddInt32(&shareMapRefs, 1)
 	atomic.StoreInt64(&f.size, int64(at.Size))
-	p := uint32(prot & 7)
+	p := m.prot
 	fill := p | mm.ProtWrite
 	if p == 0 {
 		fill = 0
@@ -254,7 +272,7 @@ func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.E
 	// The charge is the protection asked for's, not the filling's: a
 	// read-only private mapping is not checked (nor, made writable
 	// later, is it then).
-	charge := mapCharge(flags, shared, false)
+	charge := mapCharge(m.flags, shared, false)
 	if p&mm.ProtWrite == 0 {
 		charge = mm.ChargeNone
 	}
@@ -388,19 +406,15 @@ func sysMsync(addr, n uintptr, flags int) abi.Errno {
 // the range with Tsetattr (the host file is sparse there: no blocks are
 // reserved) and FALLOC_FL_KEEP_SIZE only checks its arguments.
 func sysFallocate(fd, mode int, off, n int64) abi.Errno {
-	if h := shareGet(fd); h >= 0 {
-		e := shareFallocate(h, mode, off, n)
-		sharePut(h)
+	o, e := fdGet(fd)
+	if e != 0 {
 		return e
 	}
-	if h := fsGet(fd); h >= 0 {
-		e := vfs.Fallocate(h, mode, off, n)
-		fsPut(h)
-		return abi.Errno(e)
+	defer fdPut(o)
+	if f := o.ops().allocate; f != nil {
+		return f(o, mode, off, n)
 	}
 	switch {
-	case badFD(fd, 0) != 0:
-		return abi.EBADF
 	case off < 0 || n <= 0:
 		return abi.EINVAL
 	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:

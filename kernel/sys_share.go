@@ -721,19 +721,97 @@ func sharePathArgs(dirfd int, p uintptr, buf *userPath) (shareRef, []byte, bool,
 	return r, path, on, e
 }
 
+// shareOps: files and directories on host shares.
+var shareOps = fileOps{
+	dupOK: true,
+	read:  func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, false) },
+	write: func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, true) },
+	pread: sharePread,
+	seek:  func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return shareSeek(o.h, off, whence) },
+	stat: func(o ofile, st *unix.Stat_t) abi.Errno {
+		return shareStat(int(shareFiles[o.h].dev), shareFiles[o.h].fid, st)
+	},
+	getdents: func(o ofile, b []byte) (uintptr, abi.Errno) { return shareGetdents(o.h, b) },
+	truncate: shareTruncate,
+	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return shareFallocate(o.h, mode, off, n) },
+	sync:     shareSync,
+	chdir:    shareFchdir,
+	chmod: func(o ofile, mode uint32) abi.Errno {
+		return shareSetattr(nil, o.h, &virtio9p.SetAttr{Valid: virtio9p.SetMode, Mode: mode & 0o7777}, false)
+	},
+	chown:    func(o ofile, uid, gid int) abi.Errno { return shareSetattr(nil, o.h, shareOwner(uid, gid), false) },
+	getfl:    shareGetfl,
+	setfl:    shareSetfl,
+	mmap:     shareMmap,                                                                        // sys_mm.go
+	pollable: func(o ofile) (int32, uint64, uintptr, abi.Errno) { return -1, 0, 0, abi.EPERM }, // a regular file or directory, as Linux
+}
+
+func sharePread(o ofile, u *uio, off int64, write bool) (uintptr, abi.Errno) {
+	return shareTransfer(o.h, u, off, write)
+}
+
 // shareTransfer is read, write (off < 0), pread and pwrite on share file
-// h; it drops the call's reference.
-func shareTransfer(h int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
-	// The program's buffer, which the client reaches only through its
-	// environment's fault-safe Copy: another thread may unmap it while
-	// a request waits for the host.
-	var c uintptr
-	e := abi.EFAULT
-	if userRange(p, n, !write) {
-		c, e = shareRW(h, bytesAt(p, int(min(n, maxRW))), off, write)
+// h, a buffer at a time. The program's buffers are reached only through
+// the client's environment's fault-safe Copy: another thread may unmap
+// them while a request waits for the host.
+func shareTransfer(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
+	if e := u.check(!write); e != 0 {
+		return 0, e
 	}
-	sharePut(h)
-	return c, e
+	done := int64(0)
+	return u.each(func(p, n uintptr, _ bool) (uintptr, abi.Errno) {
+		at := off
+		if off >= 0 {
+			at = off + done
+		}
+		c, e := shareRW(h, bytesAt(p, int(n)), at, write)
+		done += int64(c)
+		return c, e
+	})
+}
+
+func shareTruncate(o ofile, size int64) abi.Errno {
+	f := &shareFiles[o.h]
+	if f.flags&unix.O_ACCMODE == unix.O_RDONLY || f.dir {
+		return abi.EINVAL
+	}
+	return shareSetattr(nil, o.h, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(size)}, false)
+}
+
+// shareSync is fsync and fdatasync: the file is synced on the host,
+// after the shared mappings made through this open file are written back
+// (sys_mm.go).
+func shareSync(o ofile, datasync bool) abi.Errno {
+	e := shareWriteBack(mm.UserMin, mm.UserMax, o.h)
+	if se := abi.Errno(shares[shareFiles[o.h].dev].c.Fsync(shareFiles[o.h].fid, datasync)); se != 0 {
+		e = se
+	}
+	return e
+}
+
+// shareFchdir enters a share directory again by the guest path it was
+// opened by (shareDirRemember; EINVAL when it has none).
+func shareFchdir(o ofile) abi.Errno {
+	var np [fs.PathMax]byte
+	n := shareDirPath(o.h, np[:])
+	switch {
+	case !shareFiles[o.h].dir:
+		return abi.Errno(unix.ENOTDIR)
+	case n < 0:
+		return abi.EINVAL // not done: opened when no path slot was free
+	}
+	return shareChdir(unix.AT_FDCWD, np[:n])
+}
+
+func shareGetfl(o ofile) (uintptr, abi.Errno) {
+	return uintptr(shareFiles[o.h].flags) &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_NOCTTY | unix.O_CLOEXEC), 0
+}
+
+func shareSetfl(o ofile, flags int) abi.Errno {
+	const settable = unix.O_APPEND | unix.O_NONBLOCK
+	f := &shareFiles[o.h]
+	atomic.StoreInt32(&f.flags, f.flags&^settable|int32(flags&settable))
+	return 0
 }
 
 // shareOwner is chown's change: -1 leaves an ID as it is.

@@ -139,8 +139,9 @@ var userRuleAllowed = map[string]struct {
 	"kernel/net/net.go: mem":   {n: 1, why: whyPrimitive},
 	// noEscape's result is its argument, a Go slice, hidden from escape
 	// analysis: what its callers pass is memory they already hold.
-	"kernel/userbuf.go: noEscape": {n: 1, sealed: true, why: whyNoEscape},
-	"kernel/net/io.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/userbuf.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/userbuf.go: noEscapeP": {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/net/io.go: noEscape":   {n: 1, sealed: true, why: whyNoEscape},
 
 	// The in-memory file system's pages and tables.
 	"kernel/fs/data.go: (*FS).block":      {n: 3, why: whyFS},
@@ -221,7 +222,7 @@ var userRuleAllowed = map[string]struct {
 
 	// The program's buffers handed to the 9P client, which reaches them
 	// only through Env.Copy.
-	"kernel/sys_mm.go: mmapFile":         {n: 1, why: why9P + " (a share's mmap filling its new mapping)"},
+	"kernel/sys_mm.go: shareMmap":        {n: 1, why: why9P + " (a share's mmap filling its new mapping)"},
 	"kernel/sys_mm.go: shareWriteBack":   {n: 1, why: why9P + " (msync and munmap writing pages back)"},
 	"kernel/sys_share.go: shareTransfer": {n: 1, why: why9P + " (read, write, pread, pwrite)"},
 }

@@ -157,3 +157,151 @@ func fsWrite(h int, b []byte) (uintptr, abi.Errno) {
 		}
 	}
 }
+
+// ioChunk is the bounce buffer of file and pipe transfers: the file
+// system copies to and from it under its lock, the kernel between it and
+// the program's memory outside (mm.CopyOut, mm.CopyIn), so a fault on a
+// buffer another thread unmapped is EFAULT, never a fault under fsLock.
+// fs.PipeBuf, so that a pipe write of at most PIPE_BUF bytes stays one
+// atomic write.
+const ioChunk = fs.PipeBuf
+
+// ioBufs are the bounce buffers, one a task slot: in the BSS, not on the
+// kernel stack (which Go would clear at every call), and paged in the
+// first time a task uses its own.
+var ioBufs [sched.MaxTasks][ioChunk]byte
+
+// fsTransferUio moves the program's buffers u to or from open file h, at
+// off (pread, pwrite: neither moves nor blocks) or at and advancing its
+// position (off < 0), all of them one read or write as Linux's
+// read_iter and write_iter make readv and writev: a read blocks for its
+// first bytes only, whichever buffer the rest would go to; a write
+// gathers its chunks across buffers, so a writev of at most PIPE_BUF
+// bytes to a pipe is one atomic write.
+func fsTransferUio(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
+	buf := &ioBufs[sched.Current().Index()]
+	done := uintptr(0)
+	for {
+		k := min(u.left, ioChunk)
+		b := buf[:k]
+		var c int
+		var e abi.Errno
+		switch {
+		case write:
+			if u.move(b, false) != int(k) {
+				return partial(done, abi.EFAULT)
+			}
+			if off >= 0 {
+				var fe fs.Errno
+				c, fe = vfs.Pwrite(h, b, off+int64(done))
+				e = abi.Errno(fe)
+			} else {
+				var cu uintptr
+				cu, e = fsWrite(h, b)
+				c = int(cu)
+			}
+		case off >= 0:
+			var fe fs.Errno
+			c, fe = vfs.Pread(h, b, off+int64(done))
+			e = abi.Errno(fe)
+		case done == 0:
+			var cu uintptr
+			cu, e = fsRead(h, b)
+			c = int(cu)
+		default:
+			var fe fs.Errno
+			c, fe = vfs.Read(h, b) // what is there: a later chunk does not wait
+			if fe == unix.EAGAIN {
+				return done, 0
+			}
+			e = abi.Errno(fe)
+		}
+		if !write && c > 0 && u.move(b[:c], true) != c {
+			return partial(done, abi.EFAULT)
+		}
+		done += uintptr(c)
+		if e != 0 {
+			return partial(done, e)
+		}
+		if c < int(k) || u.left == 0 {
+			return done, 0
+		}
+	}
+}
+
+// memOps: the in-memory file system's open files (regular files,
+// directories, device nodes), pipes and FIFOs (package fs).
+var memOps = fileOps{
+	dupOK:    true,
+	read:     memRead,
+	write:    memWrite,
+	pread:    memPread,
+	seek:     memSeek,
+	stat:     func(o ofile, st *unix.Stat_t) abi.Errno { return abi.Errno(vfs.Fstat(o.h, st)) },
+	getdents: memGetdents,
+	truncate: memTruncate,
+	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return abi.Errno(vfs.Fallocate(o.h, mode, off, n)) },
+	sync:     func(o ofile, datasync bool) abi.Errno { return abi.Errno(vfs.Fsync(o.h)) },
+	chdir:    memChdir,
+	chmod:    func(o ofile, mode uint32) abi.Errno { return abi.Errno(vfs.Fchmod(o.h, mode)) },
+	chown:    func(o ofile, uid, gid int) abi.Errno { return abi.Errno(vfs.Fchown(o.h, uid, gid)) },
+	getfl:    memGetfl,
+	setfl:    func(o ofile, flags int) abi.Errno { return abi.Errno(vfs.SetFlags(o.h, flags)) },
+	lock:     func(o ofile, cmd int, arg uintptr) abi.Errno { return fcntlLock(o.h, cmd, arg) },
+	mmap:     memMmap,
+	pollable: memPollable,
+	poll:     func(w *watch) (uint32, uint32, bool) { return vfs.Poll(int(w.h), w.id) },
+	release:  locksOnClose, // flock.go
+}
+
+func memRead(o ofile, u *uio) (uintptr, abi.Errno) {
+	if e := u.check(true); e != 0 {
+		return 0, e
+	}
+	return fsTransferUio(o.h, u, -1, false)
+}
+
+func memWrite(o ofile, u *uio) (uintptr, abi.Errno) {
+	if e := u.check(false); e != 0 {
+		return 0, e
+	}
+	return fsTransferUio(o.h, u, -1, true)
+}
+
+func memPread(o ofile, u *uio, off int64, write bool) (uintptr, abi.Errno) {
+	return fsTransferUio(o.h, u, off, write)
+}
+
+func memSeek(o ofile, off int64, whence int) (uintptr, abi.Errno) {
+	pos, e := vfs.Seek(o.h, off, whence)
+	return uintptr(pos), abi.Errno(e)
+}
+
+func memGetdents(o ofile, b []byte) (uintptr, abi.Errno) {
+	c, e := vfs.Getdents(o.h, b)
+	return uintptr(c), abi.Errno(e)
+}
+
+func memTruncate(o ofile, size int64) abi.Errno {
+	e := vfs.Ftruncate(o.h, size)
+	fileCut()
+	return abi.Errno(e)
+}
+
+func memChdir(o ofile) abi.Errno {
+	e := vfs.Fchdir(o.h)
+	if e == 0 && shareCwd.on {
+		shareLeaveCwd()
+	}
+	return abi.Errno(e)
+}
+
+func memGetfl(o ofile) (uintptr, abi.Errno) {
+	fl, e := vfs.Flags(o.h)
+	return uintptr(fl), abi.Errno(e)
+}
+
+func memPollable(o ofile) (int32, uint64, uintptr, abi.Errno) {
+	id, seq, e := vfs.Pollable(o.h)
+	return int32(o.h), id, seq, abi.Errno(e)
+}
