@@ -4,7 +4,10 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"golang.org/x/sys/unix"
+
 	"yolk/kernel/abi"
+	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/sched"
 )
@@ -145,6 +148,8 @@ var consoleOps = fileOps{
 		return u.each(func(p, n uintptr, first bool) (uintptr, abi.Errno) { return consoleRead(p, n, first) })
 	},
 	write: func(o ofile, u *uio) (uintptr, abi.Errno) { return u.each(consoleWriteUser) },
+	// The console's node lives on /dev, a tmpfs (Linux's devtmpfs).
+	statfs: func(o ofile, st *unix.Statfs_t) abi.Errno { return abi.Errno(vfs.StatfsPath(fs.AtCWD, devDir[:4], st)) },
 }
 
 // consoleWriteUser writes the program's n bytes at p to the console,

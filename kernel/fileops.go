@@ -32,6 +32,7 @@ type fileOps struct {
 	pread       func(o ofile, u *uio, off int64, write bool) (uintptr, abi.Errno) // nil: ESPIPE
 	seek        func(o ofile, off int64, whence int) (uintptr, abi.Errno)         // nil: ESPIPE
 	stat        func(o ofile, st *unix.Stat_t) abi.Errno                          // nil: a character device
+	statfs      func(o ofile, st *unix.Statfs_t) abi.Errno                        // nil: Linux's anonymous inodes' file system
 	getdents    func(o ofile, b []byte) (uintptr, abi.Errno)                      // nil: ENOTDIR
 	truncate    func(o ofile, size int64) abi.Errno                               // nil: EINVAL
 	allocate    func(o ofile, mode int, off, n int64) abi.Errno                   // nil: ENODEV
@@ -149,6 +150,21 @@ func (o ofile) stat(st *unix.Stat_t) abi.Errno {
 	*st = unix.Stat_t{Mode: unix.S_IFCHR | 0o620, Blksize: 4096}
 	return 0
 }
+
+// anonInodeMagic is the f_type of Linux's anonymous inodes (epoll,
+// eventfd), which fstatfs reports for them.
+const anonInodeMagic = 0x09041934
+
+func (o ofile) statfs(st *unix.Statfs_t) abi.Errno {
+	if f := o.ops().statfs; f != nil {
+		return f(o, noEscapeP(st))
+	}
+	*st = unix.Statfs_t{Type: anonInodeMagic, Bsize: 4096, Namelen: 255, Frsize: 4096, Flags: stValid}
+	return 0
+}
+
+// stValid is statfs's ST_VALID flag, which Linux sets in every answer.
+const stValid = 0x20
 
 func (o ofile) getdents(b []byte) (uintptr, abi.Errno) {
 	if f := o.ops().getdents; f != nil {

@@ -247,10 +247,14 @@ func skipIov(v *net.Iov, k int) net.Iov {
 
 // socketOps: sockets (package net).
 var socketOps = fileOps{
-	dupOK:    true,
-	read:     sockRead,
-	write:    sockWrite,
-	stat:     sockStat,
+	dupOK: true,
+	read:  sockRead,
+	write: sockWrite,
+	stat:  sockStat,
+	statfs: func(o ofile, st *unix.Statfs_t) abi.Errno {
+		*st = unix.Statfs_t{Type: sockfsMagic, Bsize: mm.PageSize, Namelen: 255, Frsize: mm.PageSize, Flags: stValid}
+		return 0
+	},
 	getfl:    sockGetfl,
 	setfl:    func(o ofile, flags int) abi.Errno { sockets.SetNonblocking(o.h, flags&unix.O_NONBLOCK != 0); return 0 },
 	pollable: sockPollable,
@@ -277,6 +281,10 @@ func sockWrite(o ofile, u *uio) (uintptr, abi.Errno) {
 	v := u.iov()
 	return sockSend(o.h, &v, 0, nil, nil)
 }
+
+// sockfsMagic is the f_type of Linux's sockfs, which fstatfs reports for
+// a socket.
+const sockfsMagic = 0x534f434b
 
 func sockStat(o ofile, st *unix.Stat_t) abi.Errno {
 	*st = unix.Stat_t{Mode: unix.S_IFSOCK | 0o777, Blksize: mm.PageSize}

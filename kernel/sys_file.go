@@ -143,6 +143,16 @@ func sysFstat(fd int, p uintptr) abi.Errno {
 	return mm.Put(p, st)
 }
 
+// sysFstatfs is fstatfs: the figures of the file system fd's file is on,
+// as its kind says (Linux's f_type magic numbers).
+func sysFstatfs(fd int, p uintptr) abi.Errno {
+	var st unix.Statfs_t
+	if e := onFD(fd, func(o ofile) abi.Errno { return o.statfs(&st) }); e != 0 {
+		return e
+	}
+	return mm.Put(p, st)
+}
+
 func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if !userRange(p, n, true) {
 		return 0, abi.EFAULT

@@ -101,6 +101,29 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 	return e
 }
 
+// sysStatfs is statfs: the figures of the file system path is on (it
+// follows a last symbolic link, as Linux's user_statfs).
+func sysStatfs(p, sp uintptr) abi.Errno {
+	var pb userPath
+	var lb shareTarget
+	var st unix.Statfs_t
+	r, path, on, e := sharePathArgs(unix.AT_FDCWD, p, &pb)
+	if !on && e == 0 {
+		r, on, e = shareFollow(unix.AT_FDCWD, path, &lb)
+	}
+	switch {
+	case on && e == 0:
+		e = sharePathStatfs(&r, &st)
+		shareDone(&r)
+	case e == 0:
+		e = abi.Errno(vfs.StatfsPath(fs.AtCWD, path, &st))
+	}
+	if e != 0 {
+		return e
+	}
+	return mm.Put(sp, st)
+}
+
 func sysMkdirat(dirfd int, p uintptr, mode uint32) abi.Errno {
 	var pb userPath
 	if r, _, on, e := sharePathArgs(dirfd, p, &pb); on {

@@ -414,6 +414,36 @@ func sharePathStat(r *shareRef, st *unix.Stat_t, follow bool) abi.Errno {
 	return se
 }
 
+// v9fsMagic is the f_type of Linux's 9p file system.
+const v9fsMagic = 0x01021997
+
+// shareStatfs fills st from the host's figures for fid's file system, as
+// Linux's v9fs_statfs.
+func shareStatfs(dev int, fid virtio9p.Fid, st *unix.Statfs_t) abi.Errno {
+	var s virtio9p.Statfs
+	if e := shares[dev].c.Statfs(fid, &s); e != 0 {
+		return abi.Errno(e)
+	}
+	*st = unix.Statfs_t{Type: v9fsMagic, Bsize: int64(s.Bsize), Blocks: s.Blocks, Bfree: s.Bfree, Bavail: s.Bavail,
+		Files: s.Files, Ffree: s.Ffree, Namelen: int64(s.Namelen), Frsize: int64(s.Bsize), Flags: stValid | stRelatime}
+	st.Fsid.Val[0], st.Fsid.Val[1] = int32(s.Fsid), int32(s.Fsid>>32)
+	return 0
+}
+
+// stRelatime is statfs's ST_RELATIME, a mount's default.
+const stRelatime = 0x1000
+
+// sharePathStatfs is statfs of r's path on a share.
+func sharePathStatfs(r *shareRef, st *unix.Statfs_t) abi.Errno {
+	fid, _, e := shareWalk(r, true)
+	if e != 0 {
+		return e
+	}
+	se := shareStatfs(r.dev, fid, st)
+	r.c().Clunk(fid)
+	return se
+}
+
 // shareParentOp runs op on r's parent directory and last name.
 func shareParentOp(r *shareRef, op func(c *virtio9p.Client[shareEnv], dir virtio9p.Fid, name []byte) virtio9p.Errno) abi.Errno {
 	dir, name, e := walkParent(r, false)
@@ -730,6 +760,9 @@ var shareOps = fileOps{
 	seek:  func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return shareSeek(o.h, off, whence) },
 	stat: func(o ofile, st *unix.Stat_t) abi.Errno {
 		return shareStat(int(shareFiles[o.h].dev), shareFiles[o.h].fid, st)
+	},
+	statfs: func(o ofile, st *unix.Statfs_t) abi.Errno {
+		return shareStatfs(int(shareFiles[o.h].dev), shareFiles[o.h].fid, st)
 	},
 	getdents: func(o ofile, b []byte) (uintptr, abi.Errno) { return shareGetdents(o.h, b) },
 	truncate: shareTruncate,

@@ -152,6 +152,10 @@ func syscall(r *Regs) {
 		ret, err = sysLseek(int(a0), int64(a1), int(a2))
 	case unix.SYS_FSTAT:
 		err = sysFstat(int(a0), a1)
+	case unix.SYS_STATFS:
+		err = sysStatfs(a0, a1)
+	case unix.SYS_FSTATFS:
+		err = sysFstatfs(int(a0), a1)
 	case unix.SYS_NEWFSTATAT:
 		err = sysNewfstatat(int(int32(a0)), a1, a2, int(a3))
 	case unix.SYS_GETDENTS64:

@@ -238,6 +238,7 @@ var memOps = fileOps{
 	pread:    memPread,
 	seek:     memSeek,
 	stat:     func(o ofile, st *unix.Stat_t) abi.Errno { return abi.Errno(vfs.Fstat(o.h, st)) },
+	statfs:   func(o ofile, st *unix.Statfs_t) abi.Errno { return abi.Errno(vfs.Statfs(o.h, st)) },
 	getdents: memGetdents,
 	truncate: memTruncate,
 	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return abi.Errno(vfs.Fallocate(o.h, mode, off, n)) },
