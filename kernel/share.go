@@ -445,6 +445,9 @@ func shareAt(dirfd int, path []byte) (r shareRef, on bool, e abi.Errno) {
 		return r, true, 0
 	case int32(dirfd) == unix.AT_FDCWD:
 		if shareCwd.on {
+			if len(path) == 0 {
+				return r, true, abi.Errno(unix.ENOENT) // as every path: "" names nothing
+			}
 			if escapes(path, shareCwd.depth) {
 				return r, true, abi.Errno(unix.EXDEV)
 			}

@@ -64,8 +64,11 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 	if e != 0 {
 		return e
 	}
-	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 && int32(dirfd) != unix.AT_FDCWD {
-		return sysFstat(dirfd, sp)
+	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+		if int32(dirfd) != unix.AT_FDCWD {
+			return sysFstat(dirfd, sp)
+		}
+		path = dotPath[:] // the working directory itself
 	}
 	var lb shareTarget
 	r, on, e := shareAt(dirfd, path)
@@ -471,6 +474,11 @@ func shareSetPath(dirfd int, p uintptr, flags int, a *virtio9p.SetAttr) (abi.Err
 	path, e := mm.UserPath(p, &pb)
 	if e != 0 {
 		return 0, false
+	}
+	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+		if int32(dirfd) == unix.AT_FDCWD {
+			path = dotPath[:] // the working directory itself
+		}
 	}
 	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
 		h := shareGet(dirfd)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The host share (yolk run -share, kernel/share.go): the qemu package's
@@ -206,6 +208,18 @@ func testShare(t *T) {
 	}
 	if b, err := os.ReadFile("../b.txt"); err != nil || string(b) != "hello!" {
 		t.Errorf("../b.txt from the share's working directory: %q, %v", b, err)
+	}
+	// "" names nothing, as on Linux (it opened the working directory);
+	// with AT_EMPTY_PATH it is the working directory.
+	if _, err := unix.Open("", unix.O_RDONLY, 0); err != unix.ENOENT {
+		t.Errorf("open(\"\") on the share's working directory: %v, want ENOENT", err)
+	}
+	var est unix.Stat_t
+	if err := unix.Stat("", &est); err != unix.ENOENT {
+		t.Errorf("stat(\"\"): %v, want ENOENT", err)
+	}
+	if err := unix.Fstatat(unix.AT_FDCWD, "", &est, unix.AT_EMPTY_PATH); err != nil || est.Mode&unix.S_IFMT != unix.S_IFDIR {
+		t.Errorf("fstatat(AT_FDCWD, \"\", AT_EMPTY_PATH) = %v, mode %#o; want the working directory", err, est.Mode)
 	}
 	// Fchdir back and forth, as testing's T.Chdir does: to the share
 	// directory "." was, after a chdir away, and to an in-memory one.
