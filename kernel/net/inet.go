@@ -798,6 +798,10 @@ func (n *Net[E]) sendTCP(s int32, v *Iov, off int) (int, Wait, Errno) {
 	if c == 0 && v.Len > off {
 		return 0, n.wait(s), unix.EAGAIN
 	}
+	c, e := n.backStream(qp, &qp.pages, qp.r+qp.n, c)
+	if e != 0 {
+		return 0, Wait{}, e
+	}
 	c, ok := n.fromIov(v, off, c, qp)
 	if c > 0 {
 		n.bump(q)
@@ -1191,7 +1195,7 @@ func (n *Net[E]) recvTCP(s int32, v *Iov, flags int, m *Msg) (Wait, Errno) {
 		return Wait{}, unix.EFAULT
 	}
 	if flags&unix.MSG_PEEK == 0 {
-		p.drop(c)
+		n.drop(p, c)
 		n.bump(s)
 		if q := p.peer; q >= 0 {
 			n.bump(q)

@@ -273,10 +273,10 @@ func (n *Net[E]) send(s int, v *Iov, off, flags int, a *Addr, ctl *Ctl) (int, Wa
 	if cred.On {
 		need += credLen
 	}
-	if o != int32(s) && op.peer != int32(s) && n.full(op) || op.pages[0] != 0 && RingSize-op.n < need {
+	if o != int32(s) && op.peer != int32(s) && n.full(op) || RingSize-op.n < need {
 		return 0, n.wait(o), unix.EAGAIN
 	}
-	if !n.ring(op) {
+	if !n.room(op, need) {
 		return 0, Wait{}, unix.ENOBUFS
 	}
 	var ch *chunk
@@ -344,6 +344,10 @@ func (n *Net[E]) sendStream(s int32, v *Iov, off int, a *Addr, ctl *Ctl) (int, W
 	}
 	if c == 0 {
 		return 0, Wait{}, 0 // nothing sent: descriptors too stay behind, as Linux's
+	}
+	c, e := n.backStream(q, &q.pages, q.r+q.n, c)
+	if e != 0 {
+		return 0, Wait{}, e
 	}
 	cred := sendCred(p, q, ctl)
 	pre := q.n
@@ -418,7 +422,7 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 		}
 		if flags&unix.MSG_PEEK == 0 {
 			n.consumeStream(p, c)
-			p.drop(c)
+			n.drop(p, c)
 			n.bump(int32(s))
 			n.bump(p.peer)
 		}
@@ -502,7 +506,7 @@ func (n *Net[E]) recv(s int, v *Iov, flags int, m *Msg) (Wait, Errno) {
 func (n *Net[E]) dropMsg(s int32, k int) {
 	p := &n.socks[s]
 	wasFull := n.full(p)
-	p.drop(k)
+	n.drop(p, k)
 	p.msgs--
 	n.bump(s)
 	if wasFull || p.typ == unix.SOCK_SEQPACKET {

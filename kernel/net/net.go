@@ -160,8 +160,9 @@ type sock struct {
 	sndtimeo int64
 	r, n     int // the receive ring: read position, bytes queued
 	seq      uint32
-	name     [AddrMax - 2]byte // AF_UNIX: its name
-	pages    [maxRingPages]uintptr
+	name     [AddrMax - 2]byte     // AF_UNIX: its name
+	pages    [maxRingPages]uintptr // held while they hold bytes (back, consumed)
+	rxOn     bool                  // it has a receive side (a connected or datagram socket; not a listener)
 
 	// AF_INET, AF_INET6 (inet.go).
 	v6only   bool     // IPV6_V6ONLY
@@ -400,13 +401,25 @@ func (n *Net[E]) maybeFree(p *sock) {
 	}
 }
 
-// ring gives p its receive ring if it has none; false if memory is out.
-func (n *Net[E]) ring(p *sock) bool { return n.allocPages(&p.pages, p.ringPages()) }
+// Rings take pages as they fill and give them back as they empty: a
+// page is held while it holds bytes not yet read (or, briefly, room a
+// writer reserved), so an idle socket holds none. Positions are offsets
+// from the ring's start modulo its size; an emptied ring starts again at
+// 0.
 
-// room gives p its receive ring if it has none and reports whether need
-// more bytes fit in it.
+// ring gives p its receive side (it always can: the pages come as bytes
+// do); true.
+func (n *Net[E]) ring(p *sock) bool {
+	p.rxOn = true
+	return true
+}
+
+// room gives p its receive side and reports whether need more bytes fit
+// in its ring, with the pages for them: false if the ring is full or
+// memory is out (a datagram is then dropped, or waits).
 func (n *Net[E]) room(p *sock, need int) bool {
-	return n.ring(p) && p.ringSize()-p.n >= need
+	n.ring(p)
+	return p.ringSize()-p.n >= need && n.back(p, &p.pages, p.r+p.n, need) == need
 }
 
 // ringPages is the size in pages of each of p's rings: an inet datagram
@@ -420,19 +433,65 @@ func (p *sock) ringPages() int {
 
 func (p *sock) ringSize() int { return p.ringPages() * PageSize }
 
-// allocPages fills the first k entries of a ring's page array if it is
-// empty; false (and the array empty again) if memory is out.
-func (n *Net[E]) allocPages(r *[maxRingPages]uintptr, k int) bool {
-	if r[0] != 0 {
-		return true
+// back gives ring r of p the pages under the k bytes from position pos
+// that it lacks, and returns how many of the k bytes have their page
+// (fewer if memory is out: those from the first page it could not get).
+func (n *Net[E]) back(p *sock, r *[maxRingPages]uintptr, pos, k int) int {
+	size := p.ringSize()
+	for done := 0; done < k; {
+		q := (pos + done) % size
+		if i := q / PageSize; r[i] == 0 {
+			if r[i] = n.env.AllocPage(); r[i] == 0 {
+				return done
+			}
+		}
+		done += PageSize - q%PageSize
 	}
-	for i := range r[:k] {
-		if r[i] = n.env.AllocPage(); r[i] == 0 {
-			n.freePages(r)
-			return false
+	return k
+}
+
+// backStream is how many of c bytes a stream write to ring r of p can
+// put in, their pages taken: ENOBUFS if none (memory is out).
+func (n *Net[E]) backStream(p *sock, r *[maxRingPages]uintptr, pos, c int) (int, Errno) {
+	k := n.back(p, r, pos, c)
+	if k == 0 && c > 0 {
+		return 0, unix.ENOBUFS
+	}
+	return k, 0
+}
+
+// consumed gives back the pages of ring r of p that hold none of its
+// live bytes [head, head+count) any more, after a read of the bytes at
+// [from, from+k).
+func (n *Net[E]) consumed(p *sock, r *[maxRingPages]uintptr, from, k, head, count int) {
+	pages := p.ringPages()
+	if count == 0 {
+		n.freePages(r)
+		return
+	}
+	size := p.ringSize()
+	start := head % size
+	end := start + count // past size when the live bytes wrap
+	for pg, last := from/PageSize, (from+k-1)/PageSize; pg <= last; pg++ {
+		i := pg % pages
+		lo, hi := i*PageSize, (i+1)*PageSize
+		live := lo < end && hi > start || end > size && lo < end-size
+		if !live && r[i] != 0 {
+			n.env.FreePage(r[i])
+			r[i] = 0
 		}
 	}
-	return true
+}
+
+// drop consumes k bytes of p's receive ring.
+func (n *Net[E]) drop(p *sock, k int) {
+	from := p.r
+	p.r = (p.r + k) % p.ringSize()
+	p.n -= k
+	if p.n == 0 {
+		p.r = 0
+	}
+	n.consumed(p, &p.pages, from, k, p.r, p.n)
 }
 
 // freePages gives a ring's pages back.
@@ -446,6 +505,13 @@ func (n *Net[E]) freePages(r *[maxRingPages]uintptr) {
 }
 
 func (n *Net[E]) freeRing(p *sock) {
+	n.emptyRing(p)
+	p.rxOn = false
+}
+
+// emptyRing drops what p's receive ring holds, descriptors in flight
+// with it, and its pages.
+func (n *Net[E]) emptyRing(p *sock) {
 	n.freePages(&p.pages)
 	n.dropChunks(p)
 	p.r, p.n, p.msgs = 0, 0, 0
@@ -677,9 +743,4 @@ func (p *sock) get(b []byte, skip int) {
 		b = b[c:]
 		pos += c
 	}
-}
-
-func (p *sock) drop(k int) {
-	p.r = (p.r + k) % p.ringSize()
-	p.n -= k
 }

@@ -107,3 +107,93 @@ func TestWait(t *testing.T) {
 		t.Errorf("reading did not move the writer's counter")
 	}
 }
+
+// TestRingPagesFollowBytes: a ring holds a page only while the page holds
+// bytes not yet read, so connected idle sockets hold none (the service's
+// thousands of idle connections cost no ring memory); a full ring holds
+// all its pages; a ring that cannot get a page refuses with ENOBUFS
+// instead of writing through a missing page.
+func TestRingPagesFollowBytes(t *testing.T) {
+	env := newEnv(t, 4096)
+	n := new(testNet)
+	n.Init(env)
+	var pairs [][2]int
+	for range 100 {
+		a, b, e := n.Pair(unix.SOCK_STREAM, 0, true)
+		if e != 0 {
+			t.Fatal(e)
+		}
+		pairs = append(pairs, [2]int{a, b})
+	}
+	if p := env.InUse(); p != 0 {
+		t.Fatalf("100 idle pairs hold %d pages, want 0", p)
+	}
+	a, b := pairs[0][0], pairs[0][1]
+	buf := make([]byte, RingSize+10)
+	var m Msg
+	for _, c := range []struct{ write, read, pages int }{
+		{10, 0, 1},               // a page for the first bytes
+		{PageSize, 0, 2},         // into the second page
+		{0, 10, 2},               // the first page still holds bytes
+		{0, PageSize - 10, 1},    // the first page is empty: it goes
+		{0, 10, 0},               // all read: none
+		{RingSize, 0, RingPages}, // a full ring holds every page
+		{0, RingSize - 1, 1},     // one byte left: its page
+		{PageSize, 0, 2},         // writes wrap to the start
+		{0, PageSize + 1, 0},     // and all read
+		{3*PageSize + 7, 0, 4},   // from the start again
+		{0, 3*PageSize + 7, 0},
+	} {
+		if c.write > 0 {
+			if k, _, e := n.Send(a, &Iov{One: buf[:c.write], Len: c.write}, 0, 0, nil); k != c.write || e != 0 {
+				t.Fatalf("write %d: %d, %v", c.write, k, e)
+			}
+		}
+		if c.read > 0 {
+			if _, e := n.Recv(b, &Iov{One: buf[:c.read], Len: c.read}, unix.MSG_DONTWAIT, &m); e != 0 || m.N != c.read {
+				t.Fatalf("read %d: %d, %v", c.read, m.N, e)
+			}
+		}
+		if p := env.InUse(); p != c.pages {
+			t.Errorf("after write %d, read %d: %d pages held, want %d", c.write, c.read, p, c.pages)
+		}
+	}
+	// Datagrams: a page for the queued ones, none once read.
+	d, e := n.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0, true)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	n.BindInet(d, sin4([4]byte{127, 0, 0, 1}, 5353))
+	for range 3 {
+		n.Send(d, &Iov{One: buf[:100], Len: 100}, 0, 0, &Addr{Raw: sin4([4]byte{127, 0, 0, 1}, 5353)})
+	}
+	if p := env.InUse(); p != 1 {
+		t.Errorf("3 small datagrams queued: %d pages, want 1", p)
+	}
+	for range 3 {
+		n.Recv(d, &Iov{One: buf[:200], Len: 200}, unix.MSG_DONTWAIT, &m)
+	}
+	if p := env.InUse(); p != 0 {
+		t.Errorf("datagrams read: %d pages, want 0", p)
+	}
+	// Memory out: a stream write refuses, a datagram is dropped. (A
+	// byte queued on another pair holds the one page the limit allows.)
+	n.Send(pairs[1][0], &Iov{One: buf[:1], Len: 1}, 0, 0, nil)
+	env.SetLimit(env.InUse())
+	if k, _, e := n.Send(a, &Iov{One: buf[:10], Len: 10}, 0, 0, nil); e != unix.ENOBUFS {
+		t.Errorf("a stream write with no page to be had: %d, %v; want ENOBUFS", k, e)
+	}
+	n.Send(d, &Iov{One: buf[:10], Len: 10}, 0, 0, &Addr{Raw: sin4([4]byte{127, 0, 0, 1}, 5353)})
+	if _, e := n.Recv(d, &Iov{One: buf[:20], Len: 20}, unix.MSG_DONTWAIT, &m); e != unix.EAGAIN {
+		t.Errorf("a datagram with no page to be had was queued: %d, %v", m.N, e)
+	}
+	env.SetLimit(0)
+	for _, pr := range pairs {
+		n.Close(pr[0])
+		n.Close(pr[1])
+	}
+	n.Close(d)
+	if p := env.InUse(); p != 0 {
+		t.Errorf("after close: %d pages held", p)
+	}
+}

@@ -43,7 +43,7 @@ func (n *Net[E]) queueNL(p *sock, b []byte) bool {
 	if len(b) == 0 {
 		return true
 	}
-	if !n.ring(p) || RingSize-p.n < msgHdr+len(b) {
+	if !n.room(p, msgHdr+len(b)) {
 		p.err = unix.ENOBUFS
 		return false
 	}

@@ -502,8 +502,7 @@ func (n *Net[E]) gc() {
 // dropQueue drops what p's queue holds (gc: no one can read it).
 func (n *Net[E]) dropQueue(p *sock) {
 	if p.chead != 0 {
-		n.dropChunks(p)
-		p.r, p.n, p.msgs = 0, 0, 0
+		n.emptyRing(p)
 	}
 }
 

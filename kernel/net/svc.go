@@ -59,7 +59,7 @@ func (n *Net[E]) svcLeave(p *sock) {
 	}
 	p.svc = false
 	p.svcFull, p.svcFullQ = false, false
-	p.txr, p.txn = 0, 0
+	n.freeTx(p)
 }
 
 // nicSource is the NIC's address of d's kind, the source of traffic to
@@ -84,8 +84,9 @@ func (n *Net[E]) svcTakes(a *inetAddr) bool {
 	return !a.loopback() && n.local(a)
 }
 
-// txRing gives p its transmit ring if it has none.
-func (n *Net[E]) txRing(p *sock) bool { return n.allocPages(&p.tx, p.ringPages()) }
+// txRing gives p its transmit side: the pages come as bytes do
+// (net.go); true.
+func (n *Net[E]) txRing(p *sock) bool { return true }
 
 func (n *Net[E]) freeTx(p *sock) {
 	n.freePages(&p.tx)
@@ -120,9 +121,15 @@ func (p *sock) txGet(b []byte) {
 	}
 }
 
-func (p *sock) txDrop(k int) {
+// txDrop consumes k bytes of p's transmit ring.
+func (n *Net[E]) txDrop(p *sock, k int) {
+	from := p.txr
 	p.txr = (p.txr + k) % p.ringSize()
 	p.txn -= k
+	if p.txn == 0 {
+		p.txr = 0
+	}
+	n.consumed(p, &p.tx, from, k, p.txr, p.txn)
 }
 
 // connectSvc starts a TCP connect through the service: the socket waits
@@ -157,6 +164,10 @@ func (n *Net[E]) sendSvc(s int32, v *Iov, off int) (int, Wait, Errno) {
 	if c == 0 && v.Len > off {
 		return 0, n.wait(s), unix.EAGAIN
 	}
+	c, e := n.backStream(p, &p.tx, p.txr+p.txn, c)
+	if e != 0 {
+		return 0, Wait{}, e
+	}
 	done, ok := n.txFromIov(v, off, c, p)
 	if !ok && done == 0 {
 		return 0, Wait{}, unix.EFAULT
@@ -181,6 +192,9 @@ func (n *Net[E]) sendDgramSvc(s int32, v *Iov, off int, d *inetAddr) (int, Wait,
 	need := msgHdr + inetNameLen + l
 	if p.ringSize()-p.txn < need {
 		return 0, n.wait(s), unix.EAGAIN
+	}
+	if n.back(p, &p.tx, p.txr+p.txn, need) != need {
+		return 0, Wait{}, unix.ENOBUFS
 	}
 	if p.local.any() && !p.svc {
 		p.svc = true
@@ -263,7 +277,7 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 	// another (a confused or hostile caller) changes nothing.
 	// (A closed stream has no receive ring any more, but still its
 	// transmit ring for the service to drain.)
-	stream := p.typ == unix.SOCK_STREAM && p.state != stListen && (p.pages[0] != 0 || p.dead)
+	stream := p.typ == unix.SOCK_STREAM && p.state != stListen && (p.rxOn || p.dead)
 	switch c.Op {
 	case abi.NetConnected, abi.NetRx, abi.NetTx, abi.NetFin:
 		if !stream {
@@ -290,7 +304,7 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 			c.N = uintptr(v.Len) // nobody reads: taken and dropped
 			return 0
 		}
-		k := min(RingSize-p.n, v.Len)
+		k := n.back(p, &p.pages, p.r+p.n, min(RingSize-p.n, v.Len)) // short if memory is out: the service retries on RxRoom
 		got, ok := n.fromIov(v, 0, k, p)
 		c.N = uintptr(got)
 		if k < v.Len {
@@ -304,7 +318,7 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 		}
 	case abi.NetTx:
 		got, ok := n.iovOut(v, min(p.txn, v.Len), p, &p.tx, p.txr)
-		p.txDrop(got)
+		n.txDrop(p, got)
 		c.N = uintptr(got)
 		if got > 0 {
 			n.bump(s)
@@ -472,7 +486,7 @@ func (n *Net[E]) dgramOut(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 	if k, ok := n.iovOut(v, l, p, &p.tx, p.txr+len(h)); !ok || k != l {
 		return unix.EFAULT // the datagram stays queued
 	}
-	p.txDrop(len(h) + l)
+	n.txDrop(p, len(h)+l)
 	c.N = uintptr(l)
 	n.bump(s)
 	return 0

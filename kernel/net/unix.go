@@ -222,8 +222,7 @@ func (n *Net[E]) connectDgram(s int32, a *Addr) Errno {
 			// Linux's unix_dgram_disconnected: what was queued is
 			// dropped, and a peer connected back learns of it.
 			if p.n > 0 {
-				n.dropChunks(p) // descriptors in flight with them too
-				p.r, p.n, p.msgs = 0, 0, 0
+				n.emptyRing(p) // descriptors in flight with them too
 				if op := &n.socks[old]; !op.dead && op.peer == s {
 					op.err = unix.ECONNRESET
 					n.bump(old)
