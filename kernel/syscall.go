@@ -268,7 +268,8 @@ func syscall(r *Regs) {
 		ret, err = sysNICRecv(a0, a1)
 	case abi.SysNICNotify:
 		err = sysNICNotify(int(int32(a0)))
-	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysTrace, abi.SysTaskInfo, abi.SysUnmapped, abi.SysNumCPU, abi.SysNICInject:
+	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysTrace, abi.SysTaskInfo, abi.SysUnmapped, abi.SysNumCPU, abi.SysNICInject,
+		abi.SysKStackTest:
 		ret, err = sysYolk(nr, a0, a1, a2, a3) // only for an image that asks (abi.TestCalls)
 	default:
 		var ok bool

@@ -109,10 +109,13 @@ func syncException(r *Regs, p *perCPU) {
 		case fsc >= 0x04 && fsc <= 0x07, fsc >= 0x0c && fsc <= 0x0f: // translation, permission
 			code := uint64(0)
 			if fsc >= 0x0c {
-				code |= 1 // present: a protection fault
+				code |= mm.FaultPresent // a permission fault
 			}
 			if write {
-				code |= 2
+				code |= mm.FaultWrite
+			}
+			if ec == ecInstrLower || ec == ecInstrSame {
+				code |= mm.FaultFetch
 			}
 			f := vm.PageFault(addr, code)
 			if f == mm.FaultBacked || userFixup(r, addr) {

@@ -29,10 +29,11 @@ const SelftestPackage = "yolk/kernel/selftest"
 // q35@6G checks RAM above 4 GiB) and its CPU count after ":" (default 1).
 // Every x86 machine runs the suite at 1, 2 and 4 CPUs (4 vCPUs on CI's 2
 // host cores is oversubscribed under TCG on purpose); arm64's virt at 1 and
-// 2 CPUs with each GIC version. An arm64 machine boots the arm64 build of
-// the self-test image. Boards have entries too: "rpi3" boots the Raspberry
-// Pi 3 SD-card image of the self-test on raspi3b (4 cores); iso-bios and
-// iso-uefi the PC image (pcEntries).
+// 2 CPUs with each GIC version, and at 4 with GICv2 (oversubscribed too).
+// An arm64 machine boots the arm64 build of the self-test image. Boards
+// have entries too: "rpi3" boots the Raspberry Pi 3 SD-card image of the
+// self-test on raspi3b (4 cores); iso-bios and iso-uefi the PC image
+// (pcEntries).
 var guestMachines = map[string][]string{
 	"amd64": {
 		"microvm:1", "microvm:2", "microvm:4",
@@ -41,7 +42,7 @@ var guestMachines = map[string][]string{
 		"q35@6G:2",
 		"iso-bios:2", "iso-uefi:2",
 	},
-	"arm64": {"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2", "rpi3"},
+	"arm64": {"virt:1", "virt:2", "virt:4", "virt-gicv3:1", "virt-gicv3:2", "rpi3"},
 }
 
 // stressTests are the guest tests long by design — work fixed by count

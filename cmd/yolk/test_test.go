@@ -98,6 +98,9 @@ func TestYolkTestMatchesGoTest(t *testing.T) {
 		{"pass-v-short", []string{"-v", "-short", "./pass"}, 0,
 			[]string{"=== RUN   TestAdd", "pass_test.go:13: added", "--- SKIP: TestShort", "pass_test.go:35: read testdata", "--- PASS: TestPackageDir", "PASS\n"}, nil, nil},
 		{"no-tests-to-run", []string{"-run", "^$", "./pass"}, 0, nil, nil, nil},
+		// A 2 GiB value, as a database's suite holds: the guest's
+		// memory (testMemory) takes it as the host does.
+		{"bigalloc", []string{"./bigalloc"}, 0, nil, nil, nil},
 		{"mixed", []string{"-p=3", "-timeout", "5s", "./pass", "./fail", "./panic", "./timeout", "./notest", "./buildfail", "./vetfail", "./nosuch"}, 1,
 			[]string{"fail_test.go:9: expected failure", "panic: boom", "panic: test timed out after 5s", "TestBlocks"},
 			[]string{"TestAdd"}, nil},

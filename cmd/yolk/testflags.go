@@ -101,11 +101,21 @@ type testConfig struct {
 var defaultVet = []string{"-atomic", "-bool", "-buildtags", "-directive", "-errorsas", "-ifaceassert",
 	"-nilfunc", "-printf", "-slog", "-stringintconv", "-tests"}
 
+// testMemory is the guest's memory unless -m says otherwise: enough that
+// a suite a host with gigabytes passes does not fail for want of it (a
+// database's tests hold a 2 GiB value; the kernel refuses a mapping
+// larger than the machine's memory, as Linux's heuristic overcommit
+// does). QEMU backs guest memory as the guest touches it, so the pages a
+// test leaves alone cost the host nothing, nor the boot any time (the
+// README has the numbers). Every machine yolk test boots takes it, part
+// of it above 4 GiB (microvm, pc, q35; virt's RAM starts at 1 GiB).
+const testMemory = "4G"
+
 // parseTestArgs parses yolk test's command line. Flags and package patterns
 // may be mixed, as for go test; everything after -args goes to the test
 // binary unchanged.
 func parseTestArgs(args []string) (*testConfig, error) {
-	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", mem: "512M", smp: 1, procs: runtime.GOMAXPROCS(0), vet: defaultVet}
+	c := &testConfig{timeout: 10 * time.Minute, accel: "auto", mem: testMemory, smp: 1, procs: runtime.GOMAXPROCS(0), vet: defaultVet}
 	var pass []string
 	for i := 0; i < len(args); i++ {
 		a, at := args[i], i

@@ -63,7 +63,21 @@ const (
 	SysFrameOf  = 0x1007 // the physical frame behind user or BSS page a0
 	SysTrace    = 0x1008 // a0 = 0: scheduler trace off, 1: on (emptied), 2: copy up to a2 sched.TraceEvents to a1; returns how many
 	SysTaskInfo = 0x1009 // copy the TaskInfo of thread a0 to a1; ESRCH if none
+	// SysKStackTest maps the kernel stack of the last task slot with
+	// this CPU's frames running out after a0 and copies KStackTestOut
+	// to a1.
+	SysKStackTest = 0x100a
 )
+
+// KStackTestOut is what SysKStackTest copies out (kernel/mm's KStackTest):
+// 1 or 0 in the flags.
+type KStackTestOut struct {
+	WasMapped    int64 // the slot's stack was mapped before the call
+	OK           int64 // AllocKStack succeeded
+	Mapped       int64 // pages of the slot's stack mapped after it
+	Taken, Freed int64 // frames the allocator gave it; of them, given back
+	TableAdded   int64 // it added the page table that maps the slot
+}
 
 // TaskInfo is what SysTaskInfo copies out: the kernel's view of a thread,
 // for a self-test's report of a wait that did not end. Racy: each field

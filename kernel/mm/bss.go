@@ -82,7 +82,7 @@ func (s Space[E]) bssFault(page uintptr) bool {
 		// (BSSReclaim runs just before the program starts).
 		s.env.OOMKill()
 	}
-	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, ptePage(f, true)) {
+	if !atomic.CompareAndSwapUint64(at[uint64](pte), 0, ptePage(f, protIdentity)) {
 		FreeFrame(f) // another CPU backed it first
 	} else {
 		atomic.AddInt64(&bssFaulted, 1)
@@ -113,8 +113,12 @@ func zeroPage(a uintptr) bool {
 	return true
 }
 
+// protIdentity is the identity map's protection, which its 2 MiB pages
+// have, and so the 4 KiB pages that replace them (the text among them).
+const protIdentity = ProtRead | ProtWrite | ProtExec
+
 // splitIdentity remaps the 2 MiB pages of the identity map that hold
-// [lo, hi) with 4 KiB pages, writable, as they were.
+// [lo, hi) with 4 KiB pages, writable and executable, as they were.
 func (s Space[E]) splitIdentity(lo, hi uintptr) {
 	for va := lo &^ (1<<21 - 1); va < hi; va += 1 << 21 {
 		pde := at[uint64](identityPDE(va))
@@ -127,7 +131,7 @@ func (s Space[E]) splitIdentity(lo, hi uintptr) {
 		}
 		base := pteFrame(*pde) &^ (1<<21 - 1)
 		for i := uintptr(0); i < 512; i++ {
-			*at[uint64](Phys(pt) + i*8) = ptePage(base+i*PageSize, true)
+			*at[uint64](Phys(pt) + i*8) = ptePage(base+i*PageSize, protIdentity)
 		}
 		*pde = pteTable(pt)
 	}

@@ -1,6 +1,8 @@
 package mm
 
 import (
+	"sync/atomic"
+
 	"yolk/boot"
 	"yolk/sched"
 )
@@ -135,8 +137,27 @@ func HighMemInit() bool {
 	return true
 }
 
+// failAt runs frames out on demand, for the self-test of the code that
+// handles it (KStackTest): while cpu is a CPU's index (-1: none), that
+// CPU's AllocFrame calls fail once left more have succeeded, and taken
+// and freed count the frames it took and gave back. That CPU runs kernel
+// code with interrupts off meanwhile; the others are not affected. Data,
+// not BSS (cpu starts at -1): every AllocFrame reads it, the page fault
+// that backs a BSS page too.
+var failAt = struct{ cpu, left, taken, freed int32 }{cpu: -1}
+
+// failing reports whether this CPU's frames run out on demand (failAt).
+func failing() bool {
+	c := atomic.LoadInt32(&failAt.cpu)
+	return c >= 0 && c == int32(sched.This().ID)
+}
+
 // AllocFrame returns a zeroed frame, or 0 when memory is exhausted.
 func AllocFrame() uintptr {
+	fail := failing()
+	if fail && failAt.left == 0 {
+		return 0
+	}
 	frameLock.Lock()
 	f := freeList
 	if f != 0 {
@@ -154,6 +175,10 @@ func AllocFrame() uintptr {
 		framesFree--
 	}
 	frameLock.Unlock()
+	if fail && f != 0 {
+		failAt.left--
+		failAt.taken++
+	}
 	if f != 0 {
 		clear(bytesAt(Phys(f), PageSize))
 	}
@@ -162,6 +187,9 @@ func AllocFrame() uintptr {
 
 // FreeFrame returns frame f.
 func FreeFrame(f uintptr) {
+	if failing() {
+		failAt.freed++
+	}
 	frameLock.Lock()
 	*at[uintptr](Phys(f)) = freeList
 	freeList = f

@@ -138,13 +138,14 @@ func walk(va uintptr, create bool) uintptr {
 	return Phys(table) + (va>>12)&511*8
 }
 
-// mapPage maps va to frame f.
+// mapPage maps va to frame f, read-write, not executable (a kernel
+// stack).
 func mapPage(va, f uintptr) bool {
 	pte := walk(va, true)
 	if pte == 0 {
 		return false
 	}
-	*at[uint64](pte) = ptePage(f, true)
+	*at[uint64](pte) = ptePage(f, ProtRead|ProtWrite)
 	pteWritten()
 	return true
 }
@@ -548,8 +549,9 @@ func (s Space[E]) DontNeed(addr, n uintptr) abi.Errno {
 
 // Protect changes the protection of [addr, addr+n). Pages made
 // inaccessible lose their frames (their contents are not kept); pages made
-// read-only lose the write bit of their page-table entries, with a TLB
-// shootdown; pages made writable get it back at their next write fault.
+// read-only or not executable lose the write or execute permission of
+// their page-table entries, with a TLB shootdown; pages made writable or
+// executable get it back at their next write or instruction fetch fault.
 // ENOMEM, with nothing changed, if a private area made writable is, in
 // the range, larger than the machine's memory (ChargeWrite).
 func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
@@ -560,13 +562,15 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	defer vmMutex.Unlock()
 	mmLock.Lock()
 	var err abi.Errno
+	weakens := false
 	if prot&ProtWrite != 0 && protectCharged(addr, addr+n) {
 		err = abi.ENOMEM
 	} else {
+		weakens = protectWeakens(addr, addr+n, prot)
 		err = areaProtect(addr, n, prot)
 	}
 	changed := false
-	if err == 0 && prot != 0 && prot&ProtWrite == 0 {
+	if err == 0 && prot != 0 && weakens {
 		for va := addr; va < addr+n; va += PageSize {
 			pte := walk(va, false)
 			if pte == 0 {
@@ -574,8 +578,19 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 				va = (va+1<<21)&^(1<<21-1) - PageSize
 				continue
 			}
-			if e := at[uint64](pte); pteValid(*e) && pteWritable(*e) {
-				*e = pteReadOnly(*e)
+			e := at[uint64](pte)
+			if !pteValid(*e) {
+				continue
+			}
+			w := *e
+			if prot&ProtWrite == 0 {
+				w = pteReadOnly(w)
+			}
+			if prot&ProtExec == 0 {
+				w = pteNoExec(w)
+			}
+			if w != *e {
+				*e = w
 				changed = true
 			}
 		}
@@ -589,6 +604,19 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	}
 	s.flushRefs()
 	return err
+}
+
+// protectWeakens reports whether prot takes write or execute permission
+// from an area in [start, end): only then may a page-table entry there
+// allow more than prot (an entry never allows more than its area).
+// mmLock is held.
+func protectWeakens(start, end uintptr, prot uint32) bool {
+	for i := findVMA(start); i < nvmas && vmas[i].start < end; i++ {
+		if vmas[i].prot&^prot&(ProtWrite|ProtExec) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // protectCharged reports whether making [start, end) writable makes an
@@ -687,8 +715,9 @@ func covered(start, end uintptr) bool {
 // there now (resume); FaultSegv, nothing is mapped there (the kernel
 // reports it or sends SIGSEGV, SEGV_MAPERR); FaultAccess, an area or the
 // image covers the address but does not allow the access — a PROT_NONE
-// area, a write to a read-only one, touched before or not (SIGSEGV,
-// SEGV_ACCERR, as Linux's access_error); FaultBus, a file area's page its
+// area, a write to a read-only one, an instruction fetch from one
+// without PROT_EXEC, touched before or not (SIGSEGV, SEGV_ACCERR, as
+// Linux's access_error); FaultBus, a file area's page its
 // file cannot give — wholly past its end, or a hole of a full file system
 // (SIGBUS, BUS_ADRERR, as Linux).
 type Fault uint8
@@ -700,15 +729,23 @@ const (
 	FaultBus
 )
 
+// Page-fault codes: x86's error code, which arm64's trap handler builds
+// from the syndrome too.
+const (
+	FaultPresent = 1 << 0 // a present page refused the access
+	FaultWrite   = 1 << 1
+	FaultFetch   = 1 << 4 // an instruction fetch
+)
+
 // PageFault backs the page at addr if an area covers it that allows the
-// access (code: the page-fault error code; bit 0: a present page, bit 1: a
-// write), or gives a read-only page its write bit back after mprotect made
-// its area writable, or backs a page of the demand-paged BSS (bss.go). It
-// reports FaultSegv, FaultAccess or FaultBus for a fault the kernel must
-// report or signal.
+// access (code: FaultPresent, FaultWrite, FaultFetch), or gives a page
+// its write or execute permission back after mprotect gave its area
+// that, or backs a page of the demand-paged BSS (bss.go). It reports
+// FaultSegv, FaultAccess or FaultBus for a fault the kernel must report
+// or signal.
 func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	page := addr &^ (PageSize - 1)
-	if page >= bssLazyLo && page < bssLazyHi && code&1 == 0 {
+	if page >= bssLazyLo && page < bssLazyHi && code&FaultPresent == 0 {
 		if s.bssFault(page) {
 			return FaultBacked
 		}
@@ -722,13 +759,13 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	// of the identity map and the kernel half are not the program's,
 	// mapped for it nowhere, as on Linux.
 	if !inUser(page, page+PageSize) || mmLock.HeldHere() {
-		if code&1 != 0 && page >= imageLo && page < imageHi {
+		if code&FaultPresent != 0 && page >= imageLo && page < imageHi {
 			return FaultAccess
 		}
 		return FaultSegv
 	}
-	write := code&2 != 0
-	if code&1 != 0 && !write {
+	write, fetch := code&FaultWrite != 0, code&FaultFetch != 0
+	if code&FaultPresent != 0 && !write && !fetch {
 		return FaultAccess // a present page refused a read: reserved bits
 	}
 	mmLock.Lock()
@@ -737,7 +774,10 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	if i >= nvmas || vmas[i].start > page {
 		return FaultSegv
 	}
-	if vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 {
+	// A fetch is refused before the page is backed, as arm64 Linux
+	// does; x86 Linux backs it and refuses the fetch that follows, to
+	// the same SEGV_ACCERR.
+	if vmas[i].prot == 0 || write && vmas[i].prot&ProtWrite == 0 || fetch && vmas[i].prot&ProtExec == 0 {
 		return FaultAccess
 	}
 	// No frame for the page or its page table: the program is out of
@@ -755,14 +795,15 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 		if f == 0 {
 			s.env.OOMKill()
 		}
-		*e = ptePage(f, vmas[i].prot&ProtWrite != 0)
+		*e = ptePage(f, vmas[i].prot)
 		pteWritten()
 		pagesMapped++
-	case write:
-		// A read-only entry of an area mprotect has made writable (or
-		// one this CPU's TLB still holds from before another CPU
-		// did it): only this CPU's stale entry needs to go.
-		*e = ptePage(pteFrame(*e), true) | *e&pteBorrowed
+	case write, fetch:
+		// A read-only or non-executable entry of an area mprotect has
+		// made writable or executable (or one this CPU's TLB still
+		// holds from before another CPU did it): only this CPU's stale
+		// entry needs to go.
+		*e = ptePage(pteFrame(*e), vmas[i].prot) | *e&pteBorrowed
 		invalidate(page, page+PageSize)
 	}
 	return FaultBacked
@@ -775,13 +816,12 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 // FaultBus when the file has no page there (Env.FileFault: past its end).
 func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) Fault {
 	off := v.off + int64(page-v.start)
-	w := v.prot&ProtWrite != 0
 	f, ok := s.env.FileFault(v.file, off, v.shared, 0)
 	if !ok {
 		return FaultBus
 	}
 	if f != 0 {
-		*e = ptePage(f, w) | pteBorrowed
+		*e = ptePage(f, v.prot) | pteBorrowed
 	} else {
 		if f = AllocFrame(); f == 0 {
 			s.env.OOMKill()
@@ -790,7 +830,7 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) Fault {
 			FreeFrame(f)
 			return FaultBus
 		}
-		*e = ptePage(f, w)
+		*e = ptePage(f, v.prot)
 	}
 	pteWritten()
 	pagesMapped++

@@ -3,12 +3,15 @@ package mm
 import "yolk/arch/amd64"
 
 // amd64 page-table entries (Intel SDM vol. 3, 4.5): everything runs in
-// ring 0, so no entry has the user bit; a 2 MiB page has PS.
+// ring 0, so no entry has the user bit; a 2 MiB page has PS; XD forbids
+// instruction fetches (EFER.NXE is set at boot, boot/entry_amd64.s and
+// the APs' trampoline).
 const (
 	ptePresent = 1 << 0
 	pteWrite   = 1 << 1
 	pteA       = 1 << 5 // set by the CPU on the first access
 	ptePS      = 1 << 7
+	pteXD      = 1 << 63
 	pteAddr    = 0x000ffffffffff000
 	// pteBorrowed (a bit the CPU ignores) marks a file's page mapped as
 	// is: unback does not free it.
@@ -18,12 +21,17 @@ const (
 // pteTable is an entry pointing at the next-level table at pa.
 func pteTable(pa uintptr) uint64 { return uint64(pa) | ptePresent | pteWrite }
 
-// ptePage is a 4 KiB page of normal memory at pa, writable if w.
-func ptePage(pa uintptr, w bool) uint64 {
-	if w {
-		return uint64(pa) | ptePresent | pteWrite
+// ptePage is a 4 KiB page of normal memory at pa, writable if prot has
+// ProtWrite, executable if it has ProtExec (readable always).
+func ptePage(pa uintptr, prot uint32) uint64 {
+	e := uint64(pa) | ptePresent
+	if prot&ProtWrite != 0 {
+		e |= pteWrite
 	}
-	return uint64(pa) | ptePresent
+	if prot&ProtExec == 0 {
+		e |= pteXD
+	}
+	return e
 }
 
 // pteUntouched is a writable page at pa whose accessed bit is clear (bss.go).
@@ -32,8 +40,8 @@ func pteUntouched(pa uintptr) uint64 { return uint64(pa) | ptePresent | pteWrite
 func pteValid(e uint64) bool      { return e&ptePresent != 0 }
 func pteBlock(e uint64) bool      { return e&(ptePresent|ptePS) == ptePresent|ptePS }
 func pteFrame(e uint64) uintptr   { return uintptr(e & pteAddr) }
-func pteWritable(e uint64) bool   { return e&pteWrite != 0 }
 func pteReadOnly(e uint64) uint64 { return e &^ pteWrite }
+func pteNoExec(e uint64) uint64   { return e | pteXD }
 func pteAccessed(e uint64) bool   { return e&pteA != 0 }
 
 // UnmapLow removes the identity mapping of [0, 2 MiB) once the boot data

@@ -7,13 +7,16 @@ import "yolk/arch/arm64"
 // block; AttrIndx 0 (MAIR: normal write-back), inner shareable; AP[2]
 // makes a page read-only; AF must be set or the first access faults —
 // which is how the demand-paged BSS learns which pages were touched
-// (pteUntouched; kernel/entry_arm64.s sets the flag on that fault).
+// (pteUntouched; kernel/entry_arm64.s sets the flag on that fault); PXN
+// forbids instruction fetches at EL1, where everything runs (UXN, for
+// EL0, goes with it).
 const (
 	pteValidBit = 1 << 0
 	pteTableBit = 1 << 1
 	pteRO       = 1 << 7  // AP[2]
 	pteSH       = 3 << 8  // inner shareable
 	pteAF       = 1 << 10 // access flag
+	pteXN       = 3 << 53 // PXN | UXN
 	pteAddr     = 0x0000fffffffff000
 	pteNormal   = pteValidBit | pteTableBit | pteSH | pteAF
 	// pteBorrowed (bit 55, for software) marks a file's page mapped as
@@ -23,11 +26,17 @@ const (
 
 func pteTable(pa uintptr) uint64 { return uint64(pa) | pteValidBit | pteTableBit }
 
-func ptePage(pa uintptr, w bool) uint64 {
-	if w {
-		return uint64(pa) | pteNormal
+// ptePage is a 4 KiB page of normal memory at pa, writable if prot has
+// ProtWrite, executable if it has ProtExec (readable always).
+func ptePage(pa uintptr, prot uint32) uint64 {
+	e := uint64(pa) | pteNormal
+	if prot&ProtWrite == 0 {
+		e |= pteRO
 	}
-	return uint64(pa) | pteNormal | pteRO
+	if prot&ProtExec == 0 {
+		e |= pteXN
+	}
+	return e
 }
 
 func pteUntouched(pa uintptr) uint64 { return uint64(pa) | pteNormal&^pteAF }
@@ -35,8 +44,8 @@ func pteUntouched(pa uintptr) uint64 { return uint64(pa) | pteNormal&^pteAF }
 func pteValid(e uint64) bool      { return e&pteValidBit != 0 }
 func pteBlock(e uint64) bool      { return e&(pteValidBit|pteTableBit) == pteValidBit }
 func pteFrame(e uint64) uintptr   { return uintptr(e & pteAddr) }
-func pteWritable(e uint64) bool   { return e&pteRO == 0 }
 func pteReadOnly(e uint64) uint64 { return e | pteRO }
+func pteNoExec(e uint64) uint64   { return e | pteXN }
 func pteAccessed(e uint64) bool   { return e&pteAF != 0 }
 
 // UnmapLow has nothing to do: the boot page tables never mapped the first

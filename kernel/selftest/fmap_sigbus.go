@@ -47,9 +47,15 @@ type faultSeen struct {
 }
 
 // faultSignal touches *p (a write if write) and reports the signal it
-// raised, if any. faultSigRecord is the SIGBUS and SIGSEGV handler
-// meanwhile; it goes on to the runtime's, which panics.
+// raised, if any.
 func faultSignal(t *T, p *byte, write bool) faultSeen {
+	return faultSignalOf(t, func() bool { return touchFaults(p, write) })
+}
+
+// faultSignalOf runs touch, which reports whether it faulted, and
+// reports the signal it raised, if any. faultSigRecord is the SIGBUS and
+// SIGSEGV handler meanwhile; it goes on to the runtime's, which panics.
+func faultSignalOf(t *T, touch func() bool) faultSeen {
 	var act, oldBus, oldSegv kernelSigaction
 	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGBUS), 0, uintptr(unsafe.Pointer(&oldBus)), 8, 0, 0); e != 0 {
 		t.Fatalf("rt_sigaction(SIGBUS): %v", e)
@@ -66,7 +72,7 @@ func faultSignal(t *T, p *byte, write bool) faultSeen {
 	act.handler = faultSigPC()
 	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGBUS), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
 	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGSEGV), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
-	faulted := touchFaults(p, write)
+	faulted := touch()
 	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGBUS), uintptr(unsafe.Pointer(&oldBus)), 0, 8, 0, 0)
 	syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(syscall.SIGSEGV), uintptr(unsafe.Pointer(&oldSegv)), 0, 8, 0, 0)
 	if !faulted {

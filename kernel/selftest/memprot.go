@@ -4,6 +4,8 @@ package main
 // demand-paged BSS, protections, the user-memory rule.
 
 import (
+	"bytes"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -380,8 +382,10 @@ const (
 // the image's read-only data — and a fault where nothing is mapped is
 // SEGV_MAPERR, each at the address touched, as
 // Linux's access_error and bad_area. yolk used to give SEGV_MAPERR for
-// every fault on a page without a frame.
+// every fault on a page without a frame. Instruction fetches follow the
+// same rule (execFaultCodes).
 func testMemoryFaultCodes(t *T) {
+	execFaultCodes(t)
 	p := mmap(t, 0, 6*pageSize, unix.PROT_NONE, 0)
 	defer syscall.Syscall(syscall.SYS_MUNMAP, p, 6*pageSize, 0)
 	// Pages: 0, 1 PROT_NONE never touched; 2 PROT_READ never touched; 3
@@ -429,6 +433,97 @@ func testMemoryFaultCodes(t *T) {
 		if want := (faultSeen{syscall.SIGSEGV, c.code, a}); got != want {
 			t.Errorf("%s: signal %d (%v) si_code %d si_addr %#x; want SIGSEGV si_code %d si_addr %#x",
 				c.what, int(got.sig), got.sig, got.code, got.addr, c.code, a)
+		}
+	}
+}
+
+// execFaults calls the code at pc as a func() and reports whether that
+// faulted. A func value points at a word holding its code's address; the
+// runtime turns a fault at a PC outside Go's code into a panic as if
+// sigpanic had been called from here (a call through a bad func value).
+func execFaults(pc uintptr) (faulted bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			faulted = true
+		}
+	}()
+	code := &pc
+	(*(*func())(unsafe.Pointer(&code)))()
+	return false
+}
+
+// execFaultCodes: an instruction fetch from a mapping without PROT_EXEC
+// is SIGSEGV with SEGV_ACCERR at the address — a written read-write
+// page, a never-touched read-only page of a file of return instructions,
+// a page made read-only by mprotect after it ran, a never-touched
+// PROT_NONE page — and where nothing is mapped SEGV_MAPERR; with
+// PROT_EXEC the code runs (the file's page never touched, the anonymous
+// page made executable by mprotect after it was written), as on Linux
+// (x86's NX, arm64's PXN). yolk used to map every page executable: the
+// read-write and read-only pages ran their RET.
+func execFaultCodes(t *T) {
+	ret := retCode // execcode_$GOARCH.go
+	f, err := os.CreateTemp("", "retcode")
+	if err != nil {
+		t.Fatalf("CreateTemp: %v", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if _, err := f.Write(bytes.Repeat(ret, 2*pageSize/len(ret))); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	file := func(prot int) uintptr {
+		p, e := rawMmap(0, pageSize, prot, unix.MAP_PRIVATE, int(f.Fd()), 0)
+		if e != 0 {
+			t.Fatalf("mmap of the file, prot %d: %v", prot, e)
+		}
+		return p
+	}
+	ro, rx := file(unix.PROT_READ), file(unix.PROT_READ|unix.PROT_EXEC)
+	defer syscall.Syscall(syscall.SYS_MUNMAP, ro, pageSize, 0)
+	defer syscall.Syscall(syscall.SYS_MUNMAP, rx, pageSize, 0)
+	// Pages: 0 read-write, RET written at 0x40; 1 PROT_NONE; 2 unmapped.
+	p := mmap(t, 0, 3*pageSize, unix.PROT_READ|unix.PROT_WRITE, 0)
+	defer syscall.Syscall(syscall.SYS_MUNMAP, p, 3*pageSize, 0)
+	copy(bytesAt(p+0x40, uintptr(len(ret))), ret)
+	syncICache(p + 0x40)
+	protect := func(prot int) {
+		if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p, pageSize, uintptr(prot)); e != 0 {
+			t.Fatalf("mprotect %d: %v", prot, e)
+		}
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MPROTECT, p+pageSize, pageSize, unix.PROT_NONE); e != 0 {
+		t.Fatalf("mprotect PROT_NONE: %v", e)
+	}
+	if _, _, e := syscall.Syscall(syscall.SYS_MUNMAP, p+2*pageSize, pageSize, 0); e != 0 {
+		t.Fatalf("munmap: %v", e)
+	}
+	for _, c := range []struct {
+		what   string
+		pc     uintptr
+		before func()
+		code   int32 // 0: runs
+	}{
+		{"call into a written read-write page", p + 0x40, nil, segvAccerr},
+		{"call into a never-touched read-only page of a file", ro + 0x80, nil, segvAccerr},
+		{"call into a never-touched PROT_READ|PROT_EXEC page of a file", rx + 0x80, nil, 0},
+		{"call into the written page made PROT_READ|PROT_EXEC", p + 0x40, func() { protect(unix.PROT_READ | unix.PROT_EXEC) }, 0},
+		{"call into it made PROT_READ after it ran", p + 0x40, func() { protect(unix.PROT_READ) }, segvAccerr},
+		{"call into a never-touched PROT_NONE page", p + pageSize + 0x40, nil, segvAccerr},
+		{"call where nothing is mapped", p + 2*pageSize + 0x40, nil, segvMaperr},
+	} {
+		if c.before != nil {
+			c.before()
+		}
+		got := faultSignalOf(t, func() bool { return execFaults(c.pc) })
+		want := faultSeen{syscall.SIGSEGV, c.code, c.pc}
+		if c.code == 0 {
+			want = faultSeen{}
+		}
+		if got != want {
+			t.Errorf("%s: signal %d (%v) si_code %d si_addr %#x; want signal %d si_code %d si_addr %#x",
+				c.what, int(got.sig), got.sig, got.code, got.addr, int(want.sig), want.code, want.addr)
 		}
 	}
 }
