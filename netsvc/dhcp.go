@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"yolk/kernel/abi"
 )
@@ -37,13 +35,15 @@ const (
 
 // DHCP gets a lease for the NIC whose MAC is mac: up to four rounds of
 // DISCOVER and REQUEST, each waiting two seconds for its answer.
-func DHCP(mac [6]byte) (Lease, error) {
+func DHCP(mac [6]byte) (Lease, error) { return dhcp(sysCalls{}, mac) }
+
+func dhcp(k kernelCalls, mac [6]byte) (Lease, error) {
 	xid := uint32(time.Now().UnixNano())
 	var l Lease
 	var err error
 	for try := 0; try < 4; try++ {
 		var offer []byte
-		if offer, err = dhcpExchange(mac, xid, dhcpMessage(mac, xid, dhcpDiscover, nil), dhcpOffer); err != nil {
+		if offer, err = dhcpExchange(k, mac, xid, dhcpMessage(mac, xid, dhcpDiscover, nil), dhcpOffer); err != nil {
 			continue
 		}
 		l = parseLease(offer)
@@ -54,7 +54,7 @@ func DHCP(mac [6]byte) (Lease, error) {
 			return append(o, l.Server[:]...)
 		})
 		var ack []byte
-		if ack, err = dhcpExchange(mac, xid, req, dhcpAck); err != nil {
+		if ack, err = dhcpExchange(k, mac, xid, req, dhcpAck); err != nil {
 			continue
 		}
 		l = parseLease(ack)
@@ -127,14 +127,14 @@ func sum16(s uint16, b []byte) uint16 {
 
 // dhcpExchange sends frame and waits up to two seconds for a DHCP answer
 // of type want to xid; it returns the answer's BOOTP message.
-func dhcpExchange(mac [6]byte, xid uint32, frame []byte, want byte) ([]byte, error) {
-	if _, _, e := syscall.Syscall(abi.SysNICSend, uintptr(unsafe.Pointer(&frame[0])), uintptr(len(frame)), 0); e != 0 {
+func dhcpExchange(k kernelCalls, mac [6]byte, xid uint32, frame []byte, want byte) ([]byte, error) {
+	if e := k.NICSend(frame); e != 0 {
 		return nil, fmt.Errorf("sending: %v", e)
 	}
 	buf := make([]byte, 16<<10)
 	end := time.Now().Add(2 * time.Second)
 	for time.Now().Before(end) {
-		r, _, e := syscall.Syscall(abi.SysNICRecv, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0)
+		r, e := k.NICRecv(buf)
 		if e != 0 {
 			time.Sleep(5 * time.Millisecond)
 			continue

@@ -16,16 +16,28 @@ import (
 // solicits routers, takes the prefix a router advertises (slirp's
 // fec0::/64, or a LAN's) and makes its address; this dispatcher hears of
 // it. The netstack's callbacks may not call into the stack, so they only
-// record what happened; the service loop adds the routes and tells the
-// kernel the address (abi.NetAddr6), which then reaches IPv6 addresses
-// through the service and lists it in netlink's table.
+// record what happened; the service loop adds and removes the routes and
+// tells the kernel the address (abi.NetAddr6), which then reaches IPv6
+// addresses through the service and lists it in netlink's table.
+//
+// Anyone on the link can advertise: a router or prefix that comes, goes
+// and comes again, or changes its preference, is one route, not one more
+// each time (the netstack reports each of those as new), and an address
+// is told to the kernel once.
 
 // ndp is the netstack's NDP dispatcher and the events it recorded.
 type ndp struct {
 	s      *service
 	mu     sync.Mutex
-	routes []tcpip.Route
+	routes []routeChange // in the order the netstack reported them
 	addrs  []tcpip.AddressWithPrefix
+	told   map[tcpip.Address]bool // the addresses the kernel was told of (the loop's)
+}
+
+// routeChange is a route discovered or updated (add), or invalidated.
+type routeChange struct {
+	r   tcpip.Route
+	add bool
 }
 
 func ipv6Options(d *ndp) ipv6.Options {
@@ -55,17 +67,25 @@ func (d *ndp) record(f func()) {
 
 func (d *ndp) OnDuplicateAddressDetectionResult(tcpip.NICID, tcpip.Address, stack.DADResult) {}
 
-func (d *ndp) OnOffLinkRouteUpdated(nic tcpip.NICID, dest tcpip.Subnet, router tcpip.Address, _ header.NDPRoutePreference) {
-	d.record(func() { d.routes = append(d.routes, tcpip.Route{Destination: dest, Gateway: router, NIC: nic}) })
+func (d *ndp) route(r tcpip.Route, add bool) {
+	d.record(func() { d.routes = append(d.routes, routeChange{r, add}) })
 }
 
-func (d *ndp) OnOffLinkRouteInvalidated(tcpip.NICID, tcpip.Subnet, tcpip.Address) {}
+func (d *ndp) OnOffLinkRouteUpdated(nic tcpip.NICID, dest tcpip.Subnet, router tcpip.Address, _ header.NDPRoutePreference) {
+	d.route(tcpip.Route{Destination: dest, Gateway: router, NIC: nic}, true)
+}
+
+func (d *ndp) OnOffLinkRouteInvalidated(nic tcpip.NICID, dest tcpip.Subnet, router tcpip.Address) {
+	d.route(tcpip.Route{Destination: dest, Gateway: router, NIC: nic}, false)
+}
 
 func (d *ndp) OnOnLinkPrefixDiscovered(nic tcpip.NICID, prefix tcpip.Subnet) {
-	d.record(func() { d.routes = append(d.routes, tcpip.Route{Destination: prefix, NIC: nic}) })
+	d.route(tcpip.Route{Destination: prefix, NIC: nic}, true)
 }
 
-func (d *ndp) OnOnLinkPrefixInvalidated(tcpip.NICID, tcpip.Subnet) {}
+func (d *ndp) OnOnLinkPrefixInvalidated(nic tcpip.NICID, prefix tcpip.Subnet) {
+	d.route(tcpip.Route{Destination: prefix, NIC: nic}, false)
+}
 
 // OnAutoGenAddress: the address counts once duplicate address detection
 // has assigned it (addrWatch).
@@ -93,22 +113,29 @@ func (w *addrWatch) OnChanged(_ stack.AddressLifetimes, st stack.AddressAssignme
 
 func (w *addrWatch) OnRemoved(stack.AddressRemovalReason) {}
 
-// apply, in the service loop, adds the routes and tells the kernel the
-// global addresses that came.
+// apply, in the service loop, adds and removes the routes and tells the
+// kernel the global addresses that came.
 func (d *ndp) apply(st *stack.Stack) bool {
 	d.mu.Lock()
 	routes, addrs := d.routes, d.addrs
 	d.routes, d.addrs = nil, nil
 	d.mu.Unlock()
-	for _, r := range routes {
-		st.AddRoute(r)
+	for _, c := range routes {
+		st.RemoveRoutes(func(r tcpip.Route) bool { return r.Equal(c.r) })
+		if c.add {
+			st.AddRoute(c.r)
+		}
 	}
 	for _, a := range addrs {
-		if a.Address.Len() != 16 || header.IsV6LinkLocalUnicastAddress(a.Address) {
-			continue // link-local: the netstack's own business
+		if a.Address.Len() != 16 || header.IsV6LinkLocalUnicastAddress(a.Address) || d.told[a.Address] {
+			continue // link-local: the netstack's own business; or told already
 		}
+		if d.told == nil {
+			d.told = map[tcpip.Address]bool{}
+		}
+		d.told[a.Address] = true
 		c := abi.NetCall{Op: abi.NetAddr6, Local: a.Address.As16(), Len: uintptr(a.PrefixLen)}
-		call(&c)
+		d.s.call(&c)
 	}
 	return len(routes)+len(addrs) > 0
 }

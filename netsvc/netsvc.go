@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -96,6 +97,7 @@ type conn struct {
 }
 
 type service struct {
+	k     kernelCalls
 	ndp   *ndp
 	nicMu sync.Mutex // held while the loop uses the NIC; Exclusive takes it
 	nicfd int
@@ -105,31 +107,106 @@ type service struct {
 	mu    sync.Mutex
 	dirty map[*conn]bool
 	conns map[uint64]*conn
-	buf   []byte       // NetTx's and the frames' buffer
-	rxw   bytes.Buffer // the endpoints' reads, reused
+	buf   []byte           // NetTx's, NetDgramOut's and the frames' buffer
+	rxw   bytes.Buffer     // the endpoints' reads, reused
+	evs   [64]abi.NetEvent // NetPoll's
+
+	// Stopping, which only a hosted test does (hosted_test.go): quit
+	// ends the goroutines, which wg counts; files are the eventfds.
+	quit  chan struct{}
+	wg    sync.WaitGroup
+	files [2]*os.File
+}
+
+// kernelCalls is the kernel as the service reaches it: the NIC's
+// private calls and abi.SysNet. In an image they are system calls
+// (sysCalls); a hosted test plays the kernel (kernel/net/nettest) and
+// runs the service on the host. The NetCall goes by value, so that it
+// stays on the caller's stack as the system call's argument did; Net's
+// buf, if not empty, is the buffer the call names (Buf, Len), as a slice
+// so that a hosted kernel reaches it as Go memory.
+type kernelCalls interface {
+	NICInfo() (abi.NICInfo, syscall.Errno)
+	NICNotify(fd int) syscall.Errno
+	NICSend(frame []byte) syscall.Errno
+	NICRecv(buf []byte) (int, syscall.Errno)
+	Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno)
+}
+
+// sysCalls is the kernel's: the system calls.
+type sysCalls struct{}
+
+func (sysCalls) NICInfo() (info abi.NICInfo, e syscall.Errno) {
+	_, _, e = syscall.Syscall(abi.SysNICInfo, uintptr(unsafe.Pointer(&info)), 0, 0)
+	return info, e
+}
+
+func (sysCalls) NICNotify(fd int) syscall.Errno {
+	_, _, e := syscall.Syscall(abi.SysNICNotify, uintptr(fd), 0, 0)
+	return e
+}
+
+func (sysCalls) NICSend(b []byte) syscall.Errno {
+	_, _, e := syscall.Syscall(abi.SysNICSend, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+	return e
+}
+
+func (sysCalls) NICRecv(b []byte) (int, syscall.Errno) {
+	r, _, e := syscall.Syscall(abi.SysNICRecv, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+	return int(r), e
+}
+
+func (sysCalls) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
+	if len(buf) > 0 {
+		c.Buf, c.Len = uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf))
+	}
+	_, _, e := syscall.Syscall(abi.SysNet, uintptr(unsafe.Pointer(&c)), 0, 0)
+	runtime.KeepAlive(buf) // c.Buf names it
+	return c, e
 }
 
 func start() error {
-	var info abi.NICInfo
-	if _, _, e := syscall.Syscall(abi.SysNICInfo, uintptr(unsafe.Pointer(&info)), 0, 0); e != 0 {
-		return fmt.Errorf("%w: SysNICInfo: %v", errNoNIC, e)
+	s, l, err := open(sysCalls{})
+	if err != nil {
+		return err
+	}
+	if l.DNS != [4]byte{} {
+		writeResolvConf(l.DNS)
+	}
+	writeProcNet(s.link.LinkAddress())
+	svc = s
+	return nil
+}
+
+// open starts a service on the NIC k reaches; the lease is DHCP's, if
+// the address came from there.
+func open(k kernelCalls) (*service, Lease, error) {
+	var l Lease
+	info, e := k.NICInfo()
+	if e != 0 {
+		return nil, l, fmt.Errorf("%w: SysNICInfo: %v", errNoNIC, e)
 	}
 	if info.Present == 0 {
-		return errNoNIC
+		return nil, l, errNoNIC
 	}
 	if info.Prefix == 0 {
 		// No yolk.net: ask DHCP, as a machine on a LAN or in a cloud
 		// does, before the netstack takes the NIC.
-		l, err := DHCP(info.MAC)
-		if err != nil {
-			return fmt.Errorf("no address: yolk.net not given and %v", err)
+		var err error
+		if l, err = dhcp(k, info.MAC); err != nil {
+			return nil, l, fmt.Errorf("no address: yolk.net not given and %v", err)
 		}
 		info.Addr, info.Prefix, info.Gateway, info.DNS = l.Addr, uint32(l.Prefix), l.Router, l.DNS
-		if l.DNS != [4]byte{} {
-			writeResolvConf(l.DNS)
-		}
 	}
-	s := &service{kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk)}
+	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk),
+		quit: make(chan struct{})}
+	err := s.up(&info)
+	return s, l, err
+}
+
+// up makes the netstack on the NIC info describes and starts the
+// service's goroutines.
+func (s *service) up(info *abi.NICInfo) error {
 	s.ndp = &ndp{s: s}
 	s.st = stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocolWithOptions(ipv6Options(s.ndp)), arp.NewProtocol},
@@ -161,24 +238,25 @@ func start() error {
 	if err != nil {
 		return err
 	}
-	if _, _, e := syscall.Syscall(abi.SysNICNotify, uintptr(nicfd), 0, 0); e != 0 {
+	s.files[0] = os.NewFile(uintptr(nicfd), "netsvc-nic") // registered with the netpoller
+	if e := s.k.NICNotify(nicfd); e != 0 {
 		return fmt.Errorf("SysNICNotify: %v", e)
 	}
 	s.nicfd = nicfd
-	svc = s
 	netfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		return err
 	}
+	s.files[1] = os.NewFile(uintptr(netfd), "netsvc-net")
 	up := abi.NetCall{Op: abi.NetUp, Buf: uintptr(netfd), Len: uintptr(info.Prefix)}
 	copy(up.Local[:], v4Mapped(info.Addr))
-	if err := call(&up); err != nil {
+	if err := s.call(&up); err != nil {
 		return fmt.Errorf("NetUp: %v", err)
 	}
-	writeProcNet(info.MAC)
-	go s.waitFD(nicfd)
-	go s.waitFD(netfd)
-	go s.loop()
+	for _, f := range s.files {
+		s.wg.Go(func() { s.waitFD(f) })
+	}
+	s.wg.Go(s.loop)
 	return nil
 }
 
@@ -194,7 +272,7 @@ func writeResolvConf(dns [4]byte) {
 // writeProcNet writes /proc/net/igmp and /proc/net/igmp6 as Linux has
 // them for lo and eth0 (the all-hosts groups, and eth0's solicited-node
 // group), which net.Interface.MulticastAddrs reads.
-func writeProcNet(mac [6]byte) {
+func writeProcNet(mac tcpip.LinkAddress) {
 	if err := os.MkdirAll("/proc/net", 0o555); err != nil {
 		return
 	}
@@ -236,7 +314,7 @@ func Exclusive(f func()) {
 	}
 	svc.nicMu.Lock()
 	defer func() {
-		syscall.Syscall(abi.SysNICNotify, uintptr(svc.nicfd), 0, 0)
+		svc.k.NICNotify(svc.nicfd)
 		svc.nicMu.Unlock()
 		svc.wake()
 	}()
@@ -253,13 +331,13 @@ func Offline(f func()) {
 	}
 	offlineMu.Lock()
 	if offlineN++; offlineN == 1 {
-		call(&abi.NetCall{Op: abi.NetOffline, Len: 1})
+		svc.call(&abi.NetCall{Op: abi.NetOffline, Len: 1})
 	}
 	offlineMu.Unlock()
 	defer func() {
 		offlineMu.Lock()
 		if offlineN--; offlineN == 0 {
-			call(&abi.NetCall{Op: abi.NetOffline, Len: 0})
+			svc.call(&abi.NetCall{Op: abi.NetOffline, Len: 0})
 		}
 		offlineMu.Unlock()
 	}()
@@ -271,9 +349,14 @@ var (
 	offlineN  int // Offline calls running
 )
 
-// call makes the service's private call.
-func call(c *abi.NetCall) error {
-	if _, _, e := syscall.Syscall(abi.SysNet, uintptr(unsafe.Pointer(c)), 0, 0); e != 0 {
+// call makes the service's private call; callBuf one that names a
+// buffer.
+func (s *service) call(c *abi.NetCall) error { return s.callBuf(c, nil) }
+
+func (s *service) callBuf(c *abi.NetCall, buf []byte) error {
+	r, e := s.k.Net(*c, buf)
+	*c = r
+	if e != 0 {
 		return e
 	}
 	return nil
@@ -291,8 +374,7 @@ func (s *service) wake() {
 
 // waitFD waits on an eventfd through the netpoller and wakes the loop at
 // every signal.
-func (s *service) waitFD(fd int) {
-	f := os.NewFile(uintptr(fd), "netsvc-eventfd")
+func (s *service) waitFD(f *os.File) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		Err = err
@@ -306,7 +388,11 @@ func (s *service) waitFD(fd int) {
 			return rerr != unix.EAGAIN
 		})
 		if err != nil || rerr != nil {
-			fmt.Fprintf(os.Stderr, "netsvc: eventfd: %v %v; the service stops waiting on it\n", err, rerr)
+			select {
+			case <-s.quit: // stopped
+			default:
+				fmt.Fprintf(os.Stderr, "netsvc: eventfd: %v %v; the service stops waiting on it\n", err, rerr)
+			}
 			return
 		}
 		s.wake()
@@ -316,7 +402,12 @@ func (s *service) waitFD(fd int) {
 // loop is the service: frames in, the kernel's work, the endpoints'
 // events, frames out, until nothing is left; then it waits.
 func (s *service) loop() {
-	for range s.kick {
+	for {
+		select {
+		case <-s.kick:
+		case <-s.quit:
+			return
+		}
 		for s.round() {
 		}
 	}
@@ -351,7 +442,7 @@ func (s *service) framesIn() bool {
 	buf := s.buf[:32<<10]
 	did := false
 	for {
-		r, _, e := syscall.Syscall(abi.SysNICRecv, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0)
+		r, e := s.k.NICRecv(buf)
 		if e != 0 {
 			return did
 		}
@@ -384,8 +475,7 @@ func (s *service) framesOut() bool {
 		v := pkt.ToView()
 		b := v.AsSlice()
 		for try := 0; try < 1000; try++ { // the transmit queue full: let the device catch up, then drop (the wire may lose it)
-			_, _, e := syscall.Syscall(abi.SysNICSend, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
-			if e != unix.EAGAIN {
+			if e := s.k.NICSend(b); e != unix.EAGAIN {
 				break
 			}
 			syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
@@ -397,12 +487,11 @@ func (s *service) framesOut() bool {
 
 // kernelWork takes the kernel's pending work and starts it.
 func (s *service) kernelWork() bool {
-	evs := make([]abi.NetEvent, 64)
-	c := abi.NetCall{Op: abi.NetPoll, Buf: uintptr(unsafe.Pointer(&evs[0])), Len: uintptr(len(evs)) * unsafe.Sizeof(evs[0])}
-	if err := call(&c); err != nil || c.N == 0 {
+	c := abi.NetCall{Op: abi.NetPoll}
+	if err := s.callBuf(&c, unsafe.Slice((*byte)(unsafe.Pointer(&s.evs)), unsafe.Sizeof(s.evs))); err != nil || c.N == 0 {
 		return false
 	}
-	for _, ev := range evs[:c.N] {
+	for _, ev := range s.evs[:c.N] {
 		s.event(&ev)
 	}
 	return true
@@ -492,7 +581,7 @@ func (s *service) event(ev *abi.NetEvent) {
 	}
 	if c == nil {
 		if ops&(abi.NetOpClose|abi.NetOpAbort) != 0 {
-			call(&abi.NetCall{Op: abi.NetRelease, Sock: ev.Sock})
+			s.call(&abi.NetCall{Op: abi.NetRelease, Sock: ev.Sock})
 		}
 		return
 	}
@@ -501,7 +590,7 @@ func (s *service) event(ev *abi.NetEvent) {
 		if e := c.ep.Connect(addr(ev.Remote, ev.RPort)); e != nil {
 			if _, ok := e.(*tcpip.ErrConnectStarted); !ok {
 				c.connecting = false
-				call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
+				s.call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
 			}
 		}
 	}
@@ -544,7 +633,7 @@ func (s *service) abortHeld(c *conn) {
 
 func (s *service) fail(id uint64, ops uint32, e syscall.Errno) {
 	if ops&abi.NetOpConnect != 0 {
-		call(&abi.NetCall{Op: abi.NetConnected, Sock: id, Errno: int32(e)})
+		s.call(&abi.NetCall{Op: abi.NetConnected, Sock: id, Errno: int32(e)})
 	}
 }
 
@@ -554,7 +643,7 @@ func (s *service) release(c *conn) {
 	s.mu.Lock()
 	delete(s.dirty, c)
 	s.mu.Unlock()
-	call(&abi.NetCall{Op: abi.NetRelease, Sock: c.id})
+	s.call(&abi.NetCall{Op: abi.NetRelease, Sock: c.id})
 }
 
 // serve moves what can move for one socket.
@@ -589,7 +678,7 @@ func (s *service) accept(c *conn) {
 		local, _ := c.held.GetLocalAddress()
 		a := abi.NetCall{Op: abi.NetAccepted, Sock: c.id, LPort: local.Port, RPort: c.heldPeer.Port,
 			Local: ip16(local.Addr), Remote: ip16(c.heldPeer.Addr)}
-		if err := call(&a); err != nil {
+		if err := s.call(&a); err != nil {
 			if err == syscall.EAGAIN {
 				return // NetOpAcceptRoom comes
 			}
@@ -612,7 +701,7 @@ func (s *service) stream(c *conn) {
 		}
 		c.connecting = false
 		e := c.ep.LastError()
-		call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
+		s.call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
 		if e != nil {
 			s.drop(c)
 			return
@@ -629,9 +718,9 @@ func (s *service) stream(c *conn) {
 				case *tcpip.ErrWouldBlock:
 				case *tcpip.ErrClosedForReceive:
 					c.eof = true
-					call(&abi.NetCall{Op: abi.NetFin, Sock: c.id})
+					s.call(&abi.NetCall{Op: abi.NetFin, Sock: c.id})
 				default:
-					call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
+					s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
 					s.drop(c)
 					return
 				}
@@ -642,8 +731,8 @@ func (s *service) stream(c *conn) {
 				break
 			}
 		}
-		r := abi.NetCall{Op: abi.NetRx, Sock: c.id, Buf: uintptr(unsafe.Pointer(&c.rx[0])), Len: uintptr(len(c.rx))}
-		if err := call(&r); err != nil {
+		r := abi.NetCall{Op: abi.NetRx, Sock: c.id}
+		if err := s.callBuf(&r, c.rx); err != nil {
 			s.drop(c)
 			return
 		}
@@ -656,8 +745,8 @@ func (s *service) stream(c *conn) {
 	// Send: from the kernel's ring to the endpoint.
 	for {
 		if len(c.tx) == 0 && c.txMore {
-			t := abi.NetCall{Op: abi.NetTx, Sock: c.id, Buf: uintptr(unsafe.Pointer(&s.buf[0])), Len: uintptr(len(s.buf))}
-			if err := call(&t); err != nil || t.N == 0 {
+			t := abi.NetCall{Op: abi.NetTx, Sock: c.id}
+			if err := s.callBuf(&t, s.buf); err != nil || t.N == 0 {
 				c.txMore = false
 			} else {
 				c.tx = append(c.tx[:0], s.buf[:t.N]...)
@@ -670,7 +759,7 @@ func (s *service) stream(c *conn) {
 		c.tx = c.tx[n:]
 		if e != nil {
 			if _, ok := e.(*tcpip.ErrWouldBlock); !ok {
-				call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
+				s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
 				s.drop(c)
 				return
 			}
@@ -711,17 +800,13 @@ func (s *service) dgrams(c *conn) {
 		if e != nil {
 			break
 		}
-		b := w.Bytes()
 		in := abi.NetCall{Op: abi.NetDgramIn, Sock: c.id, Remote: ip16(res.RemoteAddr.Addr), RPort: res.RemoteAddr.Port}
-		if len(b) > 0 {
-			in.Buf, in.Len = uintptr(unsafe.Pointer(&b[0])), uintptr(len(b))
-		}
-		call(&in)
+		s.callBuf(&in, w.Bytes())
 	}
-	out := make([]byte, maxDgram)
+	out := s.buf[:maxDgram] // the endpoint copies what it is given
 	for {
-		o := abi.NetCall{Op: abi.NetDgramOut, Sock: c.id, Buf: uintptr(unsafe.Pointer(&out[0])), Len: uintptr(len(out))}
-		if err := call(&o); err != nil {
+		o := abi.NetCall{Op: abi.NetDgramOut, Sock: c.id}
+		if err := s.callBuf(&o, out); err != nil {
 			break
 		}
 		to := addr(o.Remote, o.RPort)

@@ -1,0 +1,111 @@
+package netsvc
+
+import (
+	"encoding/binary"
+	"sync"
+	"testing"
+	"time"
+
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+)
+
+// TestWireSocketsExhausted: hosts on the wire open connections to the
+// program and go silent, more than the kernel has sockets (net.NumSockets,
+// for every family). The service refuses (resets) those the kernel has no
+// socket for, the connections already open keep working, nothing leaks;
+// once the hosts reset theirs, new connections are served again and the
+// pools are as they were.
+func TestWireSocketsExhausted(t *testing.T) {
+	var mu sync.Mutex
+	var acks [][]byte // the hosts' answers to the service's SYN-ACKs
+	type conn struct {
+		ip       [4]byte
+		port     uint16
+		seq, ack uint32
+	}
+	var est []conn
+	tap := func(f []byte, out bool) {
+		if !out || len(f) < 54 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[23] != 6 {
+			return
+		}
+		ip := f[14:]
+		s := ip[int(ip[0]&15)*4:]
+		dst := [4]byte(ip[16:20])
+		if s[13] != 0x12 || dst == peerIP {
+			return
+		}
+		c := conn{dst, binary.BigEndian.Uint16(s[2:]), binary.BigEndian.Uint32(s[8:]), binary.BigEndian.Uint32(s[4:]) + 1}
+		a := eth(svcMAC, hostMAC(dst[:]), 0x0800, ip4(dst, svcIP, 6, 64, 0, 0, nil, tcpSeg(c.port, echoPort, c.seq, c.ack, 0x10, 65535, nil, nil)))
+		fixSums(a)
+		mu.Lock()
+		acks = append(acks, a)
+		est = append(est, c)
+		mu.Unlock()
+	}
+	h := newHosted(t, hostedOpts{tap: tap})
+	socks0, _ := h.k.Sockets.Usage()
+	const hosts = 600
+	for i := 0; i < hosts; i++ {
+		src := [4]byte{198, 51, byte(100 + i/250), byte(1 + i%250)} // off the link: through the gateway, no ARP
+		syn := eth(svcMAC, hostMAC(src[:]), 0x0800, ip4(src, svcIP, 6, 64, 0, 0, nil, tcpSeg(40000, echoPort, uint32(i)<<20, 0, 0x02, 65535, nil, nil)))
+		fixSums(syn)
+		h.k.Inject(syn, bound)
+		for end := time.Now().Add(bound); ; time.Sleep(time.Millisecond) {
+			mu.Lock()
+			n := len(acks)
+			mu.Unlock()
+			if n > 0 || time.Now().After(end) {
+				break
+			}
+		}
+		mu.Lock()
+		for _, a := range acks {
+			h.k.Inject(a, bound)
+		}
+		acks = nil
+		mu.Unlock()
+	}
+	end := time.Now().Add(bound)
+	for socks, _ := h.k.Sockets.Usage(); socks < 511 && time.Now().Before(end); socks, _ = h.k.Sockets.Usage() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	socks, _ := h.k.Sockets.Usage()
+	t.Logf("%d silent connections from %d hosts: the socket layer has %d sockets (%d before); %s", len(est), hosts, socks, socks0, h.diag())
+	if err := h.health(); err != nil {
+		t.Fatalf("the connections already open, with every socket taken: %v", err)
+	}
+	// A new connection: the netstack completes the handshake, the kernel
+	// has no socket for it (ENFILE), the service resets it. (Linux would
+	// keep it queued until accept had a descriptor for it.)
+	if c, err := h.dial(tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(svcIP), Port: echoPort}, ipv4.ProtocolNumber, 0); err != nil {
+		t.Logf("a new connection with every socket taken: %v", err)
+	} else {
+		t.Logf("a new connection with every socket taken: %v", roundTrip(c, []byte("full")))
+		c.Close()
+	}
+	// The hosts reset their connections: the program's reads fail, it
+	// closes them.
+	for _, c := range est {
+		r := eth(svcMAC, hostMAC(c.ip[:]), 0x0800, ip4(c.ip, svcIP, 6, 64, 0, 0, nil, tcpSeg(c.port, echoPort, c.seq, 0, 0x04, 0, nil, nil)))
+		fixSums(r)
+		h.k.Inject(r, bound)
+	}
+	for end := time.Now().Add(bound); ; time.Sleep(10 * time.Millisecond) {
+		if socks, _ := h.k.Sockets.Usage(); socks == socks0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("after the resets: %s; %d sockets before", h.diag(), socks0)
+		}
+	}
+	c, err := h.dial(tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(svcIP), Port: echoPort}, ipv4.ProtocolNumber, bound)
+	if err != nil {
+		t.Fatalf("a new connection after the resets: %v", err)
+	}
+	if err := roundTrip(c, []byte("again")); err != nil {
+		t.Fatalf("a new connection after the resets: %v", err)
+	}
+	c.Close()
+	h.finish()
+}
