@@ -281,6 +281,8 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 		return 0, sysTaskInfo(int32(a0), a1)
 	case abi.SysKStackTest:
 		return 0, sysKStackTest(int(a0), a1)
+	case abi.SysProcRender:
+		return sysProcRender(a0, a1, a2, a3) // procsnap.go
 	}
 	return 0, abi.ENOSYS
 }

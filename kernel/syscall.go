@@ -269,7 +269,7 @@ func syscall(r *Regs) {
 	case abi.SysNICNotify:
 		err = sysNICNotify(int(int32(a0)))
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysTrace, abi.SysTaskInfo, abi.SysUnmapped, abi.SysNumCPU, abi.SysNICInject,
-		abi.SysKStackTest:
+		abi.SysKStackTest, abi.SysProcRender:
 		ret, err = sysYolk(nr, a0, a1, a2, a3) // only for an image that asks (abi.TestCalls)
 	default:
 		var ok bool
