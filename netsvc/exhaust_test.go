@@ -6,16 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+
+	"yolk/kernel/net"
 )
 
 // TestWireSocketsExhausted: hosts on the wire open connections to the
 // program and go silent, more than the kernel has sockets (net.NumSockets,
-// for every family). The service refuses (resets) those the kernel has no
-// socket for, the connections already open keep working, nothing leaks;
+// for every family). They take at most all but net.WireReserve: the
+// service refuses (resets) the rest, the program can still make sockets
+// of its own, the connections already open keep working, nothing leaks;
 // once the hosts reset theirs, new connections are served again and the
-// pools are as they were.
+// pools are as they were. (Before the reserve, the wire took every slot
+// and the program could not make even an AF_UNIX socket.)
 func TestWireSocketsExhausted(t *testing.T) {
 	var mu sync.Mutex
 	var acks [][]byte // the hosts' answers to the service's SYN-ACKs
@@ -67,13 +73,26 @@ func TestWireSocketsExhausted(t *testing.T) {
 		mu.Unlock()
 	}
 	end := time.Now().Add(bound)
-	for socks, _ := h.k.Sockets.Usage(); socks < 511 && time.Now().Before(end); socks, _ = h.k.Sockets.Usage() {
+	full := net.NumSockets - net.WireReserve
+	for socks, _ := h.k.Sockets.Usage(); socks < full && time.Now().Before(end); socks, _ = h.k.Sockets.Usage() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	socks, _ := h.k.Sockets.Usage()
 	t.Logf("%d silent connections from %d hosts: the socket layer has %d sockets (%d before); %s", len(est), hosts, socks, socks0, h.diag())
+	if socks > full {
+		t.Errorf("the wire's connections took %d sockets, more than the %d outside the program's reserve", socks, full)
+	}
 	if err := h.health(); err != nil {
 		t.Fatalf("the connections already open, with every socket taken: %v", err)
+	}
+	// The program still has sockets of its own.
+	for i := 0; i < net.WireReserve-4; i++ {
+		a, b, e := h.k.Sockets.Pair(unix.SOCK_STREAM, 0, true)
+		if e != 0 {
+			t.Fatalf("socketpair %d with the wire's sockets taken: %v", i, e)
+		}
+		h.k.Sockets.Close(a)
+		h.k.Sockets.Close(b)
 	}
 	// A new connection: the netstack completes the handshake, the kernel
 	// has no socket for it (ENFILE), the service resets it. (Linux would

@@ -394,8 +394,26 @@ func (n *Net[E]) copyOut(v *Iov, off int, b []byte) bool {
 	return n.segOut(b0, off, noEscape(b)) == len(b)
 }
 
+// WireReserve is how many socket slots connections from the wire may
+// not take: peers that connect and go silent cannot leave the program
+// without a socket of its own (a pipe-like AF_UNIX pair, a connect
+// out, a health check's loopback connection).
+const WireReserve = NumSockets / 8
+
+// freeSocks is the number of free socket slots.
+func (n *Net[E]) freeSocks() int {
+	k := 0
+	for i := range n.socks {
+		if !n.socks[i].used {
+			k++
+		}
+	}
+	return k
+}
+
 // accepted makes the socket of a connection the service accepted for a
-// listener: queued for accept as loopback's are.
+// listener: queued for accept as loopback's are; refused (ENFILE) when
+// only WireReserve slots are left.
 func (n *Net[E]) accepted(c *abi.NetCall) Errno {
 	lp, ok := n.svcSock(c.Sock)
 	if !ok || lp.dead || lp.state != stListen {
@@ -405,6 +423,9 @@ func (n *Net[E]) accepted(c *abi.NetCall) Errno {
 	if lp.qlen > lp.backlog {
 		lp.svcFullQ = true
 		return unix.EAGAIN
+	}
+	if n.freeSocks() <= WireReserve {
+		return unix.ENFILE // the rest is the program's own (the service resets the connection)
 	}
 	cs, e := n.newSock(unix.SOCK_STREAM)
 	if e != 0 {
