@@ -18,20 +18,27 @@ import (
 // it. The netstack's callbacks may not call into the stack, so they only
 // record what happened; the service loop adds and removes the routes and
 // tells the kernel the address (abi.NetAddr6), which then reaches IPv6
-// addresses through the service and lists it in netlink's table.
+// addresses through the service and lists it in netlink's table, and
+// that it went when its lifetime ends (abi.NetDelAddr6).
 //
 // Anyone on the link can advertise: a router or prefix that comes, goes
 // and comes again, or changes its preference, is one route, not one more
 // each time (the netstack reports each of those as new), and an address
-// is told to the kernel once.
+// is told to the kernel once while it lasts.
 
 // ndp is the netstack's NDP dispatcher and the events it recorded.
 type ndp struct {
 	s      *service
 	mu     sync.Mutex
-	routes []routeChange // in the order the netstack reported them
-	addrs  []tcpip.AddressWithPrefix
+	routes []routeChange          // in the order the netstack reported them
+	addrs  []addrChange           // likewise
 	told   map[tcpip.Address]bool // the addresses the kernel was told of (the loop's)
+}
+
+// addrChange is an address assigned (add) or invalidated.
+type addrChange struct {
+	a   tcpip.AddressWithPrefix
+	add bool
 }
 
 // routeChange is a route discovered or updated (add), or invalidated.
@@ -93,8 +100,14 @@ func (d *ndp) OnAutoGenAddress(_ tcpip.NICID, a tcpip.AddressWithPrefix) stack.A
 	return &addrWatch{d: d, a: a}
 }
 
-func (d *ndp) OnAutoGenAddressDeprecated(tcpip.NICID, tcpip.AddressWithPrefix)        {}
-func (d *ndp) OnAutoGenAddressInvalidated(tcpip.NICID, tcpip.AddressWithPrefix)       {}
+func (d *ndp) OnAutoGenAddressDeprecated(tcpip.NICID, tcpip.AddressWithPrefix) {}
+
+// OnAutoGenAddressInvalidated: the address's lifetime ended or its prefix
+// went; the kernel stops using it.
+func (d *ndp) OnAutoGenAddressInvalidated(_ tcpip.NICID, a tcpip.AddressWithPrefix) {
+	d.record(func() { d.addrs = append(d.addrs, addrChange{a, false}) })
+}
+
 func (d *ndp) OnRecursiveDNSServerOption(tcpip.NICID, []tcpip.Address, time.Duration) {}
 func (d *ndp) OnDNSSearchListOption(tcpip.NICID, []string, time.Duration)             {}
 func (d *ndp) OnDHCPv6Configuration(tcpip.NICID, ipv6.DHCPv6ConfigurationFromNDPRA)   {}
@@ -107,7 +120,7 @@ type addrWatch struct {
 
 func (w *addrWatch) OnChanged(_ stack.AddressLifetimes, st stack.AddressAssignmentState) {
 	if st == stack.AddressAssigned {
-		w.once.Do(func() { w.d.record(func() { w.d.addrs = append(w.d.addrs, w.a) }) })
+		w.once.Do(func() { w.d.record(func() { w.d.addrs = append(w.d.addrs, addrChange{w.a, true}) }) })
 	}
 }
 
@@ -126,15 +139,22 @@ func (d *ndp) apply(st *stack.Stack) bool {
 			st.AddRoute(c.r)
 		}
 	}
-	for _, a := range addrs {
-		if a.Address.Len() != 16 || header.IsV6LinkLocalUnicastAddress(a.Address) || d.told[a.Address] {
+	for _, ch := range addrs {
+		a := ch.a
+		if a.Address.Len() != 16 || header.IsV6LinkLocalUnicastAddress(a.Address) || d.told[a.Address] == ch.add {
 			continue // link-local: the netstack's own business; or told already
 		}
 		if d.told == nil {
 			d.told = map[tcpip.Address]bool{}
 		}
-		d.told[a.Address] = true
-		c := abi.NetCall{Op: abi.NetAddr6, Local: a.Address.As16(), Len: uintptr(a.PrefixLen)}
+		op := uint32(abi.NetAddr6)
+		if ch.add {
+			d.told[a.Address] = true
+		} else {
+			delete(d.told, a.Address)
+			op = abi.NetDelAddr6
+		}
+		c := abi.NetCall{Op: op, Local: a.Address.As16(), Len: uintptr(a.PrefixLen)}
 		d.s.call(&c)
 	}
 	return len(routes)+len(addrs) > 0

@@ -36,15 +36,19 @@ func ra(router [16]byte, life uint16, prf byte, prefix [16]byte, valid uint32) [
 	return f
 }
 
-// addr6Counter counts the NetAddr6 calls the service makes.
+// addr6Counter counts the NetAddr6 (n) and NetDelAddr6 (del) calls the
+// service makes.
 type addr6Counter struct {
 	kernelCalls
-	n atomic.Int32
+	n, del atomic.Int32
 }
 
 func (c *addr6Counter) Net(nc abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
-	if nc.Op == abi.NetAddr6 {
+	switch nc.Op {
+	case abi.NetAddr6:
 		c.n.Add(1)
+	case abi.NetDelAddr6:
+		c.del.Add(1)
 	}
 	return c.kernelCalls.Net(nc, buf)
 }
@@ -110,9 +114,11 @@ func TestNDPRoutesBounded(t *testing.T) {
 }
 
 // TestNDPAddressOnce: a prefix advertised with a lifetime of a second,
-// again after its address expired, makes the same address again; the
-// kernel, which keeps four IPv6 addresses and has no call to forget one,
-// is told of it once.
+// again after its address expired, makes the same address again: the
+// kernel is told of it once each time it comes (it was told again
+// without having been told it went), and told it went each time its
+// lifetime ends (NetDelAddr6: the kernel kept it for good, the source
+// of every IPv6 connect).
 func TestNDPAddressOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for an address to expire, twice")
@@ -128,8 +134,8 @@ func TestNDPAddressOnce(t *testing.T) {
 	if err := h.health(); err != nil {
 		t.Fatal(err)
 	}
-	if n := cnt.n.Load(); n != 1 {
-		t.Errorf("the service told the kernel of its address in %v %d times, want once", tcpip.AddrFrom16(prefix), n)
+	if n, del := cnt.n.Load(), cnt.del.Load(); n != 2 || del != 2 {
+		t.Errorf("the service told the kernel of its address in %v %d times and of its end %d times, want 2 and 2", tcpip.AddrFrom16(prefix), n, del)
 	}
 	h.finish()
 }

@@ -45,6 +45,7 @@ const (
 	NetRelease              // the service is done with closed socket Sock: its slot may go
 	NetOffline              // Len 1: other addresses are unreachable (ENETUNREACH) until Len 0 (a test that must send nothing out)
 	NetAddr6                // the NIC has IPv6 address Local, prefix Len (autoconfigured): IPv6 addresses are reachable through the service
+	NetDelAddr6             // the NIC's IPv6 address Local is gone (its lifetime ended, its prefix withdrawn)
 )
 
 // NetEvent is a socket's pending work, as NetPoll reports it.

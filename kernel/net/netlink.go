@@ -252,6 +252,25 @@ func (t *Ifaces) addAddr(index int, a IfAddr) Errno {
 	return 0
 }
 
+// DelAddr6 takes IPv6 address addr from interface index; ENOENT if it
+// has none such.
+func (t *Ifaces) DelAddr6(index int, addr [16]byte) Errno {
+	p := t.byIndex(index)
+	if p == nil {
+		return unix.ENODEV
+	}
+	for i := 0; i < p.NAddrs; i++ {
+		if q := &p.Addrs[i]; q.Family == unix.AF_INET6 && q.Addr == addr {
+			copy(p.Addrs[i:p.NAddrs-1], p.Addrs[i+1:p.NAddrs])
+			p.NAddrs--
+			p.Addrs[p.NAddrs] = IfAddr{}
+			t.Gen++
+			return 0
+		}
+	}
+	return unix.ENOENT
+}
+
 // DumpCursor is a socket's dump in progress: which dump, for whom, and
 // the position of the next message in it. The zero value is no dump.
 type DumpCursor struct {

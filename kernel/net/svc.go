@@ -215,6 +215,16 @@ func (n *Net[E]) sendDgramSvc(s int32, v *Iov, off int, d *inetAddr) (int, Wait,
 	return l, Wait{}, 0
 }
 
+// v6Index is the NIC's IPv6 address a's slot in localV6, -1 if none.
+func (n *Net[E]) v6Index(a [16]byte) int {
+	for i := range n.localV6[:n.nV6] {
+		if n.localV6[i] == a {
+			return i
+		}
+	}
+	return -1
+}
+
 // svcSock is the socket id names if it is the service's: alive, or closed
 // and still held (dead true).
 func (n *Net[E]) svcSock(id uint64) (*sock, bool) {
@@ -252,12 +262,27 @@ func (n *Net[E]) Service(c *abi.NetCall, v *Iov) Errno {
 		return 0
 	}
 	if c.Op == abi.NetAddr6 {
-		if n.nV6 < len(n.localV6) {
+		// Linux's max_addresses bounds autoconfigured addresses too:
+		// more than the slots are refused, not put in place of others.
+		if n.nV6 < len(n.localV6) && n.v6Index(c.Local) < 0 {
 			n.localV6[n.nV6] = c.Local
 			n.nV6++
 			if i := n.ifaces.byName("eth0"); i > 0 {
 				n.ifaces.AddAddr6(i, c.Local, int(c.Len))
 			}
+		}
+		return 0
+	}
+	if c.Op == abi.NetDelAddr6 {
+		k := n.v6Index(c.Local)
+		if k < 0 {
+			return unix.ENOENT
+		}
+		copy(n.localV6[k:n.nV6-1], n.localV6[k+1:n.nV6])
+		n.nV6--
+		n.localV6[n.nV6] = [16]byte{}
+		if i := n.ifaces.byName("eth0"); i > 0 {
+			n.ifaces.DelAddr6(i, c.Local)
 		}
 		return 0
 	}

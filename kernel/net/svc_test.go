@@ -444,3 +444,62 @@ func TestServiceReleaseRace(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceAddr6: the NIC's autoconfigured IPv6 addresses come and go
+// (NetAddr6, NetDelAddr6): the first that is left is the source of
+// connects through the wire, netlink lists those left, and once none is
+// left IPv6 beyond the link is unreachable again. (The first address
+// told stayed the source for good: an advertisement that came first
+// chose it.)
+func TestServiceAddr6(t *testing.T) {
+	n := newInet(t)
+	n.AddNIC([6]byte{0x52, 0x54, 0, 0x12, 0x34, 0x56}, 1500, [4]byte{10, 0, 2, 15}, 24)
+	n.ServiceUp([4]byte{10, 0, 2, 15}, 24)
+	a := [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 0xa}
+	b := [16]byte{0x20, 0x01, 0x0d, 0xb8, 15: 0xb}
+	for _, x := range [][16]byte{a, b, a} {
+		if e := n.Service(&abi.NetCall{Op: abi.NetAddr6, Local: x, Len: 64}, kbuf(nil)); e != 0 {
+			t.Fatalf("NetAddr6: %v", e)
+		}
+	}
+	if n.nV6 != 2 {
+		t.Errorf("%d addresses after a, b, a; want 2", n.nV6)
+	}
+	dst := &inetAddr{ip: [16]byte{0x20, 0x01, 0x0d, 0xb8, 1, 15: 1}}
+	if src, ok := n.nicSource(dst); !ok || src != a {
+		t.Errorf("source %x, %v; want a", src, ok)
+	}
+	if e := n.Service(&abi.NetCall{Op: abi.NetDelAddr6, Local: a}, kbuf(nil)); e != 0 {
+		t.Fatalf("NetDelAddr6 a: %v", e)
+	}
+	if src, ok := n.nicSource(dst); !ok || src != b {
+		t.Errorf("source after a went: %x, %v; want b", src, ok)
+	}
+	listed := func(x [16]byte) bool {
+		p := n.ifaces.byIndex(n.ifaces.byName("eth0"))
+		for i := 0; i < p.NAddrs; i++ {
+			if p.Addrs[i].Family == unix.AF_INET6 && p.Addrs[i].Addr == x {
+				return true
+			}
+		}
+		return false
+	}
+	if listed(a) || !listed(b) {
+		t.Errorf("netlink lists a %v, b %v; want b alone", listed(a), listed(b))
+	}
+	if e := n.Service(&abi.NetCall{Op: abi.NetDelAddr6, Local: a}, kbuf(nil)); e != unix.ENOENT {
+		t.Errorf("NetDelAddr6 of an address gone: %v, want ENOENT", e)
+	}
+	n.Service(&abi.NetCall{Op: abi.NetDelAddr6, Local: b}, kbuf(nil))
+	if _, ok := n.nicSource(dst); ok {
+		t.Errorf("a source with no address left")
+	}
+	s, _ := n.Socket(unix.AF_INET6, unix.SOCK_STREAM, 0, true)
+	sa6 := make([]byte, sin6Len)
+	sa6[0] = unix.AF_INET6
+	sa6[3] = 80
+	copy(sa6[8:], dst.ip[:])
+	if _, e := n.Connect(s, &Addr{Raw: sa6}); e != unix.ENETUNREACH {
+		t.Errorf("connect to %x with no IPv6 address: %v, want ENETUNREACH", dst.ip, e)
+	}
+}
