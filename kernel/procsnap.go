@@ -200,7 +200,7 @@ func procStatic(s *procfs.Snapshot) {
 	s.THPSize = 0
 }
 
-// procRlimit is resource res's limit: sysPrlimit's answer (RLIMIT_NOFILE
+// procRlimit is resource res's limit, for prlimit and /proc/self/limits (RLIMIT_NOFILE
 // the descriptor table's size, an 8 MiB soft stack, the rest unlimited).
 func procRlimit(res int) (cur, max uint64) {
 	switch res {

@@ -99,13 +99,7 @@ func sysPrlimit(res int, old uintptr) abi.Errno {
 	if !mm.UserW(old, 16) {
 		return abi.EFAULT
 	}
-	cur, max := ^uint64(0), ^uint64(0)
-	switch res {
-	case unix.RLIMIT_NOFILE:
-		cur, max = uint64(len(files)), uint64(len(files))
-	case unix.RLIMIT_STACK:
-		cur = 8 << 20
-	}
+	cur, max := procRlimit(res) // one table, /proc/self/limits's too
 	return mm.Put(old, [2]uint64{cur, max})
 }
 
