@@ -108,10 +108,14 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 // follows a last symbolic link, as Linux's user_statfs).
 func sysStatfs(p, sp uintptr) abi.Errno {
 	var pb userPath
+	path, e := mm.UserPath(p, &pb)
+	if e != 0 {
+		return e
+	}
 	var lb shareTarget
 	var st unix.Statfs_t
-	r, path, on, e := sharePathArgs(unix.AT_FDCWD, p, &pb)
-	if !on && e == 0 {
+	r, on, e := shareAt(unix.AT_FDCWD, path)
+	if !on {
 		r, on, e = shareFollow(unix.AT_FDCWD, path, &lb)
 	}
 	switch {

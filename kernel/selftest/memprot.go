@@ -347,10 +347,18 @@ func testMemoryPageTablesFreed(t *T) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	before := stats(t)
+	var taken []uintptr
 	for i := uintptr(0); i < regions; i++ {
 		a := base + i<<30 + (i%512)<<21 // a different gigabyte, and 2 MiB slot, each time
 		p, _, e := syscall.Syscall6(syscall.SYS_MMAP, a, pageSize, syscall.PROT_READ|syscall.PROT_WRITE,
 			syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uintptr(0), 0)
+		if e == syscall.EEXIST && len(taken) < 8 {
+			// Something else is mapped there (seen once, on q35:2
+			// after the system-call fuzzer: not explained yet): this
+			// gigabyte is skipped, and said.
+			taken = append(taken, a)
+			continue
+		}
 		if e != 0 || p != a {
 			t.Fatalf("mmap at %#x: %#x, %v", a, p, e)
 		}
@@ -363,7 +371,10 @@ func testMemoryPageTablesFreed(t *T) {
 	debug.FreeOSMemory()
 	after := stats(t)
 	lost := before.FramesFree - after.FramesFree
-	t.Logf("%d pages mapped and unmapped in distinct gigabytes: free frames %d before, %d after", regions, before.FramesFree, after.FramesFree)
+	t.Logf("%d pages mapped and unmapped in distinct gigabytes: free frames %d before, %d after", regions-len(taken), before.FramesFree, after.FramesFree)
+	if len(taken) > 0 {
+		t.Logf("already mapped (EEXIST), skipped: %#x", taken)
+	}
 	if lost > 64 {
 		t.Errorf("%d frames not given back (more than 64): the page tables of unmapped ranges are kept", lost)
 	}
