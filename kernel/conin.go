@@ -3,6 +3,7 @@ package kernel
 import (
 	"sync/atomic"
 	"unsafe"
+	"yolk/kernel/procfs"
 
 	"golang.org/x/sys/unix"
 
@@ -143,7 +144,8 @@ func consoleRead(p, n uintptr, wait bool) (uintptr, abi.Errno) {
 // from the serial port as above, output to it. A readv's later buffers
 // take what is there (data was read, as Linux's n_tty_read returns).
 var consoleOps = fileOps{
-	dupOK: true,
+	procFD: consoleProcFD,
+	dupOK:  true,
 	read: func(o ofile, u *uio) (uintptr, abi.Errno) {
 		return u.each(func(p, n uintptr, first bool) (uintptr, abi.Errno) { return consoleRead(p, n, first) })
 	},
@@ -167,4 +169,8 @@ func consoleWriteUser(p, n uintptr, _ bool) (uintptr, abi.Errno) {
 		done += c
 	}
 	return n, 0
+}
+
+func consoleProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
+	d.Kind, d.MntID = procfs.FDConsole, procMntDev
 }

@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/procfs"
 )
 
 // Open files carry their operations (docs/vfs.md), as Linux's
@@ -54,6 +55,10 @@ type fileOps struct {
 	// false if the file went.
 	pollable func(o ofile) (h int32, id uint64, seq uintptr, e abi.Errno)
 	poll     func(w *watch) (ready, seq uint32, ok bool)
+	// procFD says what /proc/self/fd and fdinfo show of the file: its
+	// kind, identity, mount and path (procsnap.go). nil: an anonymous
+	// inode's file with no more to say.
+	procFD func(o ofile, s *procfs.Snapshot, d *procfs.FD)
 	// release runs when descriptor fd closes, under fileLock, before
 	// the descriptor's reference is dropped (unref).
 	release func(fd, h int)

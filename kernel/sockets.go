@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"unsafe"
+	"yolk/kernel/procfs"
 
 	"golang.org/x/sys/unix"
 
@@ -247,10 +248,11 @@ func skipIov(v *net.Iov, k int) net.Iov {
 
 // socketOps: sockets (package net).
 var socketOps = fileOps{
-	dupOK: true,
-	read:  sockRead,
-	write: sockWrite,
-	stat:  sockStat,
+	procFD: sockProcFD,
+	dupOK:  true,
+	read:   sockRead,
+	write:  sockWrite,
+	stat:   sockStat,
 	statfs: func(o ofile, st *unix.Statfs_t) abi.Errno {
 		*st = unix.Statfs_t{Type: sockfsMagic, Bsize: mm.PageSize, Namelen: 255, Frsize: mm.PageSize, Flags: stValid}
 		return 0
@@ -333,3 +335,8 @@ const (
 	epipeQuiet = abi.EPIPE | 1<<16
 	msghdrSize = unsafe.Sizeof(msghdr{})
 )
+
+func sockProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
+	d.Kind, d.MntID = procfs.FDSocket, procMntSock
+	d.Ino, _ = sockets.Pollable(o.h)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"unsafe"
+	"yolk/kernel/procfs"
 
 	"golang.org/x/sys/unix"
 
@@ -263,7 +264,8 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 // epollOps: epoll instances (the runtime's netpoller's). Closing one
 // frees its watches; it is never readable itself.
 var epollOps = fileOps{
-	getfl: nonblockingFl,
+	procFD: func(o ofile, s *procfs.Snapshot, d *procfs.FD) { d.Kind = procfs.FDEpoll },
+	getfl:  nonblockingFl,
 	release: func(fd, h int) {
 		for i := files[fd].whead; i != 0; {
 			w := &watches[i-1]
@@ -275,9 +277,10 @@ var epollOps = fileOps{
 
 // eventfdOps: eventfd counters, in the descriptor itself (count, seq).
 var eventfdOps = fileOps{
-	read:  eventfdRead,
-	write: eventfdWrite,
-	getfl: nonblockingFl,
+	procFD: func(o ofile, s *procfs.Snapshot, d *procfs.FD) { d.Kind = procfs.FDEventfd },
+	read:   eventfdRead,
+	write:  eventfdWrite,
+	getfl:  nonblockingFl,
 	pollable: func(o ofile) (int32, uint64, uintptr, abi.Errno) {
 		return -1, 0, uintptr(unsafe.Pointer(&files[o.fd].seq)), 0
 	},

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"golang.org/x/sys/unix"
+	"yolk/kernel/procfs"
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
@@ -232,6 +233,7 @@ func fsTransferUio(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 // memOps: the in-memory file system's open files (regular files,
 // directories, device nodes), pipes and FIFOs (package fs).
 var memOps = fileOps{
+	procFD:   memProcFD,
 	dupOK:    true,
 	read:     memRead,
 	write:    memWrite,
@@ -305,4 +307,27 @@ func memGetfl(o ofile) (uintptr, abi.Errno) {
 func memPollable(o ofile) (int32, uint64, uintptr, abi.Errno) {
 	id, seq, e := vfs.Pollable(o.h)
 	return int32(o.h), id, seq, abi.Errno(e)
+}
+
+// memProcFD: a pipe pipe(2) made, or a file of the tree, whose path the
+// snapshot finds later by its inode (procWantIno).
+func memProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
+	var st unix.Stat_t
+	if vfs.Fstat(o.h, &st) != 0 {
+		return
+	}
+	d.Ino = st.Ino
+	if st.Mode&unix.S_IFMT == unix.S_IFIFO && st.Ino > fs.NumInodes {
+		d.Kind, d.MntID = procfs.FDPipe, procMntPipe
+		return
+	}
+	d.Kind, d.MntID = procfs.FDFile, procMntRoot
+	if pos, e := vfs.Seek(o.h, 0, unix.SEEK_CUR); e == 0 {
+		d.Pos = pos
+	}
+	if st.Nlink == 0 {
+		d.Path = s.PutString("/ (deleted)")
+	} else {
+		procWantIno(st.Ino)
+	}
 }
