@@ -144,8 +144,7 @@ func consoleRead(p, n uintptr, wait bool) (uintptr, abi.Errno) {
 // from the serial port as above, output to it. A readv's later buffers
 // take what is there (data was read, as Linux's n_tty_read returns).
 var consoleOps = fileOps{
-	procFD: consoleProcFD,
-	dupOK:  true,
+	dupOK: true,
 	read: func(o ofile, u *uio) (uintptr, abi.Errno) {
 		return u.each(func(p, n uintptr, first bool) (uintptr, abi.Errno) { return consoleRead(p, n, first) })
 	},

@@ -155,49 +155,27 @@ func etcInit() {
 	procInit()
 }
 
-// /proc: only /proc/1/cmdline (the program's arguments, each ended by a
-// NUL, as Linux gives them), the symbolic link /proc/self to 1 and, when
-// the command line names the program's image file (yolk.exe=PATH), the
-// symbolic link /proc/1/exe to it, made at boot like /etc's files. The
-// loaded segments are not the file (the program has changed its data):
-// yolk run gives the guest the image file itself, read-only on a share of
-// its own (qemu/exe.go), and opens and stats that follow /proc/self/exe go
-// there (shareFollow). Without yolk.exe — no virtio (the Raspberry Pi), a
-// PC image, every share slot taken — readlink and open of /proc/self/exe
-// are ENOENT (docs/files.md).
+// /proc and /sys: kernel/procfs's tree, mounted on empty directories
+// (procfiles.go). /proc/self/exe is the image file when the command line
+// names it (yolk.exe=PATH): the loaded segments are not the file (the
+// program has changed its data), so yolk run gives the guest the image
+// file itself, read-only on a share of its own (qemu/exe.go), and opens
+// and stats that follow the link go there. Without yolk.exe — no virtio
+// (the Raspberry Pi), a PC image, every share slot taken — readlink and
+// open of /proc/self/exe are ENOENT (docs/files.md).
 var (
-	procPaths = [...]string{"/proc", "/proc/1", "/proc/1/cmdline", "/proc/self", "/proc/1/exe"}
-	procOne   = [...]byte{'1'}
-	exePath   [256]byte // yolk.exe=PATH: absolute
-	exeLen    int
+	procDirs = [...]string{"/proc", "/sys"}
+	exePath  [256]byte // yolk.exe=PATH: absolute
+	exeLen   int
 )
 
-// procInit makes /proc (etcInit calls it).
+// procInit mounts /proc and /sys (etcInit calls it).
 func procInit() {
-	var n int
-	for i := 0; i < nargs; i++ {
-		a := cstr(argOff[i])
-		if n+len(a)+1 > len(etcBuf) {
-			break
-		}
-		n += copy(etcBuf[n:], a)
-		etcBuf[n] = 0
-		n++
-	}
-	for i, path := range procPaths {
+	for i, path := range procDirs {
 		p := copy(etcPath[:], path)
-		var e fs.Errno
-		switch i {
-		case 0, 1:
-			e = vfs.Mkdir(fs.AtCWD, etcPath[:p], 0o555)
-		case 2:
-			e = writeFile(etcPath[:p], etcBuf[:n], 0o444)
-		case 3:
-			e = vfs.Symlink(procOne[:], fs.AtCWD, etcPath[:p])
-		default:
-			if exeLen > 0 {
-				e = vfs.Symlink(exePath[:exeLen], fs.AtCWD, etcPath[:p])
-			}
+		e := vfs.Mkdir(fs.AtCWD, etcPath[:p], 0o555)
+		if e == 0 {
+			e = mountAt(etcPath[:p], int32(mountProc+i))
 		}
 		if e != 0 {
 			klog("proc: ")

@@ -55,10 +55,6 @@ type fileOps struct {
 	// false if the file went.
 	pollable func(o ofile) (h int32, id uint64, seq uintptr, e abi.Errno)
 	poll     func(w *watch) (ready, seq uint32, ok bool)
-	// procFD says what /proc/self/fd and fdinfo show of the file: its
-	// kind, identity, mount and path (procsnap.go). nil: an anonymous
-	// inode's file with no more to say.
-	procFD func(o ofile, s *procfs.Snapshot, d *procfs.FD)
 	// release runs when descriptor fd closes, under fileLock, before
 	// the descriptor's reference is dropped (unref).
 	release func(fd, h int)
@@ -72,6 +68,25 @@ var kinds = [...]*fileOps{
 	fileFS:      &memOps,
 	fileSocket:  &socketOps,
 	fileShare:   &shareOps,
+	fileProc:    &procOps,
+}
+
+// fdViews say what /proc/self/fd and fdinfo show of an open file of each
+// kind (procsnap_fds.go): its status flags (F_GETFL's; nil: O_RDWR) and
+// its kind, identity, mount and path (nil: an anonymous inode's file with
+// no more to say). A table apart from kinds: /proc's own files
+// (procOps) read it, and a static table may not depend on itself.
+var fdViews = [...]struct {
+	getfl func(o ofile) (uintptr, abi.Errno)
+	view  func(o ofile, s *procfs.Snapshot, d *procfs.FD)
+}{
+	fileConsole: {nil, consoleProcFD},
+	fileEpoll:   {nonblockingFl, func(o ofile, s *procfs.Snapshot, d *procfs.FD) { d.Kind = procfs.FDEpoll }},
+	fileEventfd: {nonblockingFl, func(o ofile, s *procfs.Snapshot, d *procfs.FD) { d.Kind = procfs.FDEventfd }},
+	fileFS:      {memGetfl, memProcFD},
+	fileSocket:  {sockGetfl, sockProcFD},
+	fileShare:   {shareGetfl, shareProcFD},
+	fileProc:    {procGetfl, procProcFD},
 }
 
 // ofile is an open file as a call sees it: the descriptor, its kind and

@@ -21,6 +21,7 @@ const (
 	fileFS
 	fileSocket
 	fileShare // a file on a host share (share.go)
+	fileProc  // a file of /proc or /sys (procfiles.go)
 )
 
 type file struct {
@@ -110,6 +111,8 @@ func refHandle(kind uint32, h int) {
 		shareFiles[h].refs++
 	case fileSocket:
 		sockets.Ref(h)
+	case fileProc:
+		procFiles[h].refs++
 	}
 }
 
@@ -123,6 +126,8 @@ func closeHandle(kind uint32, h int) {
 		shareUnref(h)
 	case fileSocket:
 		sockets.Close(h)
+	case fileProc:
+		procFiles[h].refs--
 	}
 }
 
@@ -135,6 +140,10 @@ func handlePut(kind uint32, h int) {
 		sharePut(h)
 	case fileSocket:
 		sockPut(h)
+	case fileProc:
+		fileLock.Lock()
+		procFiles[h].refs--
+		fileLock.Unlock()
 	}
 }
 

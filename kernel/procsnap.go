@@ -156,7 +156,10 @@ func procFill(s *procfs.Snapshot, parts procfs.Part) {
 		}
 		// The share's working directory is read without its lock: a
 		// chdir meanwhile may leave a stale or mixed path, never a fault.
-		if shareCwd.on {
+		if procCwd.on {
+			n := min(procfs.Path(procCwd.node, s, procState.path[:]), len(procState.path))
+			s.Proc.Cwd = s.Put(procState.path[:n])
+		} else if shareCwd.on {
 			s.Proc.Cwd = s.Put(shareCwd.path[:min(max(shareCwd.plen, 0), len(shareCwd.path))])
 		} else if n, e := vfs.Getcwd(procState.path[:]); e == 0 && n > 1 {
 			s.Proc.Cwd = s.Put(procState.path[:n-1])

@@ -10,7 +10,7 @@ import (
 )
 
 // /proc/self/fd and fdinfo: each descriptor as its kind describes it
-// (fileOps.procFD), and the paths of the in-memory tree's open files,
+// (fdViews), and the paths of the in-memory tree's open files,
 // found by walking the tree, as kernel/fs keeps no path for an open file.
 
 // procFDs fills the descriptors. Each is looked at as fdGet does, under
@@ -32,10 +32,14 @@ func procFDs(s *procfs.Snapshot) {
 			continue
 		}
 		d := procfs.FD{FD: int32(fd), CloExec: cloexec, Ino: 1, MntID: procMntAnon}
-		fl, _ := o.getfl()
-		d.Flags = uint32(fl)
-		if f := o.ops().procFD; f != nil {
-			f(o, noEscapeP(s), noEscapeP(&d))
+		d.Flags = unix.O_RDWR
+		v := &fdViews[o.kind]
+		if v.getfl != nil {
+			fl, _ := v.getfl(o)
+			d.Flags = uint32(fl)
+		}
+		if v.view != nil {
+			v.view(o, noEscapeP(s), noEscapeP(&d))
 		}
 		fdPut(o)
 		if !s.AddFD(d) {

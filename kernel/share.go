@@ -17,20 +17,19 @@ import (
 
 // The host shares (yolk run -share, docs/share.md): each is a virtio-9p
 // device (drivers/virtio9p) whose mount tag the command line maps to a
-// guest path, yolk.share=TAG:PATH. Path calls whose path lies under a
-// share's guest path (absolute, relative to a working directory inside or
-// above it, or relative to a directory descriptor on it) go to the share
-// instead of the in-memory file system: the seam is shareAt, called by
-// the path handlers first; descriptors of files on a share are of kind
-// fileShare, an index into shareFiles. Nothing is cached: every call is a
-// round trip to the host, whose errno comes back as is.
+// guest path, yolk.share=TAG:PATH, a directory of the in-memory file
+// system the share is mounted on (pathwalk.go): a path that reaches it
+// goes on on the share (sharePathOp), and ".." above the share's root
+// goes back. Descriptors of files on a share are of kind fileShare, an
+// index into shareFiles. Nothing is cached: every call is a round trip
+// to the host, whose errno comes back as is.
 //
-// The mount point itself is an empty directory in the in-memory file
-// system (listing "/" shows it). A symbolic link at the end of a path is
-// followed (shareWalk). Not done: links inside a path (the server refuses
-// to walk through them), fchdir to a share directory opened while
-// shareDirPaths' slots were all taken, ".." above a share's root from a
-// working directory inside it (EXDEV). mmap of share files reads them into
+// A symbolic link at the end of a path is followed (shareWalk; one whose
+// target is absolute through the tree's root). Not done: links inside a
+// path (the server refuses to walk through them), fchdir to a share
+// directory opened while shareDirPaths' slots were all taken, ".." above
+// a share's root from a descriptor of a directory on it (the server keeps
+// the walk at the root). mmap of share files reads them into
 // the mapping and writes shared mappings back at msync, munmap, fsync and
 // the program's end (sys_mm.go). A chdir racing a relative call on
 // another thread may leave that call walking from the old directory's
@@ -307,6 +306,13 @@ func shareAttach(d virtio.Device, where string, base uint64, irq uint32) bool {
 			vfs.Mkdir(fs.AtCWD, p[:i], 0o755)
 		}
 	}
+	if e := mountAt(p, int32(m+1)); e != 0 {
+		klog("share: cannot mount on ")
+		kprintBytes(p)
+		kprint(": errno ")
+		kprintDec(int64(e))
+		kprint("\n")
+	}
 	return true
 }
 
@@ -316,11 +322,7 @@ func shareStarted() {
 	if cwdLen != 0 && mountOf(cwdPath[:cwdLen]) >= 0 {
 		// Still polling: the boot context cannot block. A share whose
 		// device is missing leaves the path to the in-memory file system.
-		e := shareChdir(unix.AT_FDCWD, cwdPath[:cwdLen])
-		if e == 0 && !shareCwd.on {
-			e = abi.Errno(vfs.Chdir(fs.AtCWD, cwdPath[:cwdLen]))
-		}
-		if e != 0 {
+		if e := chdirPath(cwdPath[:cwdLen]); e != 0 {
 			klog("yolk.cwd: cannot change to ")
 			kprintBytes(cwdPath[:cwdLen])
 			kprint(": errno ")
@@ -349,28 +351,6 @@ func hasDirPrefix(p, dir []byte) bool {
 	return len(p) >= len(dir) && string(p[:len(dir)]) == string(dir) && (len(p) == len(dir) || p[len(dir)] == '/')
 }
 
-// escapes reports whether path, walked from depth names below a share's
-// root, climbs above it with "..".
-func escapes(path []byte, depth int) bool {
-	for i := 0; i < len(path); {
-		j := i
-		for j < len(path) && path[j] != '/' {
-			j++
-		}
-		switch n := path[i:j]; {
-		case len(n) == 2 && n[0] == '.' && n[1] == '.':
-			if depth--; depth < 0 {
-				return true
-			}
-		case len(n) == 0 || len(n) == 1 && n[0] == '.':
-		default:
-			depth++
-		}
-		i = j + 1
-	}
-	return false
-}
-
 // The working directory when it is on a share: the device, a fid for it,
 // its depth below the share's root and its guest path (getcwd).
 var shareCwd struct {
@@ -384,12 +364,16 @@ var shareCwd struct {
 
 // shareRef is where a path call's path lies on a share: the device, the
 // fid to walk from and the path to walk; h is the share file whose fid
-// from is, with a reference (-1: none), released by shareDone.
+// from is, with a reference (-1: none), released by shareDone. A last
+// symbolic link whose target is absolute leaves the share: shareWalk puts
+// the target in link (linkLen bytes) and says errLinkOut.
 type shareRef struct {
-	dev  int
-	from virtio9p.Fid
-	rel  []byte
-	h    int
+	dev     int
+	from    virtio9p.Fid
+	rel     []byte
+	h       int
+	link    []byte
+	linkLen int
 }
 
 func (r *shareRef) c() *virtio9p.Client[shareEnv] { return &shares[r.dev].c }
@@ -398,107 +382,6 @@ func shareDone(r *shareRef) {
 	if r.h >= 0 {
 		sharePut(r.h)
 	}
-}
-
-// shareTarget holds the target of a link shareFollow follows.
-type shareTarget = [512]byte
-
-// shareFollow is shareAt for a call that follows a last symbolic link,
-// when shareAt said path is not on a share: a symbolic link of the
-// in-memory file system whose target is an absolute path on a share
-// (/proc/self/exe, etc.go) leads there. One link, not a chain; the target
-// is kept in t.
-func shareFollow(dirfd int, path []byte, t *shareTarget) (r shareRef, on bool, e abi.Errno) {
-	r.h = -1
-	if nshares == 0 || len(path) == 0 {
-		return r, false, 0
-	}
-	d, e := dirHandle(dirfd, path)
-	if e != 0 {
-		return r, false, 0
-	}
-	n, fe := vfs.Readlink(d, path, t[:])
-	fsPut(d)
-	if fe != 0 || n == len(t) || t[0] != '/' {
-		return r, false, 0
-	}
-	return shareAt(unix.AT_FDCWD, t[:n])
-}
-
-// shareAt says whether a path call's dirfd and path name a file on a
-// share; e != 0 ends the call with it.
-func shareAt(dirfd int, path []byte) (r shareRef, on bool, e abi.Errno) {
-	r.h = -1
-	if nshares == 0 {
-		return r, false, 0
-	}
-	switch {
-	case len(path) > 0 && path[0] == '/':
-		m := mountOf(path)
-		if m < 0 || mounts[m].dev < 0 {
-			return r, false, 0
-		}
-		r.dev, r.from, r.rel = mounts[m].dev, virtio9p.Root, path[mounts[m].plen:]
-		if escapes(r.rel, 0) {
-			return r, false, 0 // the in-memory file system resolves ".." out of the mount point
-		}
-		return r, true, 0
-	case int32(dirfd) == unix.AT_FDCWD:
-		if shareCwd.on {
-			if len(path) == 0 {
-				return r, true, abi.Errno(unix.ENOENT) // as every path: "" names nothing
-			}
-			if escapes(path, shareCwd.depth) {
-				return r, true, abi.Errno(unix.EXDEV)
-			}
-			r.dev, r.from, r.rel = shareCwd.dev, shareCwd.fid, path
-			return r, true, 0
-		}
-		// A working directory above a mount point: the path may lead
-		// into it.
-		var cwd [256]byte
-		n, fe := vfs.Getcwd(cwd[:])
-		if fe != 0 || n < 2 {
-			return r, false, 0
-		}
-		wd := cwd[:n-1] // without its NUL
-		for i := 0; i < nmounts; i++ {
-			m := &mounts[i]
-			mp := m.path[:m.plen]
-			if m.dev < 0 || !(len(wd) == 1 || hasDirPrefix(mp, wd) && len(mp) > len(wd)) {
-				continue
-			}
-			below := mp[len(wd):] // the names from wd down to the mount point
-			if len(wd) > 1 {
-				below = below[1:]
-			} else {
-				below = mp[1:]
-			}
-			p := path
-			for len(p) >= 2 && p[0] == '.' && p[1] == '/' {
-				p = p[2:]
-			}
-			if hasDirPrefix(p, below) {
-				r.dev, r.from, r.rel = m.dev, virtio9p.Root, p[len(below):]
-				if escapes(r.rel, 0) {
-					return r, false, 0
-				}
-				return r, true, 0
-			}
-		}
-		return r, false, 0
-	}
-	h := shareGet(dirfd)
-	if h < 0 {
-		return r, false, 0
-	}
-	if len(path) == 0 {
-		sharePut(h)
-		return r, true, abi.Errno(unix.ENOENT)
-	}
-	f := &shareFiles[h]
-	r.dev, r.from, r.rel, r.h = int(f.dev), f.fid, path, h
-	return r, true, 0
 }
 
 // splitName splits a path into its directory part and its last name
@@ -544,9 +427,9 @@ const maxFollow = 8
 
 // shareWalk walks r's path to a new fid; with follow, a symbolic link at
 // its end is followed (as stat and open do): a relative target from the
-// link's directory, an absolute one on the same share from its root (one
-// elsewhere is EXDEV: not done). Links inside the path are not followed
-// (the server refuses them: ELOOP or ENOTDIR).
+// link's directory, an absolute one by onPath, from the root of the
+// tree (errLinkOut). Links inside the path are not followed (the server
+// refuses them: ELOOP or ENOTDIR).
 func shareWalk(r *shareRef, follow bool) (virtio9p.Fid, virtio9p.Qid, abi.Errno) {
 	c := r.c()
 	from, rel := r.from, r.rel
@@ -577,18 +460,11 @@ func shareWalk(r *shareRef, follow bool) (virtio9p.Fid, virtio9p.Qid, abi.Errno)
 			return virtio9p.NoFid, q, abi.Errno(unix.ENAMETOOLONG)
 		}
 		if n > 0 && b[k] == '/' {
-			m := -1
-			for j := 0; j < nmounts; j++ {
-				if mounts[j].dev == r.dev {
-					m = j
-				}
+			if n > len(r.link) {
+				return virtio9p.NoFid, q, abi.Errno(unix.ENAMETOOLONG)
 			}
-			t := b[k : k+n]
-			if m < 0 || !hasDirPrefix(t, mounts[m].path[:mounts[m].plen]) || escapes(t[mounts[m].plen:], 0) {
-				return virtio9p.NoFid, q, abi.Errno(unix.EXDEV)
-			}
-			from, rel = virtio9p.Root, t[mounts[m].plen:]
-			continue
+			r.linkLen = copy(r.link, b[k:k+n])
+			return virtio9p.NoFid, q, errLinkOut // onPath goes on from the root
 		}
 		rel = b[:k+n]
 	}

@@ -177,12 +177,11 @@ const stRelatime = 0x1000
 
 // shareOps: files and directories on host shares.
 var shareOps = fileOps{
-	procFD: shareProcFD,
-	dupOK:  true,
-	read:   func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, false) },
-	write:  func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, true) },
-	pread:  sharePread,
-	seek:   func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return shareSeek(o.h, off, whence) },
+	dupOK: true,
+	read:  func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, false) },
+	write: func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, true) },
+	pread: sharePread,
+	seek:  func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return shareSeek(o.h, off, whence) },
 	stat: func(o ofile, st *unix.Stat_t) abi.Errno {
 		return shareStat(int(shareFiles[o.h].dev), shareFiles[o.h].fid, st)
 	},
@@ -258,7 +257,7 @@ func shareFchdir(o ofile) abi.Errno {
 	case n < 0:
 		return abi.EINVAL // not done: opened when no path slot was free
 	}
-	return shareChdir(unix.AT_FDCWD, np[:n])
+	return chdirPath(np[:n])
 }
 
 func shareGetfl(o ofile) (uintptr, abi.Errno) {

@@ -248,11 +248,10 @@ func skipIov(v *net.Iov, k int) net.Iov {
 
 // socketOps: sockets (package net).
 var socketOps = fileOps{
-	procFD: sockProcFD,
-	dupOK:  true,
-	read:   sockRead,
-	write:  sockWrite,
-	stat:   sockStat,
+	dupOK: true,
+	read:  sockRead,
+	write: sockWrite,
+	stat:  sockStat,
 	statfs: func(o ofile, st *unix.Statfs_t) abi.Errno {
 		*st = unix.Statfs_t{Type: sockfsMagic, Bsize: mm.PageSize, Namelen: 255, Frsize: mm.PageSize, Flags: stValid}
 		return 0

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"unsafe"
-	"yolk/kernel/procfs"
 
 	"golang.org/x/sys/unix"
 
@@ -264,8 +263,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 // epollOps: epoll instances (the runtime's netpoller's). Closing one
 // frees its watches; it is never readable itself.
 var epollOps = fileOps{
-	procFD: func(o ofile, s *procfs.Snapshot, d *procfs.FD) { d.Kind = procfs.FDEpoll },
-	getfl:  nonblockingFl,
+	getfl: nonblockingFl,
 	release: func(fd, h int) {
 		for i := files[fd].whead; i != 0; {
 			w := &watches[i-1]
@@ -277,10 +275,9 @@ var epollOps = fileOps{
 
 // eventfdOps: eventfd counters, in the descriptor itself (count, seq).
 var eventfdOps = fileOps{
-	procFD: func(o ofile, s *procfs.Snapshot, d *procfs.FD) { d.Kind = procfs.FDEventfd },
-	read:   eventfdRead,
-	write:  eventfdWrite,
-	getfl:  nonblockingFl,
+	read:  eventfdRead,
+	write: eventfdWrite,
+	getfl: nonblockingFl,
 	pollable: func(o ofile) (int32, uint64, uintptr, abi.Errno) {
 		return -1, 0, uintptr(unsafe.Pointer(&files[o.fd].seq)), 0
 	},

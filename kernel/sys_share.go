@@ -12,8 +12,7 @@ import (
 )
 
 // The calls on host shares (share.go): open files of kind fileShare and
-// the path calls' share halves, which the handlers in sys_file.go and
-// sys_path.go call when shareAt or shareGet says the file is on a share.
+// the path operations on a share (sharePathOp).
 
 // The open files on shares: a descriptor of kind fileShare holds an
 // index here. refs counts descriptors and calls in progress (fileLock);
@@ -269,27 +268,6 @@ func shareParentOp(r *shareRef, op func(c *virtio9p.Client[shareEnv], dir virtio
 	return abi.Errno(ce)
 }
 
-// shareTwo resolves the two paths of rename and link: both on the same
-// share (EXDEV if only one is, or they are on different ones).
-func shareTwo(odirfd int, opath []byte, ndirfd int, npath []byte) (o, n shareRef, on bool, e abi.Errno) {
-	o, oon, e := shareAt(odirfd, opath)
-	if e != 0 {
-		return o, n, true, e
-	}
-	n, non, e := shareAt(ndirfd, npath)
-	if e == 0 && (oon != non || oon && o.dev != n.dev) {
-		e = abi.Errno(unix.EXDEV)
-	}
-	if e != 0 {
-		shareDone(&o)
-		return o, n, true, e
-	}
-	if !oon {
-		return o, n, false, 0
-	}
-	return o, n, true, 0
-}
-
 func shareRename(o, n *shareRef, flags int) abi.Errno {
 	if flags != 0 {
 		return abi.EINVAL
@@ -336,23 +314,6 @@ func shareReadlink(r *shareRef, b []byte) (uintptr, abi.Errno) {
 	return uintptr(n), abi.Errno(e)
 }
 
-// shareChdir enters directory path (relative to dirfd) on a share, or
-// leaves the share's working directory when path is not on one (the
-// caller then changes the in-memory file system's). It returns ENOTDIR
-// (the caller's business) for a path not on a share with on false.
-func shareChdir(dirfd int, path []byte) abi.Errno {
-	r, on, e := shareAt(dirfd, path)
-	if e != 0 || !on {
-		if e == 0 && shareCwd.on {
-			shareLeaveCwd()
-		}
-		return e
-	}
-	e = shareEnter(&r, path)
-	shareDone(&r)
-	return e
-}
-
 // shareLeaveCwd forgets the share's working directory: the in-memory
 // file system's is the working directory again.
 func shareLeaveCwd() {
@@ -371,46 +332,19 @@ var shareDirPaths [32]struct {
 	p     [fs.PathMax]byte
 }
 
-// shareDirRemember keeps the guest path of fd, just opened on a share by
-// dirfd and path, if it is a directory whose path is known: path is
-// absolute, or relative to the working directory or to a share
-// directory whose path is kept.
-func shareDirRemember(fd, dirfd int, path []byte) {
+// shareDirRemember keeps the guest path of fd, just opened on a share
+// by pl's walk, if it is a directory whose path is known.
+func shareDirRemember(fd int, pl *place) {
 	h := shareGet(fd)
 	if h < 0 {
 		return
 	}
-	if !shareFiles[h].dir || len(path) == 0 {
-		sharePut(h)
-		return
-	}
 	var np [fs.PathMax]byte
-	n := 0
-	if path[0] != '/' {
-		switch {
-		case int32(dirfd) == unix.AT_FDCWD && shareCwd.on:
-			n = copy(np[:], shareCwd.path[:shareCwd.plen])
-		case int32(dirfd) == unix.AT_FDCWD:
-			k, ge := vfs.Getcwd(np[:])
-			n = k - 1
-			if ge != 0 {
-				n = -1
-			}
-		default:
-			n = -1
-			if d := shareGet(dirfd); d >= 0 {
-				n = shareDirPath(d, np[:])
-				sharePut(d)
-			}
-		}
-	}
-	if n >= 0 {
-		n = cleanJoin(np[:], n, path)
-	}
-	if n > 0 && mountOf(np[:n]) >= 0 {
+	if base := shareBase(pl, np[:]); shareFiles[h].dir && base != nil {
+		n := cleanJoin(np[:], len(base), pl.r.rel)
 		for i := range shareDirPaths {
 			s := &shareDirPaths[i]
-			if atomic.CompareAndSwapInt32(&s.owner, 0, -1) {
+			if n > 0 && atomic.CompareAndSwapInt32(&s.owner, 0, -1) {
 				s.n = copy(s.p[:], np[:n])
 				atomic.StoreInt32(&s.owner, int32(h)+1)
 				break
@@ -418,6 +352,22 @@ func shareDirRemember(fd, dirfd int, path []byte) {
 		}
 	}
 	sharePut(h)
+}
+
+// shareBase is the guest path of the fid pl's walk on a share starts
+// from (nil: not known), into b.
+func shareBase(pl *place, b []byte) []byte {
+	switch {
+	case pl.r.h >= 0:
+		if n := shareDirPath(pl.r.h, b); n >= 0 {
+			return b[:n]
+		}
+		return nil
+	case shareCwd.on && pl.r.from == shareCwd.fid:
+		return b[:copy(b, shareCwd.path[:shareCwd.plen])]
+	}
+	m := &mounts[pl.m-1]
+	return b[:copy(b, m.path[:m.plen])]
 }
 
 // shareDirPath copies share file h's kept path into b and returns its
@@ -439,8 +389,9 @@ func shareDirForget(h int) {
 	}
 }
 
-// shareEnter makes r, reached by path, the working directory.
-func shareEnter(r *shareRef, path []byte) abi.Errno {
+// shareEnter makes pl's file on a share the working directory.
+func shareEnter(pl *place) abi.Errno {
+	r := &pl.r
 	c := r.c()
 	f, _, we := shareWalk(r, true)
 	if we != 0 {
@@ -455,18 +406,14 @@ func shareEnter(r *shareRef, path []byte) abi.Errno {
 		c.Clunk(f)
 		return abi.Errno(fe)
 	}
-	// The new guest path: path itself if absolute, else the old working
-	// directory's joined with it, cleaned.
+	// The new guest path: r's joined with its base's, cleaned.
 	var np [fs.PathMax]byte
-	n := 0
-	if path[0] != '/' {
-		if shareCwd.on {
-			n = copy(np[:], shareCwd.path[:shareCwd.plen])
-		} else if k, ge := vfs.Getcwd(np[:]); ge == 0 {
-			n = k - 1
-		}
+	base := shareBase(pl, np[:])
+	if base == nil {
+		c.Clunk(f)
+		return abi.EINVAL // not done: a directory whose path is not kept
 	}
-	n = cleanJoin(np[:], n, path)
+	n := cleanJoin(np[:], len(base), r.rel)
 	if n < 0 {
 		c.Clunk(f)
 		return abi.Errno(unix.ENAMETOOLONG)
@@ -476,6 +423,7 @@ func shareEnter(r *shareRef, path []byte) abi.Errno {
 		c.Clunk(f)
 		return abi.Errno(unix.EXDEV)
 	}
+	procCwd.on = false
 	old, oldOn, oldDev := shareCwd.fid, shareCwd.on, shareCwd.dev
 	shareCwd.on, shareCwd.dev, shareCwd.fid = true, r.dev, f
 	shareCwd.plen = copy(shareCwd.path[:], np[:n])
@@ -547,20 +495,95 @@ func shareGetcwd(b []byte) (int, abi.Errno, bool) {
 	return n + 1, 0, true
 }
 
-// sharePathArgs reads a path call's path into buf and says whether it names a file
-// on a share (shareAt); a bad path is left to the in-memory file system's
-// handling.
-func sharePathArgs(dirfd int, p uintptr, buf *userPath) (shareRef, []byte, bool, abi.Errno) {
-	if nshares == 0 {
-		return shareRef{h: -1}, nil, false, 0
+// sharePathOp is path operation op on a share (pathKinds).
+func sharePathOp(op int, pl *place, a *pathArgs) (uintptr, abi.Errno) {
+	r := &pl.r
+	switch op {
+	case opOpen:
+		fd, e := shareOpen(r, a.flags, a.mode)
+		if e == 0 {
+			shareDirRemember(int(fd), pl)
+		}
+		return fd, e
+	case opStat:
+		return 0, sharePathStat(r, &a.st, a.flags&unix.AT_SYMLINK_NOFOLLOW == 0)
+	case opStatfs:
+		return 0, sharePathStatfs(r, &a.sfs)
+	case opMkdir:
+		mode := a.mode &^ atomic.LoadUint32(&shareUmask) & 0o7777
+		e := shareParentOp(r, func(c *virtio9p.Client[shareEnv], dir virtio9p.Fid, name []byte) virtio9p.Errno {
+			return c.Mkdir(dir, name, mode)
+		})
+		if e == abi.Errno(unix.EBUSY) {
+			e = abi.Errno(unix.EEXIST)
+		}
+		return 0, e
+	case opUnlink:
+		flags := a.flags
+		if flags&^unix.AT_REMOVEDIR != 0 {
+			return 0, abi.EINVAL
+		}
+		if len(r.rel) == 0 && r.from == virtio9p.Root {
+			return 0, abi.Errno(unix.EBUSY) // the mount point
+		}
+		if _, name := splitName(r.rel); flags&unix.AT_REMOVEDIR == 0 && len(name) < len(r.rel) && r.rel[len(r.rel)-1] == '/' {
+			return 0, abi.Errno(unix.ENOTDIR) // unlink("file/"), as Linux: EISDIR for a directory comes from the host
+		}
+		e := shareParentOp(r, func(c *virtio9p.Client[shareEnv], dir virtio9p.Fid, name []byte) virtio9p.Errno {
+			return c.Unlinkat(dir, name, uint32(flags&unix.AT_REMOVEDIR))
+		})
+		if e == abi.Errno(unix.EBUSY) && flags&unix.AT_REMOVEDIR != 0 {
+			e = abi.EINVAL // rmdir(".")
+		}
+		return 0, e
+	case opMknod:
+		return 0, abi.EPERM // not done: device nodes, FIFOs and sockets on a share
+	case opSymlink:
+		target := a.target
+		e := shareParentOp(r, func(c *virtio9p.Client[shareEnv], dir virtio9p.Fid, name []byte) virtio9p.Errno {
+			return c.Symlink(dir, name, target)
+		})
+		if e == abi.Errno(unix.EBUSY) {
+			e = abi.Errno(unix.EEXIST)
+		}
+		return 0, e
+	case opReadlink:
+		return shareReadlink(r, a.out)
+	case opTruncate:
+		if a.size < 0 {
+			return 0, abi.EINVAL
+		}
+		return 0, shareSetattr(r, -1, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(a.size)}, true)
+	case opChdir:
+		return 0, shareEnter(pl)
+	case opChmod:
+		return 0, shareSetattr(r, -1, &virtio9p.SetAttr{Valid: virtio9p.SetMode, Mode: a.mode & 0o7777}, a.flags&unix.AT_SYMLINK_NOFOLLOW == 0)
+	case opChown:
+		return 0, shareSetattr(r, -1, shareOwner(a.uid, a.gid), a.flags&unix.AT_SYMLINK_NOFOLLOW == 0)
+	case opUtimes:
+		t := shareTimes(a.times)
+		return 0, shareSetattr(r, -1, &t, a.flags&unix.AT_SYMLINK_NOFOLLOW == 0)
 	}
-	b, e := mm.UserPath(p, buf)
-	if e != 0 {
-		return shareRef{h: -1}, nil, false, 0
+	return 0, abi.EINVAL
+}
+
+// shareTimes is utimensat's change: each time fs.UtimeNow, fs.UtimeOmit
+// or nanoseconds.
+func shareTimes(t [2]int64) virtio9p.SetAttr {
+	a := virtio9p.SetAttr{}
+	for i, v := range t {
+		if v == fs.UtimeOmit {
+			continue
+		}
+		sec, nsec, valid := &a.Atime, &a.AtimeNs, uint32(virtio9p.SetAtime)
+		if i == 1 {
+			sec, nsec, valid = &a.Mtime, &a.MtimeNs, virtio9p.SetMtime
+		}
+		a.Valid |= valid
+		if v != fs.UtimeNow {
+			a.Valid |= valid << 3 // SetAtimeSet, SetMtimeSet
+			*sec, *nsec = uint64(v/1e9), uint64(v%1e9)
+		}
 	}
-	// buf is the caller's stack; the reference keeps path only for the
-	// call (noEscape: the func values of shareParentOp hide that).
-	path := noEscape(b)
-	r, on, e := shareAt(dirfd, path)
-	return r, path, on, e
+	return a
 }

@@ -105,17 +105,6 @@ func dirHandle(dirfd int, path []byte) (int, abi.Errno) {
 // userPath holds a path copied from the program (mm.UserPath).
 type userPath = [fs.PathMax]byte
 
-// pathArgs copies a *at call's path into buf and resolves its dirfd,
-// with a reference (fsPut).
-func pathArgs(dirfd int, p uintptr, buf *userPath) (int, []byte, abi.Errno) {
-	path, e := mm.UserPath(p, buf)
-	if e != 0 {
-		return fs.AtCWD, nil, e
-	}
-	d, e := dirHandle(dirfd, path)
-	return d, path, e
-}
-
 // installFS gives fs handle h a descriptor (closing h if none is free).
 func installFS(h int) (uintptr, abi.Errno) { return installHandle(fileFS, h) }
 
@@ -233,7 +222,6 @@ func fsTransferUio(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 // memOps: the in-memory file system's open files (regular files,
 // directories, device nodes), pipes and FIFOs (package fs).
 var memOps = fileOps{
-	procFD:   memProcFD,
 	dupOK:    true,
 	read:     memRead,
 	write:    memWrite,
@@ -293,8 +281,8 @@ func memTruncate(o ofile, size int64) abi.Errno {
 
 func memChdir(o ofile) abi.Errno {
 	e := vfs.Fchdir(o.h)
-	if e == 0 && shareCwd.on {
-		shareLeaveCwd()
+	if e == 0 {
+		leaveCwd()
 	}
 	return abi.Errno(e)
 }

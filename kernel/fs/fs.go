@@ -92,6 +92,10 @@ const (
 
 	// AtCWD in place of a directory handle means the working directory.
 	AtCWD = unix.AT_FDCWD
+	// atIno and below in place of a directory handle name a directory
+	// by its inode (AtIno): where a walk that left a mounted file system
+	// by ".." goes on.
+	atIno = -1 << 20
 
 	// Dev is st_dev of every file.
 	Dev = 0x16
@@ -108,6 +112,7 @@ type inode struct {
 	rdev       uint64 // a device node's device number
 	sock       uint64 // a socket node bind made: the socket's ID (see BindSocket)
 	fifo       int32  // a FIFO: 1 + its pipe while open, else 0
+	mount      int32  // a directory another file system is mounted on: its mount (Mount), else 0
 	parent     int32  // directory holding it; -1 once removed
 	prev, next int32  // siblings, in creation order
 	head, tail int32  // directory: children

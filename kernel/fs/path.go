@@ -42,6 +42,13 @@ func (f *FS[E]) start(dir int, path []byte) (int32, Errno) {
 	if dir == AtCWD {
 		return f.cwd, 0
 	}
+	if dir <= atIno {
+		ino := int32(atIno - dir)
+		if ino < 0 || ino >= NumInodes || !isDir(f.inodes[ino].mode) {
+			return -1, unix.ENOTDIR
+		}
+		return ino, 0
+	}
 	fl := f.file(dir)
 	if fl == nil {
 		return -1, unix.EBADF
@@ -75,17 +82,24 @@ func (f *FS[E]) linkTarget(ip *inode) []byte {
 // The result is returned by value: storing its slice through a pointer
 // would need a write barrier.
 func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
+	r, _, _, err = f.walkTo(dir, path, mode, nil)
+	return r, err
+}
+
+// walkTo is walk; at a mount point it stops with ECross, the mount, and
+// the path still to resolve written into rest (see Cross) and its length.
+func (f *FS[E]) walkTo(dir int, path []byte, mode int, rest []byte) (r walkResult, mount int32, rn int, err Errno) {
 	if len(path) == 0 {
-		return r, unix.ENOENT
+		return r, 0, 0, unix.ENOENT
 	}
 	if len(path) >= PathMax {
-		return r, unix.ENAMETOOLONG
+		return r, 0, 0, unix.ENAMETOOLONG
 	}
 	noSlashCheck := mode&slashOK != 0
 	mode &^= slashOK
 	cur, e := f.start(dir, path)
 	if e != 0 {
-		return r, e
+		return r, 0, 0, e
 	}
 	// The path still to resolve: pieces, the top one first (a link's
 	// target is pushed over the rest of the path that named it).
@@ -119,7 +133,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 			if cur != f.root {
 				r.kind = lastDot
 			}
-			return r, 0
+			return r, 0, 0, 0
 		}
 		last, slash := true, false
 		for k := 0; k < n; k++ {
@@ -134,11 +148,11 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 			}
 		}
 		if len(comp) > NameMax {
-			return r, unix.ENAMETOOLONG
+			return r, 0, 0, unix.ENAMETOOLONG
 		}
 		d := &f.inodes[cur]
 		if !isDir(d.mode) {
-			return r, unix.ENOTDIR
+			return r, 0, 0, unix.ENOTDIR
 		}
 		next, kind := int32(-1), lastNorm
 		switch string(comp) {
@@ -151,7 +165,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 				next = cur
 			}
 			if next < 0 {
-				return r, unix.ENOENT // a removed directory
+				return r, 0, 0, unix.ENOENT // a removed directory
 			}
 		}
 		ent := next
@@ -160,27 +174,45 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 				next = f.inodeOf(ent)
 			}
 		}
+		if next >= 0 && f.inodes[next].mount != 0 && kind == lastNorm {
+			// Another file system is mounted here: the caller goes on
+			// there with what is left (the mounted root stands for
+			// next, so a last link is the mounted root's business).
+			for k := n - 1; k >= 0 && rest != nil; k-- {
+				p := stack[k]
+				if rn == 0 {
+					for len(p) > 0 && p[0] == '/' {
+						p = p[1:]
+					}
+				}
+				if rn+len(p) > len(rest) {
+					return r, 0, 0, unix.ENAMETOOLONG
+				}
+				rn += copy(rest[rn:], p)
+			}
+			return r, f.inodes[next].mount, rn, ECross
+		}
 		if last {
 			r.slash = r.slash || slash
 			r.dir, r.name, r.kind, r.ino, r.ent = cur, comp, kind, next, ent
 			if noSlashCheck && r.slash && kind == lastNorm {
-				return r, 0 // open(O_CREAT) fails with EISDIR without looking further
+				return r, 0, 0, 0 // open(O_CREAT) fails with EISDIR without looking further
 			}
 			if next < 0 {
 				if d.nlink == 0 {
-					return r, unix.ENOENT // a removed directory
+					return r, 0, 0, unix.ENOENT // a removed directory
 				}
-				return r, 0
+				return r, 0, 0, 0
 			}
 			followLink := isLink(f.inodes[next].mode) && (mode == follow || mode == slashFollow && r.slash)
 			if !followLink {
 				if r.slash && mode != noFollow && !noSlashCheck && !isDir(f.inodes[next].mode) {
-					return r, unix.ENOTDIR
+					return r, 0, 0, unix.ENOTDIR
 				}
-				return r, 0
+				return r, 0, 0, 0
 			}
 		} else if next < 0 {
-			return r, unix.ENOENT
+			return r, 0, 0, unix.ENOENT
 		} else if !isLink(f.inodes[next].mode) {
 			cur = next
 			continue
@@ -188,7 +220,7 @@ func (f *FS[E]) walk(dir int, path []byte, mode int) (r walkResult, err Errno) {
 		// next is a symbolic link to follow: its target goes on top of
 		// the rest of the path.
 		if links++; links > MaxSymlinks || n == len(stack) {
-			return r, unix.ELOOP
+			return r, 0, 0, unix.ELOOP
 		}
 		t := f.linkTarget(&f.inodes[next])
 		stack[n] = t
@@ -243,4 +275,46 @@ func (f *FS[E]) walkNew(dir int, path []byte, dirOK bool) (walkResult, Errno) {
 		e = unix.EROFS
 	}
 	return r, e
+}
+
+// ECross is what a call on a path returns when the path leads onto
+// another file system, mounted on one of this one's directories (Mount):
+// the kernel's file layer asks Cross where to go on. It never reaches a
+// program.
+const ECross = Errno(0x10000)
+
+// AtIno names directory ino in place of a directory handle.
+func AtIno(ino int32) int { return atIno - int(ino) }
+
+// Cross resolves path from dir as a call with the given AT_ flags would
+// (AT_SYMLINK_NOFOLLOW: a last symbolic link is not followed), and says
+// where it leaves this file system: the mount (as Mount was given it) and
+// the path still to resolve there from its root (no leading slash; empty
+// for the root itself), written into rest; mount 0 if the path stays
+// here.
+func (f *FS[E]) Cross(dir int, path []byte, flags int, rest []byte) (mount int32, n int, e Errno) {
+	f.env.Lock()
+	_, mount, n, e = f.walkTo(dir, path, followMode(flags&unix.AT_SYMLINK_NOFOLLOW), rest)
+	f.env.Unlock()
+	if e != ECross {
+		return 0, 0, e
+	}
+	return mount, n, 0
+}
+
+// Mount makes directory path a mount point of mount m (not 0): walks that
+// reach it stop with ECross. It returns the directory holding it (AtIno
+// names it), where ".." at the mounted root leads.
+func (f *FS[E]) Mount(path []byte, m int32) (parent int32, e Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	r, e := f.walkExisting(AtCWD, path, noFollow)
+	switch {
+	case e != 0:
+		return -1, e
+	case r.kind != lastNorm || !isDir(f.inodes[r.ino].mode):
+		return -1, unix.ENOTDIR
+	}
+	f.inodes[r.ino].mount = m
+	return r.dir, 0
 }

@@ -480,3 +480,42 @@ func fdTarget(o *out, s *Snapshot, f *FD) {
 		o.bytes(s.Bytes(f.Path))
 	}
 }
+
+// Path writes n's absolute path ("/proc/1/task/3/stat") into buf and
+// returns its length (more than len(buf): cut), as /proc/self/fd shows an
+// open file of /proc.
+func Path(n Node, s *Snapshot, buf []byte) int {
+	var up [8]Node
+	k := 0
+	for k < len(up) {
+		up[k] = n
+		k++
+		p := Parent(n)
+		if p == n {
+			break
+		}
+		n = p
+	}
+	o := out{b: buf}
+	if up[k-1].entry() == eSys {
+		o.str("/sys")
+	} else {
+		o.str("/proc")
+	}
+	for i := k - 2; i >= 0; i-- {
+		c := up[i]
+		en := &entries[c.entry()]
+		o.ch('/')
+		switch {
+		case en.flags&fDynPid != 0:
+			o.dec(uint64(s.Proc.PID))
+		case en.flags&fDynTid != 0:
+			o.dec(uint64(c.tid()))
+		case en.flags&fDynFD != 0:
+			o.dec(uint64(c.fdno()))
+		default:
+			o.str(en.name)
+		}
+	}
+	return o.n
+}
