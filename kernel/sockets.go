@@ -229,17 +229,12 @@ var (
 // ServiceUp starts the service's traffic: its eventfd, the NIC's address.
 func (netenv) ServiceUp(c abi.NetCall) abi.Errno {
 	fd := int(c.Buf)
-	fileLock.Lock()
-	ok := getFile(fd, fileEventfd) != nil
-	fileLock.Unlock()
-	if !ok {
+	if !isEventfd(fd) {
 		return abi.EBADF
 	}
 	atomic.StoreInt32(&netEventfd, int32(fd)+1)
 	addr := [4]byte(c.Local[12:])
-	nicLock.Lock()
-	mac, present := nic.MAC(), nic.Present()
-	nicLock.Unlock()
+	mac, present := nicDev.Addr()
 	if present && !netUpDone {
 		netUpDone = true
 		sockets.AddNIC(mac, virtionet.MTU, addr, int(c.Len))

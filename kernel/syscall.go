@@ -262,13 +262,13 @@ func syscall(r *Regs) {
 	case unix.SYS_GETRANDOM:
 		ret, err = sysGetrandom(a0, a1)
 	case abi.SysNICInfo:
-		err = sysNICInfo(a0)
+		err = nicDev.Info(a0)
 	case abi.SysNICSend:
-		err = sysNICSend(a0, a1)
+		err = nicDev.Send(a0, a1)
 	case abi.SysNICRecv:
-		ret, err = sysNICRecv(a0, a1)
+		ret, err = nicDev.Recv(a0, a1)
 	case abi.SysNICNotify:
-		err = sysNICNotify(int(int32(a0)))
+		err = nicDev.Notify(int(int32(a0)))
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysTrace, abi.SysTaskInfo, abi.SysUnmapped, abi.SysNumCPU, abi.SysNICInject,
 		abi.SysKStackTest, abi.SysProcRender:
 		ret, err = sysYolk(nr, a0, a1, a2, a3) // only for an image that asks (abi.TestCalls)
