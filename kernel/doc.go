@@ -10,9 +10,9 @@
 // rooms: memory management is package kernel/mm, files and pipes
 // kernel/fs, sockets kernel/net, errno and yolk's private calls
 // kernel/abi, the CPU's instructions arch/amd64 and arch/arm64; the glue
-// to them here is mmenv.go, vfs.go, sockets.go, scm.go (descriptors in
-// flight) and userbuf.go; nic.go drives the network device
-// (drivers/virtionet); etc.go writes /etc at boot. Here: syscall.go dispatches,
+// to them here is mmenv.go, vfs.go, sockets.go (the socket calls are
+// kernel/socket) and userbuf.go; nic.go is the glue to the network device
+// (kernel/nic, drivers/virtionet); etc.go writes /etc at boot. Here: syscall.go dispatches,
 // one line a call, to the handlers in sys_<topic>.go; main.go is the one
 // boot sequence, calling the arch's hooks.
 //

@@ -6,27 +6,53 @@ import (
 	"yolk/drivers/virtio"
 	"yolk/drivers/virtionet"
 	"yolk/kernel/mm"
-	"yolk/sched"
+	"yolk/kernel/nic"
 )
 
-// The network device: one virtio-net NIC (drivers/virtionet), found at
-// boot by the arch's virtioInit (nic_$GOARCH.go: the device tree's
-// virtio-mmio nodes on arm64 virt; microvm's virtio_mmio.device= entries
-// on the command line, else PCI bus 0, on amd64), its interrupt routed to
-// the boot CPU. The handler (nicInterrupt) moves received frames into the
-// driver's ring and signals the eventfd the network service named
-// (SysNICNotify), which its goroutine waits on through Go's netpoller;
-// sys_nic.go has the private calls. A machine without a NIC boots as
-// before; a NIC that fails to open is one line on the console and the
-// machine goes on without it.
+// The network device: one virtio-net NIC, package nic (nicDev: its
+// interrupt handler and the private calls the network service makes),
+// found at boot by the arch's virtioInit (nic_$GOARCH.go: the device
+// tree's virtio-mmio nodes on arm64 virt; microvm's virtio_mmio.device=
+// entries on the command line, else PCI bus 0, on amd64), its interrupt
+// routed to the boot CPU. A machine without a NIC boots as before; a NIC
+// that fails to open is one line on the console and the machine goes on
+// without it. nicenv is package nic's environment: the driver's pages,
+// the eventfd the service names, the command line's address.
 
 var (
-	nic     virtionet.NIC
-	nicLock sched.TWALock // every call on nic: the handler and the system calls run on different CPUs
-	// nicEventfd is 1 + the eventfd descriptor the handler signals, 0 for none (atomic).
-	nicEventfd int32
-	nicIRQ     uint32 // the NIC's interrupt: amd64 the I/O APIC's GSI, arm64 the GIC ID; 0: none
+	nicDev nic.NIC[nicenv]
+	nicIRQ uint32 // the NIC's interrupt: amd64 the I/O APIC's GSI, arm64 the GIC ID; 0: none
 )
+
+type nicenv struct{ nicMem }
+
+func (nicenv) IsEventfd(fd int) bool { return isEventfd(fd) }
+
+// Signal adds 1 to eventfd fd, if it is one still.
+func (nicenv) Signal(fd int) {
+	fileLock.Lock() // an interrupt comes only while the CPU runs the program: never held here
+	f := getFile(fd, fileEventfd)
+	if f != nil {
+		atomic.AddUint64(&f.count, 1)
+		atomic.AddUint32(&f.seq, 1)
+	}
+	fileLock.Unlock()
+	if f != nil {
+		epollNotify()
+	}
+}
+
+func (nicenv) Conf() nic.Conf {
+	return nic.Conf{Addr: netConf.addr, Gateway: netConf.gw, DNS: netConf.dns, Prefix: netConf.prefix}
+}
+
+// isEventfd reports whether descriptor fd is an eventfd.
+func isEventfd(fd int) bool {
+	fileLock.Lock()
+	ok := getFile(fd, fileEventfd) != nil
+	fileLock.Unlock()
+	return ok
+}
 
 // netConfCheck reports a malformed yolk.net option (the arch's virtioInit
 // calls it first).
@@ -51,7 +77,7 @@ func (nicMem) Page() (uintptr, uint64) {
 // or why not; where and base name it there ("mmio", "pci").
 func nicOpen(d virtio.Device, where string, base uint64, irq uint32) bool {
 	var te virtio.Error
-	e := virtionet.Open(&nic, d, nicMem{}, &te)
+	e := nicDev.Open(d, &te)
 	klog("net: virtio-net (")
 	kprint(where)
 	kprint(" ")
@@ -71,14 +97,14 @@ func nicOpen(d virtio.Device, where string, base uint64, irq uint32) bool {
 	}
 	nicIRQ = irq
 	kprint(" MAC ")
-	mac := nic.MAC()
+	mac := nicDev.MAC()
 	for i, b := range mac {
 		if i > 0 {
 			kprint(":")
 		}
 		kprintHex2(b)
 	}
-	if !nic.LinkUp() {
+	if !nicDev.LinkUp() {
 		kprint(", link down")
 	}
 	kprint("\n")
@@ -92,34 +118,5 @@ func kprintHex2(b byte) {
 }
 
 // nicInterrupt is the NIC's interrupt handler (the caller ends the
-// interrupt at the controller): frames into the ring, buffers back to the
-// device, and the service's eventfd signalled if anything arrived.
-func nicInterrupt() {
-	nicLock.Lock()
-	got := nic.Interrupt()
-	nicLock.Unlock()
-	if got > 0 {
-		nicSignal()
-	}
-}
-
-// nicSignal adds 1 to the service's eventfd, as a write(2) of 1 would.
-// The descriptor is checked to be an eventfd still; one the program
-// closed and reused for another eventfd gets the wake-up instead, which
-// costs it a spurious read and nothing else.
-func nicSignal() {
-	fd := int(atomic.LoadInt32(&nicEventfd)) - 1
-	if fd < 0 {
-		return
-	}
-	fileLock.Lock() // an interrupt comes only while the CPU runs the program: never held here
-	f := getFile(fd, fileEventfd)
-	if f != nil {
-		atomic.AddUint64(&f.count, 1)
-		atomic.AddUint32(&f.seq, 1)
-	}
-	fileLock.Unlock()
-	if f != nil {
-		epollNotify()
-	}
-}
+// interrupt at the controller).
+func nicInterrupt() { nicDev.Interrupt() }

@@ -276,7 +276,7 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 	case abi.SysNumCPU:
 		return uintptr(sched.NumCPU()), 0
 	case abi.SysNICInject:
-		return 0, sysNICInject(a0, a1)
+		return 0, nicDev.Inject(a0, a1)
 	case abi.SysTaskInfo:
 		return 0, sysTaskInfo(int32(a0), a1)
 	case abi.SysKStackTest:

@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/socket"
 	"yolk/sched"
 )
 
@@ -219,37 +220,37 @@ func syscall(r *Regs) {
 	case unix.SYS_PRLIMIT64:
 		err = sysPrlimit(int(a1), a3)
 	case unix.SYS_SOCKET:
-		ret, err = sysSocket(int(int32(a0)), int(int32(a1)), int(int32(a2)))
+		ret, err = sockCalls.Socket(int(int32(a0)), int(int32(a1)), int(int32(a2)))
 	case unix.SYS_SOCKETPAIR:
-		err = sysSocketpair(int(int32(a0)), int(int32(a1)), int(int32(a2)), a3)
+		err = sockCalls.Socketpair(int(int32(a0)), int(int32(a1)), int(int32(a2)), a3)
 	case unix.SYS_BIND:
-		err = sysBind(int(a0), a1, uintptr(int32(a2)))
+		err = sockCalls.Bind(int(a0), a1, uintptr(int32(a2)))
 	case unix.SYS_LISTEN:
-		err = sysListen(int(a0), int(int32(a1)))
+		err = sockCalls.Listen(int(a0), int(int32(a1)))
 	case unix.SYS_ACCEPT:
-		ret, err = sysAccept4(int(a0), a1, a2, 0)
+		ret, err = sockCalls.Accept4(int(a0), a1, a2, 0)
 	case unix.SYS_ACCEPT4:
-		ret, err = sysAccept4(int(a0), a1, a2, int(int32(a3)))
+		ret, err = sockCalls.Accept4(int(a0), a1, a2, int(int32(a3)))
 	case unix.SYS_CONNECT:
-		err = sysConnect(int(a0), a1, uintptr(int32(a2)))
+		err = sockCalls.Connect(int(a0), a1, uintptr(int32(a2)))
 	case unix.SYS_GETSOCKNAME:
-		err = sysGetsockname(int(a0), a1, a2, false)
+		err = sockCalls.Getsockname(int(a0), a1, a2, false)
 	case unix.SYS_GETPEERNAME:
-		err = sysGetsockname(int(a0), a1, a2, true)
+		err = sockCalls.Getsockname(int(a0), a1, a2, true)
 	case unix.SYS_SHUTDOWN:
-		err = sysShutdown(int(a0), int(int32(a1)))
+		err = sockCalls.Shutdown(int(a0), int(int32(a1)))
 	case unix.SYS_SETSOCKOPT:
-		err = sysSetsockopt(int(a0), int(int32(a1)), int(int32(a2)), a3, uintptr(int32(a4)))
+		err = sockCalls.Setsockopt(int(a0), int(int32(a1)), int(int32(a2)), a3, uintptr(int32(a4)))
 	case unix.SYS_GETSOCKOPT:
-		err = sysGetsockopt(int(a0), int(int32(a1)), int(int32(a2)), a3, a4)
+		err = sockCalls.Getsockopt(int(a0), int(int32(a1)), int(int32(a2)), a3, a4)
 	case unix.SYS_SENDTO:
-		ret, err = sysSendto(int(a0), a1, a2, int(int32(a3)), a4, uintptr(int32(a5)))
+		ret, err = sockCalls.Sendto(int(a0), a1, a2, int(int32(a3)), a4, uintptr(int32(a5)))
 	case unix.SYS_RECVFROM:
-		ret, err = sysRecvfrom(int(a0), a1, a2, int(int32(a3)), a4, a5)
+		ret, err = sockCalls.Recvfrom(int(a0), a1, a2, int(int32(a3)), a4, a5)
 	case unix.SYS_SENDMSG:
-		ret, err = sysSendmsg(int(a0), a1, int(int32(a2)))
+		ret, err = sockCalls.Sendmsg(int(a0), a1, int(int32(a2)))
 	case unix.SYS_RECVMSG:
-		ret, err = sysRecvmsg(int(a0), a1, int(int32(a2)))
+		ret, err = sockCalls.Recvmsg(int(a0), a1, int(int32(a2)))
 	case unix.SYS_READV:
 		ret, err = sysReadv(int(a0), a1, a2, false)
 	case unix.SYS_WRITEV:
@@ -257,17 +258,17 @@ func syscall(r *Regs) {
 	case unix.SYS_SPLICE, unix.SYS_SENDFILE:
 		err = abi.EINVAL // Go's io.Copy between sockets, and from files to them, falls back to read and write
 	case abi.SysNet:
-		err = sysNet(a0)
+		err = sockCalls.Net(a0)
 	case unix.SYS_GETRANDOM:
 		ret, err = sysGetrandom(a0, a1)
 	case abi.SysNICInfo:
-		err = sysNICInfo(a0)
+		err = nicDev.Info(a0)
 	case abi.SysNICSend:
-		err = sysNICSend(a0, a1)
+		err = nicDev.Send(a0, a1)
 	case abi.SysNICRecv:
-		ret, err = sysNICRecv(a0, a1)
+		ret, err = nicDev.Recv(a0, a1)
 	case abi.SysNICNotify:
-		err = sysNICNotify(int(int32(a0)))
+		err = nicDev.Notify(int(int32(a0)))
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysTrace, abi.SysTaskInfo, abi.SysUnmapped, abi.SysNumCPU, abi.SysNICInject,
 		abi.SysKStackTest, abi.SysProcRender:
 		ret, err = sysYolk(nr, a0, a1, a2, a3) // only for an image that asks (abi.TestCalls)
@@ -282,7 +283,7 @@ func syscall(r *Regs) {
 		// A write to a pipe without readers, or to a stream socket
 		// shut down for writing, also raises SIGPIPE.
 		sendSignal(t, int(unix.SIGPIPE), true)
-	} else if err == epipeQuiet {
+	} else if err == socket.EPIPEQuiet {
 		err = abi.EPIPE
 	}
 	if err != 0 {

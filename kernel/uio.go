@@ -13,15 +13,15 @@ import (
 type uio struct {
 	vec, cnt uintptr // the iovec entries not reached yet
 	base, n  uintptr // the rest of the current buffer
-	left     uintptr // the bytes still to move, at most maxRW
+	left     uintptr // the bytes still to move, at most mm.MaxRW
 	asked    uintptr // one buffer: its length as the program gave it
 	checked  bool    // the ranges were checked (userIov, or the handler)
 }
 
 // oneBuf is read's or write's buffer [p, p+n), of which one call moves at
-// most maxRW bytes (Linux's MAX_RW_COUNT); its range is not checked yet.
+// most mm.MaxRW bytes (Linux's MAX_RW_COUNT); its range is not checked yet.
 func oneBuf(p, n uintptr) uio {
-	k := min(n, maxRW)
+	k := min(n, mm.MaxRW)
 	return uio{base: p, n: k, left: k, asked: n}
 }
 

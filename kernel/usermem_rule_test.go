@@ -141,7 +141,7 @@ var userRuleAllowed = map[string]struct {
 	// analysis: what its callers pass is memory they already hold.
 	"kernel/userbuf.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
 	"kernel/userbuf.go: noEscapeP": {n: 1, sealed: true, why: whyNoEscape},
-	"kernel/net/io.go: noEscape":   {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/net/io.go: NoEscape":   {n: 1, sealed: true, why: whyNoEscape},
 
 	// The in-memory file system's pages and tables.
 	"kernel/fs/data.go: (*FS).block":      {n: 3, why: whyFS},

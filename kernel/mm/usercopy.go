@@ -22,6 +22,14 @@ import (
 // normally, so whatever lock its caller holds is released on the caller's
 // ordinary path; a fault anywhere else is still a kernel fault.
 
+// Bounds of one call's transfer: MaxRW is Linux's MAX_RW_COUNT, the
+// bytes one call moves at most; MaxIov is UIO_MAXIOV, the iovecs it
+// takes.
+const (
+	MaxRW  = 1<<31 - 1 - (PageSize - 1)
+	MaxIov = 1024
+)
+
 // Fixable reports whether a kernel-mode fault at addr, inside the user
 // copy, may be fixed up: an address of the areas' range (below it, the
 // image never faults for a checked range; above it, the kernel's own

@@ -60,7 +60,7 @@ func (n *Net[E]) seg(v *Iov, i int) (seg, bool) {
 		return seg{u: v.User, l: v.Len, user: true}, true
 	}
 	var e [16]byte
-	if n.env.CopyIn(noEscape(e[:]), v.Vec+uintptr(i)*16) != len(e) {
+	if n.env.CopyIn(NoEscape(e[:]), v.Vec+uintptr(i)*16) != len(e) {
 		return seg{}, false
 	}
 	l := binary.LittleEndian.Uint64(e[8:])
@@ -77,10 +77,11 @@ func (n *Net[E]) segs(v *Iov) int {
 	return v.N
 }
 
-// noEscape is b, hidden from escape analysis: Env's methods are called
+// NoEscape is b, hidden from escape analysis: Env's methods are called
 // through the type parameter's dictionary, so the compiler cannot see
-// that they do not keep b, and would move a local array to the heap.
-func noEscape(b []byte) []byte {
+// that they do not keep b, and would move a local array to the heap
+// (kernel/socket's Env too).
+func NoEscape(b []byte) []byte {
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), len(b))
 }

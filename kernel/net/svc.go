@@ -416,7 +416,7 @@ func (n *Net[E]) copyOut(v *Iov, off int, b []byte) bool {
 	if !ok || off+len(b) > b0.l {
 		return false
 	}
-	return n.segOut(b0, off, noEscape(b)) == len(b)
+	return n.segOut(b0, off, NoEscape(b)) == len(b)
 }
 
 // WireReserve is how many socket slots connections from the wire may

@@ -1,7 +1,7 @@
 // Package nettest runs the socket layer (kernel/net) on the host for the
 // tests of what sits on it: a Net with an Env of pages from an arena, and
 // the kernel's side of the TCP/IP service's private calls (abi.SysNet,
-// abi.SysNIC*, as kernel/sys_netsvc.go and kernel/sys_nic.go answer them)
+// abi.SysNIC*, as kernel/socket/svc.go and kernel/nic answer them)
 // with a NIC whose wire is the test's. netsvc's hosted tests run the
 // service against it.
 //
@@ -267,7 +267,7 @@ func (k *Kernel) NICRecv(b []byte) (int, syscall.Errno) {
 	return n, 0
 }
 
-// Net is abi.SysNet, as kernel/sys_netsvc.go answers it; buf is the
+// Net is abi.SysNet, as kernel/socket/svc.go answers it; buf is the
 // buffer the call names.
 func (k *Kernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
 	if c.Op == abi.NetUp {

@@ -1,8 +1,7 @@
-package kernel
+package socket
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -14,32 +13,14 @@ import (
 // Control messages on AF_UNIX sockets (SCM_RIGHTS, SCM_CREDENTIALS): the
 // program's cmsghdr chains read and written as Linux's __scm_send,
 // put_cmsg and scm_detach_fds do; the descriptors in flight are package
-// net's (kernel/net/scm.go), each holding a reference to its object: an
-// fs open file, a socket, or the console (which has no state).
-
-// Kinds of descriptors in flight besides net.KindSocket.
-const (
-	scmFile    = 2 // an fs open file (fileFS)
-	scmConsole = 3
-)
+// net's (kernel/net/scm.go), each holding a reference to its object,
+// which the kernel takes and installs (Env.FDRef, InstallRef, CloseRef).
 
 const (
 	cmsgHdrLen = 16     // sizeof(struct cmsghdr)
 	optmemMax  = 131072 // net.core.optmem_max: sendmsg's control buffer bound (ENOBUFS)
 	ourPid     = 1
 )
-
-func (netenv) Hold(kind, h int) {
-	if kind == scmFile {
-		vfs.Ref(h)
-	}
-}
-
-func (netenv) Drop(kind, h int) {
-	if kind == scmFile {
-		vfs.Close(h)
-	}
-}
 
 func cmsgAlign(n uintptr) uintptr { return (n + 7) &^ 7 }
 
@@ -52,7 +33,7 @@ func cmsgAlign(n uintptr) uintptr { return (n + 7) &^ 7 }
 // ids are not EPERM: Linux lets a process with CAP_SETUID and
 // CAP_SETGID claim any. Other levels are skipped, as Linux's. On error
 // the caller drops what c holds (CtlDrop).
-func scmSend(h *msghdr, c *net.Ctl) abi.Errno {
+func (k Calls[E]) scmSend(h *msghdr, c *net.Ctl) abi.Errno {
 	size := h.controllen
 	if size > 1<<31-1 || size > optmemMax {
 		return abi.Errno(unix.ENOBUFS)
@@ -83,7 +64,7 @@ func scmSend(h *msghdr, c *net.Ctl) abi.Errno {
 			}
 			switch typ {
 			case unix.SCM_RIGHTS:
-				if e := scmRights(b[cmsgHdrLen:clen], c); e != 0 {
+				if e := k.scmRights(b[cmsgHdrLen:clen], c); e != 0 {
 					return e
 				}
 			case unix.SCM_CREDENTIALS:
@@ -110,7 +91,7 @@ func scmSend(h *msghdr, c *net.Ctl) abi.Errno {
 }
 
 // scmRights adds the descriptors in b to c (Linux's scm_fp_copy).
-func scmRights(b []byte, c *net.Ctl) abi.Errno {
+func (k Calls[E]) scmRights(b []byte, c *net.Ctl) abi.Errno {
 	num := len(b) / 4
 	if num <= 0 {
 		return 0
@@ -120,70 +101,25 @@ func scmRights(b []byte, c *net.Ctl) abi.Errno {
 	}
 	for i := 0; i < num; i++ {
 		fd := int(int32(binary.LittleEndian.Uint32(b[4*i:])))
-		kind, h, e := fdRef(fd)
+		kind, h, e := k.env().FDRef(fd)
 		if e != 0 {
 			return e
 		}
-		if ne := sockets.CtlAdd(c, kind, h); ne != 0 {
+		if ne := k.socks().CtlAdd(c, kind, h); ne != 0 {
 			return abi.Errno(ne)
 		}
 	}
 	return 0
 }
 
-// fdRef is the object behind fd as a descriptor in flight, with a
-// reference of its own.
-func fdRef(fd int) (kind, h int, e abi.Errno) {
-	if fd < 0 || fd >= len(files) {
-		return 0, 0, abi.EBADF
-	}
-	fileLock.Lock()
-	defer fileLock.Unlock()
-	f := &files[fd]
-	switch f.kind {
-	case fileFS:
-		vfs.Ref(int(f.h))
-		return scmFile, int(f.h), 0
-	case fileSocket:
-		sockets.Ref(int(f.h))
-		return net.KindSocket, int(f.h), 0
-	case fileConsole:
-		return scmConsole, 0, 0
-	case fileFree:
-		return 0, 0, abi.EBADF
-	}
-	return 0, 0, abi.EINVAL // epoll and eventfd descriptors are the runtime's own
-}
-
-// scmInstall gives the object of a descriptor in flight a descriptor.
-func scmInstall(kind, h int) (uintptr, abi.Errno) {
-	switch kind {
-	case scmFile:
-		return installHandle(fileFS, h)
-	case net.KindSocket:
-		return installHandle(fileSocket, h)
-	}
-	return allocFD(fileConsole, 0, 0)
-}
-
-// scmClose drops the reference of a descriptor in flight.
-func scmClose(kind, h int) {
-	switch kind {
-	case scmFile:
-		closeHandle(fileFS, h)
-	case net.KindSocket:
-		closeHandle(fileSocket, h)
-	}
-}
-
-// scmDiscard closes the descriptors m received.
-func scmDiscard(m *net.Msg) {
+// discard closes the descriptors m received.
+func (k Calls[E]) discard(m *net.Msg) {
 	for {
-		kind, h, ok := sockets.TakeFD(&m.FDs)
+		kind, h, ok := k.socks().TakeFD(&m.FDs)
 		if !ok {
 			return
 		}
-		scmClose(kind, h)
+		k.env().CloseRef(kind, h)
 	}
 }
 
@@ -218,10 +154,10 @@ func (o *cmsgOut) put(typ int32, data []byte) {
 	o.room -= adv
 }
 
-// rights installs m's descriptors, as many as the room takes, and writes
-// their SCM_RIGHTS message (Linux's scm_detach_fds); the rest are closed
-// and the message is MSG_CTRUNC.
-func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
+// rights installs m's descriptors, as many as o's room takes, and
+// writes their SCM_RIGHTS message (Linux's scm_detach_fds); the rest are
+// closed and the message is MSG_CTRUNC.
+func (k Calls[E]) rights(o *cmsgOut, m *net.Msg, cloexec bool) {
 	fdmax := 0
 	if o.room > cmsgHdrLen {
 		fdmax = int((o.room - cmsgHdrLen) / 4)
@@ -233,16 +169,13 @@ func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
 	}
 	i := 0
 	for ; i < fdmax; i++ {
-		kind, h, ok := sockets.TakeFD(&m.FDs)
+		kind, h, ok := k.socks().TakeFD(&m.FDs)
 		if !ok {
 			break
 		}
-		fd, e := scmInstall(kind, h)
+		fd, e := k.env().InstallRef(kind, h, cloexec)
 		if e != 0 {
 			break
-		}
-		if cloexec {
-			atomic.StoreUint32(&files[fd].fdfl, unix.FD_CLOEXEC)
 		}
 		binary.LittleEndian.PutUint32(b[cmsgHdrLen+4*i:], uint32(fd))
 	}
@@ -260,7 +193,7 @@ func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
 	if i < m.NFD {
 		o.flags |= unix.MSG_CTRUNC
 	}
-	scmDiscard(m)
+	k.discard(m)
 }
 
 // scmRecv writes m's control data to h's control buffer (Linux's
@@ -268,13 +201,13 @@ func (o *cmsgOut) rights(m *net.Msg, cloexec bool) {
 // the descriptors; no buffer at all is MSG_CTRUNC if there was
 // anything) and returns the flags it adds; h.controllen becomes the
 // length written.
-func scmRecv(h *msghdr, m *net.Msg, cloexec bool) int32 {
+func (k Calls[E]) scmRecv(h *msghdr, m *net.Msg, cloexec bool) int32 {
 	o := cmsgOut{p: h.control, room: h.controllen}
 	if o.p == 0 {
 		if m.Cred.On || m.FDs != 0 {
 			o.flags |= unix.MSG_CTRUNC
 		}
-		scmDiscard(m)
+		k.discard(m)
 		h.controllen = 0
 		return o.flags
 	}
@@ -286,7 +219,7 @@ func scmRecv(h *msghdr, m *net.Msg, cloexec bool) int32 {
 		o.put(unix.SCM_CREDENTIALS, c[:])
 	}
 	if m.FDs != 0 {
-		o.rights(m, cloexec)
+		k.rights(&o, m, cloexec)
 	}
 	h.controllen = o.p - h.control
 	return o.flags

@@ -1,4 +1,4 @@
-package kernel
+package socket
 
 import (
 	"unsafe"
@@ -6,10 +6,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
-	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/net"
 )
+
+// The socket calls, each as Linux's: its arguments checked in Linux's
+// order, the socket held for the call (Env.Get, put).
 
 // sockType splits socket's type argument into the type and its flags:
 // EINVAL for flags other than SOCK_NONBLOCK and SOCK_CLOEXEC.
@@ -32,19 +34,21 @@ func sockType(domain, typ int) (int, bool, abi.Errno) {
 	return t, typ&unix.SOCK_NONBLOCK != 0, 0
 }
 
-func sysSocket(domain, typ, proto int) (uintptr, abi.Errno) {
+func (k Calls[E]) Socket(domain, typ, proto int) (uintptr, abi.Errno) {
+	socks := k.socks()
 	t, nb, e := sockType(domain, typ)
 	if e != 0 {
 		return 0, e
 	}
-	s, ne := sockets.Socket(domain, t, proto, nb)
+	s, ne := socks.Socket(domain, t, proto, nb)
 	if ne != 0 {
 		return 0, abi.Errno(ne)
 	}
-	return installSocket(s)
+	return k.env().Install(s)
 }
 
-func sysSocketpair(domain, typ, proto int, sv uintptr) abi.Errno {
+func (k Calls[E]) Socketpair(domain, typ, proto int, sv uintptr) abi.Errno {
+	socks := k.socks()
 	t, nb, e := sockType(domain, typ)
 	if e != 0 {
 		return e
@@ -55,82 +59,85 @@ func sysSocketpair(domain, typ, proto int, sv uintptr) abi.Errno {
 	if !mm.UserW(sv, 8) {
 		return abi.EFAULT
 	}
-	a, b, ne := sockets.Pair(t, proto, nb)
+	a, b, ne := socks.Pair(t, proto, nb)
 	if ne != 0 {
 		return abi.Errno(ne)
 	}
-	return installPair(fileSocket, a, b, sv)
+	return k.env().InstallPair(a, b, sv)
 }
 
-// sockGetAddr is sockGet(fd) and the program's sockaddr (sockaddr), as
+// getAddr is Env.Get(fd) and the program's sockaddr (sockaddr), as
 // bind and connect take them; on error it holds no reference.
-func sockGetAddr(fd int, p, n uintptr) (int, sockaddrBuf, abi.Errno) {
-	s, e := sockGet(fd)
+func (k Calls[E]) getAddr(fd int, p, n uintptr) (int, sockaddrBuf, abi.Errno) {
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return -1, sockaddrBuf{}, e
 	}
 	sa, e := sockaddr(p, n)
 	if e != 0 {
-		sockPut(s)
+		k.put(s)
 		return -1, sa, e
 	}
 	return s, sa, 0
 }
 
-func sysBind(fd int, p, n uintptr) abi.Errno {
-	s, sa, e := sockGetAddr(fd, p, n)
+func (k Calls[E]) Bind(fd int, p, n uintptr) abi.Errno {
+	socks := k.socks()
+	s, sa, e := k.getAddr(fd, p, n)
 	if e != 0 {
 		return e
 	}
-	defer sockPut(s)
-	switch sockets.Family(s) {
+	defer k.put(s)
+	switch socks.Family(s) {
 	case unix.AF_NETLINK:
-		return abi.Errno(sockets.BindNL(s, sa.bytes()))
+		return abi.Errno(socks.BindNL(s, sa.bytes()))
 	case unix.AF_INET, unix.AF_INET6:
-		return abi.Errno(sockets.BindInet(s, sa.bytes()))
+		return abi.Errno(socks.BindInet(s, sa.bytes()))
 	}
 	kind, name, ne := net.ParseAddr(sa.bytes())
 	switch {
 	case ne != 0:
 	case kind == net.AddrAuto:
-		ne = sockets.Autobind(s)
+		ne = socks.Autobind(s)
 	case kind == net.AddrAbstract:
-		ne = sockets.BindAbstract(s, name)
+		ne = socks.BindAbstract(s, name)
 	default:
 		// As Linux: the node first (EADDRINUSE if the path exists),
 		// then the socket's name; a socket already named takes the
 		// node away again.
-		if ne = vfs.BindSocket(fs.AtCWD, name, 0o777, sockets.ID(s)); ne == 0 {
-			if ne = sockets.BindPath(s, name); ne != 0 {
-				vfs.Unlink(fs.AtCWD, name, 0)
+		if ne = k.env().BindPath(net.NoEscape(name), socks.ID(s)); ne == 0 {
+			if ne = socks.BindPath(s, name); ne != 0 {
+				k.env().UnbindPath(net.NoEscape(name))
 			}
 		}
 	}
 	return abi.Errno(ne)
 }
 
-func sysListen(fd, backlog int) abi.Errno {
-	s, e := sockGet(fd)
+func (k Calls[E]) Listen(fd, backlog int) abi.Errno {
+	socks := k.socks()
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return e
 	}
 	if uint32(backlog) > net.SomaxConn {
 		backlog = net.SomaxConn
 	}
-	e = abi.Errno(sockets.Listen(s, backlog))
-	sockPut(s)
+	e = abi.Errno(socks.Listen(s, backlog))
+	k.put(s)
 	return e
 }
 
-func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
+func (k Calls[E]) Accept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
+	socks := k.socks()
 	if flags&^(unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC) != 0 {
 		return 0, abi.EINVAL
 	}
-	s, e := sockGet(fd)
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return 0, e
 	}
-	defer sockPut(s)
+	defer k.put(s)
 	// The address's memory is checked first: a connection taken off
 	// the queue is not lost to a bad pointer or a negative length
 	// (Linux's move_addr_to_user, which says EINVAL for that, after the
@@ -146,7 +153,7 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 			return 0, abi.EINVAL
 		}
 		least := int32(2)
-		switch sockets.Family(s) {
+		switch socks.Family(s) {
 		case unix.AF_INET:
 			least = unix.SizeofSockaddrInet4
 		case unix.AF_INET6:
@@ -156,12 +163,12 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 			return 0, abi.EFAULT
 		}
 	}
-	nb := sockets.Nonblocking(s)
-	deadline := sockDeadline(s, false)
+	nb := socks.Nonblocking(s)
+	deadline := k.deadline(s, false)
 	for {
-		c, w, ne := sockets.Accept(s)
+		c, w, ne := socks.Accept(s)
 		if ne == unix.EAGAIN && !nb {
-			if be := sockBlock(w, deadline); be == 0 {
+			if be := k.env().Block(w, deadline); be == 0 {
 				continue
 			} else if be != abi.EAGAIN {
 				return 0, be
@@ -170,14 +177,14 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 		if ne != 0 {
 			return 0, abi.Errno(ne)
 		}
-		sockets.SetNonblocking(c, flags&unix.SOCK_NONBLOCK != 0)
-		nfd, e := installSocket(c)
+		socks.SetNonblocking(c, flags&unix.SOCK_NONBLOCK != 0)
+		nfd, e := k.env().Install(c)
 		if e == 0 && p != 0 {
-			if e = putSockaddr(c, true, p, lp); e != 0 {
+			if e = k.putSockaddr(c, true, p, lp); e != 0 {
 				// Unmapped (or the length made negative) while it
 				// waited: the connection is dropped, as Linux's
 				// accept4 drops it when the copy fails.
-				sysClose(int(nfd))
+				k.env().CloseFD(int(nfd))
 				return 0, e
 			}
 		}
@@ -185,40 +192,41 @@ func sysAccept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 	}
 }
 
-func sysGetsockname(fd int, p, lp uintptr, peer bool) abi.Errno {
-	s, e := sockGet(fd)
+func (k Calls[E]) Getsockname(fd int, p, lp uintptr, peer bool) abi.Errno {
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return e
 	}
-	e = putSockaddr(s, peer, p, lp)
-	sockPut(s)
+	e = k.putSockaddr(s, peer, p, lp)
+	k.put(s)
 	return e
 }
 
-func sysConnect(fd int, p, n uintptr) abi.Errno {
-	s, sa, e := sockGetAddr(fd, p, n)
+func (k Calls[E]) Connect(fd int, p, n uintptr) abi.Errno {
+	socks := k.socks()
+	s, sa, e := k.getAddr(fd, p, n)
 	if e != 0 {
 		return e
 	}
-	defer sockPut(s)
-	if sockets.Family(s) == unix.AF_NETLINK {
-		return abi.Errno(sockets.ConnectNL(s, sa.bytes()))
+	defer k.put(s)
+	if socks.Family(s) == unix.AF_NETLINK {
+		return abi.Errno(socks.ConnectNL(s, sa.bytes()))
 	}
 	var a net.Addr
 	ap := &a
-	if sockets.Family(s) != unix.AF_UNIX {
+	if socks.Family(s) != unix.AF_UNIX {
 		a.Raw = sa.bytes()
-	} else if sockets.Type(s) == unix.SOCK_DGRAM && sa.n >= 2 && sa.b[0] == unix.AF_UNSPEC && sa.b[1] == 0 {
+	} else if socks.Type(s) == unix.SOCK_DGRAM && sa.n >= 2 && sa.b[0] == unix.AF_UNSPEC && sa.b[1] == 0 {
 		ap = nil // disconnect
-	} else if a, e = peerAddr(sa.bytes()); e != 0 {
+	} else if a, e = k.peerAddr(sa.bytes()); e != 0 {
 		return e
 	}
-	nb := sockets.Nonblocking(s)
-	deadline := sockDeadline(s, true)
+	nb := socks.Nonblocking(s)
+	deadline := k.deadline(s, true)
 	for {
-		w, ne := sockets.Connect(s, ap)
+		w, ne := socks.Connect(s, ap)
 		if ne == unix.EAGAIN && !nb {
-			be := sockBlock(w, deadline)
+			be := k.env().Block(w, deadline)
 			switch {
 			case be == 0:
 				continue
@@ -232,26 +240,28 @@ func sysConnect(fd int, p, n uintptr) abi.Errno {
 	}
 }
 
-func sysShutdown(fd, how int) abi.Errno {
-	s, e := sockGet(fd)
+func (k Calls[E]) Shutdown(fd, how int) abi.Errno {
+	socks := k.socks()
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return e
 	}
-	e = abi.Errno(sockets.Shutdown(s, how))
-	sockPut(s)
+	e = abi.Errno(socks.Shutdown(s, how))
+	k.put(s)
 	return e
 }
 
-func sysSetsockopt(fd, level, name int, p, n uintptr) abi.Errno {
-	s, e := sockGet(fd)
+func (k Calls[E]) Setsockopt(fd, level, name int, p, n uintptr) abi.Errno {
+	socks := k.socks()
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return e
 	}
-	defer sockPut(s)
+	defer k.put(s)
 	if int32(n) < 0 {
 		return abi.EINVAL
 	}
-	if level != unix.SOL_SOCKET && sockets.Family(s) == unix.AF_UNIX {
+	if level != unix.SOL_SOCKET && socks.Family(s) == unix.AF_UNIX {
 		return abi.Errno(unix.EOPNOTSUPP)
 	}
 	if n < 4 {
@@ -261,21 +271,22 @@ func sysSetsockopt(fd, level, name int, p, n uintptr) abi.Errno {
 	if e := mm.CopyIn(v[:min(n, 16)], p); e != 0 {
 		return e
 	}
-	return abi.Errno(sockets.Setsockopt(s, level, name, v[:min(n, 16)]))
+	return abi.Errno(socks.Setsockopt(s, level, name, v[:min(n, 16)]))
 }
 
-func sysGetsockopt(fd, level, name int, p, lp uintptr) abi.Errno {
-	s, e := sockGet(fd)
+func (k Calls[E]) Getsockopt(fd, level, name int, p, lp uintptr) abi.Errno {
+	socks := k.socks()
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return e
 	}
-	defer sockPut(s)
+	defer k.put(s)
 	l, e := userLen(lp)
 	if e != 0 {
 		return e
 	}
 	var v [16]byte
-	c, ne := sockets.Getsockopt(s, level, name, &v)
+	c, ne := socks.Getsockopt(s, level, name, &v)
 	if ne != 0 {
 		return abi.Errno(ne)
 	}
@@ -283,29 +294,30 @@ func sysGetsockopt(fd, level, name int, p, lp uintptr) abi.Errno {
 	return copyLen(v[:c], p, lp, c)
 }
 
-// sockGetBuf is the program's buffer of n bytes at p, cut at maxRW
-// (write: the kernel fills it), as an Iov, and sockGet(fd), checked in
+// getBuf is the program's buffer of n bytes at p, cut at mm.MaxRW
+// (write: the kernel fills it), as an Iov, and Env.Get(fd), checked in
 // that order as sendto and recvfrom do; on error it holds no reference.
-func sockGetBuf(fd int, p, n uintptr, write bool) (int, net.Iov, abi.Errno) {
-	if !userRange(p, n, write) {
+func (k Calls[E]) getBuf(fd int, p, n uintptr, write bool) (int, net.Iov, abi.Errno) {
+	if !k.env().UserRange(p, n, write) {
 		return -1, net.Iov{}, abi.EFAULT
 	}
-	s, e := sockGet(fd)
-	return s, net.Iov{User: p, Len: int(min(n, maxRW))}, e
+	s, e := k.env().Get(fd)
+	return s, net.Iov{User: p, Len: int(min(n, mm.MaxRW))}, e
 }
 
-func sysSendto(fd int, p, n uintptr, flags int, ap, an uintptr) (uintptr, abi.Errno) {
-	s, v, e := sockGetBuf(fd, p, n, false)
+func (k Calls[E]) Sendto(fd int, p, n uintptr, flags int, ap, an uintptr) (uintptr, abi.Errno) {
+	s, v, e := k.getBuf(fd, p, n, false)
 	if e != 0 {
 		return 0, e
 	}
-	defer sockPut(s)
-	return sendTo(s, &v, flags, ap, an, nil)
+	defer k.put(s)
+	return k.sendTo(s, &v, flags, ap, an, nil)
 }
 
 // sendTo sends with an address, if ap is not 0: a stream socket refuses
 // any (net), a seqpacket socket ignores it, a datagram socket resolves it.
-func sendTo(s int, v *net.Iov, flags int, ap, an uintptr, c *net.Ctl) (uintptr, abi.Errno) {
+func (k Calls[E]) sendTo(s int, v *net.Iov, flags int, ap, an uintptr, c *net.Ctl) (uintptr, abi.Errno) {
+	socks := k.socks()
 	var a net.Addr
 	var to *net.Addr
 	if ap != 0 && an != 0 {
@@ -314,29 +326,29 @@ func sendTo(s int, v *net.Iov, flags int, ap, an uintptr, c *net.Ctl) (uintptr, 
 			return 0, e
 		}
 		to = &a
-		if sockets.Family(s) != unix.AF_UNIX {
+		if socks.Family(s) != unix.AF_UNIX {
 			a.Raw = sa.bytes()
-		} else if sockets.Type(s) == unix.SOCK_DGRAM {
-			if a, e = peerAddr(sa.bytes()); e != 0 {
+		} else if socks.Type(s) == unix.SOCK_DGRAM {
+			if a, e = k.peerAddr(sa.bytes()); e != 0 {
 				return 0, e
 			}
 		}
 	}
-	return sockSend(s, v, flags, to, c)
+	return k.send(s, v, flags, to, c)
 }
 
-func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.Errno) {
-	s, v, e := sockGetBuf(fd, p, n, true)
+func (k Calls[E]) Recvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.Errno) {
+	s, v, e := k.getBuf(fd, p, n, true)
 	if e != 0 {
 		return 0, e
 	}
-	defer sockPut(s)
+	defer k.put(s)
 	if ap != 0 && !mm.UserW(lp, 4) {
 		return 0, abi.EFAULT
 	}
 	var m net.Msg
-	e = sockRecv(s, &v, flags, &m)
-	scmDiscard(&m) // no control buffer: descriptors received are closed, as Linux's scm_recv
+	e = k.recv(s, &v, flags, &m)
+	k.discard(&m) // no control buffer: descriptors received are closed, as Linux's scm_recv
 	if e != 0 {
 		return 0, e
 	}
@@ -348,35 +360,36 @@ func sysRecvfrom(fd int, p, n uintptr, flags int, ap, lp uintptr) (uintptr, abi.
 	return uintptr(m.N), 0
 }
 
-// sockGetMsg is sockGet(fd), then the program's msghdr at p and its
+// getMsg is Env.Get(fd), then the program's msghdr at p and its
 // iovecs (write: recvmsg fills them and the header); on error it holds no
 // reference.
-func sockGetMsg(fd int, p uintptr, write bool) (int, msghdr, net.Iov, abi.Errno) {
-	s, e := sockGet(fd)
+func (k Calls[E]) getMsg(fd int, p uintptr, write bool) (int, msghdr, net.Iov, abi.Errno) {
+	s, e := k.env().Get(fd)
 	if e != 0 {
 		return -1, msghdr{}, net.Iov{}, e
 	}
-	h, v, e := userMsghdr(p, write)
+	h, v, e := k.userMsghdr(p, write)
 	if e != 0 {
-		sockPut(s)
+		k.put(s)
 		return -1, msghdr{}, net.Iov{}, e
 	}
 	return s, h, v, 0
 }
 
-func sysSendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
-	s, h, v, e := sockGetMsg(fd, p, false)
+func (k Calls[E]) Sendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
+	socks := k.socks()
+	s, h, v, e := k.getMsg(fd, p, false)
 	if e != 0 {
 		return 0, e
 	}
-	defer sockPut(s)
+	defer k.put(s)
 	var c net.Ctl
 	if h.controllen != 0 {
-		if sockets.Family(s) != unix.AF_UNIX {
+		if socks.Family(s) != unix.AF_UNIX {
 			return 0, abi.Errno(unix.EOPNOTSUPP) // not yet for other families
 		}
-		if e = scmSend(&h, &c); e != 0 {
-			sockets.CtlDrop(&c)
+		if e = k.scmSend(&h, &c); e != 0 {
+			socks.CtlDrop(&c)
 			return 0, e
 		}
 	}
@@ -384,20 +397,20 @@ func sysSendmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 	if h.name == 0 {
 		an = 0
 	}
-	r, e := sendTo(s, &v, flags, h.name, min(an, 128), &c)
-	sockets.CtlDrop(&c) // what the message did not take
+	r, e := k.sendTo(s, &v, flags, h.name, min(an, 128), &c)
+	socks.CtlDrop(&c) // what the message did not take
 	return r, e
 }
 
-func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
-	s, h, v, e := sockGetMsg(fd, p, true)
+func (k Calls[E]) Recvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
+	s, h, v, e := k.getMsg(fd, p, true)
 	if e != 0 {
 		return 0, e
 	}
-	defer sockPut(s)
+	defer k.put(s)
 	var m net.Msg
-	if e = sockRecv(s, &v, flags&^unix.MSG_CMSG_CLOEXEC, &m); e != 0 {
-		scmDiscard(&m)
+	if e = k.recv(s, &v, flags&^unix.MSG_CMSG_CLOEXEC, &m); e != 0 {
+		k.discard(&m)
 		return 0, e
 	}
 	if h.name != 0 {
@@ -406,11 +419,11 @@ func sysRecvmsg(fd int, p uintptr, flags int) (uintptr, abi.Errno) {
 			c = 0
 		}
 		if e := mm.CopyOut(h.name, m.Addr[:c]); e != 0 {
-			scmDiscard(&m)
+			k.discard(&m)
 			return 0, e
 		}
 	}
-	cf := scmRecv(&h, &m, flags&unix.MSG_CMSG_CLOEXEC != 0)
+	cf := k.scmRecv(&h, &m, flags&unix.MSG_CMSG_CLOEXEC != 0)
 	// The header goes back as Linux's ___sys_recvmsg writes it: the
 	// name's and the control data's lengths and the flags.
 	e1 := mm.Put(p+unsafe.Offsetof(h.namelen), uint32(m.AddrLen))

@@ -1,0 +1,244 @@
+// Package nic is the machine's network device as the network service
+// sees it: one virtio-net NIC (drivers/virtionet), its interrupt handler,
+// which moves received frames into the driver's ring and signals the
+// eventfd the service named (SysNICNotify), which its goroutine waits on
+// through Go's netpoller, and the NIC's private calls (abi.SysNIC*):
+// frames in and out without a system call per frame on the receive
+// side. Production calls: not gated by abi.TestCalls (Inject is a test
+// call, which the kernel gates).
+//
+// Finding the device at boot, routing its interrupt and the line the
+// console prints are the kernel's (nic_$GOARCH.go, nic.go, virtio.go);
+// so are descriptors and the command line's address, which it reaches
+// through its type parameter (Env, an empty struct in kernel/).
+//
+// Kernel-context Go, as package kernel: nothing here allocates on the
+// Go heap, stores a Go pointer into memory or calls the runtime's
+// scheduler. kernel/kcontext_test.go checks this on a built image.
+package nic
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"yolk/drivers/virtio"
+	"yolk/drivers/virtionet"
+	"yolk/kernel/abi"
+	"yolk/kernel/mm"
+	"yolk/sched"
+)
+
+// Env is what the kernel supplies. It must be a value type without
+// pointers (in the kernel an empty struct).
+type Env interface {
+	virtionet.Mem // the driver's queues and buffers
+	// IsEventfd reports whether descriptor fd is an eventfd.
+	IsEventfd(fd int) bool
+	// Signal adds 1 to eventfd fd, as a write(2) of 1 would, if fd is
+	// an eventfd still (one the program closed and reused for another
+	// eventfd gets the wake-up instead, which costs it a spurious read
+	// and nothing else). It is called from the interrupt handler.
+	Signal(fd int)
+	// Conf is the address the command line gave (yolk.net).
+	Conf() Conf
+}
+
+// Conf is yolk.net=ADDR/PREFIX,GATEWAY[,DNS]: Prefix 0 for none.
+type Conf struct {
+	Addr, Gateway, DNS [4]byte
+	Prefix             int
+}
+
+// NIC is the network device and the service's eventfd.
+type NIC[E Env] struct {
+	env  E
+	dev  virtionet.NIC
+	lock sched.TWALock // every call on dev: the handler and the system calls run on different CPUs
+	// eventfd is 1 + the eventfd descriptor the handler signals, 0 for
+	// none (atomic).
+	eventfd int32
+}
+
+// Open opens the network device d (at boot, before the service runs):
+// te says more of a transport error.
+func (n *NIC[E]) Open(d virtio.Device, te *virtio.Error) virtionet.Error {
+	return virtionet.Open(&n.dev, d, n.env, te)
+}
+
+// Present reports whether there is a NIC; MAC and LinkUp are its
+// address and its link's state (at boot: Addr under the lock).
+func (n *NIC[E]) Present() bool { return n.dev.Present() }
+func (n *NIC[E]) MAC() [6]byte  { return n.dev.MAC() }
+func (n *NIC[E]) LinkUp() bool  { return n.dev.LinkUp() }
+
+// Addr is the NIC's MAC address and whether there is one.
+func (n *NIC[E]) Addr() (mac [6]byte, present bool) {
+	n.lock.Lock()
+	mac, present = n.dev.MAC(), n.dev.Present()
+	n.lock.Unlock()
+	return mac, present
+}
+
+// Interrupt is the NIC's interrupt handler (the caller ends the
+// interrupt at the controller): frames into the ring, buffers back to the
+// device, and the service's eventfd signalled if anything arrived.
+func (n *NIC[E]) Interrupt() {
+	n.lock.Lock()
+	got := n.dev.Interrupt()
+	n.lock.Unlock()
+	if got > 0 {
+		n.signal()
+	}
+}
+
+// signal adds 1 to the service's eventfd.
+func (n *NIC[E]) signal() {
+	fd := int(atomic.LoadInt32(&n.eventfd)) - 1
+	if fd < 0 {
+		return
+	}
+	n.env.Signal(fd)
+}
+
+// Info is abi.SysNICInfo: the NIC's state and counters, and the
+// command line's address, into the program's NICInfo at p.
+func (n *NIC[E]) Info(p uintptr) abi.Errno {
+	if !mm.UserW(p, unsafe.Sizeof(abi.NICInfo{})) {
+		return abi.EFAULT
+	}
+	var in abi.NICInfo
+	n.lock.Lock()
+	if n.dev.Present() {
+		in.Present = 1
+		if n.dev.LinkUp() {
+			in.LinkUp = 1
+		}
+		if n.dev.IsPCI() {
+			in.PCI = 1
+		}
+		in.MAC = n.dev.MAC()
+		in.MTU = virtionet.MTU
+		s := n.dev.Stats()
+		in.RxFrames, in.TxFrames, in.Dropped, in.Interrupts, in.TxFull = s.RxFrames, s.TxFrames, s.Dropped, s.Interrupts, s.TxFull
+	}
+	n.lock.Unlock()
+	if c := n.env.Conf(); c.Prefix != 0 {
+		in.Prefix, in.Addr, in.Gateway, in.DNS = uint32(c.Prefix), c.Addr, c.Gateway, c.DNS
+	}
+	return mm.Put(p, in)
+}
+
+// Send is abi.SysNICSend: the program's frame of n bytes at p out.
+func (n *NIC[E]) Send(p, size uintptr) abi.Errno {
+	if size < virtionet.MinFrame || size > virtionet.MaxFrame {
+		return abi.EINVAL
+	}
+	if !mm.UserOK(p, size) {
+		return abi.EFAULT
+	}
+	var buf [virtionet.MaxFrame]byte
+	if e := mm.CopyIn(buf[:size], p); e != 0 { // before the lock: the copy may fault a page in
+		return e
+	}
+	n.lock.Lock()
+	e := virtionet.ErrBroken
+	if n.dev.Present() {
+		e = n.dev.Send(buf[:size])
+	}
+	n.lock.Unlock()
+	switch e {
+	case virtionet.OK:
+		return 0
+	case virtionet.ErrFull:
+		return abi.EAGAIN
+	}
+	return abi.ENODEV
+}
+
+// Recv is abi.SysNICRecv: it moves waiting frames into the program's
+// buffer of size bytes at p as records, through a bounce buffer on the
+// kernel stack (the user copy is made without the lock held, since it
+// may fault a page in).
+func (n *NIC[E]) Recv(p, size uintptr) (uintptr, abi.Errno) {
+	if size < abi.NICRecordMax {
+		return 0, abi.EINVAL
+	}
+	size = min(size, 1<<20)
+	if !mm.UserW(p, size) {
+		return 0, abi.EFAULT
+	}
+	if !n.dev.Present() {
+		return 0, abi.ENODEV
+	}
+	var bounce [abi.NICRecordMax + 512]byte
+	done := uintptr(0)
+	for size-done >= abi.NICRecordAlign+virtionet.MinFrame {
+		n.lock.Lock()
+		used, _ := n.dev.RecvRecords(bounce[:min(uintptr(len(bounce)), size-done)])
+		n.lock.Unlock()
+		if used == 0 {
+			break
+		}
+		if mm.CopyOut(p+done, bounce[:used]) != 0 {
+			if done > 0 {
+				return done, 0
+			}
+			return 0, abi.EFAULT // the frames are lost, as a full ring's
+		}
+		done += uintptr(used)
+	}
+	if done == 0 {
+		return 0, abi.EAGAIN
+	}
+	return done, 0
+}
+
+// Notify is abi.SysNICNotify: the eventfd the handler signals (-1:
+// none).
+func (n *NIC[E]) Notify(fd int) abi.Errno {
+	if fd == -1 {
+		atomic.StoreInt32(&n.eventfd, 0)
+		return 0
+	}
+	if !n.dev.Present() {
+		return abi.ENODEV
+	}
+	if !n.env.IsEventfd(fd) {
+		return abi.EBADF
+	}
+	atomic.StoreInt32(&n.eventfd, int32(fd)+1)
+	n.lock.Lock()
+	pending := n.dev.Pending()
+	n.lock.Unlock()
+	if pending > 0 {
+		n.signal() // frames that came before: the service looks at once
+	}
+	return 0
+}
+
+// Inject is the test call (abi.SysNICInject) that makes a frame arrive
+// as if the device had received it, for tests of the receive path with
+// frames the wire would not carry.
+func (n *NIC[E]) Inject(p, size uintptr) abi.Errno {
+	if size < virtionet.MinFrame || size > virtionet.MaxFrame {
+		return abi.EINVAL
+	}
+	if !mm.UserOK(p, size) {
+		return abi.EFAULT
+	}
+	if !n.dev.Present() {
+		return abi.ENODEV
+	}
+	var buf [virtionet.MaxFrame]byte
+	if e := mm.CopyIn(buf[:size], p); e != 0 {
+		return e
+	}
+	n.lock.Lock()
+	ok := n.dev.Inject(buf[:size])
+	n.lock.Unlock()
+	if !ok {
+		return abi.EAGAIN
+	}
+	n.signal()
+	return 0
+}
