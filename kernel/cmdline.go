@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"yolk/kernel/calllog"
 	"yolk/kernel/cmdline"
 	"yolk/sched"
 )
@@ -75,11 +76,11 @@ func (cenv) MMIODevice(base, irq uint64) {
 func kernelOption(opt []byte) {
 	switch string(opt) {
 	case "strace=1":
-		strace = true
+		calllog.Trace = true
 	case "vdso=0":
 		vdsoOff = true
 	case "syscallstats=1":
-		syscallStats = true
+		calllog.Stats = true
 	case "readyq=locked":
 		sched.UseLockedReadyQueue()
 	default:

@@ -3,6 +3,8 @@ package kernel
 import (
 	"testing"
 	"unsafe"
+
+	"yolk/kernel/calllog"
 )
 
 // The command line's meaning to the kernel (kernel/cmdline reads it;
@@ -12,7 +14,7 @@ func parse(t *testing.T, line string) (args, env []string) {
 	t.Helper()
 	var buf [4096]byte
 	copy(buf[:], line)
-	nargs, nenv, gomemlimitOff, homeSet, strace = 0, 0, -1, false, false
+	nargs, nenv, gomemlimitOff, homeSet, calllog.Trace = 0, 0, -1, false, false
 	parseCmdline(uintptr(unsafe.Pointer(&buf[0])))
 	for i := 0; i < nargs; i++ {
 		args = append(args, string(cstr(argOff[i])))
@@ -25,7 +27,7 @@ func parse(t *testing.T, line string) (args, env []string) {
 
 func TestCmdlineKernelOptionsAndGODEBUG(t *testing.T) {
 	args, env := parse(t, "yolk.strace=1 GODEBUG=gctrace=1 GOMEMLIMIT=1MiB HOME=/h plain")
-	if !strace {
+	if !calllog.Trace {
 		t.Errorf("yolk.strace=1 not applied")
 	}
 	if len(args) != 2 || args[0] != argv0 || args[1] != "plain" {
@@ -34,7 +36,7 @@ func TestCmdlineKernelOptionsAndGODEBUG(t *testing.T) {
 	if gomemlimitOff < 0 || !homeSet || len(env) != 3 || env[0] != "GODEBUG=gctrace=1" {
 		t.Errorf("env %q, GOMEMLIMIT at %d, HOME set %v", env, gomemlimitOff, homeSet)
 	}
-	strace = false
+	calllog.Trace = false
 }
 
 func TestCmdlineNetOption(t *testing.T) {

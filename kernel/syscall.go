@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/calllog"
 	"yolk/sched"
 )
 
@@ -27,11 +28,9 @@ import (
 func syscall(r *Regs) {
 	sched.AssertKernel()
 	t := sched.Current()
-	atomic.AddUint64(&nsyscalls, 1)
+	calllog.Entered()
 	nr, a0, a1, a2, a3, a4, a5 := r.sysArgs()
-	if syscallStats && nr < uintptr(len(syscallCount)) {
-		atomic.AddUint64(&syscallCount[nr], 1)
-	}
+	calllog.Count(nr)
 	if nr == unix.SYS_RT_SIGRETURN {
 		restartBlocks[t.Index()].fn = restartNone // as Linux: a later restart_syscall says EINTR
 		sysRtSigreturn(r, t)
@@ -288,8 +287,8 @@ func syscall(r *Regs) {
 	if err != 0 {
 		ret = -uintptr(err)
 	}
-	if strace {
-		traceSyscall(t, nr, a0, a1, a2, ret)
+	if calllog.Trace {
+		calllog.TraceCall[callEnv](t.TID, nr, a0, a1, a2, ret)
 	}
 	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()
