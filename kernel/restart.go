@@ -84,7 +84,7 @@ func (c *sysCall) apply(r *Regs, handled bool, flags uint64) {
 // sched.WakeSignal, when the task has a pending signal it does not block
 // (one already pending ends it before it starts). sendSignal drops the
 // signals the program ignores, so every such signal will be delivered.
-// A deadline has the thread's timer slack (timerslack.go).
+// A deadline has the thread's timer slack (kernel/timer's slack.go).
 func blockIntr(wq *sched.WaitQueue, key, condAddr uintptr, condVal uint32, deadline int64) sched.Woken {
 	return blockIntrSlack(wq, key, condAddr, condVal, deadline, threadSlack())
 }

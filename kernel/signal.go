@@ -18,7 +18,7 @@ import (
 // asynchronous ones kill, tkill, tgkill and timers send — above all
 // SIGURG, which the runtime's sysmon sends to a thread whose goroutine has
 // run too long (asynchronous preemption), and SIGPROF, the profiler's
-// (ptimer.go). A signal goes to the handler the program
+// (kernel/timer). A signal goes to the handler the program
 // installed, on its alternate stack, in a Linux rt_sigframe; each thread
 // has its own mask and pending set. A pending signal is delivered when its
 // thread next returns to application code: at the end of a system call, or
@@ -127,7 +127,7 @@ func sigInit(t, parent *sched.Task) {
 	atomic.StoreUint64(&sigByKill[i], 0)
 	atomic.StoreUint64(&sigByTimer[i], 0)
 	atomic.StoreUint64(&sigByKernel[i], 0)
-	atomic.StoreInt32(&sigTimer[i], 0)
+	timers.TaskInit(i)
 	altStacks[i] = altStack{}
 }
 
@@ -315,7 +315,7 @@ func takeSignal(i int, want uint64) (int, sigSource) {
 		kernel := atomic.AndUint64(&sigByKernel[i], ^sigBit(sig))&sigBit(sig) != 0
 		switch {
 		case timer:
-			id, over, v := timerDelivered(i)
+			id, over, v := timers.Delivered(i)
 			code, info, val = siTimer, uintptr(uint32(id))|uintptr(uint32(over))<<32, v
 		case kernel:
 			code, info = siKernel, 0

@@ -96,7 +96,7 @@ func sysClockNanosleep(clock, flags int, req, rem uintptr) abi.Errno {
 }
 
 // sysClockGettime reads clock id: the wall clock, the monotonic one, or
-// a CPU clock (ptimer.go's cpuClock: the thread's or the process's CPU
+// a CPU clock (kernel/timer's CPUClock: the thread's or the process's CPU
 // time). The vDSO's clock_gettime answers the first two itself and calls
 // here for the others, as Linux's does.
 func sysClockGettime(id int32, p uintptr) abi.Errno {

@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/calllog"
 	"yolk/kernel/socket"
 	"yolk/sched"
 )
@@ -28,11 +29,9 @@ import (
 func syscall(r *Regs) {
 	sched.AssertKernel()
 	t := sched.Current()
-	atomic.AddUint64(&nsyscalls, 1)
+	calllog.Entered()
 	nr, a0, a1, a2, a3, a4, a5 := r.sysArgs()
-	if syscallStats && nr < uintptr(len(syscallCount)) {
-		atomic.AddUint64(&syscallCount[nr], 1)
-	}
+	calllog.Count(nr)
 	if nr == unix.SYS_RT_SIGRETURN {
 		restartBlocks[t.Index()].fn = restartNone // as Linux: a later restart_syscall says EINTR
 		sysRtSigreturn(r, t)
@@ -116,19 +115,19 @@ func syscall(r *Regs) {
 	case unix.SYS_TIMES:
 		ret, err = sysTimes(a0)
 	case unix.SYS_TIMER_CREATE:
-		err = sysTimerCreate(int32(a0), a1, a2)
+		err = timers.Create(int32(a0), a1, a2)
 	case unix.SYS_TIMER_SETTIME:
-		err = sysTimerSettime(int32(a0), int(a1), a2, a3)
+		err = timers.Settime(int32(a0), int(a1), a2, a3)
 	case unix.SYS_TIMER_GETTIME:
-		err = sysTimerGettime(int32(a0), a1)
+		err = timers.Gettime(int32(a0), a1)
 	case unix.SYS_TIMER_GETOVERRUN:
-		ret, err = sysTimerGetoverrun(int32(a0))
+		ret, err = timers.Getoverrun(int32(a0))
 	case unix.SYS_TIMER_DELETE:
-		err = sysTimerDelete(int32(a0))
+		err = timers.Delete(int32(a0))
 	case unix.SYS_SETITIMER:
-		err = sysSetitimer(int(int32(a0)), a1, a2)
+		err = timers.Setitimer(int(int32(a0)), a1, a2)
 	case unix.SYS_GETITIMER:
-		err = sysGetitimer(int(int32(a0)), a1)
+		err = timers.Getitimer(int(int32(a0)), a1)
 	case unix.SYS_FUTEX:
 		ret, err = sysFutex(a0, int(a1), uint32(a2), a3)
 	case unix.SYS_SCHED_GETAFFINITY:
@@ -216,7 +215,7 @@ func syscall(r *Regs) {
 	case unix.SYS_DUP3:
 		ret, err = sysDup3(int(a0), int(a1), int(a2))
 	case unix.SYS_PRCTL:
-		ret, err = sysPrctl(int(int32(a0)), a1)
+		ret, err = timers.Prctl(int(int32(a0)), a1)
 	case unix.SYS_PRLIMIT64:
 		err = sysPrlimit(int(a1), a3)
 	case unix.SYS_SOCKET:
@@ -289,8 +288,8 @@ func syscall(r *Regs) {
 	if err != 0 {
 		ret = -uintptr(err)
 	}
-	if strace {
-		traceSyscall(t, nr, a0, a1, a2, ret)
+	if calllog.Trace {
+		calllog.TraceCall[callEnv](t.TID, nr, a0, a1, a2, ret)
 	}
 	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()

@@ -53,7 +53,7 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 	case unix.SYS_PIPE:
 		err = sysPipe2(a0, 0)
 	case unix.SYS_ALARM:
-		ret = sysAlarm(uint32(a0))
+		ret = timers.Alarm(uint32(a0))
 	case unix.SYS_DUP2:
 		ret, err = sysDup2(int(a0), int(a1))
 	default:

@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"sync/atomic"
-
 	"yolk/drivers/clock"
 	"yolk/sched"
 )
@@ -10,7 +8,7 @@ import (
 // Time: a monotonic clock from the CPU's free-running counter
 // (drivers/clock; calibrated per arch, time_$GOARCH.go), the wall clock
 // read at boot, and on each CPU a one-shot timer for the earliest deadline,
-// plus its timer slack (timerslack.go), of the tasks that blocked there
+// plus its timer slack (kernel/timer), of the tasks that blocked there
 // (sched's per-CPU timer heap).
 
 var wallBase int64 // Unix ns at clock 0
@@ -55,7 +53,7 @@ func timerSync() {
 	c := sched.This()
 	ts := &percpu[c.ID].timer
 	ts.armBy(c.TimerNext())
-	ts.armBy(atomic.LoadInt64(&monoNext)) // ptimer.go
+	ts.armBy(timers.MonoNext()) // kernel/timer
 }
 
 // armBy arms the timer for deadline n unless it is 0 or the timer is
@@ -71,14 +69,14 @@ func (ts *timerState) armBy(n int64) {
 // task's slice or budget too (sched's PreemptAt), so that its interrupt
 // preempts the task (preemptUser) should it not enter the kernel by then;
 // and for the earliest a CPU-time timer of the task could expire
-// (ptimer.go), so that a thread that never enters the kernel gets its
+// (kernel/timer), so that a thread that never enters the kernel gets its
 // SIGPROF.
 func userSync() {
 	timerSync()
 	c := sched.This()
 	ts := &percpu[c.ID].timer
 	ts.armBy(c.PreemptAt())
-	ts.armBy(ptimersDeadline())
+	ts.armBy(timers.Deadline())
 }
 
 // timerInterrupt is the vecTimer handler: wake the tasks that are due and
@@ -94,7 +92,7 @@ func timerInterrupt(fromUser bool) bool {
 	ts.armed = 0
 	ts.fired++
 	next, woke := sched.ExpireTimers(now+ts.lead, fromUser)
-	ptimersCheck(now + ts.lead)
+	timers.Check(now + ts.lead)
 	if next != 0 {
 		ts.arm(next)
 	}

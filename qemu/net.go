@@ -24,7 +24,7 @@ const (
 )
 
 // UserNetConf is the kernel option that gives the guest QEMU's user
-// network's address, gateway and DNS server (kernel/cmdline.go): added to
+// network's address, gateway and DNS server (kernel/cmdline): added to
 // the command line of -kernel boots with Net "user" unless Env has a
 // yolk.net of its own.
 const UserNetConf = "yolk.net=10.0.2.15/24,10.0.2.2,10.0.2.3"

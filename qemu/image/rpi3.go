@@ -49,7 +49,7 @@ const RPi3FirmwareDir = "/usr/lib/raspi-firmware"
 const RPi3DTB = "yolk.dtb"
 
 // RPi3CmdlineMark starts the card's command line: the kernel ignores what
-// a boot loader puts before it (kernel/cmdline.go, cmdStartMark).
+// a boot loader puts before it (kernel/cmdline, startMark).
 const RPi3CmdlineMark = "yolk.start"
 
 // RPi3Options control WriteRPi3.

@@ -1,4 +1,40 @@
-package kernel
+// Package timer is the timers the program arms: POSIX timers
+// (timer_create, timer_settime, timer_gettime, timer_getoverrun,
+// timer_delete) and interval timers (setitimer, getitimer, alarm), on a
+// thread's or the process's CPU clock or on the monotonic and real-time
+// clocks, in one fixed table under one spin lock; the CPU clocks' IDs
+// (cpuclock.go); and each thread's timer slack (slack.go, prctl's
+// PR_SET_TIMERSLACK).
+//
+// Kernel-context Go: nothing here allocates on the Go heap, stores a Go
+// pointer into memory, holds an interface value or a func variable, or
+// calls the runtime's scheduler. It reaches the kernel only through its
+// type parameter (Env: the clock, the signals' pending bits, the thread a
+// process's signal goes to, sending a signal); tasks are sched's.
+// kernel/kcontext_test.go checks this on a built image.
+//
+// The Go runtime profiles with these timers: each thread arms a timer
+// on its own CPU clock that sends it SIGPROF (SIGEV_THREAD_ID, si_code
+// SI_TIMER) 100 times per second of its CPU time, and the process arms
+// ITIMER_PROF (si_code SI_KERNEL), whose signals it then drops.
+//
+// Expiry is found at the timer interrupt (Check): the interrupted
+// task's thread-CPU timers, the process-CPU timers and the monotonic
+// ones. A CPU returning to application code arms its one-shot timer for
+// the earliest a timer of the task it runs could expire (Deadline);
+// every CPU, idle ones too, arms it for the earliest monotonic timer
+// (MonoNext). So a thread that never enters the kernel still gets its
+// signal within the interrupt's lateness, as Linux's tick gives it.
+// Process CPU time is the sum over the tasks; it can grow at most as fast
+// as the CPUs together, so the next look is when the earliest process-CPU
+// timer could first expire with every CPU busy (at least procStep later).
+//
+// Signals: SIGEV_THREAD_ID to the thread named, SIGEV_SIGNAL and
+// SIGEV_THREAD to the process (Env.Target: the running thread, unless it
+// blocks the signal), SIGEV_NONE to nobody. A timer's signal pending when
+// it expires again counts an overrun. A timer whose clock's thread exited
+// stops.
+package timer
 
 import (
 	"math"
@@ -10,30 +46,25 @@ import (
 	"yolk/sched"
 )
 
-// Timers the program arms: POSIX timers (timer_create, timer_settime,
-// timer_gettime, timer_getoverrun, timer_delete) and interval timers
-// (setitimer, getitimer, alarm), on a thread's or the process's CPU clock
-// or on the monotonic and real-time clocks, in one fixed table under one
-// spin lock. The Go runtime profiles with them: each thread arms a timer
-// on its own CPU clock that sends it SIGPROF (SIGEV_THREAD_ID, si_code
-// SI_TIMER) 100 times per second of its CPU time, and the process arms
-// ITIMER_PROF (si_code SI_KERNEL), whose signals it then drops.
-//
-// Expiry is found at the timer interrupt (ptimersCheck): the interrupted
-// task's thread-CPU timers, the process-CPU timers and the monotonic
-// ones. A CPU returning to application code arms its one-shot timer for
-// the earliest a timer of the task it runs could expire (ptimersDeadline);
-// every CPU, idle ones too, arms it for the earliest monotonic timer. So a
-// thread that never enters the kernel still gets its signal within the
-// interrupt's lateness, as Linux's tick gives it. Process CPU time is the
-// sum over the tasks; it can grow at most as fast as the CPUs together, so
-// the next look is when the earliest process-CPU timer could first expire
-// with every CPU busy (at least procStep later).
-//
-// Signals: SIGEV_THREAD_ID to the thread named, SIGEV_SIGNAL and
-// SIGEV_THREAD to the process (the running thread, unless it blocks the
-// signal), SIGEV_NONE to nobody. A timer's signal pending when it expires
-// again counts an overrun. A timer whose clock's thread exited stops.
+// Env is what the kernel supplies. It must be a value type without
+// pointers (in the kernel an empty struct).
+type Env interface {
+	// Now is the monotonic clock, ns since boot; WallBase the Unix
+	// time, ns, at its 0.
+	Now() int64
+	WallBase() int64
+	// Pending reports whether sig is pending for task slot slot;
+	// Discard takes it back (a deleted timer's signal).
+	Pending(slot, sig int) bool
+	Discard(slot, sig int)
+	// Target is the thread a signal sig for the process goes to, nil
+	// if none.
+	Target(sig int) *sched.Task
+	// Send makes sig pending for t, sent by a POSIX timer (SI_TIMER;
+	// the kernel asks Delivered for its details when it delivers it)
+	// or, if !posix, by an interval timer (SI_KERNEL).
+	Send(t *sched.Task, sig int, posix bool)
+}
 
 const (
 	maxTimers = sched.MaxTasks // timer_create's IDs are 0 to maxTimers-1
@@ -44,7 +75,8 @@ const (
 	sigevThread   = 2
 	sigevThreadID = 4
 
-	siTimer = -2
+	// SITimer is SI_TIMER, the si_code of a POSIX timer's signal.
+	SITimer = -2
 
 	procStep = 1_000_000 // ns: the shortest wait before process CPU time is looked at again
 )
@@ -73,13 +105,15 @@ type ptimer struct {
 	sigval      uint64
 }
 
-var (
-	ptLock  sched.TWALock
-	ptimers [maxTimers + 3]ptimer
-	ptHigh  int32 // one past the highest slot used
+// Timers is the table of timers and the threads' timer slack; the kernel
+// has one.
+type Timers[E Env] struct {
+	lock sched.TWALock
+	t    [maxTimers + 3]ptimer
+	high int32 // one past the highest slot used
 
-	// Derived from the table under ptLock, read without it (atomic):
-	ptArmed    int32                 // timers armed
+	// Derived from the table under lock, read without it (atomic):
+	armed      int32                 // timers armed
 	threadNext [sched.MaxTasks]int64 // per task slot: its earliest thread-CPU expiry, 0 if none
 	procNext   int64                 // earliest process-CPU expiry, 0 if none
 	procCheck  int64                 // monotonic time of the next look at process CPU time, 0 if none
@@ -93,49 +127,22 @@ var (
 	// Counters for the self-tests (abi.Stats): expiries, and of them
 	// the ones counted as overruns (the timer's signal still pending, or
 	// periods that passed unseen).
-	ptFired, ptOverruns uint64 // atomic
-)
+	fired, overruns uint64 // atomic
 
-// cpuClock decodes a clock ID of the CPU clocks: CLOCK_PROCESS_CPUTIME_ID,
-// CLOCK_THREAD_CPUTIME_ID and Linux's encoding of another thread's or
-// process's clock (clock_getcpuclockid, pthread_getcpuclockid): ~pid<<3,
-// bit 2 for a thread, low two bits PROF, VIRT or SCHED (all the same here;
-// 3 is a clock on a descriptor, which yolk has none of). t is nil for the
-// process clock. A process clock names pid 0 or 1, or, for reading, the
-// calling thread's ID (as Linux allows); a thread clock names 0 (the
-// caller) or a live thread.
-func cpuClock(id int32, gettime bool) (t *sched.Task, err abi.Errno) {
-	switch {
-	case id == unix.CLOCK_PROCESS_CPUTIME_ID:
-		return nil, 0
-	case id == unix.CLOCK_THREAD_CPUTIME_ID:
-		return sched.Current(), 0
-	case id >= 0 || id&3 == 3:
-		return nil, abi.EINVAL
-	}
-	pid := ^(id >> 3)
-	if id&4 != 0 {
-		if pid == 0 {
-			return sched.Current(), 0
-		}
-		if t = sched.FindTID(pid); t == nil {
-			return nil, abi.EINVAL
-		}
-		return t, 0
-	}
-	if pid == 0 || pid == 1 || gettime && pid == sched.Current().TID {
-		return nil, 0
-	}
-	return nil, abi.EINVAL
+	slack // slack.go
 }
 
-// cpuTime is thread t's CPU time, or the process's if t is nil, at now.
-func cpuTime(t *sched.Task, now int64) int64 {
-	if t == nil {
-		return sched.ProcessCPUTime(now)
-	}
-	return t.CPUTime(now)
-}
+// Fired and Overruns are the counters of expiries and overruns.
+func (x *Timers[E]) Fired() uint64    { return atomic.LoadUint64(&x.fired) }
+func (x *Timers[E]) Overruns() uint64 { return atomic.LoadUint64(&x.overruns) }
+
+// MonoNext is the earliest monotonic expiry, 0 if none: every CPU arms
+// its timer for it.
+func (x *Timers[E]) MonoNext() int64 { return atomic.LoadInt64(&x.monoNext) }
+
+// TaskInit forgets, for a new task in slot, the SI_TIMER signal an
+// earlier task there had pending (clone).
+func (x *Timers[E]) TaskInit(slot int) { atomic.StoreInt32(&x.sigTimer[slot], 0) }
 
 // clockOf is what a timer on clock id counts: the clock, and the thread
 // of a thread CPU clock. A clock without timers is EOPNOTSUPP, an unknown
@@ -153,7 +160,7 @@ func clockOf(id int32) (clock uint8, t *sched.Task, err abi.Errno) {
 	if id < 0 && id&3 == 3 {
 		return 0, nil, abi.EOPNOTSUPP // a clock on a descriptor: no timers
 	}
-	t, err = cpuClock(id, false)
+	t, err = CPUClock(id, false)
 	if err != 0 {
 		return 0, nil, err
 	}
@@ -184,18 +191,18 @@ func (p *ptimer) now(mono int64, pt *int64) (int64, bool) {
 }
 
 // recompute derives the expiry summaries from the table, for thread-CPU
-// timers of task slot slot (-1: none); ptLock is held.
-func recompute(slot int32, mono int64) {
+// timers of task slot slot (-1: none); the lock is held.
+func (x *Timers[E]) recompute(slot int32, mono int64) {
 	var armed int32
 	var tn, pn, mn int64
-	for i := range ptHigh {
-		p := &ptimers[i]
+	for i := range x.high {
+		p := &x.t[i]
 		if p.clock == 0 || p.value == 0 {
 			continue
 		}
 		armed++
-		if p.catchUp() && p.signalPending(i) {
-			continue // until its signal is delivered (timerDelivered)
+		if p.catchUp() && x.signalPending(i) {
+			continue // until its signal is delivered (Delivered)
 		}
 		switch p.clock {
 		case onThreadCPU:
@@ -213,31 +220,32 @@ func recompute(slot int32, mono int64) {
 		}
 	}
 	if slot >= 0 {
-		atomic.StoreInt64(&threadNext[slot], tn)
+		atomic.StoreInt64(&x.threadNext[slot], tn)
 	}
 	var pc int64
 	if pn != 0 {
 		left := pn - sched.ProcessCPUTime(mono)
 		pc = mono + max(min(left, max(left/int64(sched.NumCPU()), procStep)), 0)
 	}
-	atomic.StoreInt64(&procNext, pn)
-	atomic.StoreInt64(&procCheck, pc)
-	atomic.StoreInt64(&monoNext, mn)
-	atomic.StoreInt32(&ptArmed, armed)
+	atomic.StoreInt64(&x.procNext, pn)
+	atomic.StoreInt64(&x.procCheck, pc)
+	atomic.StoreInt64(&x.monoNext, mn)
+	atomic.StoreInt32(&x.armed, armed)
 }
 
-// ptimersDeadline is the monotonic time by which the CPU running the
-// current task, on its way back to application code, must look at the
-// timers: the earliest its thread-CPU timers or the process-CPU ones could
-// expire; 0 if none.
-func ptimersDeadline() int64 {
-	if atomic.LoadInt32(&ptArmed) == 0 {
+// Deadline is the monotonic time by which the CPU running the current
+// task, on its way back to application code, must look at the timers: the
+// earliest its thread-CPU timers or the process-CPU ones could expire; 0
+// if none.
+func (x *Timers[E]) Deadline() int64 {
+	if atomic.LoadInt32(&x.armed) == 0 {
 		return 0
 	}
-	d := atomic.LoadInt64(&procCheck)
+	d := atomic.LoadInt64(&x.procCheck)
 	t := sched.Current()
-	if tn := atomic.LoadInt64(&threadNext[t.Index()]); tn != 0 {
-		now := nanotime()
+	if tn := atomic.LoadInt64(&x.threadNext[t.Index()]); tn != 0 {
+		var e E
+		now := e.Now()
 		if e := now + tn - t.CPUTime(now); d == 0 || e < d {
 			d = e
 		}
@@ -245,27 +253,27 @@ func ptimersDeadline() int64 {
 	return d
 }
 
-// ptimersCheck runs in the timer interrupt: it expires the timers due by
+// Check runs in the timer interrupt: it expires the timers due by
 // monotonic time until (the interrupt's time plus its usual lateness).
-func ptimersCheck(until int64) {
-	if atomic.LoadInt32(&ptArmed) == 0 {
+func (x *Timers[E]) Check(until int64) {
+	if atomic.LoadInt32(&x.armed) == 0 {
 		return
 	}
 	cur := sched.Current()
 	slot := int32(cur.Index())
-	tn := atomic.LoadInt64(&threadNext[slot])
+	tn := atomic.LoadInt64(&x.threadNext[slot])
 	doThread := tn != 0 && cur.CPUTime(until) >= tn
-	pc := atomic.LoadInt64(&procCheck)
+	pc := atomic.LoadInt64(&x.procCheck)
 	doProc := pc != 0 && pc <= until
-	mn := atomic.LoadInt64(&monoNext)
+	mn := atomic.LoadInt64(&x.monoNext)
 	doMono := mn != 0 && mn <= until
 	if !doThread && !doProc && !doMono {
 		return
 	}
-	ptLock.Lock()
+	x.lock.Lock()
 	pt := int64(-1)
-	for i := range ptHigh {
-		p := &ptimers[i]
+	for i := range x.high {
+		p := &x.t[i]
 		if p.clock == 0 || p.value == 0 {
 			continue
 		}
@@ -289,14 +297,14 @@ func ptimersCheck(until int64) {
 			continue
 		}
 		if p.value <= now {
-			p.expire(i, now)
+			x.expire(i, now)
 		}
 	}
 	if !doThread {
 		slot = -1
 	}
-	recompute(slot, until)
-	ptLock.Unlock()
+	x.recompute(slot, until)
+	x.lock.Unlock()
 }
 
 // catchUp reports whether p signals each period it finds passed, one
@@ -314,24 +322,27 @@ func (p *ptimer) catchUp() bool {
 
 const backlogMax = 100
 
-// signalPending reports whether p's SI_TIMER signal is still pending.
-func (p *ptimer) signalPending(i int32) bool {
-	return p.pending && atomic.LoadInt32(&sigTimer[p.ptask]) == i+1 &&
-		atomic.LoadUint64(&sigPending[p.ptask])&sigBit(int(p.signo)) != 0
+// signalPending reports whether timer i's SI_TIMER signal is still
+// pending.
+func (x *Timers[E]) signalPending(i int32) bool {
+	p := &x.t[i]
+	var e E
+	return p.pending && atomic.LoadInt32(&x.sigTimer[p.ptask]) == i+1 && e.Pending(int(p.ptask), int(p.signo))
 }
 
-// expire moves p to its next expiry and signals it. A periodic timer
-// moves past now, counting the periods passed as overruns — unless it
-// catches up, moving one period a signal; a timer catching up whose
+// expire moves timer i to its next expiry and signals it. A periodic
+// timer moves past now, counting the periods passed as overruns — unless
+// it catches up, moving one period a signal; a timer catching up whose
 // signal is still pending waits for its delivery (recompute leaves it
 // out meanwhile).
-func (p *ptimer) expire(i int32, now int64) {
+func (x *Timers[E]) expire(i int32, now int64) {
+	p := &x.t[i]
 	catchUp := p.catchUp() && now-p.value < backlogMax*p.interval
-	pending := p.notify != sigevNone && p.signalPending(i)
+	pending := p.notify != sigevNone && x.signalPending(i)
 	if catchUp && pending {
 		return
 	}
-	atomic.AddUint64(&ptFired, 1)
+	atomic.AddUint64(&x.fired, 1)
 	var missed int64
 	if p.interval > 0 {
 		// Saturating: the program's interval may be near the int64
@@ -356,79 +367,41 @@ func (p *ptimer) expire(i int32, now int64) {
 		missed = 1 << 30 // a sum that wrapped was a huge count: capped, as Linux's DELAYTIMER_MAX
 	}
 	over := int32(missed)
-	atomic.AddUint64(&ptOverruns, uint64(over))
+	atomic.AddUint64(&x.overruns, uint64(over))
 	if pending {
-		atomic.AddUint64(&ptOverruns, 1)
+		atomic.AddUint64(&x.overruns, 1)
 		p.overrun = int32(min(int64(p.overrun)+1+int64(over), 1<<30)) // summed wide: int32 would wrap
 		return
 	}
+	var e E
 	var t *sched.Task
 	if p.notify == sigevThreadID {
 		if t = sched.TaskAt(int(p.ttask)); t.TID != p.ttid || !t.Alive() {
 			return
 		}
-	} else if t = processTarget(sig); t == nil {
+	} else if t = e.Target(sig); t == nil {
 		return
 	}
 	if p.itimer {
-		sendSignalFrom(t, sig, sigFromKernel)
+		e.Send(t, sig, false)
 		return
 	}
 	slot := int32(t.Index())
-	if j := atomic.SwapInt32(&sigTimer[slot], i+1) - 1; j >= 0 && j != i {
-		ptimers[j].pending = false // its signal is this one's now
+	if j := atomic.SwapInt32(&x.sigTimer[slot], i+1) - 1; j >= 0 && j != i {
+		x.t[j].pending = false // its signal is this one's now
 	}
 	p.pending, p.ptask, p.overrun = true, slot, over
-	sendSignalFrom(t, sig, sigFromTimer)
+	e.Send(t, sig, true)
 }
 
-// processTarget is the thread a signal for the process goes to, as Linux
-// picks it: the running one unless it blocks the signal, else the first
-// that does not block it of: those that run, those blocked in a wait
-// the signal ends (blockIntr), the others; if all block it, the first.
-func processTarget(sig int) *sched.Task {
-	cur := sched.Current()
-	if cur.Alive() && sigMask[cur.Index()]&sigBit(sig) == 0 {
-		return cur
-	}
-	var first, waiting, other *sched.Task
-	for i := 0; i < sched.MaxTasks; i++ {
-		u := sched.TaskAt(i)
-		if !u.Alive() {
-			continue
-		}
-		if first == nil {
-			first = u
-		}
-		switch {
-		case sigMask[i]&sigBit(sig) != 0:
-		case u.RunningOn() >= 0:
-			return u
-		case u.BlockedInterruptibly():
-			if waiting == nil {
-				waiting = u
-			}
-		case other == nil:
-			other = u
-		}
-	}
-	switch {
-	case waiting != nil:
-		return waiting
-	case other != nil:
-		return other
-	}
-	return first
-}
-
-// timerDelivered is called as task slot i takes the SI_TIMER signal sig:
-// it returns the timer's ID, the overruns the signal stands for and its
+// Delivered is called as task slot i takes an SI_TIMER signal: it
+// returns the timer's ID, the overruns the signal stands for and its
 // sigev_value, and makes those timer_getoverrun's.
-func timerDelivered(i int) (id int32, over int32, val uint64) {
-	ptLock.Lock()
-	s := atomic.SwapInt32(&sigTimer[i], 0) - 1
+func (x *Timers[E]) Delivered(i int) (id int32, over int32, val uint64) {
+	x.lock.Lock()
+	s := atomic.SwapInt32(&x.sigTimer[i], 0) - 1
 	if s >= 0 && s < maxTimers {
-		if p := &ptimers[s]; p.clock != 0 && p.pending && p.ptask == int32(i) {
+		if p := &x.t[s]; p.clock != 0 && p.pending && p.ptask == int32(i) {
 			p.pending = false
 			p.lastOverrun, p.overrun = p.overrun, 0
 			id, over, val = s, p.lastOverrun, p.sigval
@@ -437,13 +410,17 @@ func timerDelivered(i int) (id int32, over int32, val uint64) {
 				if p.clock == onThreadCPU {
 					slot = p.ctask
 				}
-				recompute(slot, nanotime())
+				var e E
+				x.recompute(slot, e.Now())
 			}
 		}
 	}
-	ptLock.Unlock()
+	x.lock.Unlock()
 	return id, over, val
 }
+
+// timespec is struct timespec.
+type timespec struct{ sec, nsec int64 }
 
 // itimerspec is struct itimerspec: the interval, then the value.
 type itimerspec struct{ interval, value timespec }
@@ -459,15 +436,15 @@ func tsNanos(ts timespec) int64 {
 
 func nanosTs(ns int64) timespec { return timespec{ns / 1e9, ns % 1e9} }
 
-// lookup is timer id's slot, nil if it is not a timer; ptLock is held.
-func lookup(id int32) *ptimer {
-	if id < 0 || id >= maxTimers || ptimers[id].clock == 0 {
+// lookup is timer id's slot, nil if it is not a timer; the lock is held.
+func (x *Timers[E]) lookup(id int32) *ptimer {
+	if id < 0 || id >= maxTimers || x.t[id].clock == 0 {
 		return nil
 	}
-	return &ptimers[id]
+	return &x.t[id]
 }
 
-// get is p's setting: the time left and the interval; ptLock is held.
+// get is p's setting: the time left and the interval; the lock is held.
 func (p *ptimer) get(mono int64) (left, interval int64) {
 	if p.value == 0 {
 		return 0, p.interval
@@ -480,17 +457,19 @@ func (p *ptimer) get(mono int64) (left, interval int64) {
 	return max(p.value-now, 1), p.interval
 }
 
-// set arms p (value 0: disarms) for value, on its clock if abs (and
-// then, for a real-time timer, on the wall clock), else from now; ptLock
-// is held.
-func (p *ptimer) set(i int32, value, interval int64, abs bool) {
-	mono := nanotime()
+// set arms timer i (value 0: disarms) for value, on its clock if abs
+// (and then, for a real-time timer, on the wall clock), else from now;
+// the lock is held.
+func (x *Timers[E]) set(i int32, value, interval int64, abs bool) {
+	var e E
+	p := &x.t[i]
+	mono := e.Now()
 	pt := int64(-1)
 	p.interval = interval
 	p.value = 0
 	if value != 0 {
 		if abs && p.clock == onReal {
-			value -= wallBase
+			value -= e.WallBase()
 		}
 		now, ok := p.now(mono, &pt)
 		if ok {
@@ -499,7 +478,7 @@ func (p *ptimer) set(i int32, value, interval int64, abs bool) {
 			}
 			p.value = max(value, 1)
 			if p.value <= now {
-				p.expire(i, now)
+				x.expire(i, now)
 			}
 		}
 	}
@@ -507,7 +486,7 @@ func (p *ptimer) set(i int32, value, interval int64, abs bool) {
 	if p.clock == onThreadCPU {
 		slot = p.ctask
 	}
-	recompute(slot, mono)
+	x.recompute(slot, mono)
 }
 
 // itimerval is struct itimerval: interval, then value, in seconds and
@@ -521,9 +500,9 @@ func tvNanos(tv timespec) int64 { return tsNanos(timespec{tv.sec, tv.nsec * 1e3}
 func nanosTv(ns int64) timespec { return timespec{ns / 1e9, (ns % 1e9) / 1e3} }
 
 // itimer is setitimer's timer which (ITIMER_REAL, _VIRTUAL, _PROF), made
-// on first use; ptLock is held.
-func itimer(which int) *ptimer {
-	p := &ptimers[itimerAt+which]
+// on first use; the lock is held.
+func (x *Timers[E]) itimer(which int) *ptimer {
+	p := &x.t[itimerAt+which]
 	if p.clock == 0 {
 		*p = ptimer{clock: onProcessCPU, notify: sigevSignal, itimer: true}
 		switch which {
@@ -534,18 +513,19 @@ func itimer(which int) *ptimer {
 		default:
 			p.signo = uint8(unix.SIGPROF)
 		}
-		ptHigh = max(ptHigh, int32(itimerAt+which+1))
+		x.high = max(x.high, int32(itimerAt+which+1))
 	}
 	return p
 }
 
 // setitimer sets interval timer which and returns its old setting.
-func setitimer(which int, value, interval int64) (left, oldInterval int64) {
-	ptLock.Lock()
-	p := itimer(which)
-	left, oldInterval = p.get(nanotime())
-	p.set(int32(itimerAt+which), value, interval, false)
-	ptLock.Unlock()
+func (x *Timers[E]) setitimer(which int, value, interval int64) (left, oldInterval int64) {
+	var e E
+	x.lock.Lock()
+	p := x.itimer(which)
+	left, oldInterval = p.get(e.Now())
+	x.set(int32(itimerAt+which), value, interval, false)
+	x.lock.Unlock()
 	return left, oldInterval
 }
 

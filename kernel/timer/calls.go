@@ -1,4 +1,4 @@
-package kernel
+package timer
 
 import (
 	"sync/atomic"
@@ -12,7 +12,7 @@ import (
 
 // The timer system calls: timer_create, timer_settime, timer_gettime,
 // timer_getoverrun, timer_delete, setitimer, getitimer and alarm, with
-// Linux's argument checks. The table and expiry are ptimer.go's.
+// Linux's argument checks. The table and expiry are timer.go's.
 
 // sigevent is struct sigevent, all of its 64 bytes (SIGEV_MAX_SIZE), as
 // timer_create copies them in: the value, signal, notification and
@@ -25,7 +25,7 @@ type sigevent struct {
 	_      [11]int32
 }
 
-func sysTimerCreate(clockID int32, sevp, idp uintptr) abi.Errno {
+func (x *Timers[E]) Create(clockID int32, sevp, idp uintptr) abi.Errno {
 	var ev sigevent
 	if sevp != 0 {
 		var e abi.Errno
@@ -66,39 +66,40 @@ func sysTimerCreate(clockID int32, sevp, idp uintptr) abi.Errno {
 	if !mm.UserW(idp, 4) {
 		return abi.EFAULT
 	}
-	ptLock.Lock()
+	x.lock.Lock()
 	id := int32(-1)
 	for i := range int32(maxTimers) {
-		if ptimers[i].clock == 0 {
+		if x.t[i].clock == 0 {
 			id = i
 			break
 		}
 	}
 	if id < 0 {
-		ptLock.Unlock()
+		x.lock.Unlock()
 		return abi.EAGAIN
 	}
 	if sevp == 0 {
 		p.sigval = uint64(id)
 	}
-	ptimers[id] = p
-	ptHigh = max(ptHigh, id+1)
-	ptLock.Unlock()
+	x.t[id] = p
+	x.high = max(x.high, id+1)
+	x.lock.Unlock()
 	if e := mm.Put(idp, id); e != 0 {
 		// Unmapped since the check: the timer goes, as Linux's does
 		// when its copy_to_user fails — unless another thread already
 		// deleted it (a slot reused) or armed it (it is in use).
-		ptLock.Lock()
-		if ptimers[id] == p {
-			ptimers[id] = ptimer{}
+		x.lock.Lock()
+		if x.t[id] == p {
+			x.t[id] = ptimer{}
 		}
-		ptLock.Unlock()
+		x.lock.Unlock()
 		return e
 	}
 	return 0
 }
 
-func sysTimerSettime(id int32, flags int, newp, oldp uintptr) abi.Errno {
+func (x *Timers[E]) Settime(id int32, flags int, newp, oldp uintptr) abi.Errno {
+	var env E
 	if newp == 0 {
 		return abi.EINVAL
 	}
@@ -109,71 +110,73 @@ func sysTimerSettime(id int32, flags int, newp, oldp uintptr) abi.Errno {
 	if !validTimespec(spec.interval) || !validTimespec(spec.value) {
 		return abi.EINVAL
 	}
-	ptLock.Lock()
-	p := lookup(id)
+	x.lock.Lock()
+	p := x.lookup(id)
 	if p == nil {
-		ptLock.Unlock()
+		x.lock.Unlock()
 		return abi.EINVAL
 	}
-	left, interval := p.get(nanotime())
-	p.set(id, tsNanos(spec.value), tsNanos(spec.interval), flags&unix.TIMER_ABSTIME != 0)
-	ptLock.Unlock()
+	left, interval := p.get(env.Now())
+	x.set(id, tsNanos(spec.value), tsNanos(spec.interval), flags&unix.TIMER_ABSTIME != 0)
+	x.lock.Unlock()
 	if oldp != 0 {
 		return mm.Put(oldp, itimerspec{nanosTs(interval), nanosTs(left)})
 	}
 	return 0
 }
 
-func sysTimerGettime(id int32, curp uintptr) abi.Errno {
-	ptLock.Lock()
-	p := lookup(id)
+func (x *Timers[E]) Gettime(id int32, curp uintptr) abi.Errno {
+	var e E
+	x.lock.Lock()
+	p := x.lookup(id)
 	if p == nil {
-		ptLock.Unlock()
+		x.lock.Unlock()
 		return abi.EINVAL
 	}
-	left, interval := p.get(nanotime())
-	ptLock.Unlock()
+	left, interval := p.get(e.Now())
+	x.lock.Unlock()
 	return mm.Put(curp, itimerspec{nanosTs(interval), nanosTs(left)})
 }
 
-func sysTimerGetoverrun(id int32) (uintptr, abi.Errno) {
-	ptLock.Lock()
-	p := lookup(id)
+func (x *Timers[E]) Getoverrun(id int32) (uintptr, abi.Errno) {
+	x.lock.Lock()
+	p := x.lookup(id)
 	if p == nil {
-		ptLock.Unlock()
+		x.lock.Unlock()
 		return 0, abi.EINVAL
 	}
 	n := p.lastOverrun
-	ptLock.Unlock()
+	x.lock.Unlock()
 	if n < 0 {
 		n = 1 << 30 // never negative: a count that wrapped is capped (expire)
 	}
 	return uintptr(n), 0
 }
 
-// sysTimerDelete frees timer id; a signal of it still pending is
+// Delete frees timer id; a signal of it still pending is
 // discarded, as Linux does.
-func sysTimerDelete(id int32) abi.Errno {
-	ptLock.Lock()
-	p := lookup(id)
+func (x *Timers[E]) Delete(id int32) abi.Errno {
+	x.lock.Lock()
+	p := x.lookup(id)
 	if p == nil {
-		ptLock.Unlock()
+		x.lock.Unlock()
 		return abi.EINVAL
 	}
-	if p.pending && atomic.CompareAndSwapInt32(&sigTimer[p.ptask], id+1, 0) {
-		atomic.AndUint64(&sigPending[p.ptask], ^sigBit(int(p.signo)))
+	var e E
+	if p.pending && atomic.CompareAndSwapInt32(&x.sigTimer[p.ptask], id+1, 0) {
+		e.Discard(int(p.ptask), int(p.signo))
 	}
 	slot := int32(-1)
 	if p.clock == onThreadCPU {
 		slot = p.ctask
 	}
 	*p = ptimer{}
-	recompute(slot, nanotime())
-	ptLock.Unlock()
+	x.recompute(slot, e.Now())
+	x.lock.Unlock()
 	return 0
 }
 
-func sysSetitimer(which int, newp, oldp uintptr) abi.Errno {
+func (x *Timers[E]) Setitimer(which int, newp, oldp uintptr) abi.Errno {
 	var v itimerval
 	if newp != 0 {
 		var e abi.Errno
@@ -187,28 +190,29 @@ func sysSetitimer(which int, newp, oldp uintptr) abi.Errno {
 	if which < unix.ITIMER_REAL || which > unix.ITIMER_PROF {
 		return abi.EINVAL
 	}
-	left, interval := setitimer(which, tvNanos(v.value), tvNanos(v.interval))
+	left, interval := x.setitimer(which, tvNanos(v.value), tvNanos(v.interval))
 	if oldp != 0 {
 		return mm.Put(oldp, itimerval{nanosTv(interval), nanosTv(left)})
 	}
 	return 0
 }
 
-func sysGetitimer(which int, curp uintptr) abi.Errno {
+func (x *Timers[E]) Getitimer(which int, curp uintptr) abi.Errno {
+	var e E
 	if which < unix.ITIMER_REAL || which > unix.ITIMER_PROF {
 		return abi.EINVAL
 	}
-	ptLock.Lock()
-	left, interval := itimer(which).get(nanotime())
-	ptLock.Unlock()
+	x.lock.Lock()
+	left, interval := x.itimer(which).get(e.Now())
+	x.lock.Unlock()
 	return mm.Put(curp, itimerval{nanosTv(interval), nanosTv(left)})
 }
 
-// sysAlarm is alarm: ITIMER_REAL for secs seconds, once; it returns the
+// Alarm is alarm: ITIMER_REAL for secs seconds, once; it returns the
 // seconds left of the one before, rounded to the nearest (at least 1 if
 // one was armed), as Linux does.
-func sysAlarm(secs uint32) uintptr {
-	left, _ := setitimer(unix.ITIMER_REAL, int64(secs)*1e9, 0)
+func (x *Timers[E]) Alarm(secs uint32) uintptr {
+	left, _ := x.setitimer(unix.ITIMER_REAL, int64(secs)*1e9, 0)
 	if left == 0 {
 		return 0
 	}
