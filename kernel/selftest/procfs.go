@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,92 +20,71 @@ import (
 	"yolk/kernel/abi"
 )
 
-// /proc and /sys as the kernel fills them (kernel/procsnap.go), read
-// through abi.SysProcRender until the file layer mounts them: the tree is
-// copied into a directory of the guest's /tmp with the same layout, and
+// /proc and /sys as the kernel mounts them (kernel/procfiles.go), filled
+// from its own numbers (kernel/procsnap.go): the whole tree is read with
+// the program's own calls (readdir, readlink, read) and copied into a
+// directory of the guest's /tmp with the same layout, and
 // github.com/prometheus/procfs reads the copy, as Prometheus' process
-// collector reads /proc; the values are checked against what the program
-// sees through its own system calls.
+// collector reads /proc (it reads the live /proc too); the values are
+// checked against what the program sees through its own system calls.
 
 func init() {
 	tests = append(tests, test{"TestProcfs", testProcfs})
 }
 
-// procCall is abi.SysProcRender: op on path, the whole answer.
-func procCall(op int, path string) ([]byte, syscall.Errno) {
-	p := []byte(path)
-	buf := make([]byte, 16<<10)
-	for {
-		n, _, e := syscall.Syscall6(abi.SysProcRender, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p))|uintptr(op)<<32,
-			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0)
-		if e != 0 {
-			return nil, e
-		}
-		if int(n) <= len(buf) {
-			return buf[:n], 0
-		}
-		buf = make([]byte, n)
-	}
-}
-
-// procCopy copies the tree at src ("/proc/...", "/sys/...") into dst, an
-// existing directory: directories, symbolic links and files. What is gone
-// by the time it is read (a thread that exited, a descriptor closed, exe
-// without a path) is left out, as a walk of Linux's /proc would find it.
+// procCopy copies the tree at src ("/proc/...", "/sys/..."), as the
+// program's own calls read it, into dst, an existing directory:
+// directories, symbolic links and files. What is gone by the time it is
+// read (a thread that exited, a descriptor closed, exe without a path)
+// is left out, as a walk of Linux's /proc would find it.
 func procCopy(src, dst string) error {
-	ents, e := procCall(abi.ProcReadDir, src)
-	if e == syscall.ENOENT {
+	ents, err := os.ReadDir(src)
+	if errnoOf(err) == syscall.ENOENT {
 		return nil
 	}
-	if e != 0 {
-		return fmt.Errorf("readdir %s: %v", src, e)
+	if err != nil {
+		return err
 	}
-	for len(ents) > 0 {
-		i := bytes.IndexByte(ents, 0)
-		if i < 1 {
-			return fmt.Errorf("readdir %s: malformed entries %q", src, ents)
-		}
-		typ, name := ents[0], string(ents[1:i])
-		ents = ents[i+1:]
-		s, d := src+"/"+name, filepath.Join(dst, name)
-		switch typ {
-		case 'd':
+	for _, e := range ents {
+		s, d := src+"/"+e.Name(), filepath.Join(dst, e.Name())
+		switch e.Type() {
+		case fs.ModeDir:
 			if err := os.Mkdir(d, 0o755); err != nil {
 				return err
 			}
 			if err := procCopy(s, d); err != nil {
 				return err
 			}
-		case 'l':
-			target, e := procCall(abi.ProcReadlink, s)
-			if e == syscall.ENOENT {
+		case fs.ModeSymlink:
+			target, err := os.Readlink(s)
+			if errnoOf(err) == syscall.ENOENT {
 				continue
 			}
-			if e != 0 {
-				return fmt.Errorf("readlink %s: %v", s, e)
-			}
-			if err := os.Symlink(string(target), d); err != nil {
+			if err != nil {
 				return err
 			}
-		case 'f':
+			if err := os.Symlink(target, d); err != nil {
+				return err
+			}
+		case 0:
 			if err := procFile(s, d); err != nil {
 				return err
 			}
 		default:
-			return fmt.Errorf("readdir %s: %q has type %q", src, name, typ)
+			return fmt.Errorf("readdir %s: %q has type %v", src, e.Name(), e.Type())
 		}
 	}
 	return nil
 }
 
-// procFile renders the file src into dst (again, for a later reading).
+// procFile copies the file src into dst (again, for a later reading).
 func procFile(src, dst string) error {
-	data, e := procCall(abi.ProcRender, src)
-	if e == syscall.ENOENT {
+	data, err := os.ReadFile(src)
+	if errnoOf(err) == syscall.ENOENT || errnoOf(err) == syscall.ESRCH {
 		return nil
 	}
-	if e != 0 {
-		return fmt.Errorf("render %s: %v", src, e)
+	if err != nil {
+		return err
 	}
 	return os.WriteFile(dst, data, 0o644)
 }
@@ -130,7 +109,7 @@ func processCPU() float64 {
 
 func testProcfs(t *T) {
 	if !onYolk() {
-		t.Skipf("not on yolk: /proc and /sys are read through yolk's private call SysProcRender (kernel/procsnap.go), which only yolk's kernel answers")
+		t.Skipf("not on yolk: the numbers are checked against yolk's private calls (abi.SysStats)")
 	}
 	dir := "/tmp/procfs-copy"
 	os.RemoveAll(dir)
@@ -302,9 +281,9 @@ func testProcfs(t *T) {
 		{opened[0].Fd(), "/dev/null"}, {opened[9].Fd(), "/dev/null"}, {nf.Fd(), named},
 		{pr.Fd(), fmt.Sprintf("pipe:[%d]", pst.Ino)}, {uintptr(sp[0]), "socket:["}, {0, "/dev/console"},
 	} {
-		got, e := procCall(abi.ProcReadlink, fmt.Sprintf("/proc/self/fd/%d", c.fd))
-		if e != 0 || !strings.HasPrefix(string(got), c.want) {
-			t.Errorf("fd %d links to %q, %v; want %q", c.fd, got, e, c.want)
+		got, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", c.fd))
+		if err != nil || !strings.HasPrefix(got, c.want) {
+			t.Errorf("fd %d links to %q, %v; want %q", c.fd, got, err, c.want)
 		}
 	}
 
