@@ -46,6 +46,10 @@ type fileOps struct {
 	getfl func(o ofile) (uintptr, abi.Errno)            // nil: O_RDWR
 	setfl func(o ofile, flags int) abi.Errno            // nil: accepted
 	lock  func(o ofile, cmd int, arg uintptr) abi.Errno // nil: EINVAL
+	// ioctl is the file's own requests (sysIoctl answers FIOCLEX,
+	// FIONCLEX and FIONBIO for every kind); nil: ENOTTY, as Linux for a
+	// file that is not a terminal.
+	ioctl func(o ofile, cmd uint, arg uintptr) (uintptr, abi.Errno)
 	// mmap maps the file (mmapFile checked the rest); nil: ENODEV.
 	mmap func(o ofile, m *fileMap) (uintptr, abi.Errno)
 	// pollable says what an epoll watch of the file polls: the open
@@ -247,4 +251,11 @@ func (o ofile) lock(cmd int, arg uintptr) abi.Errno {
 		return f(o, cmd, arg)
 	}
 	return abi.EINVAL
+}
+
+func (o ofile) ioctl(cmd uint, arg uintptr) (uintptr, abi.Errno) {
+	if f := o.ops().ioctl; f != nil {
+		return f(o, cmd, arg)
+	}
+	return 0, abi.Errno(unix.ENOTTY)
 }

@@ -21,6 +21,49 @@ func sysClose(fd int) abi.Errno {
 	return e
 }
 
+// Linux's generic ioctl requests (asm-generic/ioctls.h: one number on
+// amd64 and arm64), which x/sys/unix does not name.
+const (
+	ioFIONREAD = 0x541b
+	ioFIONBIO  = 0x5421
+	ioFIONCLEX = 0x5450
+	ioFIOCLEX  = 0x5451
+)
+
+// sysIoctl is ioctl: FIOCLEX and FIONCLEX set and clear the descriptor's
+// close-on-exec flag, FIONBIO the open file's O_NONBLOCK (through its
+// kind's F_SETFL, as Linux's), and anything else is the kind's.
+func sysIoctl(fd int, cmd uint, arg uintptr) (uintptr, abi.Errno) {
+	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
+		return 0, abi.EBADF
+	}
+	switch cmd {
+	case ioFIOCLEX:
+		atomic.StoreUint32(&files[fd].fdfl, unix.FD_CLOEXEC)
+		return 0, 0
+	case ioFIONCLEX:
+		atomic.StoreUint32(&files[fd].fdfl, 0)
+		return 0, 0
+	}
+	o, e := fdGet(fd)
+	if e != 0 {
+		return 0, e
+	}
+	defer fdPut(o)
+	if cmd == ioFIONBIO {
+		on, e := mm.Get[int32](arg)
+		if e != 0 {
+			return 0, e
+		}
+		fl, _ := o.getfl()
+		if fl &^= unix.O_NONBLOCK; on != 0 {
+			fl |= unix.O_NONBLOCK
+		}
+		return 0, o.setfl(int(fl))
+	}
+	return o.ioctl(cmd, arg)
+}
+
 func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return 0, abi.EBADF

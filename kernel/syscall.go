@@ -102,6 +102,8 @@ func syscall(r *Regs) {
 		err = sysUname(a0)
 	case unix.SYS_FCNTL:
 		ret, err = sysFcntl(int(a0), int(a1), int(a2))
+	case unix.SYS_IOCTL:
+		ret, err = sysIoctl(int(a0), uint(uint32(a1)), a2)
 	case unix.SYS_FLOCK:
 		err = sysFlock(int(a0), int(int32(a1)))
 	case unix.SYS_GETTIMEOFDAY:

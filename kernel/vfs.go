@@ -237,6 +237,7 @@ var memOps = fileOps{
 	chmod:    func(o ofile, mode uint32) abi.Errno { return abi.Errno(vfs.Fchmod(o.h, mode)) },
 	chown:    func(o ofile, uid, gid int) abi.Errno { return abi.Errno(vfs.Fchown(o.h, uid, gid)) },
 	getfl:    memGetfl,
+	ioctl:    memIoctl,
 	setfl:    func(o ofile, flags int) abi.Errno { return abi.Errno(vfs.SetFlags(o.h, flags)) },
 	lock:     func(o ofile, cmd int, arg uintptr) abi.Errno { return fcntlLock(o.h, cmd, arg) },
 	mmap:     memMmap,
@@ -285,6 +286,18 @@ func memChdir(o ofile) abi.Errno {
 		leaveCwd()
 	}
 	return abi.Errno(e)
+}
+
+// memIoctl is FIONREAD on pipes and regular files.
+func memIoctl(o ofile, cmd uint, arg uintptr) (uintptr, abi.Errno) {
+	if cmd != ioFIONREAD {
+		return 0, abi.Errno(unix.ENOTTY)
+	}
+	n, e := vfs.Readable(o.h)
+	if e != 0 {
+		return 0, abi.Errno(e)
+	}
+	return 0, mm.Put(arg, int32(min(n, 1<<31-1)))
 }
 
 func memGetfl(o ofile) (uintptr, abi.Errno) {

@@ -304,3 +304,21 @@ func (f *FS[E]) Poll(h int, id uint64) (events uint32, seq uint32, ok bool) {
 	}
 	return events, atomic.LoadUint32(&pp.seq), true
 }
+
+// Readable is ioctl's FIONREAD on handle h: the bytes a pipe end holds,
+// or a regular file's past the offset (0 at or past its end); ENOTTY for
+// anything else, as Linux.
+func (f *FS[E]) Readable(h int) (int, Errno) {
+	f.env.Lock()
+	defer f.env.Unlock()
+	fl := f.file(h)
+	switch {
+	case fl == nil:
+		return 0, unix.EBADF
+	case fl.kind == kindPipe:
+		return f.pipes[fl.obj].n, 0
+	case fl.kind == kindInode && f.inodes[fl.obj].mode&unix.S_IFMT == unix.S_IFREG:
+		return int(max(f.inodes[fl.obj].size-fl.off, 0)), 0
+	}
+	return 0, unix.ENOTTY
+}

@@ -334,3 +334,34 @@ func TestPipeZeroWrite(t *testing.T) {
 	}
 	f.Close(w)
 }
+
+// TestReadable: FIONREAD's count, on pipes and files (Linux: the bytes
+// buffered; a file's size past the offset; ENOTTY for a directory).
+func TestReadable(t *testing.T) {
+	f, _ := newFS(t, 64, 64)
+	r, w, e := f.Pipe(0)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	if n, e := f.Readable(r); n != 0 || e != 0 {
+		t.Errorf("empty pipe: %d, %v", n, e)
+	}
+	f.Write(w, []byte("hello"))
+	if n, e := f.Readable(r); n != 5 || e != 0 {
+		t.Errorf("pipe with 5 bytes: %d, %v", n, e)
+	}
+	h := open(t, f, "/x", unix.O_RDWR|unix.O_CREAT, 0o644)
+	write(t, f, h, "0123456789")
+	f.Seek(h, 3, 0)
+	if n, e := f.Readable(h); n != 7 || e != 0 {
+		t.Errorf("file at offset 3 of 10: %d, %v", n, e)
+	}
+	f.Seek(h, 20, 0)
+	if n, e := f.Readable(h); n != 0 || e != 0 {
+		t.Errorf("file past its end: %d, %v", n, e)
+	}
+	d := open(t, f, "/", unix.O_RDONLY, 0)
+	if _, e := f.Readable(d); e != unix.ENOTTY {
+		t.Errorf("directory: %v, want ENOTTY", e)
+	}
+}
