@@ -73,6 +73,17 @@ func (nicMem) Page() (uintptr, uint64) {
 	return mm.Phys(f), uint64(f)
 }
 
+// nicRefused says why virtio device (where, base) is not used.
+func nicRefused(where string, base uint64, e virtio.Error) {
+	klog("net: virtio device (")
+	kprint(where)
+	kprint(" ")
+	kprintHex(base, 1)
+	kprint(") not used: ")
+	kprint(e.String())
+	kprint("\n")
+}
+
 // nicOpen opens the network device d and prints the one line saying so,
 // or why not; where and base name it there ("mmio", "pci").
 func nicOpen(d virtio.Device, where string, base uint64, irq uint32) bool {

@@ -84,16 +84,6 @@ func virtioInit(c *sched.CPU) {
 	}
 }
 
-func nicRefused(where string, base uint64, e virtio.Error) {
-	klog("net: virtio device (")
-	kprint(where)
-	kprint(" ")
-	kprintHex(base, 1)
-	kprint(") not used: ")
-	kprint(e.String())
-	kprint("\n")
-}
-
 // nicRoute routes GSI gsi to this CPU as vecVirtio+gsi.
 func nicRoute(c *sched.CPU, gsi uint32, level, low bool) {
 	base := ioapicFor(gsi)

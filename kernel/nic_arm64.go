@@ -42,12 +42,3 @@ func virtioInit(c *sched.CPU) {
 	}
 }
 
-func nicRefused(where string, base uint64, e virtio.Error) {
-	klog("net: virtio device (")
-	kprint(where)
-	kprint(" ")
-	kprintHex(base, 1)
-	kprint(") not used: ")
-	kprint(e.String())
-	kprint("\n")
-}

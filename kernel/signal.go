@@ -65,6 +65,21 @@ type frameBuf struct {
 	b    [frameBufSize]byte
 }
 
+// putInfoStack writes a frame's siginfo (the signal, its code and
+// address) and its ucontext's uc_stack (the alternate stack the handler
+// runs on, or SS_DISABLE): the same layout on both architectures.
+func (f *frameBuf) putInfoStack(info, uc uintptr, sig int, code int32, addr uintptr, as altStack) {
+	f.put32(info, uint32(sig))
+	f.put32(info+8, uint32(code))
+	f.put64(info+16, uint64(addr))
+	if as.size != 0 {
+		f.put64(uc+ucStack, uint64(as.sp))
+		f.put64(uc+ucStack+16, uint64(as.size))
+	} else {
+		f.put32(uc+ucStack+8, ssDisable)
+	}
+}
+
 func (f *frameBuf) put64(a uintptr, v uint64) { binary.LittleEndian.PutUint64(f.b[a-f.base:], v) }
 func (f *frameBuf) put32(a uintptr, v uint32) { binary.LittleEndian.PutUint32(f.b[a-f.base:], v) }
 func (f *frameBuf) get64(a uintptr) uint64    { return binary.LittleEndian.Uint64(f.b[a-f.base:]) }

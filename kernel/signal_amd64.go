@@ -38,15 +38,7 @@ func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr u
 		return false
 	}
 	f := frameBuf{base: frame}
-	f.put32(info, uint32(sig))
-	f.put32(info+8, uint32(code))
-	f.put64(info+16, uint64(addr))
-	if as.size != 0 {
-		f.put64(uc+ucStack, uint64(as.sp))
-		f.put64(uc+ucStack+16, uint64(as.size))
-	} else {
-		f.put32(uc+ucStack+8, ssDisable)
-	}
+	f.putInfoStack(info, uc, sig, code, addr, as)
 	g := [23]uint64{r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15,
 		r.DI, r.SI, r.BP, r.BX, r.DX, r.AX, r.CX,
 		r.SP, r.IP, r.Flags, selCode, r.Error, r.Vector, 0, uint64(addr)}

@@ -50,15 +50,7 @@ func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr u
 	fp := mc + mcReserved
 	end := fp + fpsimdSize + 16 // the fpsimd record and the null record after it
 	f := frameBuf{base: frame}
-	f.put32(info, uint32(sig))
-	f.put32(info+8, uint32(code))
-	f.put64(info+16, uint64(addr))
-	if as.size != 0 {
-		f.put64(uc+ucStack, uint64(as.sp))
-		f.put64(uc+ucStack+16, uint64(as.size))
-	} else {
-		f.put32(uc+ucStack+8, ssDisable)
-	}
+	f.putInfoStack(info, uc, sig, code, addr, as)
 	f.put64(mc+mcFault, uint64(addr))
 	for i, v := range r.X {
 		f.put64(mc+mcRegs+uintptr(i)*8, v)

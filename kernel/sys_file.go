@@ -96,45 +96,13 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 	return 0, abi.EINVAL
 }
 
-func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) {
+// transfer moves the program's buffers u to (write) or from descriptor
+// fd's open file.
+func transfer(fd int, u uio, write bool) (uintptr, abi.Errno) {
 	o, e := fdGet(fd)
 	if e != 0 {
 		return 0, e
 	}
-	u := oneBuf(p, n)
-	c, e := o.read(&u)
-	fdPut(o)
-	return c, e
-}
-
-func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
-	if !userRange(p, n, false) {
-		return 0, abi.EFAULT
-	}
-	o, e := fdGet(fd)
-	if e != 0 {
-		return 0, e
-	}
-	u := oneBuf(p, n)
-	u.checked = true
-	c, e := o.write(&u)
-	fdPut(o)
-	return c, e
-}
-
-// sysReadv and sysWritev: the iovecs are checked whole first (userIov),
-// then the kind moves them as one transfer (a socket's datagram is one
-// message; a pipe's read waits for its first bytes only).
-func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
-	v, e := userIov(p, cnt, !write)
-	if e != 0 {
-		return 0, e
-	}
-	o, e := fdGet(fd)
-	if e != 0 {
-		return 0, e
-	}
-	u := uio{vec: p, cnt: cnt, left: uintptr(v.Len), checked: true}
 	var c uintptr
 	if write {
 		c, e = o.write(&u)
@@ -145,6 +113,39 @@ func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
 	return c, e
 }
 
+// onFDn is onFD for a call that returns a count.
+func onFDn(fd int, op func(o ofile) (uintptr, abi.Errno)) (uintptr, abi.Errno) {
+	o, e := fdGet(fd)
+	if e != 0 {
+		return 0, e
+	}
+	c, e := op(o)
+	fdPut(o)
+	return c, e
+}
+
+func sysRead(fd int, p, n uintptr) (uintptr, abi.Errno) { return transfer(fd, oneBuf(p, n), false) }
+
+func sysWrite(fd int, p, n uintptr) (uintptr, abi.Errno) {
+	if !userRange(p, n, false) {
+		return 0, abi.EFAULT
+	}
+	u := oneBuf(p, n)
+	u.checked = true
+	return transfer(fd, u, true)
+}
+
+// sysReadv and sysWritev: the iovecs are checked whole first (userIov),
+// then the kind moves them as one transfer (a socket's datagram is one
+// message; a pipe's read waits for its first bytes only).
+func sysReadv(fd int, p, cnt uintptr, write bool) (uintptr, abi.Errno) {
+	v, e := userIov(p, cnt, !write)
+	if e != 0 {
+		return 0, e
+	}
+	return transfer(fd, uio{vec: p, cnt: cnt, left: uintptr(v.Len), checked: true}, write)
+}
+
 func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) {
 	if !userRange(p, n, !write) {
 		return 0, abi.EFAULT
@@ -152,25 +153,13 @@ func sysPread(fd int, p, n uintptr, off int64, write bool) (uintptr, abi.Errno) 
 	if off < 0 {
 		return 0, abi.EINVAL // before the descriptor, as Linux's ksys_pread64
 	}
-	o, e := fdGet(fd)
-	if e != 0 {
-		return 0, e
-	}
 	u := oneBuf(p, n)
 	u.checked = true
-	c, e := o.pread(&u, off, write)
-	fdPut(o)
-	return c, e
+	return onFDn(fd, func(o ofile) (uintptr, abi.Errno) { return o.pread(&u, off, write) })
 }
 
 func sysLseek(fd int, off int64, whence int) (uintptr, abi.Errno) {
-	o, e := fdGet(fd)
-	if e != 0 {
-		return 0, e
-	}
-	pos, e := o.seek(off, whence)
-	fdPut(o)
-	return pos, e
+	return onFDn(fd, func(o ofile) (uintptr, abi.Errno) { return o.seek(off, whence) })
 }
 
 const statSize = unsafe.Sizeof(unix.Stat_t{})
@@ -200,15 +189,10 @@ func sysGetdents64(fd int, p, n uintptr) (uintptr, abi.Errno) {
 	if !userRange(p, n, true) {
 		return 0, abi.EFAULT
 	}
-	o, e := fdGet(fd)
-	if e != 0 {
-		return 0, e
-	}
 	// At most a bounce buffer's worth a call (Linux, too, returns what
 	// fits in the buffer; the caller calls again).
 	var buf [ioChunk]byte
-	c, e := o.getdents(buf[:min(n, ioChunk)])
-	fdPut(o)
+	c, e := onFDn(fd, func(o ofile) (uintptr, abi.Errno) { return o.getdents(buf[:min(n, ioChunk)]) })
 	if e == 0 && mm.CopyOut(p, buf[:c]) != 0 {
 		return 0, abi.EFAULT
 	}
