@@ -41,4 +41,3 @@ func virtioInit(c *sched.CPU) {
 		}
 	}
 }
-
