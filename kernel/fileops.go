@@ -4,6 +4,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/epoll"
 	"yolk/kernel/procfs"
 )
 
@@ -58,7 +59,7 @@ type fileOps struct {
 	// never ready (the console, epoll). poll is its readiness now; ok
 	// false if the file went.
 	pollable func(o ofile) (h int32, id uint64, seq uintptr, e abi.Errno)
-	poll     func(w *watch) (ready, seq uint32, ok bool)
+	poll     func(w *epoll.Watch) (ready, seq uint32, ok bool)
 	// release runs when descriptor fd closes, under fileLock, before
 	// the descriptor's reference is dropped (unref).
 	release func(fd, h int)

@@ -36,8 +36,7 @@ type file struct {
 var (
 	fileLock sched.TWALock // the descriptor table and the watches
 	files    [1024]file    // RLIMIT_NOFILE, Linux's default soft limit: os's tests keep hundreds open
-	watches  [len(files)]watch
-	epollSeq uint32 // bumped by every change any watch may see (atomic)
+	epollSeq uint32        // bumped by every change any watch may see (atomic)
 	epollWQ  sched.WaitQueue
 )
 
@@ -194,11 +193,7 @@ func closeLocked(fd int) abi.Errno {
 		r(fd, h)
 	}
 	closeHandle(k, h)
-	for i := range watches {
-		if w := &watches[i]; w.ep != 0 && w.fd == int32(fd) && w.h < 0 {
-			unwatch(w)
-		}
-	}
+	epolls.Closed(int32(fd))
 	files[fd].kind = fileFree
 	return 0
 }

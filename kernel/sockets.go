@@ -7,6 +7,7 @@ import (
 
 	"yolk/drivers/virtionet"
 	"yolk/kernel/abi"
+	"yolk/kernel/epoll"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/net"
@@ -186,7 +187,7 @@ var socketOps = fileOps{
 	getfl:    sockGetfl,
 	setfl:    func(o ofile, flags int) abi.Errno { sockets.SetNonblocking(o.h, flags&unix.O_NONBLOCK != 0); return 0 },
 	pollable: sockPollable,
-	poll:     func(w *watch) (uint32, uint32, bool) { return sockets.Poll(int(w.h), w.id) },
+	poll:     func(w *epoll.Watch) (uint32, uint32, bool) { return sockets.Poll(int(w.H), w.ID) },
 }
 
 // sockfsMagic is the f_type of Linux's sockfs, which fstatfs reports for

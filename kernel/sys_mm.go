@@ -103,9 +103,9 @@ func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Er
 
 // mmap checks its arguments in Linux's order (sys_mmap, do_mmap,
 // get_unmapped_area): the offset's alignment (EINVAL, for anonymous
-// mappings too), a file mapping's descriptor (EBADF), then mapArea's
-// length and address checks, then MAP_FIXED_NOREPLACE's EEXIST, then
-// what depends on the mapping's kind.
+// mappings too), a file mapping's descriptor (EBADF), then mm.MapArea's
+// length and address checks, then MAP_FIXED_NOREPLACE's EEXIST
+// (mm.MapTaken), then what depends on the mapping's kind.
 func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
 	anon := flags&unix.MAP_ANONYMOUS != 0
 	if off&(mm.PageSize-1) != 0 {
@@ -114,11 +114,11 @@ func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno
 	if !anon && badFD(fd, 0) != 0 {
 		return 0, abi.EBADF
 	}
-	addr, n, e := mapArea(addr, n, flags)
+	addr, n, e := mm.MapArea(addr, n, flags)
 	if e != 0 {
 		return 0, e
 	}
-	if taken(addr, n, flags) {
+	if mm.MapTaken(addr, n, flags) {
 		return 0, abi.EEXIST
 	}
 	if !anon {
@@ -128,88 +128,19 @@ func mmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno
 	if typ != unix.MAP_PRIVATE && typ != unix.MAP_SHARED {
 		return 0, abi.EINVAL
 	}
-	return vm.Map(addr, n, uint32(prot&7), flags&unix.MAP_FIXED != 0, mapCharge(flags, typ == unix.MAP_SHARED, true))
-}
-
-// mapCharge is how a mapping counts against memory (mm.Charge): never
-// with MAP_NORESERVE, at mmap if shared and anonymous, never if shared
-// and of a file, when writable if private.
-func mapCharge(flags uintptr, shared, anon bool) mm.Charge {
-	switch {
-	case flags&unix.MAP_NORESERVE != 0, shared && !anon:
-		return mm.ChargeNone
-	case shared:
-		return mm.ChargeNow
-	}
-	return mm.ChargeWrite
-}
-
-// mapArea checks mmap's length and address as Linux's do_mmap and
-// get_unmapped_area do, in their order, and returns the address as the
-// areas take it and the length rounded up to pages: a length of 0 is
-// EINVAL; one that rounds past the top of the address space, or longer
-// than the user half, ENOMEM; then, with MAP_FIXED or
-// MAP_FIXED_NOREPLACE, a range past the user half is ENOMEM and an
-// unaligned address EINVAL. Without them the address is a hint, rounded
-// down to its page as Linux's round_hint_to_min does, and used if that
-// range is free and in the user half (ignored otherwise: a kernel-half
-// hint too). (do_mmap's check that the offset in pages plus the length
-// does not wrap cannot fail with 64-bit offsets; a file's offset past
-// what it can hold is EOVERFLOW later, mmapFile.)
-func mapArea(addr, n, flags uintptr) (uintptr, uintptr, abi.Errno) {
-	switch {
-	case n == 0:
-		return 0, 0, abi.EINVAL
-	case n > mm.MaxMapping:
-		return 0, 0, abi.ENOMEM
-	}
-	n = mm.PageRound(n)
-	if flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) == 0 {
-		return addr &^ (mm.PageSize - 1), n, 0
-	}
-	switch {
-	case addr > mm.UserMax-n:
-		return 0, 0, abi.ENOMEM
-	case addr&(mm.PageSize-1) != 0:
-		return 0, 0, abi.EINVAL
-	}
-	return addr, n, 0
-}
-
-// mapLegacyFlags are the flags MAP_SHARED_VALIDATE accepts (Linux's
-// LEGACY_MAP_MASK; MAP_SYNC is for DAX files only): MAP_SHARED, _PRIVATE,
-// _FIXED, _ANONYMOUS, _GROWSDOWN, _DENYWRITE, _EXECUTABLE, _LOCKED,
-// _NORESERVE, _POPULATE, _NONBLOCK, _STACK, _HUGETLB, _HUGE_2MB, _HUGE_1GB
-// and the architecture's own.
-const mapLegacyFlags = 0x3 | 0x10 | 0x20 | 0x100 | 0x800 | 0x1000 | 0x2000 | 0x4000 |
-	0x8000 | 0x10000 | 0x20000 | 0x40000 | 21<<26 | 30<<26 | mapArchFlags
-
-// taken reports whether MAP_FIXED_NOREPLACE asks for [addr, addr+n),
-// which is not all free: EEXIST — with MAP_FIXED too, which then replaces
-// nothing — which Linux checks after the length and address and before
-// a file's offset, the mapping type and the file's access mode. (sysMmap
-// checks again after mapping: a hint is placed elsewhere when taken.)
-func taken(addr, n, flags uintptr) bool {
-	return flags&unix.MAP_FIXED_NOREPLACE != 0 && mm.Overlaps(addr, addr+n)
+	return vm.Map(addr, n, uint32(prot&7), flags&unix.MAP_FIXED != 0, mm.MapCharge(flags, typ == unix.MAP_SHARED, true))
 }
 
 // mmapFile maps file descriptor fd from offset off, n bytes (a whole
 // number of pages) at addr, which mmap checked, with the rest of Linux's
-// checks in its order: the offset past what a file holds (EOVERFLOW), the
-// mapping type, MAP_SHARED_VALIDATE's flags (EOPNOTSUPP), the access mode
-// (EACCES), whether the file can be mapped (ENODEV).
+// checks in its order: the offset, the mapping type and
+// MAP_SHARED_VALIDATE's flags (mm.MapFileType), the access mode (EACCES),
+// whether the file can be mapped (ENODEV).
 func mmapFile(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
-	if int64(off) < 0 || int64(off+n) < int64(off) {
-		return 0, abi.EOVERFLOW
+	shared, e := mm.MapFileType(n, flags, off)
+	if e != 0 {
+		return 0, e
 	}
-	typ := flags & (unix.MAP_SHARED | unix.MAP_PRIVATE)
-	if typ == 0 {
-		return 0, abi.EINVAL
-	}
-	if typ == unix.MAP_SHARED_VALIDATE && flags&^mapLegacyFlags != 0 {
-		return 0, abi.EOPNOTSUPP // MAP_SHARED ignores flags it does not know
-	}
-	shared := typ != unix.MAP_PRIVATE // MAP_SHARED_VALIDATE is shared too
 	m := fileMap{addr: addr, n: n, prot: uint32(prot & 7), flags: flags, off: off, shared: shared,
 		sharedWrite: shared && prot&unix.PROT_WRITE != 0, fixed: flags&unix.MAP_FIXED != 0}
 	o, e := fdGet(fd)
@@ -236,7 +167,7 @@ func memMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 	if e != 0 {
 		return 0, abi.Errno(e)
 	}
-	return vm.MapFile(m.addr, m.n, m.prot, m.fixed, fsArea(ino), int64(m.off), m.shared, m.shared && !writable, mapCharge(m.flags, m.shared, false))
+	return vm.MapFile(m.addr, m.n, m.prot, m.fixed, fsArea(ino), int64(m.off), m.shared, m.shared && !writable, mm.MapCharge(m.flags, m.shared, false))
 }
 
 // shareMmap reads a share file into the mapping's pages.
@@ -272,7 +203,7 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 	// The charge is the protection asked for's, not the filling's: a
 	// read-only private mapping is not checked (nor, made writable
 	// later, is it then).
-	charge := mapCharge(m.flags, shared, false)
+	charge := mm.MapCharge(m.flags, shared, false)
 	if p&mm.ProtWrite == 0 {
 		charge = mm.ChargeNone
 	}

@@ -97,10 +97,6 @@ func sysArchPrctl(t *sched.Task, code, addr uintptr) abi.Errno {
 	return 0
 }
 
-// mapArchFlags are amd64's mmap flags MAP_SHARED_VALIDATE accepts beside
-// the generic ones: MAP_32BIT, MAP_ABOVE4G.
-const mapArchFlags = 0x40 | 0x80
-
 // unameMachine is uname's machine field.
 const unameMachine = "x86_64"
 

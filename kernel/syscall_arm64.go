@@ -19,10 +19,6 @@ func cloneTLS(a3, a4 uintptr) uintptr { return a3 }
 // TPIDR_EL0 unchecked.
 func tlsOK(addr uintptr) bool { return true }
 
-// mapArchFlags are arm64's mmap flags MAP_SHARED_VALIDATE accepts beside
-// the generic ones: none.
-const mapArchFlags = 0
-
 // unameMachine is uname's machine field.
 const unameMachine = "aarch64"
 

@@ -157,6 +157,9 @@ var userRuleAllowed = map[string]struct {
 	"kernel/fs/pipe.go: (*FS).readPipe":   {n: 1, why: whyFS},
 	"kernel/fs/pipe.go: (*FS).writePipe":  {n: 1, why: whyFS},
 
+	// epoll's watches.
+	"kernel/epoll/epoll.go: (*Table).pollWatch": {n: 1, why: "a watched file's or socket's sequence word: kernel memory (fileLock held)"},
+
 	// The socket layer's rings.
 	"kernel/net/io.go: (*Net).iovIn":   {n: 1, why: whyRing},
 	"kernel/net/io.go: (*Net).iovOut":  {n: 1, why: whyRing},
@@ -213,7 +216,6 @@ var userRuleAllowed = map[string]struct {
 	"kernel/signal_amd64.go: rtSigreturn": {n: 2, why: whyFP + "; the program's copy comes in through mm.CopyIn"},
 	"kernel/signal_amd64.go: signalFrame": {n: 1, why: whyFP + "; the frame goes out through the frame's mm copies"},
 	"kernel/signal_arm64.go: signalFrame": {n: 3, why: whyFP + "; the frame goes out through the frame's mm copies"},
-	"kernel/sys_epoll.go: pollWatch":      {n: 1, why: "a watched file's or socket's sequence word: kernel memory (fileLock held)"},
 	"kernel/sys_yolk.go: sysTaskInfo":     {n: 1, why: "a pipe's sequence word, only when it is the task's condition"},
 	"kernel/sys_yolk.go: sysSwitchBench":  {n: 1, why: "the benchmark's partner task, a scheduler Task the kernel made"},
 	"kernel/sys_yolk.go: crashKernel":     {n: 1, why: "a store to a kernel-half address nothing maps, on purpose: the crash test's kernel fault"},

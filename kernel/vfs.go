@@ -5,6 +5,7 @@ import (
 	"yolk/kernel/procfs"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/epoll"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/sched"
@@ -242,7 +243,7 @@ var memOps = fileOps{
 	lock:     func(o ofile, cmd int, arg uintptr) abi.Errno { return fcntlLock(o.h, cmd, arg) },
 	mmap:     memMmap,
 	pollable: memPollable,
-	poll:     func(w *watch) (uint32, uint32, bool) { return vfs.Poll(int(w.h), w.id) },
+	poll:     func(w *epoll.Watch) (uint32, uint32, bool) { return vfs.Poll(int(w.H), w.ID) },
 	release:  locksOnClose, // flock.go
 }
 

@@ -2,6 +2,10 @@ package mm
 
 import "yolk/arch/amd64"
 
+// archMapFlags are amd64's mmap flags MAP_SHARED_VALIDATE accepts beside
+// the generic ones (MapFileType): MAP_32BIT, MAP_ABOVE4G.
+const archMapFlags = 0x40 | 0x80
+
 // amd64 page-table entries (Intel SDM vol. 3, 4.5): everything runs in
 // ring 0, so no entry has the user bit; a 2 MiB page has PS; XD forbids
 // instruction fetches (EFER.NXE is set at boot, boot/entry_amd64.s and

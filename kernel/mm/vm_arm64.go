@@ -2,6 +2,10 @@ package mm
 
 import "yolk/arch/arm64"
 
+// archMapFlags are arm64's mmap flags MAP_SHARED_VALIDATE accepts beside
+// the generic ones (MapFileType): none.
+const archMapFlags = 0
+
 // arm64 translation-table descriptors (4 KiB granule; Arm ARM D8.3):
 // bits 1:0 are 11 for a table (levels 0-2) or a page (level 3), 01 for a
 // block; AttrIndx 0 (MAIR: normal write-back), inner shareable; AP[2]

@@ -1,31 +1,31 @@
-package kernel
+package etc
 
 import (
 	"strings"
 	"testing"
 )
 
-// etcText is file i as etcFile makes it.
-func etcText(i int) (string, string) {
-	var b [len(etcBuf)]byte
-	path, n := etcFile(i, b[:])
+// text is file i as File makes it.
+func text(i int, dns [4]byte) (string, string) {
+	var b [MaxSize]byte
+	path, n := File(i, b[:], dns)
 	return path, string(b[:n])
 }
 
 // TestEtcFiles: the files' paths and the lines Go's resolver looks for,
 // resolv.conf with and without a DNS server, and that every file fits
-// etcBuf.
+// MaxSize.
 func TestEtcFiles(t *testing.T) {
 	seen := map[string]string{}
-	for i := 0; i < etcFiles; i++ {
-		path, text := etcText(i)
-		if len(text) >= len(etcBuf) || !strings.HasSuffix(text, "\n") {
-			t.Errorf("%s: %d bytes, not ending in a newline, or filling the %d-byte buffer", path, len(text), len(etcBuf))
+	for i := 0; i < Files; i++ {
+		path, text := text(i, [4]byte{})
+		if len(text) >= MaxSize || !strings.HasSuffix(text, "\n") {
+			t.Errorf("%s: %d bytes, not ending in a newline, or filling the %d-byte buffer", path, len(text), MaxSize)
 		}
 		seen[path] = text
 	}
 	hosts := seen["/etc/hosts"]
-	for _, line := range []string{"127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback", "127.0.1.1\t" + nodename} {
+	for _, line := range []string{"127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback", "127.0.1.1\t" + Nodename} {
 		if !strings.Contains(hosts, line+"\n") {
 			t.Errorf("/etc/hosts lacks %q:\n%s", line, hosts)
 		}
@@ -47,10 +47,8 @@ func TestEtcFiles(t *testing.T) {
 			t.Errorf("/etc/services lacks %q", want)
 		}
 	}
-	defer func() { etcDNS = [4]byte{} }()
 	for dns, want := range map[[4]byte]string{{10, 0, 2, 3}: "nameserver 10.0.2.3\n", {192, 168, 100, 255}: "nameserver 192.168.100.255\n", {1, 1, 1, 1}: "nameserver 1.1.1.1\n"} {
-		etcDNS = dns
-		if _, r := etcText(1); r != want {
+		if _, r := text(1, dns); r != want {
 			t.Errorf("resolv.conf for %v: %q, want %q", dns, r, want)
 		}
 	}

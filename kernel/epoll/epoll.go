@@ -1,0 +1,241 @@
+// Package epoll is the core of the kernel's epoll instances: their
+// watches, in a fixed pool (Table), each instance's a list whose head is
+// in its descriptor; adding, changing and removing a watch (Ctl); and the
+// readiness scan epoll_wait makes (Scan). The kernel keeps the calls'
+// argument checks, the descriptor table and its lock, the kinds' readiness
+// (Env.Poll through its table of file kinds) and the blocking.
+//
+// A watch names the descriptor and, for an open file or a socket, its
+// handle and identity (the watch dies with the open file, as Linux's);
+// its readiness comes from a change counter (a pipe's, a socket's, an
+// eventfd's) and a poll of the current state. Edge-triggered watches
+// (EPOLLET) report when the counter moved since they last did,
+// level-triggered ones whenever the state is ready.
+//
+// Kernel-context Go: nothing here allocates, blocks or stores a Go
+// pointer; the watches name each other and the counters by index and
+// address. Every call is made with the kernel's descriptor lock held. It
+// reaches the kernel only through its type parameter (Env), whose zero
+// value it uses: in the kernel an empty struct.
+package epoll
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+)
+
+// Env is what the kernel supplies. Its zero value is used: it must be a
+// type without state of its own (an empty struct).
+type Env interface {
+	// Head is epoll instance ep's list of watches, in its descriptor:
+	// 1 + its first watch, 0 if none.
+	Head(ep int32) *int32
+	// Poll is the readiness of the file w watches now, by its kind
+	// (w.Kind), and its counter's value; seq is the counter's value
+	// the scan read, which a kind that has no poll returns (with no
+	// events, ok). ok false: the open file or socket w watches is gone.
+	Poll(w *Watch, seq uint32) (ready, seq2 uint32, ok bool)
+	// Notify: a watch was added or changed and may be ready now: the
+	// epoll waits should look.
+	Notify()
+}
+
+// NumWatches is the pool's size: as many as descriptors.
+const NumWatches = 1024
+
+// Watch is one descriptor an epoll instance watches. FD, H, ID and Kind
+// are what the kernel's kinds poll by.
+type Watch struct {
+	ep      int32 // 1 + the epoll descriptor holding it; 0: free
+	next    int32 // 1 + the next watch of that epoll, 0 at the end
+	FD      int32 // the descriptor watched
+	H       int32 // an open file's or socket's handle, -1 for a kind without one (the descriptor itself)
+	ID      uint64
+	Kind    uint32  // the descriptor's kind when added: whose poll
+	seqAddr uintptr // the counter that changes with its readiness; 0: never ready
+	seen    uint32  // *seqAddr when last polled
+	fresh   bool    // not polled since added or modified
+	events  uint32  // the events asked for, EPOLLHUP and EPOLLERR included
+	data    uint64
+}
+
+// Target is what Ctl watches: the descriptor, its kind, its handle and
+// identity (H -1 and ID 0 for a kind without a handle) and the counter
+// that changes with its readiness (0: never ready).
+type Target struct {
+	FD   int32
+	H    int32
+	ID   uint64
+	Kind uint32
+	Seq  uintptr
+}
+
+// Table is the watches of all epoll instances. The zero value is ready.
+type Table[E Env] struct {
+	watches [NumWatches]Watch
+}
+
+// user are the event bits a watch reports; a one-shot watch that fired
+// keeps only the others.
+const user = unix.EPOLLIN | unix.EPOLLPRI | unix.EPOLLOUT | unix.EPOLLERR | unix.EPOLLHUP |
+	unix.EPOLLRDNORM | unix.EPOLLRDBAND | unix.EPOLLWRNORM | unix.EPOLLWRBAND | unix.EPOLLMSG | unix.EPOLLRDHUP
+
+// id is 1 + w's index in watches, as lists name it.
+func (t *Table[E]) id(w *Watch) int32 {
+	return int32(1 + (uintptr(unsafe.Pointer(w))-uintptr(unsafe.Pointer(&t.watches[0])))/unsafe.Sizeof(Watch{}))
+}
+
+// unwatch takes w off its epoll's list and frees it.
+func (t *Table[E]) unwatch(w *Watch) {
+	var env E
+	i := t.id(w)
+	for p := env.Head(w.ep - 1); *p != 0; p = &t.watches[*p-1].next {
+		if *p == i {
+			*p = w.next
+			break
+		}
+	}
+	*w = Watch{}
+}
+
+// Ctl is epoll_ctl's op on epoll instance ep for c, once the kernel has
+// checked both descriptors (EBADF), whether c can be polled (EPERM) and
+// whether ep is another epoll instance (EINVAL): then the op (EEXIST,
+// ENOENT, ENOMEM, EINVAL). events and data are the event's, for
+// EPOLL_CTL_ADD and EPOLL_CTL_MOD.
+func (t *Table[E]) Ctl(ep int32, op int, c Target, events uint32, data uint64) abi.Errno {
+	var env E
+	var w *Watch
+	for i := *env.Head(ep); i != 0; i = t.watches[i-1].next {
+		if x := &t.watches[i-1]; x.FD == c.FD && x.H == c.H && x.ID == c.ID {
+			w = x
+			break
+		}
+	}
+	switch op {
+	case unix.EPOLL_CTL_ADD, unix.EPOLL_CTL_MOD:
+		if op == unix.EPOLL_CTL_ADD && w != nil {
+			return abi.EEXIST
+		}
+		if w == nil {
+			if op == unix.EPOLL_CTL_MOD {
+				return abi.ENOENT
+			}
+			if w = t.newWatch(); w == nil {
+				return abi.ENOMEM
+			}
+			head := env.Head(ep)
+			*w = Watch{ep: ep + 1, next: *head, FD: c.FD, H: c.H, ID: c.ID, seqAddr: c.Seq, Kind: c.Kind}
+			*head = t.id(w)
+		}
+		w.events = events | unix.EPOLLHUP | unix.EPOLLERR
+		w.data = data
+		w.fresh = true
+		env.Notify() // it may be ready now: a waiter should look
+	case unix.EPOLL_CTL_DEL:
+		if w == nil {
+			return abi.ENOENT
+		}
+		t.unwatch(w)
+	default:
+		return abi.EINVAL
+	}
+	return 0
+}
+
+// newWatch is a free watch, nil if none is left even after dropping the
+// watches of closed files.
+func (t *Table[E]) newWatch() *Watch {
+	var env E
+	for pass := 0; pass < 2; pass++ {
+		for i := range t.watches {
+			if t.watches[i].ep == 0 {
+				return &t.watches[i]
+			}
+		}
+		for i := range t.watches {
+			if w := &t.watches[i]; w.ep != 0 && w.H >= 0 {
+				// Is the open file or socket w watches still there?
+				if _, _, ok := env.Poll(w, 0); !ok {
+					t.unwatch(w)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// pollWatch is the events w reports now (0: none), and false if the
+// open file it watches is gone.
+func (t *Table[E]) pollWatch(w *Watch) (uint32, bool) {
+	var env E
+	if w.seqAddr == 0 || w.events&user == 0 {
+		return 0, true
+	}
+	seq := atomic.LoadUint32((*uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&w.seqAddr))))
+	if w.events&unix.EPOLLET != 0 && !w.fresh && seq == w.seen {
+		return 0, true // edge-triggered: nothing happened since it last looked
+	}
+	ready, seq, ok := env.Poll(w, seq)
+	if !ok {
+		return 0, false
+	}
+	w.seen, w.fresh = seq, false
+	ev := ready & w.events & user
+	if ev != 0 && w.events&unix.EPOLLONESHOT != 0 {
+		w.events &^= user // until EPOLL_CTL_MOD
+	}
+	return ev, true
+}
+
+// Scan polls epoll instance ep's watches in their order and writes the
+// ready ones' events as struct epoll_event records of size bytes into
+// out, the events' bits at 0 and their data at dataOff, up to limit
+// records; a watch whose open file went is dropped. It returns the
+// records written.
+func (t *Table[E]) Scan(ep int32, out []byte, limit, size, dataOff int) int {
+	var env E
+	n := 0
+	for i := *env.Head(ep); i != 0 && n < limit; {
+		w := &t.watches[i-1]
+		i = w.next
+		ev, ok := t.pollWatch(w)
+		if !ok {
+			t.unwatch(w)
+			continue
+		}
+		if ev != 0 {
+			e := out[n*size:]
+			binary.LittleEndian.PutUint32(e, ev)
+			binary.LittleEndian.PutUint64(e[dataOff:], w.data)
+			n++
+		}
+	}
+	return n
+}
+
+// Release frees the watches of epoll instance ep, which is closing.
+func (t *Table[E]) Release(ep int32) {
+	var env E
+	for i := *env.Head(ep); i != 0; {
+		w := &t.watches[i-1]
+		i = w.next
+		*w = Watch{}
+	}
+}
+
+// Closed drops the watches on descriptor fd, which is closing, if it is
+// of a kind without a handle (eventfd, the console); those on an open
+// file go when the open file does (Poll notices).
+func (t *Table[E]) Closed(fd int32) {
+	for i := range t.watches {
+		if w := &t.watches[i]; w.ep != 0 && w.FD == fd && w.H < 0 {
+			t.unwatch(w)
+		}
+	}
+}
