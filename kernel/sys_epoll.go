@@ -125,7 +125,7 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 			fileLock.Unlock()
 			return 0, abi.EBADF // closed while it waited
 		}
-		n := epolls.Scan(int32(epfd), out[:], min(max, len(out)), epollEventSize, epollDataOff)
+		n := epolls.Scan(int32(epfd), out[:], min(max, len(out)/epollEventSize), epollEventSize, epollDataOff)
 		fileLock.Unlock()
 		if n > 0 || timeoutMS == 0 || (deadline != 0 && nanotime() >= deadline) {
 			// Outside fileLock: the buffer was checked before the
