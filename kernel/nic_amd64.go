@@ -119,6 +119,6 @@ func virtioTrap(gsi uint32) {
 	if gsi == nicIRQ {
 		nicInterrupt()
 	}
-	shareInterrupt(gsi)
+	shares.Interrupt(gsi)
 	lapic.EOI()
 }
