@@ -91,7 +91,7 @@ func kernelOption(opt []byte) {
 			netOption(v)
 		}
 		if v, ok := cmdline.CutPrefix(opt, "share="); ok {
-			shareOption(v)
+			shares.Option(v)
 		}
 		if v, ok := cmdline.CutPrefix(opt, "exe="); ok && len(v) > 1 && v[0] == '/' && len(v) < len(exePath) {
 			exeLen = copy(exePath[:], v)

@@ -107,7 +107,7 @@ func refHandle(kind uint32, h int) {
 	case fileFS:
 		vfs.Ref(h)
 	case fileShare:
-		shareFiles[h].refs++
+		shares.File(h).Refs++
 	case fileSocket:
 		sockets.Ref(h)
 	case fileProc:
@@ -116,13 +116,13 @@ func refHandle(kind uint32, h int) {
 }
 
 // closeHandle drops a reference to handle h of kind; fileLock is held
-// (a share file's is clunked after it: shareReap).
+// (a share file's is clunked after it: shares.Reap).
 func closeHandle(kind uint32, h int) {
 	switch kind {
 	case fileFS:
 		vfs.Close(h)
 	case fileShare:
-		shareUnref(h)
+		shares.Unref(h)
 	case fileSocket:
 		sockets.Close(h)
 	case fileProc:
@@ -136,7 +136,7 @@ func handlePut(kind uint32, h int) {
 	case fileFS:
 		fsPut(h)
 	case fileShare:
-		sharePut(h)
+		shares.Put(h)
 	case fileSocket:
 		sockPut(h)
 	case fileProc:

@@ -119,8 +119,8 @@ func irq(p *perCPU) (preempt bool) {
 		conInInterrupt()
 	case id == nicIRQ && nicIRQ != 0:
 		nicInterrupt()
-	case isShareIRQ(id):
-		shareInterrupt(id)
+	case shares.IsIRQ(id):
+		shares.Interrupt(id)
 	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
 		gic.EOI(iar)
 		stopHere()

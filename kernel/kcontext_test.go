@@ -13,17 +13,14 @@ import (
 
 // kernelContext are the packages whose code runs in kernel context (inside
 // traps and system calls, under a fake g, while the collector may run),
-// including memory management (kernel/mm), the file system core
-// (kernel/fs), the socket layer (kernel/net), the timers (kernel/timer),
-// the file locks (kernel/flock), the command line (kernel/cmdline, at
-// boot), the system calls' record (kernel/calllog), the private calls'
-// kernel halves (kernel/testcall), the page supplier they share
-// (kernel/internal/pages), the system-call names (kernel/abi), the
-// kernel's locks (sched's TWA spin lock and CES mutex, and sync/twa under
-// them), the CPU's instructions (arch/amd64, arch/arm64) and the drivers
-// (drivers/virtio and drivers/virtionet, the NIC, among them), with the
-// TamaGo drivers they call.
-var kernelContext = regexp.MustCompile(`^(yolk/(kernel|kernel/(mm|abi|fs|net|socket|nic|procfs|timer|flock|cmdline|calllog|testcall|etc|epoll|internal/pages)|sched|sched/queue|sync/twa|sync/twa/baseline|boot|arch/amd64|arch/arm64|drivers/[a-z0-9]+)|github\.com/usbarmory/tamago/.*)\.`)
+// including every package under kernel/ (memory management, the file
+// layer, the sockets, the timers, the shares, /proc's side...: the
+// self-test program's symbols are main's, and kernel/internal/envtest is
+// never linked), the kernel's locks (sched's TWA spin lock and CES mutex,
+// and sync/twa under them), the CPU's instructions (arch/amd64,
+// arch/arm64) and the drivers (drivers/virtio and drivers/virtionet, the
+// NIC, among them), with the TamaGo drivers they call.
+var kernelContext = regexp.MustCompile(`^(yolk/(kernel(/[a-z0-9]+)*|sched|sched/queue|sync/twa|sync/twa/baseline|boot|arch/amd64|arch/arm64|drivers/[a-z0-9]+)|github\.com/usbarmory/tamago/.*)\.`)
 
 // runtimeContext are kernel-package functions that run as ordinary Go code
 // (package initialisers, run by the runtime), or once at boot before the

@@ -109,6 +109,6 @@ func virtioTrap(gsi uint32) {
 	if gsi == nicIRQ {
 		nicInterrupt()
 	}
-	shareInterrupt(gsi)
+	shares.Interrupt(gsi)
 	lapic.EOI()
 }

@@ -7,6 +7,7 @@ import (
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/procfs"
+	"yolk/kernel/share"
 )
 
 // Path names walk one tree of mounts (docs/vfs.md): the in-memory file
@@ -21,10 +22,10 @@ import (
 // operation itself is the kind's (memPathOp, sharePathOp, procPath), as
 // a descriptor's is its kind's (fileOps).
 
-// Mount IDs, as fs.Mount is given them: 1 to maxShares are the shares
-// (mounts[id-1]); 0 is the root in-memory file system.
+// Mount IDs, as fs.Mount is given them: 1 to share.MaxShares are the
+// shares (shares.Mount(id-1)); 0 is the root in-memory file system.
 const (
-	mountProc = maxShares + 1 + iota
+	mountProc = share.MaxShares + 1 + iota
 	mountSys
 	nMounts
 )
@@ -44,7 +45,7 @@ func mountKind(m int32) int {
 	switch {
 	case m == 0:
 		return pathMem
-	case m <= maxShares:
+	case m <= share.MaxShares:
 		return pathShare
 	}
 	return pathProc
@@ -66,7 +67,7 @@ func mountAt(path []byte, m int32) fs.Errno {
 type place struct {
 	m     int32       // the mount
 	d     int         // in memory: a handle (with a reference), fs.AtCWD or fs.AtIno
-	r     shareRef    // on a share: the device, the fid to walk from (h's reference) and the path
+	r     share.Ref   // on a share: the device, the fid to walk from (h's reference) and the path
 	depth int         // on a share: how many names r.from is below the share's root; -1 unknown
 	node  procfs.Node // on /proc or /sys: the directory to walk from
 	path  []byte      // in memory, /proc or /sys: the path
@@ -107,8 +108,8 @@ type pathArgs struct {
 
 // errLinkOut: the walk leaves the file system it is on (a last symbolic
 // link with an absolute target: a share's walk puts the target in its
-// shareRef's link). Never returned to a program.
-const errLinkOut = abi.Errno(0x10001)
+// share.Ref's Link). Never returned to a program.
+const errLinkOut = share.ErrLinkOut
 
 // follows reports whether op follows a last symbolic link under flags.
 func follows(op, flags int) bool {
@@ -157,14 +158,14 @@ func onPath(dirfd int, upath []byte, op int, args *pathArgs) (uintptr, abi.Errno
 				}
 			}
 		case pathShare:
-			if rest, up := climb(pl.r.rel, pl.depth); up {
+			if rest, up := climb(pl.r.Rel, pl.depth); up {
 				next, e = memPlace(fs.AtIno(mountParent[pl.m]), rest), errLinkOut
 				break
 			}
-			pl.r.link = b
+			pl.r.Link = b
 			r, e = sharePathOp(op, noEscapeP(&pl), a)
 			if e == errLinkOut {
-				next = memPlace(fs.AtCWD, b[:pl.r.linkLen])
+				next = memPlace(fs.AtCWD, b[:pl.r.LinkLen])
 			}
 		case pathProc:
 			next, r, e = procPath(op, &pl, a, b)
@@ -183,7 +184,7 @@ func onPath(dirfd int, upath []byte, op int, args *pathArgs) (uintptr, abi.Errno
 
 // pathStart is where a path call on dirfd and path starts.
 func pathStart(dirfd int, path []byte) (pl place, e abi.Errno) {
-	pl = place{r: shareRef{h: -1}, depth: -1, path: path, d: fs.AtCWD}
+	pl = place{r: share.Ref{H: -1}, depth: -1, path: path, d: fs.AtCWD}
 	if len(path) > 0 && path[0] == '/' {
 		return pl, 0
 	}
@@ -195,19 +196,19 @@ func pathStart(dirfd int, path []byte) (pl place, e abi.Errno) {
 			}
 			return pl, 0
 		}
-		if c := &shareCwd; c.on {
+		if dev, fid, depth, on := shares.Cwd(); on {
 			if len(path) == 0 {
 				return pl, abi.ENOENT // as every path: "" names nothing
 			}
-			pl.m, pl.depth = shareMount(c.dev), c.depth
-			pl.r = shareRef{dev: c.dev, from: c.fid, rel: path, h: -1}
+			pl.m, pl.depth = shareMount(dev), depth
+			pl.r = share.Ref{Dev: dev, From: fid, Rel: path, H: -1}
 		}
 		return pl, 0
 	}
 	if h := shareGet(dirfd); h >= 0 {
-		f := &shareFiles[h]
-		pl.m = shareMount(int(f.dev))
-		pl.r = shareRef{dev: int(f.dev), from: f.fid, rel: path, h: h}
+		f := shares.File(h)
+		pl.m = shareMount(int(f.Dev))
+		pl.r = share.Ref{Dev: int(f.Dev), From: f.Fid, Rel: path, H: h}
 		if len(path) == 0 {
 			placeDone(&pl)
 			return pl, abi.ENOENT
@@ -231,19 +232,19 @@ func memPlace(d int, path []byte) place {
 	if len(path) == 0 {
 		path = dotPath[:]
 	}
-	return place{d: d, r: shareRef{h: -1}, depth: -1, path: path}
+	return place{d: d, r: share.Ref{H: -1}, depth: -1, path: path}
 }
 
 // mountRoot is path from mount m's root.
 func mountRoot(m int32, path []byte) place {
-	pl := place{m: m, d: fs.AtCWD, r: shareRef{h: -1}, depth: -1, path: path}
+	pl := place{m: m, d: fs.AtCWD, r: share.Ref{H: -1}, depth: -1, path: path}
 	switch {
 	case m == mountProc:
 		pl.node = procfs.ProcRoot
 	case m == mountSys:
 		pl.node = procfs.SysRoot
 	default:
-		pl.r = shareRef{dev: mounts[m-1].dev, from: virtio9p.Root, rel: path, h: -1}
+		pl.r = share.Ref{Dev: shares.Mount(int(m - 1)).Dev, From: virtio9p.Root, Rel: path, H: -1}
 		pl.depth = 0
 	}
 	return pl
@@ -253,19 +254,12 @@ func mountRoot(m int32, path []byte) place {
 func placeDone(pl *place) {
 	fsPut(pl.d)
 	pl.d = fs.AtCWD
-	shareDone(&pl.r)
-	pl.r.h = -1
+	shares.Done(&pl.r)
+	pl.r.H = -1
 }
 
 // shareMount is the mount ID of share device dev.
-func shareMount(dev int) int32 {
-	for i := 0; i < nmounts; i++ {
-		if mounts[i].dev == dev {
-			return int32(i + 1)
-		}
-	}
-	return 0
-}
+func shareMount(dev int) int32 { return int32(shares.MountIndex(dev) + 1) }
 
 // climb says whether path, walked from depth names below a mounted
 // root (-1: unknown, never), climbs above it with "..", and what is left
@@ -313,7 +307,7 @@ func pathPlace(dirfd int, path []byte, bufs *[2]userPath) (pl place, e abi.Errno
 			}
 			next = mountRoot(m, b[:n])
 		case pathShare:
-			rest, up := climb(pl.r.rel, pl.depth)
+			rest, up := climb(pl.r.Rel, pl.depth)
 			if !up {
 				return pl, 0
 			}

@@ -33,7 +33,7 @@ type procFile struct {
 var procFiles [64]procFile
 
 // procCwd is the working directory when it is on /proc or /sys (read
-// without a lock, as shareCwd: a chdir racing a relative call on another
+// without a lock, as the share's: a chdir racing a relative call on another
 // thread may leave that call walking from the old directory).
 var procCwd struct {
 	on   bool
@@ -46,9 +46,7 @@ func procChdir(m int32, n procfs.Node, mode uint32) abi.Errno {
 	if mode&^0o7777 != procfs.ModeDir {
 		return abi.Errno(unix.ENOTDIR)
 	}
-	if shareCwd.on {
-		shareLeaveCwd()
-	}
+	shares.LeaveCwd()
 	procCwd.m, procCwd.node = m, n
 	procCwd.on = true
 	return 0

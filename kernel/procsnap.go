@@ -50,12 +50,12 @@ import (
 //     system for its inode number (fs keeps no path of an open file;
 //     procFSNames); an unlinked one shows "/ (deleted)" where Linux shows
 //     its last path. A share file shows its directory's kept path
-//     (shareDirPath), else its mount's guest path. A pipe shows fstat's
+//     (shares.DirPath), else its mount's guest path. A pipe shows fstat's
 //     inode number, a socket its ID (fstat says 0 there).
 //   - Mounts: "/" (tmpfs), /dev (the same file system, a bind mount of
 //     its /dev, st_dev 0:0x16), /proc, /sys, /sys/fs/cgroup (cgroup2) and
 //     each attached host share at its guest path (9p, st_dev 144:dev as
-//     shareStat gives it).
+//     shares.Fstat gives it).
 //   - System (PartSys): per CPU, idle time is its idle task's CPU time
 //     and the rest of the uptime is user time; the load average is
 //     computed when read (procLoad); memory from mm's frame counters and
@@ -159,8 +159,8 @@ func procFill(s *procfs.Snapshot, parts procfs.Part) {
 		if procCwd.on {
 			n := min(procfs.Path(procCwd.node, s, procState.path[:]), len(procState.path))
 			s.Proc.Cwd = s.Put(procState.path[:n])
-		} else if shareCwd.on {
-			s.Proc.Cwd = s.Put(shareCwd.path[:min(max(shareCwd.plen, 0), len(shareCwd.path))])
+		} else if shares.CwdOn() {
+			s.Proc.Cwd = s.Put(shares.CwdPath())
 		} else if n, e := vfs.Getcwd(procState.path[:]); e == 0 && n > 1 {
 			s.Proc.Cwd = s.Put(procState.path[:n-1])
 		}
@@ -473,7 +473,7 @@ func procAreas(s *procfs.Snapshot) {
 		case ar.Ino != 0:
 			h := areaShare(int32(-int64(ar.Ino)))
 			_, ar.Name = procSharePath(s, h)
-			ar.Ino, ar.Major, ar.Minor = shareFiles[h].qpath, 0x90, uint32(shareFiles[h].dev)
+			ar.Ino, ar.Major, ar.Minor = shares.File(h).Qpath, 0x90, uint32(shares.File(h).Dev)
 		}
 	}
 }
@@ -490,13 +490,13 @@ func procMounts(s *procfs.Snapshot) {
 	add(procMntProc, procMntRoot, 0, fs.Dev+1, "/", "/proc", "proc", "proc", "", pseudo)
 	add(procMntSys, procMntRoot, 0, fs.Dev+2, "/", "/sys", "sysfs", "sysfs", "", pseudo)
 	add(procMntCgroup, procMntSys, 0, fs.Dev+3, "/", "/sys/fs/cgroup", "cgroup2", "cgroup2", "nsdelegate", pseudo)
-	for i := 0; i < nmounts; i++ {
-		m := &mounts[i]
-		if m.dev < 0 {
+	for i := 0; i < shares.NumMounts(); i++ {
+		m := shares.Mount(i)
+		if m.Dev < 0 {
 			continue // its device was not found: the in-memory directory is all there is
 		}
-		s.AddMount(procfs.Mount{ID: int32(procMntShare + i), Parent: procMntRoot, Major: 0x90, Minor: uint32(m.dev),
-			Root: s.PutString("/"), Point: s.Put(m.path[:m.plen]), Type: s.PutString("9p"), Source: s.Put(m.tag[:m.tlen]),
+		s.AddMount(procfs.Mount{ID: int32(procMntShare + i), Parent: procMntRoot, Major: 0x90, Minor: uint32(m.Dev),
+			Root: s.PutString("/"), Point: s.Put(m.Path()), Type: s.PutString("9p"), Source: s.Put(m.Tag()),
 			Opts: s.PutString("trans=virtio")})
 	}
 }

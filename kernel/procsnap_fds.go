@@ -59,20 +59,20 @@ func procFDs(s *procfs.Snapshot) {
 }
 
 // procSharePath is share file h's mount ID and path: the guest path kept
-// for a directory (shareDirPath), else its mount's guest path (the share
+// for a directory (shares.DirPath), else its mount's guest path (the share
 // keeps no path of a file).
 func procSharePath(s *procfs.Snapshot, h int) (int32, procfs.Str) {
-	dev := int(shareFiles[h].dev)
+	dev := int(shares.File(h).Dev)
 	m := 0
-	for i := 0; i < nmounts; i++ {
-		if mounts[i].dev == dev {
+	for i := 0; i < shares.NumMounts(); i++ {
+		if shares.Mount(i).Dev == dev {
 			m = i
 		}
 	}
-	if n := shareDirPath(h, procState.path[:]); n > 0 {
+	if n := shares.DirPath(h, procState.path[:]); n > 0 {
 		return int32(procMntShare + m), s.Put(procState.path[:n])
 	}
-	return int32(procMntShare + m), s.Put(mounts[m].path[:mounts[m].plen])
+	return int32(procMntShare + m), s.Put(shares.Mount(m).Path())
 }
 
 // procWantIno asks procFSNames for a path of inode ino.

@@ -17,7 +17,7 @@ func sysClose(fd int) abi.Errno {
 	fileLock.Lock()
 	e := closeLocked(fd)
 	fileLock.Unlock()
-	shareReap()
+	shares.Reap()
 	return e
 }
 

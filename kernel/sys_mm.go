@@ -31,16 +31,16 @@ func (mmenv) FileRef(file, d int32) {
 		return
 	}
 	h := areaShare(file)
-	atomic.AddInt32(&shareMapRefs, d)
+	atomic.AddInt32(&shares.MapRefs, d)
 	fileLock.Lock()
 	for ; d > 0; d-- {
-		shareFiles[h].refs++
+		shares.File(h).Refs++
 	}
 	for ; d < 0; d++ {
-		shareUnref(h)
+		shares.Unref(h)
 	}
 	fileLock.Unlock()
-	shareReap()
+	shares.Reap()
 }
 
 // fileCut takes the pages past the end of in-memory files shrunk while
@@ -70,7 +70,7 @@ func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintp
 	case file < 0:
 		// off is page-aligned: the page has bytes of the file if it
 		// starts before the end (no rounding, which could wrap).
-		size := atomic.LoadInt64(&shareFiles[areaShare(file)].size)
+		size := atomic.LoadInt64(&shares.File(areaShare(file)).Size)
 		return frame, off < size
 	case file > 0 && shared:
 		a := vfs.MapPage(file-1, off)
@@ -85,7 +85,7 @@ func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintp
 }
 
 func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
-	if flags&unix.MAP_FIXED != 0 && flags&unix.MAP_FIXED_NOREPLACE == 0 && nshares > 0 {
+	if flags&unix.MAP_FIXED != 0 && flags&unix.MAP_FIXED_NOREPLACE == 0 && shares.Count() > 0 {
 		shareWriteBack(addr, addr+mm.PageRound(n), -1) // what it replaces
 	}
 	a, e := mmap(addr, n, prot, flags, fd, off)
@@ -174,12 +174,12 @@ func memMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 	h := o.h
 	addr, n, off, fixed, shared := m.addr, m.n, m.off, m.fixed, m.shared
-	f := &shareFiles[h]
-	acc := int(f.flags) & unix.O_ACCMODE
+	f := shares.File(h)
+	acc := int(f.Flags) & unix.O_ACCMODE
 	switch {
 	case acc == unix.O_WRONLY || m.sharedWrite && acc != unix.O_RDWR:
 		return 0, abi.EACCES
-	case f.dir:
+	case f.Dir:
 		return 0, abi.ENODEV
 	}
 	// The file's size is what faults past its end are judged by
@@ -187,14 +187,14 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 	// mapping, then given the protection asked for; those wholly past
 	// it stay unbacked.
 	var at virtio9p.Attr
-	if ge := shares[f.dev].c.Getattr(f.fid, &at); ge != 0 {
+	if ge := shares.Client(f.Dev).Getattr(f.Fid, &at); ge != 0 {
 		return 0, abi.Errno(ge)
 	}
 	fileLock.Lock()
-	f.refs++ // the area's reference, which FileRef drops
+	f.Refs++ // the area's reference, which FileRef drops
 	fileLock.Unlock()
-	atomic.AddInt32(&shareMapRefs, 1)
-	atomic.StoreInt64(&f.size, int64(at.Size))
+	atomic.AddInt32(&shares.MapRefs, 1)
+	atomic.StoreInt64(&f.Size, int64(at.Size))
 	p := m.prot
 	fill := p | mm.ProtWrite
 	if p == 0 {
@@ -212,7 +212,7 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 		return a, e
 	}
 	k := min(int64(n), max(int64(at.Size)-int64(off), 0))
-	if _, re := shares[f.dev].c.Read(f.fid, uint64(off), bytesAt(a, int(k))); re != 0 {
+	if _, re := shares.Client(f.Dev).Read(f.Fid, uint64(off), bytesAt(a, int(k))); re != 0 {
 		vm.Unmap(a, n)
 		return 0, abi.Errno(re)
 	}
@@ -245,16 +245,16 @@ func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 		if !shared || prot&mm.ProtWrite == 0 || file > 0 || h >= 0 && areaShare(file) != h {
 			continue
 		}
-		f := &shareFiles[areaShare(file)]
-		c := &shares[f.dev].c
+		f := shares.File(areaShare(file))
+		c := shares.Client(f.Dev)
 		var at virtio9p.Attr
-		if ge := c.Getattr(f.fid, &at); ge != 0 {
+		if ge := c.Getattr(f.Fid, &at); ge != 0 {
 			err = abi.Errno(ge)
 			continue
 		}
 		// Up to the file's end, and not past the size faults are
 		// judged by (the pages past it are not the mapping's).
-		size := min(int64(at.Size), atomic.LoadInt64(&f.size))
+		size := min(int64(at.Size), atomic.LoadInt64(&f.Size))
 		if size <= off {
 			continue
 		}
@@ -272,7 +272,7 @@ func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 			for next < stop && mm.Backed(next) {
 				next = min(next+mm.PageSize, stop)
 			}
-			if _, we := c.Write(f.fid, uint64(off+int64(p-s)), bytesAt(p, int(next-p))); we != 0 {
+			if _, we := c.Write(f.Fid, uint64(off+int64(p-s)), bytesAt(p, int(next-p))); we != 0 {
 				err = abi.Errno(we)
 			}
 			p = next
@@ -287,10 +287,10 @@ func shareWriteBack(addr, end uintptr, h int) abi.Errno {
 // after the process; here the machine stops. An in-memory file's mapping
 // is its pages: nothing to do. Once: a thread that ends the program
 // meanwhile waits for the first to stop the machine. Each wait for the
-// host is bounded (shareExitWait); an error is reported on serial.
+// host is bounded (share.ExitWait); an error is reported on serial.
 func exitWriteBack(code uint8) {
 	t := sched.Current()
-	if nshares == 0 || t == nil {
+	if shares.Count() == 0 || t == nil {
 		return
 	}
 	if !atomic.CompareAndSwapInt32(&shareEnder, 0, t.TID) {
@@ -355,30 +355,30 @@ func sysFallocate(fd, mode int, off, n int64) abi.Errno {
 }
 
 func shareFallocate(h, mode int, off, n int64) abi.Errno {
-	f := &shareFiles[h]
+	f := shares.File(h)
 	switch {
 	case off < 0 || n <= 0:
 		return abi.EINVAL
 	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:
 		return abi.EOPNOTSUPP
-	case int(f.flags)&unix.O_ACCMODE == unix.O_RDONLY:
+	case int(f.Flags)&unix.O_ACCMODE == unix.O_RDONLY:
 		return abi.EBADF
-	case f.dir:
+	case f.Dir:
 		return abi.Errno(unix.EISDIR)
 	case off+n < 0:
 		return abi.Errno(unix.EFBIG)
 	}
-	c := &shares[f.dev].c
+	c := shares.Client(f.Dev)
 	var at virtio9p.Attr
-	if e := c.Getattr(f.fid, &at); e != 0 {
+	if e := c.Getattr(f.Fid, &at); e != 0 {
 		return abi.Errno(e)
 	}
 	if mode != 0 || off+n <= int64(at.Size) {
 		return 0
 	}
-	e := abi.Errno(c.Setattr(f.fid, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(off + n)}))
+	e := abi.Errno(c.Setattr(f.Fid, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(off + n)}))
 	if e == 0 {
-		shareResized(f.dev, f.qpath, off+n, false)
+		shares.Resized(f.Dev, f.Qpath, off+n, false)
 	}
 	return e
 }
@@ -406,7 +406,7 @@ func sysMunmap(addr, n uintptr) abi.Errno {
 	if !mm.UserSpan(addr, n) {
 		return abi.EINVAL
 	}
-	if nshares > 0 {
+	if shares.Count() > 0 {
 		shareWriteBack(addr, addr+mm.PageRound(n), -1)
 	}
 	return vm.Unmap(addr, mm.PageRound(n))
@@ -419,7 +419,7 @@ func sysMprotect(addr, n, prot uintptr) abi.Errno {
 	if !mm.UserSpan(addr, n) {
 		return abi.ENOMEM
 	}
-	if prot&unix.PROT_WRITE == 0 && nshares > 0 {
+	if prot&unix.PROT_WRITE == 0 && shares.Count() > 0 {
 		shareWriteBack(addr, addr+mm.PageRound(n), -1) // before its writes are taken away
 	}
 	return vm.Protect(addr, mm.PageRound(n), uint32(prot&7))

@@ -12,7 +12,7 @@ import (
 // The path calls: each reads its path and runs its operation through
 // onPath (pathwalk.go), which finds the file system the path leads to
 // and calls that kind's operation: memPathOp here for the in-memory file
-// system, sharePathOp (sys_share.go), procPathOp (procfiles.go).
+// system, sharePathOp (share.go), procPathOp (procfiles.go).
 
 // pathCall is onPath on a path in the program's memory.
 func pathCall(dirfd int, p uintptr, op int, a *pathArgs) (uintptr, abi.Errno) {
@@ -119,7 +119,7 @@ func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
 	}
 	var b userPath
 	buf := b[:min(n, uintptr(len(b)))]
-	c, fe, on := shareGetcwd(buf)
+	c, fe, on := shares.Getcwd(buf)
 	if !on {
 		c, fe, on = procGetcwd(buf)
 	}
@@ -248,7 +248,7 @@ func twoPaths(op, np uintptr, pb, nb *userPath) (opath, npath []byte, e abi.Errn
 // memTwo runs op on rename's or link's paths when both start on the
 // in-memory file system; fs.ECross if either does not stay there.
 func memTwo(odirfd int, opath []byte, ndirfd int, npath []byte, op func(od, nd int) fs.Errno) abi.Errno {
-	if shareCwd.on {
+	if shares.CwdOn() {
 		return abi.Errno(fs.ECross)
 	}
 	od, e := dirHandle(odirfd, opath)
@@ -281,7 +281,7 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi
 		case pathMem:
 			return abi.Errno(vfs.Rename(o.d, o.path, n.d, n.path, flags))
 		case pathShare:
-			return shareRename(&o.r, &n.r, flags)
+			return shares.Rename(&o.r, &n.r, flags)
 		}
 		return abi.Errno(unix.EACCES) // /proc, /sys
 	})
@@ -300,7 +300,7 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 			return badFD(odirfd, abi.Errno(unix.EPERM)) // the console, epoll, eventfd: no inode to name
 		}
 		e = abi.Errno(fs.ECross)
-		if !shareCwd.on || len(npath) > 0 && npath[0] == '/' || int32(ndirfd) != unix.AT_FDCWD {
+		if !shares.CwdOn() || len(npath) > 0 && npath[0] == '/' || int32(ndirfd) != unix.AT_FDCWD {
 			nd, de := dirHandle(ndirfd, npath)
 			if e = de; e == 0 {
 				e = abi.Errno(vfs.Link(od, opath, nd, npath, flags))
@@ -325,7 +325,7 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 		case pathMem:
 			return abi.Errno(vfs.Link(o.d, o.path, n.d, n.path, flags))
 		case pathShare:
-			return shareLink(&o.r, &n.r)
+			return shares.Link(&o.r, &n.r)
 		}
 		return abi.Errno(unix.EPERM) // /proc, /sys
 	})
@@ -375,9 +375,7 @@ func memPathOp(op int, pl *place, a *pathArgs) (uintptr, abi.Errno) {
 // file system's is the working directory again.
 func leaveCwd() {
 	procCwd.on = false
-	if shareCwd.on {
-		shareLeaveCwd()
-	}
+	shares.LeaveCwd()
 }
 
 // memOpen is openat on the in-memory file system.

@@ -224,9 +224,9 @@ var userRuleAllowed = map[string]struct {
 
 	// The program's buffers handed to the 9P client, which reaches them
 	// only through Env.Copy.
-	"kernel/sys_mm.go: shareMmap":         {n: 1, why: why9P + " (a share's mmap filling its new mapping)"},
-	"kernel/sys_mm.go: shareWriteBack":    {n: 1, why: why9P + " (msync and munmap writing pages back)"},
-	"kernel/share_file.go: shareTransfer": {n: 1, why: why9P + " (read, write, pread, pwrite)"},
+	"kernel/sys_mm.go: shareMmap":      {n: 1, why: why9P + " (a share's mmap filling its new mapping)"},
+	"kernel/sys_mm.go: shareWriteBack": {n: 1, why: why9P + " (msync and munmap writing pages back)"},
+	"kernel/share.go: shareTransfer":   {n: 1, why: why9P + " (read, write, pread, pwrite)"},
 }
 
 const (
