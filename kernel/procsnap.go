@@ -10,6 +10,7 @@ import (
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/procfs"
+	"yolk/kernel/share"
 	"yolk/sched"
 )
 
@@ -450,7 +451,7 @@ func procAreas(s *procfs.Snapshot) {
 		switch {
 		case a.File > 0: // the in-memory file system's inode File-1
 			ar.Ino, ar.Minor = uint64(a.File), fs.Dev
-		case a.File < 0: // share file areaShare(File); its inode is named below
+		case a.File < 0: // share file share.AreaFile(File); its inode is named below
 			ar.Ino = uint64(-int64(a.File))
 		}
 		if a.Start < stackTop && a.End >= stackTop {
@@ -471,7 +472,7 @@ func procAreas(s *procfs.Snapshot) {
 		case ar.Ino != 0 && ar.Minor == fs.Dev:
 			ar.Name = procPathOf(s, ar.Ino)
 		case ar.Ino != 0:
-			h := areaShare(int32(-int64(ar.Ino)))
+			h := share.AreaFile(int32(-int64(ar.Ino)))
 			_, ar.Name = procSharePath(s, h)
 			ar.Ino, ar.Major, ar.Minor = shares.File(h).Qpath, 0x90, uint32(shares.File(h).Dev)
 		}

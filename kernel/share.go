@@ -57,7 +57,7 @@ func (shareenv) LockFiles()                         { fileLock.Lock() }
 func (shareenv) UnlockFiles()                       { fileLock.Unlock() }
 func (shareenv) Get(fd int) int                     { return shareGet(fd) }
 func (shareenv) Install(h int) (uintptr, abi.Errno) { return allocFD(fileShare, 0, int32(h)) }
-func (shareenv) Unback(h int, off int64)            { vm.UnbackFile(shareArea(h), off) }
+func (shareenv) Unback(h int, off int64)            { vm.UnbackFile(share.Area(h), off) }
 
 func (shareenv) Umask() uint32 { return atomic.LoadUint32(&shareUmask) }
 func (shareenv) CwdEntered()   { procCwd.on = false }
@@ -133,7 +133,7 @@ var shareOps = fileOps{
 	statfs:   func(o ofile, st *unix.Statfs_t) abi.Errno { return shares.Fstatfs(o.h, st) },
 	getdents: func(o ofile, b []byte) (uintptr, abi.Errno) { return shares.Getdents(o.h, b) },
 	truncate: func(o ofile, size int64) abi.Errno { return shares.Ftruncate(o.h, size) },
-	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return shareFallocate(o.h, mode, off, n) },
+	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return shares.Fallocate(o.h, mode, off, n) },
 	sync:     shareSync,
 	chdir:    shareFchdir,
 	chmod:    func(o ofile, mode uint32) abi.Errno { return shares.Fchmod(o.h, mode) },
@@ -174,7 +174,7 @@ func shareTransfer(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 // after the shared mappings made through this open file are written back
 // (sys_mm.go).
 func shareSync(o ofile, datasync bool) abi.Errno {
-	e := shareWriteBack(mm.UserMin, mm.UserMax, o.h)
+	e := shares.WriteBack(mm.UserMin, mm.UserMax, o.h)
 	if se := shares.Fsync(o.h, datasync); se != 0 {
 		e = se
 	}

@@ -9,6 +9,7 @@ import (
 	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
+	"yolk/kernel/share"
 	"yolk/sched"
 )
 
@@ -19,9 +20,7 @@ import (
 // the mapping's own pages, and msync, munmap, fsync and the program's end
 // write a shared mapping's pages back to the host.
 
-func fsArea(ino int32) int32   { return ino + 1 }
-func shareArea(h int) int32    { return -int32(h) - 1 }
-func areaShare(file int32) int { return int(-file - 1) }
+func fsArea(ino int32) int32 { return ino + 1 }
 
 // FileRef is mm's reference count on an area's file: the inode's
 // mappings, or the share file's references (the last closes it).
@@ -30,7 +29,7 @@ func (mmenv) FileRef(file, d int32) {
 		vfs.MapRef(file-1, d)
 		return
 	}
-	h := areaShare(file)
+	h := share.AreaFile(file)
 	atomic.AddInt32(&shares.MapRefs, d)
 	fileLock.Lock()
 	for ; d > 0; d-- {
@@ -70,7 +69,7 @@ func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintp
 	case file < 0:
 		// off is page-aligned: the page has bytes of the file if it
 		// starts before the end (no rounding, which could wrap).
-		size := atomic.LoadInt64(&shares.File(areaShare(file)).Size)
+		size := atomic.LoadInt64(&shares.File(share.AreaFile(file)).Size)
 		return frame, off < size
 	case file > 0 && shared:
 		a := vfs.MapPage(file-1, off)
@@ -86,7 +85,7 @@ func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintp
 
 func sysMmap(addr, n, prot, flags uintptr, fd int, off uintptr) (uintptr, abi.Errno) {
 	if flags&unix.MAP_FIXED != 0 && flags&unix.MAP_FIXED_NOREPLACE == 0 && shares.Count() > 0 {
-		shareWriteBack(addr, addr+mm.PageRound(n), -1) // what it replaces
+		shares.WriteBack(addr, addr+mm.PageRound(n), -1) // what it replaces
 	}
 	a, e := mmap(addr, n, prot, flags, fd, off)
 	if e == 0 && flags&unix.MAP_FIXED_NOREPLACE != 0 && flags&unix.MAP_FIXED == 0 && a != addr {
@@ -207,7 +206,7 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 	if p&mm.ProtWrite == 0 {
 		charge = mm.ChargeNone
 	}
-	a, e := vm.MapFile(addr, n, fill, fixed, shareArea(h), int64(off), shared, shared && acc != unix.O_RDWR, charge)
+	a, e := vm.MapFile(addr, n, fill, fixed, share.Area(h), int64(off), shared, shared && acc != unix.O_RDWR, charge)
 	if e != 0 || p == 0 {
 		return a, e
 	}
@@ -220,65 +219,6 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 		vm.Protect(a, n, p)
 	}
 	return a, 0
-}
-
-// shareWriteBack writes the pages of the writable shared mappings of
-// share files in [addr, end) back to the host — only share file h's if h
-// >= 0 — up to the file's size (a mapping never grows its file, as on
-// Linux). A mapping the program cannot write holds nothing of its own: a
-// write-back would put the file as it was at mmap over what write(2) and
-// pwrite(2) wrote since (and fail for a file open read-only); mprotect
-// and MAP_FIXED write a mapping back before they take its writes away.
-// The areas are held meanwhile (mm.HoldAreas): another thread's munmap
-// could otherwise close the file, and a new open take its slot, between
-// FileArea and the writes.
-func shareWriteBack(addr, end uintptr, h int) abi.Errno {
-	var err abi.Errno
-	mm.HoldAreas()
-	defer mm.ReleaseAreas()
-	for addr < end {
-		s, e, file, off, shared, prot, ok := mm.FileArea(addr, end)
-		if !ok {
-			break
-		}
-		addr = e
-		if !shared || prot&mm.ProtWrite == 0 || file > 0 || h >= 0 && areaShare(file) != h {
-			continue
-		}
-		f := shares.File(areaShare(file))
-		c := shares.Client(f.Dev)
-		var at virtio9p.Attr
-		if ge := c.Getattr(f.Fid, &at); ge != 0 {
-			err = abi.Errno(ge)
-			continue
-		}
-		// Up to the file's end, and not past the size faults are
-		// judged by (the pages past it are not the mapping's).
-		size := min(int64(at.Size), atomic.LoadInt64(&f.Size))
-		if size <= off {
-			continue
-		}
-		// Only the pages with a frame: a page never touched holds
-		// nothing of the program's, and writing it would put zeroes
-		// over what the file got meanwhile past the end the mapping
-		// was filled to (a pwrite), or since madvise dropped it.
-		stop := s + uintptr(min(int64(e-s), size-off))
-		for p := s; p < stop; {
-			next := min((p|(mm.PageSize-1))+1, stop)
-			if !mm.Backed(p) {
-				p = next
-				continue
-			}
-			for next < stop && mm.Backed(next) {
-				next = min(next+mm.PageSize, stop)
-			}
-			if _, we := c.Write(f.Fid, uint64(off+int64(p-s)), bytesAt(p, int(next-p))); we != 0 {
-				err = abi.Errno(we)
-			}
-			p = next
-		}
-	}
-	return err
 }
 
 // exitWriteBack writes back the shared mappings of share files when the
@@ -299,7 +239,7 @@ func exitWriteBack(code uint8) {
 		}
 	}
 	atomic.StoreInt32(&exitCode, int32(code))
-	if e := shareWriteBack(mm.UserMin, mm.UserMax, -1); e != 0 {
+	if e := shares.WriteBack(mm.UserMin, mm.UserMax, -1); e != 0 {
 		klog("share: writing back a shared mapping at the program's end: errno ")
 		kprintDec(int64(e))
 		kprint("\n")
@@ -325,7 +265,7 @@ func sysMsync(addr, n uintptr, flags int) abi.Errno {
 	if !mm.UserSpan(addr, end-addr) {
 		return abi.ENOMEM
 	}
-	err := shareWriteBack(addr, end, -1)
+	err := shares.WriteBack(addr, end, -1)
 	if !mm.Mapped(addr, end) {
 		return abi.ENOMEM
 	}
@@ -354,35 +294,6 @@ func sysFallocate(fd, mode int, off, n int64) abi.Errno {
 	return abi.ENODEV // sockets, the console, epoll, eventfd
 }
 
-func shareFallocate(h, mode int, off, n int64) abi.Errno {
-	f := shares.File(h)
-	switch {
-	case off < 0 || n <= 0:
-		return abi.EINVAL
-	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0:
-		return abi.EOPNOTSUPP
-	case int(f.Flags)&unix.O_ACCMODE == unix.O_RDONLY:
-		return abi.EBADF
-	case f.Dir:
-		return abi.Errno(unix.EISDIR)
-	case off+n < 0:
-		return abi.Errno(unix.EFBIG)
-	}
-	c := shares.Client(f.Dev)
-	var at virtio9p.Attr
-	if e := c.Getattr(f.Fid, &at); e != 0 {
-		return abi.Errno(e)
-	}
-	if mode != 0 || off+n <= int64(at.Size) {
-		return 0
-	}
-	e := abi.Errno(c.Setattr(f.Fid, &virtio9p.SetAttr{Valid: virtio9p.SetSize, Size: uint64(off + n)}))
-	if e == 0 {
-		shares.Resized(f.Dev, f.Qpath, off+n, false)
-	}
-	return e
-}
-
 func sysMadvise(addr, n uintptr, advice int) abi.Errno {
 	if err := mm.CheckPage(addr, n); err != 0 {
 		return err
@@ -407,7 +318,7 @@ func sysMunmap(addr, n uintptr) abi.Errno {
 		return abi.EINVAL
 	}
 	if shares.Count() > 0 {
-		shareWriteBack(addr, addr+mm.PageRound(n), -1)
+		shares.WriteBack(addr, addr+mm.PageRound(n), -1)
 	}
 	return vm.Unmap(addr, mm.PageRound(n))
 }
@@ -420,7 +331,7 @@ func sysMprotect(addr, n, prot uintptr) abi.Errno {
 		return abi.ENOMEM
 	}
 	if prot&unix.PROT_WRITE == 0 && shares.Count() > 0 {
-		shareWriteBack(addr, addr+mm.PageRound(n), -1) // before its writes are taken away
+		shares.WriteBack(addr, addr+mm.PageRound(n), -1) // before its writes are taken away
 	}
 	return vm.Protect(addr, mm.PageRound(n), uint32(prot&7))
 }

@@ -130,13 +130,14 @@ var userRuleAllowed = map[string]struct {
 
 	// The address-to-pointer helpers: not sealed, so each use below is
 	// listed with its own reason.
-	"kernel/regs.go: at":       {n: 2, why: whyPrimitive},
-	"kernel/regs.go: bytesAt":  {n: 1, why: whyPrimitive},
-	"kernel/mm/mm.go: at":      {n: 2, why: whyPrimitive},
-	"kernel/mm/mm.go: bytesAt": {n: 1, why: whyPrimitive},
-	"kernel/fs/fs.go: mem":     {n: 1, why: whyPrimitive},
-	"kernel/fs/fs.go: word":    {n: 1, why: whyPrimitive},
-	"kernel/net/net.go: mem":   {n: 1, why: whyPrimitive},
+	"kernel/regs.go: at":            {n: 2, why: whyPrimitive},
+	"kernel/regs.go: bytesAt":       {n: 1, why: whyPrimitive},
+	"kernel/mm/mm.go: at":           {n: 2, why: whyPrimitive},
+	"kernel/mm/mm.go: bytesAt":      {n: 1, why: whyPrimitive},
+	"kernel/share/mmap.go: bytesAt": {n: 1, why: whyPrimitive},
+	"kernel/fs/fs.go: mem":          {n: 1, why: whyPrimitive},
+	"kernel/fs/fs.go: word":         {n: 1, why: whyPrimitive},
+	"kernel/net/net.go: mem":        {n: 1, why: whyPrimitive},
 	// noEscape's result is its argument, a Go slice, hidden from escape
 	// analysis: what its callers pass is memory they already hold.
 	"kernel/userbuf.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
@@ -224,9 +225,9 @@ var userRuleAllowed = map[string]struct {
 
 	// The program's buffers handed to the 9P client, which reaches them
 	// only through Env.Copy.
-	"kernel/sys_mm.go: shareMmap":      {n: 1, why: why9P + " (a share's mmap filling its new mapping)"},
-	"kernel/sys_mm.go: shareWriteBack": {n: 1, why: why9P + " (msync and munmap writing pages back)"},
-	"kernel/share.go: shareTransfer":   {n: 1, why: why9P + " (read, write, pread, pwrite)"},
+	"kernel/sys_mm.go: shareMmap":               {n: 1, why: why9P + " (a share's mmap filling its new mapping)"},
+	"kernel/share/mmap.go: (*Shares).WriteBack": {n: 1, why: why9P + " (msync and munmap writing pages back)"},
+	"kernel/share.go: shareTransfer":            {n: 1, why: why9P + " (read, write, pread, pwrite)"},
 }
 
 const (
