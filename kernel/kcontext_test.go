@@ -23,7 +23,7 @@ import (
 // them), the CPU's instructions (arch/amd64, arch/arm64) and the drivers
 // (drivers/virtio and drivers/virtionet, the NIC, among them), with the
 // TamaGo drivers they call.
-var kernelContext = regexp.MustCompile(`^(yolk/(kernel|kernel/(mm|abi|fs|net|socket|nic|procfs|timer|flock|cmdline|calllog|testcall|internal/pages)|sched|sched/queue|sync/twa|sync/twa/baseline|boot|arch/amd64|arch/arm64|drivers/[a-z0-9]+)|github\.com/usbarmory/tamago/.*)\.`)
+var kernelContext = regexp.MustCompile(`^(yolk/(kernel|kernel/(mm|abi|fs|net|socket|nic|procfs|procsnap|timer|flock|cmdline|calllog|testcall|internal/pages)|sched|sched/queue|sync/twa|sync/twa/baseline|boot|arch/amd64|arch/arm64|drivers/[a-z0-9]+)|github\.com/usbarmory/tamago/.*)\.`)
 
 // runtimeContext are kernel-package functions that run as ordinary Go code
 // (package initialisers, run by the runtime), or once at boot before the

@@ -20,7 +20,7 @@ import (
 	"yolk/kernel/abi"
 )
 
-// /proc and /sys as the kernel fills them (kernel/procsnap.go), read
+// /proc and /sys as the kernel fills them (kernel/procsnap), read
 // through abi.SysProcRender until the file layer mounts them: the tree is
 // copied into a directory of the guest's /tmp with the same layout, and
 // github.com/prometheus/procfs reads the copy, as Prometheus' process
@@ -130,7 +130,7 @@ func processCPU() float64 {
 
 func testProcfs(t *T) {
 	if !onYolk() {
-		t.Skipf("not on yolk: /proc and /sys are read through yolk's private call SysProcRender (kernel/procsnap.go), which only yolk's kernel answers")
+		t.Skipf("not on yolk: /proc and /sys are read through yolk's private call SysProcRender (kernel/procsnap), which only yolk's kernel answers")
 	}
 	dir := "/tmp/procfs-copy"
 	os.RemoveAll(dir)
