@@ -77,9 +77,9 @@ var kinds = [...]*fileOps{
 }
 
 // fdViews say what /proc/self/fd and fdinfo show of an open file of each
-// kind (procsnap_fds.go): its status flags (F_GETFL's; nil: O_RDWR) and
-// its kind, identity, mount and path (nil: an anonymous inode's file with
-// no more to say). A table apart from kinds: /proc's own files
+// kind (procenv.FD, for kernel/procsnap's fill): its status flags
+// (F_GETFL's; nil: O_RDWR) and its kind, identity, mount and path (nil:
+// an anonymous inode's file with no more to say). A table apart from kinds: /proc's own files
 // (procOps) read it, and a static table may not depend on itself.
 var fdViews = [...]struct {
 	getfl func(o ofile) (uintptr, abi.Errno)

@@ -12,7 +12,7 @@ import (
 // The path calls: each reads its path and runs its operation through
 // onPath (pathwalk.go), which finds the file system the path leads to
 // and calls that kind's operation: memPathOp here for the in-memory file
-// system, sharePathOp (share.go), procPathOp (procfiles.go).
+// system, sharePathOp (share.go), procPath (procfiles.go).
 
 // pathCall is onPath on a path in the program's memory.
 func pathCall(dirfd int, p uintptr, op int, a *pathArgs) (uintptr, abi.Errno) {

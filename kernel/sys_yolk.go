@@ -176,7 +176,7 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 	case abi.SysKStackTest:
 		return 0, testcall.KStackTest(int(a0), a1)
 	case abi.SysProcRender:
-		return sysProcRender(a0, a1, a2, a3) // procsnap.go
+		return procState.Render(a0, a1, a2, a3) // kernel/procsnap
 	}
 	return 0, abi.ENOSYS
 }

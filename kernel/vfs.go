@@ -312,7 +312,7 @@ func memPollable(o ofile) (int32, uint64, uintptr, abi.Errno) {
 }
 
 // memProcFD: a pipe pipe(2) made, or a file of the tree, whose path the
-// snapshot finds later by its inode (procWantIno).
+// snapshot finds later by its inode (procState.WantIno).
 func memProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
 	var st unix.Stat_t
 	if vfs.Fstat(o.h, &st) != 0 {
@@ -330,6 +330,6 @@ func memProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
 	if st.Nlink == 0 {
 		d.Path = s.PutString("/ (deleted)")
 	} else {
-		procWantIno(st.Ino)
+		procState.WantIno(st.Ino)
 	}
 }

@@ -3,7 +3,7 @@ package sched
 import "sync/atomic"
 
 // What the kernel's /proc and /sys files read of the scheduler
-// (kernel/procsnap.go): each a racy read of one word, as Linux's
+// (kernel/procsnap): each a racy read of one word, as Linux's
 // /proc readers take them.
 
 // IdleTask is c's idle task: its CPU time (CPUTime) is the time c has

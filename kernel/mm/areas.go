@@ -1,7 +1,7 @@
 package mm
 
 // Area is one area of the address space as /proc's maps shows it
-// (kernel/procsnap.go): its range, protection (ProtRead, ProtWrite,
+// (kernel/procsnap): its range, protection (ProtRead, ProtWrite,
 // ProtExec), whether it is a shared mapping of a file, the file (the
 // kernel's name, 0: anonymous memory) and the offset of start in it.
 type Area struct {

@@ -15,8 +15,12 @@
 // come from the snapshot; Lookup, ReadDir, Readlink, Mode and Parent walk
 // it, and Render writes a file's whole text into the caller's buffer, as
 // Linux's seq_file generates a file anew for a read from its start. The
-// kernel fills the snapshot (Needs says which parts a file reads) under
-// its own locks and serves read offsets from the rendering.
+// kernel fills the snapshot (kernel/procsnap; Needs says which parts a
+// file reads) under its own locks. What serving the tree as files needs
+// is here too (files.go): the walk of a path within the tree, reporting
+// ".." at a root and links out of it to the caller (Walk, which fills as
+// it goes through a Filler), getdents64 records, stat and statfs, a read
+// of a rendering at an offset.
 //
 // Kernel context: everything here runs inside system calls, so nothing
 // allocates on the Go heap, stores a Go pointer into memory (the Snapshot

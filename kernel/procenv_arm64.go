@@ -1,0 +1,3 @@
+package kernel
+
+func (procenv) HWCap() uint64 { return uint64(hwcap()) }
