@@ -175,8 +175,6 @@ func sysYolk(nr, a0, a1, a2, a3 uintptr) (uintptr, abi.Errno) {
 		return 0, sysTaskInfo(int32(a0), a1)
 	case abi.SysKStackTest:
 		return 0, testcall.KStackTest(int(a0), a1)
-	case abi.SysProcRender:
-		return procState.Render(a0, a1, a2, a3) // kernel/procsnap
 	}
 	return 0, abi.ENOSYS
 }

@@ -107,15 +107,15 @@ func syscall(r *Regs) {
 	case unix.SYS_FLOCK:
 		err = sysFlock(int(a0), int(int32(a1)))
 	case unix.SYS_GETTIMEOFDAY:
-		err = sysGettimeofday(a0)
+		err = timers.Gettimeofday(a0)
 	case unix.SYS_CLOCK_GETTIME:
-		err = sysClockGettime(int32(a0), a1)
+		err = timers.ClockGettime(int32(a0), a1)
 	case unix.SYS_CLOCK_GETRES:
-		err = sysClockGetres(int32(a0), a1)
+		err = timerClockGetres(int32(a0), a1)
 	case unix.SYS_GETRUSAGE:
-		err = sysGetrusage(int32(a0), a1)
+		err = timers.Getrusage(int32(a0), a1)
 	case unix.SYS_TIMES:
-		ret, err = sysTimes(a0)
+		ret, err = timers.Times(a0)
 	case unix.SYS_TIMER_CREATE:
 		err = timers.Create(int32(a0), a1, a2)
 	case unix.SYS_TIMER_SETTIME:
@@ -271,7 +271,7 @@ func syscall(r *Regs) {
 	case abi.SysNICNotify:
 		err = nicDev.Notify(int(int32(a0)))
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysTrace, abi.SysTaskInfo, abi.SysUnmapped, abi.SysNumCPU, abi.SysNICInject,
-		abi.SysKStackTest, abi.SysProcRender:
+		abi.SysKStackTest:
 		ret, err = sysYolk(nr, a0, a1, a2, a3) // only for an image that asks (abi.TestCalls)
 	default:
 		var ok bool

@@ -18,6 +18,7 @@ type tenv struct{}
 
 func (tenv) Now() int64                 { return nanotime() }
 func (tenv) WallBase() int64            { return wallBase }
+func (tenv) Monotonic() int64           { return monotonic() }
 func (tenv) Pending(slot, sig int) bool { return atomic.LoadUint64(&sigPending[slot])&sigBit(sig) != 0 }
 func (tenv) Discard(slot, sig int)      { atomic.AndUint64(&sigPending[slot], ^sigBit(sig)) }
 func (tenv) Target(sig int) *sched.Task { return processTarget(sig) }
@@ -77,3 +78,4 @@ func processTarget(sig int) *sched.Task {
 	}
 	return first
 }
+func timerClockGetres(id int32, p uintptr) abi.Errno { return timer.ClockGetres(id, p) }

@@ -67,18 +67,7 @@ const (
 	// this CPU's frames running out after a0 and copies KStackTestOut
 	// to a1.
 	SysKStackTest = 0x100a
-	// SysProcRender looks a0, a path of a1&0xffffffff bytes ("/proc/..."
-	// or "/sys/..."), up in kernel/procfs's tree and copies what op
-	// a1>>32 (ProcRender, ProcReadlink, ProcReadDir) gives of it to a2,
-	// at most a3 bytes; it returns the whole answer's length.
-	SysProcRender = 0x100b
-)
-
-// SysProcRender's ops.
-const (
-	ProcRender   = iota // a file's contents
-	ProcReadlink        // a symbolic link's target (the last name not followed)
-	ProcReadDir         // a directory's entries: each a type byte ('d', 'f', 'l'), the name, a NUL
+	// 0x100b was SysProcRender, /proc's files before /proc was mounted.
 )
 
 // KStackTestOut is what SysKStackTest copies out (kernel/mm's KStackTest):

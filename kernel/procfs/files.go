@@ -229,33 +229,6 @@ func Getdents(dir Node, s *Snapshot, pos int64, b []byte) (int, int64, abi.Errno
 	}
 }
 
-// List writes directory dir's entries into out, each a type byte ('d',
-// 'f' or 'l'), the name and a NUL (abi.ProcReadDir's answer); it returns
-// their length, more than len(out) if they do not fit.
-func List(dir Node, s *Snapshot, out []byte) int {
-	var name [256]byte
-	k := 0
-	for i := 0; ; i++ {
-		c, n, ok := ReadDir(dir, s, i, name[:])
-		if !ok {
-			return k
-		}
-		t := byte('f')
-		switch Mode(c, s) &^ 0o7777 {
-		case ModeDir:
-			t = 'd'
-		case ModeLink:
-			t = 'l'
-		}
-		if k+n+2 <= len(out) {
-			out[k] = t
-			copy(out[k+1:], name[:n])
-			out[k+1+n] = 0
-		}
-		k += n + 2
-	}
-}
-
 // NodeFD fills d for an open file of node n (of mount ID mnt, at offset
 // off), as /proc/self/fd and fdinfo show it.
 func NodeFD(s *Snapshot, d *FD, n Node, mnt int32, off int64) {

@@ -191,16 +191,6 @@ func TestGetdents(t *testing.T) {
 	if a := testing.AllocsPerRun(10, func() { procfs.Getdents(dir, s, 0, buf) }); a != 0 {
 		t.Errorf("Getdents: %v allocations", a)
 	}
-
-	// List, abi.ProcReadDir's answer: the same names, typed.
-	out := make([]byte, 4096)
-	n := procfs.List(at(t, s, procfs.ProcRoot, "1/fd"), s, out)
-	if got := string(out[:n]); got != "l0\x00l1\x00l2\x00l3\x00l4\x00l5\x00l6\x00l7\x00l8\x00" {
-		t.Errorf("List fd/: %q", got)
-	}
-	if k := procfs.List(dir, s, out[:10]); k != len(strings.Join(want, ".."))+2 {
-		t.Errorf("List with a short buffer: %d", k)
-	}
 }
 
 func TestRead(t *testing.T) {

@@ -4,8 +4,7 @@
 // one lock at a time, so a snapshot may be slightly stale (a thread that
 // exits meanwhile) but is never torn in a way that crashes. It keeps the
 // one snapshot (State) and what fills keep between them (the load
-// average, the peaks, the initial stack read back), and answers the
-// test images' private call abi.SysProcRender (render.go).
+// average, the peaks, the initial stack read back).
 //
 // What is the kernel's it reaches through its type parameter (Env, an
 // empty struct in kernel/): the clock, the image's bounds and its command
@@ -164,7 +163,6 @@ type State[E Env] struct {
 	dents [maxDepth][512]byte
 
 	fd  procfs.FD        // Env.FD's
-	arg [fs.PathMax]byte // Render's path
 	out [256 << 10]byte  // a rendering
 }
 

@@ -53,6 +53,9 @@ type Env interface {
 	// time, ns, at its 0.
 	Now() int64
 	WallBase() int64
+	// Monotonic is CLOCK_MONOTONIC: Now, kept from going backwards
+	// across CPUs whose counters disagree.
+	Monotonic() int64
 	// Pending reports whether sig is pending for task slot slot;
 	// Discard takes it back (a deleted timer's signal).
 	Pending(slot, sig int) bool

@@ -26,6 +26,7 @@ var (
 
 func (hostEnv) Now() int64                 { return 0 }
 func (hostEnv) WallBase() int64            { return 0 }
+func (hostEnv) Monotonic() int64           { return 0 }
 func (hostEnv) Pending(slot, sig int) bool { return pending }
 func (hostEnv) Discard(slot, sig int)      { pending = false }
 func (hostEnv) Target(sig int) *sched.Task { return sched.TaskAt(3) }
