@@ -3,6 +3,7 @@ package kernel
 import (
 	"yolk/kernel/etc"
 	"yolk/kernel/fs"
+	"yolk/kernel/namei"
 )
 
 // The files under /etc that Go's resolver and lookups read, made at boot
@@ -64,7 +65,7 @@ func procInit() {
 		p := copy(etcPath[:], path)
 		e := vfs.Mkdir(fs.AtCWD, etcPath[:p], 0o555)
 		if e == 0 {
-			e = mountAt(etcPath[:p], int32(mountProc+i))
+			e = mountAt(etcPath[:p], int32(namei.MountProc+i))
 		}
 		if e != 0 {
 			klog("proc: ")

@@ -5,6 +5,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
+	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
 	"yolk/kernel/procsnap"
 )
@@ -24,7 +25,7 @@ type procFile struct {
 	refs  int32
 	node  procfs.Node
 	mode  uint32
-	m     int32 // mountProc or mountSys
+	m     int32 // namei.MountProc or namei.MountSys
 	flags int32
 	off   int64 // a directory's: the next entry's index
 }
@@ -78,60 +79,60 @@ func procDirFD(fd int) (int32, procfs.Node, bool) {
 
 // procPath walks pl's path in procfs's tree and runs op on the node it
 // names; a path that leaves the tree (".." at its root, a link to an
-// absolute path) is the next place (errLinkOut), its path written into
+// absolute path) is the next namei.Place (namei.ErrMoved), its path written into
 // b.
-func procPath(op int, pl *place, a *pathArgs, b []byte) (next place, r uintptr, e abi.Errno) {
+func procPath(op int, pl *namei.Place, a *namei.Args, b []byte) (next namei.Place, r uintptr, e abi.Errno) {
 	procState.Lock()
 	next, r, e = procPathLocked(op, pl, a, b)
 	procState.Unlock()
-	if op == opOpen && e == 0 {
-		r, e = procOpen(pl.m, procfs.Node(r), uint32(a.st.Mode), a.flags)
+	if op == namei.OpOpen && e == 0 {
+		r, e = procOpen(pl.M, procfs.Node(r), uint32(a.St.Mode), a.Flags)
 	}
 	return next, r, e
 }
 
 // procPathLocked is procPath under procState's lock; open's node is r,
-// its mode in a.st.
-func procPathLocked(op int, pl *place, a *pathArgs, b []byte) (next place, r uintptr, e abi.Errno) {
+// its mode in a.St.
+func procPathLocked(op int, pl *namei.Place, a *namei.Args, b []byte) (next namei.Place, r uintptr, e abi.Errno) {
 	s := procState.Begin()
-	n, k, out, e := procfs.Walk(&procState, s, pl.node, pl.path, follows(op, a.flags), b)
+	n, k, out, e := procfs.Walk(&procState, s, pl.Node, pl.Path, namei.Follows(op, a.Flags), b)
 	switch {
 	case e != 0:
 		return next, 0, e
 	case out == procfs.WalkUp:
-		return memPlace(fs.AtIno(mountParent[pl.m]), b[:k]), 0, errLinkOut
+		return namei.Up(pl.M, b[:k]), 0, namei.ErrMoved
 	case out == procfs.WalkLink:
-		return memPlace(fs.AtCWD, b[:k]), 0, errLinkOut
+		return namei.At(fs.AtCWD, b[:k]), 0, namei.ErrMoved
 	}
 	procState.Fill(s, procfs.Needs(n))
 	mode := procfs.Mode(n, s)
 	switch op {
-	case opOpen:
-		a.st.Mode = mode
+	case namei.OpOpen:
+		a.St.Mode = mode
 		return next, uintptr(n), 0 // procOpen, without the lock
-	case opStat:
-		procStat(pl.m, n, mode, &a.st)
-	case opStatfs:
-		procfs.Statfs(pl.m == mountSys, &a.sfs)
-	case opReadlink:
+	case namei.OpStat:
+		procStat(pl.M, n, mode, &a.St)
+	case namei.OpStatfs:
+		procfs.Statfs(pl.M == namei.MountSys, &a.Sfs)
+	case namei.OpReadlink:
 		if mode&^0o7777 != procfs.ModeLink {
 			return next, 0, abi.EINVAL
 		}
-		k, ok := procfs.Readlink(n, s, a.out)
+		k, ok := procfs.Readlink(n, s, a.Out)
 		if !ok {
 			return next, 0, abi.ENOENT // exe without a path
 		}
-		return next, uintptr(min(k, len(a.out))), 0
-	case opMkdir, opMknod, opSymlink:
+		return next, uintptr(min(k, len(a.Out))), 0
+	case namei.OpMkdir, namei.OpMknod, namei.OpSymlink:
 		return next, 0, abi.Errno(unix.EEXIST)
-	case opUnlink:
+	case namei.OpUnlink:
 		if n == procfs.ProcRoot || n == procfs.SysRoot {
 			return next, 0, abi.Errno(unix.EBUSY) // the mount point
 		}
 		return next, 0, abi.EPERM
-	case opTruncate:
-	case opChdir:
-		return next, 0, procChdir(pl.m, n, mode)
+	case namei.OpTruncate:
+	case namei.OpChdir:
+		return next, 0, procChdir(pl.M, n, mode)
 	default:
 		return next, 0, abi.EPERM // chmod, chown, utimes
 	}
@@ -161,7 +162,7 @@ func procOpen(m int32, n procfs.Node, perm uint32, flags int) (uintptr, abi.Errn
 
 // procStat fills st for node n of mount m.
 func procStat(m int32, n procfs.Node, mode uint32, st *unix.Stat_t) {
-	procfs.Stat(n, mode, uint64(fs.Dev+1+m-mountProc), walltime(), st)
+	procfs.Stat(n, mode, uint64(fs.Dev+1+m-namei.MountProc), walltime(), st)
 }
 
 // procGet is open file h of /proc after fdGet.
@@ -237,7 +238,7 @@ var procOps = fileOps{
 		return 0
 	},
 	statfs: func(o ofile, st *unix.Statfs_t) abi.Errno {
-		procfs.Statfs(procGet(o).m == mountSys, st)
+		procfs.Statfs(procGet(o).m == namei.MountSys, st)
 		return 0
 	},
 	getfl: procGetfl,
@@ -248,5 +249,5 @@ func procGetfl(o ofile) (uintptr, abi.Errno) { return uintptr(procGet(o).flags) 
 // procProcFD is what /proc/self/fd shows of a file of /proc or /sys.
 func procProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
 	f := procGet(o)
-	procfs.NodeFD(s, d, f.node, procsnap.MntProc+f.m-mountProc, f.off)
+	procfs.NodeFD(s, d, f.node, procsnap.MntProc+f.m-namei.MountProc, f.off)
 }

@@ -9,6 +9,7 @@ import (
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
+	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
 	"yolk/kernel/share"
 	"yolk/sched"
@@ -200,36 +201,36 @@ func shareProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
 }
 
 // sharePathOp is path operation op on a share (onPath).
-func sharePathOp(op int, pl *place, a *pathArgs) (uintptr, abi.Errno) {
-	r := &pl.r
-	follow := a.flags&unix.AT_SYMLINK_NOFOLLOW == 0
+func sharePathOp(op int, pl *namei.Place, a *namei.Args) (uintptr, abi.Errno) {
+	r := &pl.R
+	follow := a.Flags&unix.AT_SYMLINK_NOFOLLOW == 0
 	switch op {
-	case opOpen:
-		return shares.Open(r, a.flags, a.mode)
-	case opStat:
-		return 0, shares.Stat(r, &a.st, follow)
-	case opStatfs:
-		return 0, shares.Statfs(r, &a.sfs)
-	case opMkdir:
-		return 0, shares.Mkdir(r, a.mode)
-	case opUnlink:
-		return 0, shares.Unlink(r, a.flags)
-	case opMknod:
+	case namei.OpOpen:
+		return shares.Open(r, a.Flags, a.Mode)
+	case namei.OpStat:
+		return 0, shares.Stat(r, &a.St, follow)
+	case namei.OpStatfs:
+		return 0, shares.Statfs(r, &a.Sfs)
+	case namei.OpMkdir:
+		return 0, shares.Mkdir(r, a.Mode)
+	case namei.OpUnlink:
+		return 0, shares.Unlink(r, a.Flags)
+	case namei.OpMknod:
 		return 0, abi.EPERM // not done: device nodes, FIFOs and sockets on a share
-	case opSymlink:
-		return 0, shares.Symlink(r, a.target)
-	case opReadlink:
-		return shares.Readlink(r, a.out)
-	case opTruncate:
-		return 0, shares.Truncate(r, a.size)
-	case opChdir:
+	case namei.OpSymlink:
+		return 0, shares.Symlink(r, a.Target)
+	case namei.OpReadlink:
+		return shares.Readlink(r, a.Out)
+	case namei.OpTruncate:
+		return 0, shares.Truncate(r, a.Size)
+	case namei.OpChdir:
 		return 0, shares.Chdir(r)
-	case opChmod:
-		return 0, shares.Chmod(r, a.mode, follow)
-	case opChown:
-		return 0, shares.Chown(r, a.uid, a.gid, follow)
-	case opUtimes:
-		return 0, shares.Utimes(r, a.times, follow)
+	case namei.OpChmod:
+		return 0, shares.Chmod(r, a.Mode, follow)
+	case namei.OpChown:
+		return 0, shares.Chown(r, a.UID, a.GID, follow)
+	case namei.OpUtimes:
+		return 0, shares.Utimes(r, a.Times, follow)
 	}
 	return 0, abi.EINVAL
 }

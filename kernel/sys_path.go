@@ -6,6 +6,7 @@ import (
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
+	"yolk/kernel/namei"
 	"yolk/sched"
 )
 
@@ -15,7 +16,7 @@ import (
 // system, sharePathOp (share.go), procPath (procfiles.go).
 
 // pathCall is onPath on a path in the program's memory.
-func pathCall(dirfd int, p uintptr, op int, a *pathArgs) (uintptr, abi.Errno) {
+func pathCall(dirfd int, p uintptr, op int, a *namei.Args) (uintptr, abi.Errno) {
 	var pb userPath
 	path, e := mm.UserPath(p, &pb)
 	if e != 0 {
@@ -25,7 +26,7 @@ func pathCall(dirfd int, p uintptr, op int, a *pathArgs) (uintptr, abi.Errno) {
 }
 
 func sysOpenat(dirfd int, p uintptr, flags int, mode uint32) (uintptr, abi.Errno) {
-	return pathCall(dirfd, p, opOpen, &pathArgs{flags: flags, mode: mode})
+	return pathCall(dirfd, p, namei.OpOpen, &namei.Args{Flags: flags, Mode: mode})
 }
 
 func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
@@ -43,35 +44,35 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 		}
 		path = dotPath[:] // the working directory itself
 	}
-	a := pathArgs{flags: flags &^ unix.AT_EMPTY_PATH}
-	if _, e := onPath(dirfd, path, opStat, &a); e != 0 {
+	a := namei.Args{Flags: flags &^ unix.AT_EMPTY_PATH}
+	if _, e := onPath(dirfd, path, namei.OpStat, &a); e != 0 {
 		return e
 	}
-	return mm.Put(sp, a.st)
+	return mm.Put(sp, a.St)
 }
 
 // sysStatfs is statfs: the figures of the file system path is on (it
 // follows a last symbolic link, as Linux's user_statfs).
 func sysStatfs(p, sp uintptr) abi.Errno {
-	var a pathArgs
-	if _, e := pathCall(unix.AT_FDCWD, p, opStatfs, &a); e != 0 {
+	var a namei.Args
+	if _, e := pathCall(unix.AT_FDCWD, p, namei.OpStatfs, &a); e != 0 {
 		return e
 	}
-	return mm.Put(sp, a.sfs)
+	return mm.Put(sp, a.Sfs)
 }
 
 func sysMkdirat(dirfd int, p uintptr, mode uint32) abi.Errno {
-	_, e := pathCall(dirfd, p, opMkdir, &pathArgs{mode: mode})
+	_, e := pathCall(dirfd, p, namei.OpMkdir, &namei.Args{Mode: mode})
 	return e
 }
 
 func sysUnlinkat(dirfd int, p uintptr, flags int) abi.Errno {
-	_, e := pathCall(dirfd, p, opUnlink, &pathArgs{flags: flags})
+	_, e := pathCall(dirfd, p, namei.OpUnlink, &namei.Args{Flags: flags})
 	return e
 }
 
 func sysMknodat(dirfd int, p uintptr, mode uint32, dev uint64) abi.Errno {
-	_, e := pathCall(dirfd, p, opMknod, &pathArgs{mode: mode, dev: dev})
+	_, e := pathCall(dirfd, p, namei.OpMknod, &namei.Args{Mode: mode, Dev: dev})
 	return e
 }
 
@@ -81,7 +82,7 @@ func sysSymlinkat(tp uintptr, dirfd int, p uintptr) abi.Errno {
 	if e != 0 {
 		return e
 	}
-	_, e = pathCall(dirfd, p, opSymlink, &pathArgs{target: noEscape(target)})
+	_, e = pathCall(dirfd, p, namei.OpSymlink, &namei.Args{Target: noEscape(target)})
 	return e
 }
 
@@ -90,7 +91,7 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
 		return 0, abi.EINVAL
 	}
 	var target userPath
-	c, e := pathCall(dirfd, p, opReadlink, &pathArgs{out: noEscape(target[:min(n, uintptr(len(target)))])})
+	c, e := pathCall(dirfd, p, namei.OpReadlink, &namei.Args{Out: noEscape(target[:min(n, uintptr(len(target)))])})
 	if e == 0 && mm.CopyOut(bp, target[:c]) != 0 {
 		return 0, abi.EFAULT
 	}
@@ -98,18 +99,18 @@ func sysReadlinkat(dirfd int, p, bp, n uintptr) (uintptr, abi.Errno) {
 }
 
 func sysTruncate(p uintptr, size int64) abi.Errno {
-	_, e := pathCall(unix.AT_FDCWD, p, opTruncate, &pathArgs{size: size})
+	_, e := pathCall(unix.AT_FDCWD, p, namei.OpTruncate, &namei.Args{Size: size})
 	return e
 }
 
 func sysChdir(p uintptr) abi.Errno {
-	_, e := pathCall(unix.AT_FDCWD, p, opChdir, &pathArgs{})
+	_, e := pathCall(unix.AT_FDCWD, p, namei.OpChdir, &namei.Args{})
 	return e
 }
 
 // chdirPath makes path the working directory.
 func chdirPath(path []byte) abi.Errno {
-	_, e := onPath(unix.AT_FDCWD, path, opChdir, &pathArgs{})
+	_, e := onPath(unix.AT_FDCWD, path, namei.OpChdir, &namei.Args{})
 	return e
 }
 
@@ -137,19 +138,19 @@ func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
 // sysFchmodat is fchmodat, and fchmodat2 with its flags
 // (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH).
 func sysFchmodat(dirfd int, p uintptr, mode uint32, flags int) abi.Errno {
-	return setPath(dirfd, p, opChmod, &pathArgs{flags: flags, mode: mode})
+	return setPath(dirfd, p, namei.OpChmod, &namei.Args{Flags: flags, Mode: mode})
 }
 
 // sysFchownat is chown, lchown and fchownat (flags: AT_SYMLINK_NOFOLLOW,
 // AT_EMPTY_PATH). Owners are kept, never enforced (see package fs).
 func sysFchownat(dirfd int, p uintptr, uid, gid int, flags int) abi.Errno {
-	return setPath(dirfd, p, opChown, &pathArgs{flags: flags, uid: uid, gid: gid})
+	return setPath(dirfd, p, namei.OpChown, &namei.Args{Flags: flags, UID: uid, GID: gid})
 }
 
 // setPath is chmod's and chown's path call: an empty path with
 // AT_EMPTY_PATH is the open file dirfd itself.
-func setPath(dirfd int, p uintptr, op int, a *pathArgs) abi.Errno {
-	if a.flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+func setPath(dirfd int, p uintptr, op int, a *namei.Args) abi.Errno {
+	if a.Flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return abi.EINVAL
 	}
 	var pb userPath
@@ -157,11 +158,11 @@ func setPath(dirfd int, p uintptr, op int, a *pathArgs) abi.Errno {
 	if e != 0 {
 		return e
 	}
-	if len(path) == 0 && a.flags&unix.AT_EMPTY_PATH != 0 {
+	if len(path) == 0 && a.Flags&unix.AT_EMPTY_PATH != 0 {
 		if int32(dirfd) != unix.AT_FDCWD {
-			mode, uid, gid := a.mode, a.uid, a.gid
+			mode, uid, gid := a.Mode, a.UID, a.GID
 			return onFD(dirfd, func(o ofile) abi.Errno {
-				if op == opChmod {
+				if op == namei.OpChmod {
 					return o.chmod(mode)
 				}
 				return o.chown(uid, gid)
@@ -169,7 +170,7 @@ func setPath(dirfd int, p uintptr, op int, a *pathArgs) abi.Errno {
 		}
 		path = dotPath[:] // the working directory itself
 	}
-	a.flags &^= unix.AT_EMPTY_PATH
+	a.Flags &^= unix.AT_EMPTY_PATH
 	_, e = onPath(dirfd, path, op, a)
 	return e
 }
@@ -183,9 +184,9 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
 	if p == 0 || flags&^unix.AT_SYMLINK_NOFOLLOW != 0 {
 		return abi.EINVAL
 	}
-	a := pathArgs{flags: flags}
-	for i := range a.times {
-		a.times[i] = fs.UtimeNow
+	a := namei.Args{Flags: flags}
+	for i := range a.Times {
+		a.Times[i] = fs.UtimeNow
 		if times == 0 {
 			continue
 		}
@@ -196,14 +197,14 @@ func sysUtimensat(dirfd int, p, times uintptr, flags int) abi.Errno {
 		switch {
 		case ts.nsec == unix.UTIME_NOW:
 		case ts.nsec == unix.UTIME_OMIT:
-			a.times[i] = fs.UtimeOmit
+			a.Times[i] = fs.UtimeOmit
 		case ts.nsec < 0 || ts.nsec >= 1e9:
 			return abi.EINVAL
 		default:
-			a.times[i] = ts.sec*1e9 + ts.nsec
+			a.Times[i] = ts.sec*1e9 + ts.nsec
 		}
 	}
-	_, e := pathCall(dirfd, p, opUtimes, &a)
+	_, e := pathCall(dirfd, p, namei.OpUtimes, &a)
 	return e
 }
 
@@ -216,17 +217,17 @@ var twoBufs struct {
 
 // twoPlaces runs op on the places of rename's or link's two paths, which
 // must be on one mount (EXDEV).
-func twoPlaces(odirfd int, opath []byte, ndirfd int, npath []byte, op func(o, n *place) abi.Errno) abi.Errno {
+func twoPlaces(odirfd int, opath []byte, ndirfd int, npath []byte, op func(o, n *namei.Place) abi.Errno) abi.Errno {
 	t := &twoBufs
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o, e := pathPlace(odirfd, opath, &t.bufs[0])
+	o, e := namei.Where[nameienv](odirfd, opath, &t.bufs[0])
 	if e != 0 {
 		placeDone(&o)
 		return e
 	}
-	n, e := pathPlace(ndirfd, npath, &t.bufs[1])
-	if e == 0 && o.m != n.m {
+	n, e := namei.Where[nameienv](ndirfd, npath, &t.bufs[1])
+	if e == 0 && o.M != n.M {
 		e = abi.Errno(unix.EXDEV)
 	}
 	if e == 0 {
@@ -276,12 +277,12 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi
 	if e != abi.Errno(fs.ECross) {
 		return e
 	}
-	return twoPlaces(odirfd, opath, ndirfd, npath, func(o, n *place) abi.Errno {
-		switch mountKind(o.m) {
-		case pathMem:
-			return abi.Errno(vfs.Rename(o.d, o.path, n.d, n.path, flags))
-		case pathShare:
-			return shares.Rename(&o.r, &n.r, flags)
+	return twoPlaces(odirfd, opath, ndirfd, npath, func(o, n *namei.Place) abi.Errno {
+		switch namei.Kind(o.M) {
+		case namei.Mem:
+			return abi.Errno(vfs.Rename(o.D, o.Path, n.D, n.Path, flags))
+		case namei.Share:
+			return shares.Rename(&o.R, &n.R, flags)
 		}
 		return abi.Errno(unix.EACCES) // /proc, /sys
 	})
@@ -320,12 +321,12 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 	if flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return abi.EINVAL
 	}
-	return twoPlaces(odirfd, opath, ndirfd, npath, func(o, n *place) abi.Errno {
-		switch mountKind(o.m) {
-		case pathMem:
-			return abi.Errno(vfs.Link(o.d, o.path, n.d, n.path, flags))
-		case pathShare:
-			return shares.Link(&o.r, &n.r)
+	return twoPlaces(odirfd, opath, ndirfd, npath, func(o, n *namei.Place) abi.Errno {
+		switch namei.Kind(o.M) {
+		case namei.Mem:
+			return abi.Errno(vfs.Link(o.D, o.Path, n.D, n.Path, flags))
+		case namei.Share:
+			return shares.Link(&o.R, &n.R)
 		}
 		return abi.Errno(unix.EPERM) // /proc, /sys
 	})
@@ -333,40 +334,40 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 
 // memPathOp is path operation op on the in-memory file system
 // (pathKinds).
-func memPathOp(op int, pl *place, a *pathArgs) (uintptr, abi.Errno) {
-	d, path := pl.d, pl.path
+func memPathOp(op int, pl *namei.Place, a *namei.Args) (uintptr, abi.Errno) {
+	d, path := pl.D, pl.Path
 	var e fs.Errno
 	switch op {
-	case opOpen:
-		return memOpen(d, path, a.flags, a.mode)
-	case opStat:
-		e = vfs.Stat(d, path, a.flags, &a.st)
-	case opStatfs:
-		e = vfs.StatfsPath(d, path, &a.sfs)
-	case opMkdir:
-		e = vfs.Mkdir(d, path, a.mode)
-	case opUnlink:
-		e = vfs.Unlink(d, path, a.flags)
-	case opMknod:
-		e = vfs.Mknod(d, path, a.mode, a.dev)
-	case opSymlink:
-		e = vfs.Symlink(a.target, d, path)
-	case opReadlink:
-		n, e := vfs.Readlink(d, path, a.out)
+	case namei.OpOpen:
+		return memOpen(d, path, a.Flags, a.Mode)
+	case namei.OpStat:
+		e = vfs.Stat(d, path, a.Flags, &a.St)
+	case namei.OpStatfs:
+		e = vfs.StatfsPath(d, path, &a.Sfs)
+	case namei.OpMkdir:
+		e = vfs.Mkdir(d, path, a.Mode)
+	case namei.OpUnlink:
+		e = vfs.Unlink(d, path, a.Flags)
+	case namei.OpMknod:
+		e = vfs.Mknod(d, path, a.Mode, a.Dev)
+	case namei.OpSymlink:
+		e = vfs.Symlink(a.Target, d, path)
+	case namei.OpReadlink:
+		n, e := vfs.Readlink(d, path, a.Out)
 		return uintptr(n), abi.Errno(e)
-	case opTruncate:
-		e = vfs.Truncate(d, path, a.size)
+	case namei.OpTruncate:
+		e = vfs.Truncate(d, path, a.Size)
 		fileCut()
-	case opChdir:
+	case namei.OpChdir:
 		if e = vfs.Chdir(d, path); e == 0 {
 			leaveCwd()
 		}
-	case opChmod:
-		e = vfs.Chmod(d, path, a.mode, a.flags)
-	case opChown:
-		e = vfs.Chown(d, path, a.uid, a.gid, a.flags)
-	case opUtimes:
-		e = vfs.Utimes(d, path, a.times[0], a.times[1], a.flags)
+	case namei.OpChmod:
+		e = vfs.Chmod(d, path, a.Mode, a.Flags)
+	case namei.OpChown:
+		e = vfs.Chown(d, path, a.UID, a.GID, a.Flags)
+	case namei.OpUtimes:
+		e = vfs.Utimes(d, path, a.Times[0], a.Times[1], a.Flags)
 	}
 	return 0, abi.Errno(e)
 }

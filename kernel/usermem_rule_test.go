@@ -140,9 +140,11 @@ var userRuleAllowed = map[string]struct {
 	"kernel/net/net.go: mem":        {n: 1, why: whyPrimitive},
 	// noEscape's result is its argument, a Go slice, hidden from escape
 	// analysis: what its callers pass is memory they already hold.
-	"kernel/userbuf.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
-	"kernel/userbuf.go: noEscapeP": {n: 1, sealed: true, why: whyNoEscape},
-	"kernel/net/io.go: NoEscape":   {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/userbuf.go: noEscape":      {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/userbuf.go: noEscapeP":     {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/net/io.go: NoEscape":       {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/namei/namei.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
+	"kernel/namei/namei.go: noEscapeP": {n: 2, sealed: true, why: whyNoEscape},
 
 	// The in-memory file system's pages and tables.
 	"kernel/fs/data.go: (*FS).block":      {n: 3, why: whyFS},

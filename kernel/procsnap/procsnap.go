@@ -162,8 +162,8 @@ type State[E Env] struct {
 	path  [fs.PathMax]byte
 	dents [maxDepth][512]byte
 
-	fd  procfs.FD        // Env.FD's
-	out [256 << 10]byte  // a rendering
+	fd  procfs.FD       // Env.FD's
+	out [256 << 10]byte // a rendering
 }
 
 // want is an inode of the in-memory file system whose path a fill needs

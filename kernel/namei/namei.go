@@ -1,0 +1,318 @@
+// Package namei is the path half of the file layer (docs/vfs.md), after
+// Linux's name for it: path names walk one tree of mounts — the in-memory
+// file system at the root, the host shares, /proc and /sys mounted on its
+// directories — and Walk is the one loop that crosses them. Each file
+// system walks as far as it can and says why it stopped: at a mount point
+// (the in-memory file system's fs.ECross: the walk goes on at the mounted
+// root with the rest), at ".." above a mounted root (it goes on from the
+// mount point's parent), or at a symbolic link whose target is absolute
+// (it starts again at the root with the target and the rest). The
+// operation itself is the kind's, which the kernel supplies (Env), as a
+// descriptor's operations are its kind's (the kernel's fileOps).
+//
+// It holds the mount IDs and kinds, where a path call stands (Place),
+// the operations' codes and arguments (Op*, Args), Walk and Where (the
+// place rename and link need). It knows no file system's insides.
+//
+// Kernel context: nothing here allocates or stores a Go pointer in memory
+// the kernel writes: a Place is written only as a local of Walk and
+// Where (a slice stored through a pointer would need a write barrier);
+// the paths in flight live in two PATH_MAX buffers on Walk's stack,
+// alternately. What is passed by pointer to the Env's methods is hidden
+// from escape analysis (noEscape): they never keep it.
+package namei
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/drivers/virtio9p"
+	"yolk/kernel/abi"
+	"yolk/kernel/fs"
+	"yolk/kernel/procfs"
+	"yolk/kernel/share"
+)
+
+// Mount IDs, as fs.Mount is given them: 0 is the root in-memory file
+// system, 1 to share.MaxShares the shares (the share's mount index + 1).
+const (
+	MountProc = share.MaxShares + 1 + iota
+	MountSys
+	NumMounts
+)
+
+// Kinds of file system.
+const (
+	Mem = iota
+	Share
+	Proc
+)
+
+// Kind is mount m's kind.
+func Kind(m int32) int {
+	switch {
+	case m == 0:
+		return Mem
+	case m <= share.MaxShares:
+		return Share
+	}
+	return Proc
+}
+
+// parents are the in-memory directories holding each mount point: where
+// ".." at the mounted root goes (SetParent, at boot).
+var parents [NumMounts]int32
+
+// SetParent records that mount m's mount point is in-memory directory
+// ino's.
+func SetParent(m, ino int32) { parents[m] = ino }
+
+// Place is where a path call stands: a mount and where on it the rest of
+// the path goes from.
+type Place struct {
+	M     int32       // the mount
+	D     int         // in memory: a handle (with a reference), fs.AtCWD or fs.AtIno
+	R     share.Ref   // on a share: the device, the fid to walk from (H's reference) and the path
+	Depth int         // on a share: how many names R.From is below the share's root; -1 unknown
+	Node  procfs.Node // on /proc or /sys: the directory to walk from
+	Path  []byte      // in memory, /proc or /sys: the path
+}
+
+// Path operations, the kinds' entries.
+const (
+	OpOpen     = iota // a.Flags, a.Mode; the new descriptor
+	OpStat            // a.St; a.Flags: AT_SYMLINK_NOFOLLOW
+	OpStatfs          // a.Sfs
+	OpMkdir           // a.Mode
+	OpUnlink          // a.Flags: AT_REMOVEDIR
+	OpMknod           // a.Mode, a.Dev
+	OpSymlink         // a.Target
+	OpReadlink        // a.Out; its length
+	OpTruncate        // a.Size
+	OpChdir           //
+	OpChmod           // a.Mode; a.Flags: AT_SYMLINK_NOFOLLOW
+	OpChown           // a.UID, a.GID; a.Flags
+	OpUtimes          // a.Times; a.Flags
+)
+
+// Args are a path call's arguments and results besides its path.
+type Args struct {
+	Flags    int
+	Mode     uint32
+	Dev      uint64
+	UID, GID int
+	Size     int64
+	Times    [2]int64 // fs.UtimeNow, fs.UtimeOmit or nanoseconds
+	Target   []byte   // symlink's target
+	Out      []byte   // readlink's buffer
+	St       unix.Stat_t
+	Sfs      unix.Statfs_t
+}
+
+// ErrMoved: the walk leaves the file system it is on (the kind gives the
+// next place, or a share's walk puts a last link's absolute target in
+// its Ref's Link). Never returned to a program.
+const ErrMoved = share.ErrLinkOut
+
+// Env is what the kernel supplies: where a call starts and each kind's
+// operations.
+type Env interface {
+	// Start is where a path call on dirfd and path starts (a
+	// descriptor's reference taken; Done drops it).
+	Start(dirfd int, path []byte) (Place, abi.Errno)
+	// Mem and Share run op on the file pl names; Mem says fs.ECross at
+	// a mount point, Share ErrMoved with a last link's absolute target
+	// in pl.R.Link. Proc walks pl's path in /proc's or /sys's tree and
+	// runs op there, or says ErrMoved and the next place, its path
+	// written into b.
+	Mem(op int, pl *Place, a *Args) (uintptr, abi.Errno)
+	Share(op int, pl *Place, a *Args) (uintptr, abi.Errno)
+	Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno)
+	// Cross is the in-memory file system's fs.Cross.
+	Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno)
+	// ShareDev is the device of share mount m.
+	ShareDev(m int32) int
+	// Done drops pl's references.
+	Done(pl *Place)
+}
+
+// Follows reports whether op follows a last symbolic link under flags.
+func Follows(op, flags int) bool {
+	switch op {
+	case OpOpen:
+		return flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
+	case OpStatfs, OpTruncate, OpChdir:
+		return true
+	case OpStat, OpChmod, OpChown, OpUtimes:
+		return flags&unix.AT_SYMLINK_NOFOLLOW == 0
+	}
+	return false
+}
+
+var dot = [...]byte{'.'}
+
+// At is the in-memory file system's directory d and path; an empty path
+// is the directory itself.
+func At(d int, path []byte) Place {
+	if len(path) == 0 {
+		path = dot[:]
+	}
+	return Place{D: d, R: share.Ref{H: -1}, Depth: -1, Path: path}
+}
+
+// Up is path from the directory holding mount m's mount point: where
+// ".." at m's root goes.
+func Up(m int32, path []byte) Place { return At(fs.AtIno(parents[m]), path) }
+
+// Root is path from mount m's root.
+func Root[E Env](m int32, path []byte) Place {
+	pl := Place{M: m, D: fs.AtCWD, R: share.Ref{H: -1}, Depth: -1, Path: path}
+	switch {
+	case m == MountProc:
+		pl.Node = procfs.ProcRoot
+	case m == MountSys:
+		pl.Node = procfs.SysRoot
+	default:
+		var env E
+		pl.R = share.Ref{Dev: env.ShareDev(m), From: virtio9p.Root, Rel: path, H: -1}
+		pl.Depth = 0
+	}
+	return pl
+}
+
+// Walk runs op on the file dirfd and path name, crossing mounts as the
+// walk reaches them.
+func Walk[E Env](dirfd int, upath []byte, op int, args *Args) (uintptr, abi.Errno) {
+	var env E
+	a, path := noEscapeP(args), noEscape(upath)
+	pl, e := env.Start(dirfd, path)
+	if e != 0 {
+		return 0, e
+	}
+	var bufs [2][fs.PathMax]byte // what is left of the path, alternately
+	flags := unix.AT_SYMLINK_NOFOLLOW
+	if Follows(op, a.Flags) {
+		flags = 0
+	}
+	for hops := 0; ; hops++ {
+		b := noEscape(bufs[hops%2][:])
+		var r uintptr
+		var next Place
+		switch Kind(pl.M) {
+		case Mem:
+			r, e = env.Mem(op, noEscapeP(&pl), a)
+			if e != abi.Errno(fs.ECross) {
+				break
+			}
+			m, n, ce := env.Cross(pl.D, pl.Path, flags, b)
+			if e = abi.Errno(ce); ce == 0 {
+				if m == 0 {
+					e = abi.ENOENT // the mount point went since the call (not done: unmounts)
+				} else {
+					next, e = Root[E](m, b[:n]), ErrMoved
+				}
+			}
+		case Share:
+			if rest, up := Climb(pl.R.Rel, pl.Depth); up {
+				next, e = Up(pl.M, rest), ErrMoved
+				break
+			}
+			pl.R.Link = b
+			r, e = env.Share(op, noEscapeP(&pl), a)
+			if e == ErrMoved {
+				next = At(fs.AtCWD, b[:pl.R.LinkLen])
+			}
+		case Proc:
+			next, r, e = env.Proc(op, noEscapeP(&pl), a, b)
+		}
+		env.Done(noEscapeP(&pl))
+		if e != ErrMoved {
+			return r, e
+		}
+		if hops == fs.MaxSymlinks {
+			env.Done(noEscapeP(&next))
+			return 0, abi.Errno(unix.ELOOP)
+		}
+		pl = next
+	}
+}
+
+// Where resolves dirfd and path to the place of the file system that
+// holds its last name (rename, link: both must be on one mount), without
+// following a last link; the place has references Done drops, and its
+// path may lie in bufs.
+func Where[E Env](dirfd int, upath []byte, bufs *[2][fs.PathMax]byte) (Place, abi.Errno) {
+	var env E
+	pl, e := env.Start(dirfd, noEscape(upath))
+	for hops := 0; e == 0; hops++ {
+		b := noEscape(bufs[hops%2][:])
+		var next Place
+		switch Kind(pl.M) {
+		case Mem:
+			m, n, ce := env.Cross(pl.D, pl.Path, unix.AT_SYMLINK_NOFOLLOW, b)
+			if ce != 0 || m == 0 {
+				return pl, abi.Errno(ce) // pl stays: here
+			}
+			next = Root[E](m, b[:n])
+		case Share:
+			rest, up := Climb(pl.R.Rel, pl.Depth)
+			if !up {
+				return pl, 0
+			}
+			next = Up(pl.M, rest)
+		case Proc:
+			return pl, 0
+		}
+		env.Done(noEscapeP(&pl))
+		if hops == fs.MaxSymlinks {
+			env.Done(noEscapeP(&next))
+			return next, abi.Errno(unix.ELOOP)
+		}
+		pl = next
+	}
+	return pl, e
+}
+
+// Climb says whether path, walked from depth names below a mounted root
+// (-1: unknown, never), climbs above it with "..", and what is left after
+// the ".." that does.
+func Climb(path []byte, depth int) ([]byte, bool) {
+	if depth < 0 {
+		return nil, false
+	}
+	for i := 0; i < len(path); {
+		j := i
+		for j < len(path) && path[j] != '/' {
+			j++
+		}
+		switch n := path[i:j]; {
+		case len(n) == 2 && n[0] == '.' && n[1] == '.':
+			if depth--; depth < 0 {
+				for j < len(path) && path[j] == '/' {
+					j++
+				}
+				return path[j:], true
+			}
+		case len(n) == 0 || len(n) == 1 && n[0] == '.':
+		default:
+			depth++
+		}
+		i = j + 1
+	}
+	return nil, false
+}
+
+// noEscape is b, hidden from escape analysis: the Env's methods, called
+// through the type parameter's dictionary, never keep what they are
+// given, which the compiler cannot see.
+func noEscape(b []byte) []byte {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), len(b))
+}
+
+// noEscapeP is noEscape for a pointer.
+func noEscapeP[T any](p *T) *T {
+	x := uintptr(unsafe.Pointer(p))
+	return (*T)(*(*unsafe.Pointer)(unsafe.Pointer(&x)))
+}
