@@ -111,9 +111,9 @@ func procPathLocked(op int, pl *namei.Place, a *namei.Args, b []byte) (next name
 		a.St.Mode = mode
 		return next, uintptr(n), 0 // procOpen, without the lock
 	case namei.OpStat:
-		procStat(pl.M, n, mode, &a.St)
+		procStat(n, mode, &a.St)
 	case namei.OpStatfs:
-		procfs.Statfs(pl.M == namei.MountSys, &a.Sfs)
+		procfs.Statfs(n, &a.Sfs)
 	case namei.OpReadlink:
 		if mode&^0o7777 != procfs.ModeLink {
 			return next, 0, abi.EINVAL
@@ -160,9 +160,9 @@ func procOpen(m int32, n procfs.Node, perm uint32, flags int) (uintptr, abi.Errn
 	return installHandle(fileProc, h)
 }
 
-// procStat fills st for node n of mount m.
-func procStat(m int32, n procfs.Node, mode uint32, st *unix.Stat_t) {
-	procfs.Stat(n, mode, uint64(fs.Dev+1+m-namei.MountProc), walltime(), st)
+// procStat fills st for node n (its st_dev its file system's, as /proc/self/mountinfo lists them).
+func procStat(n procfs.Node, mode uint32, st *unix.Stat_t) {
+	procfs.Stat(n, mode, uint64(fs.Dev+1+procfs.FSOf(n)), walltime(), st)
 }
 
 // procGet is open file h of /proc after fdGet.
@@ -234,11 +234,11 @@ var procOps = fileOps{
 	getdents: procGetdents,
 	stat: func(o ofile, st *unix.Stat_t) abi.Errno {
 		f := procGet(o)
-		procStat(f.m, f.node, f.mode, st)
+		procStat(f.node, f.mode, st)
 		return 0
 	},
 	statfs: func(o ofile, st *unix.Statfs_t) abi.Errno {
-		procfs.Statfs(procGet(o).m == namei.MountSys, st)
+		procfs.Statfs(procGet(o).node, st)
 		return 0
 	},
 	getfl: procGetfl,

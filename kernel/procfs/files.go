@@ -160,13 +160,37 @@ func Stat(n Node, mode uint32, dev uint64, now int64, st *unix.Stat_t) {
 	st.Mtim, st.Ctim = st.Atim, st.Atim
 }
 
-// Statfs fills st for /sys (sys) or /proc: Linux's magic numbers, no
-// blocks, read-only to nobody (relatime, nosuid, nodev, noexec).
-func Statfs(sys bool, st *unix.Statfs_t) {
-	magic := int64(0x9fa0) // PROC_SUPER_MAGIC
-	if sys {
-		magic = 0x62656572 // SYSFS_MAGIC
+// Which file system of the three a node is on (FSOf): /proc, /sys, or
+// the cgroup2 file system Linux mounts at /sys/fs/cgroup.
+const (
+	FSProc = iota
+	FSSys
+	FSCgroup
+)
+
+// FSOf is the file system node n is on.
+func FSOf(n Node) int {
+	for {
+		switch n.entry() {
+		case eCgroup:
+			return FSCgroup
+		case eSys:
+			return FSSys
+		case eProc:
+			return FSProc
+		}
+		p := Parent(n)
+		if p == n {
+			return FSProc
+		}
+		n = p
 	}
+}
+
+// Statfs fills st as Linux's statfs of node n's file system: proc's,
+// sysfs's or cgroup2's magic number.
+func Statfs(n Node, st *unix.Statfs_t) {
+	magic := [...]int64{FSProc: 0x9fa0, FSSys: 0x62656572, FSCgroup: 0x63677270}[FSOf(n)]
 	*st = unix.Statfs_t{Type: magic, Bsize: PageSize, Namelen: 255, Frsize: PageSize, Flags: 0x20 | 0x1000 | unix.ST_NOSUID | unix.ST_NODEV | unix.ST_NOEXEC}
 }
 

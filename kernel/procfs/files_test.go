@@ -277,14 +277,26 @@ func TestOpenStatSeek(t *testing.T) {
 		st.Mtim.Sec != 1_700_000_000 || st.Ctim.Nsec != 123_456_789 || st.Size != 0 {
 		t.Errorf("stat fd/: %+v", st)
 	}
-	var sfs unix.Statfs_t
-	procfs.Statfs(true, &sfs)
-	if sfs.Type != 0x62656572 || sfs.Bsize != 4096 || sfs.Namelen != 255 {
-		t.Errorf("statfs /sys: %+v", sfs)
-	}
-	procfs.Statfs(false, &sfs)
-	if sfs.Type != 0x9fa0 || sfs.Flags&unix.ST_NOEXEC == 0 {
-		t.Errorf("statfs /proc: %+v", sfs)
+	// statfs: each node on its file system, as Linux mounts them
+	// (cgroup2 at /sys/fs/cgroup).
+	for _, c := range []struct {
+		root procfs.Node
+		path string
+		typ  int64
+	}{
+		{procfs.SysRoot, "", 0x62656572}, {procfs.SysRoot, "devices/system/cpu/online", 0x62656572},
+		{procfs.SysRoot, "fs/cgroup", 0x63677270}, {procfs.SysRoot, "fs/cgroup/cpu.max", 0x63677270},
+		{procfs.ProcRoot, "", 0x9fa0}, {procfs.ProcRoot, "1/fd", 0x9fa0},
+	} {
+		n := c.root
+		if c.path != "" {
+			n = at(t, s, c.root, c.path)
+		}
+		var sfs unix.Statfs_t
+		procfs.Statfs(n, &sfs)
+		if sfs.Type != c.typ || sfs.Bsize != 4096 || sfs.Namelen != 255 || sfs.Flags&unix.ST_NOEXEC == 0 {
+			t.Errorf("statfs %s: %+v, want type %#x", c.path, sfs, c.typ)
+		}
 	}
 
 	for _, c := range []struct {

@@ -62,7 +62,7 @@ func testMounts(t *T) {
 	for _, c := range []struct {
 		path string
 		typ  int64
-	}{{"/proc", 0x9fa0}, {"/proc/self/stat", 0x9fa0}, {"/sys/fs/cgroup", 0x62656572}, {"/tmp", 0x01021994}, {"/", 0x01021994}} {
+	}{{"/proc", 0x9fa0}, {"/proc/self/stat", 0x9fa0}, {"/sys", 0x62656572}, {"/sys/fs/cgroup", 0x63677270}, {"/sys/fs/cgroup/cpu.max", 0x63677270}, {"/tmp", 0x01021994}, {"/", 0x01021994}} {
 		var st unix.Statfs_t
 		if err := unix.Statfs(c.path, &st); err != nil || st.Type != c.typ {
 			t.Errorf("statfs(%s) = %v, type %#x; want %#x", c.path, err, st.Type, c.typ)
