@@ -21,7 +21,8 @@ const (
 // routes their interrupts to this (the boot) CPU: on microvm the virtio-mmio transports its ACPI DSDT lists
 // (LNRO0005 devices: registers and a level-triggered, active-high GSI) or
 // the command line names (virtio_mmio.device=, which QEMU appends only
-// when ACPI is off), else
+// when ACPI is off and Firecracker always: a transport both name is
+// opened once), else
 // the virtio functions on PCI bus 0 through the configuration ports (pc,
 // q35: INTx on the ISA IRQ firmware wrote in the Interrupt Line register,
 // level-triggered, active high as QEMU's MADT overrides say). The first
@@ -33,7 +34,13 @@ func virtioInit(c *sched.CPU) {
 	var devs [24]acpi.MMIODevice
 	n, _ := acpi.VirtioMMIO(bootInfo.RSDP, mm.PhysOff(), devs[:])
 	n = min(n, len(devs))
+	// Firecracker 1.8 and later announce each device both ways: the
+	// DSDT's entry (with its trigger mode) wins.
+	acpiDevs := n
 	for i := 0; i < nmmioDevices && n < len(devs); i++ {
+		if mmioListed(devs[:acpiDevs], mmioDevices[i].base) {
+			continue
+		}
 		devs[n] = acpi.MMIODevice{Base: uint32(mmioDevices[i].base), Size: virtio.MMIOSize, GSI: uint32(mmioDevices[i].irq), Level: true}
 		n++
 	}
@@ -82,6 +89,16 @@ func virtioInit(c *sched.CPU) {
 			nicRoute(c, line, true, false)
 		}
 	}
+}
+
+// mmioListed reports whether a transport at base is in devs.
+func mmioListed(devs []acpi.MMIODevice, base uint64) bool {
+	for _, d := range devs {
+		if uint64(d.Base) == base {
+			return true
+		}
+	}
+	return false
 }
 
 // nicRoute routes GSI gsi to this CPU as vecVirtio+gsi.

@@ -6,11 +6,13 @@ import (
 	"yolk/arch/amd64"
 	"yolk/drivers/acpi"
 	"yolk/drivers/lapic"
+	"yolk/drivers/mptable"
 	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
-// SMP start-up. The boot CPU finds the CPUs in the ACPI MADT, gives each
+// SMP start-up. The boot CPU finds the CPUs in the ACPI MADT (the MP table
+// where there is none: cpuTable), gives each
 // application processor (AP) an idle task with a kernel stack, a per-CPU
 // block and trap stacks, and starts them all at once (INIT, STARTUP; no
 // fixed sleeps). Each AP sets up its descriptor tables, local APIC and
@@ -45,22 +47,14 @@ func findCPUs() int {
 	me := lapic.ID()
 	apIRQ[0] = me
 	sched.CPUAt(0).IRQ = uint64(me)
-	if bootInfo.RSDP == 0 {
-		klog("smp: no ACPI tables: running on the boot CPU only\n")
-		return 1
-	}
-	m, e := acpi.ReadMADT(bootInfo.RSDP, mm.PhysOff(), madtCPUs[:], madtIOAPICs[:])
-	nIOAPICs = min(m.IOAPICs, len(madtIOAPICs))
-	if e != acpi.OK && e != acpi.ErrTooManyCPUs {
-		klog("smp: ACPI MADT: ")
-		kprint(e.String())
-		kprint(": running on the boot CPU only\n")
+	ncpus, tooMany, ok := cpuTable()
+	if !ok {
 		return 1
 	}
 	// CPUs present now are marked Enabled; "online capable" ones are
 	// slots a CPU may be hot-added to later, not CPUs to start.
 	present, self := 0, false
-	for _, c := range madtCPUs[:min(m.CPUs, len(madtCPUs))] {
+	for _, c := range madtCPUs[:min(ncpus, len(madtCPUs))] {
 		if c.Flags&acpi.FlagEnabled != 0 {
 			present++
 			self = self || c.APICID == me
@@ -69,11 +63,11 @@ func findCPUs() int {
 	if !self {
 		present++ // the boot CPU runs whatever the table says
 	}
-	if present > sched.MaxCPUs || e == acpi.ErrTooManyCPUs {
-		tooManyCPUs(max(present, m.CPUs))
+	if present > sched.MaxCPUs || tooMany {
+		tooManyCPUs(max(present, ncpus))
 	}
 	n := 1
-	for _, c := range madtCPUs[:m.CPUs] {
+	for _, c := range madtCPUs[:ncpus] {
 		switch {
 		case c.Flags&acpi.FlagEnabled == 0 || c.APICID == me:
 		case c.APICID > 0xfe:
@@ -86,13 +80,56 @@ func findCPUs() int {
 		}
 	}
 	if !self {
-		klog("smp: warning: the boot CPU is not in the MADT\n")
+		klog("smp: warning: the boot CPU is not in the CPU table\n")
 	}
 	if trampoline = trampolinePage(); n > 1 && trampoline == 0 {
 		klog("smp: no free page below 1 MiB for the start-up code: running on the boot CPU only\n")
 		n = 1
 	}
 	return n
+}
+
+// cpuTable reads the CPUs and IO APICs into madtCPUs and madtIOAPICs from
+// the ACPI MADT or, when there is none (Firecracker, QEMU microvm with
+// acpi=off), the MP table. It returns how many CPUs the table lists (more
+// than madtCPUs holds if tooMany), and ok false if neither table is usable.
+func cpuTable() (ncpus int, tooMany, ok bool) {
+	if bootInfo.RSDP == 0 {
+		// Firecracker's PVH start-info block names no RSDP (virtioInit,
+		// after this, reads the DSDT through it too).
+		if bootInfo.RSDP = acpi.ScanRSDP(mm.PhysOff()); bootInfo.RSDP != 0 {
+			klog("acpi: the boot protocol passed no RSDP; found one at ")
+			kprintHex(uint64(bootInfo.RSDP), 1)
+			kprint("\n")
+		}
+	}
+	if bootInfo.RSDP != 0 {
+		m, e := acpi.ReadMADT(bootInfo.RSDP, mm.PhysOff(), madtCPUs[:], madtIOAPICs[:])
+		nIOAPICs = min(m.IOAPICs, len(madtIOAPICs))
+		switch e {
+		case acpi.OK, acpi.ErrTooManyCPUs:
+			return m.CPUs, e == acpi.ErrTooManyCPUs, true
+		case acpi.ErrNotFound:
+		default:
+			klog("smp: ACPI MADT: ")
+			kprint(e.String())
+			kprint(": running on the boot CPU only\n")
+			return 0, false, false
+		}
+	}
+	t, e := mptable.Read(mm.PhysOff(), madtCPUs[:], madtIOAPICs[:])
+	nIOAPICs = min(t.IOAPICs, len(madtIOAPICs))
+	switch e {
+	case mptable.OK, mptable.ErrTooManyCPUs:
+		return t.CPUs, e == mptable.ErrTooManyCPUs, true
+	case mptable.ErrNotFound:
+		klog("smp: no ACPI MADT and no MP table: running on the boot CPU only\n")
+	default:
+		klog("smp: MP table: ")
+		kprint(e.String())
+		kprint(": running on the boot CPU only\n")
+	}
+	return 0, false, false
 }
 
 // smpPrepare installs the start-up code for n CPUs.

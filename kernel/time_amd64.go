@@ -17,7 +17,8 @@ import (
 // Time: a monotonic clock from the TSC, calibrated at boot from kvmclock
 // under KVM, else the hypervisor's TSC-frequency leaf, else CPUID leaf 0x15
 // when it names the crystal, else against the PIT (CPUID leaf 0x16 when
-// there is no PIT); the wall clock from the RTC at boot; on each CPU a
+// there is no PIT); the wall clock from the RTC at boot (kvmclock's where
+// there is no RTC: wallInit); on each CPU a
 // one-shot local-APIC timer (its rate measured against the TSC) for the
 // earliest deadline, plus its timer slack, of the tasks that blocked there
 // (sched's per-CPU timer heap).
@@ -26,9 +27,38 @@ var lapicHz uint64
 
 func timeInit() {
 	clock.SetHz(calibrateTSC())
-	wallBase = rtc.Unix() * 1e9
+	wallInit()
 
 	lapicHz = calibrateLAPIC(lapicWindow)
+}
+
+// wallInit sets the wall clock from the CMOS clock, else (Firecracker's
+// machine has none) from kvmclock's wall-clock record, else it starts at
+// 1970; the last two say so.
+func wallInit() {
+	if secs, ok := rtc.Unix(); ok {
+		wallBase = secs * 1e9
+		return
+	}
+	if ns, tsc := kvmclock.Wall(); ns != 0 {
+		wallBase = ns - tscToNs(tsc)
+		klog("time: no CMOS clock: the wall clock from kvmclock\n")
+		return
+	}
+	klog("time: no CMOS clock and no kvmclock: the wall clock starts at 1970\n")
+}
+
+// tscToNs is the monotonic clock's time at TSC value tsc, which may be
+// before the clock's start (negative).
+func tscToNs(tsc uint64) int64 {
+	ns := func(ticks uint64) int64 {
+		hi, lo := bits.Mul64(ticks, clock.Mult())
+		return int64(hi<<32 | lo>>32)
+	}
+	if b := clock.Base(); tsc < b {
+		return -ns(b - tsc)
+	}
+	return ns(tsc - clock.Base())
 }
 
 // Calibration windows. Each calibration is the median of three windows.

@@ -1,6 +1,10 @@
 package kernel
 
-import "testing"
+import (
+	"testing"
+
+	"yolk/drivers/clock"
+)
 
 func TestLeaf15Hz(t *testing.T) {
 	for _, c := range []struct {
@@ -16,6 +20,21 @@ func TestLeaf15Hz(t *testing.T) {
 	} {
 		if got := leaf15Hz(c.den, c.num, c.crystal, 0); got != c.want {
 			t.Errorf("leaf15Hz(%d, %d, %d) = %d, want %d", c.den, c.num, c.crystal, got, c.want)
+		}
+	}
+}
+
+// TestTSCToNs: kvmclock's wall-clock record names a TSC value that may be
+// before the clock's start (wallInit).
+func TestTSCToNs(t *testing.T) {
+	clock.SetHz(2_000_000_000)
+	b := clock.Base()
+	for _, c := range []struct {
+		tsc  uint64
+		want int64
+	}{{b, 0}, {b + 2000, 1000}, {b - 2000, -1000}, {b - 4e9, -2e9}, {b + 6e9, 3e9}} {
+		if got := tscToNs(c.tsc); got != c.want {
+			t.Errorf("tscToNs(base%+d) = %d, want %d", int64(c.tsc-b), got, c.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"yolk/arch/amd64"
 	"yolk/drivers/debugexit"
+	"yolk/drivers/i8042"
 	"yolk/drivers/lapic"
 	"yolk/kernel/mm"
 	"yolk/sched"
@@ -179,8 +180,22 @@ func stopOthers() {
 	}
 }
 
-// machineExit ends QEMU with status code through isa-debug-exit.
-func machineExit(code uint8) { debugexit.Exit(code) }
+// machineExit ends the machine with status code: isa-debug-exit ends QEMU
+// under yolk run. Without that device (Firecracker, Cloud Hypervisor, a
+// QEMU started without it), a kernel that a VMM loaded through its PVH
+// entry resets the machine through the i8042 once the serial line has
+// gone out, which those engines take as the VM's end (QEMU with -no-reboot
+// exits 0; the host reads the status from the "yolk: exit N" line). A
+// Multiboot2 boot, which may be a real PC, halts instead, the report left
+// on its screen.
+func machineExit(code uint8) {
+	debugexit.Exit(code)
+	if pvhBoot {
+		for i := 0; i < 1e6 && !com1.TxIdle(); i++ {
+		}
+		i8042.Reset()
+	}
+}
 
 func stopHere() {
 	for {

@@ -48,11 +48,35 @@ const (
 
 // Machines are the QEMU machine types the runner supports for amd64 images;
 // ArmMachines for arm64 images: QEMU virt with a GICv2 ("virt") or a
-// GICv3 ("virt-gicv3").
+// GICv3 ("virt-gicv3"). "firecracker" is Firecracker's machine reproduced
+// on QEMU microvm (FirecrackerMachine).
 var (
-	Machines    = []string{"microvm", "pc", "q35"}
+	Machines    = []string{"microvm", "pc", "q35", Firecracker}
 	ArmMachines = []string{"virt", "virt-gicv3"}
 )
+
+// Firecracker names the machine shaped like Firecracker's: QEMU microvm
+// with FirecrackerMachine's options, the kernel entered through PVH, an
+// 8250 serial port, virtio-mmio devices announced on the kernel command
+// line (QEMU writes virtio_mmio.device= entries, as Firecracker up to 1.7
+// does), the CPUs and the IO APIC in an MP table (qboot writes it, as
+// Firecracker does), an i8042 (FirecrackerDevices) and nothing else: no
+// ACPI, no RTC, no isa-debug-exit, no 9p shares (Firecracker has no
+// virtio-9p). The guest ends the machine with an i8042 reset after its
+// "yolk: exit N" line, which QEMU (-no-reboot) turns into status 0 and
+// Firecracker into the VM's end; the status is the line's.
+const (
+	Firecracker        = "firecracker"
+	FirecrackerMachine = "microvm,acpi=off,rtc=off"
+)
+
+// FirecrackerDevices are the devices QEMU adds to microvm for the
+// Firecracker shape: Firecracker's i8042, whose reset command ends the VM.
+var FirecrackerDevices = []string{"-device", "i8042"}
+
+// mmioMachine reports whether an amd64 machine's virtio is virtio-mmio
+// (microvm and the Firecracker shape) rather than PCI.
+func mmioMachine(machine string) bool { return machine == "microvm" || machine == Firecracker }
 
 // MachinesFor are the machines for arch.
 func MachinesFor(arch string) []string {
@@ -139,7 +163,7 @@ type Config struct {
 	QEMU    string        // QEMU binary; default FindQEMUFor(Arch)
 	Image   string        // ELF image (patched by image.Patch)
 	Arch    string        // "amd64" or "arm64"; Run reads it from the image when empty
-	Machine string        // amd64: "microvm" (default), "pc" or "q35"; arm64: "virt" (default) or "virt-gicv3"
+	Machine string        // amd64: "microvm" (default), "pc", "q35" or "firecracker" (Firecracker); arm64: "virt" (default) or "virt-gicv3"
 	Board   string        // "" (Image is an ELF) or a board image (Boards): "rpi3", "pc" (below)
 	Accel   string        // "tcg" (default) or "kvm"; see ChooseAccel
 	Memory  string        // -m; default "128M"
@@ -290,15 +314,21 @@ func QEMUArgs(c Config) ([]string, error) {
 	if c.Image == "" {
 		return nil, errors.New("no image")
 	}
+	if machine == Firecracker {
+		machineArg = FirecrackerMachine
+		if len(c.Shares) > 0 {
+			return nil, errors.New("machine firecracker: no -share (Firecracker has no virtio-9p; the boot archive, -dir, gives the guest files)")
+		}
+	}
 	env := withNetConf(c.Env, c.Net)
-	netArgs, err := netArgs(c.Net, c.Forwards, arch == "amd64" && machine != "microvm")
+	netArgs, err := netArgs(c.Net, c.Forwards, arch == "amd64" && !mmioMachine(machine))
 	if err != nil {
 		return nil, err
 	}
 	if len(c.Shares) > 0 && c.Board != "" {
 		return nil, fmt.Errorf("board %s: no -share (its image carries its own command line)", c.Board)
 	}
-	shareArgs, mounts, err := ShareArgs(c.Shares, arch == "amd64" && machine != "microvm")
+	shareArgs, mounts, err := ShareArgs(c.Shares, arch == "amd64" && !mmioMachine(machine))
 	if err != nil {
 		return nil, err
 	}
@@ -329,9 +359,12 @@ func QEMUArgs(c Config) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if arch == "arm64" {
+	switch {
+	case arch == "arm64":
 		args = append(args, "-semihosting-config", "enable=on,target=native")
-	} else {
+	case machine == Firecracker:
+		args = append(args, FirecrackerDevices...)
+	default:
 		args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	}
 	args = append(args, kernel...)
@@ -595,7 +628,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	decide(res, c.Timeout, filepath.Base(c.QEMU), c.Arch)
+	decide(res, c.Timeout, filepath.Base(c.QEMU), c.Arch, c.Board == "" && c.Machine == Firecracker)
 	return res, nil
 }
 
@@ -603,7 +636,10 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 // and the timeout, following the exit protocol: the guest prints
 // "yolk: exit N" and writes N to isa-debug-exit, so QEMU exits (N<<1)|1
 // (amd64), or makes a semihosting SYS_EXIT with N, so QEMU exits N (arm64).
-func decide(res *Result, timeout time.Duration, qemuName, arch string) {
+// On a machine without an exit device (reset: the Firecracker shape) the
+// guest resets it after the line and QEMU exits 0: the status is the
+// line's alone.
+func decide(res *Result, timeout time.Duration, qemuName, arch string, reset bool) {
 	s := res.QEMUStatus
 	switch {
 	case res.TimedOut:
@@ -612,8 +648,11 @@ func decide(res *Result, timeout time.Duration, qemuName, arch string) {
 	case res.Marker:
 		res.ExitCode = res.GuestExit
 		want, how := (res.GuestExit<<1|1)&0xff, "isa-debug-exit"
-		if arch == "arm64" {
+		switch {
+		case arch == "arm64":
 			want, how = res.GuestExit&0xff, "semihosting"
+		case reset:
+			want, how = 0, "an i8042 reset"
 		}
 		if s != want {
 			res.Mismatch = fmt.Sprintf("guest reported exit %d but QEMU exited with status %d (%s gives %d)",
@@ -624,7 +663,7 @@ func decide(res *Result, timeout time.Duration, qemuName, arch string) {
 		res.ExitCode = s
 		res.Messages = append(res.Messages, fmt.Sprintf(
 			"yolk: warning: no \"yolk: exit N\" line; exit status %d taken from QEMU's (semihosting) status", s))
-	case s > 0 && s%2 == 1 && !qemuComplained(res.QEMUStderr, qemuName):
+	case !reset && s > 0 && s%2 == 1 && !qemuComplained(res.QEMUStderr, qemuName):
 		res.ExitCode = (s - 1) / 2
 		res.Messages = append(res.Messages, fmt.Sprintf(
 			"yolk: warning: no \"yolk: exit N\" line; exit status %d taken from QEMU's status %d",

@@ -49,6 +49,38 @@ func TestQEMUArgs(t *testing.T) {
 	}
 }
 
+// TestQEMUArgsFirecracker: the Firecracker shape is microvm without ACPI
+// or RTC, with an i8042 instead of isa-debug-exit, its NIC on virtio-mmio
+// (version 2); shares are refused.
+func TestQEMUArgsFirecracker(t *testing.T) {
+	got, err := QEMUArgs(Config{Image: "app.elf", Machine: Firecracker, SMP: 2, Net: NetUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Join(got, " ")
+	for _, want := range []string{"-machine microvm,acpi=off,rtc=off ", "-smp 2 ", "-no-reboot ", "-device i8042 ",
+		"-global virtio-mmio.force-legacy=false ", "-device virtio-net-device,netdev=net0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("QEMUArgs = %q, want %q in it", got, want)
+		}
+	}
+	if strings.Contains(s, "isa-debug-exit") || strings.Contains(s, "-pci") {
+		t.Errorf("QEMUArgs = %q: isa-debug-exit or a PCI device", got)
+	}
+	if ArchOfMachine(Firecracker) != "amd64" {
+		t.Errorf("ArchOfMachine(%q) = %q", Firecracker, ArchOfMachine(Firecracker))
+	}
+	if _, err := QEMUArgs(Config{Image: "app.elf", Machine: Firecracker, Shares: []Share{{HostDir: "/tmp", GuestPath: "/mnt"}}}); err == nil || !strings.Contains(err.Error(), "virtio-9p") {
+		t.Errorf("a share on the Firecracker shape: %v, want a refusal", err)
+	}
+	c := Config{Image: "app.elf", Machine: Firecracker}
+	cleanup, err := exeShare(&c)
+	cleanup()
+	if err != nil || len(c.Shares) != 0 || len(c.Env) != 0 {
+		t.Errorf("exeShare on the Firecracker shape: %v, shares %v, env %q; want none", err, c.Shares, c.Env)
+	}
+}
+
 func TestParseExitLine(t *testing.T) {
 	for line, want := range map[string]int{
 		"yolk: exit 0": 0, "yolk: exit 3": 3, "yolk: exit 255": 255, "yolk: exit 125\r": 125,
@@ -83,12 +115,45 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := c.in
-		decide(&r, 90*time.Second, "qemu-system-x86_64", "amd64")
+		decide(&r, 90*time.Second, "qemu-system-x86_64", "amd64", false)
 		if r.ExitCode != c.code {
 			t.Errorf("%s: exit %d, want %d (%q)", c.name, r.ExitCode, c.code, r.Messages)
 		}
 		if mismatch := c.name == "marker disagrees"; (r.Mismatch != "") != mismatch {
 			t.Errorf("%s: Mismatch %q, want one: %v", c.name, r.Mismatch, mismatch)
+		}
+		switch {
+		case c.msg == "" && len(r.Messages) != 0:
+			t.Errorf("%s: unexpected messages %q", c.name, r.Messages)
+		case c.msg != "" && (len(r.Messages) != 1 || !strings.Contains(r.Messages[0], c.msg)):
+			t.Errorf("%s: messages %q, want one containing %q", c.name, r.Messages, c.msg)
+		}
+	}
+}
+
+// TestDecideReset: on the Firecracker shape the guest resets the machine
+// after its exit line and QEMU (-no-reboot) exits 0, whatever the status:
+// the line is the status, and an odd QEMU status is no guest's.
+func TestDecideReset(t *testing.T) {
+	cases := []struct {
+		name     string
+		in       Result
+		code     int
+		mismatch bool
+		msg      string
+	}{
+		{"exit 0", Result{Marker: true, GuestExit: 0, QEMUStatus: 0}, 0, false, ""},
+		{"exit 3", Result{Marker: true, GuestExit: 3, QEMUStatus: 0}, 3, false, ""},
+		{"fault 125", Result{Marker: true, GuestExit: 125, QEMUStatus: 0}, 125, false, ""},
+		{"debug-exit status", Result{Marker: true, GuestExit: 3, QEMUStatus: 7}, 3, true, "an i8042 reset gives 0"},
+		{"no marker", Result{QEMUStatus: 0}, ExitReset, false, "without an exit report"},
+		{"no marker, odd", Result{QEMUStatus: 1}, ExitQEMU, false, "QEMU failed (status 1)"},
+	}
+	for _, c := range cases {
+		r := c.in
+		decide(&r, time.Minute, "qemu-system-x86_64", "amd64", true)
+		if r.ExitCode != c.code || (r.Mismatch != "") != c.mismatch {
+			t.Errorf("%s: exit %d, mismatch %q; want %d, %v", c.name, r.ExitCode, r.Mismatch, c.code, c.mismatch)
 		}
 		switch {
 		case c.msg == "" && len(r.Messages) != 0:
@@ -117,7 +182,7 @@ func TestDecideArm64(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := c.in
-		decide(&r, time.Minute, "qemu-system-aarch64", "arm64")
+		decide(&r, time.Minute, "qemu-system-aarch64", "arm64", false)
 		if r.ExitCode != c.code || (r.Mismatch != "") != c.mismatch {
 			t.Errorf("%s: exit %d mismatch %q, want %d, %v", c.name, r.ExitCode, r.Mismatch, c.code, c.mismatch)
 		}

@@ -47,3 +47,13 @@ func TestHzRejectsAnEmptyRecord(t *testing.T) {
 		t.Fatal("an unset or corrupt scale decoded to a frequency")
 	}
 }
+
+func TestWallAt(t *testing.T) {
+	// Host booted at 2026-12-02 03:00:00.5 UTC, 90 s of system time later.
+	if got, want := WallAt(1796180400, 5e8, 90e9), int64(1796180400)*1e9+5e8+90e9; got != want {
+		t.Errorf("WallAt = %d, want %d", got, want)
+	}
+	if ns, _ := Wall(); ns != 0 {
+		t.Errorf("Wall before TSCHz = %d, want 0", ns)
+	}
+}

@@ -16,16 +16,28 @@ func cmos(reg uint8) uint8 {
 }
 
 // Unix returns the RTC time as seconds since 1970 (the RTC is assumed to
-// keep UTC, as QEMU's does by default).
-func Unix() int64 {
-	// Wait for an update to finish, then read twice until stable.
-	for cmos(0x0A)&0x80 != 0 {
+// keep UTC, as QEMU's does by default). ok is false when there is no RTC
+// (Firecracker's machine, QEMU microvm with rtc=off): the ports read all
+// ones, so the update-in-progress bit never clears.
+func Unix() (secs int64, ok bool) {
+	if cmos(0x0A) == 0xFF && cmos(0x0B) == 0xFF && cmos(0x0D) == 0xFF {
+		return 0, false
+	}
+	// Wait for an update to finish (it takes under 2 ms; a bound keeps a
+	// broken clock from stopping the boot), then read twice until stable.
+	for i := 0; cmos(0x0A)&0x80 != 0; i++ {
+		if i == 1e6 {
+			return 0, false
+		}
 	}
 	var s, m, h, d, mo, y uint8
-	for {
+	for i := 0; ; i++ {
 		s, m, h, d, mo, y = cmos(0), cmos(2), cmos(4), cmos(7), cmos(8), cmos(9)
 		if s == cmos(0) && m == cmos(2) && h == cmos(4) && d == cmos(7) && mo == cmos(8) && y == cmos(9) {
 			break
+		}
+		if i == 1e4 {
+			return 0, false
 		}
 	}
 	b := cmos(0x0B)
@@ -38,7 +50,7 @@ func Unix() int64 {
 		h = (h&0x7F + 12) % 24
 	}
 	year := 2000 + int64(y)
-	return daysFromCivil(year, int64(mo), int64(d))*86400 + int64(h)*3600 + int64(m)*60 + int64(s)
+	return daysFromCivil(year, int64(mo), int64(d))*86400 + int64(h)*3600 + int64(m)*60 + int64(s), true
 }
 
 // daysFromCivil counts days from 1970-01-01 to y-m-d (proleptic Gregorian).

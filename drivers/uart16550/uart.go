@@ -30,6 +30,7 @@ const (
 
 	lsrDataReady = 0x01
 	lsrTHRE      = 0x20 // the transmit holding register is empty
+	lsrTEMT      = 0x40 // the holding and shift registers are both empty
 	ierRx        = 0x01 // received data available
 	mcrOut2      = 0x08 // gates the interrupt line on PC serial ports
 )
@@ -54,6 +55,9 @@ func (u *UART) Init() {
 
 // TxReady reports whether the transmitter has room for a byte.
 func (u *UART) TxReady() bool { return amd64.Inb(u.Base+regLSR)&lsrTHRE != 0 }
+
+// TxIdle reports whether every byte written has left the transmitter.
+func (u *UART) TxIdle() bool { return amd64.Inb(u.Base+regLSR)&lsrTEMT != 0 }
 
 // Put sends one byte, waiting for room in the transmitter.
 func (u *UART) Put(c byte) {
