@@ -230,7 +230,7 @@ func idleWait(deadline int64) {
 func timerHz() uint64 { return lapicHz }
 
 // clockSynced reports whether the TSCs were found synchronised.
-func clockSynced() bool { return !tscProbe.skewed }
+func clockSynced() bool { return !tscSkewed }
 
 // printClock names the clock and timer in the boot report.
 func printClock() {
@@ -256,7 +256,7 @@ var monoFloor int64
 // monotonic is nanotime, made monotonic across CPUs when their TSCs differ.
 func monotonic() int64 {
 	t := nanotime()
-	if !tscProbe.skewed {
+	if !tscSkewed {
 		return t
 	}
 	for {
