@@ -121,19 +121,20 @@ func pcArgs(c Config) ([]string, error) {
 // machines, AWS Nitro), virtio-blk (OpenStack, KubeVirt).
 var DiskControllers = []string{"virtio-scsi", "nvme", "virtio-blk"}
 
-// diskArgs attach a PC image: an ISO on the CD-ROM drive, a disk image
-// (raw or QCOW2) on controller (default DiskControllers[0]) as the first
-// boot device, its changes kept in a temporary overlay (snapshot=on).
+// diskArgs attach a PC image: a disk image (a raw disk with a GPT, or
+// QCOW2) on controller (default DiskControllers[0]) as the first boot
+// device, its changes kept in a temporary overlay (snapshot=on); anything
+// else (an ISO) on the CD-ROM drive.
 func diskArgs(img, controller string) ([]string, error) {
-	if image.IsISO(img) {
+	format := "raw"
+	switch {
+	case image.IsQCOW2(img):
+		format = "qcow2"
+	case !image.IsGPTDisk(img):
 		if controller != "" {
-			return nil, fmt.Errorf("-disk %s: %s is an ISO, booted from the CD-ROM drive", controller, img)
+			return nil, fmt.Errorf("-disk %s: %s is not a disk image (yolk image makes them); an ISO boots from the CD-ROM drive", controller, img)
 		}
 		return []string{"-cdrom", img}, nil
-	}
-	format := "raw"
-	if image.IsQCOW2(img) {
-		format = "qcow2"
 	}
 	drive := []string{"-drive", "file=" + img + ",format=" + format + ",if=none,id=disk0,snapshot=on"}
 	switch cmp.Or(controller, DiskControllers[0]) {
