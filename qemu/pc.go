@@ -123,14 +123,15 @@ var DiskControllers = []string{"virtio-scsi", "nvme", "virtio-blk"}
 
 // diskArgs attach a PC image: a disk image (a raw disk with a GPT, or
 // QCOW2) on controller (default DiskControllers[0]) as the first boot
-// device, its changes kept in a temporary overlay (snapshot=on); anything
-// else (an ISO) on the CD-ROM drive.
+// device, its changes kept in a temporary overlay (snapshot=on); an ISO
+// (whose hybrid layout has a GPT as well) or anything else on the CD-ROM
+// drive.
 func diskArgs(img, controller string) ([]string, error) {
 	format := "raw"
 	switch {
 	case image.IsQCOW2(img):
 		format = "qcow2"
-	case !image.IsGPTDisk(img):
+	case image.IsISO(img) || !image.IsGPTDisk(img): // the hybrid ISO has a GPT too
 		if controller != "" {
 			return nil, fmt.Errorf("-disk %s: %s is not a disk image (yolk image makes them); an ISO boots from the CD-ROM drive", controller, img)
 		}

@@ -83,8 +83,11 @@ func TestQEMUArgsDisk(t *testing.T) {
 	os.WriteFile(raw, append(make([]byte, 512), "EFI PART"...), 0o644)
 	q := filepath.Join(dir, "disk.qcow2")
 	os.WriteFile(q, []byte("QFI\xfb\x00\x00\x00\x03"), 0o644)
+	// A hybrid ISO: a GPT as well as the volume descriptor.
 	iso := filepath.Join(dir, "app.iso")
-	os.WriteFile(iso, append(make([]byte, 0x8001), "CD001"...), 0o644)
+	isoData := append(make([]byte, 0x8001), "CD001"...)
+	copy(isoData[512:], "EFI PART")
+	os.WriteFile(iso, isoData, 0o644)
 	for _, c := range []struct {
 		img, disk string
 		want      []string
@@ -199,6 +202,19 @@ func TestRunStubPCImage(t *testing.T) {
 			}
 		})
 	}
+	// A disk image (yolk image) with SeaBIOS: the backtrace symbolized
+	// from the kernel on its EFI system partition.
+	t.Run("bios-disk", func(t *testing.T) {
+		disk := filepath.Join(t.TempDir(), "stub.raw")
+		if err := image.BuildDisk(t.Context(), kernel, image.DiskOptions{Output: disk, Size: 128 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		res, out := runStub(t, "", "pc", Config{Image: disk, Board: "pc", Disk: "virtio-blk"})
+		want := fmt.Sprintf("yolk:   at 0x%016x main.main+0x0", mainPC)
+		if res.ExitCode != 125 || !strings.Contains(out, "yolk: fault: vector 6 (#UD)\n") || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks the fault report or %q:\n%s", res.ExitCode, want, out)
+		}
+	})
 }
 
 // TestPCImageTextScreen boots a program from a PC image with SeaBIOS on a

@@ -719,7 +719,7 @@ func lazySymbolizer(ctx context.Context, path, iso string) func(uint64, bool) st
 				}
 				defer os.RemoveAll(dir)
 				extract := image.ExtractISOKernel
-				if image.IsGPTDisk(iso) {
+				if !image.IsISO(iso) && image.IsGPTDisk(iso) { // the hybrid ISO has a GPT too
 					extract = image.ExtractDiskKernel
 				}
 				if path, err = extract(ctx, iso, dir); err != nil {
