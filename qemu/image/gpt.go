@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"strings"
 	"unicode/utf16"
 )
@@ -180,9 +181,7 @@ func EncodeGPT(sectors uint64, diskGUID string, parts []GPTPartition, bootCode [
 // and checks it: the protective MBR, both headers' signatures, sizes,
 // locations and CRCs, and that both entry arrays match their CRC and each
 // other.
-func ParseGPT(r interface {
-	ReadAt([]byte, int64) (int, error)
-}, size int64) (*GPT, error) {
+func ParseGPT(r io.ReaderAt, size int64) (*GPT, error) {
 	le := binary.LittleEndian
 	sectors := uint64(size / sectorSize)
 	if sectors < 2*gptFirstUsable+1 {
