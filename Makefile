@@ -19,6 +19,9 @@
 #   make linuxref         the same benchmarks on Linux and on yolk in the same QEMU setup (benchstat); SMP=2 for two CPUs,
 #                         ARCH=arm64 on QEMU virt with Debian's arm64 kernel
 #   make conformance      the standard library's tests on Linux and on yolk at 1 and 2 CPUs: docs/conformance.md
+#   make images           disk images (yolk image) booted on every firmware × controller × format:
+#                         SeaBIOS (pc) and OVMF (q35), virtio-scsi, NVMe, virtio-blk, GCE's disk.raw and QCOW2
+#                         (make test boots one: GCE's disk.raw, OVMF, virtio-scsi)
 #   make soak             TestSoak for SOAK (30m) at 4 CPUs: fuzzer, futex stress, GC and signals together (not in make test)
 
 ACCEL   ?= auto
@@ -33,7 +36,7 @@ IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/self
 # A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
 BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
-.PHONY: run debug test hosted guest stdquick conformance soak bench smpbench linuxref qemu image clean
+.PHONY: run debug test hosted guest stdquick conformance soak bench smpbench linuxref qemu image images clean
 
 # NET= is passed as yolk run -net (default there: user; the rpi3 board: none).
 NETFLAG  = $(if $(NET),-net $(NET))
@@ -77,6 +80,14 @@ guest: qemu
 STDQUICK = bufio container/list context errors io/fs strings sync/atomic time unicode/utf8
 stdquick: qemu
 	$(YOLK) test -accel $(ACCEL) -short -skip '^ExampleAfterFunc_connection$$' $(STDQUICK)
+
+# images runs TestDiskImage's whole matrix (qemu/disk_test.go): examples/hello
+# written by yolk image's builder and booted from each disk controller with
+# each firmware, from GCE's archive and from the QCOW2 (12 boots, about 30 s
+# under TCG). make test's hosted run boots the first of them only.
+images: QEMU_NEEDED = $(QEMU_amd64)
+images: qemu
+	YOLK_DISK_MATRIX=all $(GO) test -count=1 -timeout 15m -v -run '^TestDiskImage$$' ./qemu/
 
 # conformance runs the issue's standard-library packages with -short on the
 # host (go test) and in the guest (yolk test) at -smp 1 and 2 and writes
@@ -147,13 +158,15 @@ image:
 # emulator when ARCH is given (command line or environment), else both
 # (the guest suite boots x86 and arm64), and gdb-multiarch (make debug,
 # TestDebugGDB); with amd64's, what the PC image needs (GRUB for BIOS and
-# UEFI, grub-mkrescue's xorriso and mtools, OVMF: docs/pc-image.md), each
+# UEFI, grub-mkrescue's xorriso and mtools, OVMF: docs/pc-image.md; yolk
+# image's grub-mkimage and qemu-img: docs/disk-image.md), each
 # checked by its program or file; as root directly, otherwise
 # through sudo if it needs no password (sudo -n); failing both it prints
 # the command to run.
 QEMU_amd64  = qemu-system-x86_64:qemu-system-x86 \
               grub-mkrescue:grub-common xorriso:xorriso mformat:mtools /usr/lib/grub/i386-pc:grub-pc-bin \
-              /usr/lib/grub/x86_64-efi:grub-efi-amd64-bin /usr/share/qemu/OVMF.fd:ovmf
+              /usr/lib/grub/x86_64-efi:grub-efi-amd64-bin /usr/share/qemu/OVMF.fd:ovmf \
+              grub-mkimage:grub-common qemu-img:qemu-utils
 QEMU_arm64  = qemu-system-aarch64:qemu-system-arm
 QEMU_NEEDED = $(if $(filter pc,$(BOARD)),$(QEMU_amd64),$(if $(BOARD),$(QEMU_arm64),$(if $(filter command line environment,$(origin ARCH)),$(QEMU_$(ARCH)),$(QEMU_amd64) $(QEMU_arm64))))
 qemu:

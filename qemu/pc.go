@@ -48,7 +48,7 @@ func FindOVMF() (string, error) {
 
 // ErrFixedCmdline is returned for a PC image booted with an environment,
 // arguments or a boot archive: those are built into the image.
-var ErrFixedCmdline = errors.New("a PC image carries its command line and boot archive from yolk build -board pc (-e, -dir, arguments there); it cannot take new ones when it boots")
+var ErrFixedCmdline = errors.New("a PC image carries its command line and boot archive from yolk build -board pc or yolk image (-e, -dir, arguments there; a disk image's are in its grub.cfg); it cannot take new ones when it boots")
 
 // pcArgs are QEMUArgs for c.Board == "pc": the image on the CD-ROM
 // drive (-cdrom), the firmware, and the rest as for an ELF image.
@@ -99,7 +99,11 @@ func pcArgs(c Config) ([]string, error) {
 	}
 	args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	args = append(args, firmware...)
-	args = append(args, "-cdrom", c.Image)
+	disk, err := diskArgs(c.Image, c.Disk)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, disk...)
 	net, err := netArgs(c.Net, c.Forwards, true)
 	if err != nil {
 		return nil, err
@@ -112,11 +116,48 @@ func pcArgs(c Config) ([]string, error) {
 	return append(args, c.Extra...), nil
 }
 
-// CheckPCImage reports an error unless path is a PC image (an ISO 9660
-// file; yolk build -board pc makes them).
-func CheckPCImage(path string) error {
-	if !image.IsISO(path) {
-		return fmt.Errorf("%s is not a PC image (an ISO made by yolk build -board pc)", path)
+// DiskControllers are the controllers a disk image boots from (-disk),
+// the default first: virtio-scsi (GCE's boot disk), NVMe (newer GCE
+// machines, AWS Nitro), virtio-blk (OpenStack, KubeVirt).
+var DiskControllers = []string{"virtio-scsi", "nvme", "virtio-blk"}
+
+// diskArgs attach a PC image: a disk image (a raw disk with a GPT, or
+// QCOW2) on controller (default DiskControllers[0]) as the first boot
+// device, its changes kept in a temporary overlay (snapshot=on); an ISO
+// (whose hybrid layout has a GPT as well) or anything else on the CD-ROM
+// drive.
+func diskArgs(img, controller string) ([]string, error) {
+	format := "raw"
+	switch {
+	case image.IsQCOW2(img):
+		format = "qcow2"
+	case image.IsISO(img) || !image.IsGPTDisk(img): // the hybrid ISO has a GPT too
+		if controller != "" {
+			return nil, fmt.Errorf("-disk %s: %s is not a disk image (yolk image makes them); an ISO boots from the CD-ROM drive", controller, img)
+		}
+		return []string{"-cdrom", img}, nil
 	}
-	return nil
+	drive := []string{"-drive", "file=" + img + ",format=" + format + ",if=none,id=disk0,snapshot=on"}
+	switch cmp.Or(controller, DiskControllers[0]) {
+	case "virtio-scsi":
+		return append(drive, "-device", "virtio-scsi-pci,id=scsi0", "-device", "scsi-hd,drive=disk0,bus=scsi0.0,bootindex=0"), nil
+	case "nvme":
+		return append(drive, "-device", "nvme,drive=disk0,serial=yolk0,bootindex=0"), nil
+	case "virtio-blk":
+		return append(drive, "-device", "virtio-blk-pci,drive=disk0,bootindex=0"), nil
+	}
+	return nil, fmt.Errorf("disk controller %q: want one of %s", controller, strings.Join(DiskControllers, ", "))
+}
+
+// CheckPCImage reports an error unless path is a PC image: an ISO 9660
+// file (yolk build -board pc) or a disk image with a GPT (yolk image;
+// raw or QCOW2).
+func CheckPCImage(path string) error {
+	if image.IsISO(path) || image.IsQCOW2(path) || image.IsGPTDisk(path) {
+		return nil
+	}
+	if strings.HasSuffix(path, ".tar.gz") {
+		return fmt.Errorf("%s: unpack GCE's disk.raw first (tar -xzf %s) and boot that", path, path)
+	}
+	return fmt.Errorf("%s is not a PC image (an ISO made by yolk build -board pc, or a disk made by yolk image)", path)
 }

@@ -75,6 +75,54 @@ func TestQEMUArgsPC(t *testing.T) {
 	}
 }
 
+// TestQEMUArgsDisk: a disk image on each controller, first in the boot
+// order, QEMU's writes kept in an overlay; raw or QCOW2 by its magic.
+func TestQEMUArgsDisk(t *testing.T) {
+	dir := t.TempDir()
+	raw := filepath.Join(dir, "disk.raw")
+	os.WriteFile(raw, append(make([]byte, 512), "EFI PART"...), 0o644)
+	q := filepath.Join(dir, "disk.qcow2")
+	os.WriteFile(q, []byte("QFI\xfb\x00\x00\x00\x03"), 0o644)
+	// A hybrid ISO: a GPT as well as the volume descriptor.
+	iso := filepath.Join(dir, "app.iso")
+	isoData := append(make([]byte, 0x8001), "CD001"...)
+	copy(isoData[512:], "EFI PART")
+	os.WriteFile(iso, isoData, 0o644)
+	for _, c := range []struct {
+		img, disk string
+		want      []string
+	}{
+		{raw, "", []string{"-drive", "file=" + raw + ",format=raw,if=none,id=disk0,snapshot=on",
+			"-device", "virtio-scsi-pci,id=scsi0", "-device", "scsi-hd,drive=disk0,bus=scsi0.0,bootindex=0"}},
+		{q, "nvme", []string{"-drive", "file=" + q + ",format=qcow2,if=none,id=disk0,snapshot=on",
+			"-device", "nvme,drive=disk0,serial=yolk0,bootindex=0"}},
+		{raw, "virtio-blk", []string{"-drive", "file=" + raw + ",format=raw,if=none,id=disk0,snapshot=on",
+			"-device", "virtio-blk-pci,drive=disk0,bootindex=0"}},
+		{iso, "", []string{"-cdrom", iso}},
+	} {
+		got, err := QEMUArgs(Config{Board: "pc", Image: c.img, Disk: c.disk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tail := got[len(got)-len(c.want):]; !reflect.DeepEqual(tail, c.want) {
+			t.Errorf("%s on %q: %q, want it to end %q", c.img, c.disk, got, c.want)
+		}
+	}
+	for _, c := range []struct{ img, disk, want string }{
+		{raw, "ide", `disk controller "ide"`},
+		{iso, "nvme", "is not a disk image"},
+	} {
+		if _, err := QEMUArgs(Config{Board: "pc", Image: c.img, Disk: c.disk}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s on %q: %v, want %q", c.img, c.disk, err, c.want)
+		}
+	}
+	for img, ok := range map[string]bool{raw: true, q: true, iso: true, filepath.Join(dir, "x.tar.gz"): false, filepath.Join(dir, "none"): false} {
+		if err := CheckPCImage(img); (err == nil) != ok {
+			t.Errorf("CheckPCImage(%s): %v", img, err)
+		}
+	}
+}
+
 // TestFindOVMF: $YOLK_OVMF wins; a missing firmware says how to install it.
 func TestFindOVMF(t *testing.T) {
 	t.Setenv("YOLK_OVMF", "/no/such/OVMF.fd")
@@ -154,6 +202,19 @@ func TestRunStubPCImage(t *testing.T) {
 			}
 		})
 	}
+	// A disk image (yolk image) with SeaBIOS: the backtrace symbolized
+	// from the kernel on its EFI system partition.
+	t.Run("bios-disk", func(t *testing.T) {
+		disk := filepath.Join(t.TempDir(), "stub.raw")
+		if err := image.BuildDisk(t.Context(), kernel, image.DiskOptions{Output: disk, Size: 128 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		res, out := runStub(t, "", "pc", Config{Image: disk, Board: "pc", Disk: "virtio-blk"})
+		want := fmt.Sprintf("yolk:   at 0x%016x main.main+0x0", mainPC)
+		if res.ExitCode != 125 || !strings.Contains(out, "yolk: fault: vector 6 (#UD)\n") || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks the fault report or %q:\n%s", res.ExitCode, want, out)
+		}
+	})
 }
 
 // TestPCImageTextScreen boots a program from a PC image with SeaBIOS on a

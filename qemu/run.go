@@ -196,8 +196,12 @@ type Config struct {
 	// Machine is then "q35" (default) or "pc"; Firmware "bios" (SeaBIOS,
 	// default) or "uefi" (OVMF, OVMFPath; Memory defaults to UEFIMemory
 	// there); Env, Args and Initrd must be empty: the image carries its
-	// own command line and boot archive.
+	// own command line and boot archive. A disk image (image.BuildDisk,
+	// raw or QCOW2) instead of an ISO boots from the disk controller
+	// Disk (DiskControllers; default virtio-scsi), QEMU's changes to it
+	// discarded (snapshot=on).
 	Firmware string
+	Disk     string
 
 	// Stdin is the guest's console input, sent framed (FrameConsole);
 	// nil: none, the guest reads end of file at once.
@@ -698,7 +702,8 @@ func qemuComplained(stderr, name string) bool {
 }
 
 // lazySymbolizer opens the image's line table on the first backtrace line:
-// the ELF image path, or the kernel extracted from the PC image iso, or
+// the ELF image path, or the kernel extracted from the PC image iso (an
+// ISO or a raw disk image), or
 // none when both are "".
 func lazySymbolizer(ctx context.Context, path, iso string) func(uint64, bool) string {
 	var (
@@ -713,7 +718,11 @@ func lazySymbolizer(ctx context.Context, path, iso string) func(uint64, bool) st
 					return
 				}
 				defer os.RemoveAll(dir)
-				if path, err = image.ExtractISOKernel(ctx, iso, dir); err != nil {
+				extract := image.ExtractISOKernel
+				if !image.IsISO(iso) && image.IsGPTDisk(iso) { // the hybrid ISO has a GPT too
+					extract = image.ExtractDiskKernel
+				}
+				if path, err = extract(ctx, iso, dir); err != nil {
 					return
 				}
 			}

@@ -8,6 +8,8 @@
 //	yolk run -board rpi3 [flags] dir|dir.img [arg ...]
 //	yolk build -board pc [-e KEY=VALUE ...] [-dir DIR] [-o app.iso] ./path/to/pkg [arg ...]
 //	yolk run -board pc [-firmware bios|uefi] [-machine q35|pc] [flags] app.iso
+//	yolk image [-format raw|gce|qcow2] [-size 1G] [-e KEY=VALUE ...] [-dir DIR] -o OUT app.elf [arg ...]
+//	yolk run -board pc [-firmware bios|uefi] [-disk virtio-scsi|nvme|virtio-blk] [flags] disk.raw|disk.qcow2
 //
 // build's architecture is -arch, else $GOARCH if it names one the kernel
 // runs, else amd64; run boots an image in the emulator of its ELF machine
@@ -19,6 +21,10 @@
 // raspi3b. -board pc (amd64; docs/pc-image.md) builds a BIOS- and
 // UEFI-bootable ISO with GRUB, its command line and boot archive built in,
 // and run boots it from the CD-ROM drive of q35 with SeaBIOS or OVMF.
+// image (amd64; docs/disk-image.md) writes a built ELF into a GPT disk
+// image for a cloud or a PC's disk (raw, GCE's disk.raw in a tar.gz, or
+// QCOW2) that boots with BIOS or UEFI through GRUB, the command line in
+// its grub.cfg; run -board pc boots such a disk from a disk controller.
 //
 //	yolk test [-run re] [-v] [-short] [-timeout 10m] [...] [-smp 1] [...] packages [-args ...]
 //
@@ -59,6 +65,8 @@ func usage() {
   yolk run -board rpi3 [flags] dir|dir.img [arg ...]
   yolk build -board pc [-e KEY=VALUE ...] [-dir DIR] [-o app.iso] ./path/to/pkg [arg ...]
   yolk run -board pc [-firmware bios|uefi] [flags] app.iso
+  yolk image [-format raw|gce|qcow2] [-size 1G] [-e KEY=VALUE ...] [-dir DIR] -o OUT app.elf [arg ...]
+  yolk run -board pc [-firmware bios|uefi] [-disk virtio-scsi|nvme|virtio-blk] [flags] disk.raw|disk.qcow2
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
@@ -79,6 +87,8 @@ func main() {
 		os.Exit(run(os.Args[2:]))
 	case "test":
 		os.Exit(test(os.Args[2:]))
+	case "image":
+		os.Exit(diskImage(os.Args[2:]))
 	case "help", "-h", "-help", "--help":
 		usage()
 	default:
@@ -309,15 +319,16 @@ func run(args []string) int {
 	fs.Var(&env, "e", "KEY=VALUE for the guest environment (repeatable)")
 	dir := fs.String("dir", "", "give the guest this host `directory` (read-only, at its absolute path) and start there")
 	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
-	board := fs.String("board", "", "boot a board image: rpi3 (the boot directory or .img of yolk build -board rpi3, on QEMU raspi3b: 4 cores, 1 GiB) or pc (the ISO of yolk build -board pc, from the CD-ROM drive of q35 (default) or pc)")
+	board := fs.String("board", "", "boot a board image: rpi3 (the boot directory or .img of yolk build -board rpi3, on QEMU raspi3b: 4 cores, 1 GiB) or pc (the ISO of yolk build -board pc, from the CD-ROM drive, or the disk of yolk image, from -disk's controller, of q35 (default) or pc)")
 	firmware := fs.String("firmware", "", "-board pc: bios (SeaBIOS, the default) or uefi (OVMF)")
+	disk := fs.String("disk", "", "-board pc with a disk image (yolk image; raw or qcow2): its controller, "+strings.Join(qemu.DiskControllers, ", ")+" (default "+qemu.DiskControllers[0]+")")
 	netFlag := fs.String("net", qemu.NetUser, "the guest's network: user (QEMU's user network: the guest is 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3), none, or tap:IFNAME (a tap interface the host set up); a virtio-net NIC (the rpi3 board has none)")
 	var fwds forwardFlag
 	fs.Var(&fwds, "p", "forward a host port to the guest on the user network: `[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]` (HOSTADDR default 127.0.0.1; repeatable)")
 	var shares qemu.ShareFlag
 	fs.Var(&shares, "share", "give the guest this host directory, writable (virtio-9p): `HOSTDIR[:GUESTPATH][:ro]` (GUESTPATH default HOSTDIR's absolute path; :ro read-only, EROFS; repeatable, at most 4; not on -board rpi3 or pc)")
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board rpi3 [flags] dir|dir.img [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso")
+		fmt.Fprintln(os.Stderr, "usage: yolk run [flags] app.elf [arg ...]\n       yolk run -board rpi3 [flags] dir|dir.img [arg ...]\n       yolk run -board pc [-firmware bios|uefi] [flags] app.iso\n       yolk run -board pc [-firmware bios|uefi] [-disk virtio-scsi|nvme|virtio-blk] [flags] disk.raw|disk.qcow2")
 		fs.PrintDefaults()
 		fmt.Fprintln(os.Stderr, "exit status: the guest's (2: Go panic, 125: kernel fault report), or 123: guest reset\n"+
 			"without a report (triple fault), 124: timeout, 126: QEMU failed, 127: QEMU not installed, 130: interrupted")
@@ -347,8 +358,8 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
 	}
-	if *firmware != "" && *board != "pc" {
-		fmt.Fprintln(os.Stderr, "yolk run: -firmware goes with -board pc")
+	if (*firmware != "" || *disk != "") && *board != "pc" {
+		fmt.Fprintln(os.Stderr, "yolk run: -firmware and -disk go with -board pc")
 		return 2
 	}
 	netw, err := runNet(*netFlag, setFlags["net"], fwds, *board)
@@ -382,6 +393,14 @@ func run(args []string) int {
 		}
 		if err := qemu.CheckPCImage(fs.Arg(0)); err != nil {
 			fmt.Fprintf(os.Stderr, "yolk run: %v\n", err)
+			return 2
+		}
+		if *disk != "" && !slices.Contains(qemu.DiskControllers, *disk) {
+			fmt.Fprintf(os.Stderr, "yolk run: -disk %q: want %s\n", *disk, strings.Join(qemu.DiskControllers, ", "))
+			return 2
+		}
+		if *disk != "" && image.IsISO(fs.Arg(0)) {
+			fmt.Fprintln(os.Stderr, "yolk run: -disk is for a disk image (yolk image); an ISO boots from the CD-ROM drive")
 			return 2
 		}
 		if *gdb != 0 {
@@ -468,6 +487,7 @@ func run(args []string) int {
 		Board:    *board,
 		Accel:    choice.Accel,
 		Firmware: *firmware,
+		Disk:     *disk,
 		Memory:   *mem,
 		SMP:      *smp,
 		Timeout:  *timeout,

@@ -283,6 +283,11 @@ func TestRunUsageErrors(t *testing.T) {
 	// An ISO 9660 volume descriptor's identifier is all yolk run reads.
 	iso := filepath.Join(t.TempDir(), "fake.iso")
 	os.WriteFile(iso, append(make([]byte, 0x8001), "CD001"...), 0o644)
+	// A raw disk: "EFI PART" in its second sector; GCE's archive by name.
+	gpt := filepath.Join(t.TempDir(), "disk.raw")
+	os.WriteFile(gpt, append(make([]byte, 512), "EFI PART"...), 0o644)
+	tgz := filepath.Join(t.TempDir(), "disk.tar.gz")
+	os.WriteFile(tgz, []byte("\x1f\x8b"), 0o644)
 	for _, c := range []struct {
 		args []string
 		env  []string
@@ -321,7 +326,20 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "-board", "pc", "-firmware", "efi", iso}, nil, 2, `-firmware "efi": want bios or uefi`},
 		{[]string{"run", "-board", "pc", "-gdb", "1234", iso}, nil, 2, "-gdb boots ELF images"},
 		{[]string{"run", "-board", "pc", img}, nil, 2, "is not a PC image"},
-		{[]string{"run", "-firmware", "uefi", img}, nil, 2, "-firmware goes with -board pc"},
+		{[]string{"run", "-firmware", "uefi", img}, nil, 2, "-firmware and -disk go with -board pc"},
+		{[]string{"run", "-disk", "nvme", img}, nil, 2, "-firmware and -disk go with -board pc"},
+		{[]string{"run", "-board", "pc", "-disk", "scsi", gpt}, nil, 2, `-disk "scsi": want virtio-scsi, nvme, virtio-blk`},
+		{[]string{"run", "-board", "pc", "-disk", "nvme", iso}, nil, 2, "-disk is for a disk image"},
+		{[]string{"run", "-board", "pc", "-e", "A=B", gpt}, nil, 2, "a disk image's are in its grub.cfg"},
+		{[]string{"run", "-board", "pc", tgz}, nil, 2, "unpack GCE's disk.raw first"},
+		{[]string{"image"}, nil, 2, "usage: yolk image"},
+		{[]string{"image", img}, nil, 2, "usage: yolk image"},
+		{[]string{"image", "-o", "x.raw", armImg}, nil, 2, "is an arm64 image: a disk image boots a PC"},
+		{[]string{"image", "-o", "x.raw", notELF}, nil, 2, "yolk image: "},
+		{[]string{"image", "-o", "x.raw", "-format", "vmdk", img}, nil, 2, `-format "vmdk": want raw, gce, qcow2`},
+		{[]string{"image", "-o", "x.raw", "-size", "2X", img}, nil, 2, `-size: size "2X"`},
+		{[]string{"image", "-o", "x.raw", img, `a"b`}, nil, 2, "GRUB's command line cannot carry"},
+		{[]string{"image", "-o", "x.raw", "-e", "A=it's", img}, nil, 2, "GRUB's command line cannot carry"},
 		{[]string{"run", iso}, nil, 2, "is a PC image: boot it with yolk run -board pc"},
 		{[]string{"run", "-board", "pc", "-machine", "microvm", iso}, nil, 2, "-board pc boots on q35 or pc, not -machine microvm"},
 	} {
