@@ -217,3 +217,18 @@ func ISAOverride(rsdp, off uintptr, irq uint8) (gsi uint32, flags uint16, ok boo
 	}
 	return uint32(irq), 0, false
 }
+
+// HPETBase is the address of the HPET's registers from the "HPET" table
+// (its Generic Address at offset 40); ErrNotFound if there is no table or
+// it is not in memory space.
+func HPETBase(rsdp, off uintptr) (uint64, Error) {
+	a, e := Find(rsdp, off, "HPET")
+	if e != OK {
+		return 0, e
+	}
+	m := mem(off)
+	if n, _ := m.table(a); n < 56 || m.u8(a+40) != SpaceMemory || m.u64(a+44) == 0 {
+		return 0, ErrNotFound
+	}
+	return m.u64(a + 44), OK
+}
