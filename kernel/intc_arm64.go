@@ -9,6 +9,7 @@ import (
 	"yolk/drivers/fdt"
 	"yolk/drivers/gic"
 	"yolk/drivers/gtimer"
+	"yolk/drivers/pl061"
 	"yolk/sched"
 )
 
@@ -121,6 +122,10 @@ func irq(p *perCPU) (preempt bool) {
 		nicInterrupt()
 	case shares.IsIRQ(id):
 		shares.Interrupt(id)
+	case id == powerKey.Controller.IRQ && id != 0:
+		if pl061.Take(uintptr(powerKey.Controller.Base), powerKey.Pin) {
+			powerButton()
+		}
 	case id == vecStop && atomic.LoadUint32(&stopping) != 0:
 		gic.EOI(iar)
 		stopHere()

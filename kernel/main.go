@@ -60,6 +60,7 @@ func kmain(a0, a1 uintptr) {
 
 	conInInit(c)
 	virtioInit(c)
+	powerInit(c)
 	shareStarted()
 	startInit()
 	sched.Idle(idleWait)

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/drivers/acpi"
+	"yolk/drivers/acpipm"
 	"yolk/drivers/ioapic"
 	"yolk/drivers/lapic"
 	"yolk/drivers/virtio"
@@ -121,8 +122,23 @@ func nicRoute(c *sched.CPU, gsi uint32, level, low bool) {
 	}
 }
 
+// acpiPM is the ACPI power button and soft off (powerInit), if any.
+var acpiPM acpipm.PM
+
+// powerInit arms the ACPI power button (the SCI's fixed event, or the
+// GED's on hardware-reduced ACPI) on this CPU, through virtioTrap.
+func powerInit(c *sched.CPU) {
+	var e acpi.Error
+	if acpiPM, e = acpipm.Init(bootInfo.RSDP, mm.PhysOff()); e == acpi.OK && acpiPM.HasButton && acpiPM.GSI < maxVirtioGSI {
+		nicRoute(c, acpiPM.GSI, acpiPM.Level, acpiPM.ActiveLow)
+	}
+}
+
 // virtioTrap handles GSI gsi's vector: the devices on that line.
 func virtioTrap(gsi uint32) {
+	if gsi == acpiPM.GSI && acpiPM.HasButton && acpiPM.Button() {
+		powerButton()
+	}
 	if gsi == nicIRQ {
 		nicInterrupt()
 	}

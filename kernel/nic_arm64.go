@@ -3,9 +3,27 @@ package kernel
 import (
 	"yolk/drivers/fdt"
 	"yolk/drivers/gic"
+	"yolk/drivers/pl061"
 	"yolk/drivers/virtio"
 	"yolk/sched"
 )
+
+// powerKey is QEMU virt's power key, a PL061 pin (powerInit): IRQ 0 if
+// there is none.
+var powerKey fdt.GPIOKey
+
+// powerInit arms the device tree's power key to interrupt this CPU.
+func powerInit(c *sched.CPU) {
+	k, e := dt.PowerKey()
+	if e != fdt.OK || k.Controller.Base >= 1<<30 || k.Controller.IRQ == 0 {
+		return
+	}
+	powerKey = k
+	pl061.ArmRising(uintptr(k.Controller.Base), k.Pin)
+	gic.SetEdge(percpu[0].gic, k.Controller.IRQ, k.Controller.IRQFlags&0xf != 4)
+	gic.Route(k.Controller.IRQ, gic.Target(c.IRQ))
+	gic.Enable(percpu[0].gic, k.Controller.IRQ, gic.DefaultPriority)
+}
 
 // virtioInit finds the network device and the shares (share.go) among
 // the device tree's virtio-mmio transports (QEMU virt: 32 of them, most

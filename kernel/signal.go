@@ -341,6 +341,17 @@ func takeSignal(i int, want uint64) (int, sigSource) {
 	}
 }
 
+// powerButton is the machine's power button (ACPI's, arm64 virt's GPIO
+// key: powerInit): SIGTERM to the program, as Linux's init passes a
+// shutdown on to its services; the program's exit then powers off
+// (machineExit).
+func powerButton() {
+	klog("power button: SIGTERM to the program\n")
+	if t := processTarget(int(unix.SIGTERM)); t != nil {
+		sendSignalFrom(t, int(unix.SIGTERM), sigFromKernel)
+	}
+}
+
 // killedBy ends the machine as the default action of sig does a process.
 // why says which rule applied (Linux says nothing; a report here is
 // cheap and tells a stray signal from a broken frame).

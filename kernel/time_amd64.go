@@ -8,16 +8,17 @@ import (
 	"yolk/drivers/clock"
 	"yolk/drivers/kvmclock"
 	"yolk/drivers/lapic"
-	"yolk/drivers/pit"
 	"yolk/drivers/rtc"
 	"yolk/kernel/mm"
+	"yolk/kernel/tsc"
 	"yolk/sched"
 )
 
 // Time: a monotonic clock from the TSC, calibrated at boot from kvmclock
 // under KVM, else the hypervisor's TSC-frequency leaf, else CPUID leaf 0x15
-// when it names the crystal, else against the PIT (CPUID leaf 0x16 when
-// there is no PIT); the wall clock from the RTC at boot (kvmclock's where
+// when it names the crystal, else against the PIT, the HPET, the ACPI PM
+// timer or the CMOS clock, else CPUID leaf 0x16 (kernel/tsc: Calibrate);
+// the wall clock from the RTC at boot (kvmclock's where
 // there is no RTC: wallInit); on each CPU a
 // one-shot local-APIC timer (its rate measured against the TSC) for the
 // earliest deadline, plus its timer slack, of the tasks that blocked there
@@ -72,10 +73,7 @@ func tscToNs(tsc uint64) int64 {
 // boot's own within 36), LAPIC within 69 ppm of the TSC, where the old
 // 3 × 40 ms and 3 × 10 ms windows were off by -13 to -507 ppm and -75 to
 // -527 ppm. Together they take about 6 ms instead of 152 ms.
-const (
-	tscSpan     = pit.Hz / 1000 // PIT ticks: 1 ms
-	lapicWindow = 500e3         // ns
-)
+const lapicWindow = 500e3 // ns; the PIT's window: kernel/tsc
 
 // calibrateLAPIC returns the local APIC timer's rate in Hz, measured
 // against the calibrated TSC: the median of three windows of about window
@@ -117,82 +115,19 @@ func lapicRead() (count uint32, t uint64) {
 }
 
 // tscSource is where the TSC frequency came from (an index into
-// tscSources, for the boot line; an integer, so that setting it needs no
+// tsc.Sources, for the boot line; an integer, so that setting it needs no
 // write barrier).
 var tscSource uint8
 
-const (
-	tscAssumed = iota
-	tscKVMClock
-	tscHypervisorLeaf
-	tscPIT
-	tscCPUID16
-	tscCPUID15
-)
-
-var tscSources = [...]string{
-	tscAssumed:        "assumed",
-	tscKVMClock:       "kvmclock",
-	tscHypervisorLeaf: "hypervisor CPUID",
-	tscPIT:            "PIT",
-	tscCPUID16:        "CPUID 0x16",
-	tscCPUID15:        "CPUID 0x15",
-}
-
+// calibrateTSC is the TSC's rate from the best source the machine has
+// (tsc.Calibrate); a boot that found none says so.
 func calibrateTSC() uint64 {
-	if hz := kvmclock.TSCHz(); hz != 0 {
-		tscSource = tscKVMClock
-		return hz
+	hz, src := tsc.Calibrate(hypervisor, bootInfo.RSDP, mm.PhysOff())
+	tscSource = src
+	if src == tsc.Assumed {
+		klog("no PIT, HPET, ACPI PM timer, CMOS clock or CPUID frequency: assuming a 1 GHz TSC\n")
 	}
-	if hypervisor {
-		if max, _, _, _ := amd64.Cpuid(0x40000000, 0); max >= 0x40000010 {
-			if khz, _, _, _ := amd64.Cpuid(0x40000010, 0); khz != 0 {
-				tscSource = tscHypervisorLeaf
-				return uint64(khz) * 1000
-			}
-		}
-	}
-	if max, _, _, _ := amd64.Cpuid(0, 0); max >= 0x15 {
-		if hz := leaf15Hz(amd64.Cpuid(0x15, 0)); hz != 0 {
-			tscSource = tscCPUID15
-			return hz
-		}
-	}
-	// Median of three: under emulation one run can be stretched.
-	var m [3]uint64
-	for i := range m {
-		hz, ok := pit.Measure(amd64.Rdtsc, tscSpan, 1<<33)
-		if !ok || hz == 0 {
-			break
-		}
-		m[i] = hz
-		if i == 2 {
-			tscSource = tscPIT
-			return median3(m)
-		}
-	}
-	if max, _, _, _ := amd64.Cpuid(0, 0); max >= 0x16 {
-		if mhz, _, _, _ := amd64.Cpuid(0x16, 0); mhz != 0 {
-			tscSource = tscCPUID16
-			return uint64(mhz) * 1e6
-		}
-	}
-	klog("no PIT and no CPUID frequency: assuming a 1 GHz TSC\n")
-	tscSource = tscAssumed
-	return 1e9
-}
-
-// leaf15Hz is the TSC frequency that CPUID leaf 0x15 states: the core
-// crystal's frequency (ECX, Hz) times the ratio EBX/EAX. It is 0 when any
-// of them is 0: the leaf is absent, or (as on many Intel client parts) it
-// gives the ratio but not the crystal, which only a model table would
-// supply; the PIT measures those. Leaf 0x16's base frequency is a rounded
-// marketing figure and stays the last resort.
-func leaf15Hz(den, num, crystal, _ uint32) uint64 {
-	if den == 0 || num == 0 || crystal == 0 {
-		return 0
-	}
-	return uint64(crystal) * uint64(num) / uint64(den)
+	return hz
 }
 
 // timerProgram makes this CPU's local-APIC timer interrupt at time at
@@ -237,7 +172,7 @@ func printClock() {
 	kprint("TSC ")
 	kprintDec(int64(clock.Hz() / 1e6))
 	kprint(" MHz (")
-	kprint(tscSources[tscSource])
+	kprint(tsc.Sources[tscSource])
 	kprint("), LAPIC timer ")
 	kprintDec(int64(lapicHz / 1e6))
 	kprint(" MHz")

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"yolk/drivers/clock"
+	"yolk/kernel/tsc"
 )
 
 func TestLeaf15Hz(t *testing.T) {
@@ -18,8 +19,8 @@ func TestLeaf15Hz(t *testing.T) {
 		{0, 0, 0, 0},   // leaf absent
 		{0, 176, 24_000_000, 0},
 	} {
-		if got := leaf15Hz(c.den, c.num, c.crystal, 0); got != c.want {
-			t.Errorf("leaf15Hz(%d, %d, %d) = %d, want %d", c.den, c.num, c.crystal, got, c.want)
+		if got := tsc.Leaf15Hz(c.den, c.num, c.crystal, 0); got != c.want {
+			t.Errorf("Leaf15Hz(%d, %d, %d) = %d, want %d", c.den, c.num, c.crystal, got, c.want)
 		}
 	}
 }

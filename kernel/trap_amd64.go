@@ -181,8 +181,9 @@ func stopOthers() {
 }
 
 // machineExit ends the machine with status code: isa-debug-exit ends QEMU
-// under yolk run. Without that device (Firecracker, Cloud Hypervisor, a
-// QEMU started without it), a kernel that a VMM loaded through its PVH
+// under yolk run. Without that device, ACPI's soft off (S5) where the
+// tables say how (acpipm: q35, pc, microvm, Cloud Hypervisor); else
+// (Firecracker) a kernel that a VMM loaded through its PVH
 // entry resets the machine through the i8042 once the serial line has
 // gone out, which those engines take as the VM's end (QEMU with -no-reboot
 // exits 0; the host reads the status from the "yolk: exit N" line). A
@@ -190,6 +191,7 @@ func stopOthers() {
 // on its screen.
 func machineExit(code uint8) {
 	debugexit.Exit(code)
+	acpiPM.Off()
 	if pvhBoot {
 		for i := 0; i < 1e6 && !com1.TxIdle(); i++ {
 		}

@@ -174,6 +174,12 @@ type Config struct {
 	Initrd  string        // -initrd: a boot archive of host files (Tree), "" for none
 	Extra   []string      // more QEMU arguments, appended last
 
+	// NoExitDevice boots without the exit device (isa-debug-exit on
+	// amd64, semihosting on arm64), as a cloud's or a VMM's machine: the
+	// guest's exit powers the machine off (ACPI S5, PSCI SYSTEM_OFF) or
+	// resets it, QEMU exits 0 and the status is the "yolk: exit N" line's.
+	NoExitDevice bool
+
 	// Net is the guest's network (net.go): "" or "none" (no NIC),
 	// "user" (QEMU's user network; the kernel is told its address with
 	// UserNetConf) or "tap:IFNAME". Forwards are host ports forwarded
@@ -364,10 +370,11 @@ func QEMUArgs(c Config) ([]string, error) {
 		return nil, err
 	}
 	switch {
-	case arch == "arm64":
-		args = append(args, "-semihosting-config", "enable=on,target=native")
 	case machine == Firecracker:
 		args = append(args, FirecrackerDevices...)
+	case c.NoExitDevice:
+	case arch == "arm64":
+		args = append(args, "-semihosting-config", "enable=on,target=native")
 	default:
 		args = append(args, "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04")
 	}
@@ -632,7 +639,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	decide(res, c.Timeout, filepath.Base(c.QEMU), c.Arch, c.Board == "" && c.Machine == Firecracker)
+	decide(res, c.Timeout, filepath.Base(c.QEMU), c.Arch, c.Board == "" && (c.Machine == Firecracker || c.NoExitDevice))
 	return res, nil
 }
 
@@ -640,9 +647,9 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 // and the timeout, following the exit protocol: the guest prints
 // "yolk: exit N" and writes N to isa-debug-exit, so QEMU exits (N<<1)|1
 // (amd64), or makes a semihosting SYS_EXIT with N, so QEMU exits N (arm64).
-// On a machine without an exit device (reset: the Firecracker shape) the
-// guest resets it after the line and QEMU exits 0: the status is the
-// line's alone.
+// On a machine without an exit device (reset: the Firecracker shape, or
+// NoExitDevice) the guest powers it off or resets it after the line and
+// QEMU exits 0: the status is the line's alone.
 func decide(res *Result, timeout time.Duration, qemuName, arch string, reset bool) {
 	s := res.QEMUStatus
 	switch {
@@ -653,10 +660,10 @@ func decide(res *Result, timeout time.Duration, qemuName, arch string, reset boo
 		res.ExitCode = res.GuestExit
 		want, how := (res.GuestExit<<1|1)&0xff, "isa-debug-exit"
 		switch {
+		case reset:
+			want, how = 0, "a power-off or a reset"
 		case arch == "arm64":
 			want, how = res.GuestExit&0xff, "semihosting"
-		case reset:
-			want, how = 0, "an i8042 reset"
 		}
 		if s != want {
 			res.Mismatch = fmt.Sprintf("guest reported exit %d but QEMU exited with status %d (%s gives %d)",

@@ -145,7 +145,7 @@ func TestDecideReset(t *testing.T) {
 		{"exit 0", Result{Marker: true, GuestExit: 0, QEMUStatus: 0}, 0, false, ""},
 		{"exit 3", Result{Marker: true, GuestExit: 3, QEMUStatus: 0}, 3, false, ""},
 		{"fault 125", Result{Marker: true, GuestExit: 125, QEMUStatus: 0}, 125, false, ""},
-		{"debug-exit status", Result{Marker: true, GuestExit: 3, QEMUStatus: 7}, 3, true, "an i8042 reset gives 0"},
+		{"debug-exit status", Result{Marker: true, GuestExit: 3, QEMUStatus: 7}, 3, true, "a power-off or a reset gives 0"},
 		{"no marker", Result{QEMUStatus: 0}, ExitReset, false, "without an exit report"},
 		{"no marker, odd", Result{QEMUStatus: 1}, ExitQEMU, false, "QEMU failed (status 1)"},
 	}

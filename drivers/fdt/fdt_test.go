@@ -717,3 +717,19 @@ func TestNextDeviceVirtioMMIO(t *testing.T) {
 		})
 	}
 }
+
+// TestPowerKey: QEMU virt's /gpio-keys/poweroff is pin 3 of the PL061 at
+// 0x9030000 (SPI 7, level high); the Raspberry Pi's tree has none.
+func TestPowerKey(t *testing.T) {
+	for _, vc := range virtCases {
+		f := open(t, dtb(t, vc.name))
+		want := GPIOKey{Controller: Device{Base: 0x9030000, Size: 0x1000, IRQ: 32 + 7, IRQFlags: 4}, Pin: 3}
+		if k, e := f.PowerKey(); e != OK || k != want {
+			t.Errorf("%s: PowerKey = %+v %v, want %+v", vc.name, k, e, want)
+		}
+	}
+	f := open(t, boardBlob())
+	if k, e := f.PowerKey(); e != ErrNotFound {
+		t.Errorf("board: PowerKey = %+v %v, want ErrNotFound", k, e)
+	}
+}

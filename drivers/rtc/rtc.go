@@ -65,3 +65,14 @@ func daysFromCivil(y, m, d int64) int64 {
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return era*146097 + doe - 719468
 }
+
+// Present reports whether there is a CMOS clock (its registers do not all
+// read as ones).
+func Present() bool { return cmos(0x0A) != 0xFF || cmos(0x0B) != 0xFF || cmos(0x0D) != 0xFF }
+
+// Updating reports whether the clock's update-in-progress flag is set:
+// it rises 244 µs before each second's update, once a second (QEMU
+// computes it from its clock at the read, so its rising edge is as exact
+// as the poll; the periodic and update-ended flags are set by QEMU's
+// timers, late under host load).
+func Updating() bool { return cmos(0x0A)&0x80 != 0 }

@@ -1,4 +1,6 @@
-// Package tsc checks at boot that the CPUs' time-stamp counters agree
+// Package tsc finds the time-stamp counter's rate at boot (Calibrate:
+// from kvmclock or CPUID, else measured against the PIT, the HPET, the
+// ACPI PM timer or the CMOS clock), checks that the CPUs' counters agree
 // and corrects what IA32_TSC_ADJUST can; it is amd64's (arm64's counter
 // is architectural).
 //
