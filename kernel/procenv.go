@@ -7,6 +7,7 @@ import (
 
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
+	"yolk/kernel/net"
 	"yolk/kernel/procfs"
 	"yolk/kernel/procsnap"
 	"yolk/kernel/share"
@@ -31,15 +32,16 @@ const (
 // procRlimit is resource res's limit (sysPrlimit's and /proc/self/limits').
 func procRlimit(res int) (cur, max uint64) { return procsnap.Rlimit(res, len(files)) }
 
-func (procenv) Now() int64                 { return nanotime() }
-func (procenv) WallBase() int64            { return wallBase }
-func (procenv) Hostname() string           { return nodename }
-func (procenv) Exe() []byte                { return exePath[:exeLen] }
-func (procenv) Args() (int, []byte)        { return nargs, cstr(argOff[0]) }
-func (procenv) Stack() (top, size uintptr) { return stackTop, stackSize }
-func (procenv) Umask() uint32              { return atomic.LoadUint32(&shareUmask) } // vfs's, which has no getter
-func (procenv) Files() int                 { return len(files) }
-func (procenv) FilePages() int64           { n, _ := vfs.Pages(); return n }
+func (procenv) Now() int64                     { return nanotime() }
+func (procenv) WallBase() int64                { return wallBase }
+func (procenv) Hostname() string               { return nodename }
+func (procenv) Exe() []byte                    { return exePath[:exeLen] }
+func (procenv) Args() (int, []byte)            { return nargs, cstr(argOff[0]) }
+func (procenv) Stack() (top, size uintptr)     { return stackTop, stackSize }
+func (procenv) Umask() uint32                  { return atomic.LoadUint32(&shareUmask) } // vfs's, which has no getter
+func (procenv) Files() int                     { return len(files) }
+func (procenv) FilePages() int64               { n, _ := vfs.Pages(); return n }
+func (procenv) Iface(i int, p *net.Iface) bool { return sockets.Iface(i, p) }
 
 func (procenv) Image() (lo, ro, bss, end uintptr) {
 	lo = textStart()&^(mm.PageSize-1) - mm.PageSize

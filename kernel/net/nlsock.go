@@ -23,6 +23,19 @@ func (n *Net[E]) AddNIC(mac [6]byte, mtu int, addr [4]byte, prefix int) {
 	}
 }
 
+// Iface copies interface i of the table (from 0, ascending index) into
+// p, under the lock; false past the last (/proc/net/igmp's and igmp6's
+// fill).
+func (n *Net[E]) Iface(i int, p *Iface) bool {
+	n.env.Lock()
+	defer n.env.Unlock()
+	if i < 0 || i >= n.ifaces.N {
+		return false
+	}
+	*p = n.ifaces.If[i]
+	return true
+}
+
 // BindNL, ConnectNL: bind and connect on netlink socket s.
 func (n *Net[E]) BindNL(s int, sa []byte) Errno {
 	n.env.Lock()

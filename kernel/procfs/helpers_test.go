@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"yolk/kernel/procfs"
 )
 
@@ -163,6 +165,15 @@ func fill(s *procfs.Snapshot) {
 	mount(3, 1, 0x18, "/sys", "sysfs", "sysfs", "", procfs.MountNoSuid|procfs.MountNoDev|procfs.MountNoExec|procfs.MountRelAtime)
 	mount(4, 3, 0x19, "/sys/fs/cgroup", "cgroup2", "cgroup2", "nsdelegate", procfs.MountNoSuid|procfs.MountNoDev|procfs.MountNoExec|procfs.MountRelAtime)
 	mount(5, 1, 0x1a, "/go root", "9p", "share0", "trans=virtio", procfs.MountRO|procfs.MountSuperRO)
+	lo := procfs.Iface{Index: 1, Flags: unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING, NAddr6: 1}
+	copy(lo.Name[:], "lo")
+	lo.Addr6[0] = [16]byte{15: 1}
+	s.AddIface(&lo)
+	eth := procfs.Iface{Index: 2, Flags: unix.IFF_UP | unix.IFF_BROADCAST | unix.IFF_RUNNING | unix.IFF_MULTICAST, NAddr6: 2}
+	copy(eth.Name[:], "eth0")
+	eth.Addr6[0] = [16]byte{0: 0xfd, 13: 0xab, 14: 0xcd, 15: 0xef}
+	eth.Addr6[1] = [16]byte{0: 0xfe, 1: 0x80, 13: 0xab, 14: 0xcd, 15: 0xef}
+	s.AddIface(&eth)
 }
 
 func readHost(t *testing.T, path string) string {

@@ -90,15 +90,26 @@ func (o *out) strl(s string, width int) {
 	o.spaces(width - len(s))
 }
 
+// bytesl writes p left-aligned in width columns ("%-15s").
+func (o *out) bytesl(p []byte, width int) {
+	o.bytes(p)
+	o.spaces(width - len(p))
+}
+
 const hexDigits = "0123456789abcdef"
 
 // hex writes v in lower-case hexadecimal, zero-padded to width ("%08lx").
-func (o *out) hex(v uint64, width int) {
+func (o *out) hex(v uint64, width int) { o.hexd(v, width, hexDigits) }
+
+// hexUpper writes v in upper-case hexadecimal, zero-padded ("%08X").
+func (o *out) hexUpper(v uint64, width int) { o.hexd(v, width, "0123456789ABCDEF") }
+
+func (o *out) hexd(v uint64, width int, digits string) {
 	var d [16]byte
 	i := len(d)
 	for {
 		i--
-		d[i] = hexDigits[v&15]
+		d[i] = digits[v&15]
 		v >>= 4
 		if v == 0 {
 			break

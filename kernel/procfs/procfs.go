@@ -3,7 +3,8 @@
 // Go's runtime reads at start-up (/proc/self/auxv, cgroup and mountinfo,
 // /sys/fs/cgroup/cpu.max, /sys/kernel/mm/transparent_hugepage/
 // hpage_pmd_size), the standard library (/proc/self/exe, fd/, cpuinfo's
-// model name, /proc/sys/net/core/somaxconn, /proc/sys/kernel/hostname)
+// model name, /proc/sys/net/core/somaxconn, /proc/sys/kernel/hostname,
+// /proc/net/igmp and igmp6 for net.Interface.MulticastAddrs)
 // and the metrics libraries (Prometheus' process collector through
 // github.com/prometheus/procfs: stat, status, limits, fd/, net/netstat;
 // gopsutil: meminfo, cpuinfo, stat, uptime, loadavg; automaxprocs: cgroup,

@@ -159,6 +159,10 @@ func Render(n Node, s *Snapshot, buf []byte) (int, bool) {
 		o.ch('\n')
 	case eFdinfo:
 		fdinfo(&o, s, s.fd(n.fdno()))
+	case eIGMP:
+		igmp(&o, s)
+	case eIGMP6:
+		igmp6(&o, s)
 	case eNetstat:
 		o.str("IpExt: InNoRoutes InTruncatedPkts InMcastPkts OutMcastPkts InBcastPkts OutBcastPkts InOctets OutOctets InMcastOctets OutMcastOctets InBcastOctets OutBcastOctets InCsumErrors InNoECTPkts InECT1Pkts InECT0Pkts InCEPkts ReasmOverlaps\nIpExt: 0 0 0 0 0 0 ")
 		o.dec(s.NetInOctets)

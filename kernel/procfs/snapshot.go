@@ -16,6 +16,8 @@ const (
 	MaxIRQs    = 64
 	MaxAuxv    = 64 // words: 32 (type, value) pairs, AT_NULL's included
 	MaxFS      = 32
+	MaxIfaces  = 4        // kernel/net's interface table
+	MaxIfAddrs = 4        // addresses of each family per interface
 	PoolSize   = 64 << 10 // bytes of the strings of one fill (Str)
 	NameSize   = 64       // bytes of a fixed name (utsname's 65 less the NUL)
 )
@@ -291,6 +293,19 @@ type FSType struct {
 	NoDev bool // needs no block device
 }
 
+// Iface is a network interface (kernel/net's table, as netlink dumps
+// it): /proc/net/igmp and igmp6 show the multicast groups it has joined,
+// which follow from its flags and IPv6 addresses as Linux's joins do
+// (net.go); its IPv4 addresses play no part (224.0.0.1 is joined by an
+// interface that is up, with or without one).
+type Iface struct {
+	Index  int32
+	Flags  uint32 // IFF_*
+	Name   [16]byte
+	NAddr6 int32
+	Addr6  [MaxIfAddrs][16]byte // the order netlink dumps them: global scope first
+}
+
 // Snapshot is everything the files show. The kernel keeps one (or one per
 // reader) in memory it owns; it has no Go pointers. Fill the static part
 // once (Arch, Model, CPUs' identities, the names, FS), and before a file
@@ -343,6 +358,9 @@ type Snapshot struct {
 	FS    [MaxFS]FSType
 	NumFS int32
 
+	Ifaces    [MaxIfaces]Iface // ascending Index
+	NumIfaces int32
+
 	Pool    [PoolSize]byte
 	PoolLen uint32
 }
@@ -358,11 +376,13 @@ const (
 	PartAreas                   // Areas
 	PartMounts                  // Mounts
 	PartSys                     // CPUs' times, UptimeNS to NetOutOctets
+	PartNet                     // Ifaces
 )
 
 // Reset empties the lists and the pool, before a fill.
 func (s *Snapshot) Reset() {
 	s.NumThreads, s.NumFDs, s.NumAreas, s.NumMounts = 0, 0, 0, 0
+	s.NumIfaces = 0
 	s.PoolLen = 0
 }
 
@@ -425,6 +445,16 @@ func (s *Snapshot) AddMount(m Mount) bool {
 	}
 	s.Mounts[s.NumMounts] = m
 	s.NumMounts++
+	return true
+}
+
+// AddIface adds an interface; false if the list is full.
+func (s *Snapshot) AddIface(f *Iface) bool {
+	if int(s.NumIfaces) >= len(s.Ifaces) {
+		return false
+	}
+	s.Ifaces[s.NumIfaces] = *f
+	s.NumIfaces++
 	return true
 }
 

@@ -102,6 +102,8 @@ const (
 	ePNet
 	eFdLink
 	eFdinfo
+	eIGMP
+	eIGMP6
 	eNetstat
 
 	eSys
@@ -181,6 +183,8 @@ var entries = [numEntries]entry{
 	ePNet:         {"net", ePid, tDir, 0o555, fTask, pProc},
 	eFdLink:       {"", ePFd, tLink, 0o700, fDynFD, pProc | PartFDs},
 	eFdinfo:       {"", ePFdinfo, tFile, 0o444, fDynFD, pProc | PartFDs},
+	eIGMP:         {"igmp", ePNet, tFile, 0o444, 0, pProc | PartNet},
+	eIGMP6:        {"igmp6", ePNet, tFile, 0o444, 0, pProc | PartNet},
 	eNetstat:      {"netstat", ePNet, tFile, 0o444, 0, pProc | pSys},
 
 	eSys:           {"", eSys, tDir, 0o555, 0, 0},

@@ -57,6 +57,9 @@
 //     its /dev, st_dev 0:0x16), /proc, /sys, /sys/fs/cgroup (cgroup2) and
 //     each attached host share at its guest path (9p, st_dev 144:dev as
 //     a share's stat gives it).
+//   - Network interfaces (PartNet): the socket layer's table, as
+//     netlink dumps it (index, name, flags, IPv6 addresses), one
+//     interface at a time under its lock.
 //   - System (PartSys): per CPU, idle time is its idle task's CPU time
 //     and the rest of the uptime is user time; the load average is
 //     computed when read (load); memory from mm's frame counters and
@@ -72,6 +75,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
+	"yolk/kernel/net"
 	"yolk/kernel/procfs"
 	"yolk/sched"
 )
@@ -129,6 +133,9 @@ type Env interface {
 	FSClose(h int)
 	// FilePages is the in-memory file system's pages of files.
 	FilePages() int64
+	// Iface copies network interface i (from 0) of the socket layer's
+	// table into p, under its lock; false past the last.
+	Iface(i int, p *net.Iface) bool
 }
 
 // State is the one snapshot and what fills keep between them. It is big
@@ -163,6 +170,7 @@ type State[E Env] struct {
 	dents [maxDepth][512]byte
 
 	fd  procfs.FD       // Env.FD's
+	ifc net.Iface       // Env.Iface's
 	out [256 << 10]byte // a rendering
 }
 
@@ -245,6 +253,9 @@ func (st *State[E]) Fill(s *procfs.Snapshot, parts procfs.Part) {
 	}
 	if parts&procfs.PartSys != 0 {
 		st.fillSys(s)
+	}
+	if parts&procfs.PartNet != 0 {
+		st.fillNet(s)
 	}
 }
 

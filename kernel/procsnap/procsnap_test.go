@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/fs"
+	"yolk/kernel/net"
 	"yolk/kernel/procfs"
 )
 
@@ -31,7 +32,8 @@ var (
 		dev        int
 		point, tag string
 	}
-	testState *State[testEnv] // WantIno's
+	testState  *State[testEnv] // WantIno's
+	testIfaces net.Ifaces      // Iface's
 )
 
 func (testEnv) Now() int64                        { return 0 }
@@ -52,6 +54,14 @@ func (testEnv) ShareArea(*procfs.Snapshot, *procfs.Area) {}
 func (testEnv) FilePages() int64                         { return 0 }
 func (testEnv) APICID(int) uint32                        { return 0 }
 func (testEnv) HWCap() uint64                            { return 0 }
+
+func (testEnv) Iface(i int, p *net.Iface) bool {
+	if i >= testIfaces.N {
+		return false
+	}
+	*p = testIfaces.If[i]
+	return true
+}
 
 func (testEnv) FD(fd int, s *procfs.Snapshot, d *procfs.FD) bool {
 	if testFDs[fd].FD < 0 {
@@ -206,6 +216,38 @@ func TestFillFDs(t *testing.T) {
 		if d.FD != w.fd || d.MntID != w.mnt || string(s.Bytes(d.Path)) != w.path {
 			t.Errorf("fd %d: fd %d, mount %d, path %q; want %d, %d, %q", i, d.FD, d.MntID, s.Bytes(d.Path), w.fd, w.mnt, w.path)
 		}
+	}
+}
+
+// TestFillNet: the interfaces as kernel/net's table holds them (lo, and
+// eth0 with an IPv4 address, its link-local and a global IPv6 address):
+// index, name, flags and the IPv6 addresses in the table's order (global
+// first), the IPv4 ones left out.
+func TestFillNet(t *testing.T) {
+	st, s := newState(t, t.TempDir())
+	testIfaces.Init()
+	t.Cleanup(func() { testIfaces = net.Ifaces{} })
+	eth := testIfaces.AddEthernet("eth0", [6]byte{2, 0xfc, 0, 0, 0, 1}, 1500)
+	testIfaces.AddAddr4(eth, [4]byte{10, 0, 2, 15}, 24)
+	testIfaces.AddLinkLocal6(eth)
+	global := [16]byte{0: 0xfd, 15: 2}
+	testIfaces.AddAddr6(eth, global, 64)
+	s.Reset()
+	st.Fill(s, procfs.PartNet)
+	if s.NumIfaces != 2 {
+		t.Fatalf("%d interfaces, want 2", s.NumIfaces)
+	}
+	lo, e := &s.Ifaces[0], &s.Ifaces[1]
+	if lo.Index != 1 || string(lo.Name[:3]) != "lo\x00" || lo.Flags&unix.IFF_LOOPBACK == 0 || lo.NAddr6 != 1 || lo.Addr6[0] != [16]byte{15: 1} {
+		t.Errorf("lo = %+v", *lo)
+	}
+	ll := [16]byte{0: 0xfe, 1: 0x80, 8: 0, 9: 0xfc, 10: 0, 11: 0xff, 12: 0xfe, 13: 0, 14: 0, 15: 1}
+	if e.Index != int32(eth) || string(e.Name[:5]) != "eth0\x00" || e.Flags&unix.IFF_UP == 0 || e.NAddr6 != 2 || e.Addr6[0] != global || e.Addr6[1] != ll {
+		t.Errorf("eth0 = %+v", *e)
+	}
+	s.Reset()
+	if s.NumIfaces != 0 {
+		t.Errorf("Reset left %d interfaces", s.NumIfaces)
 	}
 }
 

@@ -1,6 +1,8 @@
 package procsnap
 
 import (
+	"golang.org/x/sys/unix"
+
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/procfs"
@@ -148,5 +150,21 @@ func (st *State[E]) loadAvg(now int64, active uint64) {
 	}
 	for ; n > 0; n-- {
 		procfs.UpdateLoad(&st.load, active)
+	}
+}
+
+// fillNet fills the network interfaces (/proc/net/igmp, igmp6).
+func (st *State[E]) fillNet(s *procfs.Snapshot) {
+	for i := 0; i < procfs.MaxIfaces && st.env.Iface(i, &st.ifc); i++ {
+		p := &st.ifc
+		f := procfs.Iface{Index: p.Index, Flags: p.Flags}
+		copy(f.Name[:], p.Name[:p.NameLen])
+		for j := 0; j < p.NAddrs && j < len(p.Addrs); j++ {
+			if a := &p.Addrs[j]; a.Family == unix.AF_INET6 && int(f.NAddr6) < len(f.Addr6) {
+				f.Addr6[f.NAddr6] = a.Addr
+				f.NAddr6++
+			}
+		}
+		s.AddIface(&f)
 	}
 }

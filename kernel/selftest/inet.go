@@ -361,6 +361,64 @@ func testInterfaces(t *T) {
 	}
 }
 
+// testMulticastAddrs: net.Interface.MulticastAddrs, which reads
+// /proc/net/igmp and igmp6: the groups Linux's kernel joins by itself,
+// 224.0.0.1 and ff02::1 (and ff01::1) on lo and on the NIC, and on the
+// NIC each IPv6 address's solicited-node group.
+func testMulticastAddrs(t *T) {
+	names := []string{"lo"}
+	if netsvc.Started {
+		names = append(names, "eth0")
+	}
+	for _, name := range names {
+		ifi, err := net.InterfaceByName(name)
+		if err != nil {
+			t.Fatalf("InterfaceByName(%s): %v", name, err)
+		}
+		want := []string{"224.0.0.1", "ff02::1", "ff01::1"}
+		if name == "eth0" {
+			for _, ip := range eth0IPv6(t, ifi) {
+				want = append(want, net.IP{0xff, 2, 10: 0, 11: 1, 12: 0xff, 13: ip[13], 14: ip[14], 15: ip[15]}.String())
+			}
+		}
+		ifmat, err := ifi.MulticastAddrs()
+		if err != nil {
+			t.Fatalf("%s.MulticastAddrs: %v", name, err)
+		}
+		got := map[string]bool{}
+		for _, a := range ifmat {
+			got[a.String()] = true
+		}
+		for _, w := range want {
+			if !got[w] {
+				t.Errorf("%s.MulticastAddrs = %v, want %s among them", name, ifmat, w)
+			}
+		}
+		t.Logf("%s: %v", name, ifmat)
+	}
+}
+
+// eth0IPv6 is eth0's IPv6 addresses once it has one (the router's
+// advertisement may come a few seconds after boot; none after 10 s:
+// TestWireTCP6Out is the test that it comes).
+func eth0IPv6(t *T, ifi *net.Interface) []net.IP {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var v6 []net.IP
+		addrs, _ := ifi.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() == nil {
+				v6 = append(v6, ipn.IP.To16())
+			}
+		}
+		if len(v6) > 0 || time.Now().After(deadline) {
+			if len(v6) == 0 {
+				t.Logf("eth0 has no IPv6 address 10 s on: its solicited-node groups not checked")
+			}
+			return v6
+		}
+	}
+}
+
 // kstats is the kernel's counters.
 func kstats(t *T) abi.Stats {
 	var s abi.Stats

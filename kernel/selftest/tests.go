@@ -87,6 +87,7 @@ var tests = []test{
 	{"TestUDPLoopback", testUDPLoopback},
 	{"TestHTTPLoopback", testHTTPLoopback},
 	{"TestInterfaces", testInterfaces},
+	{"TestMulticastAddrs", testMulticastAddrs},
 	{"TestTCPChurn", testTCPChurn},
 
 	// nic.go, wire.go
