@@ -341,6 +341,12 @@ func TestRunStubOnEachMachine(t *testing.T) {
 	needQEMU(t)
 	for _, m := range Machines {
 		t.Run(m, func(t *testing.T) {
+			if m == Firecracker {
+				// The stub ends the VM through isa-debug-exit, which
+				// Firecracker's machine has not; the kernel's i8042 exit
+				// there is TestFirecrackerShapes'.
+				t.Skip("the stub exits through isa-debug-exit only")
+			}
 			res, out := runStub(t, "stubExit3", m, Config{})
 			if out != "hello from the stub\nyolk: exit 3\n" {
 				t.Errorf("serial output %q", out)
