@@ -4,6 +4,7 @@ import (
 	"yolk/kernel/abi"
 	"yolk/kernel/internal/bitmap"
 	"yolk/kernel/mm"
+	"yolk/kernel/procfs"
 	"yolk/sched"
 )
 
@@ -40,6 +41,8 @@ type file struct {
 // more (issue 33's load); os's tests keep hundreds open. The table is
 // BSS, demand-paged: the pages of descriptors never used cost nothing.
 const numFiles = 16384
+
+const _ = uint(procfs.MaxFDs-numFiles) + uint(numFiles-procfs.MaxFDs) // /proc/self/fd lists them all
 
 var (
 	fileLock sched.TWALock  // the descriptor table and the watches
