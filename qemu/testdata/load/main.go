@@ -7,7 +7,9 @@
 //	/health  "ok"
 //	/stats   the program's open descriptors and the kernel's pools:
 //	         "fds N sockets S pages P free F" (with ?gc=1 after a
-//	         collection that gives the heap's free pages back)
+//	         collection that gives the heap's free pages back; with
+//	         ?fds=1 N is /proc/self/fd's count, else the server's
+//	         connections plus the descriptors it holds at rest)
 //	/diag    the network service's counters (netsvc.Diag)
 //	/big     16 MiB, for slow readers
 //	/quit    ends the program
@@ -24,6 +26,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -34,6 +37,12 @@ import (
 // The kernel's counters (abi.SysStats) are a private call only images
 // that ask for them have.
 func init() { abi.TestCalls = true }
+
+// open is the connections the server holds (http.Server.ConnState);
+// /stats without ?fds=1 counts descriptors as fdsIdle plus those.
+var open atomic.Int64
+
+const fdsIdle = 10 // the console's 3, the runtime's epoll and eventfds, the service's, the listener, as /proc/self/fd lists them
 
 func main() {
 	if err := emfile(); err != nil {
@@ -51,6 +60,14 @@ func main() {
 		if r.URL.Query().Get("gc") != "" {
 			runtime.GC()
 			debug.FreeOSMemory()
+		}
+		if r.URL.Query().Get("fds") == "" {
+			// Cheap: the connections the server holds, the kernel's
+			// counters (listing /proc/self/fd walks every descriptor).
+			var s abi.Stats
+			syscall.Syscall(abi.SysStats, uintptr(unsafe.Pointer(&s)), 0, 0)
+			fmt.Fprintf(w, "fds %d sockets %d pages %d free %d\n", open.Load()+fdsIdle, s.Sockets, s.SocketPages, s.FramesFree)
+			return
 		}
 		ents, err := os.ReadDir("/proc/self/fd")
 		if err != nil {
@@ -84,7 +101,15 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("load: serving")
-	http.Serve(ln, mux)
+	srv := &http.Server{Handler: mux, ConnState: func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			open.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			open.Add(-1)
+		}
+	}}
+	srv.Serve(ln)
 }
 
 // emfile: a connection queued on a loopback listener, the descriptor
