@@ -110,9 +110,10 @@ soak: qemu image
 LOAD_CONNS ?= 10000
 LOAD_HOLD  ?= 30
 LOAD_BOUND ?= 1s
+FLOOD_RATE ?= 2000
 load: qemu
 	mkdir -p out
-	{ YOLK_LOAD_CONNS=$(LOAD_CONNS) YOLK_LOAD_HOLD=$(LOAD_HOLD) YOLK_LOAD_BOUND=$(LOAD_BOUND) \
+	{ YOLK_LOAD_CONNS=$(LOAD_CONNS) YOLK_LOAD_HOLD=$(LOAD_HOLD) YOLK_LOAD_BOUND=$(LOAD_BOUND) YOLK_FLOOD_RATE=$(FLOOD_RATE) \
 	  $(GO) test -count=1 -timeout 60m -v -run '^TestLoad(SYNFlood)?$$' ./qemu/ 2>&1; echo $$? > out/load.status; } | tee out/load.txt
 	exit $$(cat out/load.status)
 
