@@ -32,7 +32,7 @@ type shareenv struct {
 	dev int
 }
 
-const _ = uint(len(files)-share.NumFiles) + uint(share.NumFiles-len(files)) // one open file a descriptor
+const _ = uint(len(files) - share.NumFiles) // at most one open file a descriptor (more descriptors than share files: ENFILE, as fs's)
 
 func (e shareenv) Lock()                             { shares.Lock(e.dev) }
 func (e shareenv) Unlock()                           { shares.Unlock(e.dev) }

@@ -73,6 +73,12 @@ func sockPut(s int) { sockets.Close(s) }
 
 func (netenv) Install(s int) (uintptr, abi.Errno) { return installHandle(fileSocket, s) }
 
+func (netenv) ReserveFD() (int, abi.Errno) { return reserveFD() }
+
+func (netenv) InstallAt(fd, s int) { installFD(fd, fileSocket, int32(s)) }
+
+func (netenv) Unreserve(fd int) { unreserveFD(fd) }
+
 func (netenv) InstallPair(a, b int, p uintptr) abi.Errno { return installPair(fileSocket, a, b, p) }
 
 func (netenv) CloseFD(fd int) { sysClose(fd) }

@@ -42,6 +42,11 @@ func (epenv) Poll(w *epoll.Watch, seq uint32) (uint32, uint32, bool) {
 	return 0, seq, true
 }
 
+// epollQuiet in an epoll descriptor's count (an eventfd's field, unused
+// by epoll) marks the epollSeq in its low half as one its last scan
+// found nothing ready at.
+const epollQuiet = 1 << 32
+
 // epollNotify wakes the epoll waits: a watched file's state changed.
 func epollNotify() {
 	atomic.AddUint32(&epollSeq, 1)
@@ -125,7 +130,18 @@ func sysEpollWait(epfd int, events uintptr, max, timeoutMS int) (uintptr, abi.Er
 			fileLock.Unlock()
 			return 0, abi.EBADF // closed while it waited
 		}
-		n := epolls.Scan(int32(epfd), out[:], min(max, len(out)/epollEventSize), epollEventSize, epollDataOff)
+		// A scan is a poll of every watch: skipped when nothing any
+		// watch may see changed (epollSeq) since one that found none
+		// ready (idle descriptors cost nothing between events: the
+		// runtime polls without waiting often).
+		n := 0
+		if f := &files[epfd]; f.count != uint64(seq)|epollQuiet {
+			n = epolls.Scan(int32(epfd), out[:], min(max, len(out)/epollEventSize), epollEventSize, epollDataOff)
+			f.count = 0
+			if n == 0 {
+				f.count = uint64(seq) | epollQuiet
+			}
+		}
 		fileLock.Unlock()
 		if n > 0 || timeoutMS == 0 || (deadline != 0 && nanotime() >= deadline) {
 			// Outside fileLock: the buffer was checked before the

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/internal/bitmap"
 	"yolk/kernel/mm"
 )
 
@@ -73,7 +74,7 @@ func sysFcntl(fd, cmd, arg int) (uintptr, abi.Errno) {
 		if arg < 0 || arg >= len(files) {
 			return 0, abi.EINVAL
 		}
-		return dupFD(fd, -1, arg)
+		return dupFD(fd, -1, arg, cmd == unix.F_DUPFD_CLOEXEC)
 	case unix.F_GETFD:
 		return uintptr(atomic.LoadUint32(&files[fd].fdfl)), 0
 	case unix.F_SETFD:
@@ -223,13 +224,13 @@ func sysFchmod(fd int, mode uint32) abi.Errno {
 	return onFD(fd, func(o ofile) abi.Errno { return o.chmod(mode) })
 }
 
-func sysDup(fd int) (uintptr, abi.Errno) { return dupFD(fd, -1, 0) }
+func sysDup(fd int) (uintptr, abi.Errno) { return dupFD(fd, -1, 0, false) }
 
 func sysDup2(oldfd, newfd int) (uintptr, abi.Errno) {
 	if newfd < 0 {
 		return 0, abi.EBADF
 	}
-	return dupFD(oldfd, newfd, 0)
+	return dupFD(oldfd, newfd, 0, false)
 }
 
 func sysDup3(oldfd, newfd, flags int) (uintptr, abi.Errno) {
@@ -239,7 +240,7 @@ func sysDup3(oldfd, newfd, flags int) (uintptr, abi.Errno) {
 	if newfd < 0 {
 		return 0, abi.EBADF
 	}
-	return dupFD(oldfd, newfd, 0)
+	return dupFD(oldfd, newfd, 0, flags&unix.O_CLOEXEC != 0)
 }
 
 // sysSyncfs: nothing to write back; the descriptor must be open.
@@ -252,8 +253,10 @@ func sysSyncfs(fd int) abi.Errno {
 
 // dupFD makes newfd (-1: the lowest free one from lowest on) a copy of
 // oldfd, closing what newfd was, all under fileLock: a close racing it
-// cannot leave newfd naming a freed open file.
-func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
+// cannot leave newfd naming a freed open file. The new descriptor's
+// FD_CLOEXEC is cloexec (Linux's dup clears it, F_DUPFD_CLOEXEC and dup3
+// with O_CLOEXEC set it).
+func dupFD(oldfd, newfd int, lowest int, cloexec bool) (uintptr, abi.Errno) {
 	fileLock.Lock()
 	defer fileLock.Unlock()
 	if oldfd < 0 || oldfd >= len(files) || files[oldfd].kind == fileFree {
@@ -271,19 +274,20 @@ func dupFD(oldfd, newfd int, lowest int) (uintptr, abi.Errno) {
 	}
 	if newfd >= 0 && files[newfd].kind != fileFree {
 		closeLocked(newfd)
-	} else if newfd < 0 {
-		for i := lowest; i < len(files); i++ {
-			if files[i].kind == fileFree {
-				newfd = i
-				break
-			}
+		bitmap.Set(fdTaken[:], fdTakenSum[:], newfd)
+	} else if newfd >= 0 {
+		if bitmap.Has(fdTaken[:], newfd) {
+			return 0, abi.Errno(unix.EBUSY) // reserved by an accept4 in progress: Linux's dup2 says EBUSY
 		}
-		if newfd < 0 {
-			return 0, abi.EMFILE
-		}
+		bitmap.Set(fdTaken[:], fdTakenSum[:], newfd)
+	} else if newfd = takeFD(lowest); newfd < 0 {
+		return 0, abi.EMFILE
 	}
 	refHandle(k, int(files[oldfd].h))
-	files[newfd].kind, files[newfd].h = k, files[oldfd].h
+	files[newfd].kind, files[newfd].h, files[newfd].fdfl = k, files[oldfd].h, 0
+	if cloexec {
+		files[newfd].fdfl = unix.FD_CLOEXEC
+	}
 	return uintptr(newfd), 0
 }
 

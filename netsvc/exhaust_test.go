@@ -15,8 +15,8 @@ import (
 )
 
 // TestWireSocketsExhausted: hosts on the wire open connections to the
-// program and go silent, more than the kernel has sockets (net.NumSockets,
-// for every family). They take at most all but net.WireReserve: the
+// program and go silent, more than the kernel has sockets (its pool, here
+// limited to 512, for every family). They take at most all but net.WireReserve: the
 // service refuses (resets) the rest, the program can still make sockets
 // of its own, the connections already open keep working, nothing leaks;
 // once the hosts reset theirs, new connections are served again and the
@@ -50,6 +50,7 @@ func TestWireSocketsExhausted(t *testing.T) {
 		mu.Unlock()
 	}
 	h := newHosted(t, hostedOpts{tap: tap})
+	h.k.Sockets.SetLimit(512) // a smaller pool, so that 600 hosts overfill it
 	socks0, _ := h.k.Sockets.Usage()
 	const hosts = 600
 	for i := 0; i < hosts; i++ {
@@ -73,7 +74,7 @@ func TestWireSocketsExhausted(t *testing.T) {
 		mu.Unlock()
 	}
 	end := time.Now().Add(bound)
-	full := net.NumSockets - net.WireReserve
+	full := h.k.Sockets.Limit() - net.WireReserve
 	for socks, _ := h.k.Sockets.Usage(); socks < full && time.Now().Before(end); socks, _ = h.k.Sockets.Usage() {
 		time.Sleep(10 * time.Millisecond)
 	}

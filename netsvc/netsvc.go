@@ -111,6 +111,13 @@ type service struct {
 	rxw   bytes.Buffer     // the endpoints' reads, reused
 	evs   [64]abi.NetEvent // NetPoll's
 
+	// The NIC's transmit queue full (its transmit interrupts are off:
+	// nothing says when it has room): the frame it refused waits here,
+	// sent before any other, while the loop goes on with frames in and
+	// the kernel's work; txRetry wakes the loop to try again.
+	txPend  *stack.PacketBuffer
+	txRetry *time.Timer
+
 	// Stopping, which only a hosted test does (hosted_test.go): quit
 	// ends the goroutines, which wg counts; files are the eventfds.
 	quit  chan struct{}
@@ -467,23 +474,38 @@ func (s *service) framesIn() bool {
 func (s *service) framesOut() bool {
 	did := false
 	for {
-		pkt := s.link.Read()
+		pkt := s.txPend
+		s.txPend = nil
 		if pkt == nil {
+			if pkt = s.link.Read(); pkt == nil {
+				return did
+			}
+		}
+		v := pkt.ToView()
+		e := s.k.NICSend(v.AsSlice())
+		v.Release()
+		if e == unix.EAGAIN {
+			// Keep it: dropping it costs the connection a
+			// retransmission timeout (a second or more), and spinning
+			// here stopped frames coming in (the receive ring then
+			// overflowed).
+			s.txPend = pkt
+			if s.txRetry == nil {
+				s.txRetry = time.AfterFunc(txRetry, s.wake)
+			} else {
+				s.txRetry.Reset(txRetry)
+			}
 			return did
 		}
 		did = true
-		v := pkt.ToView()
-		b := v.AsSlice()
-		for try := 0; try < 1000; try++ { // the transmit queue full: let the device catch up, then drop (the wire may lose it)
-			if e := s.k.NICSend(b); e != unix.EAGAIN {
-				break
-			}
-			syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
-		}
-		v.Release()
 		pkt.DecRef()
 	}
 }
+
+// txRetry is how long a frame the full transmit queue refused waits
+// before the next try (QEMU's device takes a kick's frames in well
+// under this).
+const txRetry = 200 * time.Microsecond
 
 // kernelWork takes the kernel's pending work and starts it.
 func (s *service) kernelWork() bool {
@@ -839,4 +861,33 @@ func errno(e tcpip.Error) syscall.Errno {
 		return syscall.EADDRINUSE
 	}
 	return syscall.EIO
+}
+
+// Diag is a line about the service for a person reading a test's log:
+// its TCP endpoints by state, the netstack's TCP counters (listen
+// overflows and SYN cookies among them) and the NIC's.
+func Diag() string {
+	if svc == nil {
+		return "netsvc: not started"
+	}
+	s := svc
+	states := map[string]int{}
+	held := 0
+	s.nicMu.Lock()
+	for _, c := range s.conns {
+		if c.typ == unix.SOCK_STREAM {
+			states[tcp.EndpointState(c.ep.State()).String()]++
+		}
+		if c.held != nil {
+			held++
+		}
+	}
+	s.nicMu.Unlock()
+	st := s.st.Stats().TCP
+	info, _ := s.k.NICInfo()
+	return fmt.Sprintf("netsvc: endpoints %v, %d held for a full queue; TCP: %d established, %d passive opens, %d resets sent, %d received, "+
+		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d; NIC: %d frames in, %d out, %d dropped, %d transmit-full",
+		states, held, st.CurrentEstablished.Value(), st.PassiveConnectionOpenings.Value(), st.ResetsSent.Value(), st.ResetsReceived.Value(),
+		st.ListenOverflowSynDrop.Value(), st.ListenOverflowAckDrop.Value(), st.ListenOverflowSynCookieSent.Value(), st.ListenOverflowSynCookieRcvd.Value(),
+		info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
 }

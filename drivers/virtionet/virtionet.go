@@ -102,9 +102,9 @@ const (
 	queueSize = 64 // descriptors per queue: the queue's memory fits one page (virtio.QueueBytes)
 
 	// RingFrames is how many received frames the ring holds until
-	// the service takes them; a frame that finds it full is dropped
-	// (Stats.Dropped) and its buffer goes straight back to the device.
-	RingFrames = 128
+	// the service takes them; while it is full the device keeps the
+	// frames it received in its buffers (harvest).
+	RingFrames = 512
 )
 
 // Queue numbers (§5.1.2): receiveq1, transmitq1.
@@ -153,6 +153,7 @@ type NIC struct {
 	stats   Stats
 	broken  bool
 	present bool
+	queues  bool // the queues are the device's (not a test's ring alone): refill harvests
 }
 
 func at[T any](a uintptr) *T { return (*T)(*(*unsafe.Pointer)(unsafe.Pointer(&a))) }
@@ -251,7 +252,7 @@ func Open[M Mem](n *NIC, d virtio.Device, m M, te *virtio.Error) Error {
 	n.tx.DisableInterrupts()
 	n.dev.Ready()
 	n.dev.Kick(&n.rx)
-	n.present = true
+	n.present, n.queues = true, true
 	return OK
 }
 
@@ -311,10 +312,16 @@ func (n *NIC) Interrupt() int {
 	return n.harvest()
 }
 
-// harvest moves received frames into the ring and re-posts their buffers.
+// harvest moves received frames into the ring and re-posts their
+// buffers, while the ring has room: with the ring full the frames stay
+// in the device's used buffers, the device stops taking frames from its
+// backend (QEMU queues them, as a NIC's full ring makes the peer wait)
+// instead of their being dropped, and Recv and RecvRecords harvest
+// again as they make room (no interrupt comes for buffers already
+// used).
 func (n *NIC) harvest() int {
 	got, posted := 0, false
-	for {
+	for n.ringW-n.ringR < RingFrames {
 		head, l, ok := n.rx.Next()
 		if !ok {
 			break
@@ -322,7 +329,7 @@ func (n *NIC) harvest() int {
 		va, pa := n.rxVirt[head], n.rxPhys[head]
 		fl := int(l) - HdrLen
 		switch {
-		case fl < MinFrame || fl > MaxFrame || n.ringW-n.ringR == RingFrames:
+		case fl < MinFrame || fl > MaxFrame:
 			n.stats.Dropped++
 		default:
 			s := n.ringW % RingFrames
@@ -377,7 +384,16 @@ func (n *NIC) Recv(p []byte) (int, bool) {
 	l := int(n.ringLen[s])
 	copy(p, bytesAt(n.ring[s], l))
 	n.ringR++
+	n.refill()
 	return l, true
+}
+
+// refill harvests the frames left in used buffers while the ring was
+// full, now that it has room.
+func (n *NIC) refill() {
+	if n.present && n.queues {
+		n.harvest()
+	}
 }
 
 // RecordAlign is the alignment of each record RecvRecords writes.
@@ -403,6 +419,9 @@ func (n *NIC) RecvRecords(p []byte) (used, frames int) {
 		n.ringR++
 		used += rec
 		frames++
+	}
+	if frames > 0 {
+		n.refill()
 	}
 	return used, frames
 }

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/internal/bitmap"
 )
 
 // Env is what the kernel supplies. Its zero value is used: it must be a
@@ -46,13 +47,17 @@ type Env interface {
 }
 
 // NumWatches is the pool's size: as many as descriptors.
-const NumWatches = 1024
+const NumWatches = 16384
+
+const words = (NumWatches + 63) / 64
 
 // Watch is one descriptor an epoll instance watches. FD, H, ID and Kind
 // are what the kernel's kinds poll by.
 type Watch struct {
 	ep      int32 // 1 + the epoll descriptor holding it; 0: free
 	next    int32 // 1 + the next watch of that epoll, 0 at the end
+	prev    int32 // 1 + the previous one, 0 at the head
+	fdNext  int32 // 1 + the next watch of the same descriptor (any epoll), 0 at the end
 	FD      int32 // the descriptor watched
 	H       int32 // an open file's or socket's handle, -1 for a kind without one (the descriptor itself)
 	ID      uint64
@@ -76,8 +81,16 @@ type Target struct {
 }
 
 // Table is the watches of all epoll instances. The zero value is ready.
+// Besides each instance's list (doubly linked: a watch leaves it at
+// once) the watches of each descriptor are a list (byFD: Ctl and Closed
+// find a descriptor's watches without walking an instance's), and the
+// watches taken are a bitmap (a free one is found in a few words): no
+// call costs in proportion to the watches there are.
 type Table[E Env] struct {
 	watches [NumWatches]Watch
+	byFD    [NumWatches]int32 // 1 + the first watch of descriptor fd, 0: none
+	taken   [words]uint64
+	summary [(words + 63) / 64]uint64
 }
 
 // user are the event bits a watch reports; a one-shot watch that fired
@@ -90,16 +103,32 @@ func (t *Table[E]) id(w *Watch) int32 {
 	return int32(1 + (uintptr(unsafe.Pointer(w))-uintptr(unsafe.Pointer(&t.watches[0])))/unsafe.Sizeof(Watch{}))
 }
 
-// unwatch takes w off its epoll's list and frees it.
+// unwatch takes w off its epoll's list and its descriptor's and frees
+// it.
 func (t *Table[E]) unwatch(w *Watch) {
 	var env E
+	if w.prev != 0 {
+		t.watches[w.prev-1].next = w.next
+	} else {
+		*env.Head(w.ep - 1) = w.next
+	}
+	if w.next != 0 {
+		t.watches[w.next-1].prev = w.prev
+	}
+	t.free(w)
+}
+
+// free takes w off its descriptor's list and frees it (its epoll's list
+// is the caller's).
+func (t *Table[E]) free(w *Watch) {
 	i := t.id(w)
-	for p := env.Head(w.ep - 1); *p != 0; p = &t.watches[*p-1].next {
+	for p := &t.byFD[w.FD]; *p != 0; p = &t.watches[*p-1].fdNext {
 		if *p == i {
-			*p = w.next
+			*p = w.fdNext
 			break
 		}
 	}
+	bitmap.Clear(t.taken[:], t.summary[:], int(i-1))
 	*w = Watch{}
 }
 
@@ -111,8 +140,8 @@ func (t *Table[E]) unwatch(w *Watch) {
 func (t *Table[E]) Ctl(ep int32, op int, c Target, events uint32, data uint64) abi.Errno {
 	var env E
 	var w *Watch
-	for i := *env.Head(ep); i != 0; i = t.watches[i-1].next {
-		if x := &t.watches[i-1]; x.FD == c.FD && x.H == c.H && x.ID == c.ID {
+	for i := t.byFD[c.FD]; i != 0; i = t.watches[i-1].fdNext {
+		if x := &t.watches[i-1]; x.ep == ep+1 && x.H == c.H && x.ID == c.ID {
 			w = x
 			break
 		}
@@ -129,9 +158,14 @@ func (t *Table[E]) Ctl(ep int32, op int, c Target, events uint32, data uint64) a
 			if w = t.newWatch(); w == nil {
 				return abi.ENOMEM
 			}
-			head := env.Head(ep)
-			*w = Watch{ep: ep + 1, next: *head, FD: c.FD, H: c.H, ID: c.ID, seqAddr: c.Seq, Kind: c.Kind}
-			*head = t.id(w)
+			head, id := env.Head(ep), t.id(w)
+			*w = Watch{ep: ep + 1, next: *head, fdNext: t.byFD[c.FD], FD: c.FD, H: c.H, ID: c.ID, seqAddr: c.Seq, Kind: c.Kind}
+			if *head != 0 {
+				t.watches[*head-1].prev = id
+			}
+			*head = id
+			t.byFD[c.FD] = id
+			bitmap.Set(t.taken[:], t.summary[:], int(id-1))
 		}
 		w.events = events | unix.EPOLLHUP | unix.EPOLLERR
 		w.data = data
@@ -153,10 +187,8 @@ func (t *Table[E]) Ctl(ep int32, op int, c Target, events uint32, data uint64) a
 func (t *Table[E]) newWatch() *Watch {
 	var env E
 	for pass := 0; pass < 2; pass++ {
-		for i := range t.watches {
-			if t.watches[i].ep == 0 {
-				return &t.watches[i]
-			}
+		if i := bitmap.Lowest(t.taken[:], t.summary[:], 0, NumWatches); i >= 0 {
+			return &t.watches[i]
 		}
 		for i := range t.watches {
 			if w := &t.watches[i]; w.ep != 0 && w.H >= 0 {
@@ -225,7 +257,7 @@ func (t *Table[E]) Release(ep int32) {
 	for i := *env.Head(ep); i != 0; {
 		w := &t.watches[i-1]
 		i = w.next
-		*w = Watch{}
+		t.free(w)
 	}
 }
 
@@ -233,8 +265,10 @@ func (t *Table[E]) Release(ep int32) {
 // of a kind without a handle (eventfd, the console); those on an open
 // file go when the open file does (Poll notices).
 func (t *Table[E]) Closed(fd int32) {
-	for i := range t.watches {
-		if w := &t.watches[i]; w.ep != 0 && w.FD == fd && w.H < 0 {
+	for i := t.byFD[fd]; i != 0; {
+		w := &t.watches[i-1]
+		i = w.fdNext
+		if w.H < 0 {
 			t.unwatch(w)
 		}
 	}

@@ -2,6 +2,7 @@ package epoll
 
 import (
 	"encoding/binary"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -117,7 +118,7 @@ func TestCtl(t *testing.T) {
 	for i := 0; i < NumWatches; i++ {
 		wantErr(t, "fill", tb.Ctl(6, unix.EPOLL_CTL_ADD, Target{FD: int32(i), H: -1, Kind: kindNone}, unix.EPOLLIN, 0), 0)
 	}
-	wantErr(t, "full", tb.Ctl(6, unix.EPOLL_CTL_ADD, Target{FD: NumWatches, H: -1, Kind: kindNone}, unix.EPOLLIN, 0), abi.ENOMEM)
+	wantErr(t, "full", tb.Ctl(6, unix.EPOLL_CTL_ADD, Target{FD: 1, H: 5, ID: 1, Kind: kindNone}, unix.EPOLLIN, 0), abi.ENOMEM)
 }
 
 // TestFullPrunesGone: with the pool full, a new watch takes the place of
@@ -126,7 +127,7 @@ func TestFullPrunesGone(t *testing.T) {
 	tb := reset()
 	wantErr(t, "add", tb.Ctl(1, unix.EPOLL_CTL_ADD, target(3, 1), unix.EPOLLIN, 0), 0)
 	for i := 1; i < NumWatches; i++ {
-		wantErr(t, "fill", tb.Ctl(2, unix.EPOLL_CTL_ADD, Target{FD: int32(i + 10), H: -1, Kind: kindNone}, unix.EPOLLIN, 0), 0)
+		wantErr(t, "fill", tb.Ctl(2, unix.EPOLL_CTL_ADD, Target{FD: int32(10 + i%100), H: -1, ID: uint64(i), Kind: kindNone}, unix.EPOLLIN, 0), 0)
 	}
 	wantErr(t, "full", tb.Ctl(2, unix.EPOLL_CTL_ADD, Target{FD: 5, H: -1, Kind: kindNone}, unix.EPOLLIN, 0), abi.ENOMEM)
 	tfiles[1].gone = true
@@ -181,4 +182,32 @@ func TestTriggers(t *testing.T) {
 		t.Errorf("after rearming and 10's file going: %v, want 12", d)
 	}
 	wantErr(t, "10 dropped", tb.Ctl(ep, unix.EPOLL_CTL_DEL, target(10, 0), 0, 0), abi.ENOENT)
+}
+
+// BenchmarkCtl is EPOLL_CTL_ADD and EPOLL_CTL_DEL of one descriptor, and
+// the close of a descriptor without a handle (Closed), on the runtime's
+// one epoll instance while it watches idle others (a server's idle
+// connections): each used to walk the instance's list or the pool.
+func BenchmarkCtl(b *testing.B) {
+	for _, idle := range []int{0, 10000} {
+		b.Run("idle="+strconv.Itoa(idle), func(b *testing.B) {
+			tb := reset()
+			for i := 0; i < idle; i++ {
+				if e := tb.Ctl(1, unix.EPOLL_CTL_ADD, Target{FD: int32(10 + i), H: 0, ID: uint64(i), Kind: kindNone}, unix.EPOLLIN|unix.EPOLLET, 0); e != 0 {
+					b.Fatal(e)
+				}
+			}
+			for b.Loop() {
+				c := Target{FD: 5, H: -1, Kind: kindNone}
+				if e := tb.Ctl(1, unix.EPOLL_CTL_ADD, c, unix.EPOLLIN, 0); e != 0 {
+					b.Fatal(e)
+				}
+				if e := tb.Ctl(1, unix.EPOLL_CTL_DEL, c, 0, 0); e != 0 {
+					b.Fatal(e)
+				}
+				tb.Ctl(1, unix.EPOLL_CTL_ADD, c, unix.EPOLLIN, 0)
+				tb.Closed(5)
+			}
+		})
+	}
 }

@@ -204,7 +204,7 @@ func wildTakes(w *inetAddr, f uint8, only bool, x *inetAddr) bool {
 // (SO_REUSEPORT; SO_REUSEADDR for UDP, and for TCP while the other is not
 // listening — Linux's inet_csk_bind_conflict without TIME_WAIT).
 func (n *Net[E]) portFree(p *sock, a *inetAddr) bool {
-	for i := range n.socks {
+	for i := range n.live() {
 		q := &n.socks[i]
 		if q == p || !q.used || q.dead || !isInet(q.family) || q.typ != p.typ || q.local.port == 0 || q.closed && !q.bindPort {
 			continue
@@ -351,7 +351,7 @@ func source(p *sock, d *inetAddr) inetAddr {
 // itself before one on a wildcard, as Linux's lookup scores them.
 func (n *Net[E]) listener(d *inetAddr) int32 {
 	best := int32(-1)
-	for i := range n.socks {
+	for i := range n.live() {
 		q := &n.socks[i]
 		if !q.used || q.dead || !isInet(q.family) || q.typ != unix.SOCK_STREAM || q.state != stListen || q.local.port != d.port {
 			continue
@@ -373,7 +373,7 @@ func (n *Net[E]) takes(q *sock, d *inetAddr) bool { return wildTakes(&q.local, q
 // -1 if none: bound to d or a wildcard, and if connected, to src.
 func (n *Net[E]) receiver(src, d *inetAddr) int32 {
 	best := int32(-1)
-	for i := range n.socks {
+	for i := range n.live() {
 		q := &n.socks[i]
 		if !q.used || q.dead || !isInet(q.family) || q.typ != unix.SOCK_DGRAM || q.local.port != d.port {
 			continue
@@ -482,6 +482,7 @@ func (n *Net[E]) startConnect(s int32, sa []byte) Errno {
 	lp := &n.socks[l]
 	if lp.qlen > lp.backlog {
 		p.state, p.synTo = stSynSent, l
+		n.synWait++
 		n.bump(s)
 		return 0
 	}
@@ -552,35 +553,54 @@ func (n *Net[E]) establish(s, l int32) Errno {
 	return 0
 }
 
-// synComplete connects a socket that waits in SYN_SENT for listener l,
-// now that its queue has room.
+// synComplete connects the sockets that wait in SYN_SENT for listener
+// l, now that its queue has room. The scan over the pool happens only
+// while some connect may wait (synWait bounds their number from above;
+// a scan counts them again).
 func (n *Net[E]) synComplete(l int32) {
+	if n.synWait == 0 {
+		return
+	}
 	lp := &n.socks[l]
-	for i := range n.socks {
-		if lp.qlen > lp.backlog {
-			return
-		}
+	waiting := 0
+	for i := range n.live() {
 		q := &n.socks[i]
-		if q.used && !q.dead && q.state == stSynSent && q.synTo == l {
+		if !q.used || q.dead || q.state != stSynSent || q.synTo < 0 {
+			continue
+		}
+		if q.synTo == l && lp.qlen <= lp.backlog {
 			q.state = stClose
 			if n.establish(int32(i), l) != 0 {
 				q.err, q.synTo = unix.ECONNREFUSED, -1
 				n.bump(int32(i))
 			}
+			continue
 		}
+		waiting++
 	}
+	n.synWait = waiting
 }
 
 // synRefuse fails the connects waiting for listener l, which stopped
 // listening.
 func (n *Net[E]) synRefuse(l int32) {
-	for i := range n.socks {
+	if n.synWait == 0 {
+		return
+	}
+	waiting := 0
+	for i := range n.live() {
 		q := &n.socks[i]
-		if q.used && !q.dead && q.state == stSynSent && q.synTo == l {
+		if !q.used || q.dead || q.state != stSynSent || q.synTo < 0 {
+			continue
+		}
+		if q.synTo == l {
 			q.state, q.synTo, q.err = stClose, -1, unix.ECONNREFUSED
 			n.bump(int32(i))
+			continue
 		}
+		waiting++
 	}
+	n.synWait = waiting
 }
 
 // disconnectTCP is connect with AF_UNSPEC on a TCP socket (Linux's
@@ -1019,7 +1039,7 @@ func (n *Net[E]) releaseInet(s int32, rst bool) {
 // listenFree reports whether p may listen: no other listener holds an
 // overlapping address (unless both have SO_REUSEPORT).
 func (n *Net[E]) listenFree(p *sock) bool {
-	for i := range n.socks {
+	for i := range n.live() {
 		q := &n.socks[i]
 		if q == p || !q.used || q.dead || !isInet(q.family) || q.state != stListen {
 			continue

@@ -20,7 +20,7 @@ func sin4(ip [4]byte, port uint16) []byte {
 	return b
 }
 
-func newInet(t *testing.T) *testNet {
+func newInet(t testing.TB) *testNet {
 	n := new(testNet)
 	n.Init(newEnv(t, 4096))
 	return n

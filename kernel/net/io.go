@@ -518,7 +518,7 @@ func (n *Net[E]) dropMsg(s int32, k int) {
 // wakeSenders bumps the sockets connected to s: their EPOLLOUT may have
 // come back.
 func (n *Net[E]) wakeSenders(s int32) {
-	for i := range n.socks {
+	for i := range n.live() {
 		if q := &n.socks[i]; q.used && !q.dead && q.peer == s {
 			n.bump(int32(i))
 		}

@@ -43,6 +43,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/internal/bitmap"
 	"yolk/kernel/internal/pages"
 )
 
@@ -75,7 +76,7 @@ type Errno = unix.Errno
 
 const (
 	PageSize   = pages.Size
-	NumSockets = 512
+	NumSockets = 16384
 	RingPages  = 16
 	RingSize   = RingPages * PageSize // a stream's or an AF_UNIX socket's ring
 	// DgramRingPages is an inet datagram socket's ring: two of the
@@ -101,6 +102,9 @@ const (
 	maxBuf     = 212992 // net.core.wmem_max, rmem_max
 	minSndBuf  = 4608
 	minRcvBuf  = 2304
+
+	sockWords = (NumSockets + 63) / 64 // the pool's bitmaps (kernel/internal/bitmap)
+	sockSum   = (sockWords + 63) / 64
 
 	msgHdr = 5 // a queued message: its length (uint32) and its sender's address length (uint8, 0: unnamed), then the address bytes and the data
 )
@@ -213,7 +217,20 @@ type Net[E Env] struct {
 	nlReq      [4096]byte
 	nlOut      [NLGoodSize]byte
 	scm        scm
-	socks      [NumSockets]sock
+
+	// The pool's books, so that no per-call path scans it: the slots
+	// taken (a bitmap: the lowest free one is found in a few words),
+	// how many, one past the highest taken (every scan that must look
+	// at all sockets stops there), the sockets with work for the
+	// service (poll walks those bits), and the slots the program may
+	// use (Limit; 0: all).
+	used, usedFull [sockWords]uint64
+	work           [sockWords]uint64
+	nused          int
+	synWait        int // at least the loopback connects waiting in SYN_SENT for a listener's room (inet.go)
+	top            int
+	limit          int
+	socks          [NumSockets]sock
 }
 
 // Wait names what a call that returned EAGAIN waits for: block until the
@@ -263,19 +280,53 @@ func (n *Net[E]) index(p *sock) int32 {
 	return int32((uintptr(unsafe.Pointer(p)) - uintptr(unsafe.Pointer(&n.socks[0]))) / unsafe.Sizeof(sock{}))
 }
 
-// newSock takes a free slot for a socket of type typ.
+// newSock takes the lowest free slot for a socket of type typ: ENFILE if
+// none is left, as Linux's sock_alloc when the system's files run out.
 func (n *Net[E]) newSock(typ int) (int32, Errno) {
-	for i := range n.socks {
-		p := &n.socks[i]
-		if p.used {
-			continue
-		}
-		n.lastGen++
-		*p = sock{used: true, family: unix.AF_UNIX, typ: uint8(typ), refs: 1, peer: -1, qhead: -1, qtail: -1, qnext: -1, listener: -1,
-			synTo: -1, backlog: MaxDgramQlen, sndbuf: defaultBuf, rcvbuf: defaultBuf, gen: n.lastGen, seq: p.seq, tcp: defaultTCP}
-		return int32(i), 0
+	i := bitmap.Lowest(n.used[:], n.usedFull[:], 0, n.Limit())
+	if i < 0 {
+		return -1, unix.ENFILE
 	}
-	return -1, unix.ENFILE
+	bitmap.Set(n.used[:], n.usedFull[:], i)
+	bitmap.ClearBit(n.work[:], i)
+	n.nused++
+	n.top = max(n.top, i+1)
+	p := &n.socks[i]
+	n.lastGen++
+	*p = sock{used: true, family: unix.AF_UNIX, typ: uint8(typ), refs: 1, peer: -1, qhead: -1, qtail: -1, qnext: -1, listener: -1,
+		synTo: -1, backlog: MaxDgramQlen, sndbuf: defaultBuf, rcvbuf: defaultBuf, gen: n.lastGen, seq: p.seq, tcp: defaultTCP}
+	return int32(i), 0
+}
+
+// freeSlot gives p's slot back.
+func (n *Net[E]) freeSlot(p *sock) {
+	i := int(n.index(p))
+	p.used = false
+	bitmap.Clear(n.used[:], n.usedFull[:], i)
+	n.nused--
+	for n.top > 0 && !n.socks[n.top-1].used {
+		n.top--
+	}
+}
+
+// live is the part of the pool a scan over every socket looks at: the
+// slots from the first to the highest taken.
+func (n *Net[E]) live() []sock { return n.socks[:n.top] }
+
+// Limit is how many socket slots the layer hands out (NumSockets unless
+// SetLimit said fewer); SetLimit sets it (a hosted test's smaller
+// machine; slots above it already taken stay).
+func (n *Net[E]) Limit() int {
+	if n.limit > 0 {
+		return n.limit
+	}
+	return NumSockets
+}
+
+func (n *Net[E]) SetLimit(k int) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	n.limit = min(max(k, 0), NumSockets)
 }
 
 // Socket makes a socket of family (AF_UNIX, AF_INET, AF_INET6), type
@@ -397,7 +448,7 @@ func (n *Net[E]) unpeer(p *sock) {
 
 func (n *Net[E]) maybeFree(p *sock) {
 	if p.dead && p.links == 0 && p.refs == 0 {
-		p.used = false
+		n.freeSlot(p)
 	}
 }
 
@@ -530,7 +581,7 @@ func (n *Net[E]) ID(s int) uint64 {
 func (n *Net[E]) Usage() (socks, pages int) {
 	n.env.Lock()
 	defer n.env.Unlock()
-	for i := range n.socks {
+	for i := range n.live() {
 		p := &n.socks[i]
 		if !p.used {
 			continue

@@ -693,7 +693,7 @@ type NLPorts struct {
 }
 
 func (t *NLPorts) inUse(port uint32) bool {
-	for _, p := range t.port {
+	for _, p := range &t.port { // by pointer: a range over the array value copies it (64 KiB) onto the kernel stack
 		if p == port {
 			return true
 		}

@@ -455,14 +455,14 @@ func (n *Net[E]) gc() {
 	if n.scm.inflight == 0 {
 		return
 	}
-	for i := range n.socks {
+	for i := range n.live() {
 		n.socks[i].held, n.socks[i].mark = 0, false
 	}
-	for i := range n.socks {
+	for i := range n.live() {
 		n.scanQueue(&n.socks[i], 0, false)
 	}
 	sp := 0
-	for i := range n.socks {
+	for i := range n.live() {
 		if p := &n.socks[i]; p.used && !p.dead && p.refs > p.held {
 			p.mark = true
 			n.scm.stack[sp] = int32(i)
@@ -482,7 +482,7 @@ func (n *Net[E]) gc() {
 	// The rest are garbage: drop their queues (and a listener's
 	// embryos', where a socket may be held too, as Linux's
 	// unix_collect_skb), which drops them.
-	for i := range n.socks {
+	for i := range n.live() {
 		p := &n.socks[i]
 		if !p.used || p.dead || p.held == 0 || p.mark || p.refs == 0 {
 			continue

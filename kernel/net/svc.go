@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/internal/bitmap"
 )
 
 // The TCP/IP service's side of inet sockets (abi.SysNet): sockets whose
@@ -44,7 +45,14 @@ func (n *Net[E]) svcWant(p *sock, ops uint32) {
 		p.links++ // the service's hold, until NetRelease
 	}
 	p.ops |= ops
+	bitmap.SetBit(n.work[:], int(n.index(p)))
 	n.env.NotifyService()
+}
+
+// noWork clears p's work for the service.
+func (n *Net[E]) noWork(p *sock) {
+	p.ops = 0
+	bitmap.ClearBit(n.work[:], int(n.index(p)))
 }
 
 // svcLeave takes stream socket p's traffic from the service (a reset
@@ -54,7 +62,7 @@ func (n *Net[E]) svcWant(p *sock, ops uint32) {
 // From here on p is the kernel's alone, as a loopback socket is.
 func (n *Net[E]) svcLeave(p *sock) {
 	if p.svcHeld {
-		p.ops = 0
+		n.noWork(p)
 		n.svcWant(p, abi.NetOpAbort)
 	}
 	p.svc = false
@@ -374,7 +382,7 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 			return 0
 		}
 		p.svcHeld, p.svc = false, false
-		p.ops = 0
+		n.noWork(p)
 		n.freeTx(p)
 		p.links--
 		n.maybeFree(p)
@@ -390,7 +398,7 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 func (n *Net[E]) poll(v *Iov) (int, bool) {
 	const size = int(unsafe.Sizeof(abi.NetEvent{}))
 	k := 0
-	for i := range n.socks {
+	for i := bitmap.Next(n.work[:], 0, n.top); i >= 0; i = bitmap.Next(n.work[:], i+1, n.top) {
 		p := &n.socks[i]
 		if !p.used || p.ops == 0 {
 			continue
@@ -404,7 +412,7 @@ func (n *Net[E]) poll(v *Iov) (int, bool) {
 		if !n.copyOut(v, k*size, unsafe.Slice((*byte)(unsafe.Pointer(&e)), size)) {
 			return k, false
 		}
-		p.ops = 0
+		n.noWork(p)
 		k++
 	}
 	return k, true
@@ -423,18 +431,10 @@ func (n *Net[E]) copyOut(v *Iov, off int, b []byte) bool {
 // not take: peers that connect and go silent cannot leave the program
 // without a socket of its own (a pipe-like AF_UNIX pair, a connect
 // out, a health check's loopback connection).
-const WireReserve = NumSockets / 8
+const WireReserve = 64
 
 // freeSocks is the number of free socket slots.
-func (n *Net[E]) freeSocks() int {
-	k := 0
-	for i := range n.socks {
-		if !n.socks[i].used {
-			k++
-		}
-	}
-	return k
-}
+func (n *Net[E]) freeSocks() int { return n.Limit() - n.nused }
 
 // accepted makes the socket of a connection the service accepted for a
 // listener: queued for accept as loopback's are; refused (ENFILE) when

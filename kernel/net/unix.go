@@ -44,7 +44,7 @@ func (n *Net[E]) find(a *Addr, typ uint8) (int32, Errno) {
 // abstract is the live socket of type typ bound to abstract name, -1 if
 // none.
 func (n *Net[E]) abstract(name []byte, typ uint8) int32 {
-	for i := range n.socks {
+	for i := range n.live() {
 		p := &n.socks[i]
 		if p.used && !p.dead && !p.path && p.typ == typ && int(p.addrLen) == len(name)+2 && string(p.name[:len(name)]) == string(name) {
 			return int32(i)

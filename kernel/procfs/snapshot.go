@@ -9,7 +9,7 @@ package procfs
 // kernel/files.go's table, mm's areas, sched.MaxCPUs).
 const (
 	MaxThreads = 512
-	MaxFDs     = 1024
+	MaxFDs     = 16384 // kernel/files.go's numFiles: /proc/self/fd lists every descriptor
 	MaxAreas   = 4096
 	MaxMounts  = 64
 	MaxCPUs    = 64

@@ -141,7 +141,7 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 
 	// Descriptors open now belong to the runtime and earlier tests.
 	theirs := map[uintptr]bool{}
-	for fd := uintptr(0); fd < 1024; fd++ {
+	for fd := uintptr(0); fd < fdTable; fd++ {
 		if _, _, e := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_GETFD, 0); e == 0 {
 			theirs[fd] = true
 		}
@@ -273,7 +273,7 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 			a[j+1] = fuzzLength(rng, a[j])
 		}
 		for j := 0; j < 3; j++ {
-			if a[j] < 1024 && (theirs[a[j]] || a[j] <= 2) {
+			if a[j] < fdTable && (theirs[a[j]] || a[j] <= 2) {
 				a[j] = 1000 // never a descriptor the runtime (or the console) owns
 			}
 		}
@@ -419,7 +419,7 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 		if e == 0 {
 			switch {
 			case slices.Contains(fuzzFDCalls, nr): // calls that return a descriptor
-				if r1 < 1024 && !theirs[r1] {
+				if r1 < fdTable && !theirs[r1] {
 					mine = append(mine, r1)
 				}
 			case nr == unix.SYS_PIPE2 || nr == fuzzPipe || nr == unix.SYS_SOCKETPAIR: // two descriptors in scratch (if the pointer was there)
@@ -430,7 +430,7 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 				if p >= scratch && p+8 <= scratchEnd {
 					b := region[p-base:]
 					for _, fd := range []uint32{binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])} {
-						if fd > 2 && fd < 1024 && !theirs[uintptr(fd)] {
+						if fd > 2 && fd < fdTable && !theirs[uintptr(fd)] {
 							mine = append(mine, uintptr(fd))
 						}
 					}
@@ -657,7 +657,7 @@ func fuzzReceived(mem []byte, at, p uintptr, theirs map[uintptr]bool) []uintptr 
 		}
 		if le.Uint32(b[8:]) == syscall.SOL_SOCKET && le.Uint32(b[12:]) == syscall.SCM_RIGHTS {
 			for j := uint64(16); j+4 <= l; j += 4 {
-				if fd := uintptr(le.Uint32(b[j:])); fd > 2 && fd < 1024 && !theirs[fd] {
+				if fd := uintptr(le.Uint32(b[j:])); fd > 2 && fd < fdTable && !theirs[fd] {
 					fds = append(fds, fd)
 				}
 			}

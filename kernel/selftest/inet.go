@@ -506,7 +506,7 @@ func testTCPChurn(t *T) {
 	// Exhaustion: sockets until the kernel says no.
 	var fds []int
 	var last error
-	for len(fds) < 4096 {
+	for len(fds) < 2*fdTable {
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
 			last = err

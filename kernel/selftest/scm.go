@@ -162,10 +162,13 @@ func testUnixRights(t *T) {
 	}
 }
 
+// fdTable is the kernel's descriptor table's size (RLIMIT_NOFILE).
+const fdTable = 16384
+
 // openFDs counts the program's open descriptors.
 func openFDs() int {
 	n := 0
-	for fd := 0; fd < 1024; fd++ {
+	for fd := 0; fd < fdTable; fd++ {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
 			n++
 		}

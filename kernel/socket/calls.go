@@ -163,6 +163,12 @@ func (k Calls[E]) Accept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno)
 			return 0, abi.EFAULT
 		}
 	}
+	// The descriptor first, as Linux's do_accept: with the table full
+	// the call is EMFILE and the connection stays queued.
+	fd1, e := k.env().ReserveFD()
+	if e != 0 {
+		return 0, e
+	}
 	nb := socks.Nonblocking(s)
 	deadline := k.deadline(s, false)
 	for {
@@ -171,15 +177,18 @@ func (k Calls[E]) Accept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno)
 			if be := k.env().Block(w, deadline); be == 0 {
 				continue
 			} else if be != abi.EAGAIN {
+				k.env().Unreserve(fd1)
 				return 0, be
 			}
 		}
 		if ne != 0 {
+			k.env().Unreserve(fd1)
 			return 0, abi.Errno(ne)
 		}
 		socks.SetNonblocking(c, flags&unix.SOCK_NONBLOCK != 0)
-		nfd, e := k.env().Install(c)
-		if e == 0 && p != 0 {
+		k.env().InstallAt(fd1, c)
+		nfd, e := uintptr(fd1), abi.Errno(0)
+		if p != 0 {
 			if e = k.putSockaddr(c, true, p, lp); e != 0 {
 				// Unmapped (or the length made negative) while it
 				// waited: the connection is dropped, as Linux's

@@ -46,6 +46,14 @@ type Env[E net.Env] interface {
 	Get(fd int) (int, abi.Errno)
 	// Install gives socket s a descriptor (closing s if none is free).
 	Install(s int) (uintptr, abi.Errno)
+	// ReserveFD takes the lowest free descriptor for a socket to come
+	// (EMFILE if none is free), InstallAt gives it socket s, and
+	// Unreserve gives it back unused: accept4 takes its descriptor
+	// before the connection, as Linux's, so that a full table leaves the
+	// connection queued.
+	ReserveFD() (int, abi.Errno)
+	InstallAt(fd, s int)
+	Unreserve(fd int)
 	// InstallPair gives sockets a and b descriptors and stores them at
 	// p, which the caller has checked is writable; on failure neither
 	// stays open.

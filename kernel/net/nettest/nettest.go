@@ -84,7 +84,7 @@ var _ net.Env = Env{}
 
 // RingFrames is the NIC's receive ring, in frames, as the virtio-net
 // driver's.
-const RingFrames = 128
+const RingFrames = 512
 
 // Kernel is the kernel as the TCP/IP service sees it: the socket layer
 // (Sockets) and the NIC. It implements the service's calls (netsvc's
