@@ -5,6 +5,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/epoll"
+	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
 )
 
@@ -60,6 +61,11 @@ type fileOps struct {
 	// false if the file went.
 	pollable func(o ofile) (h int32, id uint64, seq uintptr, e abi.Errno)
 	poll     func(w *epoll.Watch) (ready, seq uint32, ok bool)
+	// at is where a path relative to the file starts (openat and the
+	// other *at calls with it as dirfd): the place takes the call's
+	// reference on the open file (o's), or the entry drops it. nil: the
+	// file is no directory (ENOTDIR).
+	at func(o ofile, path []byte) (namei.Place, abi.Errno)
 	// release runs when descriptor fd closes, under fileLock, before
 	// the descriptor's reference is dropped (unref).
 	release func(fd, h int)
@@ -252,6 +258,20 @@ func (o ofile) lock(cmd int, arg uintptr) abi.Errno {
 		return f(o, cmd, arg)
 	}
 	return abi.EINVAL
+}
+
+// at is where path, relative to descriptor dirfd, starts (pathStart):
+// the place holds the descriptor's reference, taken here.
+func dirAt(dirfd int, path []byte) (namei.Place, abi.Errno) {
+	o, e := fdGet(dirfd)
+	if e != 0 {
+		return nowhere(), e
+	}
+	if f := o.ops().at; f != nil {
+		return f(o, noEscape(path))
+	}
+	fdPut(o)
+	return nowhere(), abi.Errno(unix.ENOTDIR)
 }
 
 func (o ofile) ioctl(cmd uint, arg uintptr) (uintptr, abi.Errno) {

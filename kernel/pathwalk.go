@@ -72,26 +72,12 @@ func pathStart(dirfd int, path []byte) (pl namei.Place, e abi.Errno) {
 		}
 		return pl, 0
 	}
-	if h := shareGet(dirfd); h >= 0 {
-		f := shares.File(h)
-		pl.M = shareMount(int(f.Dev))
-		pl.R = share.Ref{Dev: int(f.Dev), From: f.Fid, Rel: path, H: h}
-		if len(path) == 0 {
-			placeDone(&pl)
-			return pl, abi.ENOENT
-		}
-		return pl, 0
-	}
-	if m, n, ok := procDirFD(dirfd); ok {
-		pl.M, pl.Node = m, n
-		if len(path) == 0 {
-			return pl, abi.ENOENT
-		}
-		return pl, 0
-	}
-	pl.D, e = dirHandle(dirfd, path)
-	return pl, e
+	return dirAt(dirfd, path) // the descriptor's kind says (fileOps.at)
 }
+
+// nowhere is a place that holds nothing: what a failed start returns (a
+// caller may drop it).
+func nowhere() namei.Place { return namei.Place{D: fs.AtCWD, R: share.Ref{H: -1}, Depth: -1} }
 
 // placeDone drops pl's references.
 func placeDone(pl *namei.Place) {

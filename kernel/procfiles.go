@@ -8,6 +8,7 @@ import (
 	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
 	"yolk/kernel/procsnap"
+	"yolk/kernel/share"
 )
 
 // /proc and /sys, mounted (pathwalk.go): paths walk kernel/procfs's tree
@@ -62,19 +63,19 @@ func procGetcwd(b []byte) (int, abi.Errno, bool) {
 	return n, e, true
 }
 
-// procDirFD is the mount and node of directory descriptor fd if it is
-// one of /proc's or /sys's.
-func procDirFD(fd int) (int32, procfs.Node, bool) {
-	if fd < 0 || fd >= len(files) {
-		return 0, 0, false
+// procAt: a path relative to a directory of /proc or /sys walks from
+// its node; the open file holds no reference the place needs.
+func procAt(o ofile, path []byte) (namei.Place, abi.Errno) {
+	f := procGet(o)
+	m, n, dir := f.m, f.node, f.mode&^0o7777 == procfs.ModeDir
+	fdPut(o)
+	switch {
+	case !dir:
+		return nowhere(), abi.Errno(unix.ENOTDIR)
+	case len(path) == 0:
+		return nowhere(), abi.ENOENT
 	}
-	fileLock.Lock()
-	defer fileLock.Unlock()
-	if files[fd].kind != fileProc {
-		return 0, 0, false
-	}
-	f := &procFiles[files[fd].h]
-	return f.m, f.node, f.mode&^0o7777 == procfs.ModeDir
+	return namei.Place{M: m, Node: n, D: fs.AtCWD, R: share.Ref{H: -1}, Depth: -1, Path: path}, 0
 }
 
 // procPath walks pl's path in procfs's tree and runs op on the node it
@@ -223,6 +224,7 @@ func procGetdents(o ofile, b []byte) (uintptr, abi.Errno) {
 }
 
 var procOps = fileOps{
+	at:    procAt,
 	read:  procRead,
 	write: func(o ofile, u *uio) (uintptr, abi.Errno) { return procPread(o, u, 0, true) },
 	chdir: func(o ofile) abi.Errno {

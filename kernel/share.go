@@ -124,7 +124,22 @@ func shareStarted() {
 }
 
 // shareOps: files and directories on host shares.
+// shareAt: a path relative to a share directory walks from its fid (how
+// deep it is below the share's root is not known: the server keeps ".."
+// at the root).
+func shareAt(o ofile, path []byte) (namei.Place, abi.Errno) {
+	f := shares.File(o.h)
+	pl := namei.Place{M: shareMount(int(f.Dev)), D: fs.AtCWD, Depth: -1, Path: path,
+		R: share.Ref{Dev: int(f.Dev), From: f.Fid, Rel: path, H: o.h}}
+	if len(path) == 0 {
+		placeDone(&pl)
+		return nowhere(), abi.ENOENT
+	}
+	return pl, 0
+}
+
 var shareOps = fileOps{
+	at:       shareAt,
 	dupOK:    true,
 	read:     func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, false) },
 	write:    func(o ofile, u *uio) (uintptr, abi.Errno) { return shareTransfer(o.h, u, -1, true) },

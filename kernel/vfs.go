@@ -3,11 +3,13 @@ package kernel
 import (
 	"golang.org/x/sys/unix"
 	"yolk/kernel/procfs"
+	"yolk/kernel/share"
 
 	"yolk/kernel/abi"
 	"yolk/kernel/epoll"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
+	"yolk/kernel/namei"
 	"yolk/sched"
 )
 
@@ -222,7 +224,14 @@ func fsTransferUio(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 
 // memOps: the in-memory file system's open files (regular files,
 // directories, device nodes), pipes and FIFOs (package fs).
+// memAt: a path relative to an in-memory directory starts there (the
+// walk refuses a file that is none: ENOTDIR).
+func memAt(o ofile, path []byte) (namei.Place, abi.Errno) {
+	return namei.Place{D: o.h, R: share.Ref{H: -1}, Depth: -1, Path: path}, 0
+}
+
 var memOps = fileOps{
+	at:       memAt,
 	dupOK:    true,
 	read:     memRead,
 	write:    memWrite,

@@ -354,6 +354,15 @@ func syscallFuzz(t *T, calls int, seed uint64, counters bool) {
 			nr, a[3] = unix.SYS_ACCEPT4, syscall.SOCK_NONBLOCK
 		case unix.SYS_ACCEPT4:
 			a[3] |= syscall.SOCK_NONBLOCK
+		case unix.SYS_IOCTL: // half the time a request the kernel answers (FIONBIO on keeps O_NONBLOCK)
+			if rng.IntN(2) == 0 {
+				a[1] = []uintptr{0x541b, 0x5421, 0x5450, 0x5451, unix.TCGETS}[rng.IntN(5)] // FIONREAD, FIONBIO, FIONCLEX, FIOCLEX
+				if a[1] == 0x5421 {
+					at := scratch + uintptr(rng.IntN(8*pg-8))&^3
+					binary.LittleEndian.PutUint32(region[at-base:], 1)
+					a[2] = at
+				}
+			}
 		case unix.SYS_FCNTL: // F_SETFL keeps O_NONBLOCK: a pipe or socket made blocking would wait
 			if fd := fileFD(a[0]); fd != a[0] { // a record lock on a file, half the time well formed
 				a[0] = fd

@@ -80,24 +80,7 @@ func CheckDiskTools(format string) error {
 	if format == DiskQCOW2 {
 		tools = append(tools[:len(tools):len(tools)], struct{ Path, Package string }{"qemu-img", "qemu-utils"})
 	}
-	var missing, pkgs []string
-	for _, tool := range tools {
-		var err error
-		if filepath.IsAbs(tool.Path) {
-			_, err = os.Stat(tool.Path)
-		} else {
-			_, err = exec.LookPath(tool.Path)
-		}
-		if err != nil {
-			missing = append(missing, tool.Path)
-			pkgs = append(pkgs, tool.Package)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	return fmt.Errorf("building a disk image needs %s (Debian: %s); install them with: %s",
-		strings.Join(missing, ", "), strings.Join(pkgs, ", "), DiskInstallHint)
+	return checkTools("a disk image", tools, DiskInstallHint)
 }
 
 // grubModules are built into both GRUB images (nothing is loaded from

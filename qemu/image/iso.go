@@ -51,9 +51,13 @@ var ISOTools = []struct{ Path, Package string }{
 
 // CheckISOTools reports which of ISOTools are missing and how to install
 // them.
-func CheckISOTools() error {
+func CheckISOTools() error { return checkTools("a PC image", ISOTools, ISOInstallHint) }
+
+// checkTools reports which of tools (a command, or a path that must
+// exist) are missing for building what, and how to install them.
+func checkTools(what string, tools []struct{ Path, Package string }, hint string) error {
 	var missing, pkgs []string
-	for _, tool := range ISOTools {
+	for _, tool := range tools {
 		var err error
 		if filepath.IsAbs(tool.Path) {
 			_, err = os.Stat(tool.Path)
@@ -68,8 +72,8 @@ func CheckISOTools() error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return fmt.Errorf("building a PC image needs %s (Debian: %s); install them with: %s",
-		strings.Join(missing, ", "), strings.Join(pkgs, ", "), ISOInstallHint)
+	return fmt.Errorf("building %s needs %s (Debian: %s); install them with: %s",
+		what, strings.Join(missing, ", "), strings.Join(pkgs, ", "), hint)
 }
 
 // GRUBConfig is the grub.cfg of a PC image: GRUB's terminal on COM1
