@@ -1,6 +1,10 @@
 package kernel
 
 import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
 	"yolk/kernel/abi"
 	"yolk/kernel/internal/bitmap"
 	"yolk/kernel/mm"
@@ -202,6 +206,16 @@ func handlePut(kind uint32, h int) {
 	}
 }
 
+// setCloexec sets FD_CLOEXEC on the descriptor a call just made (fd, e)
+// when the call's flags asked for it (O_CLOEXEC, SOCK_CLOEXEC,
+// EFD_CLOEXEC, EPOLL_CLOEXEC: one bit); it returns fd and e.
+func setCloexec(fd uintptr, e abi.Errno, on bool) (uintptr, abi.Errno) {
+	if e == 0 && on {
+		atomic.StoreUint32(&files[fd].fdfl, unix.FD_CLOEXEC)
+	}
+	return fd, e
+}
+
 // installHandle gives handle h of kind a descriptor (closing h if none is
 // free).
 func installHandle(kind uint32, h int) (uintptr, abi.Errno) {
@@ -212,10 +226,10 @@ func installHandle(kind uint32, h int) (uintptr, abi.Errno) {
 	return fd, e
 }
 
-// installPair gives handles a and b of kind descriptors and stores them
-// at p, which the caller has checked is writable (pipe2, socketpair); on
-// failure neither stays open.
-func installPair(kind uint32, a, b int, p uintptr) abi.Errno {
+// installPair gives handles a and b of kind descriptors (FD_CLOEXEC if
+// cloexec) and stores them at p, which the caller has checked is writable
+// (pipe2, socketpair); on failure neither stays open.
+func installPair(kind uint32, a, b int, p uintptr, cloexec bool) abi.Errno {
 	fa, e := installHandle(kind, a)
 	if e != 0 {
 		closeHandle(kind, b)
@@ -226,6 +240,8 @@ func installPair(kind uint32, a, b int, p uintptr) abi.Errno {
 		sysClose(int(fa))
 		return e
 	}
+	setCloexec(fa, 0, cloexec)
+	setCloexec(fb, 0, cloexec)
 	if e := mm.Put(p, [2]int32{int32(fa), int32(fb)}); e != 0 {
 		// Unmapped since the check: neither stays open, as Linux's.
 		sysClose(int(fa))

@@ -79,7 +79,9 @@ func (netenv) InstallAt(fd, s int) { installFD(fd, fileSocket, int32(s)) }
 
 func (netenv) Unreserve(fd int) { unreserveFD(fd) }
 
-func (netenv) InstallPair(a, b int, p uintptr) abi.Errno { return installPair(fileSocket, a, b, p) }
+func (netenv) InstallPair(a, b int, p uintptr, cloexec bool) abi.Errno {
+	return installPair(fileSocket, a, b, p, cloexec)
+}
 
 func (netenv) CloseFD(fd int) { sysClose(fd) }
 

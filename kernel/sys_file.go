@@ -299,5 +299,5 @@ func sysPipe2(p uintptr, flags int) abi.Errno {
 	if e != 0 {
 		return abi.Errno(e)
 	}
-	return installPair(fileFS, r, w, p)
+	return installPair(fileFS, r, w, p, flags&unix.O_CLOEXEC != 0)
 }

@@ -136,14 +136,17 @@ func syscall(r *Regs) {
 		ret, err = sysSchedGetaffinity(a1, a2)
 	case unix.SYS_EPOLL_CREATE1:
 		ret, err = newFile(fileEpoll, 0)
+		ret, err = setCloexec(ret, err, a0&unix.EPOLL_CLOEXEC != 0)
 	case unix.SYS_EPOLL_CTL:
 		err = sysEpollCtl(int(a0), int(a1), int(a2), a3)
 	case unix.SYS_EPOLL_PWAIT:
 		ret, err = sysEpollPwait(int(a0), a1, int(a2), int(int32(a3)), a4, a5)
 	case unix.SYS_EVENTFD2:
 		ret, err = newFile(fileEventfd, uint64(a0))
+		ret, err = setCloexec(ret, err, a1&unix.EFD_CLOEXEC != 0)
 	case unix.SYS_OPENAT:
 		ret, err = sysOpenat(int(int32(a0)), a1, int(a2), uint32(a3))
+		ret, err = setCloexec(ret, err, a2&unix.O_CLOEXEC != 0)
 	case unix.SYS_PIPE2:
 		err = sysPipe2(a0, int(a1))
 	case unix.SYS_PREAD64:
@@ -222,6 +225,7 @@ func syscall(r *Regs) {
 		err = sysPrlimit(int(a1), a3)
 	case unix.SYS_SOCKET:
 		ret, err = sockCalls.Socket(int(int32(a0)), int(int32(a1)), int(int32(a2)))
+		ret, err = setCloexec(ret, err, a1&unix.SOCK_CLOEXEC != 0)
 	case unix.SYS_SOCKETPAIR:
 		err = sockCalls.Socketpair(int(int32(a0)), int(int32(a1)), int(int32(a2)), a3)
 	case unix.SYS_BIND:
@@ -232,6 +236,7 @@ func syscall(r *Regs) {
 		ret, err = sockCalls.Accept4(int(a0), a1, a2, 0)
 	case unix.SYS_ACCEPT4:
 		ret, err = sockCalls.Accept4(int(a0), a1, a2, int(int32(a3)))
+		ret, err = setCloexec(ret, err, a3&unix.SOCK_CLOEXEC != 0)
 	case unix.SYS_CONNECT:
 		err = sockCalls.Connect(int(a0), a1, uintptr(int32(a2)))
 	case unix.SYS_GETSOCKNAME:

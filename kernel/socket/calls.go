@@ -63,7 +63,7 @@ func (k Calls[E]) Socketpair(domain, typ, proto int, sv uintptr) abi.Errno {
 	if ne != 0 {
 		return abi.Errno(ne)
 	}
-	return k.env().InstallPair(a, b, sv)
+	return k.env().InstallPair(a, b, sv, typ&unix.SOCK_CLOEXEC != 0)
 }
 
 // getAddr is Env.Get(fd) and the program's sockaddr (sockaddr), as

@@ -54,10 +54,10 @@ type Env[E net.Env] interface {
 	ReserveFD() (int, abi.Errno)
 	InstallAt(fd, s int)
 	Unreserve(fd int)
-	// InstallPair gives sockets a and b descriptors and stores them at
-	// p, which the caller has checked is writable; on failure neither
-	// stays open.
-	InstallPair(a, b int, p uintptr) abi.Errno
+	// InstallPair gives sockets a and b descriptors (FD_CLOEXEC if
+	// cloexec) and stores them at p, which the caller has checked is
+	// writable; on failure neither stays open.
+	InstallPair(a, b int, p uintptr, cloexec bool) abi.Errno
 	// CloseFD closes descriptor fd, as close(2).
 	CloseFD(fd int)
 
