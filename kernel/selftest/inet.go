@@ -478,14 +478,18 @@ func testTCPChurn(t *T) {
 	}
 	debug.FreeOSMemory() // the Go heap's free pages back to the kernel (MADV_DONTNEED)
 	before := kstats(t)
+	// At least least connections however long they take (a loaded host
+	// can stall a TCG guest for seconds: the count is what is checked,
+	// not the rate), up to a bound that only a stuck stack reaches.
 	conns := 0
-	for end := time.Now().Add(runFor); conns < total && time.Now().Before(end); conns++ {
+	start := time.Now()
+	for end := start.Add(runFor); conns < total && (conns < least || time.Now().Before(end)); conns++ {
+		if time.Since(start) > 10*runFor {
+			t.Fatalf("only %d connections in %v", conns, time.Since(start))
+		}
 		if err := one(); err != nil {
 			t.Fatalf("connection %d: %v", conns, err)
 		}
-	}
-	if conns < least {
-		t.Errorf("only %d connections in %v", conns, runFor)
 	}
 	time.Sleep(100 * time.Millisecond) // the server's goroutines close their ends
 	debug.FreeOSMemory()
