@@ -25,10 +25,10 @@ func conInInit(c *sched.CPU) {
 
 // conInInterrupt is the receive interrupt's handler.
 func conInInterrupt() {
-	got := conInReceive()
+	got := conIn.Receive()
 	lapic.EOI()
 	if got {
-		conIn.wq.Wake(0, sched.MaxTasks)
+		conIn.WQ.Wake(0, sched.MaxTasks)
 	}
 }
 

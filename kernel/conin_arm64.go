@@ -21,8 +21,8 @@ func conInInit(c *sched.CPU) {
 // conInInterrupt is the receive interrupt's handler (irq does the EOI).
 func conInInterrupt() {
 	uart.AckRX()
-	if conInReceive() {
-		conIn.wq.Wake(0, sched.MaxTasks)
+	if conIn.Receive() {
+		conIn.WQ.Wake(0, sched.MaxTasks)
 	}
 }
 

@@ -121,8 +121,8 @@ func sysStats(p uintptr) abi.Errno {
 		st.SpentFirst += int64(sched.CPUAt(i).SpentFirst())
 	}
 	st.Signals = int64(atomic.LoadUint64(&sigDelivered))
-	st.ConsoleIRQs = int64(atomic.LoadUint64(&conIn.irqs))
-	st.ConsoleWaits = int64(atomic.LoadUint64(&conIn.waits))
+	st.ConsoleIRQs = int64(atomic.LoadUint64(&conIn.IRQs))
+	st.ConsoleWaits = int64(atomic.LoadUint64(&conIn.Waits))
 	st.TimerExpiries = int64(timers.Fired())
 	st.TimerOverruns = int64(timers.Overruns())
 	socks, pages := sockets.Usage()

@@ -494,7 +494,7 @@ func TestFrameConsole(t *testing.T) {
 	if err := FrameConsole(&out, bytes.NewReader(in)); err != nil {
 		t.Fatal(err)
 	}
-	// Decode as kernel/conin.go does.
+	// Decode as kernel/conin does.
 	var got []byte
 	eof, esc := false, false
 	for _, c := range out.Bytes() {
