@@ -268,21 +268,6 @@ func (t *Ifaces) DelAddr6(index int, addr [16]byte) Errno {
 	return t.delAddr(p, unix.AF_INET6, addr)
 }
 
-// delAddr takes p's address addr of family from it; ENOENT if it has
-// none such.
-func (t *Ifaces) delAddr(p *Iface, family uint8, addr [16]byte) Errno {
-	for i := 0; i < p.NAddrs; i++ {
-		if q := &p.Addrs[i]; q.Family == family && q.Addr == addr {
-			copy(p.Addrs[i:p.NAddrs-1], p.Addrs[i+1:p.NAddrs])
-			p.NAddrs--
-			p.Addrs[p.NAddrs] = IfAddr{}
-			t.Gen++
-			return 0
-		}
-	}
-	return unix.ENOENT
-}
-
 // DumpCursor is a socket's dump in progress: which dump, for whom, and
 // the position of the next message in it. The zero value is no dump.
 type DumpCursor struct {

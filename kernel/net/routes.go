@@ -127,3 +127,18 @@ func (n *Net[E]) Routes4(out []abi.NetRoute) int {
 	copy(out, n.ifaces.Routes[:n.ifaces.NRoutes])
 	return n.ifaces.NRoutes
 }
+
+// delAddr takes p's address addr of family from it; ENOENT if it has
+// none such.
+func (t *Ifaces) delAddr(p *Iface, family uint8, addr [16]byte) Errno {
+	for i := 0; i < p.NAddrs; i++ {
+		if q := &p.Addrs[i]; q.Family == family && q.Addr == addr {
+			copy(p.Addrs[i:p.NAddrs-1], p.Addrs[i+1:p.NAddrs])
+			p.NAddrs--
+			p.Addrs[p.NAddrs] = IfAddr{}
+			t.Gen++
+			return 0
+		}
+	}
+	return unix.ENOENT
+}

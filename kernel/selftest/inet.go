@@ -312,7 +312,8 @@ func testHTTPLoopback(t *T) {
 }
 
 // testInterfaces: net.Interfaces and its addresses through netlink's
-// route dumps: loopback always (and the NIC when there is one).
+// route dumps: loopback always (and the NIC when there is one, with its
+// routes).
 func testInterfaces(t *T) {
 	ifs, err := net.Interfaces()
 	if err != nil {
@@ -359,6 +360,58 @@ func testInterfaces(t *T) {
 			t.Errorf("eth0's address %v: want IPv6 after the IPv4 one", a)
 		}
 	}
+	// The routes yolk.net makes, as an RTM_GETROUTE dump gives them:
+	// the subnet's (proto kernel) and the default (proto boot).
+	want := fmt.Sprintf("[default via 10.0.2.2 if%d proto 3 scope 0 src 10.0.2.15 10.0.2.0/24 if%d proto 2 scope 253 src 10.0.2.15]", eth.Index, eth.Index)
+	if got, err := routeDump(); err != nil || fmt.Sprint(got) != want {
+		t.Errorf("route dump %v, %v; want %s", got, err, want)
+	}
+}
+
+// routeDump is the IPv4 route dump, a route a string: destination,
+// gateway, interface, protocol, scope, preferred source.
+func routeDump() ([]string, error) {
+	rib, err := syscall.NetlinkRIB(syscall.RTM_GETROUTE, syscall.AF_INET)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := syscall.ParseNetlinkMessage(rib)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range msgs {
+		if m.Header.Type != syscall.RTM_NEWROUTE {
+			continue
+		}
+		rt := (*syscall.RtMsg)(unsafe.Pointer(&m.Data[0]))
+		attrs, err := syscall.ParseNetlinkRouteAttr(&m)
+		if err != nil {
+			return nil, err
+		}
+		s := "default"
+		if rt.Dst_len > 0 {
+			s = ""
+		}
+		for _, a := range attrs {
+			switch a.Attr.Type {
+			case syscall.RTA_DST:
+				s += fmt.Sprintf("%v/%d", net.IP(a.Value), rt.Dst_len)
+			case syscall.RTA_GATEWAY:
+				s += fmt.Sprintf(" via %v", net.IP(a.Value))
+			case syscall.RTA_OIF:
+				s += fmt.Sprintf(" if%d", *(*uint32)(unsafe.Pointer(&a.Value[0])))
+			}
+		}
+		s += fmt.Sprintf(" proto %d scope %d", rt.Protocol, rt.Scope)
+		for _, a := range attrs {
+			if a.Attr.Type == syscall.RTA_PREFSRC {
+				s += fmt.Sprintf(" src %v", net.IP(a.Value))
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // testMulticastAddrs: net.Interface.MulticastAddrs, which reads
