@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -98,4 +99,57 @@ func synAckMSS(f []byte) int {
 		o = o[o[1]:]
 	}
 	return 0
+}
+
+// TestDHCPHostedExpiry: the server goes silent; the client renews at T1
+// and rebinds at T2 unanswered, and at the expiry the service drops the
+// address (the kernel's eth0 has none, no routes, resolv.conf no
+// server) and discovers again; once the server answers again the lease,
+// its routes and resolv.conf come back and the peer is served again.
+func TestDHCPHostedExpiry(t *testing.T) {
+	resolv := filepath.Join(t.TempDir(), "resolv.conf")
+	opts := join(opt(1, 255, 255, 255, 0), opt(3, peerIP[:]...), opt(6, dnsIP[:]...),
+		opt(51, u32b(10)...), opt(58, u32b(2)...), opt(59, u32b(4)...), opt(54, dnsIP[:]...), []byte{255})
+	h := newHosted(t, hostedOpts{dhcp: true, dhcpOpts: opts, resolv: resolv})
+	h.dhcpMute.Store(true)
+	start := time.Now()
+	ethV4 := func() int {
+		var eth net.Iface
+		h.k.Sockets.Iface(1, &eth)
+		n := 0
+		for _, a := range eth.Addrs[:eth.NAddrs] {
+			if a.Family == 2 { // AF_INET
+				n++
+			}
+		}
+		return n
+	}
+	var rs [abi.NetMaxRoutes]abi.NetRoute
+	for end := time.Now().Add(10*time.Second + bound); h.k.Sockets.Routes4(rs[:]) != 0 || ethV4() != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the lease of 10 s not dropped after %v of silence: %d routes, %d IPv4 addresses", time.Since(start), h.k.Sockets.Routes4(rs[:]), ethV4())
+		}
+	}
+	dropped := time.Since(start)
+	if b, _ := os.ReadFile(resolv); strings.Contains(string(b), "nameserver") {
+		t.Errorf("resolv.conf names a server after the lease ended:\n%s", b)
+	}
+	heard := h.heard.Load()
+	h.dhcpMute.Store(false)
+	for end := time.Now().Add(bound + 4*time.Second); h.k.Sockets.Routes4(rs[:]) != 2 || ethV4() != 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no lease again after the server came back")
+		}
+	}
+	if b, _ := os.ReadFile(resolv); !strings.Contains(string(b), "nameserver 10.0.2.3\n") {
+		t.Errorf("resolv.conf after the new lease:\n%s", b)
+	}
+	if err := h.health(); err != nil {
+		t.Fatalf("after the new lease: %v", err)
+	}
+	t.Logf("dropped %v after the server went silent (%d messages unanswered); leased again", dropped.Round(100*time.Millisecond), heard)
+	if dropped < 8*time.Second {
+		t.Errorf("the lease was dropped after %v: before its expiry", dropped)
+	}
+	h.finish()
 }

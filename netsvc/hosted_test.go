@@ -82,6 +82,8 @@ type hosted struct {
 
 	dhcpOpts []byte
 	renewals atomic.Int64 // REQUESTs with ciaddr set (RENEWING's, REBINDING's) the DHCP server answered
+	dhcpMute atomic.Bool  // the DHCP server answers nothing
+	heard    atomic.Int64 // DHCP messages the server got
 
 	quit  chan struct{} // the programs stop
 	progs sync.WaitGroup
@@ -200,6 +202,10 @@ func (h *hosted) dhcpServe(f []byte) bool {
 	}
 	m := f[14+20+8:]
 	xid := binary.BigEndian.Uint32(m[4:])
+	h.heard.Add(1)
+	if h.dhcpMute.Load() {
+		return true
+	}
 	var typ byte
 	switch dhcpType(m) {
 	case dhcpDiscover:
