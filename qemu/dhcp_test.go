@@ -3,6 +3,7 @@ package qemu
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -28,7 +30,9 @@ import (
 // serves; after T1 dnsmasq logs the renewal (a second DHCPREQUEST and
 // DHCPACK of the same address) and the guest still answers. Needs root
 // (the tap device) and dnsmasq (make test installs dnsmasq-base); skips
-// with the reason otherwise. No traffic leaves the tap link.
+// with the reason otherwise. A packet socket on the tap sees the guest's
+// REQUESTs: the first broadcast, the renewal unicast to the server from
+// the address held. No traffic leaves the tap link.
 func TestDHCPTap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and boots an image")
@@ -67,6 +71,8 @@ func TestDHCPTap(t *testing.T) {
 		fmt.Fprintf(c, "ok\n")
 		hello <- strings.TrimSpace(l)
 	}()
+
+	requests := captureRequests(t, tap)
 
 	dir := t.TempDir()
 	var (
@@ -129,16 +135,22 @@ func TestDHCPTap(t *testing.T) {
 		pingErr  error
 		renewals int
 	)
+	renewed := make(chan struct{}, 1)
 	client := func() {
-		// The renewal: dnsmasq's second ACK of the address, after T1.
-		end := time.After(dhcpT1*time.Second + time.Minute)
+		// The renewal: dnsmasq's second ACK of the address, after T1,
+		// and the guest's line saying it took it.
+		deadline := time.Now().Add(dhcpT1*time.Second + time.Minute)
 		for n := 0; n < 2; {
 			select {
 			case <-acked:
 				n++
-			case <-end:
+			case <-time.After(time.Until(deadline)):
 				n = 2
 			}
+		}
+		select {
+		case <-renewed:
+		case <-time.After(time.Until(deadline)):
 		}
 		mu.Lock()
 		renewals = acks - 1
@@ -166,6 +178,12 @@ func TestDHCPTap(t *testing.T) {
 		OnLine: func(l string) {
 			if l == "dhcp: serving" {
 				once.Do(func() { go client() })
+			}
+			if strings.HasPrefix(l, "netsvc: DHCP: renewed ") {
+				select {
+				case renewed <- struct{}{}:
+				default:
+				}
 			}
 		}})
 	if err != nil {
@@ -228,7 +246,14 @@ func TestDHCPTap(t *testing.T) {
 	if n := strings.Count(log, "DHCPREQUEST("+tap+") "+guest); n < 2 {
 		fail("dnsmasq logged %d DHCPREQUESTs of %s, want the first and a renewal", n, guest)
 	}
-	var seen []string
+	// The renewal went to the server (unicast, from the address held);
+	// the first REQUEST was broadcast from 0.0.0.0.
+	reqs := requests()
+	if len(reqs) < 2 || reqs[0] != "REQUEST 0.0.0.0 -> 255.255.255.255 (broadcast) ciaddr 0.0.0.0" ||
+		!slices.Contains(reqs, "REQUEST "+guest+" -> "+host+" (unicast) ciaddr "+guest) {
+		fail("the guest's REQUESTs on the tap:\n  %s\nwant a broadcast one, then a renewal unicast to %s", strings.Join(reqs, "\n  "), host)
+	}
+	seen := slices.Clone(reqs)
 	for _, l := range strings.Split(console, "\n") {
 		if strings.Contains(l, "netsvc: DHCP:") {
 			seen = append(seen, strings.TrimSpace(l))
@@ -240,4 +265,74 @@ func TestDHCPTap(t *testing.T) {
 		}
 	}
 	t.Logf("leased, renewed %d times, still serving, in %v:\n%s", renewals, time.Since(t0).Round(time.Second), strings.Join(seen, "\n"))
+}
+
+// captureRequests reads the DHCP REQUESTs that come in on the tap (a
+// packet socket bound to it) until the test ends; the function it
+// returns gives them so far, each as "REQUEST SRC -> DST (broadcast or
+// unicast) ciaddr A".
+func captureRequests(t *testing.T, tap string) func() []string {
+	ifi, err := net.InterfaceByName(tap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proto := uint16(syscall.ETH_P_IP<<8&0xff00 | syscall.ETH_P_IP>>8) // network order
+	fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, int(proto))
+	if err != nil {
+		t.Skipf("no packet socket (%v): root is needed", err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: proto, Ifindex: ifi.Index}); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &syscall.Timeval{Usec: 200000})
+	var (
+		mu   sync.Mutex
+		got  []string
+		stop = make(chan struct{})
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		b := make([]byte, 2048)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, _, err := syscall.Recvfrom(fd, b, 0)
+			if err != nil || n < 14+20+8+240 {
+				continue
+			}
+			f := b[:n]
+			ip := f[14:]
+			ihl := int(ip[0]&15) * 4
+			if ip[9] != 17 || len(ip) < ihl+8+240 {
+				continue
+			}
+			udp := ip[ihl:]
+			m := udp[8:]
+			if binary.BigEndian.Uint16(udp) != 68 || binary.BigEndian.Uint16(udp[2:]) != 67 || m[0] != 1 || !bytes.Contains(m[240:], []byte{53, 1, 3}) {
+				continue
+			}
+			kind := "unicast"
+			if bytes.Equal(f[:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
+				kind = "broadcast"
+			}
+			mu.Lock()
+			got = append(got, fmt.Sprintf("REQUEST %v -> %v (%s) ciaddr %v", net.IP(ip[12:16]), net.IP(ip[16:20]), kind, net.IP(m[12:16])))
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+		syscall.Close(fd)
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
 }
