@@ -126,7 +126,12 @@ func TestDHCPTap(t *testing.T) {
 		cmd.Wait()
 	}()
 
-	img := fixtureImage(t, "yolk/qemu/testdata/dhcp", t.TempDir(), "")
+	// amd64 on microvm; YOLK_DHCP_ARCH=arm64: arm64 on virt.
+	arch, machine := "amd64", "microvm"
+	if os.Getenv("YOLK_DHCP_ARCH") == "arm64" {
+		arch, machine = "arm64", "virt"
+	}
+	img := fixtureImage(t, "yolk/qemu/testdata/dhcp", t.TempDir(), arch)
 	var (
 		serial   bytes.Buffer
 		smu      sync.Mutex
@@ -172,7 +177,7 @@ func TestDHCPTap(t *testing.T) {
 		ask("quit")
 	}
 	t0 := time.Now()
-	res, err := Run(t.Context(), Config{Image: img, Arch: "amd64", Machine: "microvm", SMP: 1,
+	res, err := Run(t.Context(), Config{Image: img, Arch: arch, Machine: machine, SMP: 1,
 		Net: NetTap + tap, Env: []string{"DHCP_HOST=" + ln.Addr().String()}, Timeout: 3 * time.Minute,
 		Stdout: &lockedWriter{&smu, &serial}, Stderr: &lockedWriter{&smu, &serial},
 		OnLine: func(l string) {
