@@ -10,11 +10,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"yolk/internal/iproute"
 	"yolk/kernel/abi"
 	"yolk/netsvc"
 )
@@ -360,64 +362,18 @@ func testInterfaces(t *T) {
 			t.Errorf("eth0's address %v: want IPv6 after the IPv4 one", a)
 		}
 	}
-	// The routes yolk.net makes, as an RTM_GETROUTE dump gives them:
-	// the subnet's (proto kernel) and the default (proto boot); slirp's
-	// DHCP makes the same (proto dhcp) where the image's command line
-	// has no yolk.net (the PC image).
-	proto := 3
+	// The routes yolk.net makes, as `ip route` prints an RTM_GETROUTE
+	// dump: the subnet's (proto kernel) and the default (proto boot,
+	// which ip route does not print); slirp's DHCP makes the same
+	// (proto dhcp) where the image's command line has no yolk.net.
+	proto := ""
 	if nicInfo(t).Prefix == 0 {
-		proto = 16
+		proto = " proto dhcp"
 	}
-	want := fmt.Sprintf("[default via 10.0.2.2 if%d proto %d scope 0 src 10.0.2.15 10.0.2.0/24 if%d proto 2 scope 253 src 10.0.2.15]", eth.Index, proto, eth.Index)
-	if got, err := routeDump(); err != nil || fmt.Sprint(got) != want {
-		t.Errorf("route dump %v, %v; want %s", got, err, want)
+	want := []string{"default via 10.0.2.2 dev eth0" + proto + " src 10.0.2.15", "10.0.2.0/24 dev eth0 proto kernel scope link src 10.0.2.15"}
+	if got, err := iproute.Routes(); err != nil || !slices.Equal(got, want) {
+		t.Errorf("routes %q, %v; want %q", got, err, want)
 	}
-}
-
-// routeDump is the IPv4 route dump, a route a string: destination,
-// gateway, interface, protocol, scope, preferred source.
-func routeDump() ([]string, error) {
-	rib, err := syscall.NetlinkRIB(syscall.RTM_GETROUTE, syscall.AF_INET)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := syscall.ParseNetlinkMessage(rib)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, m := range msgs {
-		if m.Header.Type != syscall.RTM_NEWROUTE {
-			continue
-		}
-		rt := (*syscall.RtMsg)(unsafe.Pointer(&m.Data[0]))
-		attrs, err := syscall.ParseNetlinkRouteAttr(&m)
-		if err != nil {
-			return nil, err
-		}
-		s := "default"
-		if rt.Dst_len > 0 {
-			s = ""
-		}
-		for _, a := range attrs {
-			switch a.Attr.Type {
-			case syscall.RTA_DST:
-				s += fmt.Sprintf("%v/%d", net.IP(a.Value), rt.Dst_len)
-			case syscall.RTA_GATEWAY:
-				s += fmt.Sprintf(" via %v", net.IP(a.Value))
-			case syscall.RTA_OIF:
-				s += fmt.Sprintf(" if%d", *(*uint32)(unsafe.Pointer(&a.Value[0])))
-			}
-		}
-		s += fmt.Sprintf(" proto %d scope %d", rt.Protocol, rt.Scope)
-		for _, a := range attrs {
-			if a.Attr.Type == syscall.RTA_PREFSRC {
-				s += fmt.Sprintf(" src %v", net.IP(a.Value))
-			}
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // testMulticastAddrs: net.Interface.MulticastAddrs, which reads

@@ -16,9 +16,8 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
-	"unsafe"
 
+	"yolk/internal/iproute"
 	"yolk/netsvc"
 )
 
@@ -46,7 +45,7 @@ func main() {
 			}
 		}
 	}
-	routes, err := ipRoute()
+	routes, err := iproute.Routes()
 	if err != nil {
 		fmt.Println("dhcp: FAIL: routes:", err)
 		os.Exit(1)
@@ -96,75 +95,4 @@ func main() {
 			c.Close()
 		}
 	}
-}
-
-// ipRoute is the IPv4 route dump (RTM_GETROUTE) as `ip route` prints
-// it: the destination ("default" for /0), the gateway, the device,
-// protocol, scope and preferred source.
-func ipRoute() ([]string, error) {
-	rib, err := syscall.NetlinkRIB(syscall.RTM_GETROUTE, syscall.AF_INET)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := syscall.ParseNetlinkMessage(rib)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, m := range msgs {
-		if m.Header.Type != syscall.RTM_NEWROUTE {
-			continue
-		}
-		rt := (*syscall.RtMsg)(unsafe.Pointer(&m.Data[0]))
-		if rt.Table != syscall.RT_TABLE_MAIN {
-			continue
-		}
-		attrs, err := syscall.ParseNetlinkRouteAttr(&m)
-		if err != nil {
-			return nil, err
-		}
-		var dst, gw, src net.IP
-		dev := ""
-		for _, a := range attrs {
-			switch a.Attr.Type {
-			case syscall.RTA_DST:
-				dst = net.IP(a.Value)
-			case syscall.RTA_GATEWAY:
-				gw = net.IP(a.Value)
-			case syscall.RTA_PREFSRC:
-				src = net.IP(a.Value)
-			case syscall.RTA_OIF:
-				if i, err := net.InterfaceByIndex(int(*(*uint32)(unsafe.Pointer(&a.Value[0])))); err == nil {
-					dev = i.Name
-				}
-			}
-		}
-		s := "default"
-		if rt.Dst_len > 0 {
-			s = dst.String()
-			if rt.Dst_len < 32 {
-				s += fmt.Sprintf("/%d", rt.Dst_len)
-			}
-		}
-		if gw != nil {
-			s += " via " + gw.String()
-		}
-		s += " dev " + dev
-		switch rt.Protocol {
-		case syscall.RTPROT_KERNEL:
-			s += " proto kernel"
-		case syscall.RTPROT_BOOT:
-			s += " proto boot"
-		case 16:
-			s += " proto dhcp"
-		}
-		if rt.Scope == syscall.RT_SCOPE_LINK {
-			s += " scope link"
-		}
-		if src != nil {
-			s += " src " + src.String()
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
