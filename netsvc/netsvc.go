@@ -13,7 +13,8 @@
 //
 // Goroutines: a fixed set started at init (none per connection): the
 // service loop, one waiter on each of the two eventfds the kernel
-// signals, and the netstack's own.
+// signals, the DHCP client's when the address came from DHCP
+// (dhcprun.go), and the netstack's own.
 package netsvc
 
 import (
