@@ -28,9 +28,9 @@ import (
 // booted without yolk.net, prints its address, MTU, routes and
 // resolv.conf, says hello to a listener on the host's tap address, and
 // serves; after T1 dnsmasq logs the renewal (a second DHCPREQUEST and
-// DHCPACK of the same address) and the guest still answers. Needs root
-// (the tap device) and dnsmasq (make test installs dnsmasq-base); skips
-// with the reason otherwise. A packet socket on the tap sees the guest's
+// DHCPACK of the same address) and the guest still answers. Skips, with
+// the reason, when not root or when the tap cannot be made; fails
+// without dnsmasq (make qemu, so make test, installs dnsmasq-base). A packet socket on the tap sees the guest's
 // REQUESTs: the first broadcast, the renewal unicast to the server from
 // the address held. No traffic leaves the tap link.
 func TestDHCPTap(t *testing.T) {
@@ -44,16 +44,16 @@ func TestDHCPTap(t *testing.T) {
 		guest  = "192.168.78.5"
 		dhcpT1 = 8
 	)
-	dnsmasq, err := exec.LookPath("dnsmasq")
-	if err != nil {
-		if dnsmasq, err = exec.LookPath("/usr/sbin/dnsmasq"); err != nil {
-			t.Skip("no dnsmasq (make test installs Debian's dnsmasq-base)")
-		}
-	}
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the tap device needs it")
 	}
 	tapLink(t, tap, host+"/24")
+	dnsmasq, err := exec.LookPath("dnsmasq")
+	if err != nil {
+		if dnsmasq, err = exec.LookPath("/usr/sbin/dnsmasq"); err != nil {
+			t.Fatal("no dnsmasq: make qemu installs Debian's dnsmasq-base (apt-get install dnsmasq-base)")
+		}
+	}
 	ln, err := net.Listen("tcp", host+":0")
 	if err != nil {
 		t.Fatal(err)
