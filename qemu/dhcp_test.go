@@ -28,11 +28,12 @@ import (
 // booted without yolk.net, prints its address, MTU, routes and
 // resolv.conf, says hello to a listener on the host's tap address, and
 // serves; after T1 dnsmasq logs the renewal (a second DHCPREQUEST and
-// DHCPACK of the same address) and the guest still answers. Skips, with
-// the reason, when not root or when the tap cannot be made; fails
-// without dnsmasq (make qemu, so make test, installs dnsmasq-base). A packet socket on the tap sees the guest's
-// REQUESTs: the first broadcast, the renewal unicast to the server from
-// the address held. No traffic leaves the tap link.
+// DHCPACK of the same address) and the guest still answers. A packet
+// socket on the tap sees the guest's REQUESTs: the first broadcast, the
+// renewal unicast to the server from the address held. Skips, with the
+// reason, when not root or when the tap cannot be made; fails without
+// dnsmasq (make qemu, so make test, installs dnsmasq-base). No traffic
+// leaves the tap link.
 func TestDHCPTap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and boots an image")
