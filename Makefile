@@ -178,7 +178,8 @@ image:
 # image's grub-mkimage and qemu-img: docs/disk-image.md), each
 # checked by its program or file; as root directly, otherwise
 # through sudo if it needs no password (sudo -n); failing both it prints
-# the command to run.
+# the command to run. Debian's dnsmasq-base (the dnsmasq binary without its
+# system service) for qemu.TestDHCPTap, which runs it on a tap link.
 QEMU_amd64  = qemu-system-x86_64:qemu-system-x86 \
               grub-mkrescue:grub-common xorriso:xorriso mformat:mtools /usr/lib/grub/i386-pc:grub-pc-bin \
               /usr/lib/grub/x86_64-efi:grub-efi-amd64-bin /usr/share/qemu/OVMF.fd:ovmf \
@@ -186,7 +187,7 @@ QEMU_amd64  = qemu-system-x86_64:qemu-system-x86 \
 QEMU_arm64  = qemu-system-aarch64:qemu-system-arm
 QEMU_NEEDED = $(if $(filter pc,$(BOARD)),$(QEMU_amd64),$(if $(BOARD),$(QEMU_arm64),$(if $(filter command line environment,$(origin ARCH)),$(QEMU_$(ARCH)),$(QEMU_amd64) $(QEMU_arm64))))
 qemu:
-	@for pair in $(QEMU_NEEDED) gdb-multiarch:gdb-multiarch; do \
+	@for pair in $(QEMU_NEEDED) gdb-multiarch:gdb-multiarch /usr/sbin/dnsmasq:dnsmasq-base; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  { test -e $$bin || command -v $$bin; } >/dev/null 2>&1 && continue; \
 	  echo "$$bin not found: installing Debian's $$pkg"; \

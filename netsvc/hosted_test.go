@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,6 +60,11 @@ type hostedOpts struct {
 	tap func(frame []byte, out bool)
 	// wrap, if set, stands between the service and the kernel.
 	wrap func(kernelCalls) kernelCalls
+	// dhcpOpts, if set, are the options (after the type) of the DHCP
+	// server's OFFERs and ACKs; resolv is where the service writes
+	// resolv.conf ("": nowhere).
+	dhcpOpts []byte
+	resolv   string
 }
 
 type hosted struct {
@@ -73,6 +79,11 @@ type hosted struct {
 	pumpWG sync.WaitGroup
 
 	tap func(frame []byte, out bool)
+
+	dhcpOpts []byte
+	renewals atomic.Int64 // REQUESTs with ciaddr set (RENEWING's, REBINDING's) the DHCP server answered
+	dhcpMute atomic.Bool  // the DHCP server answers nothing
+	heard    atomic.Int64 // DHCP messages the server got
 
 	quit  chan struct{} // the programs stop
 	progs sync.WaitGroup
@@ -91,7 +102,7 @@ type hosted struct {
 }
 
 func newHosted(t testing.TB, o hostedOpts) *hosted {
-	h := &hosted{t: t, quit: make(chan struct{}), rnd: rand.New(rand.NewSource(1)), tap: o.tap}
+	h := &hosted{t: t, quit: make(chan struct{}), rnd: rand.New(rand.NewSource(1)), tap: o.tap, dhcpOpts: o.dhcpOpts}
 	h.k = nettest.New(t, 16384)
 	h.k.Info.MAC = svcMAC
 	if !o.dhcp {
@@ -107,14 +118,14 @@ func newHosted(t testing.TB, o hostedOpts) *hosted {
 	if o.wrap != nil {
 		k = o.wrap(k)
 	}
-	s, l, err := open(k)
+	s, l, err := open(k, openConf{seed: 1, resolv: o.resolv})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	h.s, h.lease = s, l
-	if o.dhcp {
-		want := Lease{Addr: svcIP, Mask: [4]byte{255, 255, 255, 0}, Router: peerIP, DNS: dnsIP, Server: dnsIP, Prefix: 24, Seconds: 86400}
-		if l != want {
+	if o.dhcp && o.dhcpOpts == nil {
+		want := Lease{Addr: svcIP, Mask: [4]byte{255, 255, 255, 0}, Router: peerIP, DNS: [][4]byte{dnsIP}, Server: dnsIP, Prefix: 24, Seconds: 86400}
+		if !reflect.DeepEqual(l, want) {
 			t.Fatalf("DHCP lease %+v, want %+v", l, want)
 		}
 	}
@@ -168,7 +179,7 @@ func (h *hosted) newPeer() {
 // fromService takes a frame the service sent: DHCP's to the harness's
 // server while the client runs, the rest to the peer.
 func (h *hosted) fromService(f []byte) {
-	if dhcpServe(h.k, f) { // only the DHCP client sends from port 68 to 67
+	if h.dhcpServe(f) { // only the DHCP client sends from port 68 to 67
 		return
 	}
 	if h.tap != nil {
@@ -180,16 +191,21 @@ func (h *hosted) fromService(f []byte) {
 }
 
 // dhcpServe answers a DHCP client's message f as a server (10.0.2.3)
-// leasing 10.0.2.15/24 for a day: first some answers the client must
-// ignore (another client's, a bad checksum, truncated, a NAK to another
-// transaction), then the answer.
-func dhcpServe(k *nettest.Kernel, f []byte) bool {
+// leasing 10.0.2.15/24 for a day (or with h.dhcpOpts): first some
+// answers the client must ignore (another client's, a bad checksum,
+// truncated, a NAK to another transaction), then the answer.
+func (h *hosted) dhcpServe(f []byte) bool {
+	k := h.k
 	if len(f) < 14+20+8+240 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14+9] != 17 ||
 		binary.BigEndian.Uint16(f[14+20:]) != 68 || binary.BigEndian.Uint16(f[14+22:]) != 67 {
 		return false
 	}
 	m := f[14+20+8:]
 	xid := binary.BigEndian.Uint32(m[4:])
+	h.heard.Add(1)
+	if h.dhcpMute.Load() {
+		return true
+	}
 	var typ byte
 	switch dhcpType(m) {
 	case dhcpDiscover:
@@ -199,7 +215,10 @@ func dhcpServe(k *nettest.Kernel, f []byte) bool {
 	default:
 		return true
 	}
-	good := dhcpReply(svcMAC, xid, typ, svcIP, nil)
+	if typ == dhcpAck && [4]byte(m[12:16]) != ([4]byte{}) {
+		h.renewals.Add(1)
+	}
+	good := dhcpReply(svcMAC, xid, typ, svcIP, h.dhcpOpts)
 	other := dhcpReply(svcMAC, xid+1, typ, [4]byte{10, 0, 2, 99}, nil)
 	badSum := dhcpReply(svcMAC, xid, typ, [4]byte{10, 0, 2, 98}, nil)
 	badSum[14+10] ^= 1

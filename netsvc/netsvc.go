@@ -13,7 +13,8 @@
 //
 // Goroutines: a fixed set started at init (none per connection): the
 // service loop, one waiter on each of the two eventfds the kernel
-// signals, and the netstack's own.
+// signals, the DHCP client's when the address came from DHCP
+// (dhcprun.go), and the netstack's own.
 package netsvc
 
 import (
@@ -123,6 +124,24 @@ type service struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	files [2]*os.File
+
+	// DHCP (dhcprun.go): the client, when the address came from it, and
+	// the frames to port 68 the loop hands it; the lease applied (nil:
+	// none); the device's MTU, and whether the link's was set; where
+	// resolv.conf goes ("": nowhere).
+	dhcp   *dhcpClient
+	dhcpIn chan []byte
+	lease  *Lease
+	devMTU uint32
+	mtuSet bool
+	resolv string
+}
+
+// openConf is how open starts the service: resolv.conf's path for DHCP's
+// servers ("": not written) and the DHCP client's seed.
+type openConf struct {
+	resolv string
+	seed   int64
 }
 
 // kernelCalls is the kernel as the service reaches it: the NIC's
@@ -173,12 +192,9 @@ func (sysCalls) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
 }
 
 func start() error {
-	s, l, err := open(sysCalls{})
+	s, _, err := open(sysCalls{}, openConf{resolv: "/etc/resolv.conf", seed: time.Now().UnixNano()})
 	if err != nil {
 		return err
-	}
-	if l.DNS != [4]byte{} {
-		writeResolvConf(l.DNS)
 	}
 	writeProcNet(s.link.LinkAddress())
 	svc = s
@@ -187,7 +203,7 @@ func start() error {
 
 // open starts a service on the NIC k reaches; the lease is DHCP's, if
 // the address came from there.
-func open(k kernelCalls) (*service, Lease, error) {
+func open(k kernelCalls, o openConf) (*service, Lease, error) {
 	var l Lease
 	info, e := k.NICInfo()
 	if e != 0 {
@@ -196,19 +212,31 @@ func open(k kernelCalls) (*service, Lease, error) {
 	if info.Present == 0 {
 		return nil, l, errNoNIC
 	}
+	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk),
+		quit: make(chan struct{}), devMTU: info.MTU, resolv: o.resolv}
 	if info.Prefix == 0 {
 		// No yolk.net: ask DHCP, as a machine on a LAN or in a cloud
 		// does, before the netstack takes the NIC.
-		var err error
-		if l, err = dhcp(k, info.MAC); err != nil {
+		c, err := dhcpAcquire(k, info.MAC, o.seed, dhcpBootLimit)
+		if err != nil {
 			return nil, l, fmt.Errorf("no address: yolk.net not given and %v", err)
 		}
-		info.Addr, info.Prefix, info.Gateway, info.DNS = l.Addr, uint32(l.Prefix), l.Router, l.DNS
+		l = c.lease
+		dhcpLog("%s", l.describe())
+		info.Addr, info.Prefix = l.Addr, uint32(l.Prefix)
+		s.dhcp, s.dhcpIn = c, make(chan []byte, 16)
 	}
-	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk),
-		quit: make(chan struct{})}
-	err := s.up(&info)
-	return s, l, err
+	if err := s.up(&info); err != nil {
+		return s, l, err
+	}
+	if s.dhcp != nil {
+		s.lease = &Lease{Addr: l.Addr, Prefix: l.Prefix} // up gave the address
+		s.setLease(&l)
+		s.wg.Go(s.dhcpRun)
+	} else {
+		s.setRoutes(leaseRoutes(&Lease{Addr: info.Addr, Prefix: int(info.Prefix), Router: info.Gateway}, rtprotBoot))
+	}
+	return s, l, nil
 }
 
 // up makes the netstack on the NIC info describes and starts the
@@ -219,24 +247,15 @@ func (s *service) up(info *abi.NICInfo) error {
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocolWithOptions(ipv6Options(s.ndp)), arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
 	})
-	s.link = channel.New(1024, info.MTU, tcpip.LinkAddress(info.MAC[:]))
+	// The channel's MTU counts the Ethernet header: the ethernet
+	// endpoint above gives the IP layer that less 14 bytes.
+	s.link = channel.New(1024, info.MTU+header.EthernetMinimumSize, tcpip.LinkAddress(info.MAC[:]))
 	if e := s.st.CreateNIC(nicID, ethernet.New(s.link)); e != nil {
 		return fmt.Errorf("CreateNIC: %v", e)
 	}
-	addr := tcpip.AddrFrom4(info.Addr)
-	if e := s.st.AddProtocolAddress(nicID, tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber,
-		AddressWithPrefix: tcpip.AddressWithPrefix{Address: addr, PrefixLen: int(info.Prefix)}}, stack.AddressProperties{}); e != nil {
-		return fmt.Errorf("AddProtocolAddress: %v", e)
-	}
-	mask := tcpip.MaskFromBytes(net4Mask(int(info.Prefix)))
-	subnet, err := tcpip.NewSubnet(tcpip.AddrFrom4(and4(info.Addr, mask)), mask)
-	if err != nil {
+	if err := s.addAddr4(info.Addr, int(info.Prefix)); err != nil {
 		return err
 	}
-	s.st.SetRouteTable([]tcpip.Route{
-		{Destination: subnet, NIC: nicID},
-		{Destination: header.IPv4EmptySubnet, Gateway: tcpip.AddrFrom4(info.Gateway), NIC: nicID},
-	})
 	sack := tcpip.TCPSACKEnabled(true)
 	s.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
 	s.link.AddNotify(s)
@@ -267,15 +286,6 @@ func (s *service) up(info *abi.NICInfo) error {
 	return nil
 }
 
-// writeResolvConf names the DNS server DHCP gave in /etc/resolv.conf
-// (the kernel wrote it at boot from yolk.net, which was not given).
-func writeResolvConf(dns [4]byte) {
-	b := fmt.Sprintf("# from DHCP (yolk netsvc)\nnameserver %d.%d.%d.%d\n", dns[0], dns[1], dns[2], dns[3])
-	if err := os.WriteFile("/etc/resolv.conf", []byte(b), 0o644); err != nil {
-		fmt.Fprintf(os.Stderr, "netsvc: /etc/resolv.conf: %v\n", err)
-	}
-}
-
 // writeProcNet writes /proc/net/igmp and /proc/net/igmp6 as Linux has
 // them for lo and eth0 (the all-hosts groups, and eth0's solicited-node
 // group), which net.Interface.MulticastAddrs reads.
@@ -300,11 +310,6 @@ func net4Mask(prefix int) []byte {
 		m[i/8] |= 0x80 >> (i % 8)
 	}
 	return m
-}
-
-func and4(a [4]byte, m tcpip.AddressMask) [4]byte {
-	b := m.AsSlice()
-	return [4]byte{a[0] & b[0], a[1] & b[1], a[2] & b[2], a[3] & b[3]}
 }
 
 func v4Mapped(a [4]byte) []byte { return append([]byte{10: 0xff, 11: 0xff}, a[:]...) }
@@ -459,6 +464,11 @@ func (s *service) framesIn() bool {
 			l := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
 			if 4+l > len(b) {
 				break
+			}
+			if s.dhcpIn != nil && isDHCPReply(b[4:4+l]) {
+				s.dhcpFrameIn(bytes.Clone(b[4 : 4+l]))
+				b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
+				continue
 			}
 			// MakeWithData copies the frame into a pooled chunk: buf is
 			// free again at once.

@@ -1289,6 +1289,8 @@ func TestWireFuzz(t *testing.T) {
 			if m := dhcpAnswer(f, svcMAC, g.xid); m != nil { // the DHCP client's parser, as at boot
 				dhcpType(m)
 				parseLease(m)
+				parseSearch(m[240:])
+				parseClassless(m[240:])
 			}
 			if len(f) >= 14 && !h.k.Inject(f, bound) {
 				t.Fatalf("frame %d: the NIC's receive ring stayed full for %v: the service stopped taking frames", sent, bound)
@@ -1349,6 +1351,8 @@ func FuzzFrames(f *testing.F) {
 			if m := dhcpAnswer(fr, svcMAC, 0x5eed); m != nil {
 				dhcpType(m)
 				parseLease(m)
+				parseSearch(m[240:])
+				parseClassless(m[240:])
 			}
 			h.k.Inject(fr, bound) // runts and oversize frames: dropped as the driver drops them
 		}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -529,17 +528,7 @@ func TestLoadSYNFlood(t *testing.T) {
 		host  = "192.168.77.1"
 		guest = "192.168.77.2"
 	)
-	for _, args := range [][]string{
-		{"tuntap", "add", "dev", tap, "mode", "tap"},
-		{"addr", "add", host + "/24", "dev", tap},
-		{"link", "set", tap, "up"},
-	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			exec.Command("ip", "link", "del", tap).Run()
-			t.Skipf("cannot make the tap link (ip %s: %v: %s): root and the tun device are needed", strings.Join(args, " "), err, out)
-		}
-	}
-	t.Cleanup(func() { exec.Command("ip", "link", "del", tap).Run() })
+	tapLink(t, tap, host+"/24")
 	raw, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_RAW)
 	if err != nil {
 		t.Skipf("no raw socket (%v): root is needed", err)

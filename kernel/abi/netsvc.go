@@ -46,7 +46,25 @@ const (
 	NetOffline              // Len 1: other addresses are unreachable (ENETUNREACH) until Len 0 (a test that must send nothing out)
 	NetAddr6                // the NIC has IPv6 address Local, prefix Len (autoconfigured): IPv6 addresses are reachable through the service
 	NetDelAddr6             // the NIC's IPv6 address Local is gone (its lifetime ended, its prefix withdrawn)
+	NetAddr4                // the NIC's IPv4 address is now Local (v4-mapped), prefix Len; 0.0.0.0: it has none (a DHCP lease ended)
+	NetMTU                  // the NIC's MTU is Len (DHCP's option 26): netlink's RTM_NEWLINK says so
+	NetRoutes4              // the IPv4 routes are the Len bytes of NetRoute at Buf (at most NetMaxRoutes): netlink's route dump says them
 )
+
+// NetRoute is an IPv4 route of the main table, as the service made it
+// (NetRoutes4) and netlink's RTM_NEWROUTE describes it.
+type NetRoute struct {
+	Dst     [4]byte
+	Gateway [4]byte // zero: on the link
+	Src     [4]byte // the preferred source (RTA_PREFSRC); zero: none
+	Prefix  uint8
+	Proto   uint8 // RTPROT_KERNEL (the address's subnet), RTPROT_BOOT (yolk.net), RTPROT_DHCP
+	Scope   uint8 // RT_SCOPE_UNIVERSE, or RT_SCOPE_LINK for a route on the link
+	_       uint8
+}
+
+// NetMaxRoutes is how many routes NetRoutes4 takes.
+const NetMaxRoutes = 16
 
 // NetEvent is a socket's pending work, as NetPoll reports it.
 type NetEvent struct {

@@ -6,7 +6,8 @@
 //   - hosts: localhost on 127.0.0.1 and ::1, and the node name (uname's,
 //     Nodename) on 127.0.1.1 as Debian gives it, so the program can look
 //     itself up.
-//   - resolv.conf: the DNS server the command line's yolk.net names.
+//   - resolv.conf: the DNS server the command line's yolk.net names
+//     (ResolvConf's form, which the network service writes DHCP's in).
 //     Without one, no nameserver line: Go's resolver then asks
 //     127.0.0.1:53 and [::1]:53, where nothing answers (no socket, or
 //     port unreachable); "timeout:1 attempts:1" bounds a lookup at about
@@ -37,11 +38,11 @@ const (
 		"::1\tlocalhost ip6-localhost ip6-loopback\n" +
 		"ff02::1\tip6-allnodes\n" +
 		"ff02::2\tip6-allrouters\n"
-	resolvNone = "# No DNS server: yolk.net=ADDR/PREFIX,GATEWAY,DNS names one.\n" +
-		"options timeout:1 attempts:1\n"
-	resolv   = "nameserver "
-	nsswitch = "hosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n"
-	services = "ftp-data\t20/tcp\n" +
+	resolvNone    = "# No DNS server: yolk.net=ADDR/PREFIX,GATEWAY,DNS names one.\n" + resolvOptions
+	resolvOptions = "options timeout:1 attempts:1\n"
+	resolv        = "nameserver "
+	nsswitch      = "hosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n"
+	services      = "ftp-data\t20/tcp\n" +
 		"ftp\t\t21/tcp\n" +
 		"ssh\t\t22/tcp\n" +
 		"telnet\t\t23/tcp\n" +
@@ -90,16 +91,8 @@ func File(i int, b []byte, dns [4]byte) (path string, n int) {
 		if dns == [4]byte{} {
 			return "/etc/resolv.conf", copy(b, resolvNone)
 		}
-		n = copy(b, resolv)
-		for j, v := range dns {
-			if j > 0 {
-				b[n] = '.'
-				n++
-			}
-			n += putDec(b[n:], int(v))
-		}
-		b[n] = '\n'
-		return "/etc/resolv.conf", n + 1
+		r := Resolv{NS: [MaxNS][4]byte{dns}, NNS: 1}
+		return "/etc/resolv.conf", ResolvConf(b, &r)
 	case 2:
 		return "/etc/nsswitch.conf", copy(b, nsswitch)
 	case 3:
@@ -111,6 +104,54 @@ func File(i int, b []byte, dns [4]byte) (path string, n int) {
 	default:
 		return "/etc/protocols", copy(b, protocols)
 	}
+}
+
+// Resolv is what resolv.conf says: name servers (IPv4) and the search
+// list, its names separated by spaces. The kernel's boot file has the
+// yolk.net one; the network service writes DHCP's (every server, the
+// domain and search options) in the same form.
+type Resolv struct {
+	NS      [MaxNS][4]byte
+	NNS     int
+	Search  [MaxSearch]byte
+	NSearch int
+}
+
+// MaxNS is how many name servers a Resolv holds (Go's resolver and
+// glibc use the first three); MaxSearch the search list's bytes
+// (glibc's old bound).
+const (
+	MaxNS     = 8
+	MaxSearch = 256
+)
+
+// ResolvConf writes r as resolv.conf into b (MaxSize bytes) and returns
+// its length: a nameserver line per server, a search line, and without a
+// server the options that make a lookup fail within a second.
+func ResolvConf(b []byte, r *Resolv) int {
+	n := 0
+	for i := 0; i < r.NNS && i < MaxNS; i++ {
+		n += copy(b[n:], resolv)
+		for j, v := range r.NS[i] {
+			if j > 0 {
+				b[n] = '.'
+				n++
+			}
+			n += putDec(b[n:], int(v))
+		}
+		b[n] = '\n'
+		n++
+	}
+	if k := min(r.NSearch, MaxSearch); k > 0 {
+		n += copy(b[n:], "search ")
+		n += copy(b[n:], r.Search[:k])
+		b[n] = '\n'
+		n++
+	}
+	if r.NNS == 0 {
+		n += copy(b[n:], resolvOptions)
+	}
+	return n
 }
 
 // putDec writes v (0 to 999) in decimal and returns its length.

@@ -53,3 +53,30 @@ func TestEtcFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestResolvConf: every name server on a line of its own, the search
+// list, and without a server the options that bound a lookup.
+func TestResolvConf(t *testing.T) {
+	var b [MaxSize]byte
+	r := Resolv{NS: [MaxNS][4]byte{{169, 254, 169, 254}, {10, 0, 0, 2}}, NNS: 2}
+	r.NSearch = copy(r.Search[:], "c.proj.internal google.internal")
+	want := "nameserver 169.254.169.254\nnameserver 10.0.0.2\nsearch c.proj.internal google.internal\n"
+	if got := string(b[:ResolvConf(b[:], &r)]); got != want {
+		t.Errorf("two servers and a search list: %q, want %q", got, want)
+	}
+	r.NNS = 0
+	want = "search c.proj.internal google.internal\noptions timeout:1 attempts:1\n"
+	if got := string(b[:ResolvConf(b[:], &r)]); got != want {
+		t.Errorf("a search list alone: %q, want %q", got, want)
+	}
+	full := Resolv{NNS: MaxNS, NSearch: MaxSearch}
+	for i := range full.NS {
+		full.NS[i] = [4]byte{255, 255, 255, 255}
+	}
+	for i := range full.Search {
+		full.Search[i] = 'a'
+	}
+	if n := ResolvConf(b[:], &full); n >= MaxSize {
+		t.Errorf("the largest resolv.conf is %d bytes: it does not fit MaxSize %d", n, MaxSize)
+	}
+}

@@ -23,8 +23,9 @@ package net
 // last, as Linux sends these two dumps.
 //
 // Choices where yolk differs from Linux (as root):
-//   - only RTM_GETLINK (dump, or one link by index or IFLA_IFNAME) and
-//     RTM_GETADDR (dump) are answered; every other GET type, and every
+//   - only RTM_GETLINK (dump, or one link by index or IFLA_IFNAME),
+//     RTM_GETADDR and RTM_GETROUTE (dumps; the routes are the IPv4 main
+//     table's, routes.go) are answered; every other GET type, and every
 //     NEW, DEL and SET type, is -EOPNOTSUPP (Linux would act on them;
 //     the interfaces are configured by the kernel, not by programs);
 //   - RTM_GETLINK dumps every link whatever the family; RTM_GETADDR
@@ -42,6 +43,8 @@ import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
 )
 
 const (
@@ -114,6 +117,9 @@ type Ifaces struct {
 	Gen uint32
 	N   int
 	If  [MaxIfaces]Iface
+	// The IPv4 main table (routes.go): the service's routes.
+	NRoutes int
+	Routes  [abi.NetMaxRoutes]abi.NetRoute
 }
 
 // Init makes the table hold lo alone: index 1, up, MTU 65536, with
@@ -259,16 +265,7 @@ func (t *Ifaces) DelAddr6(index int, addr [16]byte) Errno {
 	if p == nil {
 		return unix.ENODEV
 	}
-	for i := 0; i < p.NAddrs; i++ {
-		if q := &p.Addrs[i]; q.Family == unix.AF_INET6 && q.Addr == addr {
-			copy(p.Addrs[i:p.NAddrs-1], p.Addrs[i+1:p.NAddrs])
-			p.NAddrs--
-			p.Addrs[p.NAddrs] = IfAddr{}
-			t.Gen++
-			return 0
-		}
-	}
-	return unix.ENOENT
+	return t.delAddr(p, unix.AF_INET6, addr)
 }
 
 // DumpCursor is a socket's dump in progress: which dump, for whom, and
@@ -522,7 +519,7 @@ func (t *Ifaces) route(msg []byte, port uint32, cur *DumpCursor, w *nlw) (e Errn
 		switch typ {
 		case unix.RTM_GETLINK:
 			family = 0
-		case unix.RTM_GETADDR:
+		case unix.RTM_GETADDR, unix.RTM_GETROUTE:
 			if family != unix.AF_INET && family != unix.AF_INET6 {
 				family = 0
 			}
@@ -602,7 +599,12 @@ func (t *Ifaces) Dump(cur *DumpCursor, out []byte) int {
 	for {
 		at := w.n
 		p, a := t.nth(cur, int(cur.Pos))
+		r := t.nthRoute(cur, int(cur.Pos))
+		if cur.Type == unix.RTM_GETROUTE && r != nil {
+			w.routeMsg(t, r, flags, cur.Seq, cur.Port)
+		}
 		switch {
+		case cur.Type == unix.RTM_GETROUTE && r != nil:
 		case p == nil && w.n > 0:
 			return w.n // NLMSG_DONE goes alone
 		case p == nil:
@@ -627,6 +629,9 @@ func (t *Ifaces) Dump(cur *DumpCursor, out []byte) int {
 // address), nil after the last. Addresses come family by family (IPv4
 // first, as Linux's rtnl_dump_all), interface by interface.
 func (t *Ifaces) nth(cur *DumpCursor, k int) (*Iface, *IfAddr) {
+	if cur.Type == unix.RTM_GETROUTE {
+		return nil, nil
+	}
 	if cur.Type == unix.RTM_GETLINK {
 		if k < t.N {
 			return &t.If[k], nil

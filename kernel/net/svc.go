@@ -269,6 +269,9 @@ func (n *Net[E]) Service(c *abi.NetCall, v *Iov) Errno {
 		n.svcOffline = c.Len != 0
 		return 0
 	}
+	if e, ok := n.linkConf(c, v); ok {
+		return e
+	}
 	if c.Op == abi.NetAddr6 {
 		// Linux's max_addresses bounds autoconfigured addresses too:
 		// more than the slots are refused, not put in place of others.

@@ -10,11 +10,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"yolk/internal/iproute"
 	"yolk/kernel/abi"
 	"yolk/netsvc"
 )
@@ -312,7 +314,8 @@ func testHTTPLoopback(t *T) {
 }
 
 // testInterfaces: net.Interfaces and its addresses through netlink's
-// route dumps: loopback always (and the NIC when there is one).
+// route dumps: loopback always (and the NIC when there is one, with its
+// routes).
 func testInterfaces(t *T) {
 	ifs, err := net.Interfaces()
 	if err != nil {
@@ -358,6 +361,18 @@ func testInterfaces(t *T) {
 		if ipn, ok := a.(*net.IPNet); !ok || ipn.IP.To4() != nil {
 			t.Errorf("eth0's address %v: want IPv6 after the IPv4 one", a)
 		}
+	}
+	// The routes yolk.net makes, as `ip route` prints an RTM_GETROUTE
+	// dump: the subnet's (proto kernel) and the default (proto boot,
+	// which ip route does not print); slirp's DHCP makes the same
+	// (proto dhcp) where the image's command line has no yolk.net.
+	proto := ""
+	if nicInfo(t).Prefix == 0 {
+		proto = " proto dhcp"
+	}
+	want := []string{"default via 10.0.2.2 dev eth0" + proto + " src 10.0.2.15", "10.0.2.0/24 dev eth0 proto kernel scope link src 10.0.2.15"}
+	if got, err := iproute.Routes(); err != nil || !slices.Equal(got, want) {
+		t.Errorf("routes %q, %v; want %q", got, err, want)
 	}
 }
 

@@ -30,7 +30,7 @@ func (k Calls[E]) Net(p uintptr) abi.Errno {
 	// EFAULT. The others' Len is a number.
 	var v net.Iov
 	switch c.Op {
-	case abi.NetPoll, abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut:
+	case abi.NetPoll, abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut, abi.NetRoutes4:
 		if c.Buf != 0 {
 			v = net.Iov{User: c.Buf, Len: int(min(c.Len, 1<<20))}
 		}

@@ -292,7 +292,7 @@ func (k *Kernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
 	}
 	var v net.Iov
 	switch c.Op {
-	case abi.NetPoll, abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut:
+	case abi.NetPoll, abi.NetRx, abi.NetTx, abi.NetDgramIn, abi.NetDgramOut, abi.NetRoutes4:
 		b := buf[:min(len(buf), 1<<20)]
 		v = net.Iov{One: b, Len: len(b)}
 	}
