@@ -81,6 +81,39 @@ func TestQEMUArgsFirecracker(t *testing.T) {
 	}
 }
 
+// TestQEMUArgsCloudHypervisor: Cloud Hypervisor's shape is microvm with
+// hardware-reduced ACPI and a PCIe host bridge, no PIT or PIC, the CMOS
+// clock kept, no isa-debug-exit; its NIC is virtio-net-pci (modern only,
+// as Cloud Hypervisor's devices are); shares are refused.
+func TestQEMUArgsCloudHypervisor(t *testing.T) {
+	got, err := QEMUArgs(Config{Image: "app.elf", Machine: CloudHypervisor, SMP: 2, Net: NetUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Join(got, " ")
+	for _, want := range []string{"-machine microvm,acpi=on,pcie=on,pit=off,pic=off ", "-smp 2 ", "-no-reboot ",
+		"-device virtio-net-pci,netdev=net0,disable-legacy=on"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("QEMUArgs = %q, want %q in it", got, want)
+		}
+	}
+	if strings.Contains(s, "isa-debug-exit") || strings.Contains(s, "i8042") || strings.Contains(s, "rtc=off") || strings.Contains(s, "virtio-mmio") {
+		t.Errorf("QEMUArgs = %q: isa-debug-exit, an i8042, no RTC or virtio-mmio", got)
+	}
+	if ArchOfMachine(CloudHypervisor) != "amd64" {
+		t.Errorf("ArchOfMachine(%q) = %q", CloudHypervisor, ArchOfMachine(CloudHypervisor))
+	}
+	if _, err := QEMUArgs(Config{Image: "app.elf", Machine: CloudHypervisor, Shares: []Share{{HostDir: "/tmp", GuestPath: "/mnt"}}}); err == nil || !strings.Contains(err.Error(), "virtio-9p") {
+		t.Errorf("a share on the Cloud Hypervisor shape: %v, want a refusal", err)
+	}
+	c := Config{Image: "app.elf", Machine: CloudHypervisor}
+	cleanup, err := exeShare(&c)
+	cleanup()
+	if err != nil || len(c.Shares) != 0 || len(c.Env) != 0 {
+		t.Errorf("exeShare on the Cloud Hypervisor shape: %v, shares %v, env %q; want none", err, c.Shares, c.Env)
+	}
+}
+
 func TestParseExitLine(t *testing.T) {
 	for line, want := range map[string]int{
 		"yolk: exit 0": 0, "yolk: exit 3": 3, "yolk: exit 255": 255, "yolk: exit 125\r": 125,
@@ -341,10 +374,11 @@ func TestRunStubOnEachMachine(t *testing.T) {
 	needQEMU(t)
 	for _, m := range Machines {
 		t.Run(m, func(t *testing.T) {
-			if m == Firecracker {
+			if vmmMachine(m) {
 				// The stub ends the VM through isa-debug-exit, which
-				// Firecracker's machine has not; the kernel's i8042 exit
-				// there is TestFirecrackerShapes'.
+				// the VMMs' machines have not; the kernel's exits there
+				// are TestFirecrackerShapes' and
+				// TestCloudHypervisorShapes'.
 				t.Skip("the stub exits through isa-debug-exit only")
 			}
 			res, out := runStub(t, "stubExit3", m, Config{})
