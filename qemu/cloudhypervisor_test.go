@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"yolk/qemu/image"
 )
 
 // TestCloudHypervisorShapes boots examples/hello, exiting 3, on Cloud
@@ -26,12 +24,7 @@ func TestCloudHypervisorShapes(t *testing.T) {
 		t.Skip("builds and boots an image")
 	}
 	needQEMU(t)
-	dir := t.TempDir()
-	img := filepath.Join(dir, "hello.elf")
-	var buildLog bytes.Buffer
-	if _, err := image.Build(t.Context(), "yolk/examples/hello", image.Options{Output: img, Stderr: &buildLog}); err != nil {
-		t.Fatalf("build: %v\n%s", err, buildLog.String())
-	}
+	img := fixtureImage(t, "yolk/examples/hello", t.TempDir(), "")
 	want := []string{"2 CPUs", "(CMOS clock)", "yolk: pci: ECAM 0xe0000000 (DSDT _CBA), BAR window 0xc0000000+0x20000000, MSI-X",
 		"yolk: net: virtio-net (pci 0x8, irq 175)"}
 	sock := filepath.Join(t.TempDir(), "qmp")

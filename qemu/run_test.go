@@ -67,17 +67,24 @@ func TestQEMUArgsFirecracker(t *testing.T) {
 	if strings.Contains(s, "isa-debug-exit") || strings.Contains(s, "-pci") {
 		t.Errorf("QEMUArgs = %q: isa-debug-exit or a PCI device", got)
 	}
-	if ArchOfMachine(Firecracker) != "amd64" {
-		t.Errorf("ArchOfMachine(%q) = %q", Firecracker, ArchOfMachine(Firecracker))
+	checkVMMShape(t, Firecracker)
+}
+
+// checkVMMShape: a VMM's shape is an amd64 machine without virtio-9p: a
+// share is refused and the image is not shared for /proc/self/exe.
+func checkVMMShape(t *testing.T, machine string) {
+	t.Helper()
+	if ArchOfMachine(machine) != "amd64" {
+		t.Errorf("ArchOfMachine(%q) = %q", machine, ArchOfMachine(machine))
 	}
-	if _, err := QEMUArgs(Config{Image: "app.elf", Machine: Firecracker, Shares: []Share{{HostDir: "/tmp", GuestPath: "/mnt"}}}); err == nil || !strings.Contains(err.Error(), "virtio-9p") {
-		t.Errorf("a share on the Firecracker shape: %v, want a refusal", err)
+	if _, err := QEMUArgs(Config{Image: "app.elf", Machine: machine, Shares: []Share{{HostDir: "/tmp", GuestPath: "/mnt"}}}); err == nil || !strings.Contains(err.Error(), "virtio-9p") {
+		t.Errorf("a share on the %s shape: %v, want a refusal", machine, err)
 	}
-	c := Config{Image: "app.elf", Machine: Firecracker}
+	c := Config{Image: "app.elf", Machine: machine}
 	cleanup, err := exeShare(&c)
 	cleanup()
 	if err != nil || len(c.Shares) != 0 || len(c.Env) != 0 {
-		t.Errorf("exeShare on the Firecracker shape: %v, shares %v, env %q; want none", err, c.Shares, c.Env)
+		t.Errorf("exeShare on the %s shape: %v, shares %v, env %q; want none", machine, err, c.Shares, c.Env)
 	}
 }
 
@@ -100,18 +107,7 @@ func TestQEMUArgsCloudHypervisor(t *testing.T) {
 	if strings.Contains(s, "isa-debug-exit") || strings.Contains(s, "i8042") || strings.Contains(s, "rtc=off") || strings.Contains(s, "virtio-mmio") {
 		t.Errorf("QEMUArgs = %q: isa-debug-exit, an i8042, no RTC or virtio-mmio", got)
 	}
-	if ArchOfMachine(CloudHypervisor) != "amd64" {
-		t.Errorf("ArchOfMachine(%q) = %q", CloudHypervisor, ArchOfMachine(CloudHypervisor))
-	}
-	if _, err := QEMUArgs(Config{Image: "app.elf", Machine: CloudHypervisor, Shares: []Share{{HostDir: "/tmp", GuestPath: "/mnt"}}}); err == nil || !strings.Contains(err.Error(), "virtio-9p") {
-		t.Errorf("a share on the Cloud Hypervisor shape: %v, want a refusal", err)
-	}
-	c := Config{Image: "app.elf", Machine: CloudHypervisor}
-	cleanup, err := exeShare(&c)
-	cleanup()
-	if err != nil || len(c.Shares) != 0 || len(c.Env) != 0 {
-		t.Errorf("exeShare on the Cloud Hypervisor shape: %v, shares %v, env %q; want none", err, c.Shares, c.Env)
-	}
+	checkVMMShape(t, CloudHypervisor)
 }
 
 func TestParseExitLine(t *testing.T) {
