@@ -222,6 +222,22 @@ func TestPCIBusRefusals(t *testing.T) {
 			t.Errorf("Open = line %d, %v; want 11", line, err)
 		}
 	})
+	t.Run("above the limit, moved into the window", func(t *testing.T) {
+		// Cloud Hypervisor places 64-bit BARs above 4 GiB: BAR 4 moves
+		// into the 32-bit window, its high half cleared; BAR 1, below
+		// the limit, stays.
+		_, f, pb := setup(t)
+		f[cfgIntLine] = 11
+		pb.Limit, pb.Window = 4<<30, NewWindow(0xc0000000, 0x20000000)
+		d, _, err := pb.Open(BDF(0, pciDev, 0))
+		lo, hi := binary.LittleEndian.Uint32(f[cfgBAR0+16:]), binary.LittleEndian.Uint32(f[cfgBAR0+20:])
+		if err != OK || lo != 0xc000000c || hi != 0 || binary.LittleEndian.Uint32(f[cfgBAR0+4:]) != bar1Addr {
+			t.Errorf("Open = %v; BAR 4 %#x:%#x, BAR 1 %#x", err, hi, lo, binary.LittleEndian.Uint32(f[cfgBAR0+4:]))
+		}
+		if d.regs != 0xc0000000+physOff {
+			t.Errorf("common configuration at %#x, want the moved BAR's", d.regs)
+		}
+	})
 	t.Run("no MSI-X", func(t *testing.T) {
 		_, f, pb := setup(t)
 		f[0x40] = 0x05 // MSI, not MSI-X
