@@ -5,6 +5,7 @@ import (
 	"yolk/drivers/acpipm"
 	"yolk/drivers/ioapic"
 	"yolk/drivers/lapic"
+	"yolk/drivers/pcihost"
 	"yolk/drivers/virtio"
 	"yolk/kernel/mm"
 	"yolk/sched"
@@ -16,6 +17,7 @@ import (
 const (
 	vecVirtio    = 0x40
 	maxVirtioGSI = 0xF0 - vecVirtio
+	msiLine      = maxVirtioGSI - 1 // the line MSI-X devices share (no GSI this high)
 )
 
 // virtioInit finds the network device and the shares (share.go) and
@@ -24,10 +26,11 @@ const (
 // the command line names (virtio_mmio.device=, which QEMU appends only
 // when ACPI is off and Firecracker always: a transport both name is
 // opened once), else
-// the virtio functions on PCI bus 0 through the configuration ports (pc,
-// q35: INTx on the ISA IRQ firmware wrote in the Interrupt Line register,
-// level-triggered, active high as QEMU's MADT overrides say). The first
-// network device that opens is the NIC.
+// the virtio functions on PCI bus 0 (drivers/pcihost): through the configuration
+// ports (pc, q35: INTx on the ISA IRQ firmware wrote in the Interrupt
+// Line register, level-triggered, active high as QEMU's MADT overrides
+// say) or, on a hardware-reduced machine, through ECAM with MSI-X. The
+// first network device that opens is the NIC.
 func virtioInit(c *sched.CPU) {
 	netConfCheck()
 	// microvm: its DSDT's transports, and those the command line names
@@ -60,34 +63,28 @@ func virtioInit(c *sched.CPU) {
 			nicRoute(c, m.GSI, m.Level, m.ActiveLow)
 		}
 	}
-	if n > 0 {
-		return // microvm: no PCI
-	}
+	// PCI: pc, q35, and microvm with pcie=on (its DSDT lists the
+	// virtio-mmio transports too, empty).
 	var fns [8]virtio.PCIFunction
-	pc := virtio.PCIConfig{}
-	n, _ = pc.Virtio(0, fns[:])
+	var buf [128]byte
+	pb, desc := pcihost.Bus(bootInfo.RSDP, mm.PhysOff(), c.IRQ, vecVirtio+msiLine, &buf)
+	if desc != "" {
+		klog(desc)
+	}
+	n, _ = pb.Config.Virtio(0, fns[:])
 	for _, f := range fns[:min(n, len(fns))] {
 		if f.Type != virtio.TypeNet && f.Type != virtio.Type9P {
 			continue
 		}
-		caps, e := pc.Caps(f.BDF)
-		if e == virtio.OK && (caps.Common.Addr >= 4<<30 || caps.Notify.Addr >= 4<<30 || caps.ISR.Addr >= 4<<30 || caps.Device.Addr >= 4<<30) {
-			klog("virtio: a device on PCI has a BAR above 4 GiB, outside the physical map: not used\n")
-			continue
+		d, line, e := pb.Open(f.BDF)
+		irq := uint32(line)
+		if line == 0 {
+			irq = msiLine
 		}
-		d, e := virtio.OpenPCI(pc, f.BDF, mm.PhysOff())
 		if e != virtio.OK {
 			nicRefused("pci", uint64(f.BDF), e)
-			continue
-		}
-		line := uint32(pc.Read8(f.BDF, 0x3c)) // Interrupt Line
-		if line == 0 || line >= 16 {
-			klog("virtio: a device on PCI has no interrupt line (firmware did not set one): not used\n")
-			d.Reset()
-			continue
-		}
-		if virtioAttach(d, "pci", uint64(f.BDF), line) {
-			nicRoute(c, line, true, false)
+		} else if virtioAttach(d, "pci", uint64(f.BDF), irq) && line != 0 {
+			nicRoute(c, irq, true, false)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func BenchmarkBoot(b *testing.B) {
 		m     string
 		cpus  int
 		board string
-	}{{"microvm", 1, ""}, {"microvm", 4, ""}, {Firecracker, 1, ""}, {"pc", 1, ""}, {"q35", 1, ""}, {"iso-bios", 1, "pc"}, {"iso-uefi", 1, "pc"},
+	}{{"microvm", 1, ""}, {"microvm", 4, ""}, {Firecracker, 1, ""}, {CloudHypervisor, 1, ""}, {"pc", 1, ""}, {"q35", 1, ""}, {"iso-bios", 1, "pc"}, {"iso-uefi", 1, "pc"},
 		{"virt", 1, ""}, {"virt", 2, ""}, {"virt-gicv3", 1, ""}, {RPi3Machine, 4, "rpi3"}} {
 		m, firmware := c.m, pcEntries[c.m]
 		arch := ArchOfMachine(m)

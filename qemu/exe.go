@@ -17,13 +17,13 @@ const ExeGuestDir = "/yolk/exe"
 // temporary directory holding a hard link to c.Image (a copy when the link
 // fails), shared read-only at ExeGuestDir (never the image's own
 // directory), and yolk.exe in c.Env. It does nothing where the machine has
-// no virtio-9p (a board, the Firecracker shape) or the image carries its
+// no virtio-9p (a board, the Firecracker and Cloud Hypervisor shapes) or the image carries its
 // own command line (a board), all four
 // shares are taken, or a share of c's is at or under ExeGuestDir or holds
 // it. The returned function removes the directory.
 func exeShare(c *Config) (cleanup func(), err error) {
 	cleanup = func() {}
-	if c.Board != "" || c.Machine == Firecracker || len(c.Shares) >= 4 {
+	if c.Board != "" || vmmMachine(c.Machine) || len(c.Shares) >= 4 {
 		return cleanup, nil
 	}
 	for _, sh := range c.Shares {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -137,6 +139,15 @@ func TestGuestEntries(t *testing.T) {
 			if _, _, _, a, err := guestEntry(e); err != nil || a != arch {
 				t.Errorf("default entry %q: arch %q, %v; want %s", e, a, err, arch)
 			}
+		}
+	}
+	// A subset names a default entry, and a valid regular expression.
+	for e, run := range subsetTests {
+		if !slices.Contains(all, e) {
+			t.Errorf("subsetTests names %q, not a default entry", e)
+		}
+		if _, err := regexp.Compile(run); err != nil {
+			t.Errorf("subsetTests[%q]: %v", e, err)
 		}
 	}
 	for _, bad := range [][2]string{{"", "riscv64"}, {"", "x86"}, {"virt:0", ""}, {"raspi3b", ""}, {"virt,", ""}} {

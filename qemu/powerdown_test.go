@@ -15,9 +15,11 @@ import (
 
 // TestPowerButton: QEMU's system_powerdown (a cloud's "stop") is the
 // power button — ACPI's fixed-feature button on q35, the Generic Event
-// Device on microvm (hardware-reduced ACPI), the PL061 GPIO key on arm64
-// virt — which the kernel turns into SIGTERM for the program. The program
-// catches it, writes a file to a share and exits 0; the machine, which
+// Device on microvm (hardware-reduced ACPI) and on Cloud Hypervisor's
+// shape, the PL061 GPIO key on arm64 virt — which the kernel turns into
+// SIGTERM for the program. The program catches it, writes a file to a
+// share (on Cloud Hypervisor's shape, which has none, to its own file
+// system) and exits 0; the machine, which
 // has no exit device here (NoExitDevice), powers off (ACPI S5 through
 // PM1a control or the sleep control register, PSCI SYSTEM_OFF) and QEMU
 // exits. A program that does not catch SIGTERM dies of it (143) and the
@@ -36,6 +38,7 @@ func TestPowerButton(t *testing.T) {
 	}{
 		{"amd64", "microvm", false},
 		{"amd64", "q35", false},
+		{"amd64", CloudHypervisor, false},
 		{"arm64", "virt", false},
 		{"amd64", "microvm", true},
 	} {
@@ -79,6 +82,9 @@ func TestPowerButton(t *testing.T) {
 			if c.nocatch {
 				cfg.Args = []string{"nocatch"}
 			}
+			if vmmMachine(c.machine) {
+				cfg.Env, cfg.Shares = nil, nil // the file at /stopped
+			}
 			start := time.Now()
 			res, err := Run(t.Context(), cfg)
 			if err != nil {
@@ -106,24 +112,35 @@ func TestPowerButton(t *testing.T) {
 			if !strings.Contains(serial.String(), "power button: SIGTERM") {
 				t.Errorf("no power-button line\n%s", serial.String())
 			}
-			b, err := os.ReadFile(filepath.Join(share, "stopped"))
-			switch {
-			case c.nocatch && err == nil:
-				t.Errorf("the program that did not catch SIGTERM wrote %q", b)
-			case !c.nocatch && string(b) != "stopped cleanly\n":
-				t.Errorf("the share's file: %q, %v\n%s", b, err, serial.String())
+			if vmmMachine(c.machine) {
+				if !strings.Contains(serial.String(), "powerdown: file written, exiting") {
+					t.Errorf("the program did not write its file\n%s", serial.String())
+				}
+			} else {
+				b, err := os.ReadFile(filepath.Join(share, "stopped"))
+				switch {
+				case c.nocatch && err == nil:
+					t.Errorf("the program that did not catch SIGTERM wrote %q", b)
+				case !c.nocatch && string(b) != "stopped cleanly\n":
+					t.Errorf("the share's file: %q, %v\n%s", b, err, serial.String())
+				}
 			}
 			t.Logf("%s: QEMU start to its exit %v", name, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }
 
-// qmpPowerdown connects to QEMU's QMP socket at path, leaves the
-// capabilities negotiation, presses the power button (system_powerdown)
+// qmpPowerdown connects to QEMU's QMP socket at path, presses the power
+// button (system_powerdown) and returns the reason of the SHUTDOWN event
+// that follows (qmpShutdown).
+func qmpPowerdown(path string) (string, error) { return qmpShutdown(path, "system_powerdown") }
+
+// qmpShutdown connects to QEMU's QMP socket at path, leaves the
+// capabilities negotiation, runs the commands (each without arguments)
 // and returns the reason of the SHUTDOWN event that follows
 // ("guest-shutdown" for ACPI S5 or PSCI SYSTEM_OFF, "guest-reset" for a
 // reset under -no-reboot).
-func qmpPowerdown(path string) (string, error) {
+func qmpShutdown(path string, cmds ...string) (string, error) {
 	var conn net.Conn
 	var err error
 	for i := 0; i < 50; i++ {
@@ -169,7 +186,7 @@ func qmpPowerdown(path string) (string, error) {
 	if _, err := next(""); err != nil { // the greeting
 		return "", err
 	}
-	for _, c := range []string{"qmp_capabilities", "system_powerdown"} {
+	for _, c := range append([]string{"qmp_capabilities"}, cmds...) {
 		if _, err := fmt.Fprintf(conn, "{\"execute\":%q}\n", c); err != nil {
 			return "", err
 		}

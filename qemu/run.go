@@ -49,9 +49,10 @@ const (
 // Machines are the QEMU machine types the runner supports for amd64 images;
 // ArmMachines for arm64 images: QEMU virt with a GICv2 ("virt") or a
 // GICv3 ("virt-gicv3"). "firecracker" is Firecracker's machine reproduced
-// on QEMU microvm (FirecrackerMachine).
+// on QEMU microvm (FirecrackerMachine), "cloud-hypervisor" Cloud
+// Hypervisor's (CloudHypervisorMachine).
 var (
-	Machines    = []string{"microvm", "pc", "q35", Firecracker}
+	Machines    = []string{"microvm", "pc", "q35", Firecracker, CloudHypervisor}
 	ArmMachines = []string{"virt", "virt-gicv3"}
 )
 
@@ -73,6 +74,27 @@ const (
 // FirecrackerDevices are the devices QEMU adds to microvm for the
 // Firecracker shape: Firecracker's i8042, whose reset command ends the VM.
 var FirecrackerDevices = []string{"-device", "i8042"}
+
+// CloudHypervisor names the machine shaped like Cloud Hypervisor's on
+// x86: QEMU microvm with CloudHypervisorMachine's options — the kernel
+// entered through PVH, hardware-reduced ACPI (the power button is the
+// Generic Event Device's, the power-off the FADT's sleep control
+// register), virtio-pci devices behind a PCIe host bridge reached through
+// ECAM (no firmware assigns their BARs; Cloud Hypervisor's devices
+// interrupt through MSI-X only), an 8250 serial port and the CMOS clock
+// (Cloud Hypervisor has both), no PIT, no PIC, no HPET, no isa-debug-exit
+// and no 9p shares (Cloud Hypervisor shares directories through
+// virtio-fs). The guest powers the machine off (S5) after its
+// "yolk: exit N" line; QEMU exits 0 and the status is the line's.
+const (
+	CloudHypervisor        = "cloud-hypervisor"
+	CloudHypervisorMachine = "microvm,acpi=on,pcie=on,pit=off,pic=off"
+)
+
+// vmmMachine reports whether machine is a VMM's shape: no isa-debug-exit
+// (the guest's exit ends the machine, the status is the line's) and no
+// 9p shares.
+func vmmMachine(machine string) bool { return machine == Firecracker || machine == CloudHypervisor }
 
 // mmioMachine reports whether an amd64 machine's virtio is virtio-mmio
 // (microvm and the Firecracker shape) rather than PCI.
@@ -163,7 +185,7 @@ type Config struct {
 	QEMU    string        // QEMU binary; default FindQEMUFor(Arch)
 	Image   string        // ELF image (patched by image.Patch)
 	Arch    string        // "amd64" or "arm64"; Run reads it from the image when empty
-	Machine string        // amd64: "microvm" (default), "pc", "q35" or "firecracker" (Firecracker); arm64: "virt" (default) or "virt-gicv3"
+	Machine string        // amd64: "microvm" (default), "pc", "q35", "firecracker" (Firecracker) or "cloud-hypervisor" (CloudHypervisor); arm64: "virt" (default) or "virt-gicv3"
 	Board   string        // "" (Image is an ELF) or a board image (Boards): "rpi3", "pc" (below)
 	Accel   string        // "tcg" (default) or "kvm"; see ChooseAccel
 	Memory  string        // -m; default "128M"
@@ -324,11 +346,14 @@ func QEMUArgs(c Config) ([]string, error) {
 	if c.Image == "" {
 		return nil, errors.New("no image")
 	}
-	if machine == Firecracker {
+	switch machine {
+	case Firecracker:
 		machineArg = FirecrackerMachine
-		if len(c.Shares) > 0 {
-			return nil, errors.New("machine firecracker: no -share (Firecracker has no virtio-9p; the boot archive, -dir, gives the guest files)")
-		}
+	case CloudHypervisor:
+		machineArg = CloudHypervisorMachine
+	}
+	if vmmMachine(machine) && len(c.Shares) > 0 {
+		return nil, fmt.Errorf("machine %s: no -share (the VMM has no virtio-9p; the boot archive, -dir, gives the guest files)", machine)
 	}
 	env := withNetConf(c.Env, c.Net)
 	netArgs, err := netArgs(c.Net, c.Forwards, arch == "amd64" && !mmioMachine(machine))
@@ -372,7 +397,7 @@ func QEMUArgs(c Config) ([]string, error) {
 	switch {
 	case machine == Firecracker:
 		args = append(args, FirecrackerDevices...)
-	case c.NoExitDevice:
+	case c.NoExitDevice || machine == CloudHypervisor:
 	case arch == "arm64":
 		args = append(args, "-semihosting-config", "enable=on,target=native")
 	default:
@@ -639,7 +664,7 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	decide(res, c.Timeout, filepath.Base(c.QEMU), c.Arch, c.Board == "" && (c.Machine == Firecracker || c.NoExitDevice))
+	decide(res, c.Timeout, filepath.Base(c.QEMU), c.Arch, c.Board == "" && (vmmMachine(c.Machine) || c.NoExitDevice))
 	return res, nil
 }
 

@@ -67,18 +67,47 @@ func TestQEMUArgsFirecracker(t *testing.T) {
 	if strings.Contains(s, "isa-debug-exit") || strings.Contains(s, "-pci") {
 		t.Errorf("QEMUArgs = %q: isa-debug-exit or a PCI device", got)
 	}
-	if ArchOfMachine(Firecracker) != "amd64" {
-		t.Errorf("ArchOfMachine(%q) = %q", Firecracker, ArchOfMachine(Firecracker))
+	checkVMMShape(t, Firecracker)
+}
+
+// checkVMMShape: a VMM's shape is an amd64 machine without virtio-9p: a
+// share is refused and the image is not shared for /proc/self/exe.
+func checkVMMShape(t *testing.T, machine string) {
+	t.Helper()
+	if ArchOfMachine(machine) != "amd64" {
+		t.Errorf("ArchOfMachine(%q) = %q", machine, ArchOfMachine(machine))
 	}
-	if _, err := QEMUArgs(Config{Image: "app.elf", Machine: Firecracker, Shares: []Share{{HostDir: "/tmp", GuestPath: "/mnt"}}}); err == nil || !strings.Contains(err.Error(), "virtio-9p") {
-		t.Errorf("a share on the Firecracker shape: %v, want a refusal", err)
+	if _, err := QEMUArgs(Config{Image: "app.elf", Machine: machine, Shares: []Share{{HostDir: "/tmp", GuestPath: "/mnt"}}}); err == nil || !strings.Contains(err.Error(), "virtio-9p") {
+		t.Errorf("a share on the %s shape: %v, want a refusal", machine, err)
 	}
-	c := Config{Image: "app.elf", Machine: Firecracker}
+	c := Config{Image: "app.elf", Machine: machine}
 	cleanup, err := exeShare(&c)
 	cleanup()
 	if err != nil || len(c.Shares) != 0 || len(c.Env) != 0 {
-		t.Errorf("exeShare on the Firecracker shape: %v, shares %v, env %q; want none", err, c.Shares, c.Env)
+		t.Errorf("exeShare on the %s shape: %v, shares %v, env %q; want none", machine, err, c.Shares, c.Env)
 	}
+}
+
+// TestQEMUArgsCloudHypervisor: Cloud Hypervisor's shape is microvm with
+// hardware-reduced ACPI and a PCIe host bridge, no PIT or PIC, the CMOS
+// clock kept, no isa-debug-exit; its NIC is virtio-net-pci (modern only,
+// as Cloud Hypervisor's devices are); shares are refused.
+func TestQEMUArgsCloudHypervisor(t *testing.T) {
+	got, err := QEMUArgs(Config{Image: "app.elf", Machine: CloudHypervisor, SMP: 2, Net: NetUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Join(got, " ")
+	for _, want := range []string{"-machine microvm,acpi=on,pcie=on,pit=off,pic=off ", "-smp 2 ", "-no-reboot ",
+		"-device virtio-net-pci,netdev=net0,disable-legacy=on"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("QEMUArgs = %q, want %q in it", got, want)
+		}
+	}
+	if strings.Contains(s, "isa-debug-exit") || strings.Contains(s, "i8042") || strings.Contains(s, "rtc=off") || strings.Contains(s, "virtio-mmio") {
+		t.Errorf("QEMUArgs = %q: isa-debug-exit, an i8042, no RTC or virtio-mmio", got)
+	}
+	checkVMMShape(t, CloudHypervisor)
 }
 
 func TestParseExitLine(t *testing.T) {
@@ -341,10 +370,11 @@ func TestRunStubOnEachMachine(t *testing.T) {
 	needQEMU(t)
 	for _, m := range Machines {
 		t.Run(m, func(t *testing.T) {
-			if m == Firecracker {
+			if vmmMachine(m) {
 				// The stub ends the VM through isa-debug-exit, which
-				// Firecracker's machine has not; the kernel's i8042 exit
-				// there is TestFirecrackerShapes'.
+				// the VMMs' machines have not; the kernel's exits there
+				// are TestFirecrackerShapes' and
+				// TestCloudHypervisorShapes'.
 				t.Skip("the stub exits through isa-debug-exit only")
 			}
 			res, out := runStub(t, "stubExit3", m, Config{})

@@ -3,7 +3,7 @@
 //
 //	yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
 //	yolk build -board rpi3 [-firmware dir] [-e KEY=VALUE ...] [-o dir] ./path/to/pkg [arg ...]
-//	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|firecracker|virt|virt-gicv3] [-m 128M] [-smp 1]
+//	yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|firecracker|cloud-hypervisor|virt|virt-gicv3] [-m 128M] [-smp 1]
 //	         [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
 //	yolk run -board rpi3 [flags] dir|dir.img [arg ...]
 //	yolk build -board pc [-e KEY=VALUE ...] [-dir DIR] [-o app.iso] ./path/to/pkg [arg ...]
@@ -60,7 +60,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   yolk build [-arch amd64|arm64] [-o out.elf] [-tags tags] [-ldflags flags] ./path/to/pkg
   yolk build -board rpi3 [-firmware dir] [-e KEY=VALUE ...] [-o dir] ./path/to/pkg [arg ...]
-  yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|firecracker|virt|virt-gicv3] [-m 128M] [-smp 1]
+  yolk run [-accel auto|kvm|tcg] [-machine microvm|pc|q35|firecracker|cloud-hypervisor|virt|virt-gicv3] [-m 128M] [-smp 1]
            [-timeout 10m] [-e KEY=VALUE ...] app.elf [arg ...]
   yolk run -board rpi3 [flags] dir|dir.img [arg ...]
   yolk build -board pc [-e KEY=VALUE ...] [-dir DIR] [-o app.iso] ./path/to/pkg [arg ...]
@@ -311,7 +311,7 @@ func runNet(net string, netSet bool, fwds []qemu.Forward, board string) (string,
 func run(args []string) int {
 	fs := flag.NewFlagSet("yolk run", flag.ExitOnError)
 	accel := fs.String("accel", "auto", "accelerator: auto (KVM if a probe boot works), kvm or tcg")
-	machine := fs.String("machine", "", "QEMU machine: microvm (default), pc, q35 or firecracker (Firecracker's machine on QEMU microvm: no ACPI, RTC, PCI or shares; the exit is an i8042 reset) for amd64 images; virt (GICv2, default) or virt-gicv3 for arm64")
+	machine := fs.String("machine", "", "QEMU machine: microvm (default), pc, q35, firecracker (Firecracker's machine on QEMU microvm: no ACPI, RTC, PCI or shares; the exit is an i8042 reset) or cloud-hypervisor (Cloud Hypervisor's on QEMU microvm: hardware-reduced ACPI, virtio-pci through ECAM with MSI-X, no PIT, PIC or shares; the exit is ACPI S5) for amd64 images; virt (GICv2, default) or virt-gicv3 for arm64")
 	mem := fs.String("m", "", "guest RAM, as for QEMU -m (default 128M; -board pc -firmware uefi: "+qemu.UEFIMemory+")")
 	smp := fs.Int("smp", 1, "guest CPUs (1 to 64)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "kill the guest after this long (0: never)")

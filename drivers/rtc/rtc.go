@@ -70,9 +70,7 @@ func daysFromCivil(y, m, d int64) int64 {
 // read as ones).
 func Present() bool { return cmos(0x0A) != 0xFF || cmos(0x0B) != 0xFF || cmos(0x0D) != 0xFF }
 
-// Updating reports whether the clock's update-in-progress flag is set:
-// it rises 244 µs before each second's update, once a second (QEMU
-// computes it from its clock at the read, so its rising edge is as exact
-// as the poll; the periodic and update-ended flags are set by QEMU's
-// timers, late under host load).
-func Updating() bool { return cmos(0x0A)&0x80 != 0 }
+// Seconds reads the seconds register as it is (BCD or binary, as
+// register B says): a value that changes once a second, at the update.
+// QEMU computes it from its clock at the read.
+func Seconds() uint8 { return cmos(0x00) }

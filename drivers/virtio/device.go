@@ -33,6 +33,7 @@ type Device struct {
 	isr       uintptr // PCI: the ISR status byte
 	cfg       uintptr // the device-specific configuration
 	cfgLen    uint32
+	msix      bool // PCI: MSI-X enabled, every queue on vector 0 (PCIBus.Open)
 }
 
 // Type is the virtio device type (TypeNet, Type9P, ...).
@@ -197,6 +198,13 @@ func (d *Device) setupPCI(q *Queue) Error {
 	if off+2 > uint64(d.notifyLen) {
 		return ErrNotifyRange
 	}
+	if d.msix {
+		// Read back: a device that cannot use the vector answers NoVector.
+		write16(r+pciQueueMSIXVector, 0)
+		if read16(r+pciQueueMSIXVector) != 0 {
+			return ErrMSIXVector
+		}
+	}
 	write16(r+pciQueueSize, q.size)
 	write64(r+pciQueueDesc, q.DescAddr())
 	write64(r+pciQueueDriver, q.DriverAddr())
@@ -237,7 +245,8 @@ func (d *Device) Kick(q *Queue) bool {
 // Interrupt reads the interrupt status (IntUsed, IntConfig) and
 // acknowledges it, deasserting a level-triggered line: virtio-mmio's
 // InterruptStatus written back to InterruptACK; PCI's ISR byte, which the
-// read clears (INTx; with MSI-X the ISR is not used). Call it from the
+// read clears (INTx; with MSI-X the ISR is not needed, and the read is
+// harmless: the handlers harvest whatever the byte says). Call it from the
 // device's interrupt handler before harvesting, so that a chain returned
 // after the harvest raises the line again.
 func (d *Device) Interrupt() uint32 {

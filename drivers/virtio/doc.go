@@ -62,6 +62,11 @@ const (
 	ErrBARUnassigned         // PCI: a BAR holding a virtio structure has address 0 (no firmware assigned it)
 	ErrBARRange              // PCI: a structure runs past 2^64, or a 64-bit BAR in slot 5
 	ErrTooMany               // more functions than the caller's array; the count is still exact
+	ErrBARLimit              // PCI: a virtio structure lies beyond what the kernel maps (and no window to move it into)
+	ErrBARWindow             // PCI: a BAR does not fit in what is left of the bridge's window
+	ErrNoIRQ                 // PCI: no interrupt line (firmware set none) and no MSI-X
+	ErrNoMSIX                // PCI: no MSI-X capability, or its table outside a memory BAR
+	ErrMSIXVector            // PCI: the device refused the MSI-X vector for a queue
 	errCount
 )
 
@@ -92,6 +97,11 @@ var errText = [...]string{
 	ErrBARUnassigned:   "PCI: BAR not assigned (no firmware set it up)",
 	ErrBARRange:        "PCI: bad BAR",
 	ErrTooMany:         "more entries than fit",
+	ErrBARLimit:        "PCI: BAR beyond the kernel's physical map",
+	ErrBARWindow:       "PCI: BAR does not fit in the bridge's window",
+	ErrNoIRQ:           "PCI: no interrupt line (firmware set none)",
+	ErrNoMSIX:          "PCI: no usable MSI-X capability",
+	ErrMSIXVector:      "PCI: device refused the MSI-X vector",
 }
 
 func (e Error) String() string {

@@ -111,6 +111,15 @@ func (c PCIConfig) Write16(bdf, off, v uint16) {
 	portWrite16(portAddr(bdf, off), off, v)
 }
 
+// Write32 writes the aligned dword at off (a BAR, an MSI-X register pair).
+func (c PCIConfig) Write32(bdf, off uint16, v uint32) {
+	if c.ECAM != 0 {
+		write32(c.ECAM+uintptr(bdf)<<12+uintptr(off&0xffc), v)
+		return
+	}
+	portWrite32(portAddr(bdf, off), v)
+}
+
 // PCIFunction is a virtio function found on a bus.
 type PCIFunction struct {
 	BDF    uint16

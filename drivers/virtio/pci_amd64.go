@@ -24,3 +24,8 @@ func portWrite16(addr uint32, off, v uint16) {
 	outl(portConfigAddress, addr)
 	outw(portConfigData+off&2, v)
 }
+
+func portWrite32(addr, v uint32) {
+	outl(portConfigAddress, addr)
+	outl(portConfigData, v)
+}

@@ -7,3 +7,4 @@ package virtio
 
 func portRead32(addr uint32) uint32          { return 0xffffffff }
 func portWrite16(addr uint32, off, v uint16) {}
+func portWrite32(addr, v uint32)             {}

@@ -191,23 +191,26 @@ func bracket(read func() uint64) (v, t uint64) {
 }
 
 // rtcSecond counts the TSC over one second of the CMOS clock, from one
-// rising edge of its update-in-progress flag to the next (a boot that
-// gets here waits one to two seconds); 0 if an edge does not come within
-// 2^33 TSC ticks.
+// change of its seconds register to the next (a boot that gets here
+// waits one to two seconds); 0 if a change does not come within 2^33 TSC
+// ticks. A new value is taken when two reads agree (a read during the
+// update may see a passing value). The seconds register, not the
+// update-in-progress flag's rising edge: the flag is up for 244 µs, and
+// a poll the host delays longer (TCG under load: the calibration failed
+// so in one boot of two on Cloud Hypervisor's shape) misses a whole
+// second, where a changed second stays changed and the poll is only late.
 func rtcSecond() uint64 {
 	s := amd64.Rdtsc()
 	edge := func() (uint64, bool) {
-		for rtc.Updating() {
+		v := rtc.Seconds()
+		for {
+			if x := rtc.Seconds(); x != v && x == rtc.Seconds() {
+				return amd64.Rdtsc(), true
+			}
 			if amd64.Rdtsc()-s > 1<<33 {
 				return 0, false
 			}
 		}
-		for !rtc.Updating() {
-			if amd64.Rdtsc()-s > 1<<33 {
-				return 0, false
-			}
-		}
-		return amd64.Rdtsc(), true
 	}
 	t0, ok0 := edge()
 	t1, ok1 := edge()
