@@ -24,6 +24,7 @@ const (
 	fileSocket
 	fileShare // a file on a host share (share.go)
 	fileProc  // a file of /proc or /sys (procfiles.go)
+	fileBlk   // a block device (blk.go)
 )
 
 type file struct {
@@ -168,6 +169,8 @@ func refHandle(kind uint32, h int) {
 		sockets.Ref(h)
 	case fileProc:
 		procFiles[h].refs++
+	case fileBlk:
+		blks.Ref(h)
 	}
 }
 
@@ -183,6 +186,8 @@ func closeHandle(kind uint32, h int) {
 		sockets.Close(h)
 	case fileProc:
 		procFiles[h].refs--
+	case fileBlk:
+		blks.Unref(h)
 	}
 }
 
@@ -199,6 +204,8 @@ func handlePut(kind uint32, h int) {
 		fileLock.Lock()
 		procFiles[h].refs--
 		fileLock.Unlock()
+	case fileBlk:
+		blks.Unref(h)
 	}
 }
 

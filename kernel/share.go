@@ -113,14 +113,11 @@ func shareStarted() {
 		// Still polling: the boot context cannot block. A share whose
 		// device is missing leaves the path to the in-memory file system.
 		if e := chdirPath(cwdPath[:cwdLen]); e != 0 {
-			klog("yolk.cwd: cannot change to ")
-			kprintBytes(cwdPath[:cwdLen])
-			kprint(": errno ")
-			kprintDec(int64(e))
-			kprint("\n")
+			klogErrno("yolk.cwd: cannot change to ", cwdPath[:cwdLen], int64(e))
 		}
 	}
 	shares.Started()
+	blks.Started()
 }
 
 // shareOps: files and directories on host shares.
