@@ -33,6 +33,7 @@ func (e blkenv) Wait(a *uint32, v uint32, d int64) bool { return blks.Wait(e.dev
 func (blkenv) Wake(a *uint32)                           { blks.Wake(a) }
 func (blkenv) Now() int64                               { return clock.Nanotime() }
 func (blkenv) Copy(dst, src uintptr, n int) bool        { return mm.Copy(dst, src, n) }
+func (blkenv) Note(s string)                            { klog(s) }
 func (blkenv) Log(s string)                             { kprint(s) }
 func (blkenv) LogDec(v int64)                           { kprintDec(v) }
 func (blkenv) Dev(i int) blkenv                         { return blkenv{dev: i} }

@@ -63,6 +63,7 @@ func (e tenv) Wait(addr *uint32, val uint32, deadline int64) bool {
 func (tenv) Wake(*uint32) {}
 func (tenv) Now() int64   { return time.Now().UnixNano() }
 func (tenv) Log(string)   {}
+func (tenv) Note(string)  {}
 func (tenv) LogDec(int64) {}
 func (tenv) Copy(dst, src uintptr, n int) bool {
 	copy(unsafe.Slice(at[byte](dst), n), unsafe.Slice(at[byte](src), n))

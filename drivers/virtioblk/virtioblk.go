@@ -142,7 +142,9 @@ type Env interface {
 	// buffer (the program's memory, which another thread may unmap
 	// while a request waits); false if that faulted.
 	Copy(dst, src uintptr, n int) bool
-	// Log prints a line on the console (a complete message).
+	// Note starts a line on the console (with the kernel's prefix);
+	// Log and LogDec go on with it.
+	Note(s string)
 	Log(s string)
 	LogDec(v int64)
 }
@@ -535,7 +537,7 @@ func (k *Disk[E]) do(s int, typ uint32, sector uint64, n int) Errno {
 // report prints one line about a failed request.
 func (k *Disk[E]) report(what string, typ uint32, sector uint64) {
 	k.env.Lock() // one line, whole
-	k.env.Log("virtio-blk ")
+	k.env.Note("virtio-blk ")
 	n := 0
 	for n < len(k.Name) && k.Name[n] != 0 {
 		n++

@@ -142,6 +142,22 @@ func (d *Devs[E]) Attach(v virtio.Device, where string, base uint64, irq uint32)
 	x.rdev = unix.Mkdev(MajorVirtio, uint32(16*nvd))
 	d.n++
 	env[E]().Node(d.Name(i), x.rdev)
+	in := x.vb.Info()
+	e := env[E]()
+	e.Note("blk: virtio-blk ")
+	e.Log(unsafe.String(&x.vb.Name[0], len(d.Name(i))))
+	e.Log(" (")
+	e.Log(where)
+	e.Log(", irq ")
+	e.LogDec(int64(irq))
+	e.Log(") ")
+	e.LogDec(int64(in.Sectors / 2048))
+	e.Log(" MiB, blocks of ")
+	e.LogDec(int64(in.BlockSize))
+	if in.ReadOnly {
+		e.Log(", read-only")
+	}
+	e.Log("\n")
 	return true, virtio.OK
 }
 
