@@ -82,14 +82,8 @@ func blkTransfer(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 	if e := u.check(!write); e != 0 {
 		return 0, e
 	}
-	done := int64(0)
-	return u.each(func(p, n uintptr, _ bool) (uintptr, abi.Errno) {
-		at := off
-		if off >= 0 {
-			at = off + done
-		}
+	return u.eachAt(off, func(p, n uintptr, at int64) (uintptr, abi.Errno) {
 		c, e := blks.Transfer(h, p, int(n), at, write)
-		done += int64(c)
 		return uintptr(c), e
 	})
 }

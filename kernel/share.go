@@ -171,15 +171,8 @@ func shareTransfer(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 	if e := u.check(!write); e != 0 {
 		return 0, e
 	}
-	done := int64(0)
-	return u.each(func(p, n uintptr, _ bool) (uintptr, abi.Errno) {
-		at := off
-		if off >= 0 {
-			at = off + done
-		}
-		c, e := shares.RW(h, bytesAt(p, int(n)), at, write)
-		done += int64(c)
-		return c, e
+	return u.eachAt(off, func(p, n uintptr, at int64) (uintptr, abi.Errno) {
+		return shares.RW(h, bytesAt(p, int(n)), at, write)
 	})
 }
 

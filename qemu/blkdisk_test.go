@@ -50,7 +50,7 @@ func TestDiskArgs(t *testing.T) {
 		}
 		disks = append(disks, d)
 	}
-	args, opts, err := DiskArgs(disks, false)
+	args, opts, err := DiskArgs(disks, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,16 +64,22 @@ func TestDiskArgs(t *testing.T) {
 			t.Errorf("mmio args %q lack %q", joined, w)
 		}
 	}
-	args, _, _ = DiskArgs(disks, true)
+	args, _, _ = DiskArgs(disks, true, false)
 	joined = strings.Join(args, " ")
 	if !strings.Contains(joined, "-device virtio-blk-pci,drive=disk0,disable-legacy=on,romfile=") || strings.Contains(joined, "force-legacy") {
 		t.Errorf("pci args %q", joined)
 	}
-	if _, _, err := DiskArgs([]Disk{disks[0], disks[0]}, false); err == nil {
+	if _, _, err := DiskArgs([]Disk{disks[0], disks[0]}, false, false); err == nil {
 		t.Error("one file twice accepted")
 	}
-	if _, _, err := DiskArgs([]Disk{disks[0], {File: disks[1].File, If: "virtio", GuestPath: "/mnt/disk0"}}, false); err == nil {
+	if _, _, err := DiskArgs([]Disk{disks[0], {File: disks[1].File, If: "virtio", GuestPath: "/mnt/disk0"}}, false, false); err == nil {
 		t.Error("two disks at one guest path accepted")
+	}
+
+	// arm64 virt: the devices in reverse, the names as given.
+	args, opts, _ = DiskArgs(disks[:2], false, true)
+	if j := strings.Join(args, " "); strings.Index(j, "drive=disk1") > strings.Index(j, "drive=disk0") || !slices.Equal(opts, wantOpts[:2]) {
+		t.Errorf("downward: %q, %q", j, opts)
 	}
 
 	// Through QEMUArgs: the machine picks the device, the command line

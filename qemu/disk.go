@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -97,8 +98,13 @@ func (f *DiskFlag) Set(s string) error {
 
 // DiskArgs returns the QEMU arguments of disks on a machine whose virtio
 // devices are PCI (pc, q35) or virtio-mmio, and per disk its yolk.disk
-// option's value, NAME:GUESTPATH[:ro].
-func DiskArgs(disks []Disk, pci bool) (args, opts []string, err error) {
+// option's value, NAME:GUESTPATH[:ro]. downward says the machine gives
+// each -device the next virtio-mmio transport at a lower address (arm64
+// virt): the kernel, as Linux since its traversal changed, names the
+// disks by increasing address, so the devices go to QEMU in reverse for
+// vda to be the first -disk.
+func DiskArgs(disks []Disk, pci, downward bool) (args, opts []string, err error) {
+	var devs [][]string
 	if len(disks) > MaxDisks {
 		return nil, nil, fmt.Errorf("at most %d disks", MaxDisks)
 	}
@@ -140,7 +146,7 @@ func DiskArgs(disks []Disk, pci bool) (args, opts []string, err error) {
 			name = "vd" + string(rune('a'+nv))
 			nv++
 		}
-		args = append(args, "-drive", drive, "-device", dev)
+		devs = append(devs, []string{"-drive", drive, "-device", dev})
 		o := name + ":" + d.GuestPath
 		if d.ReadOnly {
 			o += ":ro"
@@ -151,6 +157,12 @@ func DiskArgs(disks []Disk, pci bool) (args, opts []string, err error) {
 			}
 		}
 		opts = append(opts, o)
+	}
+	if downward {
+		slices.Reverse(devs)
+	}
+	for _, d := range devs {
+		args = append(args, d...)
 	}
 	return args, opts, nil
 }

@@ -352,7 +352,7 @@ func QEMUArgs(c Config) ([]string, error) {
 	if len(c.Disks) > 0 && c.Board != "" {
 		return nil, fmt.Errorf("board %s: no -disk (its devices are fixed)", c.Board)
 	}
-	diskArgs, diskOpts, err := DiskArgs(c.Disks, arch == "amd64" && !mmioMachine(machine))
+	diskArgs, diskOpts, err := DiskArgs(c.Disks, arch == "amd64" && !mmioMachine(machine), arch == "arm64")
 	if err != nil {
 		return nil, err
 	}

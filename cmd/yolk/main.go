@@ -67,6 +67,8 @@ func usage() {
   yolk run -board pc [-firmware bios|uefi] [flags] app.iso
   yolk image [-format raw|gce|qcow2] [-size 1G] [-e KEY=VALUE ...] [-dir DIR] -o OUT app.elf [arg ...]
   yolk run -board pc [-firmware bios|uefi] [-disk virtio-scsi|nvme|virtio-blk] [flags] disk.raw|disk.qcow2
+  yolk run [flags] -disk FILE[,if=virtio|nvme][,ro][:GUESTPATH] ... app.elf [arg ...]
+  yolk disk create -size 1G [-from DIR] [-label LABEL] FILE
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
@@ -89,6 +91,8 @@ func main() {
 		os.Exit(test(os.Args[2:]))
 	case "image":
 		os.Exit(diskImage(os.Args[2:]))
+	case "disk":
+		os.Exit(diskCmd(os.Args[2:]))
 	case "help", "-h", "-help", "--help":
 		usage()
 	default:
