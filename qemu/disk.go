@@ -24,6 +24,10 @@ type Disk struct {
 	If        string // "virtio" or "nvme"
 	ReadOnly  bool
 	GuestPath string // "" until DiskArgs gives the default
+	// Inject, if set, is a QEMU blkdebug configuration file whose
+	// [inject-error] rules fail the disk's requests (tests: a disk that
+	// answers EIO).
+	Inject string
 }
 
 // MaxDisks is how many disks a guest takes (the kernel's table).
@@ -121,7 +125,11 @@ func DiskArgs(disks []Disk, pci, downward bool) (args, opts []string, err error)
 				return nil, nil, fmt.Errorf("disk %s given twice", d.File)
 			}
 		}
-		drive := fmt.Sprintf("file=%s,if=none,id=disk%d,format=raw,cache=writeback,discard=unmap", strings.ReplaceAll(d.File, ",", ",,"), i)
+		file := strings.ReplaceAll(d.File, ",", ",,")
+		if d.Inject != "" {
+			file = "blkdebug:" + strings.ReplaceAll(d.Inject, ",", ",,") + ":" + file
+		}
+		drive := fmt.Sprintf("file=%s,if=none,id=disk%d,format=raw,cache=writeback,discard=unmap", file, i)
 		if d.ReadOnly {
 			drive += ",readonly=on"
 		}
