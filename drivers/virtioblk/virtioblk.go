@@ -255,18 +255,13 @@ func Open[E Env, M Mem](k *Disk[E], env E, d virtio.Device, m M) virtio.Error {
 	// so this many bytes always fit the device's limits.
 	in.MaxTransfer = min(k.segMax*k.segLen, MaxData)
 
-	size := uint16(queueSize)
-	if mx := d.QueueMax(0); mx == 0 {
+	size := d.QueueFit(0, queueSize)
+	in.QueueEntries = size
+	if size == 0 {
 		d.Fail()
 		return virtio.ErrNoQueue
-	} else if mx < size {
-		size = mx
-		for size&(size-1) != 0 {
-			size &= size - 1
-		}
 	}
-	in.QueueEntries = size
-	if size < 3 {
+	if size < 4 { // too small for a request with data
 		d.Fail()
 		return virtio.ErrQueueSize
 	}
