@@ -73,7 +73,7 @@ func virtioInit(c *sched.CPU) {
 	}
 	n, _ = pb.Config.Virtio(0, fns[:])
 	for _, f := range fns[:min(n, len(fns))] {
-		if f.Type != virtio.TypeNet && f.Type != virtio.Type9P {
+		if f.Type != virtio.TypeNet && f.Type != virtio.Type9P && f.Type != virtio.TypeBlock {
 			continue
 		}
 		d, line, e := pb.Open(f.BDF)
@@ -140,5 +140,6 @@ func virtioTrap(gsi uint32) {
 		nicInterrupt()
 	}
 	shares.Interrupt(gsi)
+	blks.Interrupt(gsi)
 	lapic.EOI()
 }

@@ -386,7 +386,14 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		sh = startShare(t)
 		env = append(slices.Clip(env), sh.env...)
 	}
+	var disks []Disk
 	if board == "" {
+		// Disks for TestBlockDevice: a 16 MiB scratch disk (vda), a
+		// read-only one (vdb) and one whose reads of sector 8 fail
+		// (vdc, QEMU's blkdebug), made here and removed with the
+		// test's directory.
+		disks = scratchDisks(t)
+		env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,vdc:eio")
 		if machine == "virt" {
 			// TestBootFiles from a share instead of the boot archive:
 			// the package's directory, read-only at its host path, the
@@ -447,6 +454,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		Net:      netw,
 		Forwards: fwds,
 		Shares:   sh.list(),
+		Disks:    disks,
 		Stdout:   logFile,
 		Stderr:   logFile,
 		Stdin:    stdin,
@@ -581,4 +589,33 @@ type gatedReader struct {
 func (g gatedReader) Read(p []byte) (int, error) {
 	<-g.gate
 	return g.r.Read(p)
+}
+
+// scratchDisks makes TestGuest's disks: a 16 MiB scratch file, read and
+// written by TestBlockDevice, a 1 MiB read-only one, and a 1 MiB one
+// whose reads of sector 8 fail with EIO (blkdebug: QEMU answers
+// VIRTIO_BLK_S_IOERR).
+func scratchDisks(t *testing.T) []Disk {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "eio.conf")
+	if err := os.WriteFile(conf, []byte("[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"8\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var disks []Disk
+	for _, d := range []struct {
+		name   string
+		size   int64
+		ro     bool
+		inject string
+	}{{"scratch.img", 16 << 20, false, ""}, {"ro.img", 1 << 20, true, ""}, {"eio.img", 1 << 20, false, conf}} {
+		p := filepath.Join(dir, d.name)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, d.size); err != nil {
+			t.Fatal(err)
+		}
+		disks = append(disks, Disk{File: p, If: "virtio", ReadOnly: d.ro, Inject: d.inject})
+	}
+	return disks
 }
