@@ -205,8 +205,9 @@ func (f *FS[E]) findInBlock(in *Inode, lblk uint64, name []byte) (uint32, Errno)
 // Linux's ERR_BAD_DX_DIR).
 const errBadDx = Errno(1 << 20)
 
-// dxLookup looks name up through the htree index of in.
-func (f *FS[E]) dxLookup(in *Inode, name []byte) (uint32, Errno) {
+// dxLookup looks name up through the htree index of in; leafOnly: it
+// answers the logical block of the leaf the name's hash leads to.
+func (f *FS[E]) dxLookup(in *Inode, name []byte, leafOnly bool) (uint32, Errno) {
 	i, _, e := f.dirBlock(in, 0)
 	if e != 0 {
 		return 0, e
@@ -262,6 +263,9 @@ func (f *FS[E]) dxLookup(in *Inode, name []byte) (uint32, Errno) {
 		if blk >= f.dirBlocks(in) {
 			return 0, errBadDx
 		}
+	}
+	if leafOnly {
+		return uint32(blk), 0
 	}
 	// The leaf, then leaves further on whose hash continues a collision.
 	for n := 0; n < 1<<16; n++ {
@@ -331,7 +335,7 @@ func (f *FS[E]) lookup(in *Inode, name []byte) (uint32, Errno) {
 		return f.inlineLookup(in, name)
 	}
 	if in.Flags&FlagIndex != 0 && f.compat&CompatDirIndex != 0 {
-		ino, e := f.dxLookup(in, name)
+		ino, e := f.dxLookup(in, name, false)
 		if e != errBadDx {
 			return ino, e
 		}

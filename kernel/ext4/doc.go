@@ -40,6 +40,9 @@ type Env interface {
 	WriteAt(b []byte, off uint64) abi.Errno
 	// Flush returns once what was written is on stable storage.
 	Flush() abi.Errno
+	// Now is the wall clock, nanoseconds since the Unix epoch (the
+	// times of what the write side changes).
+	Now() int64
 }
 
 // Errno is a Linux error number.

@@ -14,7 +14,7 @@ func (f *FS[E]) DxLookup(dir uint32, name []byte) (uint32, bool, Errno) {
 	if in.Flags&FlagIndex == 0 {
 		return 0, false, 0
 	}
-	ino, e := f.dxLookup(&in, name)
+	ino, e := f.dxLookup(&in, name, false)
 	if e == errBadDx {
 		return 0, false, 0
 	}
@@ -23,3 +23,14 @@ func (f *FS[E]) DxLookup(dir uint32, name []byte) (uint32, bool, Errno) {
 
 // Crc32c is the standard crc32c of b.
 func Crc32c(b []byte) uint32 { return ^crc32c(^uint32(0), b) }
+
+// Pinned is the number of pinned or dirty buffers (none between calls).
+func (f *FS[E]) Pinned() int {
+	n := 0
+	for i := range f.c.bufs {
+		if f.c.bufs[i].pins != 0 || f.c.bufs[i].dirty {
+			n++
+		}
+	}
+	return n
+}

@@ -53,6 +53,8 @@ type FS[E Env] struct {
 
 	name [NameMax]byte // an entry's name handed to a Filler
 
+	gen uint32 // the last inode generation given
+
 	c  cache
 	ic icache
 	tx txState

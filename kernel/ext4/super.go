@@ -300,6 +300,11 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 		f.ro = true
 		r = Refusal{Msg: "read-only: fast_commit journal not implemented"}
 	}
+	if f.incompat&IncompatMetaBG != 0 && !f.ro {
+		f.ro = true
+		r = Refusal{Msg: "read-only: writing with meta_bg not implemented"}
+	}
+	f.gen = uint32(env.Now())
 	f.mounted = true
 	return r, 0
 }

@@ -16,6 +16,7 @@ func (env) FreePage(uintptr)                       {}
 func (env) ReadAt(b []byte, off uint64) abi.Errno  { return 5 }
 func (env) WriteAt(b []byte, off uint64) abi.Errno { return 5 }
 func (env) Flush() abi.Errno                       { return 0 }
+func (env) Now() int64                             { return 0 }
 
 type filler struct{ n int }
 
