@@ -59,14 +59,8 @@ func TestCorrupt(t *testing.T) {
 		t.Fatalf("block size %d", bs)
 	}
 	fresh := func(t *testing.T) string {
-		b, err := os.ReadFile(base)
-		if err != nil {
-			t.Fatal(err)
-		}
 		p := t.TempDir() + "/img"
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		run(t, 0, "cp", "--sparse=always", base, p)
 		return p
 	}
 	lookup := func(t *testing.T, fs *ext4.FS[env], path ...string) (uint32, ext4.Errno) {

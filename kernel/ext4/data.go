@@ -29,8 +29,11 @@ func (f *FS[E]) WriteAt(ino uint32, b []byte, off uint64) (int, Errno) {
 		if e == 0 {
 			e = f.writeInode(&in, false)
 		}
-		if e = f.finish(e); e != 0 || len(b) == 0 {
-			return n, e
+		if e = f.finish(e); e != 0 {
+			return n - k, e // the run's transaction is undone
+		}
+		if len(b) == 0 {
+			return 0, 0
 		}
 	}
 	return n, 0

@@ -109,12 +109,14 @@ func (f *FS[E]) Mknod(dir uint32, name []byte, mode uint32, rdev uint64, uid, gi
 	return in.Ino, f.finish(e)
 }
 
-// finish ends the transaction, answering e or the commit's error.
+// finish commits the transaction if e is 0, else aborts it; it answers
+// e or the commit's error.
 func (f *FS[E]) finish(e Errno) Errno {
-	if c := f.end(); e == 0 {
-		e = c
+	if e != 0 {
+		f.abort()
+		return e
 	}
-	return e
+	return f.end()
 }
 
 // link adds name → in to directory d and writes d.

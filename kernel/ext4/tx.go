@@ -33,6 +33,7 @@ type txState struct {
 	buf     [maxTx]int16
 	class   [maxTx]uint8
 	sbDirty bool
+	sbSave  [1024]byte // the superblock at begin, for abort
 }
 
 // begin opens a transaction: EROFS on a read-only mount.
@@ -43,8 +44,26 @@ func (f *FS[E]) begin() Errno {
 	if f.ro {
 		return EROFS
 	}
-	f.tx = txState{open: true}
+	f.tx.open, f.tx.n, f.tx.sbDirty = true, 0, false
+	f.tx.sbSave = f.sb
 	return 0
+}
+
+// abort drops the open transaction's changes: its blocks are
+// forgotten (read again from the disk when next wanted), the inode cache
+// emptied, the superblock's counts restored. A call that fails half-way
+// leaves the file system as it was before it (or before its last
+// transaction, for a call of several).
+func (f *FS[E]) abort() {
+	for k := 0; k < f.tx.n; k++ {
+		i := int(f.tx.buf[k])
+		f.c.bufs[i].dirty = false
+		f.unhash(i) // changed, maybe without dirty yet
+		f.put(i)
+	}
+	f.ic = icache{}
+	f.sb = f.tx.sbSave
+	f.tx.open, f.tx.n, f.tx.sbDirty = false, 0, false
 }
 
 // getWrite pins block blk for change in the open transaction (read from
@@ -109,7 +128,7 @@ func (f *FS[E]) end() Errno {
 	if first == 0 {
 		first = f.env.Flush()
 	}
-	f.tx = txState{}
+	f.tx.open, f.tx.n, f.tx.sbDirty = false, 0, false
 	if first != 0 {
 		f.ro = true
 	}
