@@ -115,3 +115,29 @@ func TestFull(t *testing.T) {
 	}
 	fsck(t, img)
 }
+
+// TestTimes sets times with nanoseconds, before 1970 and past 2038 (the
+// epoch bits), and reads them back after a remount.
+func TestTimes(t *testing.T) {
+	haveTools(t)
+	dir := t.TempDir()
+	os.WriteFile(dir+"/f", nil, 0o644)
+	img := makeImage(t, dir, "16M", "-t", "ext4")
+	fs, _, _, e := mount(t, img, false)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	ino, _ := fs.Lookup(ext4.RootIno, []byte("f"))
+	at := ext4.Time{Sec: -12345, Nsec: 999_999_999}
+	mt := ext4.Time{Sec: 1<<32 + 5, Nsec: 123_456_789}
+	if e := fs.Setattr(ino, ext4.Attr{Mask: ext4.AttrAtime | ext4.AttrMtime, Atime: at, Mtime: mt}); e != 0 {
+		t.Fatal(e)
+	}
+	fs.Unmount()
+	fsck(t, img)
+	fs, _, _, _ = mount(t, img, true)
+	st, e := fs.Stat(ino)
+	if e != 0 || st.Atime != at || st.Mtime != mt || st.Ctime.Sec != 1_780_000_000 || st.Ctime.Nsec != 123_456_789 {
+		t.Fatalf("times %+v %+v %+v %v", st.Atime, st.Mtime, st.Ctime, e)
+	}
+}

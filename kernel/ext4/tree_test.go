@@ -264,6 +264,9 @@ func compareTree(t *testing.T, fs *ext4.FS[env], src string, ino uint32, root bo
 			t.Errorf("%s: mode %o nlink %d uid %d gid %d mtime %d, want %o %d %d %d %d", p, st.Mode, st.Nlink,
 				st.Uid, st.Gid, st.Mtime.Sec, sst.Mode, sst.Nlink, sst.Uid, sst.Gid, sst.Mtim.Sec)
 		}
+		if big := st.Mtime.Nsec != 0; big && st.Mtime.Nsec != uint32(sst.Mtim.Nsec) && !noTimes {
+			t.Errorf("%s: mtime nanoseconds %d, want %d", p, st.Mtime.Nsec, sst.Mtim.Nsec)
+		}
 		if typ := c.types[byName[name]]; typ != 0 && uint32(typ) != st.Mode>>12 {
 			t.Errorf("%s: d_type %d, mode %o", p, typ, st.Mode)
 		}
