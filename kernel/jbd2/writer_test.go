@@ -1,0 +1,183 @@
+package jbd2
+
+import (
+	"bytes"
+	"math/rand"
+	"testing"
+)
+
+// synth is a synthetic disk: nblocks of bs bytes, the journal at the
+// device blocks jstart.. (jlen of them, in two pieces to exercise the
+// map), home blocks below jstart.
+type synth struct {
+	bs      int
+	img     []byte
+	journal []uint64
+}
+
+func newSynth(bs, nblocks, jstart, jlen int, incompat uint32) synth {
+	s := synth{bs: bs, img: make([]byte, bs*nblocks)}
+	half := jlen / 2
+	for i := range jlen {
+		b := jstart + i
+		if i >= half {
+			b += 3 // a hole between the two extents
+		}
+		s.journal = append(s.journal, uint64(b))
+	}
+	makeJournal(s.img, bs, s.journal, incompat, 1)
+	return s
+}
+
+func load(t testing.TB, d *memDev, bs int) *Journal[tenv] {
+	t.Helper()
+	j := new(Journal[tenv])
+	if why, e := j.Load(tenv{d}, uint32(bs)); e != 0 {
+		t.Fatalf("Load: %s (errno %d)", why, e)
+	}
+	return j
+}
+
+func replay(t testing.TB, d *memDev, bs int) (*Journal[tenv], Report) {
+	t.Helper()
+	j := load(t, d, bs)
+	r, e := j.Replay()
+	if e != 0 {
+		t.Fatalf("Replay: errno %d", e)
+	}
+	return j, r
+}
+
+var featureSets = []struct {
+	name     string
+	incompat uint32
+}{
+	{"plain", 0},
+	{"revoke", FeatureRevoke},
+	{"64bit", FeatureRevoke | Feature64bit},
+	{"csum2", FeatureRevoke | Feature64bit | FeatureCsumV2},
+	{"csum3", FeatureRevoke | Feature64bit | FeatureCsumV3},
+	{"csum3-32", FeatureRevoke | FeatureCsumV3},
+}
+
+// TestRoundTrip: transactions committed by the writer and not
+// checkpointed are replayed by a fresh Journal to the latest committed
+// contents, revoked blocks left alone, escaped blocks restored; a second
+// replay finds nothing; a checkpointed log replays nothing.
+func TestRoundTrip(t *testing.T) {
+	for _, bs := range []int{1024, 4096} {
+		for _, fs := range featureSets {
+			t.Run(fs.name, func(t *testing.T) {
+				s := newSynth(bs, 400, 200, 150, fs.incompat)
+				d := newMemDev(t, s.img, s.journal)
+				j, _ := replay(t, d, bs)
+				if fs.incompat != 0 {
+					if e := j.SetFeatures(fs.incompat); e != 0 {
+						t.Fatalf("SetFeatures: %d", e)
+					}
+				}
+				r := rand.New(rand.NewSource(7))
+				want := map[uint64][]byte{}
+				bufs := []pageBuf{}
+				put := func(home uint64, escape bool) {
+					b := pageBuf(make([]byte, bs))
+					r.Read(b)
+					if escape {
+						be.PutUint32(b, Magic)
+					}
+					bufs = append(bufs, b)
+					if e := j.Add(home, b.addr()); e != 0 {
+						t.Fatalf("Add %d: %d", home, e)
+					}
+					want[home] = bytes.Clone(b)
+				}
+				orig5 := bytes.Clone(d.block(5, bs))
+				for tx := range 6 {
+					for k := range 7 {
+						put(uint64(1+(tx*3+k)%40), k == 2)
+					}
+					if tx == 3 && fs.incompat&FeatureRevoke != 0 {
+						if e := j.Revoke(5); e != 0 {
+							t.Fatal(e)
+						}
+						delete(want, 5)
+					}
+					if e := j.Commit(uint64(1700000000+tx), 0); e != 0 {
+						t.Fatalf("Commit %d: %d", tx, e)
+					}
+				}
+				// Uncommitted: must not reach home.
+				put(100, false)
+				delete(want, 100)
+				dur := bytes.Clone(d.disk)
+				d2 := newMemDev(t, dur, s.journal)
+				_, rep := replay(t, d2, bs)
+				if rep.Transactions != 6 {
+					t.Fatalf("replayed %d transactions, want 6 (%+v)", rep.Transactions, rep)
+				}
+				for home, w := range want {
+					if !bytes.Equal(d2.block(home, bs), w) {
+						t.Fatalf("block %d not as committed", home)
+					}
+				}
+				if fs.incompat&FeatureRevoke != 0 {
+					if !bytes.Equal(d2.block(5, bs), orig5) {
+						t.Fatalf("revoked block 5 replayed")
+					}
+				}
+				if !bytes.Equal(d2.block(100, bs), make([]byte, bs)) {
+					t.Fatalf("uncommitted block 100 replayed")
+				}
+				_, rep = replay(t, d2, bs)
+				if rep.Transactions != 0 || rep.Blocks != 0 {
+					t.Fatalf("second replay: %+v", rep)
+				}
+				// The writer's own checkpoint puts the same contents home.
+				if e := j.Checkpoint(); e != 0 {
+					t.Fatal(e)
+				}
+				for home, w := range want {
+					if !bytes.Equal(d.block(home, bs), w) {
+						t.Fatalf("checkpoint: block %d not as committed", home)
+					}
+				}
+				_, rep = replay(t, newMemDev(t, bytes.Clone(d.disk), s.journal), bs)
+				if rep.Transactions != 0 {
+					t.Fatalf("replay after checkpoint: %+v", rep)
+				}
+			})
+		}
+	}
+}
+
+// TestTransactionFull: Add answers ENOSPC at Limit blocks; a committed
+// full transaction replays.
+func TestTransactionFull(t *testing.T) {
+	s := newSynth(1024, 400, 200, 64, FeatureRevoke)
+	d := newMemDev(t, s.img, s.journal)
+	j, _ := replay(t, d, 1024)
+	lim := j.Limit()
+	if lim < 4 || lim > 16 {
+		t.Fatalf("Limit %d for a 64-block log", lim)
+	}
+	b := pageBuf(make([]byte, 1024))
+	for i := range lim {
+		if e := j.Add(uint64(1+i), b.addr()); e != 0 {
+			t.Fatalf("Add %d: %d", i, e)
+		}
+	}
+	if e := j.Add(uint64(1+lim), b.addr()); e != ENOSPC {
+		t.Fatalf("Add past the limit: %d, want ENOSPC", e)
+	}
+	if e := j.Add(1, b.addr()); e != 0 {
+		t.Fatalf("Add of a block already in: %d", e)
+	}
+	for range 20 { // the log wraps and fills: commits checkpoint
+		if e := j.Commit(1, 0); e != 0 {
+			t.Fatal(e)
+		}
+		for i := range lim {
+			j.Add(uint64(1+i), b.addr())
+		}
+	}
+}
