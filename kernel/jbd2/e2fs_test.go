@@ -75,7 +75,7 @@ func mkfs(t *testing.T, size string, args ...string) *image {
 	}
 	im.bs, _ = strconv.Atoi(m[1])
 	im.journal = journalExtents(t, p)
-	out = mustRun(t, "debugfs", "-R", "ffb 16 2000", p)
+	out = mustRun(t, "debugfs", "-R", "ffb 300 2000", p)
 	for _, f := range strings.Fields(strings.TrimPrefix(strings.TrimSpace(out[strings.Index(out, "Free blocks found:"):]), "Free blocks found:")) {
 		n, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
@@ -83,7 +83,7 @@ func mkfs(t *testing.T, size string, args ...string) *image {
 		}
 		im.free = append(im.free, n)
 	}
-	if len(im.free) != 16 {
+	if len(im.free) != 300 {
 		t.Fatalf("ffb found %d blocks", len(im.free))
 	}
 	return im
