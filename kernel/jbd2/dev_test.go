@@ -11,9 +11,10 @@ import (
 
 // memDev is a disk in memory with a volatile write cache: writes since
 // the last flush are pending and reach the durable image at a flush. A
-// crash (crashAfter writes) drops every later write and keeps a seeded
-// random subset of the pending ones, as a power cut with a write-back
-// cache may.
+// crash (crashAfter operations, writes and flushes counted) drops every
+// later write and flush, and powerCut keeps all, none or a seeded random
+// subset of the pending ones, as a power cut with a write-back cache
+// may.
 type memDev struct {
 	t       testing.TB
 	disk    []byte
@@ -21,7 +22,8 @@ type memDev struct {
 	journal []uint64 // the journal's logical block → device block
 
 	writes, flushes int
-	crashAfter      int // -1: never
+	ops             int // writes and flushes
+	crashAfter      int // ops before the power goes; -1: never
 	crashed         bool
 	reads           int
 	readLimit       int // >0: fail the test past this many reads
@@ -76,11 +78,12 @@ func (e tenv) WriteAt(b []byte, off uint64) abi.Errno {
 	if d.crashed {
 		return 0 // the power is off: the write goes nowhere
 	}
-	if d.crashAfter >= 0 && d.writes >= d.crashAfter {
+	if d.crashAfter >= 0 && d.ops >= d.crashAfter {
 		d.crashed = true
 		return 0
 	}
 	d.writes++
+	d.ops++
 	d.pending = append(d.pending, pwrite{off, bytes.Clone(b)})
 	return 0
 }
@@ -90,7 +93,12 @@ func (e tenv) Flush() abi.Errno {
 	if d.crashed {
 		return 0
 	}
+	if d.crashAfter >= 0 && d.ops >= d.crashAfter {
+		d.crashed = true
+		return 0
+	}
 	d.flushes++
+	d.ops++
 	for _, w := range d.pending {
 		copy(d.disk[w.off:], w.data)
 	}
