@@ -61,15 +61,7 @@ func (j *Journal[E]) SetFeatures(incompat uint32) abi.Errno {
 	}
 	j.sb.Incompat = in
 	j.setGeometry()
-	if e := j.writeSuper(j.sbStart, j.sb.Sequence); e != 0 {
-		j.failed = true
-		return e
-	}
-	if e := j.env.Flush(); e != 0 {
-		j.failed = true
-		return e
-	}
-	return 0
+	return j.superFlushed(j.sbStart, j.sb.Sequence)
 }
 
 // Limit is the most blocks one transaction may journal in this journal.
@@ -409,12 +401,7 @@ func (j *Journal[E]) Checkpoint() abi.Errno {
 		j.failed = true
 		return e
 	}
-	if e := j.writeSuper(j.head, j.seq); e != 0 {
-		j.failed = true
-		return e
-	}
-	if e := j.env.Flush(); e != 0 {
-		j.failed = true
+	if e := j.superFlushed(j.head, j.seq); e != 0 {
 		return e
 	}
 	j.tail, j.tailSeq = j.head, j.seq
@@ -434,13 +421,18 @@ func (j *Journal[E]) Close() abi.Errno {
 	if j.sbStart == 0 {
 		return 0
 	}
-	if e := j.writeSuper(0, j.seq); e != 0 {
-		j.failed = true
-		return e
+	return j.superFlushed(0, j.seq)
+}
+
+// superFlushed writes the superblock (s_start, s_sequence as given) and
+// flushes it; a failure stops the journal.
+func (j *Journal[E]) superFlushed(start, seq uint32) abi.Errno {
+	e := j.writeSuper(start, seq)
+	if e == 0 {
+		e = j.env.Flush()
 	}
-	if e := j.env.Flush(); e != 0 {
+	if e != 0 {
 		j.failed = true
-		return e
 	}
-	return 0
+	return e
 }
