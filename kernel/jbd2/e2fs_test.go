@@ -243,7 +243,7 @@ var imageKinds = []struct {
 // e2fsck -fy leaves a copy, and e2fsck -fn finds it clean.
 func TestReplayMatchesE2fsck(t *testing.T) {
 	for _, k := range imageKinds {
-		for _, end := range []string{"committed", "uncommitted-last", "zeroed-commit"} {
+		for _, end := range []string{"committed", "uncommitted-last", "zeroed-commit", "wrapped"} {
 			t.Run(k.name+"/"+end, func(t *testing.T) {
 				im := mkfs(t, "64M", k.mkfs...)
 				f := im.free
@@ -264,8 +264,11 @@ func TestReplayMatchesE2fsck(t *testing.T) {
 				cmds = append(cmds, "journal_close")
 				im.debugfsW(t, cmds...)
 				b := im.read(t)
-				if end == "zeroed-commit" {
+				switch end {
+				case "zeroed-commit":
 					zeroLastCommit(t, im, b)
+				case "wrapped":
+					rotateLog(im, b, 3)
 				}
 				ours, rep := im.ourReplay(t, b)
 				t.Logf("%+v", rep)
@@ -273,8 +276,9 @@ func TestReplayMatchesE2fsck(t *testing.T) {
 				if end == "zeroed-commit" {
 					want = 3
 				}
-				if rep.Transactions != want || rep.Torn != (end != "committed") {
-					t.Errorf("report %+v, want %d transactions, torn %v", rep, want, end != "committed")
+				torn := end == "uncommitted-last" || end == "zeroed-commit"
+				if rep.Transactions != want || rep.Torn != torn {
+					t.Errorf("report %+v, want %d transactions, torn %v", rep, want, torn)
 				}
 				theirs := im.e2fsckReplay(t, b)
 				sameExceptSuper(t, ours, theirs, im.bs)
@@ -298,6 +302,30 @@ func TestReplayMatchesE2fsck(t *testing.T) {
 	}
 }
 
+// rotateLog moves the log debugfs wrote (from s_first) round the
+// circular log so that it starts k blocks before the journal's end and
+// wraps: every log block i goes to s_first + (i - s_first + len - k) mod
+// len, and s_start follows (the superblock's checksum redone). Nothing
+// in a log block depends on where it is, so the log is as valid there.
+func rotateLog(im *image, b []byte, k int) {
+	bs := uint64(im.bs)
+	sb := b[im.journal[0]*bs:][:sbSize]
+	first, maxlen := be.Uint32(sb[sbFirst:]), be.Uint32(sb[sbMaxLen:])
+	n := int(maxlen - first)
+	blocks := make([][]byte, n)
+	for i := range n {
+		blocks[i] = bytes.Clone(b[im.journal[int(first)+i]*bs:][:bs])
+	}
+	shift := n - k
+	for i := range n {
+		copy(b[im.journal[int(first)+(i+shift)%n]*bs:], blocks[i])
+	}
+	be.PutUint32(sb[sbStart:], first+uint32(shift))
+	if be.Uint32(sb[sbIncompat:])&(FeatureCsumV2|FeatureCsumV3) != 0 {
+		be.PutUint32(sb[sbChecksum:], superCsum(sb))
+	}
+}
+
 // zeroLastCommit zeroes the commit block of the last transaction in the
 // log (found by logdump) in the image bytes b.
 func zeroLastCommit(t *testing.T, im *image, b []byte) {
@@ -310,4 +338,62 @@ func zeroLastCommit(t *testing.T, im *image, b []byte) {
 	n, _ := strconv.Atoi(m[len(m)-1][1])
 	off := im.journal[n] * uint64(im.bs)
 	clear(b[off : off+uint64(im.bs)])
+}
+
+// TestReplayCorruptE2fsck: a damaged log (csum v3) is judged as Linux
+// and e2fsck judge it. A logged block failing its tag checksum: the
+// others are replayed, it is not, EBADMSG. A commit block failing its
+// checksum: the transactions before it are replayed, EUCLEAN naming it.
+// A descriptor failing its checksum in a transaction whose commit is not
+// older: nothing is replayed, EBADMSG. Each time the file system's
+// blocks are those e2fsck -fy leaves (it goes on to check the file
+// system; the superblocks, the ext4 one and the journal's, it marks).
+func TestReplayCorruptE2fsck(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		at      *regexp.Regexp // the log block to damage: logdump's line, last match
+		off     int
+		errno   uint32
+		trans   uint32
+		written bool // blocks reach home
+	}{
+		{"bad-tag", regexp.MustCompile(`FS block \d+ logged at journal block (\d+)`), 100, uint32(EBADMSG), 4, true},
+		{"bad-commit", regexp.MustCompile(`type 2 \(commit block\) at block (\d+)`), 200, uint32(EUCLEAN), 3, true},
+		{"bad-descriptor", regexp.MustCompile(`type 1 \(descriptor block\) at block (\d+)`), 900, uint32(EBADMSG), 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			im := mkfs(t, "64M", "-b", "4096")
+			f := im.free
+			d1, _ := im.dataFile(t, "d1", 3, 1)
+			d2, _ := im.dataFile(t, "d2", 2, 2)
+			im.debugfsW(t, "journal_open -c -v 3",
+				"journal_write -b "+joinBlocks(f[0:3])+" "+d1,
+				"journal_write -b "+joinBlocks(f[3:5])+" "+d2,
+				"journal_write -b "+joinBlocks(f[5:7])+" "+d2,
+				"journal_write -b "+joinBlocks(f[7:10])+" "+d1,
+				"journal_close")
+			out := mustRun(t, "debugfs", "-R", "logdump -a", im.path)
+			m := c.at.FindAllStringSubmatch(out, -1)
+			n, _ := strconv.Atoi(m[len(m)-1][1])
+			b := im.read(t)
+			b[im.journal[n]*uint64(im.bs)+uint64(c.off)] ^= 0x40
+			d := newMemDev(t, bytes.Clone(b), im.journal)
+			j := load(t, d, im.bs)
+			rep, e := j.Replay()
+			t.Logf("%+v errno %d", rep, e)
+			if uint32(e) != c.errno || rep.Transactions != c.trans {
+				t.Fatalf("Replay: %+v errno %d, want errno %d, %d transactions", rep, e, c.errno, c.trans)
+			}
+			if got := !bytes.Equal(d.block(f[0], im.bs), b[f[0]*uint64(im.bs):][:im.bs]); got != c.written {
+				t.Fatalf("blocks written: %v, want %v", got, c.written)
+			}
+			if e := j.Commit(1, 0); e != EBUSY {
+				t.Fatalf("Commit after a failed replay: %d, want EBUSY", e)
+			}
+			theirs := im.e2fsckReplay(t, b)
+			js := im.journal[0] * uint64(im.bs)
+			copy(d.disk[js:js+uint64(im.bs)], theirs[js:])
+			sameExceptSuper(t, d.disk, theirs, im.bs)
+		})
+	}
 }

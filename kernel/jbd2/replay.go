@@ -13,7 +13,9 @@ type Report struct {
 	Revoked      uint32 // journaled blocks not written, revoked by a later-or-equal transaction
 	Revokes      uint32 // revoke records read
 	Torn         bool   // the log went on past End with an uncommitted transaction
-	BadCsum      bool   // the scan stopped at a block whose checksum did not match
+	BadCsum      bool   // a descriptor, revoke or commit block's checksum did not match
+	BadBlocks    uint32 // journaled blocks not written: their tag checksums did not match
+	FailedCommit uint32 // != 0: this transaction's commit block checksum failed (the log ends before it)
 }
 
 // The recovery passes, as Linux's recovery.c names them.
@@ -94,6 +96,10 @@ func tidGEQ(x, y uint32) bool { return int32(x-y) >= 0 }
 // with s_start 0 and s_sequence past the last transaction seen, then a
 // flush. A transaction without a valid commit block is not replayed.
 // After Replay the log is empty and the journal takes transactions.
+// A logged block failing its tag checksum, or a commit block failing
+// its own, fails Replay (EBADMSG, EUCLEAN) after the rest is replayed
+// and flushed, the superblock left as it is and the journal not
+// writable: Linux's journal load fails the same way, for e2fsck.
 func (j *Journal[E]) Replay() (Report, abi.Errno) {
 	var r Report
 	if !j.loaded {
@@ -110,6 +116,15 @@ func (j *Journal[E]) Replay() (Report, abi.Errno) {
 	}
 	if e := j.env.Flush(); e != 0 {
 		return r, e
+	}
+	// As Linux's journal load: a journaled block that failed its
+	// checksum, or a commit block that did, fails the recovery after
+	// the rest is replayed, the log left as it is for e2fsck to judge.
+	if r.BadBlocks != 0 {
+		return r, EBADMSG
+	}
+	if r.FailedCommit != 0 {
+		return r, EUCLEAN
 	}
 	// e2fsck and Linux restart the log at end+1, so that no commit block
 	// left in the log can ever match the next transaction's ID.
@@ -150,13 +165,25 @@ func (j *Journal[E]) passes(start, seq uint32, r *Report) abi.Errno {
 
 // walk is one pass over the log from block start, transaction seq. The
 // scan pass reads until the log ends (a block without the magic, of
-// another sequence or type, or failing its checksum; or a whole lap of
-// the log) and returns the first transaction not committed; the others
-// stop before transaction end. Every pass reads each log block at most
-// once, so a pass is bounded by the log's length whatever the log holds.
+// another sequence or type, a commit block failing its checksum, or a
+// whole lap of the log) and returns the first transaction not
+// committed; the others stop before transaction end. Every pass reads
+// each log block at most once, so a pass is bounded by the log's length
+// whatever the log holds.
+//
+// Checksums as Linux's do_one_pass checks them: a descriptor or revoke
+// block failing its tail marks the transaction; at its commit block, a
+// commit time not older than the last transaction's means a corrupt
+// journal (EBADMSG, nothing replayed), an older one a stale block left
+// from an earlier use of the log (the log ends there). A commit block
+// failing its checksum ends the log before its transaction, recorded in
+// FailedCommit unless its time says it is stale. Tags are checked in the
+// replay pass.
 func (j *Journal[E]) walk(pass int, start, seq, end uint32, r *Report) (uint32, abi.Errno) {
 	n, id := start, seq
-	seen := false // a block of transaction id before its commit block
+	seen := false       // a block of transaction id before its commit block
+	badTail := false    // a block of transaction id failed its checksum
+	var lastTime uint64 // the last commit time the scan passed
 	budget := int64(j.logLen())
 	buf := j.buf[:j.bs]
 	for budget > 0 {
@@ -177,30 +204,37 @@ func (j *Journal[E]) walk(pass int, start, seq, end uint32, r *Report) (uint32, 
 		case blockDescriptor:
 			seen = true
 			if pass == passScan && !j.tailOK(buf) {
-				r.BadCsum = true
-				return j.scanEnd(id, r)
+				r.BadCsum, badTail = true, true
 			}
-			ok, e := j.tags(pass, n, id, &budget, r)
-			if e != 0 {
+			if e := j.tags(pass, n, id, &budget, r); e != 0 {
 				return id, e
-			}
-			if !ok {
-				return j.scanEnd(id, r)
 			}
 			n = j.advance(n, 1+j.countTags(buf))
 			continue
 		case blockCommit:
-			if pass == passScan && j.sb.csum() && be.Uint32(buf[16:]) != j.commitCsum(buf) {
-				r.BadCsum = true
-				return j.scanEnd(id, r)
+			if pass == passScan {
+				t := be.Uint64(buf[48:])
+				if badTail {
+					if t >= lastTime {
+						return id, EBADMSG
+					}
+					return id, 0 // stale: the log ends
+				}
+				if j.sb.csum() && be.Uint32(buf[16:]) != j.commitCsum(buf) {
+					r.BadCsum, r.Torn = true, true
+					if t >= lastTime {
+						r.FailedCommit = id
+					}
+					return id, 0
+				}
+				lastTime = t
 			}
 			id++
 			seen = false
 		case blockRevoke:
 			seen = true
 			if pass == passScan && !j.tailOK(buf) {
-				r.BadCsum = true
-				return j.scanEnd(id, r)
+				r.BadCsum, badTail = true, true
 			}
 			if pass == passRevoke {
 				if e := j.revokes(buf, id, r); e != 0 {
@@ -211,19 +245,14 @@ func (j *Journal[E]) walk(pass int, start, seq, end uint32, r *Report) (uint32, 
 			if pass != passScan {
 				return id, EUCLEAN
 			}
-			return j.scanEnd(id, r)
+			r.Torn = seen
+			return id, 0
 		}
 		n = j.next(n)
 	}
 	if pass == passScan && seen {
 		r.Torn = true
 	}
-	return id, 0
-}
-
-// scanEnd ends the scan inside transaction id: it was not committed.
-func (j *Journal[E]) scanEnd(id uint32, r *Report) (uint32, abi.Errno) {
-	r.Torn = true
 	return id, 0
 }
 
@@ -322,13 +351,15 @@ func (j *Journal[E]) countTags(b []byte) uint32 {
 }
 
 // tags handles the blocks of the descriptor in j.buf at log block n of
-// transaction id: the scan checks their checksums (v2/v3; false ends the
-// scan), the replay pass writes those not revoked home.
-func (j *Journal[E]) tags(pass int, n, id uint32, budget *int64, r *Report) (bool, abi.Errno) {
-	if pass == passRevoke || (pass == passScan && !j.sb.csum()) {
-		c := int64(j.countTags(j.buf[:j.bs]))
-		*budget -= c
-		return *budget >= 0, 0
+// transaction id: the replay pass writes those not revoked home, each
+// after its tag's checksum (v2/v3) matched — a block that does not
+// match is left alone and counted (Linux's replay does the same, and
+// fails the recovery at its end); the other passes only count them.
+// The budget of log blocks a pass may read goes down by each.
+func (j *Journal[E]) tags(pass int, n, id uint32, budget *int64, r *Report) abi.Errno {
+	if pass != passReplay {
+		*budget -= int64(j.countTags(j.buf[:j.bs]))
+		return 0
 	}
 	data := j.data[:j.bs]
 	at := n
@@ -340,36 +371,29 @@ func (j *Journal[E]) tags(pass int, n, id uint32, budget *int64, r *Report) (boo
 		off = next
 		at = j.next(at)
 		if *budget--; *budget < 0 {
-			return false, 0
+			return 0
 		}
-		switch pass {
-		case passScan:
+		if j.rev.revoked(t.block, id) {
+			r.Revoked++
+		} else {
 			if e := j.readLog(at, data); e != 0 {
-				return false, e
+				return e
 			}
 			c := j.tagCsum(id, data)
 			if j.sb.Has(FeatureCsumV2) {
 				c &= 0xffff
 			}
-			if c != t.csum {
-				r.BadCsum = true
-				return false, 0
-			}
-		case passReplay:
-			if j.rev.revoked(t.block, id) {
-				r.Revoked++
-			} else {
-				if e := j.readLog(at, data); e != 0 {
-					return false, e
-				}
+			switch {
+			case j.sb.csum() && c != t.csum:
+				r.BadBlocks++
+			case t.block > ^uint64(0)/uint64(j.bs):
+				return EUCLEAN
+			default:
 				if t.flags&flagEscape != 0 {
 					be.PutUint32(data, Magic)
 				}
-				if t.block > ^uint64(0)/uint64(j.bs) {
-					return false, EUCLEAN
-				}
 				if e := j.env.WriteAt(data, t.block*uint64(j.bs)); e != 0 {
-					return false, e
+					return e
 				}
 				r.Blocks++
 			}
@@ -378,7 +402,7 @@ func (j *Journal[E]) tags(pass int, n, id uint32, budget *int64, r *Report) (boo
 			break
 		}
 	}
-	return true, 0
+	return 0
 }
 
 // revokes records the revoke block in j.buf of transaction id.

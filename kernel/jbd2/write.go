@@ -392,7 +392,7 @@ func (j *Journal[E]) Checkpoint() abi.Errno {
 		j.failed = true
 		return e
 	}
-	if r.End != j.seq {
+	if r.End != j.seq || r.BadBlocks != 0 || r.FailedCommit != 0 {
 		// The log does not read back as it was written.
 		j.failed = true
 		return EIO
