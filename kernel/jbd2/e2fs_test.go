@@ -245,7 +245,7 @@ func TestReplayMatchesE2fsck(t *testing.T) {
 	for _, k := range imageKinds {
 		for _, end := range []string{"committed", "uncommitted-last", "zeroed-commit", "wrapped"} {
 			t.Run(k.name+"/"+end, func(t *testing.T) {
-				im := mkfs(t, "64M", k.mkfs...)
+				im := mkfs(t, "32M", k.mkfs...)
 				f := im.free
 				d1, _ := im.dataFile(t, "d1", 3, 1, 1)
 				d2, _ := im.dataFile(t, "d2", 2, 2)
@@ -362,7 +362,7 @@ func TestReplayCorruptE2fsck(t *testing.T) {
 		{"bad-descriptor", regexp.MustCompile(`type 1 \(descriptor block\) at block (\d+)`), 900, uint32(EBADMSG), 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			im := mkfs(t, "64M", "-b", "4096")
+			im := mkfs(t, "32M", "-b", "4096")
 			f := im.free
 			d1, _ := im.dataFile(t, "d1", 3, 1)
 			d2, _ := im.dataFile(t, "d2", 2, 2)

@@ -11,7 +11,7 @@ import (
 func TestSuperblockFromMkfs(t *testing.T) {
 	for _, k := range imageKinds {
 		t.Run(k.name, func(t *testing.T) {
-			im := mkfs(t, "64M", k.mkfs...)
+			im := mkfs(t, "32M", k.mkfs...)
 			d := newMemDev(t, im.read(t), im.journal)
 			j := load(t, d, im.bs)
 			s := j.Super()

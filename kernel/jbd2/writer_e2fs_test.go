@@ -99,7 +99,7 @@ func (w *writerRun) finish(commits int) {
 func TestWriterE2fsck(t *testing.T) {
 	for _, k := range writerKinds {
 		t.Run(k.name, func(t *testing.T) {
-			im := mkfs(t, "64M", k.mkfs...)
+			im := mkfs(t, "32M", k.mkfs...)
 			w := newWriterRun(t, im, k.features)
 			f := im.free
 			orig0 := bytes.Clone(w.d.block(f[0], im.bs))
@@ -132,7 +132,7 @@ func TestWriterE2fsck(t *testing.T) {
 func TestWriterWrapE2fsck(t *testing.T) {
 	for _, k := range writerKinds {
 		t.Run(k.name, func(t *testing.T) {
-			im := mkfs(t, "64M", k.mkfs...)
+			im := mkfs(t, "32M", k.mkfs...)
 			w := newWriterRun(t, im, k.features)
 			homes := im.free
 			lim := w.j.Limit()

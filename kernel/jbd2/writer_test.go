@@ -172,12 +172,31 @@ func TestTransactionFull(t *testing.T) {
 	if e := j.Add(1, b.addr()); e != 0 {
 		t.Fatalf("Add of a block already in: %d", e)
 	}
-	for range 20 { // the log wraps and fills: commits checkpoint
+	// The log wraps and fills: Commit checkpoints by itself, and the
+	// last contents of every block reach home or replay.
+	laps := 0
+	for c := range 20 {
+		clear(b)
+		b[0] = byte(c)
+		for i := range lim {
+			j.Add(uint64(1+i), b.addr())
+		}
+		before := j.tail
 		if e := j.Commit(1, 0); e != 0 {
 			t.Fatal(e)
 		}
-		for i := range lim {
-			j.Add(uint64(1+i), b.addr())
+		if j.tail != before {
+			laps++
+		}
+	}
+	if laps < 3 {
+		t.Fatalf("%d checkpoints forced by a full log in 20 commits of %d blocks to a %d-block log", laps, lim, j.logLen())
+	}
+	d2 := newMemDev(t, bytes.Clone(d.disk), s.journal)
+	replay(t, d2, 1024)
+	for i := range lim {
+		if got := d2.block(uint64(1+i), 1024)[0]; got != 19 {
+			t.Fatalf("after replay block %d holds commit %d's contents, want 19's", 1+i, got)
 		}
 	}
 }
