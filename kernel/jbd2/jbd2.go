@@ -148,11 +148,13 @@ type Journal[E Env] struct {
 	// checkpointed starts at tail with tailSeq; the next is written at
 	// head with seq. tail == head: nothing to checkpoint. sbStart is what
 	// the superblock on the disk says (0: the log is empty).
-	tail, head  uint32
-	tailSeq     uint32
-	seq         uint32
-	sbStart     uint32
-	lastCommitS uint64
+	tail, head uint32
+	tailSeq    uint32
+	seq        uint32
+	sbStart    uint32
+	// logRevokes counts the revoke records between tail and head: a
+	// checkpoint (and a replay) must hold them all in its table.
+	logRevokes int
 
 	tx  txn
 	rev revokeTable

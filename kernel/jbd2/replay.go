@@ -142,6 +142,7 @@ func (j *Journal[E]) Replay() (Report, abi.Errno) {
 func (j *Journal[E]) startEmpty(seq uint32) {
 	j.seq, j.tailSeq = seq, seq
 	j.head, j.tail = j.sb.First, j.sb.First
+	j.logRevokes = 0
 	j.replayed = true
 	j.tx.reset()
 }

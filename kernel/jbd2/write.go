@@ -191,9 +191,11 @@ func (j *Journal[E]) block(a uintptr) []byte {
 // commit time sec, nsec), a flush. When it returns 0 the transaction
 // survives a power cut; the caller must have flushed the data blocks the
 // transaction's metadata points at before (ordered mode). A log too
-// full for the transaction is checkpointed first. The caller's buffers
-// are free again when Commit returns, whatever it returns. A failed
-// write or flush stops the journal: later calls return EIO.
+// full for the transaction is checkpointed first, and so is a log whose
+// revoke records would outgrow a replay's table (RevokeMax). The
+// caller's buffers are free again when Commit returns, whatever it
+// returns. A failed write or flush stops the journal: later calls
+// return EIO.
 func (j *Journal[E]) Commit(sec uint64, nsec uint32) abi.Errno {
 	if !j.replayed {
 		return EBUSY
@@ -210,7 +212,7 @@ func (j *Journal[E]) Commit(sec uint64, nsec uint32) abi.Errno {
 		return EROFS
 	}
 	need := j.needed()
-	if need >= j.logLen()-j.used() {
+	if need >= j.logLen()-j.used() || j.logRevokes+j.tx.nrev > RevokeMax*3/4 {
 		if e := j.Checkpoint(); e != 0 {
 			return e
 		}
@@ -264,7 +266,7 @@ func (j *Journal[E]) commit(sec uint64, nsec uint32) abi.Errno {
 	}
 	j.head = j.next(at)
 	j.seq++
-	j.lastCommitS = sec
+	j.logRevokes += j.tx.nrev
 	return 0
 }
 
@@ -405,6 +407,7 @@ func (j *Journal[E]) Checkpoint() abi.Errno {
 		return e
 	}
 	j.tail, j.tailSeq = j.head, j.seq
+	j.logRevokes = 0
 	return 0
 }
 

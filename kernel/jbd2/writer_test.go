@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand"
 	"testing"
+
+	"yolk/kernel/abi"
 )
 
 // synth is a synthetic disk: nblocks of bs bytes, the journal at the
@@ -198,5 +200,68 @@ func TestTransactionFull(t *testing.T) {
 		if got := d2.block(uint64(1+i), 1024)[0]; got != 19 {
 			t.Fatalf("after replay block %d holds commit %d's contents, want 19's", 1+i, got)
 		}
+	}
+}
+
+// TestRevokeTableFull: the writer checkpoints before its log holds more
+// revoke records than a replay's table does; a log that holds more
+// (made here by copying a transaction of revokes) refuses replay
+// (ENOMEM) rather than replay a revoked block. Close leaves a clean log
+// that replays nothing.
+func TestRevokeTableFull(t *testing.T) {
+	s := newSynth(4096, 400, 100, 150, 0)
+	d := newMemDev(t, s.img, s.journal)
+	j, _ := replay(t, d, 4096)
+	j.SetFeatures(FeatureRevoke | Feature64bit)
+	next := uint64(1000)
+	for range RevokeMax / TxRevokeMax {
+		for range TxRevokeMax {
+			if e := j.Revoke(next); e != 0 {
+				t.Fatal(e)
+			}
+			next++
+		}
+		if e := j.Commit(1, 0); e != 0 {
+			t.Fatalf("Commit with %d revokes in the log: %d", j.logRevokes, e)
+		}
+	}
+	if j.logRevokes > RevokeMax*3/4 {
+		t.Fatalf("%d revoke records in the log", j.logRevokes)
+	}
+	if e := j.Close(); e != 0 {
+		t.Fatal(e)
+	}
+	_, r := replay(t, newMemDev(t, bytes.Clone(d.disk), s.journal), 4096)
+	if r.Transactions != 0 || j.Super().Start != 0 {
+		t.Fatalf("after Close: %+v, s_start %d", r, j.Super().Start)
+	}
+	// One transaction of revokes at the log's head, copied 12 times
+	// after itself with the next IDs and other blocks.
+	j, _ = replay(t, d, 4096)
+	start, seq := j.head, j.seq
+	for range TxRevokeMax {
+		j.Revoke(next)
+		next++
+	}
+	if e := j.Commit(1, 0); e != 0 {
+		t.Fatal(e)
+	}
+	tx := int(j.head - start) // revoke blocks and the commit block
+	for k := 1; k <= 12; k++ {
+		for i := range tx {
+			src := d.block(s.journal[int(start)+i], 4096)
+			dst := d.block(s.journal[int(start)+k*tx+i], 4096)
+			copy(dst, src)
+			be.PutUint32(dst[headerSequence:], seq+uint32(k))
+			if be.Uint32(dst[headerBlockType:]) == blockRevoke {
+				for off := 16; off+8 <= int(be.Uint32(dst[12:])); off += 8 {
+					be.PutUint64(dst[off:], be.Uint64(dst[off:])+uint64(k*TxRevokeMax))
+				}
+			}
+		}
+	}
+	_, e := load(t, newMemDev(t, bytes.Clone(d.disk), s.journal), 4096).Replay()
+	if e != abi.ENOMEM {
+		t.Fatalf("Replay of %d revoke records: errno %d, want ENOMEM", 13*TxRevokeMax, e)
 	}
 }
