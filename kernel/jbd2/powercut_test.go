@@ -3,6 +3,7 @@ package jbd2
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand"
 	"testing"
 )
@@ -252,5 +253,70 @@ func TestCrashBeforeCommitBlock(t *testing.T) {
 				t.Fatalf("report %+v, block 3 %d, block 4 %d", rep, d.block(3, pcBS)[0], d.block(4, pcBS)[0])
 			}
 		})
+	}
+}
+
+// TestCheckpointTailFlush: the crash the checkpoint's second flush is
+// for. The log is checkpointed with its head near the end; the next
+// transaction wraps onto the old tail's blocks; the power goes before
+// that transaction's first flush, and of the writes not flushed, the
+// cache kept all but the new superblock and the new block over the old
+// tail's descriptor. Without the flush, the old superblock leads replay
+// to the old descriptor, whose blocks are now the new transaction's:
+// uncommitted contents would reach home (no checksums to tell).
+func TestCheckpointTailFlush(t *testing.T) {
+	s := newSynth(pcBS, pcBlocks, pcJStart, pcJLen, 0)
+	d := newMemDev(t, s.img, s.journal)
+	j, _ := replay(t, d, pcBS)
+	j.SetFeatures(FeatureRevoke)
+	lim := j.Limit()
+	want := map[uint64]byte{}
+	var keep []pageBuf
+	fill := func(c byte, base uint64) {
+		for i := range lim {
+			b := pageBuf(bytes.Repeat([]byte{c}, pcBS))
+			keep = append(keep, b)
+			j.Add(base+uint64(i), b.addr())
+			want[base+uint64(i)] = c
+		}
+	}
+	// The first transaction's blocks are journaled once: a replay of
+	// it with other contents shows.
+	for c := byte(1); j.head < j.sb.MaxLen-uint32(lim); c++ {
+		fill(c, 1+20*uint64(min(c, 2)-1))
+		if e := j.Commit(1, 0); e != 0 {
+			t.Fatal(e)
+		}
+	}
+	if j.tail != j.sb.First {
+		t.Fatalf("tail %d", j.tail)
+	}
+	if e := j.Checkpoint(); e != 0 {
+		t.Fatal(e)
+	}
+	committed := maps.Clone(want)
+	fill(0xee, 1)
+	d.crashAfter = d.ops + 1 + lim // its descriptor and blocks, not its flush
+	j.Commit(2, 0)
+	if !d.crashed || len(d.pending) < 1+lim {
+		t.Fatalf("power cut with %d writes pending, want the transaction's %d", len(d.pending), 1+lim)
+	}
+	d.crashed = false
+	sbOff := s.journal[0] * pcBS
+	oldTail := s.journal[j.sb.First] * pcBS
+	for _, w := range d.pending {
+		if w.off != sbOff && w.off != oldTail {
+			copy(d.disk[w.off:], w.data)
+		}
+	}
+	d.pending = nil
+	img := newMemDev(t, d.disk, s.journal)
+	if _, e := load(t, img, pcBS).Replay(); e != 0 {
+		t.Fatalf("Replay: %d", e)
+	}
+	for b, c := range committed {
+		if got := img.block(b, pcBS)[0]; got != c {
+			t.Fatalf("block %d holds %#x, want %#x (the last committed)", b, got, c)
+		}
 	}
 }
