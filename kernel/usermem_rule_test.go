@@ -164,6 +164,12 @@ var userRuleAllowed = map[string]struct {
 	// ext4's block cache.
 	"kernel/ext4/cache.go: (*FS).data": {n: 1, sealed: true, why: "a block cache buffer: a page the Env supplied, kernel memory"},
 
+	// The journal's view of a block the file system journals: Add's
+	// caller names its buffer by address (ext4's metadata cache, kernel
+	// pages), never the program's memory.
+	"kernel/jbd2/write.go: (*Journal).block":     {n: 1, why: whyJournal},
+	"kernel/jbd2/write.go: (*Journal).writeData": {n: 1, why: whyJournal},
+
 	// epoll's watches.
 	"kernel/epoll/epoll.go: (*Table).pollWatch": {n: 1, why: "a watched file's or socket's sequence word: kernel memory (fileLock held)"},
 
@@ -243,6 +249,7 @@ const (
 	whyTables    = "page-table entries and frames, through the physical map or the boot tables: kernel memory"
 	whyBoot      = "the boot command line and initrd the loader left, read at boot before the program runs"
 	whyFP        = "the kernel's copy of the FP state (the trap frame's area or a per-task buffer), never the program's memory"
+	whyJournal   = "a metadata block the file system journals, named by address (its block cache's kernel pages); the journal reads it to write the log"
 	why9P        = "the program's buffer as an address and length for the 9P client, which touches it only through Env.Copy (mm.Copy, fault-safe)"
 )
 
