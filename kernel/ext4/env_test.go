@@ -1,0 +1,106 @@
+package ext4_test
+
+import (
+	"os"
+	"testing"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/ext4"
+	"yolk/kernel/internal/envtest"
+)
+
+// disk is the test's block device: an image file, and whether it fails
+// reads past a limit (never, unless set).
+type disk struct {
+	f      *os.File
+	mem    []byte // the image in memory, if f is nil
+	size   int64
+	reads  int
+	writes int
+	oob    int // reads or writes past the image's end
+}
+
+// env is an ext4.Env over an image file and an arena of pages.
+type env struct {
+	envtest.Arena
+	d envtest.Handle[disk]
+}
+
+func (e env) ReadAt(b []byte, off uint64) abi.Errno  { return e.io(b, off, false) }
+func (e env) WriteAt(b []byte, off uint64) abi.Errno { return e.io(b, off, true) }
+
+// io moves b to or from the disk at off, counting the accesses and those
+// past the image's end.
+func (e env) io(b []byte, off uint64, write bool) abi.Errno {
+	if len(b)%512 != 0 || off%512 != 0 {
+		panic("unaligned access")
+	}
+	d := e.d.Get()
+	if write {
+		d.writes++
+	} else {
+		d.reads++
+	}
+	if int64(off)+int64(len(b)) > d.size {
+		d.oob++
+		return abi.Errno(5)
+	}
+	var err error
+	switch {
+	case d.f == nil && write:
+		copy(d.mem[off:], b)
+	case d.f == nil:
+		copy(b, d.mem[off:])
+	case write:
+		_, err = d.f.WriteAt(b, int64(off))
+	default:
+		_, err = d.f.ReadAt(b, int64(off))
+	}
+	if err != nil {
+		return abi.Errno(5)
+	}
+	return 0
+}
+
+func (e env) Now() int64 { return 1_780_000_000_123_456_789 }
+
+func (e env) Flush() abi.Errno {
+	if e.d.Get().f == nil {
+		return 0
+	}
+	if err := e.d.Get().f.Sync(); err != nil {
+		return abi.Errno(5)
+	}
+	return 0
+}
+
+// mount mounts image path (read-only if ro) on a new FS.
+func mount(t testing.TB, path string, ro bool) (*ext4.FS[env], env, ext4.Refusal, abi.Errno) {
+	t.Helper()
+	flag := os.O_RDWR
+	if ro {
+		flag = os.O_RDONLY
+	}
+	fd, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fd.Close() })
+	st, err := fd.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mountDisk(t, &disk{f: fd, size: st.Size()}, ro)
+}
+
+// mountDisk mounts d on a new FS.
+func mountDisk(t testing.TB, d *disk, ro bool) (*ext4.FS[env], env, ext4.Refusal, abi.Errno) {
+	e := env{envtest.New(t, ext4.NBuf+16), envtest.NewHandle(t, d)}
+	fs := new(ext4.FS[env])
+	opts := 0
+	if ro {
+		opts = ext4.MountRO
+	}
+	r, errno := fs.Mount(e, opts)
+	return fs, e, r, errno
+}

@@ -1,0 +1,64 @@
+package ext4
+
+import "golang.org/x/sys/unix"
+
+const (
+	pageSize     = 4096
+	abiEINVAL    = Errno(unix.EINVAL)
+	EOPNOTSUPP   = Errno(unix.EOPNOTSUPP)
+	ENOENT       = Errno(unix.ENOENT)
+	ENOTDIR      = Errno(unix.ENOTDIR)
+	EEXIST       = Errno(unix.EEXIST)
+	ENAMETOOLONG = Errno(unix.ENAMETOOLONG)
+	EINVAL       = Errno(unix.EINVAL)
+	ENOMEM       = Errno(unix.ENOMEM)
+	ELOOP        = Errno(unix.ELOOP)
+	EPERM        = Errno(unix.EPERM)
+	EOVERFLOW    = Errno(unix.EOVERFLOW)
+
+	// RootIno is the root directory's inode number.
+	RootIno = 2
+)
+
+// FS is one mounted ext4 file system. Its zero value is unmounted; the
+// kernel keeps it in static memory (it holds the cache's tables).
+type FS[E Env] struct {
+	env     E
+	mounted bool
+	ro      bool
+
+	sb [1024]byte // the superblock as read (and as written back)
+
+	bs, logbs   uint32
+	blocks      uint64
+	groups      uint32
+	bpg, ipg    uint32
+	inodes      uint32
+	inodeSize   uint32
+	firstIno    uint32
+	firstData   uint32
+	descSize    uint32
+	firstMetaBG uint32
+	logFlex     uint32
+	is64        bool
+
+	compat, incompat, roCompat uint32
+
+	csum         bool   // metadata_csum
+	csumSeed     uint32 // crc32c of the UUID, or s_checksum_seed
+	uuid         [16]byte
+	hashSeed     [4]uint32
+	defHash      uint8
+	hashUnsigned uint8 // 3 if directory hashes use unsigned chars
+
+	name [NameMax]byte // an entry's name handed to a Filler
+
+	gen uint32 // the last inode generation given
+
+	c  cache
+	ic icache
+	tx txState
+}
+
+// BlockSize is the file system's block size.
+func (f *FS[E]) BlockSize() uint32 { return f.bs }

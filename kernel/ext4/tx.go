@@ -1,0 +1,131 @@
+package ext4
+
+// The transaction seam: every change of metadata goes through one open
+// transaction. begin opens it; getWrite pins a block for change and
+// records it with its class; the caller changes the bytes, updates their
+// checksum and calls dirty; end commits. Today commit writes the dirty
+// blocks straight to the disk, in class order (allocation bitmaps before
+// the inodes, extent and directory blocks that use what they allocate,
+// then the group descriptors and the superblock that count them), and
+// flushes. kernel/jbd2 replaces commit: the same list of blocks becomes
+// one journal transaction (descriptor, the blocks, a commit record),
+// checkpointed to their places afterwards — nothing above the seam
+// changes. File data is not journaled (ordered mode): a write puts its
+// data on the disk before the transaction that makes it reachable
+// commits.
+
+// Classes of metadata blocks, in the order commit writes them.
+const (
+	clBitmap = iota
+	clInode
+	clTree // extent index and leaf blocks
+	clDir
+	clGroup
+	nClasses
+)
+
+// maxTx is the number of blocks one transaction may change.
+const maxTx = 64
+
+type txState struct {
+	open    bool
+	n       int
+	buf     [maxTx]int16
+	class   [maxTx]uint8
+	sbDirty bool
+}
+
+// begin opens a transaction: EROFS on a read-only mount.
+func (f *FS[E]) begin() Errno {
+	if !f.mounted {
+		return EIO
+	}
+	if f.ro {
+		return EROFS
+	}
+	f.tx = txState{open: true}
+	return 0
+}
+
+// getWrite pins block blk for change in the open transaction (read from
+// the disk unless fresh, then zeroed).
+func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
+	for k := 0; k < f.tx.n; k++ {
+		if b := int(f.tx.buf[k]); f.c.bufs[b].blk == blk && f.c.bufs[b].valid {
+			f.c.bufs[b].pins++
+			if fresh {
+				clear(f.data(b))
+			}
+			return b, 0
+		}
+	}
+	if f.tx.n == maxTx {
+		return -1, EIO
+	}
+	var i int
+	var e Errno
+	if fresh {
+		i, e = f.getZero(blk)
+	} else {
+		i, e = f.get(blk)
+	}
+	if e != 0 {
+		return -1, e
+	}
+	f.c.bufs[i].pins++ // the transaction's own pin, dropped at end
+	f.tx.buf[f.tx.n] = int16(i)
+	f.tx.class[f.tx.n] = uint8(class)
+	f.tx.n++
+	return i, 0
+}
+
+// dirty marks buffer i changed (its checksum already updated).
+func (f *FS[E]) dirty(i int) { f.c.bufs[i].dirty = true }
+
+// end commits the open transaction: the dirty blocks, then the
+// superblock if its counts changed, then a flush. A failed write leaves
+// the file system read-only (errors=remount-ro).
+func (f *FS[E]) end() Errno {
+	var first Errno
+	for cl := 0; cl < nClasses; cl++ {
+		for k := 0; k < f.tx.n; k++ {
+			i := int(f.tx.buf[k])
+			b := &f.c.bufs[i]
+			if int(f.tx.class[k]) != cl || !b.dirty {
+				continue
+			}
+			if e := f.env.WriteAt(f.data(i), b.blk<<f.logbs); e != 0 && first == 0 {
+				first = e
+			}
+			b.dirty = false
+		}
+	}
+	for k := 0; k < f.tx.n; k++ {
+		f.put(int(f.tx.buf[k]))
+	}
+	if f.tx.sbDirty && first == 0 {
+		first = f.writeSuper()
+	}
+	if first == 0 {
+		first = f.env.Flush()
+	}
+	f.tx = txState{}
+	if first != 0 {
+		f.ro = true
+	}
+	return first
+}
+
+// writeSuper writes the superblock (and its checksum) at byte 1,024.
+func (f *FS[E]) writeSuper() Errno {
+	put32(f.sb[:], sbWtime, uint32(f.env.Now()/1e9))
+	if f.csum {
+		put32(f.sb[:], sbChecksum, crc32c(^uint32(0), f.sb[:sbChecksum]))
+	}
+	// A cached copy of the block holding it (1 KiB blocks: block 1;
+	// else block 0) would be stale.
+	if i := f.find(uint64(1024 >> f.logbs)); i >= 0 {
+		copy(f.data(i)[1024&(f.bs-1):], f.sb[:min(1024, f.bs)])
+	}
+	return f.env.WriteAt(f.sb[:], 1024)
+}
