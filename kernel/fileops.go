@@ -81,6 +81,7 @@ var kinds = [...]*fileOps{
 	fileShare:   &shareOps,
 	fileProc:    &procOps,
 	fileBlk:     &blkOps,
+	fileDisk:    &diskOps,
 }
 
 // fdViews say what /proc/self/fd and fdinfo show of an open file of each
@@ -100,6 +101,7 @@ var fdViews = [...]struct {
 	fileShare:   {shareGetfl, shareProcFD},
 	fileProc:    {procGetfl, procProcFD},
 	fileBlk:     {func(o ofile) (uintptr, abi.Errno) { return blks.Getfl(o.h) }, nil},
+	fileDisk:    {func(o ofile) (uintptr, abi.Errno) { return dsk.Getfl(o.h), 0 }, diskProcFD},
 }
 
 // ofile is an open file as a call sees it: the descriptor, its kind and

@@ -29,6 +29,7 @@ const (
 	fileShare // a file on a host share (share.go)
 	fileProc  // a file of /proc or /sys (procfiles.go)
 	fileBlk   // a block device (blk.go)
+	fileDisk  // a file on a disk's file system (disks.go)
 )
 
 type file struct {
@@ -175,6 +176,8 @@ func refHandle(kind uint32, h int) {
 		procFiles[h].refs++
 	case fileBlk:
 		blks.Ref(h)
+	case fileDisk:
+		dsk.Ref(h)
 	}
 }
 
@@ -192,6 +195,8 @@ func closeHandle(kind uint32, h int) {
 		procFiles[h].refs--
 	case fileBlk:
 		blks.Unref(h)
+	case fileDisk:
+		dsk.Unref(h)
 	}
 }
 
@@ -210,6 +215,8 @@ func handlePut(kind uint32, h int) {
 		fileLock.Unlock()
 	case fileBlk:
 		blks.Unref(h)
+	case fileDisk:
+		dsk.Unref(h)
 	}
 }
 

@@ -28,6 +28,9 @@ func (nameienv) Share(op int, pl *namei.Place, a *namei.Args) (uintptr, abi.Errn
 func (nameienv) Proc(op int, pl *namei.Place, a *namei.Args, b []byte) (namei.Place, uintptr, abi.Errno) {
 	return procPath(op, pl, a, b)
 }
+func (nameienv) Disk(op int, pl *namei.Place, a *namei.Args, b []byte) (namei.Place, uintptr, abi.Errno) {
+	return dsk.Walk(op, pl, a, b)
+}
 func (nameienv) Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno) {
 	return vfs.Cross(d, path, flags, rest)
 }

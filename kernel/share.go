@@ -117,6 +117,7 @@ func shareStarted() {
 		}
 	}
 	shares.Started()
+	diskMount()
 	blks.Started()
 }
 

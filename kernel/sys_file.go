@@ -248,6 +248,9 @@ func sysSyncfs(fd int) abi.Errno {
 	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
 		return abi.EBADF
 	}
+	if files[fd].kind == fileDisk {
+		return dsk.SyncAll()
+	}
 	return 0
 }
 

@@ -230,6 +230,9 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 // host is bounded (share.ExitWait); an error is reported on serial.
 func exitWriteBack(code uint8) {
 	t := sched.Current()
+	if t != nil {
+		dsk.SyncAll()
+	}
 	if shares.Count() == 0 || t == nil {
 		return
 	}

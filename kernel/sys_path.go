@@ -283,6 +283,8 @@ func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi
 			return abi.Errno(vfs.Rename(o.D, o.Path, n.D, n.Path, flags))
 		case namei.Share:
 			return shares.Rename(&o.R, &n.R, flags)
+		case namei.Disk:
+			return dsk.Rename(o, n, flags)
 		}
 		return abi.Errno(unix.EACCES) // /proc, /sys
 	})
@@ -327,6 +329,8 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 			return abi.Errno(vfs.Link(o.D, o.Path, n.D, n.Path, flags))
 		case namei.Share:
 			return shares.Link(&o.R, &n.R)
+		case namei.Disk:
+			return dsk.Link(o, n)
 		}
 		return abi.Errno(unix.EPERM) // /proc, /sys
 	})

@@ -206,6 +206,7 @@ func syscall(r *Regs) {
 	case unix.SYS_FDATASYNC:
 		err = sysFsync(int(a0), true)
 	case unix.SYS_SYNC:
+		dsk.SyncAll()
 	case unix.SYS_SYNCFS:
 		err = sysSyncfs(int(a0))
 	case unix.SYS_GETGROUPS:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -394,6 +395,14 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		// test's directory.
 		disks = scratchDisks(t)
 		env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,vdc:eio")
+		// TestDiskFS: an ext4 file system mkfs.ext4 made from a
+		// small tree (vdd at /mnt/ext4), judged by e2fsck after the
+		// guest has written to it.
+		if ext4 := ext4Disk(t); ext4.File != "" {
+			disks = append(disks, ext4)
+			env = append(env, "YOLK_EXT4="+ext4.GuestPath)
+			defer e2fsckClean(t, ext4.File)
+		}
 		if machine == "virt" {
 			// TestBootFiles from a share instead of the boot archive:
 			// the package's directory, read-only at its host path, the
@@ -589,6 +598,52 @@ type gatedReader struct {
 func (g gatedReader) Read(p []byte) (int, error) {
 	<-g.gate
 	return g.r.Read(p)
+}
+
+// ext4Disk makes TestDiskFS's disk: 32 MiB of ext4 (mkfs.ext4's
+// defaults) holding the tree ext4Tree describes; without e2fsprogs an
+// error (make test installs them) and no disk.
+func ext4Disk(t *testing.T) Disk {
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		t.Errorf("mkfs.ext4 not found (Debian's e2fsprogs; make test installs it): TestDiskFS cannot run")
+		return Disk{}
+	}
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "tree")
+	for name, body := range ext4Tree {
+		p := filepath.Join(tree, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("a/b.txt", filepath.Join(tree, "link")); err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(dir, "ext4.img")
+	if out, err := exec.Command(mkfs, "-q", "-F", "-L", "yolktest", "-d", tree, img, "32M").CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	return Disk{File: img, If: "virtio", GuestPath: "/mnt/ext4"}
+}
+
+// ext4Tree is the tree on TestDiskFS's disk (kernel/selftest/diskfs.go
+// reads the same).
+var ext4Tree = map[string]string{
+	"hello.txt": "hello from the host\n",
+	"a/b.txt":   "b\n",
+	"a/c/d.txt": strings.Repeat("0123456789abcdef", 1024), // 16 KiB
+}
+
+// e2fsckClean fails t unless e2fsck -fn finds img clean.
+func e2fsckClean(t *testing.T, img string) {
+	out, err := exec.Command("e2fsck", "-fn", img).CombinedOutput()
+	if err != nil {
+		t.Errorf("e2fsck -fn after the guest wrote to its ext4 disk: %v\n%s", err, out)
+	}
 }
 
 // scratchDisks makes TestGuest's disks: a 16 MiB scratch file, read and

@@ -91,6 +91,9 @@ func env[E Env[E]]() E { var e E; return e }
 // Count is the number of devices.
 func (d *Devs[E]) Count() int { return d.n }
 
+// Rdev is device i's number.
+func (d *Devs[E]) Rdev(i int) uint64 { return d.devs[i].rdev }
+
 // Name is device i's name (vda ...).
 func (d *Devs[E]) Name(i int) []byte {
 	n := &d.devs[i].vb.Name

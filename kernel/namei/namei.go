@@ -35,18 +35,29 @@ import (
 )
 
 // Mount IDs, as fs.Mount is given them: 0 is the root in-memory file
-// system, 1 to share.MaxShares the shares (the share's mount index + 1).
+// system, 1 to share.MaxShares the shares (the share's mount index + 1),
+// then /proc and /sys, then the disks' file systems (MountDisk + the
+// disk mount's index).
 const (
 	MountProc = share.MaxShares + 1 + iota
 	MountSys
-	NumMounts
+	MountDisk
+	NumMounts = MountDisk + MaxDisks
 )
+
+// MaxDisks is how many disk file systems may be mounted.
+const MaxDisks = 8
+
+// DiskRoot is the root directory's inode number on a disk's file system
+// (ext4's).
+const DiskRoot = 2
 
 // Kinds of file system.
 const (
 	Mem = iota
 	Share
 	Proc
+	Disk
 )
 
 // Kind is mount m's kind.
@@ -56,6 +67,8 @@ func Kind(m int32) int {
 		return Mem
 	case m <= share.MaxShares:
 		return Share
+	case m >= MountDisk:
+		return Disk
 	}
 	return Proc
 }
@@ -76,6 +89,7 @@ type Place struct {
 	R     share.Ref   // on a share: the device, the fid to walk from (H's reference) and the path
 	Depth int         // on a share: how many names R.From is below the share's root; -1 unknown
 	Node  procfs.Node // on /proc or /sys: the directory to walk from
+	Ino   uint32      // on a disk: the directory to walk from (Depth names below the root)
 	Path  []byte      // in memory, /proc or /sys: the path
 }
 
@@ -129,6 +143,8 @@ type Env interface {
 	Mem(op int, pl *Place, a *Args) (uintptr, abi.Errno)
 	Share(op int, pl *Place, a *Args) (uintptr, abi.Errno)
 	Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno)
+	// Disk is Proc's for a disk's file system.
+	Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno)
 	// Cross is the in-memory file system's fs.Cross.
 	Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno)
 	// ShareDev is the device of share mount m.
@@ -165,6 +181,12 @@ func At(d int, path []byte) Place {
 // ".." at m's root goes.
 func Up(m int32, path []byte) Place { return At(fs.AtIno(parents[m]), path) }
 
+// DiskAt is path from directory ino of disk mount m, depth names below
+// its root.
+func DiskAt(m int32, ino uint32, depth int, path []byte) Place {
+	return Place{M: m, D: fs.AtCWD, R: share.Ref{H: -1}, Ino: ino, Depth: depth, Path: path}
+}
+
 // Root is path from mount m's root.
 func Root[E Env](m int32, path []byte) Place {
 	pl := Place{M: m, D: fs.AtCWD, R: share.Ref{H: -1}, Depth: -1, Path: path}
@@ -173,6 +195,8 @@ func Root[E Env](m int32, path []byte) Place {
 		pl.Node = procfs.ProcRoot
 	case m == MountSys:
 		pl.Node = procfs.SysRoot
+	case Kind(m) == Disk:
+		pl.Ino, pl.Depth = DiskRoot, 0
 	default:
 		var env E
 		pl.R = share.Ref{Dev: env.ShareDev(m), From: virtio9p.Root, Rel: path, H: -1}
@@ -225,6 +249,12 @@ func Walk[E Env](dirfd int, upath []byte, op int, args *Args) (uintptr, abi.Errn
 			}
 		case Proc:
 			next, r, e = env.Proc(op, noEscapeP(&pl), a, b)
+		case Disk:
+			if rest, up := Climb(pl.Path, pl.Depth); up {
+				next, e = Up(pl.M, rest), ErrMoved
+				break
+			}
+			next, r, e = env.Disk(op, noEscapeP(&pl), a, b)
 		}
 		env.Done(noEscapeP(&pl))
 		if e != ErrMoved {
@@ -263,6 +293,12 @@ func Where[E Env](dirfd int, upath []byte, bufs *[2][fs.PathMax]byte) (Place, ab
 			next = Up(pl.M, rest)
 		case Proc:
 			return pl, 0
+		case Disk:
+			rest, up := Climb(pl.Path, pl.Depth)
+			if !up {
+				return pl, 0
+			}
+			next = Up(pl.M, rest)
 		}
 		env.Done(noEscapeP(&pl))
 		if hops == fs.MaxSymlinks {

@@ -46,6 +46,9 @@ func (fakeEnv) Share(op int, pl *Place, a *Args) (uintptr, abi.Errno) {
 func (fakeEnv) Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno) {
 	return Place{}, 0, abi.ENOSYS
 }
+func (fakeEnv) Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno) {
+	return Place{}, 0, abi.ENOSYS
+}
 func (fakeEnv) Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno) {
 	return 1, copy(rest, strings.TrimLeft(strings.TrimPrefix(string(path), "/mnt"), "/")), 0
 }

@@ -1,0 +1,181 @@
+// Package disk puts the disks' file systems into the file layer
+// (docs/disks.md): ext4 (kernel/ext4) mounted at boot on the block
+// devices yolk.disk names, the path operations on such a mount (Walk:
+// within one file system, saying where namei goes on when a path leaves
+// it), the open files on a disk and their calls.
+//
+// Kernel context: nothing here allocates, stores a Go pointer in memory
+// the kernel writes, or holds an interface value; the kernel is reached
+// through the type parameter (Env). Each mount's calls are serialised by
+// its blocking mutex (ext4's calls wait for the disk); the program's
+// memory is copied through a page of the Env's outside it.
+package disk
+
+import (
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/ext4"
+	"yolk/kernel/namei"
+	"yolk/sched"
+)
+
+// Env is the kernel below the disks: each mount's device (the ext4
+// environment the file system keeps: At gives the one of a block device)
+// and the descriptors and process state the calls need.
+type Env[E any] interface {
+	ext4.Env
+	// At is the environment of block device dev.
+	At(dev int) E
+	// Install gives open file h a descriptor (releasing h if none is
+	// free).
+	Install(h int) (uintptr, abi.Errno)
+	// Umask is the process's umask.
+	Umask() uint32
+	// Print writes to the console (mount messages).
+	Print(s string)
+	PrintBytes(b []byte)
+}
+
+// mount is one mounted file system.
+type mount[E Env[E]] struct {
+	mu  sched.Mutex // serialises the calls on fs
+	fs  ext4.FS[E]
+	on  bool
+	dev int    // the block device
+	rd  uint64 // st_dev: the block device's number
+}
+
+// Disks is the table of disk mounts and of the open files on them. Its
+// zero value has none.
+type Disks[E Env[E]] struct {
+	m     [namei.MaxDisks]mount[E]
+	files [NumFiles]File
+}
+
+// env is E's zero value, for the calls that need no device.
+func env[E any]() E { var e E; return e }
+
+// Mount mounts the ext4 file system of block device dev (its number rdev,
+// its name for messages) as disk mount i (namei.MountDisk+i), read-only
+// if ro. It prints what it did, or why not: a refused feature by name.
+// It runs at boot, before tasks: the mount's lock is not taken.
+func (d *Disks[E]) Mount(i, dev int, rdev uint64, name []byte, ro bool) abi.Errno {
+	m := &d.m[i]
+	opts := 0
+	if ro {
+		opts = ext4.MountRO
+	}
+	r, e := m.fs.Mount(env[E]().At(dev), opts)
+	p := env[E]()
+	p.Print("yolk: disk: ")
+	p.PrintBytes(name)
+	if e != 0 {
+		p.Print(": not mounted: ")
+		p.Print(r.Msg)
+		printFeatures(p, r.Incompat, ext4.IncompatName)
+		p.Print("\n")
+		return e
+	}
+	m.on, m.dev, m.rd = true, dev, rdev
+	p.Print(": ext4")
+	if m.fs.ReadOnly() {
+		p.Print(", read-only")
+	}
+	if r.Msg != "" {
+		p.Print(" (")
+		p.Print(r.Msg)
+		printFeatures(p, r.RoCompat, ext4.RoCompatName)
+		p.Print(")")
+	}
+	p.Print("\n")
+	return 0
+}
+
+// printFeatures prints the names of the feature bits set in bits.
+func printFeatures[E Env[E]](p E, bits uint32, name func(uint32) string) {
+	for b := uint32(1); b != 0; b <<= 1 {
+		if bits&b != 0 {
+			p.Print(" ")
+			p.Print(name(b))
+		}
+	}
+}
+
+// On reports whether disk mount i is mounted.
+func (d *Disks[E]) On(i int) bool { return d.m[i].on }
+
+// Dev is disk mount i's st_dev.
+func (d *Disks[E]) Dev(i int) uint64 { return d.m[i].rd }
+
+// ReadOnly reports whether disk mount i is read-only.
+func (d *Disks[E]) ReadOnly(i int) bool { return d.m[i].fs.ReadOnly() }
+
+// SyncAll flushes every mounted disk (sync(2), syncfs).
+func (d *Disks[E]) SyncAll() abi.Errno {
+	var err abi.Errno
+	for i := range d.m {
+		if m := &d.m[i]; m.on {
+			if e := env[E]().At(m.dev).Flush(); e != 0 {
+				err = e
+			}
+		}
+	}
+	return err
+}
+
+// UnmountAll unmounts every disk (the program's end): what is dirty is
+// written, the disk flushed.
+func (d *Disks[E]) UnmountAll() abi.Errno {
+	var err abi.Errno
+	for i := range d.m {
+		m := &d.m[i]
+		if !m.on {
+			continue
+		}
+		m.mu.Lock()
+		if e := m.fs.Unmount(); e != 0 {
+			err = e
+		}
+		m.on = false
+		m.mu.Unlock()
+	}
+	return err
+}
+
+// index is the disk mount index of mount ID m.
+func index(m int32) int { return int(m - namei.MountDisk) }
+
+// stat fills st from ext4's st for mount m.
+func (d *Disks[E]) stat(m int, s *ext4.Stat, st *unix.Stat_t) {
+	*st = unix.Stat_t{Dev: d.m[m].rd, Ino: s.Ino, Mode: s.Mode, Uid: s.Uid, Gid: s.Gid,
+		Rdev: s.Rdev, Size: int64(s.Size), Blocks: int64(s.Blocks)}
+	set(&st.Nlink, int64(s.Nlink)) // the types of these differ between architectures
+	set(&st.Blksize, int64(s.Blksize))
+	st.Atim = unix.Timespec{Sec: s.Atime.Sec, Nsec: int64(s.Atime.Nsec)}
+	st.Mtim = unix.Timespec{Sec: s.Mtime.Sec, Nsec: int64(s.Mtime.Nsec)}
+	st.Ctim = unix.Timespec{Sec: s.Ctime.Sec, Nsec: int64(s.Ctime.Nsec)}
+}
+
+func set[T ~int32 | ~int64 | ~uint32 | ~uint64](p *T, v int64) { *p = T(v) }
+
+// statfs fills st from mount m's ext4 Statfs.
+func (d *Disks[E]) statfs(m int, st *unix.Statfs_t) abi.Errno {
+	s, e := d.m[m].fs.Statfs()
+	if e != 0 {
+		return e
+	}
+	*st = unix.Statfs_t{Type: s.Type, Bsize: s.Bsize, Blocks: s.Blocks, Bfree: s.Bfree, Bavail: s.Bavail,
+		Files: s.Files, Ffree: s.Ffree, Namelen: s.Namelen, Frsize: s.Frsize, Flags: stValid | stRelatime}
+	st.Fsid.Val = s.Fsid
+	if d.m[m].fs.ReadOnly() {
+		st.Flags |= unix.ST_RDONLY
+	}
+	return 0
+}
+
+// Statfs flags as Linux reports a default ext4 mount's.
+const (
+	stValid    = 0x20
+	stRelatime = 0x1000
+)

@@ -1,0 +1,100 @@
+package kernel
+
+import (
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/disk"
+	"yolk/kernel/namei"
+	"yolk/kernel/procfs"
+)
+
+// The disks' file systems are package disk's (kernel/disk, docs/disks.md):
+// ext4 on the block devices yolk.disk names, mounted at boot. The glue:
+// diskenv (the package's environment and each mount's device), diskOps
+// (kind fileDisk: an open file of disk's table), diskMount at boot.
+var dsk disk.Disks[diskenv]
+
+type diskenv struct {
+	pageSupplier
+	blkDisk
+}
+
+func (diskenv) Now() int64                         { return walltime() } // the files' times
+func (diskenv) At(dev int) diskenv                 { return diskenv{blkDisk: blkDisk{dev}} }
+func (diskenv) Install(h int) (uintptr, abi.Errno) { return installHandle(fileDisk, h) }
+func (diskenv) Umask() uint32                      { return atomic.LoadUint32(&shareUmask) }
+func (diskenv) Print(s string)                     { kprint(s) }
+func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }
+
+// diskMount mounts the file system of each disk yolk.disk names on its
+// path (at boot, the devices still polled).
+func diskMount() {
+	for k := 0; k < disks.N && k < namei.MaxDisks; k++ {
+		o := &disks.D[k]
+		dev := -1
+		for i := 0; i < blks.Count(); i++ {
+			if string(blks.Name(i)) == string(o.Name()) {
+				dev = i
+			}
+		}
+		if dev < 0 {
+			continue // the block layer reports it missing
+		}
+		if dsk.Mount(k, dev, blks.Rdev(dev), o.Name(), o.ReadOnly || blks.ReadOnly(dev)) != 0 {
+			continue
+		}
+		if e := (shareenv{}).Mount(o.Path(), namei.MountDisk+int32(k)); e != 0 {
+			klogErrno("disk: cannot mount on ", o.Path(), int64(e))
+		}
+	}
+}
+
+func diskRW(o ofile, u *uio, off int64, write bool) (uintptr, abi.Errno) {
+	if e := u.check(!write); e != 0 {
+		return 0, e
+	}
+	return u.eachAt(off, func(p, n uintptr, at int64) (uintptr, abi.Errno) {
+		if write {
+			return dsk.Write(o.h, p, n, at)
+		}
+		return dsk.Read(o.h, p, n, at)
+	})
+}
+
+var diskOps = fileOps{
+	dupOK:    true,
+	read:     func(o ofile, u *uio) (uintptr, abi.Errno) { return diskRW(o, u, -1, false) },
+	write:    func(o ofile, u *uio) (uintptr, abi.Errno) { return diskRW(o, u, -1, true) },
+	pread:    diskRW,
+	seek:     func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return dsk.Seek(o.h, off, whence) },
+	stat:     func(o ofile, st *unix.Stat_t) abi.Errno { return dsk.Stat(o.h, st) },
+	statfs:   func(o ofile, st *unix.Statfs_t) abi.Errno { return dsk.Statfs(o.h, st) },
+	getdents: func(o ofile, b []byte) (uintptr, abi.Errno) { return dsk.Getdents(o.h, b) },
+	truncate: func(o ofile, size int64) abi.Errno { return dsk.Truncate(o.h, size) },
+	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return dsk.Allocate(o.h, mode, off, n) },
+	sync:     func(o ofile, _ bool) abi.Errno { return dsk.Sync(o.h) },
+	chmod:    func(o ofile, mode uint32) abi.Errno { return dsk.Setattr(o.h, mode, 0, 0, true) },
+	chown:    func(o ofile, uid, gid int) abi.Errno { return dsk.Setattr(o.h, 0, uid, gid, false) },
+	getfl:    func(o ofile) (uintptr, abi.Errno) { return dsk.Getfl(o.h), 0 },
+	setfl:    func(o ofile, fl int) abi.Errno { dsk.Setfl(o.h, fl); return 0 },
+	at:       diskAt,
+}
+
+// diskAt is where a path relative to a directory on a disk starts: the
+// place names the directory's inode, so the call's reference is dropped.
+func diskAt(o ofile, path []byte) (namei.Place, abi.Errno) {
+	pl, e := dsk.At(o.h, path)
+	fdPut(o)
+	if e != 0 {
+		return nowhere(), e
+	}
+	return pl, 0
+}
+
+func diskProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
+	m, ino := dsk.Where(o.h)
+	d.Kind, d.Ino, d.MntID = procfs.FDFile, uint64(ino), namei.MountDisk+int32(m)
+}
