@@ -25,6 +25,7 @@ type diskenv struct {
 func (diskenv) Now() int64                         { return walltime() } // the files' times
 func (diskenv) At(dev int) diskenv                 { return diskenv{blkDisk: blkDisk{dev}} }
 func (diskenv) Install(h int) (uintptr, abi.Errno) { return installHandle(fileDisk, h) }
+func (e diskenv) InUse(ino uint32) bool            { return dsk.InUse(e.i, ino) }
 func (diskenv) Umask() uint32                      { return atomic.LoadUint32(&shareUmask) }
 func (diskenv) Print(s string)                     { kprint(s) }
 func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }

@@ -164,6 +164,12 @@ var userRuleAllowed = map[string]struct {
 	// ext4's block cache.
 	"kernel/ext4/cache.go: (*FS).data": {n: 1, sealed: true, why: "a block cache buffer: a page the Env supplied, kernel memory"},
 
+	// The disks' open files: a bounce page the Env supplied (kernel
+	// memory; the program's is reached by mm.CopyIn/CopyOut), and a
+	// readdir filler on the stack.
+	"kernel/disk/file.go: (*Disks).rw": {n: 1, why: "the bounce page: a page the Env supplied, kernel memory"},
+	"kernel/disk/file.go: noEscapeP":   {n: 2, sealed: true, why: whyNoEscape},
+
 	// The journal's view of a block the file system journals: Add's
 	// caller names its buffer by address (ext4's metadata cache, kernel
 	// pages), never the program's memory.

@@ -39,11 +39,12 @@ type Env[E any] interface {
 
 // mount is one mounted file system.
 type mount[E Env[E]] struct {
-	mu  sched.Mutex // serialises the calls on fs
-	fs  ext4.FS[E]
-	on  bool
-	dev int    // the block device
-	rd  uint64 // st_dev: the block device's number
+	mu   sched.Mutex // serialises the calls on fs
+	fs   ext4.FS[E]
+	on   bool
+	reap uint32 // atomic: an open file was closed (Unref): look at the orphans
+	dev  int    // the block device
+	rd   uint64 // st_dev: the block device's number
 }
 
 // Disks is the table of disk mounts and of the open files on them. Its
@@ -78,6 +79,7 @@ func (d *Disks[E]) Mount(i, dev int, rdev uint64, name []byte, ro bool) abi.Errn
 		return e
 	}
 	m.on, m.dev, m.rd = true, dev, rdev
+	m.fs.ReapOrphans(true) // a crash's: nothing is open yet
 	p.Print(": ext4")
 	if m.fs.ReadOnly() {
 		p.Print(", read-only")
@@ -134,6 +136,7 @@ func (d *Disks[E]) UnmountAll() abi.Errno {
 			continue
 		}
 		m.mu.Lock()
+		m.fs.ReapOrphans(true) // the program's end: every file goes
 		if e := m.fs.Unmount(); e != 0 {
 			err = e
 		}

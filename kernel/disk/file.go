@@ -69,15 +69,45 @@ func (d *Disks[E]) open(i int, ino, mode uint32, depth int, flags int, created b
 	return -1, abi.Errno(unix.ENFILE)
 }
 
-// Ref and Unref count a reference to open file h.
-func (d *Disks[E]) Ref(h int)   { atomic.AddInt32(&d.files[h].Refs, 1) }
-func (d *Disks[E]) Unref(h int) { atomic.AddInt32(&d.files[h].Refs, -1) }
+// Ref and Unref count a reference to open file h. The last one gone,
+// the mount's orphans are looked at by its next call (lock): the file's
+// inode may have lost its last name while open.
+func (d *Disks[E]) Ref(h int) { atomic.AddInt32(&d.files[h].Refs, 1) }
+func (d *Disks[E]) Unref(h int) {
+	f := &d.files[h]
+	m := int(f.m)
+	if atomic.AddInt32(&f.Refs, -1) == 0 {
+		atomic.StoreUint32(&d.m[m].reap, 1)
+	}
+}
+
+// InUse reports whether an open file names inode ino of the mount on
+// block device dev (ext4.Env's, for the mount's own calls).
+func (d *Disks[E]) InUse(dev int, ino uint32) bool {
+	for i := range d.files {
+		f := &d.files[i]
+		if atomic.LoadInt32(&f.Refs) > 0 && f.ino == ino && d.m[f.m].dev == dev {
+			return true
+		}
+	}
+	return false
+}
+
+// lock takes mount m's lock, then frees the orphans no open file names
+// any more if a file was closed since.
+func (m *mount[E]) lock() {
+	m.mu.Lock()
+	if atomic.LoadUint32(&m.reap) != 0 {
+		atomic.StoreUint32(&m.reap, 0)
+		m.fs.ReapOrphans(false)
+	}
+}
 
 // mnt is open file h's mount, locked; the caller unlocks it.
 func (d *Disks[E]) mnt(h int) (*File, *mount[E]) {
 	f := &d.files[h]
 	m := &d.m[f.m]
-	m.mu.Lock()
+	m.lock()
 	return f, m
 }
 

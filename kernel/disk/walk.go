@@ -22,7 +22,7 @@ func (d *Disks[E]) Walk(op int, pl *namei.Place, a *namei.Args, b []byte) (next 
 	if !m.on {
 		return next, 0, abi.ENOENT
 	}
-	m.mu.Lock()
+	m.lock()
 	defer m.mu.Unlock()
 	dir, depth, path := pl.Ino, pl.Depth, pl.Path
 	follow := namei.Follows(op, a.Flags)
@@ -302,7 +302,7 @@ func (d *Disks[E]) two(o, n *namei.Place, op func(f *ext4.FS[E], od uint32, onam
 	if !m.on {
 		return abi.ENOENT
 	}
-	m.mu.Lock()
+	m.lock()
 	defer m.mu.Unlock()
 	od, oname, e := parent(&m.fs, o.Ino, o.Path)
 	if e != 0 {

@@ -43,6 +43,9 @@ type Env interface {
 	// Now is the wall clock, nanoseconds since the Unix epoch (the
 	// times of what the write side changes).
 	Now() int64
+	// InUse reports whether the kernel has inode ino open: its last
+	// name's removal leaves it an orphan instead of freeing it.
+	InUse(ino uint32) bool
 }
 
 // Errno is a Linux error number.

@@ -18,6 +18,7 @@ type disk struct {
 	reads  int
 	writes int
 	oob    int // reads or writes past the image's end
+	open   map[uint32]bool // the inodes "the kernel" has open (InUse)
 }
 
 // env is an ext4.Env over an image file and an arena of pages.
@@ -63,6 +64,8 @@ func (e env) io(b []byte, off uint64, write bool) abi.Errno {
 }
 
 func (e env) Now() int64 { return 1_780_000_000_123_456_789 }
+
+func (e env) InUse(ino uint32) bool { return e.d.Get().open[ino] }
 
 func (e env) Flush() abi.Errno {
 	if e.d.Get().f == nil {

@@ -4,7 +4,8 @@ package ext4
 // setattr.
 
 // drop takes one link from in (a name of it removed); at none the inode
-// and its blocks are freed. A directory loses both its links.
+// and its blocks are freed — or, while the kernel has it open, put on the
+// orphan list (orphan.go). A directory loses both its links.
 func (f *FS[E]) drop(in *Inode) Errno {
 	t := f.now()
 	in.Ctime = t
@@ -16,6 +17,15 @@ func (f *FS[E]) drop(in *Inode) Errno {
 	if in.Links > 0 {
 		return f.writeInode(in, false)
 	}
+	if !in.IsDir() && f.env.InUse(in.Ino) {
+		return f.orphanAdd(in)
+	}
+	return f.free(in)
+}
+
+// free frees in (no links left) and its blocks.
+func (f *FS[E]) free(in *Inode) Errno {
+	t := f.now()
 	if e := f.truncateBlocks(in, 0); e != 0 {
 		return e
 	}
@@ -27,9 +37,9 @@ func (f *FS[E]) drop(in *Inode) Errno {
 	return f.freeInode(in.Ino, in.IsDir())
 }
 
-// Unlink removes name (not a directory: EISDIR) from dir. The kernel's
-// layer keeps an open file's inode alive by not calling Unlink's freeing
-// until its last close (not wired yet: the inode is freed at once).
+// Unlink removes name (not a directory: EISDIR) from dir. An inode the
+// kernel still has open stays, an orphan, until ReapOrphans after its
+// last close.
 func (f *FS[E]) Unlink(dir uint32, name []byte) Errno {
 	return f.remove(dir, name, false)
 }

@@ -189,6 +189,25 @@ func testDiskFS(t *T) {
 	if b, err := os.ReadFile(filepath.Join(many, "file-with-a-longish-name-0151")); err != nil || len(b) != 1 || b[0] != 151 {
 		t.Errorf("a kept file: %v, %v", b, err)
 	}
+	// A file unlinked while open (SQLite's temporary files) stays
+	// readable and writable through its descriptor; its last close frees
+	// it (the harness's e2fsck finds no orphan left).
+	tmp, err := os.Create(filepath.Join(w, "tmp"))
+	if err != nil {
+		t.Fatalf("create tmp: %v", err)
+	}
+	tmp.Write(big[:50000])
+	if err := os.Remove(tmp.Name()); err != nil {
+		t.Errorf("unlink of an open file: %v", err)
+	}
+	tmp.Write([]byte("more"))
+	if b := make([]byte, 4); func() bool { n, _ := tmp.ReadAt(b, 50000); return n != 4 || string(b) != "more" }() {
+		t.Errorf("the unlinked open file lost what was written to it")
+	}
+	if st, err := tmp.Stat(); err != nil || st.Size() != 50004 || st.Sys().(*syscall.Stat_t).Nlink != 0 {
+		t.Errorf("fstat of the unlinked open file: %v, %v; want 50004 bytes, no links", st, err)
+	}
+	tmp.Close()
 	// A directory descriptor as dirfd.
 	dfd, err := unix.Open(w, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {

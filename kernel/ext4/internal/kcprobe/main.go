@@ -17,6 +17,7 @@ func (env) ReadAt(b []byte, off uint64) abi.Errno  { return 5 }
 func (env) WriteAt(b []byte, off uint64) abi.Errno { return 5 }
 func (env) Flush() abi.Errno                       { return 0 }
 func (env) Now() int64                             { return 0 }
+func (env) InUse(uint32) bool                      { return false }
 
 type filler struct{ n int }
 
@@ -38,6 +39,7 @@ func main() {
 	fs.Readlink(ino, buf[:])
 	ext4.Readdir(&fs, ino, 0, &fl)
 	fs.Statfs()
+	fs.ReapOrphans(false)
 	probeWrite(ino)
 	fs.Unmount()
 }
