@@ -9,6 +9,7 @@ import (
 	"yolk/kernel/disk"
 	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
+	"yolk/kernel/procsnap"
 )
 
 // The disks' file systems are package disk's (kernel/disk, docs/disks.md):
@@ -97,5 +98,5 @@ func diskAt(o ofile, path []byte) (namei.Place, abi.Errno) {
 
 func diskProcFD(o ofile, s *procfs.Snapshot, d *procfs.FD) {
 	m, ino := dsk.Where(o.h)
-	d.Kind, d.Ino, d.MntID = procfs.FDFile, uint64(ino), namei.MountDisk+int32(m)
+	d.Kind, d.Ino, d.MntID = procfs.FDFile, uint64(ino), procsnap.MntDisk+int32(m)
 }

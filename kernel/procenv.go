@@ -136,6 +136,14 @@ func (procenv) Share(i int) (dev int, point, tag []byte, ok bool) {
 	return m.Dev, m.Path(), m.Tag(), true
 }
 
+func (procenv) Disk(i int) (rdev uint64, name, point []byte, ro, on, ok bool) {
+	if i >= disks.N {
+		return 0, nil, nil, false, false, false
+	}
+	d := &disks.D[i]
+	return dsk.Dev(i), d.Name(), d.Path(), dsk.ReadOnly(i), dsk.On(i), true
+}
+
 func (procenv) FSRootIno() (uint64, bool) {
 	var st unix.Stat_t
 	if vfs.Stat(fs.AtCWD, slashPath[:], 0, &st) != 0 {

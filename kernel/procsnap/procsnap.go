@@ -124,6 +124,10 @@ type Env interface {
 	// Share is host share i's device (negative: not found), guest path
 	// and tag; false past the last.
 	Share(i int) (dev int, point, tag []byte, ok bool)
+	// Disk is disk mount i's block device number and name, where it is
+	// mounted, whether read-only, and whether it is mounted; ok false
+	// past the last.
+	Disk(i int) (rdev uint64, name, point []byte, ro, on, ok bool)
 	// The in-memory file system's calls, as a program makes them: the
 	// root's inode number, open (fs.AtCWD or a handle; a handle or
 	// fs's error), getdents64 (0 or less: no more) and close.
@@ -198,6 +202,7 @@ const (
 	MntAnon  = 20
 	MntPipe  = 21
 	MntSock  = 22
+	MntDisk  = 23 // + the disk mount's index
 )
 
 // Lock and Unlock take and drop the state's lock, which Begin, Fill,

@@ -74,6 +74,9 @@ func (testEnv) FD(fd int, s *procfs.Snapshot, d *procfs.FD) bool {
 	return true
 }
 
+func (testEnv) Disk(i int) (uint64, []byte, []byte, bool, bool, bool) {
+	return 0, nil, nil, false, false, false
+}
 func (testEnv) Share(i int) (int, []byte, []byte, bool) {
 	if i >= len(testShares) {
 		return 0, nil, nil, false

@@ -84,6 +84,24 @@ func (st *State[E]) fillMounts(s *procfs.Snapshot) {
 			Root: s.PutString("/"), Point: s.Put(point), Type: s.PutString("9p"), Source: s.Put(tag),
 			Opts: s.PutString("trans=virtio")})
 	}
+	for i := 0; ; i++ {
+		rdev, name, point, ro, on, ok := st.env.Disk(i)
+		if !ok {
+			break
+		}
+		if !on {
+			continue // no file system there: only its mount point, in memory
+		}
+		var src [32]byte
+		n := copy(src[:], "/dev/")
+		n += copy(src[n:], name)
+		flags := uint32(procfs.MountRelAtime)
+		if ro {
+			flags |= procfs.MountRO | procfs.MountSuperRO
+		}
+		s.AddMount(procfs.Mount{ID: int32(MntDisk + i), Parent: MntRoot, Major: unix.Major(rdev), Minor: unix.Minor(rdev),
+			Flags: flags, Root: s.PutString("/"), Point: s.Put(point), Type: s.PutString("ext4"), Source: s.Put(src[:n])})
+	}
 }
 
 // fillSys fills the system's numbers: CPU times, uptime, load, memory.

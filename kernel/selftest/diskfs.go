@@ -32,6 +32,10 @@ func testDiskFS(t *T) {
 	if err := unix.Statfs(root, &sfs); err != nil || sfs.Type != 0xEF53 {
 		t.Fatalf("statfs %s: type %#x, %v; want ext4's 0xef53", root, sfs.Type, err)
 	}
+	// Listed where df and metrics libraries look.
+	if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil || !strings.Contains(string(mi), " "+root+" rw,relatime - ext4 /dev/vd") {
+		t.Errorf("/proc/self/mountinfo has no ext4 line for %s: %v\n%s", root, err, mi)
+	}
 	// The host's tree.
 	want := map[string]string{
 		"hello.txt": "hello from the host\n",
