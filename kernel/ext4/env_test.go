@@ -17,7 +17,7 @@ type disk struct {
 	size   int64
 	reads  int
 	writes int
-	oob    int // reads or writes past the image's end
+	oob    int             // reads or writes past the image's end
 	open   map[uint32]bool // the inodes "the kernel" has open (InUse)
 }
 
