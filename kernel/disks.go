@@ -28,6 +28,8 @@ func (diskenv) At(dev int) diskenv                 { return diskenv{blkDisk: blk
 func (diskenv) Install(h int) (uintptr, abi.Errno) { return installHandle(fileDisk, h) }
 func (e diskenv) InUse(ino uint32) bool            { return dsk.InUse(e.i, ino) }
 func (diskenv) Umask() uint32                      { return atomic.LoadUint32(&shareUmask) }
+func (diskenv) CwdEntered()                        { procCwd.on = false; shares.LeaveCwd() }
+func (diskenv) Point(i int) []byte                 { return disks.D[i].Path() }
 func (diskenv) Print(s string)                     { kprint(s) }
 func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }
 
@@ -83,6 +85,7 @@ var diskOps = fileOps{
 	getfl:    func(o ofile) (uintptr, abi.Errno) { return dsk.Getfl(o.h), 0 },
 	setfl:    func(o ofile, fl int) abi.Errno { dsk.Setfl(o.h, fl); return 0 },
 	at:       diskAt,
+	chdir:    func(o ofile) abi.Errno { return dsk.Chdir(o.h) },
 }
 
 // diskAt is where a path relative to a directory on a disk starts: the

@@ -72,6 +72,11 @@ func pathStart(dirfd int, path []byte) (pl namei.Place, e abi.Errno) {
 			}
 			pl.M, pl.Depth = shareMount(dev), depth
 			pl.R = share.Ref{Dev: dev, From: fid, Rel: path, H: -1}
+		} else if m, ino, depth, on := dsk.Cwd(); on {
+			if len(path) == 0 {
+				return pl, abi.ENOENT
+			}
+			return namei.DiskAt(m, ino, depth, path), 0
 		}
 		return pl, 0
 	}

@@ -48,6 +48,7 @@ func procChdir(m int32, n procfs.Node, mode uint32) abi.Errno {
 		return abi.Errno(unix.ENOTDIR)
 	}
 	shares.LeaveCwd()
+	dsk.LeaveCwd()
 	procCwd.m, procCwd.node = m, n
 	procCwd.on = true
 	return 0

@@ -61,7 +61,7 @@ func (shareenv) Install(h int) (uintptr, abi.Errno) { return allocFD(fileShare, 
 func (shareenv) Unback(h int, off int64)            { vm.UnbackFile(share.Area(h), off) }
 
 func (shareenv) Umask() uint32 { return atomic.LoadUint32(&shareUmask) }
-func (shareenv) CwdEntered()   { procCwd.on = false }
+func (shareenv) CwdEntered()   { procCwd.on = false; dsk.LeaveCwd() }
 
 // Mount makes the mount point, in the in-memory file system.
 func (shareenv) Mount(p []byte, id int32) abi.Errno {

@@ -125,6 +125,9 @@ func sysGetcwd(p, n uintptr) (uintptr, abi.Errno) {
 		c, fe, on = procGetcwd(buf)
 	}
 	if !on {
+		c, fe, on = dsk.Getcwd(buf)
+	}
+	if !on {
 		var fse fs.Errno
 		c, fse = vfs.Getcwd(buf)
 		fe = abi.Errno(fse)
@@ -381,6 +384,7 @@ func memPathOp(op int, pl *namei.Place, a *namei.Args) (uintptr, abi.Errno) {
 func leaveCwd() {
 	procCwd.on = false
 	shares.LeaveCwd()
+	dsk.LeaveCwd()
 }
 
 // memOpen is openat on the in-memory file system.

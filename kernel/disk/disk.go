@@ -32,6 +32,10 @@ type Env[E any] interface {
 	Install(h int) (uintptr, abi.Errno)
 	// Umask is the process's umask.
 	Umask() uint32
+	// CwdEntered: the working directory is on a disk now (the other
+	// kinds forget theirs). Point is disk mount i's mount point.
+	CwdEntered()
+	Point(i int) []byte
 	// Print writes to the console (mount messages).
 	Print(s string)
 	PrintBytes(b []byte)
@@ -52,6 +56,7 @@ type mount[E Env[E]] struct {
 type Disks[E Env[E]] struct {
 	m     [namei.MaxDisks]mount[E]
 	files [NumFiles]File
+	cwd   cwd
 }
 
 // env is E's zero value, for the calls that need no device.

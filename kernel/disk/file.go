@@ -370,6 +370,16 @@ func (d *Disks[E]) Setfl(h int, flags int) {
 	}
 }
 
+// Chdir is fchdir on open file h.
+func (d *Disks[E]) Chdir(h int) abi.Errno {
+	f := &d.files[h]
+	if !f.dir {
+		return abi.Errno(unix.ENOTDIR)
+	}
+	d.chdir(int(f.m), f.ino, int(f.depth))
+	return 0
+}
+
 // At is where a path relative to open file h starts (a directory's
 // descriptor as dirfd).
 func (d *Disks[E]) At(h int, path []byte) (namei.Place, abi.Errno) {

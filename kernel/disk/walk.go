@@ -172,7 +172,15 @@ func (d *Disks[E]) last(op, i int, mt int32, dir uint32, depth int, name []byte,
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			return next, 0, abi.Errno(unix.ENOTDIR)
 		}
-		return next, 0, abi.Errno(unix.EOPNOTSUPP) // not yet: docs/disks.md
+		depth := depth + 1
+		switch {
+		case len(name) == 0 || isDot(name):
+			depth--
+		case isDotDot(name):
+			depth -= 2
+		}
+		d.chdir(i, ino, depth)
+		return next, 0, 0
 	}
 	if ro {
 		return next, 0, abi.Errno(unix.EROFS)

@@ -212,6 +212,38 @@ func testDiskFS(t *T) {
 		t.Errorf("fstat of the unlinked open file: %v, %v; want 50004 bytes, no links", st, err)
 	}
 	tmp.Close()
+	// The working directory on a disk: relative paths, getcwd, ".."
+	// out of the mount, fchdir.
+	orig, _ := os.Getwd()
+	if err := os.Chdir(filepath.Join(w, "many")); err != nil {
+		t.Errorf("chdir: %v", err)
+	} else {
+		if wd, err := os.Getwd(); err != nil || wd != filepath.Join(w, "many") {
+			t.Errorf("getcwd = %q, %v; want %s", wd, err, filepath.Join(w, "many"))
+		}
+		if b, err := os.ReadFile("../cfg"); err != nil || string(b) != "v2" {
+			t.Errorf("../cfg from the working directory: %q, %v", b, err)
+		}
+		os.Chdir("../..")
+		if wd, _ := os.Getwd(); wd != root {
+			t.Errorf("getcwd after chdir ../.. = %q, want %s", wd, root)
+		}
+		os.Chdir("..")
+		if wd, _ := os.Getwd(); wd != filepath.Dir(root) {
+			t.Errorf("getcwd after chdir .. from the disk's root = %q, want %s", wd, filepath.Dir(root))
+		}
+		if d, err := os.Open(w); err == nil {
+			if err := d.Chdir(); err != nil {
+				t.Errorf("fchdir: %v", err)
+			} else if _, err := os.Stat("cfg"); err != nil {
+				t.Errorf("cfg after fchdir: %v", err)
+			}
+			d.Close()
+		}
+	}
+	if err := os.Chdir(orig); err != nil {
+		t.Errorf("back to %s: %v", orig, err)
+	}
 	// A directory descriptor as dirfd.
 	dfd, err := unix.Open(w, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
