@@ -174,3 +174,19 @@ func DiskArgs(disks []Disk, pci, downward bool) (args, opts []string, err error)
 	}
 	return args, opts, nil
 }
+
+// diskConfig is QEMUArgs's part for c.Disks on machine (of arch): the
+// QEMU arguments, and env with a yolk.disk option for each disk.
+func diskConfig(c Config, arch, machine string, env []string) ([]string, []string, error) {
+	if len(c.Disks) > 0 && c.Board != "" {
+		return nil, nil, fmt.Errorf("board %s: no -disk (its devices are fixed)", c.Board)
+	}
+	args, opts, err := DiskArgs(c.Disks, arch == "amd64" && !mmioMachine(machine), arch == "arm64")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range opts {
+		env = append(slices.Clip(env), "yolk.disk="+o)
+	}
+	return args, env, nil
+}
