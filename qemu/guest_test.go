@@ -80,7 +80,8 @@ var stressEntries = map[string]bool{
 // I/O APIC without a PIC and the power-off through the FADT: so the
 // boot, sleeps and timers (the LAPIC timer calibrated against that TSC),
 // the NIC and the network, console input (the UART's interrupt), a
-// signal, the CPUs' start and wake-ups. Tests of the kernel's own
+// signal, the CPUs' start and wake-ups, the disks (virtio-blk-pci: the
+// raw device and ext4 on one). Tests of the kernel's own
 // accounting with tight timing bounds (TestCPUClocks, TestVDSOClock,
 // TestSMPTLBShootdown) run on the other entries. Entries chosen with
 // $YOLK_MACHINE run everything.
@@ -88,7 +89,7 @@ var subsetTests = map[string]string{
 	"cloud-hypervisor:2": "^(TestBoot|TestArgsEnv|TestTimerSleepAccuracy|TestTimersChannels|TestFutexTimeout|TestConsoleInput|" +
 		"TestSignalNotify|TestUnknownSyscallENOSYS|TestNIC|TestNICMalformed|TestDHCP|TestWireTCPOut|TestWireUDPOut|" +
 		"TestWireTCP6Out|TestWireTCPIn|TestDNSLocal|TestHTTPLoopback|TestPreemptSleepBesideSpinner|TestSMPAllCPUsRun|" +
-		"TestSMPTimeMonotonic|TestSMPIdleWakeup)$",
+		"TestSMPTimeMonotonic|TestSMPIdleWakeup|TestBlockDevice|TestDiskFS)$",
 }
 
 // pcEntries are the entry names that boot the PC image (image.BuildISO,
