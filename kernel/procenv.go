@@ -55,8 +55,8 @@ func (procenv) Image() (lo, ro, bss, end uintptr) {
 
 func (procenv) SigActions() (ignored, caught uint64) {
 	sigLock.Lock()
-	for sig := 1; sig < len(sigActs); sig++ {
-		switch h := sigActs[sig].handler; {
+	for sig := 1; sig < len(sigs.Acts); sig++ {
+		switch h := sigs.Acts[sig].Handler; {
 		case h == 1: // SIG_IGN
 			ignored |= 1 << (sig - 1)
 		case h > 1:
@@ -68,7 +68,7 @@ func (procenv) SigActions() (ignored, caught uint64) {
 }
 
 func (procenv) SigThread(i int) (pending, blocked uint64) {
-	return atomic.LoadUint64(&sigPending[i]), sigMask[i] // the thread's own, read racily as Linux's status
+	return atomic.LoadUint64(&sigs.Pending[i]), sigs.Mask[i] // the thread's own, read racily as Linux's status
 }
 
 // Cwd: a working directory on /proc or /sys, on a share (read without

@@ -7,6 +7,7 @@ import (
 
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
+	"yolk/kernel/signal"
 	"yolk/sched"
 )
 
@@ -35,8 +36,6 @@ const (
 	// otherwise restart_syscall continues the wait from the task's restart
 	// block to its first deadline (nanosleep, futex wait with a timeout).
 	errRestartBlock = abi.Errno(516)
-
-	saRestart = 0x10000000
 )
 
 // sysCall is a system call on its way out, for the restart rules: its
@@ -59,7 +58,7 @@ func restartRule(err abi.Errno, handled bool, flags uint64) (again bool, e abi.E
 	switch {
 	case !isRestart(err):
 		return false, 0
-	case !handled, err == errRestartNoIntr, err == errRestartSys && flags&saRestart != 0:
+	case !handled, err == errRestartNoIntr, err == errRestartSys && flags&signal.SaRestart != 0:
 		return true, 0
 	}
 	return false, abi.EINTR
@@ -96,7 +95,7 @@ func blockIntrSlack(wq *sched.WaitQueue, key, condAddr uintptr, condVal uint32, 
 		return sched.WakeSignal
 	}
 	i := t.Index()
-	return sched.BlockIntr(wq, key, condAddr, condVal, deadline, slack, uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i])
+	return sched.BlockIntr(wq, key, condAddr, condVal, deadline, slack, uintptr(unsafe.Pointer(&sigs.Pending[i])), sigs.Mask[i])
 }
 
 // restartBlock is what restart_syscall needs to continue a wait that a

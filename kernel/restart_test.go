@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/signal"
 )
 
 // TestRestartRule is Linux's table (x86 handle_signal and
@@ -29,9 +30,9 @@ func TestRestartRule(t *testing.T) {
 			flags   uint64
 			want    abi.Errno
 		}{
-			{true, saRestart | saSiginfo, c.restart},
-			{true, saSiginfo, c.noRestart},
-			{false, saRestart, c.noHnd},
+			{true, signal.SaRestart | signal.SaSiginfo, c.restart},
+			{true, signal.SaSiginfo, c.noRestart},
+			{false, signal.SaRestart, c.noHnd},
 		} {
 			a, e := restartRule(c.err, k.handled, k.flags)
 			got := e

@@ -2,13 +2,13 @@ package kernel
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/mm"
+	"yolk/kernel/signal"
 	"yolk/sched"
 )
 
@@ -33,23 +33,13 @@ import (
 // handler takes its default action: ignored (dropped when sent), or the
 // machine stops with status 128+signal. Kernel context: no allocation.
 const (
-	saSiginfo  = 0x4
-	saOnstack  = 0x08000000
-	saRestorer = 0x04000000
-	saNodefer  = 0x40000000
-	sigDfl     = 0
-	sigIgn     = 1
-	ssDisable  = 2
-	minSigStk  = 2048
+	siKernel = signal.SIKernel
 
 	segvMaperr = 1
 	segvAccerr = 2
 	busAdrerr  = 2
 	fpeIntdiv  = 1
 	illIllopn  = 2
-	siKernel   = 0x80
-	siUser     = 0  // kill
-	siTkill    = -6 // tkill, tgkill
 
 	sigInfoSize = 128
 	ucStack     = 16 // uc_stack in a ucontext
@@ -68,15 +58,15 @@ type frameBuf struct {
 // putInfoStack writes a frame's siginfo (the signal, its code and
 // address) and its ucontext's uc_stack (the alternate stack the handler
 // runs on, or SS_DISABLE): the same layout on both architectures.
-func (f *frameBuf) putInfoStack(info, uc uintptr, sig int, code int32, addr uintptr, as altStack) {
+func (f *frameBuf) putInfoStack(info, uc uintptr, sig int, code int32, addr uintptr, as signal.AltStack) {
 	f.put32(info, uint32(sig))
 	f.put32(info+8, uint32(code))
 	f.put64(info+16, uint64(addr))
-	if as.size != 0 {
-		f.put64(uc+ucStack, uint64(as.sp))
-		f.put64(uc+ucStack+16, uint64(as.size))
+	if as.Size != 0 {
+		f.put64(uc+ucStack, uint64(as.SP))
+		f.put64(uc+ucStack+16, uint64(as.Size))
 	} else {
-		f.put32(uc+ucStack+8, ssDisable)
+		f.put32(uc+ucStack+8, signal.SsDisable)
 	}
 }
 
@@ -94,99 +84,44 @@ func (f *frameBuf) out(n uintptr) bool { return mm.CopyOut(f.base, f.b[:n]) == 0
 // in copies the program's n bytes at base into the buffer.
 func (f *frameBuf) in(n uintptr) bool { return mm.CopyIn(f.b[:n], f.base) == 0 }
 
-type sigaction struct {
-	handler, flags, restorer, mask uint64
-}
+// sigs is the process's signals: actions, masks, pending sets, alternate
+// stacks (kernel/signal).
+var sigs signal.State[sigenv]
 
-type altStack struct {
-	sp, size uintptr
-}
+// sigenv is kernel/signal's environment (signal.Env).
+type sigenv struct{}
 
-var (
-	sigLock   sched.TWALock
-	sigActs   [65]sigaction
-	altStacks [sched.MaxTasks]altStack
+func (sigenv) TimerDelivered(i int) (int32, int32, uint64) { return timers.Delivered(i) }
+func (sigenv) Lock()                                       { sigLock.Lock() }
+func (sigenv) Unlock()                                     { sigLock.Unlock() }
 
-	// Per task slot: the blocked signals (changed only by the task
-	// itself), the pending ones and, of those, the ones kill sent, the
-	// ones a POSIX timer sent and the ones an interval timer sent
-	// (atomic; bit sig-1). clone resets them for the new task.
-	sigMask     [sched.MaxTasks]uint64
-	sigPending  [sched.MaxTasks]uint64
-	sigByKill   [sched.MaxTasks]uint64
-	sigByTimer  [sched.MaxTasks]uint64
-	sigByKernel [sched.MaxTasks]uint64
-
-	// The mask a call that waits with a mask of its own (rt_sigsuspend,
-	// epoll_pwait) replaced, to be put back on its way out — in the
-	// frame of the handler it delivers, or at once (Linux's
-	// set_restore_sigmask); only the task itself uses its slot.
-	sigSaved   [sched.MaxTasks]uint64
-	sigRestore [sched.MaxTasks]bool
-
-	sigDelivered uint64 // atomic: asynchronous signals delivered
-)
-
-// unblockable are SIGKILL and SIGSTOP, which no mask holds.
-const unblockable = 1<<(unix.SIGKILL-1) | 1<<(unix.SIGSTOP-1)
-
-func sigBit(sig int) uint64 { return 1 << uint(sig-1) }
+// sigLock is the actions' lock.
+var sigLock sched.TWALock
 
 // sigInit gives task t (from clone) its creator's mask and nothing pending.
 func sigInit(t, parent *sched.Task) {
 	i := t.Index()
-	sigMask[i] = sigMask[parent.Index()]
-	sigRestore[i] = false
+	sigs.Init(i, parent.Index())
 	restartBlocks[i] = restartBlock{}
-	atomic.StoreUint64(&sigPending[i], 0)
-	atomic.StoreUint64(&sigByKill[i], 0)
-	atomic.StoreUint64(&sigByTimer[i], 0)
-	atomic.StoreUint64(&sigByKernel[i], 0)
 	timers.TaskInit(i)
-	altStacks[i] = altStack{}
+	sigs.Alt[i] = signal.AltStack{}
 }
-
-// Who sent a signal: its si_code.
-const (
-	sigFromTkill  = iota // tkill, tgkill: SI_TKILL
-	sigFromKill          // kill: SI_USER
-	sigFromTimer         // a POSIX timer: SI_TIMER
-	sigFromKernel        // an interval timer: SI_KERNEL
-)
 
 // sendSignal makes sig pending for t as kill (byKill) or tgkill sends it.
 func sendSignal(t *sched.Task, sig int, byKill bool) {
-	from := sigFromTkill
+	from := signal.FromTkill
 	if byKill {
-		from = sigFromKill
+		from = signal.FromKill
 	}
 	sendSignalFrom(t, sig, from)
 }
 
-// sendSignalFrom makes sig pending for t, sent by from, ends t's wait if
-// t is blocked interruptibly in a system call (blockIntr), and, if t runs
-// application code on another CPU, interrupts that CPU so that it
-// delivers the signal now. A signal the program ignores and t does not
-// block is dropped, as Linux's sig_ignored: it neither stays pending nor
-// interrupts anything. A timer's signal already pending keeps its code:
-// it stands for the newer expiry too.
+// sendSignalFrom makes sig pending for t, sent by from (signal.Send), ends
+// t's wait if t is blocked interruptibly in a system call (blockIntr),
+// and, if t runs application code on another CPU, interrupts that CPU so
+// that it delivers the signal now.
 func sendSignalFrom(t *sched.Task, sig int, from int) {
-	i := t.Index()
-	b := sigBit(sig)
-	if sigMask[i]&b == 0 && sigIgnored(sig) {
-		return
-	}
-	if from == sigFromTimer || atomic.LoadUint64(&sigByTimer[i])&b == 0 || atomic.LoadUint64(&sigPending[i])&b == 0 {
-		setBit(&sigByKill[i], b, from == sigFromKill)
-		setBit(&sigByTimer[i], b, from == sigFromTimer)
-		setBit(&sigByKernel[i], b, from == sigFromKernel)
-	}
-	atomic.OrUint64(&sigPending[i], b)
-	if sigMask[i]&b == 0 && sigIgnored(sig) {
-		// A sigaction made it ignored after the check above, and its
-		// discard may have run before the bit was set: take it back, as
-		// Linux, whose send and sigaction hold one lock, never leaves it.
-		atomic.AndUint64(&sigPending[i], ^b)
+	if !sigs.Send(t.Index(), sig, from) {
 		return
 	}
 	t.Interrupt()
@@ -195,37 +130,8 @@ func sendSignalFrom(t *sched.Task, sig int, from int) {
 	}
 }
 
-// sigIgnored reports whether the program's action for sig ignores it:
-// SIG_IGN, or SIG_DFL for a signal whose default is to do nothing.
-func sigIgnored(sig int) bool {
-	return ignores(actionOf(sig), sig)
-}
-
-// ignores reports whether action a for sig ignores it.
-func ignores(a sigaction, sig int) bool {
-	return a.handler == sigIgn || a.handler == sigDfl && defaultIgnored&sigBit(sig) != 0
-}
-
-func setBit(m *uint64, b uint64, on bool) {
-	if on {
-		atomic.OrUint64(m, b)
-	} else {
-		atomic.AndUint64(m, ^b)
-	}
-}
-
 // signalPending reports whether t has a pending signal it does not block.
-func signalPending(t *sched.Task) bool {
-	i := t.Index()
-	return atomic.LoadUint64(&sigPending[i])&^sigMask[i] != 0
-}
-
-// defaultIgnored are the signals whose default action is to do nothing:
-// Linux's ignored ones, and the stop signals (SIGSTOP, SIGTSTP, SIGTTIN,
-// SIGTTOU), whose default is to stop the process until a SIGCONT that,
-// with one process and no job control, nothing could send.
-const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWINCH-1) | 1<<(unix.SIGCONT-1) |
-	1<<(unix.SIGSTOP-1) | 1<<(unix.SIGTSTP-1) | 1<<(unix.SIGTTIN-1) | 1<<(unix.SIGTTOU-1)
+func signalPending(t *sched.Task) bool { return sigs.Unblocked(t.Index()) }
 
 // deliverSignal redirects the user context in r to the handler of the
 // lowest pending signal the current task does not block, if there is one;
@@ -240,28 +146,28 @@ const defaultIgnored = 1<<(unix.SIGCHLD-1) | 1<<(unix.SIGURG-1) | 1<<(unix.SIGWI
 func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 	i := sched.Current().Index()
 	for {
-		sig, src := takeSignal(i, ^sigMask[i])
+		sig, src := sigs.Take(i, ^sigs.Mask[i])
 		if sig == 0 {
 			return false
 		}
-		act := actionOf(sig)
-		switch h := act.handler; {
-		case h == sigIgn, h == sigDfl && defaultIgnored&sigBit(sig) != 0:
+		act := sigs.Action(sig)
+		if signal.Ignores(act, sig) {
 			continue
-		case h == sigDfl:
+		}
+		if act.Handler == signal.SigDfl {
 			killedBy(sig, "its default action")
 		}
 		if c != nil {
-			c.apply(r, true, act.flags)
+			c.apply(r, true, act.Flags)
 		}
 		// The frame is made for the action read here: another thread's
 		// rt_sigaction (SIG_IGN, say) after this read does not undo a
 		// delivery already decided on, as on Linux.
-		if signalFrame(r, fx, sig, act, src.code, src.info) {
-			if src.timer {
-				mm.Put(sigInfoAt(r)+24, src.val) // si_value; the frame was just written
+		if signalFrame(r, fx, sig, act, src.Code, src.Info) {
+			if src.Timer {
+				mm.Put(sigInfoAt(r)+24, src.Val) // si_value; the frame was just written
 			}
-			atomic.AddUint64(&sigDelivered, 1)
+			atomic.AddUint64(&sigs.Delivered, 1)
 			return true
 		}
 		killedBy(sig, "no usable handler or no room for its frame")
@@ -270,76 +176,11 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 
 // setTempMask gives the current task the mask m until its system call
 // ends (restoreMask), as the calls that wait with a mask of their own.
-func setTempMask(m uint64) {
-	i := sched.Current().Index()
-	sigSaved[i], sigRestore[i] = sigMask[i], true
-	sigMask[i] = m &^ unblockable
-}
-
-// frameMask is the mask a signal frame saves for rt_sigreturn to restore:
-// the task's, or the one its call replaced (which then needs no other
-// restoring).
-func frameMask() uint64 {
-	i := sched.Current().Index()
-	if sigRestore[i] {
-		sigRestore[i] = false
-		return sigSaved[i]
-	}
-	return sigMask[i]
-}
+func setTempMask(m uint64) { sigs.SetTempMask(sched.Current().Index(), m) }
 
 // restoreMask puts back the mask the current task's call replaced, if it
 // did, and reports whether it did.
-func restoreMask() bool {
-	i := sched.Current().Index()
-	if !sigRestore[i] {
-		return false
-	}
-	sigRestore[i] = false
-	sigMask[i] = sigSaved[i]
-	return true
-}
-
-// sigSource is what a siginfo says of a signal's sender: si_code, the
-// word at offset 16 (si_pid and si_uid, or a POSIX timer's ID and
-// overruns) and, for a POSIX timer, si_value.
-type sigSource struct {
-	code  int32
-	info  uintptr
-	val   uint64
-	timer bool
-}
-
-// takeSignal takes the lowest pending signal of want off task slot i's
-// pending set: its number and sender, or 0.
-func takeSignal(i int, want uint64) (int, sigSource) {
-	for {
-		p := atomic.LoadUint64(&sigPending[i]) & want
-		if p == 0 {
-			return 0, sigSource{}
-		}
-		sig := bits.TrailingZeros64(p) + 1
-		if atomic.AndUint64(&sigPending[i], ^sigBit(sig))&sigBit(sig) == 0 {
-			continue
-		}
-		// si_pid 1, si_uid 0 (the sender is this process); a timer's
-		// ID and overruns.
-		code, info, val := int32(siTkill), uintptr(1), uint64(0)
-		kill := atomic.AndUint64(&sigByKill[i], ^sigBit(sig))&sigBit(sig) != 0
-		timer := atomic.AndUint64(&sigByTimer[i], ^sigBit(sig))&sigBit(sig) != 0
-		kernel := atomic.AndUint64(&sigByKernel[i], ^sigBit(sig))&sigBit(sig) != 0
-		switch {
-		case timer:
-			id, over, v := timers.Delivered(i)
-			code, info, val = siTimer, uintptr(uint32(id))|uintptr(uint32(over))<<32, v
-		case kernel:
-			code, info = siKernel, 0
-		case kill:
-			code = siUser
-		}
-		return sig, sigSource{code, info, val, timer}
-	}
-}
+func restoreMask() bool { return sigs.RestoreMask(sched.Current().Index()) }
 
 // powerButton is the machine's power button (ACPI's, arm64 virt's GPIO
 // key: powerInit): SIGTERM to the program, as Linux's init passes a
@@ -348,7 +189,7 @@ func takeSignal(i int, want uint64) (int, sigSource) {
 func powerButton() {
 	klog("power button: SIGTERM to the program\n")
 	if t := processTarget(int(unix.SIGTERM)); t != nil {
-		sendSignalFrom(t, int(unix.SIGTERM), sigFromKernel)
+		sendSignalFrom(t, int(unix.SIGTERM), signal.FromKernel)
 	}
 }
 
@@ -373,18 +214,10 @@ func killedBy(sig int, why string) {
 // signalIPI interrupts CPU cpu, which runs a task that has a new signal.
 func signalIPI(cpu int) { sendIPI(cpu, vecSignal) }
 
-// actionOf is sig's action now.
-func actionOf(sig int) sigaction {
-	sigLock.Lock()
-	act := sigActs[sig]
-	sigLock.Unlock()
-	return act
-}
-
 // signalUser redirects the user context in r to the handler of sig (a
 // fault's signal) as its action is now; see signalFrame.
 func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
-	return signalFrame(r, fx, sig, actionOf(sig), code, addr)
+	return signalFrame(r, fx, sig, sigs.Action(sig), code, addr)
 }
 
 // signalStart is where both architectures' signalFrame begin: whether
@@ -392,11 +225,11 @@ func signalUser(r *Regs, fx uintptr, sig int, code int32, addr uintptr) bool {
 // from application code; the thread's alternate stack; and the address
 // the frame goes below: the top of the alternate stack if the handler
 // asks for it and the thread is not on it already, else sp.
-func signalStart(r *Regs, sig int, act sigaction, sp uintptr) (as altStack, top uintptr, ok bool) {
+func signalStart(r *Regs, sig int, act signal.Action, sp uintptr) (as signal.AltStack, top uintptr, ok bool) {
 	if inKernel(r) {
 		return as, 0, false
 	}
-	if sigMask[sched.Current().Index()]&sigBit(sig) != 0 {
+	if sigs.Mask[sched.Current().Index()]&signal.Bit(sig) != 0 {
 		// Only a fault's signal (delivered whatever the mask) can be
 		// blocked here: one raised inside its own handler, or with the
 		// program blocking it. As Linux's force_sig, which resets the
@@ -404,13 +237,10 @@ func signalStart(r *Regs, sig int, act sigaction, sp uintptr) (as altStack, top 
 		// entering the handler again.
 		killedBy(sig, "raised while blocked")
 	}
-	if act.handler <= 1 || act.flags&sigNeedFlags != sigNeedFlags {
+	if act.Handler <= 1 || act.Flags&sigNeedFlags != sigNeedFlags {
 		return as, 0, false
 	}
-	as = altStacks[sched.Current().Index()]
-	if act.flags&saOnstack != 0 && as.size != 0 && !(sp > as.sp && sp <= as.sp+as.size) {
-		sp = as.sp + as.size
-	}
+	as, sp = sigs.Top(sched.Current().Index(), act, sp)
 	return as, sp, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"yolk/kernel/mm"
+	"yolk/kernel/signal"
 	"yolk/sched"
 )
 
@@ -18,13 +19,13 @@ const (
 
 	// sigNeedFlags: a handler is usable with SA_SIGINFO and a restorer
 	// (the runtime's sigreturn trampoline).
-	sigNeedFlags = saSiginfo | saRestorer
+	sigNeedFlags = signal.SaSiginfo | signal.SaRestorer
 )
 
 // signalFrame redirects the user context in r to act, sig's handler, with
 // an rt_sigframe; fx is the interrupted FP/SSE state. false if the fault was in
 // the kernel, there is no usable handler, or the frame does not fit.
-func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr uintptr) bool {
+func signalFrame(r *Regs, fx uintptr, sig int, act signal.Action, code int32, addr uintptr) bool {
 	as, sp, ok := signalStart(r, sig, act, uintptr(r.SP)-128) // below the red zone
 	if !ok {
 		return false
@@ -49,19 +50,15 @@ func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr u
 	for i := uintptr(0); i < fpStateSize; i += 8 {
 		f.put64(fp+i, *at[uint64](fx + i))
 	}
-	f.put64(frame, act.restorer)
-	m := &sigMask[sched.Current().Index()]
-	f.put64(uc+ucSigmask, frameMask())
+	f.put64(frame, act.Restorer)
+	i := sched.Current().Index()
+	f.put64(uc+ucSigmask, sigs.FrameMask(i))
 	if !f.out(end - frame) {
 		return false
 	}
-	*m |= act.mask
-	if act.flags&saNodefer == 0 {
-		*m |= sigBit(sig)
-	}
-	*m &^= unblockable
+	sigs.Handled(i, sig, act)
 
-	r.SP, r.IP = uint64(frame), act.handler
+	r.SP, r.IP = uint64(frame), act.Handler
 	r.DI, r.SI, r.DX, r.AX = uint64(sig), uint64(info), uint64(uc), 0
 	r.Flags &^= 0x400 // DF
 	return true
@@ -127,7 +124,7 @@ func rtSigreturn(r *Regs) bool {
 	if fp != 0 {
 		r.Error = uint64(fx) // FXRSTOR on the way out reads the kernel's copy
 	}
-	sigMask[sched.Current().Index()] = f.get64(uc+ucSigmask) &^ unblockable
+	sigs.Mask[sched.Current().Index()] = f.get64(uc+ucSigmask) &^ signal.Unblockable
 	// As on Linux, whose IRET fails on it: the registers are restored,
 	// and the SIGSEGV frame records the bad RIP or RSP.
 	return mm.UserHalf(r.SP) && mm.UserHalf(r.IP)

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/kernel/mm"
+	"yolk/kernel/signal"
 	"yolk/sched"
 )
 
@@ -28,14 +29,14 @@ const (
 
 	// sigNeedFlags: a handler is usable with SA_SIGINFO (without a
 	// restorer it returns through the kernel's sigreturn code).
-	sigNeedFlags = saSiginfo
+	sigNeedFlags = signal.SaSiginfo
 )
 
 // signalFrame redirects the user context in r to act, sig's handler, with
 // an rt_sigframe; fx is the interrupted FP/SIMD state (Regs.V layout). false
 // if the fault was in the kernel, there is no usable handler, or the frame
 // does not fit.
-func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr uintptr) bool {
+func signalFrame(r *Regs, fx uintptr, sig int, act signal.Action, code int32, addr uintptr) bool {
 	as, sp, ok := signalStart(r, sig, act, uintptr(r.SP))
 	if !ok {
 		return false
@@ -65,25 +66,21 @@ func signalFrame(r *Regs, fx uintptr, sig int, act sigaction, code int32, addr u
 	for i := uintptr(0); i < 512; i += 8 {
 		f.put64(fp+16+i, *at[uint64](fx + i))
 	}
-	m := &sigMask[sched.Current().Index()]
-	f.put64(uc+ucSigmask, frameMask())
+	i := sched.Current().Index()
+	f.put64(uc+ucSigmask, sigs.FrameMask(i))
 	// The rest of the reserved area is zero; the frame record above.
 	if !f.out(end-frame) || mm.ZeroUser(end, rec-end) != 0 || mm.Put(rec, [2]uint64{r.X[29], r.X[30]}) != 0 {
 		return false
 	}
-	*m |= act.mask
-	if act.flags&saNodefer == 0 {
-		*m |= sigBit(sig)
-	}
-	*m &^= unblockable
+	sigs.Handled(i, sig, act)
 
 	ret := sigreturnPC()
-	if act.flags&saRestorer != 0 && act.restorer != 0 {
-		ret = uintptr(act.restorer)
+	if act.Flags&signal.SaRestorer != 0 && act.Restorer != 0 {
+		ret = uintptr(act.Restorer)
 	}
 	r.X[0], r.X[1], r.X[2] = uint64(sig), uint64(info), uint64(uc)
 	r.X[29], r.X[30] = uint64(rec), uint64(ret)
-	r.SP, r.PC = uint64(frame), act.handler
+	r.SP, r.PC = uint64(frame), act.Handler
 	return true
 }
 
@@ -118,7 +115,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 			r.V[i] = f.get64(fp + 16 + uintptr(i)*8)
 		}
 	}
-	sigMask[t.Index()] = f.get64(uc+ucSigmask) &^ unblockable
+	sigs.Mask[t.Index()] = f.get64(uc+ucSigmask) &^ signal.Unblockable
 	if signalPending(t) {
 		deliverSignal(r, fpState(r), nil)
 	}

@@ -1,14 +1,13 @@
 package kernel
 
 import (
-	"encoding/binary"
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
+	"yolk/kernel/signal"
 	"yolk/sched"
 )
 
@@ -26,20 +25,9 @@ func sysRtSigprocmask(t *sched.Task, how int, set, oset, size uintptr) abi.Errno
 			return e
 		}
 	}
-	m := &sigMask[t.Index()]
-	old := *m
-	if set != 0 {
-		switch how {
-		case unix.SIG_BLOCK:
-			*m |= v
-		case unix.SIG_UNBLOCK:
-			*m &^= v
-		case unix.SIG_SETMASK:
-			*m = v
-		default:
-			return abi.EINVAL
-		}
-		*m &^= unblockable
+	old, e := sigs.Procmask(t.Index(), how, v, set != 0)
+	if e != 0 {
+		return e
 	}
 	if oset != 0 {
 		return mm.Put(oset, old)
@@ -61,9 +49,9 @@ func sysKill(pid, sig int) abi.Errno {
 		return 0
 	}
 	t := sched.Current()
-	if sigMask[t.Index()]&sigBit(sig) != 0 {
+	if sigs.Mask[t.Index()]&signal.Bit(sig) != 0 {
 		for i := 0; i < sched.MaxTasks; i++ {
-			if u := sched.TaskAt(i); u.Alive() && sigMask[i]&sigBit(sig) == 0 {
+			if u := sched.TaskAt(i); u.Alive() && sigs.Mask[i]&signal.Bit(sig) == 0 {
 				t = u
 				break
 			}
@@ -101,30 +89,14 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 	if (act != 0 && !mm.UserOK(act, 32)) || (oact != 0 && !mm.UserW(oact, 32)) {
 		return abi.EFAULT
 	}
-	var a sigaction
+	var a signal.Action
 	if act != 0 {
 		var e abi.Errno
-		if a, e = mm.Get[sigaction](act); e != 0 {
+		if a, e = mm.Get[signal.Action](act); e != 0 {
 			return e
 		}
 	}
-	sigLock.Lock()
-	old := sigActs[sig]
-	if act != 0 {
-		sigActs[sig] = a
-		if ignores(a, sig) {
-			// POSIX, and Linux: a pending signal whose action becomes
-			// to ignore it is discarded (even where blocked), so that
-			// it cannot end a later wait (blockIntr). Under sigLock, so
-			// that a later rt_sigaction giving it a handler again
-			// comes after the discard, and a signal sent after that
-			// stays pending.
-			for i := range sigPending {
-				atomic.AndUint64(&sigPending[i], ^sigBit(sig))
-			}
-		}
-	}
-	sigLock.Unlock()
+	old := sigs.SetAction(sig, a, act != 0)
 	if oact != 0 {
 		return mm.Put(oact, old)
 	}
@@ -132,42 +104,24 @@ func sysRtSigaction(sig int, act, oact, size uintptr) abi.Errno {
 }
 
 func sysSigaltstack(t *sched.Task, ss, oss uintptr) abi.Errno {
-	as := &altStacks[t.Index()]
 	if (ss != 0 && !mm.UserOK(ss, 24)) || (oss != 0 && !mm.UserW(oss, 24)) {
 		return abi.EFAULT
 	}
-	old := *as
+	var st signal.StackT
 	if ss != 0 {
-		st, e := mm.Get[stackT](ss)
-		if e != 0 {
+		var e abi.Errno
+		if st, e = mm.Get[signal.StackT](ss); e != 0 {
 			return e
 		}
-		sp, flags, size := st.sp, st.flags, st.size
-		switch {
-		case flags&ssDisable != 0:
-			*as = altStack{}
-		case size < minSigStk:
-			return abi.ENOMEM
-		default:
-			*as = altStack{sp, size}
-		}
+	}
+	old, e := sigs.SetAltStack(t.Index(), st, ss != 0)
+	if e != 0 {
+		return e
 	}
 	if oss != 0 {
-		st := stackT{sp: old.sp, size: old.size}
-		if old.size == 0 {
-			st.flags = ssDisable
-		}
-		return mm.Put(oss, st)
+		return mm.Put(oss, old)
 	}
 	return 0
-}
-
-// stackT is stack_t.
-type stackT struct {
-	sp    uintptr
-	flags int32
-	_     int32
-	size  uintptr
 }
 
 // sysRtSigsuspend waits, with the signal mask at set, until a signal is
@@ -203,7 +157,7 @@ func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr
 	if info != 0 && !mm.UserW(info, sigInfoSize) {
 		return 0, abi.EFAULT
 	}
-	want &^= unblockable
+	want &^= signal.Unblockable
 	var deadline int64
 	if timeout != 0 {
 		d, e := readTimespec(timeout)
@@ -215,13 +169,10 @@ func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr
 	i := t.Index()
 	woken := sched.WakeUp
 	for {
-		if sig, src := takeSignal(i, want); sig != 0 {
+		if sig, src := sigs.Take(i, want); sig != 0 {
 			if info != 0 {
 				var si [sigInfoSize]byte
-				binary.LittleEndian.PutUint32(si[0:], uint32(sig))
-				binary.LittleEndian.PutUint32(si[8:], uint32(src.code))
-				binary.LittleEndian.PutUint64(si[16:], uint64(src.info))
-				binary.LittleEndian.PutUint64(si[24:], src.val)
+				src.Put(si[:], sig)
 				if mm.CopyOut(info, si[:]) != 0 {
 					return 0, abi.EFAULT
 				}
@@ -235,6 +186,6 @@ func sysRtSigtimedwait(t *sched.Task, set, info, timeout, size uintptr) (uintptr
 			return 0, abi.EAGAIN
 		}
 		// The signals of set end the wait as unblocked ones do.
-		woken = sched.BlockIntr(nil, 0, 0, 0, deadline, threadSlack(), uintptr(unsafe.Pointer(&sigPending[i])), sigMask[i]&^want)
+		woken = sched.BlockIntr(nil, 0, 0, 0, deadline, threadSlack(), uintptr(unsafe.Pointer(&sigs.Pending[i])), sigs.Mask[i]&^want)
 	}
 }

@@ -120,7 +120,7 @@ func sysStats(p uintptr) abi.Errno {
 		st.Preempts += int64(sched.CPUAt(i).Preempts())
 		st.SpentFirst += int64(sched.CPUAt(i).SpentFirst())
 	}
-	st.Signals = int64(atomic.LoadUint64(&sigDelivered))
+	st.Signals = int64(atomic.LoadUint64(&sigs.Delivered))
 	st.ConsoleIRQs = int64(atomic.LoadUint64(&conIn.IRQs))
 	st.ConsoleWaits = int64(atomic.LoadUint64(&conIn.Waits))
 	st.TimerExpiries = int64(timers.Fired())
@@ -193,7 +193,7 @@ func sysTaskInfo(tid int32, p uintptr) abi.Errno {
 	r := abi.TaskInfo{
 		State: w.State, Seq: w.Seq, OnCPU: w.OnCPU, Woken: uint32(w.Woken), Pipe: -1,
 		Key: uint64(w.Key), CondAddr: uint64(w.CondAddr), CondVal: w.CondVal,
-		IntrMask: w.IntrMask, Pending: atomic.LoadUint64(&sigPending[i]), Mask: sigMask[i],
+		IntrMask: w.IntrMask, Pending: atomic.LoadUint64(&sigs.Pending[i]), Mask: sigs.Mask[i],
 		Deadline: w.Deadline, Now: clock.Nanotime(), Latest: w.Latest,
 	}
 	if w.Queued {

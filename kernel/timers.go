@@ -1,9 +1,8 @@
 package kernel
 
 import (
-	"sync/atomic"
-
 	"yolk/kernel/abi"
+	"yolk/kernel/signal"
 	"yolk/kernel/timer"
 	"yolk/sched"
 )
@@ -19,13 +18,13 @@ type tenv struct{}
 func (tenv) Now() int64                 { return nanotime() }
 func (tenv) WallBase() int64            { return wallBase }
 func (tenv) Monotonic() int64           { return monotonic() }
-func (tenv) Pending(slot, sig int) bool { return atomic.LoadUint64(&sigPending[slot])&sigBit(sig) != 0 }
-func (tenv) Discard(slot, sig int)      { atomic.AndUint64(&sigPending[slot], ^sigBit(sig)) }
+func (tenv) Pending(slot, sig int) bool { return sigs.Has(slot, sig) }
+func (tenv) Discard(slot, sig int)      { sigs.Discard(slot, sig) }
 func (tenv) Target(sig int) *sched.Task { return processTarget(sig) }
 func (tenv) Send(t *sched.Task, sig int, posix bool) {
-	from := sigFromKernel
+	from := signal.FromKernel
 	if posix {
-		from = sigFromTimer
+		from = signal.FromTimer
 	}
 	sendSignalFrom(t, sig, from)
 }
@@ -46,7 +45,7 @@ func cpuTime(t *sched.Task, now int64) int64               { return timer.CPUTim
 // the signal ends (blockIntr), the others; if all block it, the first.
 func processTarget(sig int) *sched.Task {
 	cur := sched.Current()
-	if cur.Alive() && sigMask[cur.Index()]&sigBit(sig) == 0 {
+	if cur.Alive() && sigs.Mask[cur.Index()]&signal.Bit(sig) == 0 {
 		return cur
 	}
 	var first, waiting, other *sched.Task
@@ -59,7 +58,7 @@ func processTarget(sig int) *sched.Task {
 			first = u
 		}
 		switch {
-		case sigMask[i]&sigBit(sig) != 0:
+		case sigs.Mask[i]&signal.Bit(sig) != 0:
 		case u.RunningOn() >= 0:
 			return u
 		case u.BlockedInterruptibly():
