@@ -31,7 +31,6 @@ func (tenv) Send(t *sched.Task, sig int, posix bool) {
 
 var timers timer.Timers[tenv]
 
-
 func timerSlackInit(t, parent *sched.Task)                 { timers.SlackInit(t, parent) }
 func threadSlack() int64                                   { return timers.ThreadSlack() }
 func pollSlack(timeout int64) int64                        { return timers.PollSlack(timeout) }
