@@ -81,6 +81,8 @@ var diskOps = fileOps{
 	getfl:    func(o ofile) (uintptr, abi.Errno) { return dsk.Getfl(o.h), 0 },
 	setfl:    func(o ofile, fl int) abi.Errno { dsk.Setfl(o.h, fl); return 0 },
 	at:       diskAt,
+	lock:     func(o ofile, cmd int, arg uintptr) abi.Errno { return fcntlLock(diskLocks+o.h, cmd, arg) },
+	release:  func(fd, h int) { locksOnClose(fd, diskLocks+h) },
 }
 
 // diskAt is where a path relative to a directory on a disk starts: the

@@ -146,6 +146,7 @@ var userRuleAllowed = map[string]struct {
 	"kernel/net/io.go: NoEscape":       {n: 1, sealed: true, why: whyNoEscape},
 	"kernel/namei/namei.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
 	"kernel/namei/namei.go: noEscapeP": {n: 2, sealed: true, why: whyNoEscape},
+	"kernel/disk/file.go: noEscapeP":   {n: 2, sealed: true, why: whyNoEscape},
 
 	// The in-memory file system's pages and tables.
 	"kernel/fs/data.go: (*FS).block":      {n: 3, why: whyFS},
@@ -163,6 +164,10 @@ var userRuleAllowed = map[string]struct {
 
 	// ext4's block cache.
 	"kernel/ext4/cache.go: (*FS).data": {n: 1, sealed: true, why: "a block cache buffer: a page the Env supplied, kernel memory"},
+
+	// The disks' bounce page (the program's memory is copied through it
+	// by mm.CopyIn/CopyOut).
+	"kernel/disk/file.go: (*Disks).rw": {n: 1, why: "the bounce page: a page the Env supplied, kernel memory"},
 
 	// epoll's watches.
 	"kernel/epoll/epoll.go: (*Table).pollWatch": {n: 1, why: "a watched file's or socket's sequence word: kernel memory (fileLock held)"},
