@@ -37,7 +37,7 @@ IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/self
 # A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
 BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
-.PHONY: run debug test hosted guest stdquick conformance soak load bench smpbench linuxref qemu image images clean
+.PHONY: run debug test hosted guest stdquick conformance soak load bench smpbench linuxref qemu image images diskapps clean
 
 # NET= is passed as yolk run -net (default there: user; the rpi3 board: none).
 NETFLAG  = $(if $(NET),-net $(NET))
@@ -89,6 +89,12 @@ stdquick: qemu
 images: QEMU_NEEDED = $(QEMU_amd64)
 images: qemu
 	YOLK_DISK_MATRIX=all $(GO) test -count=1 -timeout 15m -v -run '^TestDiskImage$$' ./qemu/
+
+# diskapps runs the applications on an ext4 disk that take minutes under
+# TCG (qemu/sqlite_test.go: modernc.org/sqlite, its insert rates in Go's
+# benchmark format for docs/disks.md).
+diskapps: qemu
+	YOLK_DISK_APPS=1 YOLK_ACCEL=$(ACCEL) $(GO) test -count=1 -timeout 30m -v -run '^TestDiskSQLite$$' ./qemu/
 
 # conformance runs the issue's standard-library packages with -short on the
 # host (go test) and in the guest (yolk test) at -smp 1 and 2 and writes

@@ -86,6 +86,8 @@ var diskOps = fileOps{
 	setfl:    func(o ofile, fl int) abi.Errno { dsk.Setfl(o.h, fl); return 0 },
 	at:       diskAt,
 	chdir:    func(o ofile) abi.Errno { return dsk.Chdir(o.h) },
+	lock:     func(o ofile, cmd int, arg uintptr) abi.Errno { return fcntlLock(diskLocks+o.h, cmd, arg) },
+	release:  func(fd, h int) { locksOnClose(fd, diskLocks+h) },
 }
 
 // diskAt is where a path relative to a directory on a disk starts: the

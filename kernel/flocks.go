@@ -29,51 +29,81 @@ func (lenv) Unlock()                       { lockLock.Unlock() }
 func (lenv) Wait(addr uintptr, val uint32) { sched.Block(&lockWQ, lockKey, addr, val, 0) }
 func (lenv) Wake()                         { lockWQ.Wake(lockKey, sched.MaxTasks) }
 
-func (lenv) Stat(h int) (dev, ino uint64, size int64, err abi.Errno) {
-	var st unix.Stat_t
-	if e := vfs.Fstat(h, &st); e != 0 {
-		return 0, 0, 0, abi.Errno(e)
+// A lock handle is an fs handle, or diskLocks+h for disk file h; Size,
+// Flags and Offset ask its kind.
+const diskLocks = 1 << 24
+
+func lockFile(h int) ofile {
+	if h >= diskLocks {
+		return ofile{kind: fileDisk, h: h - diskLocks}
 	}
-	return st.Dev, st.Ino, st.Size, 0
+	return ofile{kind: fileFS, h: h}
+}
+
+func (lenv) Key(h int) (dev, ino uint64, err abi.Errno) {
+	if h >= diskLocks {
+		dev, ino = dsk.Key(h - diskLocks) // no lock: Key runs under fileLock
+		return dev, ino, 0
+	}
+	var st unix.Stat_t
+	e := vfs.Fstat(h, &st)
+	return st.Dev, st.Ino, abi.Errno(e)
+}
+
+func (lenv) Size(h int) (int64, abi.Errno) {
+	var st unix.Stat_t
+	e := lockFile(h).stat(&st)
+	return st.Size, e
 }
 
 func (lenv) Flags(h int) (int, abi.Errno) {
-	fl, e := vfs.Flags(h)
-	return fl, abi.Errno(e)
+	fl, e := lockFile(h).getfl()
+	return int(fl), e
 }
 
 func (lenv) Offset(h int) (int64, abi.Errno) {
-	off, e := vfs.Seek(h, 0, unix.SEEK_CUR)
-	return off, abi.Errno(e)
+	off, e := lockFile(h).seek(0, unix.SEEK_CUR)
+	return int64(off), e
 }
 
-// Shared reports whether a descriptor other than fd names fs handle h;
+// Shared reports whether a descriptor other than fd names lock handle h;
 // fileLock is held.
 func (lenv) Shared(fd, h int) bool {
 	for i := range files {
-		if i != fd && files[i].kind == fileFS && int(files[i].h) == h {
+		if i != fd && lockHandle(files[i].kind, int(files[i].h)) == h {
 			return true
 		}
 	}
 	return false
 }
 
+// lockHandle is the lock handle of a descriptor of kind with handle h,
+// -1 if its kind has no locks.
+func lockHandle(kind uint32, h int) int {
+	switch kind {
+	case fileFS:
+		return h
+	case fileDisk:
+		return diskLocks + h
+	}
+	return -1
+}
+
 var fileLocks flock.Locks[lenv]
 
 func sysFlock(fd, op int) abi.Errno {
-	h := fsGet(fd)
-	if h < 0 {
-		if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
-			return abi.EBADF
-		}
-		return 0 // a console, socket, epoll or eventfd: nothing to lock against
+	o, e := fdGet(fd)
+	if e != 0 {
+		return e
 	}
-	err := fileLocks.Flock(h, op)
-	fsPut(h)
-	return err
+	if h := lockHandle(o.kind, o.h); h >= 0 {
+		e = fileLocks.Flock(h, op)
+	} // else a console, socket, epoll or eventfd: nothing to lock against
+	fdPut(o)
+	return e
 }
 
 // fcntlLock and locksOnClose are the fs kind's lock and release
-// (vfs.go).
+// (vfs.go), on a lock handle (a disk file's: disks.go).
 func fcntlLock(h, cmd int, p uintptr) abi.Errno { return fileLocks.Fcntl(h, cmd, p) }
 func locksOnClose(fd, h int)                    { fileLocks.OnClose(fd, h) }

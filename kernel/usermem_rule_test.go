@@ -146,6 +146,7 @@ var userRuleAllowed = map[string]struct {
 	"kernel/net/io.go: NoEscape":       {n: 1, sealed: true, why: whyNoEscape},
 	"kernel/namei/namei.go: noEscape":  {n: 1, sealed: true, why: whyNoEscape},
 	"kernel/namei/namei.go: noEscapeP": {n: 2, sealed: true, why: whyNoEscape},
+	"kernel/disk/file.go: noEscapeP":   {n: 2, sealed: true, why: whyNoEscape},
 
 	// The in-memory file system's pages and tables.
 	"kernel/fs/data.go: (*FS).block":      {n: 3, why: whyFS},
@@ -168,7 +169,6 @@ var userRuleAllowed = map[string]struct {
 	// memory; the program's is reached by mm.CopyIn/CopyOut), and a
 	// readdir filler on the stack.
 	"kernel/disk/file.go: (*Disks).rw": {n: 1, why: "the bounce page: a page the Env supplied, kernel memory"},
-	"kernel/disk/file.go: noEscapeP":   {n: 2, sealed: true, why: whyNoEscape},
 
 	// The journal's view of a block the file system journals: Add's
 	// caller names its buffer by address (ext4's metadata cache, kernel

@@ -395,6 +395,13 @@ func (d *Disks[E]) At(h int, path []byte) (namei.Place, abi.Errno) {
 
 var dot = [...]byte{'.'}
 
+// Key is open file h's st_dev and inode number, what its file locks are
+// keyed by (two opens of one inode share them). It takes no lock.
+func (d *Disks[E]) Key(h int) (dev, ino uint64) {
+	f := &d.files[h]
+	return d.m[f.m].rd, uint64(f.ino)
+}
+
 // Where says where open file h is: its mount index and inode.
 func (d *Disks[E]) Where(h int) (int, uint32) { return int(d.files[h].m), d.files[h].ino }
 

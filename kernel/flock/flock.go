@@ -47,8 +47,11 @@ type Env interface {
 	// longer val (or it is woken); Wake wakes every thread waiting.
 	Wait(addr uintptr, val uint32)
 	Wake()
-	// Stat is fstat of handle h: its device, inode number and size.
-	Stat(h int) (dev, ino uint64, size int64, err abi.Errno)
+	// Key is handle h's file: its device and inode number. It may run
+	// with the descriptor table's lock held (OnClose): it must not
+	// block. Size is h's file's size (fstat's).
+	Key(h int) (dev, ino uint64, err abi.Errno)
+	Size(h int) (int64, abi.Errno)
 	// Flags are h's open flags, Offset its file offset.
 	Flags(h int) (int, abi.Errno)
 	Offset(h int) (int64, abi.Errno)
@@ -204,7 +207,7 @@ func (x *Locks[E]) OnClose(fd, h int) {
 		return
 	}
 	var e E
-	dev, ino, _, err := e.Stat(h)
+	dev, ino, err := e.Key(h)
 	if err != 0 {
 		return
 	}
@@ -231,7 +234,7 @@ func (x *Locks[E]) OnClose(fd, h int) {
 // fileKey is h's device and inode number, and its open flags.
 func fileKey[E Env](h int) (dev, ino uint64, flags int, err abi.Errno) {
 	var e E
-	if dev, ino, _, err = e.Stat(h); err != 0 {
+	if dev, ino, err = e.Key(h); err != 0 {
 		return 0, 0, 0, err
 	}
 	fl, err := e.Flags(h)
@@ -308,7 +311,7 @@ func (x *Locks[E]) fcntl(h, cmd int, fl *flockT) (out bool, err abi.Errno) {
 		}
 		base = off
 	case unix.SEEK_END:
-		_, _, size, e := env.Stat(h)
+		size, e := env.Size(h)
 		if e != 0 {
 			return false, e
 		}

@@ -40,12 +40,13 @@ func (hostEnv) Wake() {
 	wcond.Broadcast()
 	wmu.Unlock()
 }
-func (hostEnv) Stat(h int) (dev, ino uint64, size int64, err abi.Errno) {
+func (hostEnv) Key(h int) (dev, ino uint64, err abi.Errno) {
 	if h <= 0 || h > 9 {
-		return 0, 0, 0, abi.EBADF
+		return 0, 0, abi.EBADF
 	}
-	return 1, uint64(h/2 + 1), 1000, 0
+	return 1, uint64(h/2 + 1), 0
 }
+func (hostEnv) Size(h int) (int64, abi.Errno) { return 1000, 0 }
 func (hostEnv) Flags(h int) (int, abi.Errno) {
 	if h == 7 {
 		return unix.O_RDONLY, 0

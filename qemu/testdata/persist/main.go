@@ -1,0 +1,126 @@
+// Command persist is TestDiskPersistence's program: state on an ext4
+// disk that must outlive the machine. It keeps two files in DIR (the
+// disk's mount):
+//
+//	DIR/log    one line per record, appended and fsynced one by one
+//	DIR/state  the last record's number, replaced whole each time
+//	           (written to state.tmp, fsynced, renamed over state, the
+//	           directory fsynced: the atomic-replace pattern)
+//
+// persist write DIR FROM TO checks that the log holds records [0, FROM)
+// and the state says FROM-1, then writes records [FROM, TO); persist read
+// DIR N checks that the log holds exactly records [0, N) and the state
+// says N-1. It prints "persist: ok" and exits 0, or says what is wrong
+// and exits 1.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+func main() {
+	if len(os.Args) < 4 {
+		fail("usage: persist write DIR FROM TO | persist read DIR N")
+	}
+	dir := os.Args[2]
+	from := atoi(os.Args[3])
+	check(dir, from)
+	if os.Args[1] == "write" {
+		write(dir, from, atoi(os.Args[4]))
+	}
+	fmt.Println("persist: ok")
+}
+
+func record(i int) string { return fmt.Sprintf("record %06d %x\n", i, i*2654435761) }
+
+// check fails unless dir's log holds records [0, n) and its state n-1.
+func check(dir string, n int) {
+	b, err := os.ReadFile(filepath.Join(dir, "log"))
+	if n == 0 && os.IsNotExist(err) {
+		return
+	}
+	if err != nil {
+		fail("reading the log: %v", err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) != n {
+		fail("the log holds %d records (%d bytes), want %d", len(lines), len(b), n)
+	}
+	for i, l := range lines {
+		if string(l) != record(i) {
+			fail("record %d is %q, want %q", i, l, record(i))
+		}
+	}
+	s, err := os.ReadFile(filepath.Join(dir, "state"))
+	if err != nil || string(s) != fmt.Sprintf("last %d\n", n-1) {
+		fail("the state is %q, %v; want last %d", s, err, n-1)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.tmp")); !os.IsNotExist(err) {
+		fail("state.tmp is there: %v", err)
+	}
+}
+
+// write appends records [from, to) to dir's log, each fsynced, and
+// replaces the state after each.
+func write(dir string, from, to int) {
+	log, err := os.OpenFile(filepath.Join(dir, "log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		fail("opening the log: %v", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		fail("opening %s: %v", dir, err)
+	}
+	tmp, state := filepath.Join(dir, "state.tmp"), filepath.Join(dir, "state")
+	for i := from; i < to; i++ {
+		if _, err := log.WriteString(record(i)); err != nil {
+			fail("appending record %d: %v", i, err)
+		}
+		if err := log.Sync(); err != nil {
+			fail("fsync of the log: %v", err)
+		}
+		f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			fail("creating %s: %v", tmp, err)
+		}
+		if _, err := fmt.Fprintf(f, "last %d\n", i); err != nil {
+			fail("writing %s: %v", tmp, err)
+		}
+		if err := f.Sync(); err != nil {
+			fail("fsync of %s: %v", tmp, err)
+		}
+		if err := f.Close(); err != nil {
+			fail("close: %v", err)
+		}
+		if err := os.Rename(tmp, state); err != nil {
+			fail("rename: %v", err)
+		}
+		if err := d.Sync(); err != nil {
+			fail("fsync of %s: %v", dir, err)
+		}
+	}
+	if err := log.Close(); err != nil {
+		fail("closing the log: %v", err)
+	}
+	d.Close()
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		fail("%q: %v", s, err)
+	}
+	return n
+}
+
+func fail(format string, args ...any) {
+	fmt.Printf("persist: "+format+"\n", args...)
+	os.Exit(1)
+}
