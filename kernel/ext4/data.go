@@ -82,6 +82,7 @@ func (f *FS[E]) writeRun(in *Inode, b []byte, off uint64) (int, Errno) {
 			for x := uint64(0); x < w; x++ {
 				if c := f.find(p + x); c >= 0 {
 					copy(f.data(c), b[n+int(x*bs):])
+					f.c.bufs[c].verified = false
 				}
 			}
 			n += int(w * bs)

@@ -130,11 +130,13 @@ func (f *FS[E]) dirBlock(in *Inode, lblk uint64) (i, end int, e Errno) {
 	if !f.csum {
 		return i, end, 0
 	}
+	ok := f.c.bufs[i].verified
 	if isDxNode(in, lblk, b) {
-		if !f.dxCsumOK(in, b, lblk == 0) {
+		if ok = ok || f.dxCsumOK(in, b, lblk == 0); !ok {
 			f.put(i)
 			return -1, 0, EBADMSG
 		}
+		f.c.bufs[i].verified = true
 		return i, end, 0
 	}
 	if !hasTail(b) {
@@ -142,10 +144,11 @@ func (f *FS[E]) dirBlock(in *Inode, lblk uint64) (i, end int, e Errno) {
 		return -1, 0, EBADMSG // no room for the checksum: Linux fails it too
 	}
 	end -= tailLen
-	if crc32c(f.inodeSeed(in.Ino, in.Generation), b[:end]) != le32(b, end+8) {
+	if !ok && crc32c(f.inodeSeed(in.Ino, in.Generation), b[:end]) != le32(b, end+8) {
 		f.put(i)
 		return -1, 0, EBADMSG
 	}
+	f.c.bufs[i].verified = true
 	return i, end, 0
 }
 

@@ -1,6 +1,7 @@
 package ext4_test
 
 import (
+	"bytes"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -75,6 +76,15 @@ func (w *twin) write(p string, off, n int) {
 		fd.Close()
 	}
 	w.ok("write "+p, e, err)
+}
+
+func (w *twin) mknod(p string, mode uint32, dev uint64) {
+	_, e := w.fs.Mknod(w.ino(filepath.Dir(p)), []byte(filepath.Base(p)), mode, dev, 0, 0)
+	err := unix.Mknod(w.host(p), mode, int(dev))
+	if err == nil {
+		err = unix.Chmod(w.host(p), mode&0o7777)
+	}
+	w.ok("mknod "+p, e, err)
 }
 
 func (w *twin) mkdir(p string) {
@@ -181,7 +191,21 @@ func TestWrite(t *testing.T) {
 			}
 			noTimes = true
 			defer func() { noTimes = false }()
-			compareTree(t, fs2, model, ext4.RootIno, true, map[uint64]uint32{}, "")
+			// huge-sparse is 5 GiB long: its data only is compared.
+			compareTree(t, fs2, model, ext4.RootIno, true, map[uint64]uint32{}, "huge-sparse")
+			want := make([]byte, 200)
+			hf, err := os.Open(filepath.Join(model, "huge-sparse"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hf.ReadAt(want, 5<<30-50)
+			hf.Close()
+			got := make([]byte, 200)
+			ino, _ := fs2.Lookup(ext4.RootIno, []byte("huge-sparse"))
+			st, _ := fs2.Stat(ino)
+			if n, e := fs2.ReadAt(ino, got, 5<<30-50); n != 153 || e != 0 || !bytes.Equal(got, want) || st.Size != 5<<30+103 {
+				t.Errorf("huge-sparse: read %d %v, size %d", n, e, st.Size)
+			}
 		})
 	}
 }
@@ -219,6 +243,11 @@ func changes(w *twin) {
 	w.fallocate("falloc", 0, 1<<20, false)      // unwritten, sized
 	w.write("falloc", 4096*3+5, 10000)          // into the middle: splits
 	w.fallocate("falloc", 1<<20, 256<<10, true) // past the end, size kept
+	w.create("huge-sparse", 0)
+	w.write("huge-sparse", 5<<30+3, 100) // past 4 GiB: i_size_high, a far extent
+	w.mknod("d1/fifo", unix.S_IFIFO|0o640, 0)
+	w.mknod("d1/tty", unix.S_IFCHR|0o620, unix.Mkdev(4, 1))
+	w.mknod("d1/bigdev", unix.S_IFBLK|0o600, unix.Mkdev(300, 70000))
 	w.chmod("a/f2", 0o4711, 1234, 567890)
 	w.chmod("d1", 0o700, 0, 0)
 	// A file of many extents: a block written, one skipped, so the tree
