@@ -513,3 +513,27 @@ func (f *FS[E]) checkGroups() Errno {
 	}
 	return 0
 }
+
+// Label is the volume name (s_volume_name), for a mount by label.
+func (f *FS[E]) Label() []byte {
+	l := f.sb[0x78 : 0x78+16]
+	for i, c := range l {
+		if c == 0 {
+			return l[:i]
+		}
+	}
+	return l
+}
+
+// UUID is the file system's UUID.
+func (f *FS[E]) UUID() [16]byte { return f.uuid }
+
+// Sync returns once everything written is on the disk: each call's
+// transaction already ended with a flush, so it flushes once more only
+// for what the disk may still hold.
+func (f *FS[E]) Sync() Errno {
+	if !f.mounted {
+		return EIO
+	}
+	return f.env.Flush()
+}

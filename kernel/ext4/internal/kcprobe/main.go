@@ -39,5 +39,6 @@ func main() {
 	ext4.Readdir(&fs, ino, 0, &fl)
 	fs.Statfs()
 	probeWrite(ino)
+	probeMisc()
 	fs.Unmount()
 }
