@@ -130,6 +130,21 @@ func TestCorrupt(t *testing.T) {
 			t.Fatalf("mount with a corrupt descriptor: %v (%s), want EBADMSG", e, r.Msg)
 		}
 	})
+	t.Run("extent-on-a-bitmap", func(t *testing.T) {
+		img := fresh(t)
+		bm := debugNum(t, img, "stats", `block bitmap at (\d+)`)
+		run(t, 0, "debugfs", "-w", "-R", "sif /exec block[5] "+strconv.FormatInt(bm, 10), img)
+		fs, _, _, e := mount(t, img, false)
+		if e != 0 {
+			t.Fatal(e)
+		}
+		if e := fs.Unlink(ext4.RootIno, []byte("exec")); e != ext4.EUCLEAN {
+			t.Fatalf("unlink of a file mapping a bitmap block: %v, want EUCLEAN", e)
+		}
+		if n := fs.Pinned(); n != 0 {
+			t.Fatalf("%d buffers left pinned", n)
+		}
+	})
 	t.Run("no-csum-extent-magic", func(t *testing.T) {
 		img := makeImage(t, src, "1G", "-t", "ext4", "-O", "^metadata_csum")
 		etb := debugNum(t, img, "stat /frag", `\(ETB0\):(\d+)`)
