@@ -145,6 +145,30 @@ func TestCorrupt(t *testing.T) {
 			t.Fatalf("%d buffers left pinned", n)
 		}
 	})
+	t.Run("htree-root", func(t *testing.T) {
+		// With checksums a changed index node is EBADMSG; without, a bad
+		// index is given up for a linear scan, as Linux does.
+		for _, csum := range []bool{true, false} {
+			img := fresh(t)
+			if !csum {
+				img = makeImage(t, src, "1G", "-t", "ext4", "-O", "^metadata_csum")
+			}
+			blk := debugNum(t, img, "blocks /many", `(?m)^(\d+)`)
+			flip(t, img, blk*bs+24+5) // dx_root_info.info_length
+			fs, _, _, e := mount(t, img, true)
+			if e != 0 {
+				t.Fatal(e)
+			}
+			many, _ := lookup(t, fs, "many")
+			names, _ := os.ReadDir(src + "/many")
+			for _, n := range names {
+				ino, e := fs.Lookup(many, []byte(n.Name()))
+				if csum && e != ext4.EBADMSG || !csum && (e != 0 || ino == 0) {
+					t.Fatalf("csum %v: lookup of %q with a bad index: %d %v", csum, n.Name(), ino, e)
+				}
+			}
+		}
+	})
 	t.Run("no-csum-extent-magic", func(t *testing.T) {
 		img := makeImage(t, src, "1G", "-t", "ext4", "-O", "^metadata_csum")
 		etb := debugNum(t, img, "stat /frag", `\(ETB0\):(\d+)`)
