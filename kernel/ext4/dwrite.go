@@ -146,16 +146,13 @@ func (f *FS[E]) addEntry(in *Inode, name []byte, ino uint32, ft uint8) Errno {
 // newDataBlock allocates, maps at lblk and pins (zeroed, in the
 // transaction) a metadata-like block of in: a directory block.
 func (f *FS[E]) newDataBlock(in *Inode, lblk uint64) (int, Errno) {
-	if in.Flags&FlagExtents == 0 {
-		return -1, EOPNOTSUPP
-	}
 	goal := f.goal(in, lblk)
 	blk, _, e := f.allocBlocks(goal, 1)
 	if e != 0 {
 		return -1, e
 	}
 	in.Blocks += uint64(f.bs) >> 9
-	if e := f.extAdd(in, lblk, blk, 1, false); e != 0 {
+	if e := f.mapAdd(in, lblk, blk, 1); e != 0 {
 		return -1, e
 	}
 	return f.getWrite(blk, clDir, true)

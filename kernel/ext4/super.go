@@ -300,10 +300,6 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 		f.ro = true
 		r = Refusal{Msg: "read-only: fast_commit journal not implemented"}
 	}
-	if f.incompat&IncompatExtents == 0 && !f.ro {
-		f.ro = true
-		r = Refusal{Msg: "read-only: writing without the extent feature (block maps) not implemented"}
-	}
 	if f.incompat&IncompatMetaBG != 0 && !f.ro {
 		f.ro = true
 		r = Refusal{Msg: "read-only: writing with meta_bg not implemented"}
