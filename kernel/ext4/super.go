@@ -268,6 +268,12 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 	f.groups = uint32(groups)
 	f.firstMetaBG = le32(sb[:], sbFirstMetaBG)
 	f.logFlex = uint32(sb[sbLogGroupsFlex])
+	if f.incompat&IncompatFlexBG != 0 && f.logFlex > 31 {
+		return Refusal{Msg: "inconsistent superblock (log groups per flex)"}, EUCLEAN
+	}
+	if f.incompat&IncompatFlexBG == 0 {
+		f.logFlex = 0
+	}
 	copy(f.uuid[:], sb[sbUUID:sbUUID+16])
 	for i := range f.hashSeed {
 		f.hashSeed[i] = le32(sb[:], sbHashSeed+4*i)
