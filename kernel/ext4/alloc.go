@@ -221,6 +221,12 @@ func (f *FS[E]) freeBlocks(blk uint64, n uint64) Errno {
 		g := uint32((blk - uint64(f.firstData)) / uint64(f.bpg))
 		x := uint32(blk - f.groupStart(g))
 		k := min(n, uint64(f.groupBlocks(g)-x))
+		if sys, e := f.systemZone(g, blk, k); e != 0 || sys {
+			if e == 0 {
+				e = EUCLEAN // a corrupt map would free the file system's own blocks
+			}
+			return e
+		}
 		gr, di, d, bi, e := f.groupBitmap(g, false)
 		if e != 0 {
 			return e
@@ -251,6 +257,38 @@ func (f *FS[E]) freeBlocks(blk uint64, n uint64) Errno {
 	}
 	return 0
 }
+
+// systemZone says whether blocks [blk, blk+n) of group g overlap the
+// file system's own: the superblock and descriptor copies of g, the
+// bitmaps and inode tables of g or, under flex_bg, of the groups g
+// leads (Linux's system zone, in part).
+func (f *FS[E]) systemZone(g uint32, blk, n uint64) (bool, Errno) {
+	if f.hasSuper(g) {
+		per := f.bs / f.descSize
+		meta := 1 + uint64((f.groups+per-1)/per) + uint64(le16(f.sb[:], 0xCE))
+		if overlap(f.groupStart(g), meta, blk, n) {
+			return true, 0
+		}
+	}
+	last := g + 1
+	if flex := uint32(1) << f.logFlex; f.incompat&IncompatFlexBG != 0 && g%flex == 0 {
+		last = min(g+flex, f.groups)
+	}
+	itb := uint64(f.ipg) * uint64(f.inodeSize) >> f.logbs
+	for h := g; h < last; h++ {
+		gr, e := f.group(h)
+		if e != 0 {
+			return false, e
+		}
+		if overlap(gr.blockBitmap, 1, blk, n) || overlap(gr.inodeBitmap, 1, blk, n) || overlap(gr.inodeTable, itb, blk, n) {
+			return true, 0
+		}
+	}
+	return false, 0
+}
+
+// overlap says whether [a, a+l) and [b, b+n) meet.
+func overlap(a, l, b, n uint64) bool { return a < b+n && b < a+l }
 
 // allocInode allocates an inode, in the group of near (an inode number,
 // the parent) or the next with a free one.

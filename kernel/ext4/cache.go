@@ -20,6 +20,10 @@ type buf struct {
 	valid bool // holds blk's contents
 	dirty bool
 	ref   bool // clock's second chance
+	// verified: its checksum was checked since it was read (or it was
+	// written here, checksum and all): not checked again, as Linux's
+	// buffer_verified.
+	verified bool
 }
 
 type cache struct {
@@ -105,6 +109,7 @@ func (f *FS[E]) slot(blk uint64) (int, bool, Errno) {
 	f.unhash(v)
 	b.blk = blk
 	b.valid = true
+	b.verified = false
 	b.ref = true
 	b.pins = 1
 	h := hashBlk(blk)
@@ -137,6 +142,7 @@ func (f *FS[E]) getZero(blk uint64) (int, Errno) {
 		return -1, e
 	}
 	clear(f.data(i))
+	f.c.bufs[i].verified = false
 	return i, 0
 }
 

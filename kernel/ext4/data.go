@@ -56,7 +56,7 @@ func (f *FS[E]) writeRun(in *Inode, b []byte, off uint64) (int, Errno) {
 			return 0, e
 		}
 		in.Blocks += uint64(got) << (f.logbs - 9)
-		if e := f.extAdd(in, lblk, p, uint64(got), false); e != 0 {
+		if e := f.mapAdd(in, lblk, p, uint64(got)); e != 0 {
 			return 0, e
 		}
 		m = mapping{pblk: p, n: uint64(got)}
@@ -82,6 +82,7 @@ func (f *FS[E]) writeRun(in *Inode, b []byte, off uint64) (int, Errno) {
 			for x := uint64(0); x < w; x++ {
 				if c := f.find(p + x); c >= 0 {
 					copy(f.data(c), b[n+int(x*bs):])
+					f.c.bufs[c].verified = false
 				}
 			}
 			n += int(w * bs)
@@ -137,12 +138,9 @@ func (f *FS[E]) truncateBlocks(in *Inode, size uint64) Errno {
 	}
 	from := (size + uint64(f.bs) - 1) >> f.logbs
 	if in.Flags&FlagExtents == 0 {
-		if from != 0 {
-			return EOPNOTSUPP
-		}
-		return f.freeMap(in)
+		return f.indTruncate(in, from)
 	}
-	for n := 0; ; n++ {
+	for {
 		done, e := f.extTrimLast(in, from)
 		if e != 0 || done {
 			return e
@@ -151,66 +149,11 @@ func (f *FS[E]) truncateBlocks(in *Inode, size uint64) Errno {
 			if e := f.writeInode(in, false); e != 0 {
 				return e
 			}
-			if e := f.end(); e != 0 {
-				return e
-			}
-			if e := f.begin(); e != 0 {
+			if e := f.restart(); e != 0 {
 				return e
 			}
 		}
 	}
-}
-
-// freeMap frees the blocks of an old block map (size 0).
-func (f *FS[E]) freeMap(in *Inode) Errno {
-	for k := 0; k < 15; k++ {
-		p := uint64(le32(in.Block[:], k*4))
-		if p == 0 {
-			continue
-		}
-		if p >= f.blocks {
-			return EUCLEAN
-		}
-		level := max(k-11, 0)
-		if e := f.freeInd(p, level); e != 0 {
-			return e
-		}
-		put32(in.Block[:], k*4, 0)
-	}
-	in.Blocks = 0
-	return 0
-}
-
-// freeInd frees block p and, at level > 0, the blocks it points to.
-func (f *FS[E]) freeInd(p uint64, level int) Errno {
-	if level > 0 {
-		for k := 0; k < int(f.bs/4); k++ {
-			i, e := f.get(p)
-			if e != 0 {
-				return e
-			}
-			c := uint64(le32(f.data(i), k*4))
-			f.put(i)
-			if c == 0 {
-				continue
-			}
-			if c >= f.blocks {
-				return EUCLEAN
-			}
-			if e := f.freeInd(c, level-1); e != 0 {
-				return e
-			}
-			if f.tx.n > maxTx-8 {
-				if e := f.end(); e != 0 {
-					return e
-				}
-				if e := f.begin(); e != 0 {
-					return e
-				}
-			}
-		}
-	}
-	return f.freeBlocks(p, 1)
 }
 
 // Truncate sets regular file ino's size: blocks past it are freed, the
@@ -260,6 +203,9 @@ func (f *FS[E]) Fallocate(ino uint32, off, n uint64, keepSize bool) Errno {
 	in, e := f.fileForChange(ino)
 	if e != 0 {
 		return e
+	}
+	if in.Flags&FlagExtents == 0 {
+		return EOPNOTSUPP // no unwritten blocks in a block map (Linux's answer too)
 	}
 	if n == 0 {
 		return EINVAL

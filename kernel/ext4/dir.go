@@ -130,11 +130,13 @@ func (f *FS[E]) dirBlock(in *Inode, lblk uint64) (i, end int, e Errno) {
 	if !f.csum {
 		return i, end, 0
 	}
+	ok := f.c.bufs[i].verified
 	if isDxNode(in, lblk, b) {
-		if !f.dxCsumOK(in, b, lblk == 0) {
+		if ok = ok || f.dxCsumOK(in, b, lblk == 0); !ok {
 			f.put(i)
 			return -1, 0, EBADMSG
 		}
+		f.c.bufs[i].verified = true
 		return i, end, 0
 	}
 	if !hasTail(b) {
@@ -142,10 +144,11 @@ func (f *FS[E]) dirBlock(in *Inode, lblk uint64) (i, end int, e Errno) {
 		return -1, 0, EBADMSG // no room for the checksum: Linux fails it too
 	}
 	end -= tailLen
-	if crc32c(f.inodeSeed(in.Ino, in.Generation), b[:end]) != le32(b, end+8) {
+	if !ok && crc32c(f.inodeSeed(in.Ino, in.Generation), b[:end]) != le32(b, end+8) {
 		f.put(i)
 		return -1, 0, EBADMSG
 	}
+	f.c.bufs[i].verified = true
 	return i, end, 0
 }
 
@@ -205,9 +208,19 @@ func (f *FS[E]) findInBlock(in *Inode, lblk uint64, name []byte) (uint32, Errno)
 // Linux's ERR_BAD_DX_DIR).
 const errBadDx = Errno(1 << 20)
 
-// dxLookup looks name up through the htree index of in; leafOnly: it
-// answers the logical block of the leaf the name's hash leads to.
-func (f *FS[E]) dxLookup(in *Inode, name []byte, leafOnly bool) (uint32, Errno) {
+// dxWhere is where a name's hash leads in an htree: the index nodes
+// passed (logical block, entry), the leaf, the hash and its version.
+type dxWhere struct {
+	levels int
+	path   [2]struct{ lblk, k uint64 }
+	leaf   uint64
+	hash   uint32
+	hv     uint8
+}
+
+// dxLookup looks name up through the htree index of in; with where, it
+// only fills where (the leaf the name's hash leads to).
+func (f *FS[E]) dxLookup(in *Inode, name []byte, where *dxWhere) (uint32, Errno) {
 	i, _, e := f.dirBlock(in, 0)
 	if e != 0 {
 		return 0, e
@@ -264,8 +277,9 @@ func (f *FS[E]) dxLookup(in *Inode, name []byte, leafOnly bool) (uint32, Errno) 
 			return 0, errBadDx
 		}
 	}
-	if leafOnly {
-		return uint32(blk), 0
+	if where != nil {
+		*where = dxWhere{levels: levels, path: path, leaf: blk, hash: hash, hv: hv}
+		return 0, 0
 	}
 	// The leaf, then leaves further on whose hash continues a collision.
 	for n := 0; n < 1<<16; n++ {
@@ -335,7 +349,7 @@ func (f *FS[E]) lookup(in *Inode, name []byte) (uint32, Errno) {
 		return f.inlineLookup(in, name)
 	}
 	if in.Flags&FlagIndex != 0 && f.compat&CompatDirIndex != 0 {
-		ino, e := f.dxLookup(in, name, false)
+		ino, e := f.dxLookup(in, name, nil)
 		if e != errBadDx {
 			return ino, e
 		}

@@ -92,8 +92,15 @@ func put32(b []byte, o int, v uint32) {
 // crc32c continues a crc32c over b the way ext4 does: no inversion on
 // either end (ext4_chksum); the standard crc32c of b is ^crc32c(^0, b).
 func crc32c(crc uint32, b []byte) uint32 {
+	t := &crc32c8
+	for len(b) >= 8 { // eight bytes a step (slicing-by-8)
+		crc ^= uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		crc = t[0][b[7]] ^ t[1][b[6]] ^ t[2][b[5]] ^ t[3][b[4]] ^
+			t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+		b = b[8:]
+	}
 	for _, c := range b {
-		crc = crc32cTable[byte(crc)^c] ^ crc>>8
+		crc = t[0][byte(crc)^c] ^ crc>>8
 	}
 	return crc
 }
@@ -101,7 +108,7 @@ func crc32c(crc uint32, b []byte) uint32 {
 // crc32cZero continues a crc32c over n zero bytes (a checksum field).
 func crc32cZero(crc uint32, n int) uint32 {
 	for ; n > 0; n-- {
-		crc = crc32cTable[byte(crc)] ^ crc>>8
+		crc = crc32c8[0][byte(crc)] ^ crc>>8
 	}
 	return crc
 }

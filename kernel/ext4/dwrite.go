@@ -1,11 +1,11 @@
 package ext4
 
 // Changing directories: entries added in the first block with room (the
-// leaf its hash leads to in an indexed directory), removed by merging
-// into the entry before, a new block appended when none has room. An
-// indexed directory whose leaf is full stops being indexed (its index
-// blocks become empty entry blocks): Linux would split the leaf; e2fsck
-// -D indexes it again.
+// leaf its hash leads to in an indexed directory, split in two by hash
+// when full: dxwrite.go), removed by merging into the entry before, a new
+// block appended when none has room. An indexed directory whose index
+// node is full stops being indexed (its index blocks become empty entry
+// blocks): Linux would split the node too; e2fsck -D indexes it again.
 
 // dirWrite pins block lblk of directory in for change, checked first.
 func (f *FS[E]) dirWrite(in *Inode, lblk uint64) (i, end int, e Errno) {
@@ -107,10 +107,14 @@ func (f *FS[E]) addEntry(in *Inode, name []byte, ino uint32, ft uint8) Errno {
 		return EOPNOTSUPP
 	}
 	if in.Flags&FlagIndex != 0 {
-		leaf, e := f.dxLookup(in, name, true)
+		var w dxWhere
+		_, e := f.dxLookup(in, name, &w)
 		if e == 0 {
-			ok, e := f.insertIn(in, uint64(leaf), name, ino, ft)
+			ok, e := f.insertIn(in, w.leaf, name, ino, ft)
 			if ok || e != 0 {
+				return e
+			}
+			if ok, e = f.dxSplit(in, &w, name, ino, ft); ok || e != 0 {
 				return e
 			}
 		} else if e != errBadDx {
@@ -142,16 +146,13 @@ func (f *FS[E]) addEntry(in *Inode, name []byte, ino uint32, ft uint8) Errno {
 // newDataBlock allocates, maps at lblk and pins (zeroed, in the
 // transaction) a metadata-like block of in: a directory block.
 func (f *FS[E]) newDataBlock(in *Inode, lblk uint64) (int, Errno) {
-	if in.Flags&FlagExtents == 0 {
-		return -1, EOPNOTSUPP
-	}
 	goal := f.goal(in, lblk)
 	blk, _, e := f.allocBlocks(goal, 1)
 	if e != 0 {
 		return -1, e
 	}
 	in.Blocks += uint64(f.bs) >> 9
-	if e := f.extAdd(in, lblk, blk, 1, false); e != 0 {
+	if e := f.mapAdd(in, lblk, blk, 1); e != 0 {
 		return -1, e
 	}
 	return f.getWrite(blk, clDir, true)

@@ -14,8 +14,11 @@ func TestErrnos(t *testing.T) {
 	os.MkdirAll(dir+"/d/sub", 0o755)
 	os.WriteFile(dir+"/file", []byte("data"), 0o644)
 	os.Symlink("file", dir+"/ln")
-	img := makeImage(t, dir, "32M", "-t", "ext4")
+	img := makeImage(t, dir, "32M", "-t", "ext4", "-L", "yolk-data")
 	fs, _, _, e := mount(t, img, false)
+	if string(fs.Label()) != "yolk-data" {
+		t.Errorf("label %q", fs.Label())
+	}
 	if e != 0 {
 		t.Fatal(e)
 	}

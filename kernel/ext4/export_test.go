@@ -14,7 +14,7 @@ func (f *FS[E]) DxLookup(dir uint32, name []byte) (uint32, bool, Errno) {
 	if in.Flags&FlagIndex == 0 {
 		return 0, false, 0
 	}
-	ino, e := f.dxLookup(&in, name, false)
+	ino, e := f.dxLookup(&in, name, nil)
 	if e == errBadDx {
 		return 0, false, 0
 	}

@@ -3,6 +3,7 @@ package ext4_test
 import (
 	"fmt"
 	"hash/crc32"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 
 func TestCrc32c(t *testing.T) {
 	tab := crc32.MakeTable(crc32.Castagnoli)
-	for _, s := range []string{"", "a", "123456789", "The quick brown fox jumps over the lazy dog"} {
+	long := make([]byte, 10007)
+	rand.New(rand.NewSource(1)).Read(long)
+	for _, s := range []string{"", "a", "123456789", "The quick brown fox jumps over the lazy dog", string(long), string(long[3:4099])} {
 		if got, want := ext4.Crc32c([]byte(s)), crc32.Checksum([]byte(s), tab); got != want {
 			t.Errorf("crc32c(%q) = %#x, want %#x", s, got, want)
 		}

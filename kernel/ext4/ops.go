@@ -92,15 +92,21 @@ func (f *FS[E]) Mknod(dir uint32, name []byte, mode uint32, rdev uint64, uid, gi
 		return 0, e
 	}
 	in, e := f.newInode(dir, mode, uid, gid)
-	if e == 0 && (mode&SIFMT == SIFCHR || mode&SIFMT == SIFBLK) {
+	if e == 0 && mode&SIFMT != SIFREG {
+		// Special files map no blocks: i_block is empty or holds the
+		// device number, without the extents flag (e2fsck's rule).
 		in.Flags &^= FlagExtents
 		clear(in.Block[:])
+	}
+	if e == 0 && (mode&SIFMT == SIFCHR || mode&SIFMT == SIFBLK) {
 		maj, min := uint32(rdev>>8&0xfff|rdev>>32&^0xfff), uint32(rdev&0xff|rdev>>12&^0xff)
 		if maj < 256 && min < 256 {
 			put32(in.Block[:], 0, maj<<8|min)
 		} else {
 			put32(in.Block[:], 4, min&0xff|maj<<8|(min&^0xff)<<12)
 		}
+	}
+	if e == 0 && mode&SIFMT != SIFREG {
 		e = f.writeInode(&in, false)
 	}
 	if e == 0 {

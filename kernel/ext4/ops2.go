@@ -244,8 +244,8 @@ func (f *FS[E]) fileForChange(ino uint32) (Inode, Errno) {
 	if !in.IsReg() {
 		return in, EINVAL
 	}
-	if in.Flags&FlagExtents == 0 || in.Flags&FlagInlineData != 0 {
-		return in, EOPNOTSUPP // block maps and inline data are read only
+	if in.Flags&FlagInlineData != 0 {
+		return in, EOPNOTSUPP // inline data is read only
 	}
 	return in, 0
 }

@@ -268,6 +268,12 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 	f.groups = uint32(groups)
 	f.firstMetaBG = le32(sb[:], sbFirstMetaBG)
 	f.logFlex = uint32(sb[sbLogGroupsFlex])
+	if f.incompat&IncompatFlexBG != 0 && f.logFlex > 31 {
+		return Refusal{Msg: "inconsistent superblock (log groups per flex)"}, EUCLEAN
+	}
+	if f.incompat&IncompatFlexBG == 0 {
+		f.logFlex = 0
+	}
 	copy(f.uuid[:], sb[sbUUID:sbUUID+16])
 	for i := range f.hashSeed {
 		f.hashSeed[i] = le32(sb[:], sbHashSeed+4*i)
@@ -299,10 +305,6 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 	if f.compat&CompatFastCommit != 0 && !f.ro {
 		f.ro = true
 		r = Refusal{Msg: "read-only: fast_commit journal not implemented"}
-	}
-	if f.incompat&IncompatExtents == 0 && !f.ro {
-		f.ro = true
-		r = Refusal{Msg: "read-only: writing without the extent feature (block maps) not implemented"}
 	}
 	if f.incompat&IncompatMetaBG != 0 && !f.ro {
 		f.ro = true
@@ -512,4 +514,28 @@ func (f *FS[E]) checkGroups() Errno {
 		}
 	}
 	return 0
+}
+
+// Label is the volume name (s_volume_name), for a mount by label.
+func (f *FS[E]) Label() []byte {
+	l := f.sb[0x78 : 0x78+16]
+	for i, c := range l {
+		if c == 0 {
+			return l[:i]
+		}
+	}
+	return l
+}
+
+// UUID is the file system's UUID.
+func (f *FS[E]) UUID() [16]byte { return f.uuid }
+
+// Sync returns once everything written is on the disk: each call's
+// transaction already ended with a flush, so it flushes once more only
+// for what the disk may still hold.
+func (f *FS[E]) Sync() Errno {
+	if !f.mounted {
+		return EIO
+	}
+	return f.env.Flush()
 }

@@ -41,5 +41,6 @@ func main() {
 	fs.Statfs()
 	fs.ReapOrphans(false)
 	probeWrite(ino)
+	probeMisc()
 	fs.Unmount()
 }

@@ -17,3 +17,9 @@ func probeWrite(ino uint32) {
 	fs.Unlink(d, name)
 	fs.Rmdir(ino, name)
 }
+
+func probeMisc() int {
+	fs.Sync()
+	u := fs.UUID()
+	return len(fs.Label()) + int(u[0])
+}
