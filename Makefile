@@ -175,7 +175,8 @@ image:
 # (the guest suite boots x86 and arm64), and gdb-multiarch (make debug,
 # TestDebugGDB); with amd64's, what the PC image needs (GRUB for BIOS and
 # UEFI, grub-mkrescue's xorriso and mtools, OVMF: docs/pc-image.md; yolk
-# image's grub-mkimage and qemu-img: docs/disk-image.md), each
+# image's grub-mkimage and qemu-img: docs/disk-image.md), e2fsprogs (yolk
+# disk create's mkfs.ext4, e2fsck and debugfs: docs/disks.md), each
 # checked by its program or file; as root directly, otherwise
 # through sudo if it needs no password (sudo -n); failing both it prints
 # the command to run.
@@ -186,7 +187,7 @@ QEMU_amd64  = qemu-system-x86_64:qemu-system-x86 \
 QEMU_arm64  = qemu-system-aarch64:qemu-system-arm
 QEMU_NEEDED = $(if $(filter pc,$(BOARD)),$(QEMU_amd64),$(if $(BOARD),$(QEMU_arm64),$(if $(filter command line environment,$(origin ARCH)),$(QEMU_$(ARCH)),$(QEMU_amd64) $(QEMU_arm64))))
 qemu:
-	@for pair in $(QEMU_NEEDED) gdb-multiarch:gdb-multiarch; do \
+	@for pair in $(QEMU_NEEDED) gdb-multiarch:gdb-multiarch /usr/sbin/mkfs.ext4:e2fsprogs; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  { test -e $$bin || command -v $$bin; } >/dev/null 2>&1 && continue; \
 	  echo "$$bin not found: installing Debian's $$pkg"; \

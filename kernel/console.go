@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"yolk/drivers/clock"
+	"yolk/kernel/kfmt"
 	"yolk/sched"
 )
 
@@ -84,48 +85,25 @@ func knewline() {
 	}
 }
 
+// kprintHex prints v as 0x and at least digits hex digits; kprintDec in
+// decimal (kernel/kfmt formats both).
 func kprintHex(v uint64, digits int) {
-	const hex = "0123456789abcdef"
-	var buf [16]byte
-	if digits > 16 {
-		digits = 16
-	}
-	for i := 15; i >= 0; i-- {
-		buf[i] = hex[v&15]
-		v >>= 4
-	}
-	// digits is the minimum width: only leading zeros beyond it go.
-	start := 0
-	for start < 16-digits && buf[start] == '0' {
-		start++
-	}
-	kprint("0x")
-	for i := start; i < 16; i++ {
-		putc(buf[i])
-	}
+	var buf [18]byte
+	kprintBytes(kfmt.Hex(&buf, v, digits))
 }
 
 func kprintDec(v int64) {
-	var buf [20]byte
-	u := uint64(v)
-	if v < 0 {
-		putc('-')
-		u = uint64(-v)
-	}
-	kprintBytes(decimal(&buf, u))
+	var buf [21]byte
+	kprintBytes(kfmt.Dec(&buf, v))
 }
 
-// decimal writes u in decimal at the end of buf and returns those digits.
-func decimal(buf *[20]byte, u uint64) []byte {
-	i := len(buf)
-	for {
-		i--
-		buf[i] = byte('0' + u%10)
-		u /= 10
-		if u == 0 {
-			return buf[i:]
-		}
-	}
+// klogErrno prints "yolk: " + what + path and errno e on a line.
+func klogErrno(what string, path []byte, e int64) {
+	klog(what)
+	kprintBytes(path)
+	kprint(": errno ")
+	kprintDec(e)
+	kprint("\n")
 }
 
 // klog prints "yolk: " + s on a fresh line; callers add values and "\n".

@@ -35,11 +35,7 @@ func etcInit() {
 		path, n := etc.File(i, etcBuf[:], etcDNS)
 		p := copy(etcPath[:], path)
 		if e := vfs.WriteFile(etcPath[:p], etcBuf[:n], 0o644); e != 0 {
-			klog("etc: ")
-			kprintBytes(etcPath[:p])
-			kprint(": errno ")
-			kprintDec(int64(e))
-			kprint("\n")
+			klogErrno("etc: ", etcPath[:p], int64(e))
 		}
 	}
 	procInit()
@@ -68,11 +64,7 @@ func procInit() {
 			e = mountAt(etcPath[:p], int32(namei.MountProc+i))
 		}
 		if e != 0 {
-			klog("proc: ")
-			kprintBytes(etcPath[:p])
-			kprint(": errno ")
-			kprintDec(int64(e))
-			kprint("\n")
+			klogErrno("proc: ", etcPath[:p], int64(e))
 		}
 	}
 }

@@ -80,6 +80,7 @@ var kinds = [...]*fileOps{
 	fileSocket:  &socketOps,
 	fileShare:   &shareOps,
 	fileProc:    &procOps,
+	fileBlk:     &blkOps,
 }
 
 // fdViews say what /proc/self/fd and fdinfo show of an open file of each
@@ -98,6 +99,7 @@ var fdViews = [...]struct {
 	fileSocket:  {sockGetfl, sockProcFD},
 	fileShare:   {shareGetfl, shareProcFD},
 	fileProc:    {procGetfl, procProcFD},
+	fileBlk:     {blkGetfl, nil},
 }
 
 // ofile is an open file as a call sees it: the descriptor, its kind and

@@ -28,6 +28,7 @@ const (
 	fileSocket
 	fileShare // a file on a host share (share.go)
 	fileProc  // a file of /proc or /sys (procfiles.go)
+	fileBlk   // a block device (blk.go)
 )
 
 type file struct {
@@ -172,6 +173,8 @@ func refHandle(kind uint32, h int) {
 		sockets.Ref(h)
 	case fileProc:
 		procFiles[h].refs++
+	case fileBlk:
+		blks.Ref(h)
 	}
 }
 
@@ -187,6 +190,8 @@ func closeHandle(kind uint32, h int) {
 		sockets.Close(h)
 	case fileProc:
 		procFiles[h].refs--
+	case fileBlk:
+		blks.Unref(h)
 	}
 }
 
@@ -203,6 +208,8 @@ func handlePut(kind uint32, h int) {
 		fileLock.Lock()
 		procFiles[h].refs--
 		fileLock.Unlock()
+	case fileBlk:
+		blks.Unref(h)
 	}
 }
 

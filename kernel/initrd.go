@@ -38,11 +38,7 @@ func unpackInitrd(pa, n uintptr) {
 	}
 	if cwdLen != 0 && shares.MountOf(cwdPath[:cwdLen]) < 0 { // on a share: shareStarted
 		if e := vfs.Chdir(fs.AtCWD, cwdPath[:cwdLen]); e != 0 {
-			klog("yolk.cwd: cannot change to ")
-			kprintBytes(cwdPath[:cwdLen])
-			kprint(": errno ")
-			kprintDec(int64(e))
-			kprint("\n")
+			klogErrno("yolk.cwd: cannot change to ", cwdPath[:cwdLen], int64(e))
 		}
 	}
 }
@@ -51,9 +47,5 @@ func unpackInitrd(pa, n uintptr) {
 type initrdLog struct{}
 
 func (initrdLog) Failed(p []byte, e fs.Errno) {
-	klog("initrd: ")
-	kprintBytes(p)
-	kprint(": errno ")
-	kprintDec(int64(e))
-	kprint("\n")
+	klogErrno("initrd: ", p, int64(e))
 }

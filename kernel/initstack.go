@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"yolk/kernel/abi"
+	"yolk/kernel/kfmt"
 	"yolk/kernel/mm"
 )
 
@@ -65,7 +66,7 @@ func buildInitStack() uintptr {
 		// scavenger keep the heap inside it (Linux would have swap or the
 		// OOM killer; we have neither).
 		var num [20]byte
-		envp[ne] = pushStr([]byte("GOMEMLIMIT="), decimal(&num, uint64(mm.ReadStats().FramesFree)*mm.PageSize/4*3))
+		envp[ne] = pushStr([]byte("GOMEMLIMIT="), kfmt.Decimal(&num, uint64(mm.ReadStats().FramesFree)*mm.PageSize/4*3))
 		ne++
 	}
 	sp -= 16

@@ -122,6 +122,8 @@ func irq(p *perCPU) (preempt bool) {
 		nicInterrupt()
 	case shares.IsIRQ(id):
 		shares.Interrupt(id)
+	case blks.IsIRQ(id):
+		blks.Interrupt(id)
 	case id == powerKey.Controller.IRQ && id != 0:
 		if pl061.Take(uintptr(powerKey.Controller.Base), powerKey.Pin) {
 			powerButton()

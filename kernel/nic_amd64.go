@@ -67,7 +67,7 @@ func virtioInit(c *sched.CPU) {
 	pc := virtio.PCIConfig{}
 	n, _ = pc.Virtio(0, fns[:])
 	for _, f := range fns[:min(n, len(fns))] {
-		if f.Type != virtio.TypeNet && f.Type != virtio.Type9P {
+		if f.Type != virtio.TypeNet && f.Type != virtio.Type9P && f.Type != virtio.TypeBlock {
 			continue
 		}
 		caps, e := pc.Caps(f.BDF)
@@ -143,5 +143,6 @@ func virtioTrap(gsi uint32) {
 		nicInterrupt()
 	}
 	shares.Interrupt(gsi)
+	blks.Interrupt(gsi)
 	lapic.EOI()
 }

@@ -113,14 +113,11 @@ func shareStarted() {
 		// Still polling: the boot context cannot block. A share whose
 		// device is missing leaves the path to the in-memory file system.
 		if e := chdirPath(cwdPath[:cwdLen]); e != 0 {
-			klog("yolk.cwd: cannot change to ")
-			kprintBytes(cwdPath[:cwdLen])
-			kprint(": errno ")
-			kprintDec(int64(e))
-			kprint("\n")
+			klogErrno("yolk.cwd: cannot change to ", cwdPath[:cwdLen], int64(e))
 		}
 	}
 	shares.Started()
+	blks.Started()
 }
 
 // shareOps: files and directories on host shares.
@@ -174,15 +171,8 @@ func shareTransfer(h int, u *uio, off int64, write bool) (uintptr, abi.Errno) {
 	if e := u.check(!write); e != 0 {
 		return 0, e
 	}
-	done := int64(0)
-	return u.each(func(p, n uintptr, _ bool) (uintptr, abi.Errno) {
-		at := off
-		if off >= 0 {
-			at = off + done
-		}
-		c, e := shares.RW(h, bytesAt(p, int(n)), at, write)
-		done += int64(c)
-		return c, e
+	return u.eachAt(off, func(p, n uintptr, at int64) (uintptr, abi.Errno) {
+		return shares.RW(h, bytesAt(p, int(n)), at, write)
 	})
 }
 

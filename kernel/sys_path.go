@@ -385,6 +385,9 @@ func memOpen(d int, path []byte, flags int, mode uint32) (uintptr, abi.Errno) {
 	if flags&unix.O_TRUNC != 0 {
 		fileCut()
 	}
+	if fe == unix.ENXIO {
+		return blkOpen(d, path, flags)
+	}
 	if fe != 0 {
 		return 0, abi.Errno(fe)
 	}

@@ -104,6 +104,22 @@ func (u *uio) each(f func(p, n uintptr, first bool) (uintptr, abi.Errno)) (uintp
 	}
 }
 
+// eachAt is each for a transfer at file offset off (< 0: at the open
+// file's own): f is given each buffer and where it goes (at < 0: the
+// file's offset).
+func (u *uio) eachAt(off int64, f func(p, n uintptr, at int64) (uintptr, abi.Errno)) (uintptr, abi.Errno) {
+	done := int64(0)
+	return u.each(func(p, n uintptr, _ bool) (uintptr, abi.Errno) {
+		at := off
+		if off >= 0 {
+			at = off + done
+		}
+		c, e := f(p, n, at)
+		done += int64(c)
+		return c, e
+	})
+}
+
 // iov is u as the socket layer takes the program's buffers.
 func (u *uio) iov() net.Iov {
 	if u.vec != 0 {

@@ -207,7 +207,6 @@ var userRuleAllowed = map[string]struct {
 	"kernel/cmdline.go: parseCmdline": {n: 1, why: whyBoot},
 	"kernel/initrd.go: unpackInitrd":  {n: 1, why: whyBoot},
 	"kernel/mmenv.go: imageRO":        {n: 6, why: "the image's own ELF header and program headers"},
-	"kernel/vdso.go: vdsoInit":        {n: 1, why: "the vDSO page, in the image's data, built at boot"},
 
 	// Kernel stacks, the kernel's FP state, its scheduler's words.
 	"kernel/main.go: startInit":           {n: 1, why: "the first task's trap frame, at the top of its kernel stack"},

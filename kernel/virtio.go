@@ -12,6 +12,12 @@ func virtioAttach(d virtio.Device, where string, base uint64, irq uint32) bool {
 		return !nicDev.Present() && nicOpen(d, where, base, irq)
 	case virtio.Type9P:
 		return shareAttach(d, where, base, irq)
+	case virtio.TypeBlock:
+		ok, e := blks.Attach(d, where, base, irq)
+		if e != virtio.OK {
+			nicRefused(where, base, e)
+		}
+		return ok
 	}
 	return false
 }

@@ -361,7 +361,13 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		sh = startShare(t)
 		env = append(slices.Clip(env), sh.env...)
 	}
+	var disks []Disk
 	if board == "" {
+		// Disks for TestBlockDevice: a 16 MiB scratch disk (vda) and a
+		// read-only one (vdb), made here and removed with the test's
+		// directory.
+		disks = scratchDisks(t)
+		env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro")
 		if machine == "virt" {
 			// TestBootFiles from a share instead of the boot archive:
 			// the package's directory, read-only at its host path, the
@@ -422,6 +428,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		Net:      netw,
 		Forwards: fwds,
 		Shares:   sh.list(),
+		Disks:    disks,
 		Stdout:   logFile,
 		Stderr:   logFile,
 		Stdin:    stdin,
@@ -556,4 +563,26 @@ type gatedReader struct {
 func (g gatedReader) Read(p []byte) (int, error) {
 	<-g.gate
 	return g.r.Read(p)
+}
+
+// scratchDisks makes TestGuest's disks: a 16 MiB scratch file, read and
+// written by TestBlockDevice, and a 1 MiB read-only one.
+func scratchDisks(t *testing.T) []Disk {
+	dir := t.TempDir()
+	var disks []Disk
+	for _, d := range []struct {
+		name string
+		size int64
+		ro   bool
+	}{{"scratch.img", 16 << 20, false}, {"ro.img", 1 << 20, true}} {
+		p := filepath.Join(dir, d.name)
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, d.size); err != nil {
+			t.Fatal(err)
+		}
+		disks = append(disks, Disk{File: p, If: "virtio", ReadOnly: d.ro})
+	}
+	return disks
 }

@@ -193,6 +193,10 @@ type Config struct {
 	// /proc/self/exe when a slot is free (exe.go).
 	Shares []Share
 
+	// Disks are host files the guest sees as block devices (disk.go);
+	// not on the rpi3 board, in a PC image or on Firecracker's machine.
+	Disks []Disk
+
 	// GDB, if non-zero, starts QEMU halted (-S) with its gdb stub on
 	// this TCP port: a debugger attaches (GDBCommand) and continues.
 	GDB int
@@ -274,8 +278,8 @@ type Result struct {
 // QEMUArgs returns the QEMU command-line arguments for c (without the binary).
 func QEMUArgs(c Config) ([]string, error) {
 	if c.Board == "pc" {
-		if len(c.Shares) > 0 {
-			return nil, errors.New("board pc: no -share (the PC image carries its own command line)")
+		if len(c.Shares) > 0 || len(c.Disks) > 0 {
+			return nil, errors.New("board pc: no -share or -disk (the PC image carries its own command line)")
 		}
 		return pcArgs(c)
 	}
@@ -345,6 +349,16 @@ func QEMUArgs(c Config) ([]string, error) {
 	for _, m := range mounts {
 		env = append(slices.Clip(env), "yolk.share="+m)
 	}
+	if len(c.Disks) > 0 && c.Board != "" {
+		return nil, fmt.Errorf("board %s: no -disk (its devices are fixed)", c.Board)
+	}
+	diskArgs, diskOpts, err := DiskArgs(c.Disks, arch == "amd64" && !mmioMachine(machine), arch == "arm64")
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range diskOpts {
+		env = append(slices.Clip(env), "yolk.disk="+o)
+	}
 	var initrd []string
 	if c.Initrd != "" {
 		if arch == "arm64" && c.Board == "" {
@@ -387,6 +401,7 @@ func QEMUArgs(c Config) ([]string, error) {
 	args = append(args, initrd...)
 	args = append(args, netArgs...)
 	args = append(args, shareArgs...)
+	args = append(args, diskArgs...)
 	if args, err = gdbArgs(args, c.GDB); err != nil {
 		return nil, err
 	}

@@ -67,6 +67,8 @@ func usage() {
   yolk run -board pc [-firmware bios|uefi] [flags] app.iso
   yolk image [-format raw|gce|qcow2] [-size 1G] [-e KEY=VALUE ...] [-dir DIR] -o OUT app.elf [arg ...]
   yolk run -board pc [-firmware bios|uefi] [-disk virtio-scsi|nvme|virtio-blk] [flags] disk.raw|disk.qcow2
+  yolk run [flags] -disk FILE[,if=virtio|nvme][,ro][:GUESTPATH] ... app.elf [arg ...]
+  yolk disk create -size 1G [-from DIR] [-label LABEL] FILE
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
@@ -89,6 +91,8 @@ func main() {
 		os.Exit(test(os.Args[2:]))
 	case "image":
 		os.Exit(diskImage(os.Args[2:]))
+	case "disk":
+		os.Exit(diskCmd(os.Args[2:]))
 	case "help", "-h", "-help", "--help":
 		usage()
 	default:
@@ -266,6 +270,12 @@ func (e *envFlag) Set(s string) error {
 	return nil
 }
 
+// listFlag collects a repeatable flag's values.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
 // forwardFlag collects -p port forwards.
 type forwardFlag []qemu.Forward
 
@@ -321,7 +331,8 @@ func run(args []string) int {
 	gdb := fs.Int("gdb", 0, "start the guest halted with QEMU's gdb stub on this TCP `port` and print the command that attaches gdb")
 	board := fs.String("board", "", "boot a board image: rpi3 (the boot directory or .img of yolk build -board rpi3, on QEMU raspi3b: 4 cores, 1 GiB) or pc (the ISO of yolk build -board pc, from the CD-ROM drive, or the disk of yolk image, from -disk's controller, of q35 (default) or pc)")
 	firmware := fs.String("firmware", "", "-board pc: bios (SeaBIOS, the default) or uefi (OVMF)")
-	disk := fs.String("disk", "", "-board pc with a disk image (yolk image; raw or qcow2): its controller, "+strings.Join(qemu.DiskControllers, ", ")+" (default "+qemu.DiskControllers[0]+")")
+	var diskVals listFlag
+	fs.Var(&diskVals, "disk", "attach this host file as a block device: `FILE[,if=virtio|nvme][,ro][:GUESTPATH]` (virtio-blk by default; nvme: QEMU's NVMe controller, not driven by the kernel yet; GUESTPATH default /mnt/disk0, /mnt/disk1, … for the file system's mount to come; repeatable, at most 8; docs/disks.md). With -board pc: the boot disk's controller, "+strings.Join(qemu.DiskControllers, ", ")+" (default "+qemu.DiskControllers[0]+")")
 	netFlag := fs.String("net", qemu.NetUser, "the guest's network: user (QEMU's user network: the guest is 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3), none, or tap:IFNAME (a tap interface the host set up); a virtio-net NIC (the rpi3 board has none)")
 	var fwds forwardFlag
 	fs.Var(&fwds, "p", "forward a host port to the guest on the user network: `[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]` (HOSTADDR default 127.0.0.1; repeatable)")
@@ -358,8 +369,21 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk: %v\n", err)
 		return 2
 	}
-	if (*firmware != "" || *disk != "") && *board != "pc" {
-		fmt.Fprintln(os.Stderr, "yolk run: -firmware and -disk go with -board pc")
+	// -disk: the boot disk's controller with -board pc, else disks.
+	var disks qemu.DiskFlag
+	disk := new(string)
+	if *board == "pc" && len(diskVals) > 0 {
+		*disk = diskVals[len(diskVals)-1]
+	} else {
+		for _, v := range diskVals {
+			if err := disks.Set(v); err != nil {
+				fmt.Fprintf(os.Stderr, "yolk run: -disk: %v\n", err)
+				return 2
+			}
+		}
+	}
+	if *firmware != "" && *board != "pc" {
+		fmt.Fprintln(os.Stderr, "yolk run: -firmware goes with -board pc")
 		return 2
 	}
 	netw, err := runNet(*netFlag, setFlags["net"], fwds, *board)
@@ -497,6 +521,7 @@ func run(args []string) int {
 		Net:      netw,
 		Forwards: fwds,
 		Shares:   shares,
+		Disks:    disks,
 		GDB:      *gdb,
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,

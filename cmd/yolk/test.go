@@ -558,6 +558,7 @@ func runTestImage(ctx context.Context, c *testConfig, qemuBin, accel, pkg string
 		Env:     testNetEnv(env),
 		Args:    append(slices.Clip(args), c.testArgs...),
 		Shares:  shares,
+		Disks:   c.disks,
 		Initrd:  initrd,
 		Net:     qemu.NetUser, // a NIC on QEMU's user network, no forwards
 		Stdout:  w,

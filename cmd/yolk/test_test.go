@@ -713,3 +713,20 @@ func TestListPackagesArch(t *testing.T) {
 		}
 	}
 }
+
+func TestTestDiskFlag(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "d.img")
+	if err := os.WriteFile(img, make([]byte, 1<<16), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseTestArgs([]string{"-disk", img + ",ro:/data", "-disk=" + img, "./a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.disks) != 2 || !c.disks[0].ReadOnly || c.disks[0].GuestPath != "/data" || c.disks[1].File != img {
+		t.Errorf("disks %+v", c.disks)
+	}
+	if _, err := parseTestArgs([]string{"-disk", img + ",if=ide", "./a"}); err == nil {
+		t.Error("-disk with a bad interface accepted")
+	}
+}

@@ -41,7 +41,7 @@ var testFlags = map[string]flagKind{
 	"installsuffix": buildValue, "pkgdir": buildValue, "toolexec": buildValue, "compiler": buildValue,
 	"debug-actiongraph": buildValue, "debug-runtime-trace": buildValue, "debug-trace": buildValue,
 
-	"arch": guestValue, "accel": guestValue, "machine": guestValue, "m": guestValue, "smp": guestValue, "e": guestValue,
+	"arch": guestValue, "accel": guestValue, "machine": guestValue, "m": guestValue, "smp": guestValue, "e": guestValue, "disk": guestValue,
 
 	"coverprofile": fileValue, "cpuprofile": fileValue, "memprofile": fileValue, "blockprofile": fileValue,
 	"mutexprofile": fileValue, "trace": fileValue, "outputdir": ownValue, "artifacts": ownBool,
@@ -95,6 +95,7 @@ type testConfig struct {
 	mem        string
 	smp        int
 	env        []string
+	disks      qemu.DiskFlag // -disk FILE[,if=virtio|nvme][,ro][:GUESTPATH], as yolk run's
 }
 
 // The analyzers go test's vet runs by default (cmd/go's defaultVetFlags).
@@ -269,6 +270,10 @@ func parseTestArgs(args []string) (*testConfig, error) {
 				return nil, fmt.Errorf("-e %s: %v", val, err)
 			}
 			c.env = append(c.env, val)
+		case "disk":
+			if err := c.disks.Set(val); err != nil {
+				return nil, fmt.Errorf("-disk: %v", err)
+			}
 		}
 	}
 	if c.json {

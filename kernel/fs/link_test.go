@@ -335,3 +335,25 @@ func TestDevices(t *testing.T) {
 	must(t, "ro", f.SetReadOnly(AtCWD, b("dev")))
 	f.Close(open(t, f, "dev/null", unix.O_WRONLY, 0))
 }
+
+func TestBlockNode(t *testing.T) {
+	f, _ := newFS(t, 1024, 1024)
+	must(t, "mkdir", f.Mkdir(AtCWD, b("dev"), 0o755))
+	must(t, "mknod block", f.Mknod(AtCWD, b("dev/vda"), unix.S_IFBLK|0o660, unix.Mkdev(254, 16)))
+	must(t, "mknod chr", f.Mknod(AtCWD, b("dev/tty9"), unix.S_IFCHR|0o660, unix.Mkdev(4, 9)))
+	must(t, "symlink", f.Symlink(b("vda"), AtCWD, b("dev/disk")))
+	if d, ok := f.BlockNode(AtCWD, b("/dev/vda"), false); !ok || d != unix.Mkdev(254, 16) {
+		t.Errorf("vda: %#x %v", d, ok)
+	}
+	if d, ok := f.BlockNode(AtCWD, b("/dev/disk"), false); !ok || d != unix.Mkdev(254, 16) {
+		t.Errorf("a link to vda: %#x %v", d, ok)
+	}
+	for _, c := range []struct {
+		p        string
+		nofollow bool
+	}{{"/dev/disk", true}, {"/dev/tty9", false}, {"/dev/none", false}, {"/dev", false}} {
+		if _, ok := f.BlockNode(AtCWD, b(c.p), c.nofollow); ok {
+			t.Errorf("%s (nofollow %v) is a block node", c.p, c.nofollow)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package cmdline
+
+// The disks the host tool attached (docs/disks.md): one option each,
+//
+//	yolk.disk=NAME:GUESTPATH[:ro]
+//
+// NAME the kernel's name of the block device (vda, vdb, … in the order
+// of the virtio-blk devices; nvme0n1, … for NVMe), GUESTPATH the absolute
+// path its file system is to be mounted on, ro a read-only mount. The
+// table is read by the file systems' mount at boot (ext4, to come) and by
+// the self-tests, which must find every disk named here.
+
+// MaxDisks is how many yolk.disk options the table keeps.
+const MaxDisks = 8
+
+// Disk is one yolk.disk option.
+type Disk struct {
+	name     [16]byte
+	path     [256]byte
+	nlen     uint8
+	plen     uint16
+	ReadOnly bool
+}
+
+// Name is the block device's name; Path the guest path.
+func (d *Disk) Name() []byte { return d.name[:d.nlen] }
+func (d *Disk) Path() []byte { return d.path[:d.plen] }
+
+// Disks is the table of yolk.disk options, in command-line order.
+type Disks struct {
+	D   [MaxDisks]Disk
+	N   int
+	Bad bool // an option was malformed or did not fit (reported by the kernel)
+}
+
+// Add parses yolk.disk's value v into the table; a malformed one, or one
+// past MaxDisks, only sets Bad.
+func (t *Disks) Add(v []byte) {
+	i := 0
+	for i < len(v) && v[i] != ':' {
+		i++
+	}
+	name, rest := v[:i], []byte(nil)
+	if i < len(v) {
+		rest = v[i+1:]
+	}
+	ro := false
+	if n := len(rest); n >= 3 && string(rest[n-3:]) == ":ro" {
+		rest, ro = rest[:n-3], true
+	}
+	if t.N == MaxDisks || len(name) == 0 || len(name) > len(t.D[0].name) || len(rest) < 2 || rest[0] != '/' || len(rest) > len(t.D[0].path) {
+		t.Bad = true
+		return
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			t.Bad = true
+			return
+		}
+	}
+	d := &t.D[t.N]
+	d.nlen, d.plen = uint8(copy(d.name[:], name)), uint16(copy(d.path[:], rest))
+	d.ReadOnly = ro
+	t.N++
+}
