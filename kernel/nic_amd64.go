@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"math/bits"
+
 	"yolk/drivers/acpi"
 	"yolk/drivers/acpipm"
 	"yolk/drivers/ioapic"
@@ -89,6 +91,9 @@ func virtioInit(c *sched.CPU) {
 		if virtioAttach(d, "pci", uint64(f.BDF), line) {
 			nicRoute(c, line, true, false)
 		}
+	}
+	for m := blks.ProbeNVMe(pc, mm.PhysOff(), sched.NumCPU()); m != 0; m &= m - 1 { // NVMe (kernel/blk/nvme.go)
+		nicRoute(c, uint32(bits.TrailingZeros32(m)), true, false)
 	}
 }
 

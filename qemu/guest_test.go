@@ -365,9 +365,15 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	if board == "" {
 		// Disks for TestBlockDevice: a 16 MiB scratch disk (vda) and a
 		// read-only one (vdb), made here and removed with the test's
-		// directory.
-		disks = scratchDisks(t)
-		env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro")
+		// directory; on the PCI machines an NVMe scratch disk too
+		// (nvme0n1).
+		nvme := machine == "pc" || machine == "q35"
+		disks = scratchDisks(t, nvme)
+		if nvme {
+			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,nvme0n1")
+		} else {
+			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro")
+		}
 		if machine == "virt" {
 			// TestBootFiles from a share instead of the boot archive:
 			// the package's directory, read-only at its host path, the
@@ -566,15 +572,20 @@ func (g gatedReader) Read(p []byte) (int, error) {
 }
 
 // scratchDisks makes TestGuest's disks: a 16 MiB scratch file, read and
-// written by TestBlockDevice, and a 1 MiB read-only one.
-func scratchDisks(t *testing.T) []Disk {
+// written by TestBlockDevice, and a 1 MiB read-only one, virtio; with
+// nvme a third, 16 MiB, on QEMU's NVMe controller.
+func scratchDisks(t *testing.T, nvme bool) []Disk {
 	dir := t.TempDir()
 	var disks []Disk
 	for _, d := range []struct {
 		name string
 		size int64
 		ro   bool
-	}{{"scratch.img", 16 << 20, false}, {"ro.img", 1 << 20, true}} {
+		If   string
+	}{{"scratch.img", 16 << 20, false, "virtio"}, {"ro.img", 1 << 20, true, "virtio"}, {"nvme.img", 16 << 20, false, "nvme"}} {
+		if d.If == "nvme" && !nvme {
+			continue
+		}
 		p := filepath.Join(dir, d.name)
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -582,7 +593,7 @@ func scratchDisks(t *testing.T) []Disk {
 		if err := os.Truncate(p, d.size); err != nil {
 			t.Fatal(err)
 		}
-		disks = append(disks, Disk{File: p, If: "virtio", ReadOnly: d.ro})
+		disks = append(disks, Disk{File: p, If: d.If, ReadOnly: d.ro})
 	}
 	return disks
 }

@@ -40,6 +40,7 @@ type Namespace struct {
 	Blocks    uint64 // NSZE, in logical blocks
 	BlockSize uint32 // 512 or 4096
 	Sectors   uint64 // the size in 512-byte sectors
+	ReadOnly  bool   // NSATTR: write protected
 }
 
 // Stats are a controller's counters.
@@ -141,7 +142,8 @@ func (c *Ctrl[E]) waitReady(want uint32) Error {
 // the environment's Wait polls. On an error the controller is left
 // disabled.
 func Open[E Env, M Mem](c *Ctrl[E], env E, regs uintptr, m M, cpus int) Error {
-	*c = Ctrl[E]{env: env, regs: regs, Timeout: DefaultTimeout}
+	*c = Ctrl[E]{} // cleared in place: a literal with fields may be built on the stack first
+	c.env, c.regs, c.Timeout = env, regs, DefaultTimeout
 	in := &c.info
 	capv := c.read64(regCAP)
 	in.MQES = uint32(capv&0xffff) + 1
@@ -168,7 +170,7 @@ func Open[E Env, M Mem](c *Ctrl[E], env E, regs uintptr, m M, cpus int) Error {
 		}
 	}
 	aq := &c.q[0]
-	if !c.initQueue(aq, 0, adminEntries, AdminSlots, m, 0) {
+	if !initQueue(aq, 0, adminEntries, AdminSlots, m, 0) {
 		return ErrMemory
 	}
 	write32(regs+regAQA, uint32(aq.entries-1)<<16|uint32(aq.entries-1))
@@ -180,11 +182,11 @@ func Open[E Env, M Mem](c *Ctrl[E], env E, regs uintptr, m M, cpus int) Error {
 		write32(regs+regCC, 0)
 		return e
 	}
-	if e := c.identify(m); e != OK {
+	if e := c.identify(); e != OK {
 		c.disable()
 		return e
 	}
-	if e := c.createQueues(m, cpus); e != OK {
+	if e := createQueues(c, m, cpus); e != OK {
 		c.disable()
 		return e
 	}
@@ -192,9 +194,12 @@ func Open[E Env, M Mem](c *Ctrl[E], env E, regs uintptr, m M, cpus int) Error {
 }
 
 // initQueue sets up queue pair q (id, entries, slots) in pages from m,
-// with data bounce pages for each slot.
-func (c *Ctrl[E]) initQueue(q *queue, id, entries uint16, slots uint8, m Mem, data int) bool {
-	*q = queue{id: id, entries: entries, slots: slots, phase: 1}
+// with data bounce pages for each slot. (A function with M a type
+// parameter, not a method taking a Mem: an interface argument would be
+// a conversion, which allocates.)
+func initQueue[M Mem](q *queue, id, entries uint16, slots uint8, m M, data int) bool {
+	*q = queue{}
+	q.id, q.entries, q.slots, q.phase = id, entries, slots, 1
 	if q.sq, q.sqPhys = m.Page(); q.sq == 0 {
 		return false
 	}
@@ -241,7 +246,7 @@ func (c *Ctrl[E]) admin(cdw0 uint32, nsid uint32, prp1 uint64, cdw10, cdw11 uint
 // identify reads Identify Controller and the namespaces' Identify
 // Namespace (§5.15) into slot 0's PRP page, which Open's admin commands
 // use as their data buffer.
-func (c *Ctrl[E]) identify(m Mem) Error {
+func (c *Ctrl[E]) identify() Error {
 	aq := &c.q[0]
 	buf, phys := aq.prp[AdminSlots-1], aq.prpPhys[AdminSlots-1] // the last slot's list page: admin commands here need no list
 	if _, _, e := c.admin(opIdentify, 0, phys, cnsController, 0); e != 0 {
@@ -272,7 +277,8 @@ func (c *Ctrl[E]) identify(m Mem) Error {
 		if nsze == 0 || ms != 0 || (lbads != 9 && lbads != 12) {
 			continue // inactive, or a format this driver does not read
 		}
-		c.ns[c.nns] = Namespace{ID: id, Blocks: nsze, BlockSize: 1 << lbads, Sectors: nsze << (lbads - 9)}
+		ro := *at[uint8](buf + 99)&1 != 0
+		c.ns[c.nns] = Namespace{ID: id, Blocks: nsze, BlockSize: 1 << lbads, Sectors: nsze << (lbads - 9), ReadOnly: ro}
 		c.nns++
 	}
 	if c.nns == 0 {
@@ -285,7 +291,7 @@ func (c *Ctrl[E]) identify(m Mem) Error {
 // Queues, §5.21.1.7) and creates those granted, a completion queue
 // before its submission queue (§5.3, §5.4): pin-based interrupts on
 // vector 0 for every completion queue.
-func (c *Ctrl[E]) createQueues(m Mem, cpus int) Error {
+func createQueues[E Env, M Mem](c *Ctrl[E], m M, cpus int) Error {
 	want := uint32(max(1, min(cpus, MaxQueues)))
 	in := &c.info
 	st, res, e := c.admin(opSetFeatures, 0, 0, featNumQueues, (want-1)<<16|(want-1))
@@ -300,7 +306,7 @@ func (c *Ctrl[E]) createQueues(m Mem, cpus int) Error {
 	slots := uint8(min(Slots, int(entries)-1))
 	for i := uint16(1); i <= uint16(n); i++ {
 		q := &c.q[i]
-		if !c.initQueue(q, i, entries, slots, m, DataPages) {
+		if !initQueue(q, i, entries, slots, m, DataPages) {
 			break
 		}
 		size := uint32(entries-1) << 16

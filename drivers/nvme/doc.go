@@ -88,6 +88,7 @@ const (
 	EFAULT     Errno = 14
 	EINVAL     Errno = 22
 	ENODEV     Errno = 19
+	EROFS      Errno = 30
 	EOPNOTSUPP Errno = 95
 )
 
@@ -153,7 +154,7 @@ const (
 
 const (
 	// MaxQueues is the most I/O queue pairs a controller gets.
-	MaxQueues = 8
+	MaxQueues = 4
 	// Slots is the command slots of an I/O queue: commands in flight
 	// on it at once.
 	Slots = 32
@@ -201,7 +202,8 @@ type Env interface {
 	Unlock(q int)
 	// Wait blocks while *addr == val, until the monotonic time deadline
 	// (ns, 0: none); it reports whether the deadline passed. Before
-	// tasks run it polls the controller (Interrupt) instead.
+	// tasks run (nothing to block on, no interrupt routed) it may
+	// return true at once: the driver then polls its queue.
 	Wait(addr *uint32, val uint32, deadline int64) (timedOut bool)
 	// Wake wakes the waiters on addr.
 	Wake(addr *uint32)
@@ -212,8 +214,9 @@ type Env interface {
 	// Copy copies n bytes from src to dst, one of them a caller's
 	// buffer; false if that faulted.
 	Copy(dst, src uintptr, n int) bool
-	// Log prints s on the console; LogDec a number. A line ends with
-	// "\n" in s.
+	// Note starts a line on the console (with the kernel's prefix);
+	// Log and LogDec go on with it (a line ends with "\n").
+	Note(s string)
 	Log(s string)
 	LogDec(v int64)
 }

@@ -31,11 +31,12 @@ type world struct {
 // tenv is the driver's environment in the tests.
 type tenv struct{ w *world }
 
-func (e tenv) Lock(q int)   { e.w.locks[q].Lock() }
-func (e tenv) Unlock(q int) { e.w.locks[q].Unlock() }
-func (e tenv) Now() int64   { return e.w.clock.Add(1000) }
-func (e tenv) CPU() int     { return int(e.w.cpu.Add(1)) }
-func (e tenv) Wake(*uint32) {}
+func (e tenv) Lock(q int)    { e.w.locks[q].Lock() }
+func (e tenv) Unlock(q int)  { e.w.locks[q].Unlock() }
+func (e tenv) Now() int64    { return e.w.clock.Add(1000) }
+func (e tenv) CPU() int      { return int(e.w.cpu.Add(1)) }
+func (e tenv) Wake(*uint32)  {}
+func (e tenv) Note(s string) { e.Log(s) }
 func (e tenv) Log(s string) {
 	e.w.lmu.Lock()
 	e.w.log.WriteString(s)

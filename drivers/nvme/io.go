@@ -26,7 +26,9 @@ func (c *Ctrl[E]) get(q *queue) int {
 		}
 		seq := atomic.LoadUint32(&q.freeSeq)
 		c.env.Unlock(int(q.id))
-		c.env.Wait(&q.freeSeq, seq, 0)
+		if c.env.Wait(&q.freeSeq, seq, 0) {
+			c.poll(q) // before tasks run
+		}
 	}
 }
 
@@ -266,10 +268,10 @@ func (c *Ctrl[E]) logName() {
 		n++
 	}
 	if n == 0 {
-		c.env.Log("nvme")
+		c.env.Note("nvme")
 		return
 	}
-	c.env.Log(unsafe.String(&c.Name[0], n))
+	c.env.Note(unsafe.String(&c.Name[0], n))
 }
 
 // report prints one line about command cmd: what happened, and the

@@ -13,7 +13,7 @@ func (c *Ctrl[E]) ioQueue() *queue {
 }
 
 // check validates a transfer of n bytes at sector on namespace ns.
-func (c *Ctrl[E]) check(ns int, sector uint64, n int) (*Namespace, Errno) {
+func (c *Ctrl[E]) check(ns int, sector uint64, n int, write bool) (*Namespace, Errno) {
 	if ns < 0 || ns >= c.nns {
 		return nil, ENODEV
 	}
@@ -21,6 +21,9 @@ func (c *Ctrl[E]) check(ns int, sector uint64, n int) (*Namespace, Errno) {
 		return nil, EIO
 	}
 	nsp := &c.ns[ns]
+	if write && nsp.ReadOnly {
+		return nil, EROFS
+	}
 	bs := int(nsp.BlockSize)
 	if n < 0 || n%bs != 0 || sector%uint64(bs/Sector) != 0 || sector > nsp.Sectors || uint64(n/Sector) > nsp.Sectors-sector {
 		return nil, EINVAL
@@ -50,7 +53,7 @@ func rwCommand(cmd *command, nsp *Namespace, sector uint64, n int, write bool) {
 // EFAULT if the memory faulted, EIO (an error status, a timeout, a
 // failed controller).
 func (c *Ctrl[E]) RW(ns int, sector uint64, addr uintptr, n int, write bool) Errno {
-	nsp, e := c.check(ns, sector, n)
+	nsp, e := c.check(ns, sector, n, write)
 	if e != 0 {
 		return e
 	}
@@ -87,7 +90,7 @@ func (c *Ctrl[E]) RW(ns int, sector uint64, addr uintptr, n int, write bool) Err
 // is aborted and, if it does not come back, the controller is disabled
 // before RWPhys returns, so no DMA reaches the memory after.
 func (c *Ctrl[E]) RWPhys(ns int, sector uint64, phys uint64, n int, write bool) Errno {
-	nsp, e := c.check(ns, sector, n)
+	nsp, e := c.check(ns, sector, n, write)
 	if e != 0 {
 		return e
 	}
@@ -145,7 +148,7 @@ func (c *Ctrl[E]) Discard(ns int, sector, count uint64) Errno {
 	if c.info.ONCS&4 == 0 {
 		return EOPNOTSUPP
 	}
-	nsp, e := c.check(ns, sector, 0)
+	nsp, e := c.check(ns, sector, 0, true)
 	if e != 0 {
 		return e
 	}
