@@ -3,36 +3,39 @@ package kernel
 import (
 	"golang.org/x/sys/unix"
 
-	"yolk/drivers/clock"
 	"yolk/kernel/abi"
 	"yolk/kernel/blk"
 	"yolk/kernel/cmdline"
 	"yolk/kernel/fs"
-	"yolk/kernel/mm"
 )
 
 // The block devices and their files are package blk's (docs/disks.md);
-// this is the glue: blkenv, the package's environment and each disk's
-// driver's; the kind's table blkOps (descriptors of kind fileBlk name an
-// open file of blk's table). virtioAttach gives blk the virtio-blk
-// devices, the arch's interrupt handlers call blks.Interrupt, memOpen
-// opens a block node through blkOpen.
+// the glue: blkenv (its environment, each disk driver's), blkOps (kind
+// fileBlk: an open file of blk's table), blkOpen (memOpen's, for a block
+// node); virtioAttach and the interrupt handlers call blks.
 var blks blk.Devs[blkenv]
 
 // disks are the yolk.disk options: where the file systems are to go.
 var disks cmdline.Disks
 
+// blkDisk is block device i as the file systems reach it (ReadAt,
+// WriteAt, Flush: kernel/ext4's and kernel/jbd2's constraint).
+type blkDisk struct{ i int }
+
+func (d blkDisk) ReadAt(b []byte, off uint64) abi.Errno  { return blks.ReadAt(d.i, b, off) }
+func (d blkDisk) WriteAt(b []byte, off uint64) abi.Errno { return blks.WriteAt(d.i, b, off) }
+func (d blkDisk) Flush() abi.Errno                       { return blks.Flush(d.i) }
+
 type blkenv struct {
 	nicMem
-	dev int
+	blk.Clock // Now, Copy
+	dev       int
 }
 
 func (e blkenv) Lock()                                  { blks.Lock(e.dev) }
 func (e blkenv) Unlock()                                { blks.Unlock(e.dev) }
 func (e blkenv) Wait(a *uint32, v uint32, d int64) bool { return blks.Wait(e.dev, a, v, d) }
 func (blkenv) Wake(a *uint32)                           { blks.Wake(a) }
-func (blkenv) Now() int64                               { return clock.Nanotime() }
-func (blkenv) Copy(dst, src uintptr, n int) bool        { return mm.Copy(dst, src, n) }
 func (blkenv) Note(s string)                            { klog(s) }
 func (blkenv) Log(s string)                             { kprint(s) }
 func (blkenv) LogDec(v int64)                           { kprintDec(v) }
@@ -68,13 +71,11 @@ var blkOps = fileOps{
 	seek:     func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return blks.Seek(o.h, off, whence) },
 	stat:     func(o ofile, st *unix.Stat_t) abi.Errno { return blks.Stat(o.h, st) },
 	sync:     func(o ofile, _ bool) abi.Errno { return blks.Sync(o.h) },
-	getfl:    blkGetfl,
+	getfl:    func(o ofile) (uintptr, abi.Errno) { return blks.Getfl(o.h) },
 	setfl:    func(o ofile, fl int) abi.Errno { return blks.Setfl(o.h, fl) },
 	ioctl:    func(o ofile, cmd uint, arg uintptr) (uintptr, abi.Errno) { return blks.Ioctl(o.h, cmd, arg) },
 	pollable: func(o ofile) (int32, uint64, uintptr, abi.Errno) { return -1, 0, 0, abi.EPERM }, // as Linux's
 }
-
-func blkGetfl(o ofile) (uintptr, abi.Errno) { return blks.Getfl(o.h) }
 
 // blkTransfer is read, write (off < 0), pread and pwrite on block file
 // h, a buffer at a time.

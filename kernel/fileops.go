@@ -99,7 +99,7 @@ var fdViews = [...]struct {
 	fileSocket:  {sockGetfl, sockProcFD},
 	fileShare:   {shareGetfl, shareProcFD},
 	fileProc:    {procGetfl, procProcFD},
-	fileBlk:     {blkGetfl, nil},
+	fileBlk:     {func(o ofile) (uintptr, abi.Errno) { return blks.Getfl(o.h) }, nil},
 }
 
 // ofile is an open file as a call sees it: the descriptor, its kind and

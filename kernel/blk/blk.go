@@ -27,6 +27,7 @@ import (
 	"yolk/drivers/virtio"
 	"yolk/drivers/virtioblk"
 	"yolk/kernel/abi"
+	"yolk/kernel/mm"
 	"yolk/sched"
 )
 
@@ -232,6 +233,13 @@ func (d *Devs[E]) check(i int, n int, off uint64) abi.Errno {
 	}
 	return 0
 }
+
+// Clock gives the drivers' environment (the kernel's type, which embeds
+// it) the monotonic clock and the fault-safe copy: Now and Copy.
+type Clock struct{}
+
+func (Clock) Now() int64                        { return clock.Nanotime() }
+func (Clock) Copy(dst, src uintptr, n int) bool { return mm.Copy(dst, src, n) }
 
 // ReadAt reads len(b) bytes of device i at byte offset off into b
 // (kernel memory); both multiples of the logical block size. It blocks
