@@ -68,6 +68,7 @@ type queue struct {
 	Done    [Slots]uint32
 	Status  [Slots]uint32
 	Result  [Slots]uint32
+	sent    [Slots]int64 // when each slot's command was sent (its owner's)
 
 	prp      [Slots]uintptr // each slot's PRP list page
 	prpPhys  [Slots]uint64

@@ -47,18 +47,39 @@ func (c *Ctrl[E]) release(q *queue, s int) {
 	}
 }
 
+// tryGet takes a free slot of q if there is one.
+func (c *Ctrl[E]) tryGet(q *queue) (int, bool) {
+	c.env.Lock(int(q.id))
+	s, ok := bits.TrailingZeros32(q.free), q.free != 0
+	if ok {
+		q.free &^= 1 << s
+	}
+	c.env.Unlock(int(q.id))
+	return s, ok
+}
+
 // do submits cmd in slot s of q and waits for its completion, at most
 // Timeout: 0 once the controller answered (its status is q.Status[s]),
 // EIO if it failed or the command timed out.
 func (c *Ctrl[E]) do(q *queue, s int, cmd *command) Errno {
+	if !c.submit(q, s, cmd) {
+		return EIO
+	}
+	return c.wait(q, s, cmd)
+}
+
+// submit puts cmd in slot s on q's submission queue and rings its
+// doorbell; false if the controller failed.
+func (c *Ctrl[E]) submit(q *queue, s int, cmd *command) bool {
 	cmd.w[0] = cmd.w[0]&0xffff | uint32(s)<<16
 	qi := int(q.id)
 	c.env.Lock(qi)
 	if atomic.LoadUint32(&c.failed) != 0 {
 		c.env.Unlock(qi)
-		return EIO
+		return false
 	}
 	atomic.StoreUint32(&q.Done[s], 0)
+	q.sent[s] = c.env.Now()
 	e := q.sq + uintptr(q.tail)*64
 	for i, w := range cmd.w {
 		*at[uint32](e + 4*uintptr(i)) = w
@@ -70,8 +91,13 @@ func (c *Ctrl[E]) do(q *queue, s int, cmd *command) Errno {
 	atomic.AddUint64(&c.Stats.Commands, 1)
 	write32(c.sqDoorbell(q.id), uint32(q.tail))
 	c.env.Unlock(qi)
+	return true
+}
 
-	deadline := c.env.Now() + c.Timeout
+// wait waits for slot s's command, at most Timeout after it was sent (do
+// says what it returns).
+func (c *Ctrl[E]) wait(q *queue, s int, cmd *command) Errno {
+	deadline := q.sent[s] + c.Timeout
 	for atomic.LoadUint32(&q.Done[s]) == 0 {
 		now := c.env.Now()
 		if now >= deadline {

@@ -5,13 +5,22 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
 
 const diskSectors = 8192 // 4 MiB
 
-func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+// addr is b's address for the driver, which keeps it as a uintptr: b
+// must be on the heap (stored here, it escapes), not on a goroutine
+// stack that may move while the driver waits.
+func addr(b []byte) uintptr {
+	escape.Store(&b[0])
+	return uintptr(unsafe.Pointer(&b[0]))
+}
+
+var escape atomic.Pointer[byte]
 
 // TestOpen: the init sequence (reset of an enabled controller, the admin
 // queue's registers before CC.EN, CC's value), what Identify says, and
@@ -354,5 +363,21 @@ func TestFlushDiscard(t *testing.T) {
 	}
 	if e := w.c.Discard(0, 16, 8); e != EOPNOTSUPP {
 		t.Errorf("discard without DSM: %d", e)
+	}
+}
+
+// TestRWBatch: one RW of Batch*MaxTransfer bytes has Batch commands in
+// flight at once (held by the controller until all are sent), and its
+// data arrive in order.
+func TestRWBatch(t *testing.T) {
+	w := newWorld(t, diskSectors, func(m *model) { m.hold = true })
+	w.open(1)
+	n := Batch * int(w.c.Info().MaxTransfer)
+	buf := make([]byte, n+4096)
+	if e := w.c.RW(0, 16, addr(buf), n+4096, false); e != 0 || !bytes.Equal(buf, w.m.disk[16*512:][:n+4096]) {
+		t.Fatalf("read: %d", e)
+	}
+	if w.m.maxInFlight != Batch {
+		t.Errorf("at most %d commands in flight, want %d", w.m.maxInFlight, Batch)
 	}
 }

@@ -44,41 +44,74 @@ func rwCommand(cmd *command, nsp *Namespace, sector uint64, n int, write bool) {
 	cmd.w[12] = uint32(n/int(nsp.BlockSize)) - 1
 }
 
+// Batch is how many commands one RW call has in flight at once at most
+// (as many slots as are free, the first waited for): a transfer of up
+// to Batch*MaxTransfer bytes goes to the controller together.
+const Batch = 8
+
 // RW reads (write false) or writes n bytes at sector of namespace ns
 // (an index into Namespaces) from or to the memory at addr, copied
 // through the slots' bounce pages with the environment's Copy, in
-// commands of at most MaxTransfer bytes, each waiting for the one
-// before. n is a multiple of the logical block size. Errors: EINVAL for
-// a misaligned or out-of-range transfer, ENODEV for no such namespace,
-// EFAULT if the memory faulted, EIO (an error status, a timeout, a
-// failed controller).
+// commands of at most MaxTransfer bytes, up to Batch of them sent before
+// the first is waited for. n is a multiple of the logical block size.
+// Errors: EINVAL for a misaligned or out-of-range transfer, EROFS for a
+// write to a read-only namespace, ENODEV for no such namespace, EFAULT
+// if the memory faulted, EIO (an error status, a timeout, a failed
+// controller).
 func (c *Ctrl[E]) RW(ns int, sector uint64, addr uintptr, n int, write bool) Errno {
 	nsp, e := c.check(ns, sector, n, write)
 	if e != 0 {
 		return e
 	}
 	q := c.ioQueue()
+	var cmds [Batch]command
+	var slots, lens [Batch]int
+	var addrs [Batch]uintptr
 	for n > 0 {
-		cnt := min(n, int(c.info.MaxTransfer))
-		s := c.get(q)
-		if write && !c.copySlot(q, s, addr, cnt, true) {
+		k, err := 0, Errno(0)
+		for ; k < Batch && n > 0; k++ {
+			// Only the first slot is waited for: a call holding slots
+			// never waits for another's.
+			s, ok := 0, true
+			if k == 0 {
+				s = c.get(q)
+			} else if s, ok = c.tryGet(q); !ok {
+				break
+			}
+			cnt := min(n, int(c.info.MaxTransfer))
+			if write && !c.copySlot(q, s, addr, cnt, true) {
+				c.release(q, s)
+				err = EFAULT
+				break
+			}
+			cmd := &cmds[k]
+			*cmd = command{}
+			rwCommand(cmd, nsp, sector, cnt, write)
+			setPRP(cmd, q.prp[s], q.prpPhys[s], &q.dataPhys[s], 0, cnt)
+			if !c.submit(q, s, cmd) {
+				c.release(q, s)
+				err = EIO
+				break
+			}
+			slots[k], lens[k], addrs[k] = s, cnt, addr
+			sector += uint64(cnt / Sector)
+			addr += uintptr(cnt)
+			n -= cnt
+		}
+		for j := 0; j < k; j++ {
+			s := slots[j]
+			e := c.result(q, s, &cmds[j], c.wait(q, s, &cmds[j]))
+			if e == 0 && !write && !c.copySlot(q, s, addrs[j], lens[j], false) {
+				e = EFAULT
+			}
 			c.release(q, s)
-			return EFAULT
+			if err == 0 {
+				err = e
+			}
 		}
-		var cmd command
-		rwCommand(&cmd, nsp, sector, cnt, write)
-		setPRP(&cmd, q.prp[s], q.prpPhys[s], &q.dataPhys[s], 0, cnt)
-		e := c.result(q, s, &cmd, c.do(q, s, &cmd))
-		if e == 0 && !write && !c.copySlot(q, s, addr, cnt, false) {
-			e = EFAULT
+		if err != 0 {
+			return err
 		}
-		c.release(q, s)
-		if e != 0 {
-			return e
-		}
-		sector += uint64(cnt / Sector)
-		addr += uintptr(cnt)
-		n -= cnt
 	}
 	return 0
 }

@@ -169,7 +169,7 @@ func (d *Devs[E]) addNVMe(ci, k int) {
 	x.rdev = unix.Mkdev(MajorNVMe, uint32(minor))
 	in := &d.nv.info[i]
 	*in = virtioblk.Info{Sectors: ns.Sectors, BlockSize: ns.BlockSize, PhysBlock: ns.BlockSize, ReadOnly: ns.ReadOnly,
-		Flush: cin.VWC, MaxTransfer: cin.MaxTransfer}
+		Flush: cin.VWC, MaxTransfer: cin.MaxTransfer * nvme.Batch} // RW sends up to Batch commands at once
 	if cin.ONCS&4 != 0 {
 		in.MaxDiscard = 1 << 31
 	}
