@@ -76,6 +76,14 @@ func TestDiskArgs(t *testing.T) {
 		t.Error("two disks at one guest path accepted")
 	}
 
+	// A disk with injected errors goes through QEMU's blkdebug.
+	inj := disks[0]
+	inj.Inject = filepath.Join(dir, "eio.conf")
+	args, _, _ = DiskArgs([]Disk{inj}, false, false)
+	if j := strings.Join(args, " "); !strings.Contains(j, "file=blkdebug:"+inj.Inject+":"+inj.File+",if=none") {
+		t.Errorf("blkdebug args %q", j)
+	}
+
 	// arm64 virt: the devices in reverse, the names as given.
 	args, opts, _ = DiskArgs(disks[:2], false, true)
 	if j := strings.Join(args, " "); strings.Index(j, "drive=disk1") > strings.Index(j, "drive=disk0") || !slices.Equal(opts, wantOpts[:2]) {

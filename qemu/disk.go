@@ -24,6 +24,10 @@ type Disk struct {
 	If        string // "virtio" or "nvme"
 	ReadOnly  bool
 	GuestPath string // "" until DiskArgs gives the default
+	// Inject, if set, is a QEMU blkdebug configuration file whose
+	// [inject-error] rules fail the disk's requests (tests: a disk that
+	// answers EIO).
+	Inject string
 }
 
 // MaxDisks is how many disks a guest takes (the kernel's table).
@@ -121,7 +125,11 @@ func DiskArgs(disks []Disk, pci, downward bool) (args, opts []string, err error)
 				return nil, nil, fmt.Errorf("disk %s given twice", d.File)
 			}
 		}
-		drive := fmt.Sprintf("file=%s,if=none,id=disk%d,format=raw,cache=writeback,discard=unmap", strings.ReplaceAll(d.File, ",", ",,"), i)
+		file := strings.ReplaceAll(d.File, ",", ",,")
+		if d.Inject != "" {
+			file = "blkdebug:" + strings.ReplaceAll(d.Inject, ",", ",,") + ":" + file
+		}
+		drive := fmt.Sprintf("file=%s,if=none,id=disk%d,format=raw,cache=writeback,discard=unmap", file, i)
 		if d.ReadOnly {
 			drive += ",readonly=on"
 		}
@@ -165,4 +173,20 @@ func DiskArgs(disks []Disk, pci, downward bool) (args, opts []string, err error)
 		args = append(args, d...)
 	}
 	return args, opts, nil
+}
+
+// diskConfig is QEMUArgs's part for c.Disks on machine (of arch): the
+// QEMU arguments, and env with a yolk.disk option for each disk.
+func diskConfig(c Config, arch, machine string, env []string) ([]string, []string, error) {
+	if len(c.Disks) > 0 && c.Board != "" {
+		return nil, nil, fmt.Errorf("board %s: no -disk (its devices are fixed)", c.Board)
+	}
+	args, opts, err := DiskArgs(c.Disks, arch == "amd64" && !mmioMachine(machine), arch == "arm64")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, o := range opts {
+		env = append(slices.Clip(env), "yolk.disk="+o)
+	}
+	return args, env, nil
 }

@@ -363,16 +363,17 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 	}
 	var disks []Disk
 	if board == "" {
-		// Disks for TestBlockDevice: a 16 MiB scratch disk (vda) and a
-		// read-only one (vdb), made here and removed with the test's
-		// directory; on the PCI machines an NVMe scratch disk too
-		// (nvme0n1).
+		// Disks for TestBlockDevice: a 16 MiB scratch disk (vda), a
+		// read-only one (vdb) and one whose reads of sector 8 fail
+		// (vdc, QEMU's blkdebug), made here and removed with the
+		// test's directory; on the PCI machines an NVMe scratch disk
+		// too (nvme0n1).
 		nvme := machine == "pc" || machine == "q35"
 		disks = scratchDisks(t, nvme)
 		if nvme {
-			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,nvme0n1")
+			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,vdc:eio,nvme0n1")
 		} else {
-			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro")
+			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,vdc:eio")
 		}
 		if machine == "virt" {
 			// TestBootFiles from a share instead of the boot archive:
@@ -572,17 +573,25 @@ func (g gatedReader) Read(p []byte) (int, error) {
 }
 
 // scratchDisks makes TestGuest's disks: a 16 MiB scratch file, read and
-// written by TestBlockDevice, and a 1 MiB read-only one, virtio; with
-// nvme a third, 16 MiB, on QEMU's NVMe controller.
+// written by TestBlockDevice, a 1 MiB read-only one, and a 1 MiB one
+// whose reads of sector 8 fail with EIO (blkdebug: QEMU answers
+// VIRTIO_BLK_S_IOERR), virtio; with nvme a fourth, 16 MiB, on QEMU's
+// NVMe controller.
 func scratchDisks(t *testing.T, nvme bool) []Disk {
 	dir := t.TempDir()
+	conf := filepath.Join(dir, "eio.conf")
+	if err := os.WriteFile(conf, []byte("[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"8\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var disks []Disk
 	for _, d := range []struct {
-		name string
-		size int64
-		ro   bool
-		If   string
-	}{{"scratch.img", 16 << 20, false, "virtio"}, {"ro.img", 1 << 20, true, "virtio"}, {"nvme.img", 16 << 20, false, "nvme"}} {
+		name   string
+		size   int64
+		ro     bool
+		inject string
+		If     string
+	}{{"scratch.img", 16 << 20, false, "", "virtio"}, {"ro.img", 1 << 20, true, "", "virtio"}, {"eio.img", 1 << 20, false, conf, "virtio"},
+		{"nvme.img", 16 << 20, false, "", "nvme"}} {
 		if d.If == "nvme" && !nvme {
 			continue
 		}
@@ -593,7 +602,7 @@ func scratchDisks(t *testing.T, nvme bool) []Disk {
 		if err := os.Truncate(p, d.size); err != nil {
 			t.Fatal(err)
 		}
-		disks = append(disks, Disk{File: p, If: d.If, ReadOnly: d.ro})
+		disks = append(disks, Disk{File: p, If: d.If, ReadOnly: d.ro, Inject: d.inject})
 	}
 	return disks
 }

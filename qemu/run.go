@@ -349,15 +349,9 @@ func QEMUArgs(c Config) ([]string, error) {
 	for _, m := range mounts {
 		env = append(slices.Clip(env), "yolk.share="+m)
 	}
-	if len(c.Disks) > 0 && c.Board != "" {
-		return nil, fmt.Errorf("board %s: no -disk (its devices are fixed)", c.Board)
-	}
-	diskArgs, diskOpts, err := DiskArgs(c.Disks, arch == "amd64" && !mmioMachine(machine), arch == "arm64")
+	diskArgs, env, err := diskConfig(c, arch, machine, env)
 	if err != nil {
 		return nil, err
-	}
-	for _, o := range diskOpts {
-		env = append(slices.Clip(env), "yolk.disk="+o)
 	}
 	var initrd []string
 	if c.Initrd != "" {

@@ -326,8 +326,9 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"run", "-board", "pc", "-firmware", "efi", iso}, nil, 2, `-firmware "efi": want bios or uefi`},
 		{[]string{"run", "-board", "pc", "-gdb", "1234", iso}, nil, 2, "-gdb boots ELF images"},
 		{[]string{"run", "-board", "pc", img}, nil, 2, "is not a PC image"},
-		{[]string{"run", "-firmware", "uefi", img}, nil, 2, "-firmware and -disk go with -board pc"},
-		{[]string{"run", "-disk", "nvme", img}, nil, 2, "-firmware and -disk go with -board pc"},
+		{[]string{"run", "-firmware", "uefi", img}, nil, 2, "-firmware goes with -board pc"},
+		{[]string{"run", "-disk", "nvme", img}, nil, 2, "-disk: disk: "}, // without -board pc, a disk file
+		{[]string{"run", "-disk", img + ",if=scsi", img}, nil, 2, `option "if=scsi": want if=virtio, if=nvme or ro`},
 		{[]string{"run", "-board", "pc", "-disk", "scsi", gpt}, nil, 2, `-disk "scsi": want virtio-scsi, nvme, virtio-blk`},
 		{[]string{"run", "-board", "pc", "-disk", "nvme", iso}, nil, 2, "-disk is for a disk image"},
 		{[]string{"run", "-board", "pc", "-e", "A=B", gpt}, nil, 2, "a disk image's are in its grub.cfg"},

@@ -47,7 +47,8 @@ Flags are go test's (the README has the table of what each does here):
 Guest flags:
   -arch amd64|arm64 (default $GOARCH if one of them, else amd64),
   -accel auto|kvm|tcg, -machine microvm|pc|q35 (amd64) or virt|virt-gicv3 (arm64),
-  -m 4G, -smp 1, -e KEY=VALUE (repeatable)
+  -m 4G, -smp 1, -e KEY=VALUE (repeatable),
+  -disk FILE[,if=virtio|nvme][,ro][:GUESTPATH] (repeatable: /dev/vda ... as yolk run's)
 
 The guest sees the package's module and $GOROOT read-only at their own
 paths (host shares; the boot archive, nearest files first up to a budget,

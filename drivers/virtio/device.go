@@ -146,6 +146,16 @@ func (d *Device) QueueMax(n uint16) uint16 {
 	return uint16(m)
 }
 
+// QueueFit is the size to give queue n: the largest power of two at most
+// want and the device's maximum; 0 if the queue does not exist.
+func (d *Device) QueueFit(n, want uint16) uint16 {
+	size := min(d.QueueMax(n), want)
+	for size&(size-1) != 0 {
+		size &= size - 1
+	}
+	return size
+}
+
 // SetupQueue tells the device where q is (Queue.Init prepared it: its
 // number, size and addresses) and enables it, after FEATURES_OK and before
 // Ready. It records in q the register Notify writes.

@@ -144,6 +144,11 @@ func TestSetupQueue(t *testing.T) {
 			if m := e.d.QueueMax(5); m != 0 {
 				t.Errorf("QueueMax(5) = %d", m)
 			}
+			for _, c := range [][3]uint16{{0, 64, 64}, {0, 1000, 256}, {0, 100, 64}, {1, 128, 64}, {2, 64, 0}} {
+				if got := e.d.QueueFit(c[0], c[1]); got != c[2] {
+					t.Errorf("QueueFit(%d, %d) = %d, want %d", c[0], c[1], got, c[2])
+				}
+			}
 			mk := func(index, size uint16) *Queue {
 				virt, phys := e.r.alloc(uint64(QueueBytes(size)), 4096)
 				q := new(Queue)

@@ -55,15 +55,10 @@ func OpenTransport[M Mem](t *Transport, d virtio.Device, m M) virtio.Error {
 		t.tagLen = min(n, MaxTag)
 		d.ConfigBytes(2, t.tag[:t.tagLen])
 	}
-	size := uint16(queueSize)
-	if mx := d.QueueMax(0); mx == 0 {
+	size := d.QueueFit(0, queueSize)
+	if size == 0 {
 		d.Fail()
 		return virtio.ErrNoQueue
-	} else if mx < size {
-		size = mx
-		for size&(size-1) != 0 {
-			size &= size - 1
-		}
 	}
 	va, pa := m.Page()
 	if va == 0 {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"yolk/drivers/virtioblk/blkmodel"
 )
 
 const allFeatures = FSizeMax | FSegMax | FBlkSize | FFlush | FTopology | FDiscard | FWriteZeroes
@@ -30,7 +32,7 @@ func TestOpenInfo(t *testing.T) {
 	if in.MaxTransfer != 4*4096 { // seg_max 4 pages of at most 4096 (size_max 8192 is more)
 		t.Errorf("max transfer %d", in.MaxTransfer)
 	}
-	if got := *m.reg(0x020); got&^uint32(wanted) != 0 && got&^uint32(wanted) != 1 {
+	if got := m.DriverFeatures(); got&^uint32(wanted) != 0 && got&^uint32(wanted) != 1 {
 		t.Errorf("driver features %#x: more than wanted", got)
 	}
 	b := make([]byte, 512)
@@ -52,7 +54,7 @@ func TestReadWriteFlushDiscard(t *testing.T) {
 		if e := m.k.RW(c.sector, addr(w), c.n, true); e != 0 {
 			t.Fatalf("write %d bytes at %d: %d", c.n, c.sector, e)
 		}
-		if !bytes.Equal(m.disk[c.sector*Sector:c.sector*Sector+uint64(c.n)], w) {
+		if !bytes.Equal(m.Disk[c.sector*Sector:c.sector*Sector+uint64(c.n)], w) {
 			t.Fatalf("disk does not hold what was written at %d", c.sector)
 		}
 		r := make([]byte, c.n)
@@ -69,14 +71,11 @@ func TestReadWriteFlushDiscard(t *testing.T) {
 	if e := m.k.Discard(7, 8, true); e != 0 {
 		t.Fatalf("write zeroes: %d", e)
 	}
-	if !bytes.Equal(m.disk[100*Sector:108*Sector], make([]byte, 8*Sector)) || !bytes.Equal(m.disk[7*Sector:15*Sector], make([]byte, 8*Sector)) {
+	if !bytes.Equal(m.Disk[100*Sector:108*Sector], make([]byte, 8*Sector)) || !bytes.Equal(m.Disk[7*Sector:15*Sector], make([]byte, 8*Sector)) {
 		t.Errorf("discard and write zeroes left data")
 	}
-	m.mu.Lock()
-	seen := append([]uint32(nil), m.seen...)
-	m.mu.Unlock()
 	var flush, disc, wz int
-	for _, s := range seen {
+	for _, s := range m.seen() {
 		switch s {
 		case TFlush:
 			flush++
@@ -109,10 +108,7 @@ func TestNoFlushNoDiscard(t *testing.T) {
 	if e := m.k.Discard(0, 8, false); e != EOPNOTSUPP {
 		t.Errorf("discard without DISCARD: %d", e)
 	}
-	m.mu.Lock()
-	n := len(m.seen)
-	m.mu.Unlock()
-	if n != 0 {
+	if n := len(m.seen()); n != 0 {
 		t.Errorf("%d requests sent", n)
 	}
 }
@@ -121,7 +117,7 @@ func TestNoFlushNoDiscard(t *testing.T) {
 // eight, last first; each task gets its own data.
 func TestManyInFlight(t *testing.T) {
 	m := newModel(t, 1<<14, allFeatures, nil)
-	m.hold = 8
+	m.set(func(d *blkmodel.Device) { d.Hold = 8 })
 	var wg sync.WaitGroup
 	errs := make([]Errno, 32)
 	for g := 0; g < 32; g++ {
@@ -136,9 +132,7 @@ func TestManyInFlight(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	m.mu.Lock()
-	m.hold = 1
-	m.mu.Unlock()
+	m.set(func(d *blkmodel.Device) { d.Hold = 1 })
 	for g := 0; g < 32; g++ {
 		if errs[g] != 0 {
 			t.Fatalf("writer %d: %d", g, errs[g])
@@ -159,17 +153,20 @@ func TestManyInFlight(t *testing.T) {
 	}
 }
 
+// statusOf fails flushes as unsupported and sector 8 as an I/O error.
+func statusOf(typ uint32, sector uint64) uint8 {
+	switch {
+	case typ == TFlush:
+		return SUnsupp
+	case sector == 8:
+		return SIOErr
+	}
+	return SOK
+}
+
 func TestStatusErrors(t *testing.T) {
 	m := newModel(t, 64, allFeatures, nil)
-	m.status = func(typ uint32, sector uint64) uint8 {
-		switch {
-		case typ == TFlush:
-			return SUnsupp
-		case sector == 8:
-			return SIOErr
-		}
-		return SOK
-	}
+	m.set(func(d *blkmodel.Device) { d.Status = statusOf })
 	b := make([]byte, 512)
 	if e := m.k.RW(8, addr(b), 512, false); e != EIO {
 		t.Errorf("IOERR: %d, want EIO", e)
@@ -190,7 +187,7 @@ func TestStatusErrors(t *testing.T) {
 func TestBadUsedEntry(t *testing.T) {
 	m := newModel(t, 64, allFeatures, nil)
 	b := make([]byte, 512)
-	m.badUsed = true
+	m.set(func(d *blkmodel.Device) { d.BadUsed = true })
 	if e := m.k.RW(0, addr(b), 512, false); e != EIO {
 		t.Fatalf("request answered by a bad entry: %d, want EIO", e)
 	}
@@ -212,9 +209,7 @@ func TestBadUsedEntry(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	m := newModel(t, 64, allFeatures, nil)
 	m.k.Timeout = 20e6
-	m.mu.Lock()
-	m.silent = true
-	m.mu.Unlock()
+	m.set(func(d *blkmodel.Device) { d.Silent = true })
 	b := make([]byte, 512)
 	if e := m.k.RW(0, addr(b), 512, false); e != EIO {
 		t.Fatalf("unanswered request: %d, want EIO", e)
@@ -226,9 +221,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("lost %#x free %#x timeouts %d", lost, free, m.k.Stats.Timeouts)
 	}
 	// Another request uses another slot, and works once the device answers.
-	m.mu.Lock()
-	m.silent = false
-	m.mu.Unlock()
+	m.set(func(d *blkmodel.Device) { d.Silent = false })
 	if e := m.k.RW(1, addr(b), 512, false); e != 0 {
 		t.Fatalf("request after a timeout: %d", e)
 	}

@@ -191,7 +191,9 @@ func (d *Devs[E]) Transfer(h int, p uintptr, n int, off int64, write bool) (int,
 func (d *Devs[E]) partial(i int, p uintptr, n int, off int64, within int, write bool) abi.Errno {
 	for !atomic.CompareAndSwapUint32(&d.rmw[i], 0, 1) {
 		a := uintptr(unsafe.Pointer(&d.rmw[i]))
-		sched.Block(&d.wq, a, a, 1, 0)
+		if d.started {
+			sched.Block(&d.wq, a, a, 1, 0)
+		}
 	}
 	b := d.bounce[i][:d.BlockSize(i)]
 	ba := uintptr(unsafe.Pointer(&b[0]))
@@ -208,7 +210,9 @@ func (d *Devs[E]) partial(i int, p uintptr, n int, off int64, within int, write 
 		}
 	}
 	atomic.StoreUint32(&d.rmw[i], 0)
-	d.wq.Wake(uintptr(unsafe.Pointer(&d.rmw[i])), 1)
+	if d.started {
+		d.wq.Wake(uintptr(unsafe.Pointer(&d.rmw[i])), 1)
+	}
 	return e
 }
 

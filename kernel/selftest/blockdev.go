@@ -13,13 +13,14 @@ import (
 )
 
 // The block-device files (kernel/blk, docs/disks.md) on the disks the
-// command line says are attached (YOLK_DISKS=vda,vdb:ro: the qemu
+// command line says are attached (YOLK_DISKS=vda,vdb:ro,vdc:eio: the qemu
 // package's TestGuest gives every machine booted from its ELF a 16 MiB
-// scratch disk, vda, and a read-only one, vdb): size by BLKGETSIZE64 and
+// scratch disk, vda, a read-only one, vdb, and one whose reads of sector
+// 8 fail, vdc): size by BLKGETSIZE64 and
 // SEEK_END, a pattern written at aligned and unaligned offsets and read
 // back, fsync, reads and writes at and past the end, goroutines writing
-// distinct regions at once, and a read-only disk's refusal. A disk the
-// command line names but /dev lacks fails the test.
+// distinct regions at once, a read-only disk's refusal, a failing disk's
+// EIO. A disk the command line names but /dev lacks fails the test.
 
 func init() {
 	tests = append(tests, test{"TestBlockDevice", testBlockDevice})
@@ -28,17 +29,17 @@ func init() {
 // cmdlineDisks are the disks the harness attached, from its YOLK_DISKS
 // (NAME[:ro],…: the program's environment, on the kernel's command line
 // beside the yolk.disk options, which the program cannot read).
-func cmdlineDisks() (names []string, ro map[string]bool) {
-	ro = map[string]bool{}
+func cmdlineDisks() (names []string, opt map[string]string) {
+	opt = map[string]string{}
 	for _, d := range strings.Split(os.Getenv("YOLK_DISKS"), ",") {
 		if d == "" {
 			continue
 		}
-		name, opt, _ := strings.Cut(d, ":")
+		name, o, _ := strings.Cut(d, ":")
 		names = append(names, name)
-		ro[name] = opt == "ro"
+		opt[name] = o
 	}
-	return names, ro
+	return names, opt
 }
 
 func blkIoctl(fd int, req uint) (uint64, error) {
@@ -51,14 +52,17 @@ func blkIoctl(fd int, req uint) (uint64, error) {
 }
 
 func testBlockDevice(t *T) {
-	names, ro := cmdlineDisks()
+	names, opt := cmdlineDisks()
 	if len(names) == 0 {
 		t.Skipf("YOLK_DISKS not set: no disk attached (the qemu package's TestGuest attaches them)")
 	}
 	for _, n := range names {
-		if ro[n] {
+		switch {
+		case opt[n] == "ro":
 			blockReadOnly(t, "/dev/"+n)
-		} else {
+		case opt[n] == "eio":
+			blockFailing(t, "/dev/"+n)
+		default:
 			blockReadWrite(t, "/dev/"+n)
 		}
 	}
@@ -218,5 +222,28 @@ func blockReadOnly(t *T, path string) {
 	}
 	if _, err := f.ReadAt(make([]byte, 512), 0); err != nil {
 		t.Errorf("read from a read-only disk: %v", err)
+	}
+}
+
+// blockFailing: a disk whose reads of sector 8 fail (the harness's
+// blkdebug rule): EIO for a read that covers it, through the whole and
+// the unaligned path; the program and the disk go on (reads and writes
+// elsewhere work); never a hang or a fault.
+func blockFailing(t *T, path string) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer f.Close()
+	for _, c := range []struct{ off, n int64 }{{4096, 512}, {0, 8192}, {4096 + 100, 10}} {
+		if _, err := f.ReadAt(make([]byte, c.n), c.off); !errors.Is(err, unix.EIO) {
+			t.Errorf("read %d at %d of the failing sector: %v, want EIO", c.n, c.off, err)
+		}
+	}
+	if _, err := f.ReadAt(make([]byte, 4096), 0); err != nil {
+		t.Errorf("read beside the failing sector: %v", err)
+	}
+	if _, err := f.WriteAt(make([]byte, 512), 0); err != nil {
+		t.Errorf("write beside the failing sector: %v", err)
 	}
 }
