@@ -154,6 +154,13 @@ func (d *Devs[E]) Attach(v virtio.Device, where string, base uint64, irq uint32)
 	e.Log(", irq ")
 	e.LogDec(int64(irq))
 	e.Log(") ")
+	logSize(e, in)
+	return true, virtio.OK
+}
+
+// logSize ends a device's boot line with its size, block size and
+// whether it is read-only.
+func logSize[E Env[E]](e E, in *virtioblk.Info) {
 	e.LogDec(int64(in.Sectors / 2048))
 	e.Log(" MiB, blocks of ")
 	e.LogDec(int64(in.BlockSize))
@@ -161,7 +168,6 @@ func (d *Devs[E]) Attach(v virtio.Device, where string, base uint64, irq uint32)
 		e.Log(", read-only")
 	}
 	e.Log("\n")
-	return true, virtio.OK
 }
 
 // Started ends the boot's polling: requests wait for their interrupts.

@@ -178,13 +178,7 @@ func (d *Devs[E]) addNVMe(ci, k int) {
 	e.Note("blk: ")
 	e.Log(unsafe.String(&x.vb.Name[0], len(d.Name(i))))
 	e.Log(" ")
-	e.LogDec(int64(ns.Sectors / 2048))
-	e.Log(" MiB, blocks of ")
-	e.LogDec(int64(ns.BlockSize))
-	if ns.ReadOnly {
-		e.Log(", read-only")
-	}
-	e.Log("\n")
+	logSize(e, in)
 }
 
 // info is device i's Info: its driver's, or the one made for an NVMe
