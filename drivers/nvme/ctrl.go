@@ -88,6 +88,7 @@ type Ctrl[E Env] struct {
 	q      [MaxQueues + 1]queue
 	nq     int32  // I/O queues live (atomic: Interrupt reads it)
 	failed uint32 // 1: every request ends in EIO (atomic)
+	idle   uint32 // never changes: quiesce sleeps on it
 	// Timeout bounds each command (ns): DefaultTimeout after Open.
 	Timeout int64
 	// Name is the controller's name for the console (nvme0).

@@ -111,9 +111,21 @@ func (c *Ctrl[E]) wait(q *queue, s int, cmd *command) Errno {
 		}
 	}
 	if atomic.LoadUint32(&q.Status[s]) == statusFailed {
+		c.quiesce()
 		return EIO
 	}
 	return 0
+}
+
+// quiesce waits, in the task of a request the failure ended, until the
+// disabled controller's CSTS.RDY reads 0 (its DMA has stopped: RWPhys's
+// memory is the caller's again), at most CAP.TO, sleeping a millisecond
+// between looks. fail itself cannot wait: it may run in the interrupt
+// handler.
+func (c *Ctrl[E]) quiesce() {
+	for end := c.env.Now() + c.info.ReadyTO; read32(c.regs+regCSTS)&cstsRDY != 0 && c.env.Now() < end; {
+		c.env.Wait(&c.idle, 0, c.env.Now()+1e6)
+	}
 }
 
 // timedOut handles slot s's command that did not complete within the

@@ -137,6 +137,7 @@ type model struct {
 	noIRQ       bool // completions do not assert the interrupt
 	ignoreAbort bool
 	fatalAt     int               // CSTS.CFS sets when this many commands are dropped
+	rdyLinger   int               // CSTS reads after CC.EN clears before RDY follows
 	dropLBA     map[uint64]bool   // I/O commands at these LBAs never complete on their own
 	errLBA      map[uint64]uint32 // and these complete with this status (SCT<<8|SC)
 
@@ -183,6 +184,11 @@ func (m *model) read(off uintptr) uint32 {
 	case regCC:
 		return m.cc
 	case regCSTS:
+		if m.cc&ccEnable == 0 && m.rdyLinger > 0 {
+			if m.rdyLinger--; m.rdyLinger == 0 {
+				m.csts &^= cstsRDY
+			}
+		}
 		if m.cc&ccEnable != 0 && m.csts&cstsRDY == 0 && m.readyAfter >= 0 {
 			if m.readyWait++; m.readyWait > m.readyAfter {
 				m.csts |= cstsRDY
@@ -205,7 +211,9 @@ func (m *model) write(off uintptr, v uint32) {
 		was := m.cc
 		m.cc = v
 		if v&ccEnable == 0 {
-			m.csts &^= cstsRDY
+			if m.rdyLinger == 0 {
+				m.csts &^= cstsRDY
+			}
 			m.sq, m.cq = [MaxQueues + 2]sqm{}, [MaxQueues + 2]cqm{}
 			m.held, m.dropped, m.inFlight = nil, nil, 0
 		} else if was&ccEnable == 0 {

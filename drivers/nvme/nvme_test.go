@@ -301,12 +301,13 @@ func TestTimeoutAbortFails(t *testing.T) {
 
 // TestFatal: CSTS.CFS while a command is in flight (it sets when the
 // command is sent) ends it in EIO (a wait notices it within PollEvery,
-// long before its timeout), and every later request.
+// long before its timeout) once the disabled controller's RDY has
+// cleared, and every later request.
 func TestFatal(t *testing.T) {
 	w := newWorld(t, diskSectors, nil)
 	w.open(2)
 	w.m.mu.Lock()
-	w.m.dropLBA[300], w.m.fatalAt = true, 1
+	w.m.dropLBA[300], w.m.fatalAt, w.m.rdyLinger = true, 1, 50
 	w.m.mu.Unlock()
 	buf := make([]byte, 512)
 	start := w.clock.Load()
@@ -315,6 +316,9 @@ func TestFatal(t *testing.T) {
 	}
 	if d := w.clock.Load() - start; d > 2*PollEvery {
 		t.Errorf("noticed after %d ns (model time)", d)
+	}
+	if w.m.csts&cstsRDY != 0 || w.m.rdyLinger != 0 {
+		t.Errorf("returned before the disabled controller's RDY cleared")
 	}
 	if l := w.logText(); l != "nvme0: controller failed: fatal status (CSTS.CFS); every request now ends in EIO\n" {
 		t.Errorf("console: %q", l)
