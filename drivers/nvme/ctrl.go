@@ -61,14 +61,17 @@ type queue struct {
 	tail, head     uint16 // the SQ tail and CQ head the driver wrote last
 	phase          uint32 // the phase bit new completion entries carry
 
-	free    uint32 // slots no command holds, a bit each
-	busy    uint32 // slots whose command the controller has
-	lost    uint32 // slots whose command timed out: freed when it comes back
-	freeSeq uint32 // bumped when a slot comes back (atomic)
-	Done    [Slots]uint32
-	Status  [Slots]uint32
-	Result  [Slots]uint32
-	sent    [Slots]int64 // when each slot's command was sent (its owner's)
+	free uint32 // slots no command holds, a bit each
+	busy uint32 // slots whose command the controller has
+	lost uint32 // slots whose command timed out and is still the controller's
+	// abandoned are lost slots their owner released: the command's
+	// completion frees them.
+	abandoned uint32
+	freeSeq   uint32 // bumped when a slot comes back (atomic)
+	Done      [Slots]uint32
+	Status    [Slots]uint32
+	Result    [Slots]uint32
+	sent      [Slots]int64 // when each slot's command was sent (its owner's)
 
 	prp      [Slots]uintptr // each slot's PRP list page
 	prpPhys  [Slots]uint64

@@ -33,13 +33,18 @@ func (c *Ctrl[E]) get(q *queue) int {
 }
 
 // release gives slot s back, unless its command timed out and is still
-// the controller's (then its completion frees it: harvest).
+// the controller's: then the slot is abandoned, and the command's
+// completion (harvest) or the controller's failure frees it. A slot has
+// one owner at a time: whoever took it, until release; the controller
+// only after release, while lost.
 func (c *Ctrl[E]) release(q *queue, s int) {
 	c.env.Lock(int(q.id))
 	kept := q.lost&(1<<s) == 0
 	if kept {
 		q.free |= 1 << s
 		atomic.AddUint32(&q.freeSeq, 1)
+	} else {
+		q.abandoned |= 1 << s
 	}
 	c.env.Unlock(int(q.id))
 	if kept {
@@ -146,6 +151,7 @@ func (c *Ctrl[E]) timedOut(q *queue, s int, cmd *command) bool {
 	c.report("no completion within the timeout", cmd, 0)
 	if qi == 0 {
 		c.fail("an admin command timed out")
+		c.quiesce()
 		return false
 	}
 	atomic.AddUint64(&c.Stats.Aborts, 1)
@@ -166,6 +172,7 @@ func (c *Ctrl[E]) timedOut(q *queue, s int, cmd *command) bool {
 		now := c.env.Now()
 		if now >= end {
 			c.fail("an aborted command did not come back")
+			c.quiesce()
 			return false
 		}
 		if c.env.Wait(&q.freeSeq, seq, min(end, now+PollEvery)) {
@@ -239,8 +246,13 @@ func (c *Ctrl[E]) harvest(q *queue) bool {
 		}
 		q.busy &^= 1 << s
 		if q.lost&(1<<s) != 0 {
+			// A timed-out command back: its slot is free if its owner
+			// let it go, else the owner (in timedOut) frees it.
 			q.lost &^= 1 << s
-			q.free |= 1 << s
+			if q.abandoned&(1<<s) != 0 {
+				q.abandoned &^= 1 << s
+				q.free |= 1 << s
+			}
 			freed |= 1 << s
 			atomic.AddUint64(&c.Stats.Late, 1)
 			continue
@@ -284,13 +296,13 @@ func (c *Ctrl[E]) fail(why string) {
 		q := &c.q[i]
 		c.env.Lock(i)
 		done := q.busy &^ q.lost
-		q.free |= q.lost
+		q.free |= q.abandoned // lost and let go; a lost slot's owner frees it itself
 		for m := done; m != 0; m &= m - 1 {
 			s := bits.TrailingZeros32(m)
 			atomic.StoreUint32(&q.Status[s], statusFailed)
 			atomic.StoreUint32(&q.Done[s], 1)
 		}
-		q.busy, q.lost = 0, 0
+		q.busy, q.lost, q.abandoned = 0, 0, 0
 		atomic.AddUint32(&q.freeSeq, 1)
 		c.env.Unlock(i)
 		for m := done; m != 0; m &= m - 1 {

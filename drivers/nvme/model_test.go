@@ -142,6 +142,7 @@ type model struct {
 	errLBA      map[uint64]uint32 // and these complete with this status (SCT<<8|SC)
 
 	// What it saw.
+	outstanding [MaxQueues + 2][65536]bool // command identifiers in flight, per SQ
 	held        []pending
 	dropped     []pending
 	inFlight    int
@@ -216,6 +217,7 @@ func (m *model) write(off uintptr, v uint32) {
 			}
 			m.sq, m.cq = [MaxQueues + 2]sqm{}, [MaxQueues + 2]cqm{}
 			m.held, m.dropped, m.inFlight = nil, nil, 0
+			m.outstanding = [MaxQueues + 2][65536]bool{}
 		} else if was&ccEnable == 0 {
 			m.setupOrder = append(m.setupOrder, "enable")
 			if v != ccIOCQES|ccIOSQES|ccEnable {
@@ -275,6 +277,10 @@ func (m *model) write(off uintptr, v uint32) {
 			p.cmd[i] = binary.LittleEndian.Uint32(m.r.at(sq.base+uint64(sq.head)*64+uint64(4*i), 4))
 		}
 		sq.head = (sq.head + 1) % sq.entries
+		if m.outstanding[p.sqid][p.cmd[0]>>16] {
+			m.t.Errorf("model: SQ %d: command identifier %d sent again while in flight", p.sqid, p.cmd[0]>>16)
+		}
+		m.outstanding[p.sqid][p.cmd[0]>>16] = true
 		m.inFlight++
 		m.maxInFlight = max(m.maxInFlight, m.inFlight)
 		if p.sqid == 0 {
@@ -299,6 +305,7 @@ func (m *model) write(off uintptr, v uint32) {
 // post puts a completion for p on its queue's completion queue.
 func (m *model) post(p pending, status, dw0 uint32) {
 	m.inFlight--
+	m.outstanding[p.sqid][p.cmd[0]>>16] = false
 	sq := &m.sq[p.sqid]
 	cq := &m.cq[sq.cqid]
 	if !cq.live {

@@ -385,3 +385,40 @@ func TestRWBatch(t *testing.T) {
 		t.Errorf("at most %d commands in flight, want %d", w.m.maxInFlight, Batch)
 	}
 }
+
+// TestTimeoutsUnderLoad: 24 goroutines on one queue, some of whose
+// commands the controller drops (each then times out, is aborted and
+// comes back): those requests end in EIO, the others succeed, and no
+// slot is used twice at once (the model checks that no command
+// identifier is sent while one with it is in flight).
+func TestTimeoutsUnderLoad(t *testing.T) {
+	w := newWorld(t, diskSectors, func(m *model) {
+		m.hold = true
+		for _, lba := range []uint64{64 * 3, 64 * 7, 64 * 11} {
+			m.dropLBA[lba] = true
+		}
+	})
+	w.open(1)
+	var wg sync.WaitGroup
+	res := make([]Errno, 24)
+	for g := range res {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 4096)
+			for r := 0; r < 3 && res[g] == 0; r++ {
+				res[g] = w.c.RW(0, uint64(g*64), addr(buf), len(buf), r%2 == 1)
+			}
+		}()
+	}
+	wg.Wait()
+	for g, e := range res {
+		if want := map[bool]Errno{true: EIO, false: 0}[g == 3 || g == 7 || g == 11]; e != want {
+			t.Errorf("goroutine %d: %d, want %d", g, e, want)
+		}
+	}
+	q := w.c.ioQueue()
+	if w.c.Failed() || w.c.Stats.Timeouts != 3 || q.free != 1<<q.slots-1 || q.lost|q.abandoned != 0 {
+		t.Errorf("failed %v, stats %+v, free %#x lost %#x abandoned %#x", w.c.Failed(), w.c.Stats, q.free, q.lost, q.abandoned)
+	}
+}
