@@ -55,6 +55,17 @@ func openVda(b *testing.B) (int, int64) {
 	return fd, int64(size)
 }
 
+// blockRW is pwrite (write) or pread of buf at off.
+func blockRW(fd int, buf []byte, off int64, write bool) error {
+	var err error
+	if write {
+		_, err = unix.Pwrite(fd, buf, off)
+	} else {
+		_, err = unix.Pread(fd, buf, off)
+	}
+	return err
+}
+
 func benchBlockSeq(write bool) func(*testing.B) {
 	return func(b *testing.B) {
 		fd, size := openVda(b)
@@ -64,13 +75,7 @@ func benchBlockSeq(write bool) func(*testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			off := int64(i) << 20 % (size &^ (1<<20 - 1))
-			var err error
-			if write {
-				_, err = unix.Pwrite(fd, buf, off)
-			} else {
-				_, err = unix.Pread(fd, buf, off)
-			}
-			if err != nil {
+			if err := blockRW(fd, buf, off, write); err != nil {
 				b.Fatalf("at %d: %v", off, err)
 			}
 		}
@@ -89,14 +94,7 @@ func benchBlockRand(depth int, write bool) func(*testing.B) {
 		var seed, failed int64
 		b.ResetTimer()
 		op := func(r *rand.Rand, buf []byte) {
-			off := r.Int63n(blocks) * 4096
-			var err error
-			if write {
-				_, err = unix.Pwrite(fd, buf, off)
-			} else {
-				_, err = unix.Pread(fd, buf, off)
-			}
-			if err != nil {
+			if err := blockRW(fd, buf, r.Int63n(blocks)*4096, write); err != nil {
 				atomic.AddInt64(&failed, 1)
 			}
 		}
