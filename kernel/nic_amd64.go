@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"math/bits"
+
 	"yolk/drivers/acpi"
 	"yolk/drivers/acpipm"
 	"yolk/drivers/ioapic"
@@ -86,6 +88,12 @@ func virtioInit(c *sched.CPU) {
 		} else if virtioAttach(d, "pci", uint64(f.BDF), irq) && line != 0 {
 			nicRoute(c, irq, true, false)
 		}
+	}
+	if pb.MSIAddr != 0 {
+		return // NVMe through INTx only: not on the MSI-X machine (Cloud Hypervisor's has none)
+	}
+	for m := blks.ProbeNVMe(pb.Config, mm.PhysOff(), sched.NumCPU()); m != 0; m &= m - 1 { // NVMe (kernel/blk/nvme.go)
+		nicRoute(c, uint32(bits.TrailingZeros32(m)), true, false)
 	}
 }
 

@@ -64,13 +64,13 @@ func vfsInit() {
 		dev  uint64
 	}{{[4]byte{'n', 'u', 'l', 'l'}, fs.DevNull}, {[4]byte{'z', 'e', 'r', 'o'}, fs.DevZero}, {[4]byte{'f', 'u', 'l', 'l'}, fs.DevFull}} {
 		copy(devDir[5:], d.name[:])
-		vfs.Mknod(fs.AtCWD, devDir[:], unix.S_IFCHR|0o666, d.dev)
-		vfs.Chmod(fs.AtCWD, devDir[:], 0o666, 0)
+		vfs.Mknod(fs.AtCWD, devDir[:9], unix.S_IFCHR|0o666, d.dev)
+		vfs.Chmod(fs.AtCWD, devDir[:9], 0o666, 0)
 	}
 	etcInit()
 }
 
-var devDir = [...]byte{'/', 'd', 'e', 'v', '/', 0, 0, 0, 0}
+var devDir = [...]byte{'/', 'd', 'e', 'v', '/', 0, 0, 0, 0, 0, 0, 0, 0} // room for a block device's name (nvme0n1)
 
 // fsGet is the fs handle behind fd, -1 if fd is not an fs file, with a
 // reference of the caller's own that fsPut drops.

@@ -14,8 +14,8 @@ import (
 // -disk, docs/disks.md): FILE[,if=virtio|nvme][,ro][:GUESTPATH]. If is
 // "virtio" (virtio-blk: virtio-blk-device on the virtio-mmio machines,
 // microvm and arm64 virt; virtio-blk-pci on pc and q35) or "nvme" (QEMU's
-// nvme controller with one namespace, which the kernel does not drive
-// yet). The kernel names the n-th virtio disk vd(a+n) and the n-th NVMe
+// nvme controller with one namespace, on the PCI machines: docs/nvme.md).
+// The kernel names the n-th virtio disk vd(a+n) and the n-th NVMe
 // one nvme(n)n1, and is told where each is to be mounted with
 // yolk.disk=NAME:GUESTPATH[:ro] (default /mnt/disk0, /mnt/disk1, … by
 // position among the -disk flags).

@@ -396,9 +396,15 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		// Disks for TestBlockDevice: a 16 MiB scratch disk (vda), a
 		// read-only one (vdb) and one whose reads of sector 8 fail
 		// (vdc, QEMU's blkdebug), made here and removed with the
-		// test's directory.
-		disks = scratchDisks(t)
-		env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,vdc:eio")
+		// test's directory; on the PCI machines an NVMe scratch disk
+		// too (nvme0n1).
+		nvme := machine == "pc" || machine == "q35"
+		disks = scratchDisks(t, nvme)
+		if nvme {
+			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,vdc:eio,nvme0n1")
+		} else {
+			env = append(slices.Clip(env), "YOLK_DISKS=vda,vdb:ro,vdc:eio")
+		}
 		// TestDiskFS: an ext4 file system mkfs.ext4 made from a
 		// small tree (vdd at /mnt/ext4), judged by e2fsck after the
 		// guest has written to it.
@@ -653,8 +659,9 @@ func e2fsckClean(t *testing.T, img string) {
 // scratchDisks makes TestGuest's disks: a 16 MiB scratch file, read and
 // written by TestBlockDevice, a 1 MiB read-only one, and a 1 MiB one
 // whose reads of sector 8 fail with EIO (blkdebug: QEMU answers
-// VIRTIO_BLK_S_IOERR).
-func scratchDisks(t *testing.T) []Disk {
+// VIRTIO_BLK_S_IOERR), virtio; with nvme a fourth, 16 MiB, on QEMU's
+// NVMe controller.
+func scratchDisks(t *testing.T, nvme bool) []Disk {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "eio.conf")
 	if err := os.WriteFile(conf, []byte("[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"8\"\n"), 0o644); err != nil {
@@ -666,7 +673,12 @@ func scratchDisks(t *testing.T) []Disk {
 		size   int64
 		ro     bool
 		inject string
-	}{{"scratch.img", 16 << 20, false, ""}, {"ro.img", 1 << 20, true, ""}, {"eio.img", 1 << 20, false, conf}} {
+		If     string
+	}{{"scratch.img", 16 << 20, false, "", "virtio"}, {"ro.img", 1 << 20, true, "", "virtio"}, {"eio.img", 1 << 20, false, conf, "virtio"},
+		{"nvme.img", 16 << 20, false, "", "nvme"}} {
+		if d.If == "nvme" && !nvme {
+			continue
+		}
 		p := filepath.Join(dir, d.name)
 		if err := os.WriteFile(p, nil, 0o644); err != nil {
 			t.Fatal(err)
@@ -674,7 +686,7 @@ func scratchDisks(t *testing.T) []Disk {
 		if err := os.Truncate(p, d.size); err != nil {
 			t.Fatal(err)
 		}
-		disks = append(disks, Disk{File: p, If: "virtio", ReadOnly: d.ro, Inject: d.inject})
+		disks = append(disks, Disk{File: p, If: d.If, ReadOnly: d.ro, Inject: d.inject})
 	}
 	return disks
 }

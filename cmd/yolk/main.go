@@ -332,7 +332,7 @@ func run(args []string) int {
 	board := fs.String("board", "", "boot a board image: rpi3 (the boot directory or .img of yolk build -board rpi3, on QEMU raspi3b: 4 cores, 1 GiB) or pc (the ISO of yolk build -board pc, from the CD-ROM drive, or the disk of yolk image, from -disk's controller, of q35 (default) or pc)")
 	firmware := fs.String("firmware", "", "-board pc: bios (SeaBIOS, the default) or uefi (OVMF)")
 	var diskVals listFlag
-	fs.Var(&diskVals, "disk", "attach this host file as a block device: `FILE[,if=virtio|nvme][,ro][:GUESTPATH]` (virtio-blk by default; nvme: QEMU's NVMe controller, not driven by the kernel yet; GUESTPATH default /mnt/disk0, /mnt/disk1, … for the file system's mount to come; repeatable, at most 8; docs/disks.md). With -board pc: the boot disk's controller, "+strings.Join(qemu.DiskControllers, ", ")+" (default "+qemu.DiskControllers[0]+")")
+	fs.Var(&diskVals, "disk", "attach this host file as a block device: `FILE[,if=virtio|nvme][,ro][:GUESTPATH]` (virtio-blk by default; nvme: QEMU's NVMe controller on pc and q35, /dev/nvme0n1, …; GUESTPATH default /mnt/disk0, /mnt/disk1, … for the file system's mount to come; repeatable, at most 8; docs/disks.md). With -board pc: the boot disk's controller, "+strings.Join(qemu.DiskControllers, ", ")+" (default "+qemu.DiskControllers[0]+")")
 	netFlag := fs.String("net", qemu.NetUser, "the guest's network: user (QEMU's user network: the guest is 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3), none, or tap:IFNAME (a tap interface the host set up); a virtio-net NIC (the rpi3 board has none)")
 	var fwds forwardFlag
 	fs.Var(&fwds, "p", "forward a host port to the guest on the user network: `[HOSTADDR:]HOSTPORT:GUESTPORT[/udp]` (HOSTADDR default 127.0.0.1; repeatable)")

@@ -44,6 +44,7 @@ const (
 	cfgVendor     = 0x00 // le16, then the device ID
 	cfgCommand    = 0x04 // le16
 	cfgStatus     = 0x06 // le16
+	cfgClass      = 0x08 // le32: revision, then the class code
 	cfgHeaderType = 0x0e
 	cfgBAR0       = 0x10
 	cfgSubsystem  = 0x2e // le16: the subsystem ID (a transitional device's virtio type)
@@ -152,29 +153,56 @@ func (c PCIConfig) virtioType(bdf uint16) (device uint16, typ uint32, present, o
 // there are; ErrTooMany if more than fit (the count is still exact). It
 // reads configuration space only.
 func (c PCIConfig) Virtio(bus uint8, out []PCIFunction) (n int, err Error) {
-	for dev := uint8(0); dev < 32; dev++ {
-		fns := uint8(1)
-		if c.Read16(BDF(bus, dev, 0), cfgVendor) == 0xffff {
+	for i := c.Next(bus, 0); i >= 0; i = c.Next(bus, i+1) {
+		bdf := BDF(bus, uint8(i>>3), uint8(i&7))
+		id, t, _, ok := c.virtioType(bdf)
+		if !ok {
 			continue
 		}
-		if c.Read8(BDF(bus, dev, 0), cfgHeaderType)&0x80 != 0 {
-			fns = 8
+		if n < len(out) {
+			out[n] = PCIFunction{BDF: bdf, Device: id, Type: t}
+		} else {
+			err = ErrTooMany
 		}
-		for fn := uint8(0); fn < fns; fn++ {
-			bdf := BDF(bus, dev, fn)
-			id, t, _, ok := c.virtioType(bdf)
-			if !ok {
-				continue
-			}
-			if n < len(out) {
-				out[n] = PCIFunction{BDF: bdf, Device: id, Type: t}
-			} else {
-				err = ErrTooMany
-			}
-			n++
-		}
+		n++
 	}
 	return n, err
+}
+
+// Next is the first function present on bus at or after index i
+// (device*8 + function), -1 if none: functions 1-7 of a device only if
+// function 0 says it is multi-function.
+func (c PCIConfig) Next(bus uint8, i int) int {
+	for ; i < 32*8; i++ {
+		dev, fn := uint8(i>>3), uint8(i&7)
+		if c.Read16(BDF(bus, dev, 0), cfgVendor) == 0xffff {
+			i |= 7 // no device: on to the next
+			continue
+		}
+		if fn != 0 && c.Read8(BDF(bus, dev, 0), cfgHeaderType)&0x80 == 0 {
+			i |= 7
+			continue
+		}
+		if c.Read16(BDF(bus, dev, fn), cfgVendor) != 0xffff {
+			return i
+		}
+	}
+	return -1
+}
+
+// Class is the class code of the function at bdf: base class, subclass
+// and programming interface (0x010802: an NVMe controller).
+func (c PCIConfig) Class(bdf uint16) uint32 { return c.Read32(bdf, cfgClass) >> 8 }
+
+// BAR is the physical address memory BAR i of the function at bdf was
+// assigned (a 64-bit BAR with the next one's high half): ErrIOBAR for
+// an I/O BAR, ErrBARUnassigned for address 0.
+func (c PCIConfig) BAR(bdf uint16, i uint8) (uint64, Error) { return c.bar(bdf, i) }
+
+// Enable turns on memory decoding and bus mastering (the function's DMA)
+// in the command register.
+func (c PCIConfig) Enable(bdf uint16) {
+	c.Write16(bdf, cfgCommand, c.Read16(bdf, cfgCommand)|cmdMemory|cmdBusMaster)
 }
 
 // PCIStruct is where one virtio structure is: a BAR, an offset and a
@@ -312,7 +340,7 @@ func OpenPCI(c PCIConfig, bdf uint16, physOff uintptr) (Device, Error) {
 	if e != OK {
 		return Device{}, e
 	}
-	c.Write16(bdf, cfgCommand, c.Read16(bdf, cfgCommand)|cmdMemory|cmdBusMaster)
+	c.Enable(bdf)
 	return Device{
 		pci:       true,
 		typ:       t,

@@ -183,3 +183,43 @@ func TestOpenPCI(t *testing.T) {
 		t.Errorf("SetupQueue with a short notify structure: %v", err)
 	}
 }
+
+// TestPCINextClassBAR: the function walk other drivers use (the NVMe
+// controller is found by its class code), a 64-bit BAR and Enable.
+func TestPCINextClassBAR(t *testing.T) {
+	s, c := ecam(t)
+	put := func(bdf uint16, class uint32, header uint8) *[4096]byte {
+		f := s.fn(bdf)
+		binary.LittleEndian.PutUint16(f[0:], 0x1b36)
+		binary.LittleEndian.PutUint32(f[cfgClass:], class<<8|2)
+		f[cfgHeaderType] = header
+		return f
+	}
+	put(BDF(0, 0, 0), 0x060000, 0)
+	put(BDF(0, 2, 0), 0x020000, 0x80)
+	put(BDF(0, 2, 5), 0x010802, 0)
+	put(BDF(0, 3, 1), 0x010802, 0) // function 1 of a single-function device: not there
+	f := put(BDF(0, 4, 0), 0x010802, 0)
+	binary.LittleEndian.PutUint32(f[cfgBAR0:], 0xfebf0004) // 64-bit memory
+	binary.LittleEndian.PutUint32(f[cfgBAR0+4:], 0x80)
+	var got []uint16
+	for i := c.Next(0, 0); i >= 0; i = c.Next(0, i+1) {
+		got = append(got, uint16(i))
+	}
+	if want := []uint16{0, 2<<3 | 0, 2<<3 | 5, 4 << 3}; !slices.Equal(got, want) {
+		t.Errorf("Next walk %v, want %v", got, want)
+	}
+	if cl := c.Class(BDF(0, 2, 5)); cl != 0x010802 {
+		t.Errorf("Class %#x", cl)
+	}
+	if a, e := c.BAR(BDF(0, 4, 0), 0); a != 0x80_febf_0000 || e != OK {
+		t.Errorf("BAR %#x, %v", a, e)
+	}
+	if _, e := c.BAR(BDF(0, 2, 5), 0); e != ErrBARUnassigned {
+		t.Errorf("unassigned BAR: %v", e)
+	}
+	c.Enable(BDF(0, 4, 0))
+	if cmd := c.Read16(BDF(0, 4, 0), cfgCommand); cmd != cmdMemory|cmdBusMaster {
+		t.Errorf("command %#x", cmd)
+	}
+}

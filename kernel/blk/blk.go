@@ -1,7 +1,7 @@
 // Package blk is the kernel's block layer (docs/disks.md): the table of
 // block devices in the order the boot found them (virtio-blk's vda, vdb,
-// …; an NVMe driver will register its nvme0n1 … beside them, kind
-// KindNVMe), each device's requests waited for by the calling task and
+// …; the NVMe controllers' namespaces nvme0n1 … beside them, kind
+// KindNVMe: nvme.go, docs/nvme.md), each device's requests waited for by the calling task and
 // completed by its interrupt, and ReadAt, WriteAt and Flush by device
 // index for the file systems (byte offsets and lengths multiples of the
 // logical block size, split into requests within the device's limits);
@@ -38,7 +38,7 @@ const (
 	// dynamic block major, 254); each disk has 16 minors (partitions).
 	MajorVirtio = 254
 	// MajorNVMe is what Linux's nvme gets on a machine like this (259,
-	// blkext), for the NVMe driver to come.
+	// blkext).
 	MajorNVMe = 259
 
 	pageSize = 4096
@@ -47,7 +47,7 @@ const (
 // Device kinds.
 const (
 	KindVirtio = 1
-	KindNVMe   = 2 // not driven yet
+	KindNVMe   = 2
 )
 
 // Env is the kernel below the block layer; E is also each virtio-blk
@@ -71,6 +71,7 @@ type Devs[E Env[E]] struct {
 	locks   [MaxDevs]sched.TWALock // each device's queue and slots
 	wq      sched.WaitQueue        // tasks waiting for a request, a slot or a bounce page
 	started bool
+	nv      nvmes[E] // the NVMe controllers (nvme.go)
 
 	files [NumFiles]File
 	// bounce is each device's page for the unaligned ends of transfers,
@@ -80,10 +81,11 @@ type Devs[E Env[E]] struct {
 }
 
 type dev[E Env[E]] struct {
-	kind uint8
-	irq  uint32
-	rdev uint64
-	vb   virtioblk.Disk[E]
+	kind     uint8
+	irq      uint32
+	rdev     uint64
+	vb       virtioblk.Disk[E] // KindVirtio's driver; KindNVMe's name only
+	ctrl, ns uint8             // KindNVMe: the controller and its namespace
 }
 
 func env[E Env[E]]() E { var e E; return e }
@@ -105,16 +107,16 @@ func (d *Devs[E]) Name(i int) []byte {
 }
 
 // Info is device i's size, block sizes and limits.
-func (d *Devs[E]) Info(i int) *virtioblk.Info { return d.devs[i].vb.Info() }
+func (d *Devs[E]) Info(i int) *virtioblk.Info { return d.info(i) }
 
 // Size is device i's size in bytes.
-func (d *Devs[E]) Size(i int) uint64 { return d.devs[i].vb.Info().Sectors * virtioblk.Sector }
+func (d *Devs[E]) Size(i int) uint64 { return d.info(i).Sectors * virtioblk.Sector }
 
 // ReadOnly reports whether device i refuses writes.
-func (d *Devs[E]) ReadOnly(i int) bool { return d.devs[i].vb.Info().ReadOnly }
+func (d *Devs[E]) ReadOnly(i int) bool { return d.info(i).ReadOnly }
 
 // BlockSize is device i's logical block size.
-func (d *Devs[E]) BlockSize(i int) uint32 { return d.devs[i].vb.Info().BlockSize }
+func (d *Devs[E]) BlockSize(i int) uint32 { return d.info(i).BlockSize }
 
 // Stats are device i's driver counters.
 func (d *Devs[E]) Stats(i int) virtioblk.Stats { return d.devs[i].vb.Stats }
@@ -155,6 +157,13 @@ func (d *Devs[E]) Attach(v virtio.Device, where string, base uint64, irq uint32)
 	e.Log(", irq ")
 	e.LogDec(int64(irq))
 	e.Log(") ")
+	logSize(e, in)
+	return true, virtio.OK
+}
+
+// logSize ends a device's boot line with its size, block size and
+// whether it is read-only.
+func logSize[E Env[E]](e E, in *virtioblk.Info) {
 	e.LogDec(int64(in.Sectors / 2048))
 	e.Log(" MiB, blocks of ")
 	e.LogDec(int64(in.BlockSize))
@@ -162,11 +171,13 @@ func (d *Devs[E]) Attach(v virtio.Device, where string, base uint64, irq uint32)
 		e.Log(", read-only")
 	}
 	e.Log("\n")
-	return true, virtio.OK
 }
 
 // Started ends the boot's polling: requests wait for their interrupts.
-func (d *Devs[E]) Started() { d.started = true }
+func (d *Devs[E]) Started() {
+	d.started = true
+	atomic.StoreUint32(&nvStarted, 1)
+}
 
 // Lock and Unlock are device i's lock (its driver's Env).
 func (d *Devs[E]) Lock(i int)   { d.locks[i].Lock() }
@@ -203,6 +214,7 @@ func (d *Devs[E]) Interrupt(irq uint32) {
 			d.devs[i].vb.Interrupt()
 		}
 	}
+	d.nvInterrupt(irq)
 }
 
 // IsIRQ reports whether id is a block device's interrupt.
@@ -245,7 +257,7 @@ func (d *Devs[E]) ReadAt(i int, b []byte, off uint64) abi.Errno {
 	if e := d.check(i, len(b), off); e != 0 || len(b) == 0 {
 		return e
 	}
-	return abi.Errno(d.devs[i].vb.RW(off/virtioblk.Sector, uintptr(unsafe.Pointer(&b[0])), len(b), false))
+	return d.rw(i, off/virtioblk.Sector, uintptr(unsafe.Pointer(&b[0])), len(b), false)
 }
 
 // WriteAt writes b to device i at byte offset off (as ReadAt); EROFS on
@@ -254,7 +266,7 @@ func (d *Devs[E]) WriteAt(i int, b []byte, off uint64) abi.Errno {
 	if e := d.check(i, len(b), off); e != 0 || len(b) == 0 {
 		return e
 	}
-	return abi.Errno(d.devs[i].vb.RW(off/virtioblk.Sector, uintptr(unsafe.Pointer(&b[0])), len(b), true))
+	return d.rw(i, off/virtioblk.Sector, uintptr(unsafe.Pointer(&b[0])), len(b), true)
 }
 
 // Flush makes every write device i completed durable.
@@ -262,7 +274,7 @@ func (d *Devs[E]) Flush(i int) abi.Errno {
 	if i < 0 || i >= d.n {
 		return abi.Errno(unix.ENXIO)
 	}
-	return abi.Errno(d.devs[i].vb.Flush())
+	return d.flush(i)
 }
 
 // Discard tells device i the bytes [off, off+n) are unused (zeroes:
@@ -271,7 +283,7 @@ func (d *Devs[E]) Discard(i int, off, n uint64, zeroes bool) abi.Errno {
 	if i < 0 || i >= d.n {
 		return abi.Errno(unix.ENXIO)
 	}
-	return abi.Errno(d.devs[i].vb.Discard(off/virtioblk.Sector, n/virtioblk.Sector, zeroes))
+	return d.discard(i, off/virtioblk.Sector, n/virtioblk.Sector, zeroes)
 }
 
 // ByRdev is the device whose number is rdev, -1 if none.

@@ -157,7 +157,7 @@ func (d *Devs[E]) Transfer(h int, p uintptr, n int, off int64, write bool) (int,
 	}
 	n = int(min(int64(n), size-pos))
 	bs := int64(d.BlockSize(i))
-	chunk := int64(d.devs[i].vb.Info().MaxTransfer)
+	chunk := int64(d.Info(i).MaxTransfer)
 	done := int64(0)
 	var e abi.Errno
 	for done < int64(n) && e == 0 {
@@ -171,7 +171,7 @@ func (d *Devs[E]) Transfer(h int, p uintptr, n int, off int64, write bool) (int,
 			continue
 		}
 		c := min((int64(n)-done)&^(bs-1), chunk)
-		e = abi.Errno(d.devs[i].vb.RW(uint64(at)/virtioblk.Sector, p+uintptr(done), int(c), write))
+		e = d.rw(i, uint64(at)/virtioblk.Sector, p+uintptr(done), int(c), write)
 		if e == 0 {
 			done += c
 		}
@@ -196,15 +196,14 @@ func (d *Devs[E]) partial(i int, p uintptr, n int, off int64, within int, write 
 		}
 	}
 	b := d.bounce[i][:d.BlockSize(i)]
-	vb := &d.devs[i].vb
 	ba := uintptr(unsafe.Pointer(&b[0]))
-	e := abi.Errno(vb.RW(uint64(off)/virtioblk.Sector, ba, len(b), false))
+	e := d.rw(i, uint64(off)/virtioblk.Sector, ba, len(b), false)
 	if e == 0 {
 		if write {
 			if !mm.Copy(ba+uintptr(within), p, n) {
 				e = abi.EFAULT
 			} else {
-				e = abi.Errno(vb.RW(uint64(off)/virtioblk.Sector, ba, len(b), true))
+				e = d.rw(i, uint64(off)/virtioblk.Sector, ba, len(b), true)
 			}
 		} else if !mm.Copy(p, ba+uintptr(within), n) {
 			e = abi.EFAULT

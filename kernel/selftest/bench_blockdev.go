@@ -11,14 +11,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Benchmarks of /dev/vda (docs/disks.md): sequential 1 MiB reads and
-// writes, and 4 KiB random reads and writes at queue depth 1 and 32
+// Benchmarks of /dev/vda (docs/disks.md), or of the disk
+// YOLK_BENCH_DISK names (nvme0n1: docs/nvme.md): sequential 1 MiB reads
+// and writes, and 4 KiB random reads and writes at queue depth 1 and 32
 // (32 goroutines at once), through pread and pwrite on the block-device
-// file. Registered only when the harness attached a writable vda
+// file. Registered only when the harness attached that disk writable
 // (YOLK_DISKS); they write over the disk's contents.
 
+// benchDisk is the disk the benchmarks use.
+var benchDisk = "vda"
+
 func init() {
-	if !strings.HasPrefix(os.Getenv("YOLK_DISKS"), "vda") || strings.HasPrefix(os.Getenv("YOLK_DISKS"), "vda:ro") {
+	if d := os.Getenv("YOLK_BENCH_DISK"); d != "" {
+		benchDisk = d
+	}
+	attached := false
+	for _, d := range strings.Split(os.Getenv("YOLK_DISKS"), ",") {
+		attached = attached || d == benchDisk
+	}
+	if !attached {
 		return
 	}
 	benches = append(benches,
@@ -31,11 +42,11 @@ func init() {
 	)
 }
 
-// openVda opens /dev/vda and returns it with its size.
+// openVda opens /dev/vda (benchDisk) and returns it with its size.
 func openVda(b *testing.B) (int, int64) {
-	fd, err := unix.Open("/dev/vda", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/dev/"+benchDisk, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		b.Fatalf("open /dev/vda: %v", err)
+		b.Fatalf("open /dev/%s: %v", benchDisk, err)
 	}
 	size, err := blkIoctl(fd, unix.BLKGETSIZE64)
 	if err != nil || size < 4<<20 {
