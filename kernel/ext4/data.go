@@ -147,7 +147,7 @@ func (f *FS[E]) truncateBlocks(in *Inode, size uint64) Errno {
 		if e != 0 || done {
 			return e
 		}
-		if f.tx.n > maxTx-16 {
+		if f.tx.n > maxTx-16 || f.tx.nrev > maxRevoke/2 {
 			if e := f.writeInode(in, false); e != 0 {
 				return e
 			}
@@ -208,6 +208,11 @@ func (f *FS[E]) freeInd(p uint64, level int) Errno {
 					return e
 				}
 			}
+		}
+	}
+	if level > 0 {
+		if e := f.revoke(p, 1); e != 0 {
+			return e
 		}
 	}
 	return f.freeBlocks(p, 1)
