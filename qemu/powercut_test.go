@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -29,7 +30,8 @@ import (
 // left it (the kernel's mount replays the journal) and checks the same
 // from inside. At the end one more boot checks and unmounts cleanly, and
 // e2fsck -fn finds the disk itself clean. $YOLK_POWERCUT_RUNS runs
-// (default 5; make powercut: 50).
+// (default 5; make powercut: 50) on $YOLK_POWERCUT_MACHINE (default
+// microvm; virt boots the arm64 image).
 func TestPowerCut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots an image many times")
@@ -45,8 +47,13 @@ func TestPowerCut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	machine := cmp.Or(os.Getenv("YOLK_POWERCUT_MACHINE"), "microvm")
+	arch := ArchOfMachine(machine)
+	if _, err := FindQEMUFor(arch); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	img := fixtureImage(t, "yolk/qemu/testdata/powercut", dir, "")
+	img := fixtureImage(t, "yolk/qemu/testdata/powercut", dir, arch)
 	disk := filepath.Join(dir, "pc.img")
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", "powercut", disk, "32M").CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
@@ -57,7 +64,7 @@ func TestPowerCut(t *testing.T) {
 	checked, replays := 0, 0
 	for run := 0; run < runs; run++ {
 		delay := time.Duration(r.Int63n(int64(2500 * time.Millisecond)))
-		g := boot(t, img, disk, delay, false)
+		g := boot(t, img, machine, disk, delay, false)
 		if g.boot.records < prevRec+1 || g.boot.cur < prevRep {
 			t.Fatalf("run %d: the guest found %d records and cur %d after the kill; the last run printed record %d and version %d\n%s",
 				run, g.boot.records, g.boot.cur, prevRec, prevRep, g.serial)
@@ -71,15 +78,15 @@ func TestPowerCut(t *testing.T) {
 		checked += checkDisk(t, run, disk, g)
 		prevRec, prevRep = g.lastRec, g.lastRep
 	}
-	g := boot(t, img, disk, 0, true)
+	g := boot(t, img, machine, disk, 0, true)
 	if g.boot.records < prevRec+1 || g.boot.cur < prevRep || !strings.Contains(g.serial, "pc: ok") {
 		t.Fatalf("the last check: %d records, cur %d; want %d, %d\n%s", g.boot.records, g.boot.cur, prevRec+1, prevRep, g.serial)
 	}
 	if out, err := exec.Command("e2fsck", "-fn", disk).CombinedOutput(); err != nil {
 		t.Fatalf("e2fsck -fn after the last clean unmount: %v\n%s", err, out)
 	}
-	t.Logf("powercut: %d runs, %d kills, %d records checked, %d mounts replayed the journal, %d records at the end, %v",
-		runs, runs, checked, replays, g.boot.records, time.Since(start).Round(time.Second))
+	t.Logf("powercut on %s: %d runs, %d kills, %d records checked, %d mounts replayed the journal, %d records at the end, %v",
+		machine, runs, runs, checked, replays, g.boot.records, time.Since(start).Round(time.Second))
 }
 
 // guestRun is what one boot printed.
@@ -92,7 +99,7 @@ type guestRun struct {
 
 // boot boots the guest on disk and kills QEMU delay after its first
 // record, or (check) lets it check and exit.
-func boot(t *testing.T, img, disk string, delay time.Duration, check bool) *guestRun {
+func boot(t *testing.T, img, machine, disk string, delay time.Duration, check bool) *guestRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -105,7 +112,7 @@ func boot(t *testing.T, img, disk string, delay time.Duration, check bool) *gues
 	if check {
 		args = append(args, "check")
 	}
-	res, err := Run(ctx, Config{Image: img, Machine: "microvm", Memory: "128M", Args: args, Timeout: 3 * time.Minute,
+	res, err := Run(ctx, Config{Image: img, Machine: machine, Memory: "128M", Args: args, Timeout: 3 * time.Minute,
 		Disks:  []Disk{{File: disk, If: "virtio", GuestPath: "/mnt/pc"}},
 		Stdout: &lockedWriter{&mu, &serial}, Stderr: &lockedWriter{&mu, &serial},
 		OnLine: func(line string) {
