@@ -20,6 +20,7 @@ type buf struct {
 	valid bool // holds blk's contents
 	dirty bool
 	ref   bool // clock's second chance
+	jnl   bool // committed in the journal, maybe not yet at home: checkpoint before dropping
 }
 
 type cache struct {
@@ -97,6 +98,13 @@ func (f *FS[E]) slot(blk uint64) (int, bool, Errno) {
 		return -1, false, EIO // every buffer pinned or dirty: a transaction too large
 	}
 	b := &f.c.bufs[v]
+	if b.jnl && b.valid {
+		// Its home location may be older than what the journal
+		// holds: write the journal's blocks home before forgetting it.
+		if e := f.checkpoint(); e != 0 {
+			return -1, false, e
+		}
+	}
 	if b.page == 0 {
 		if b.page = f.env.AllocPage(); b.page == 0 {
 			return -1, false, Errno(12) // ENOMEM
