@@ -37,7 +37,7 @@ IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/self
 # A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
 BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
-.PHONY: run debug test hosted guest stdquick conformance soak load bench smpbench linuxref qemu image images diskapps clean
+.PHONY: run debug test hosted guest stdquick powercut conformance soak load bench smpbench linuxref qemu image images diskapps clean
 
 # NET= is passed as yolk run -net (default there: user; the rpi3 board: none).
 NETFLAG  = $(if $(NET),-net $(NET))
@@ -81,6 +81,13 @@ guest: qemu
 STDQUICK = bufio container/list context errors io/fs strings sync/atomic time unicode/utf8
 stdquick: qemu
 	$(YOLK) test -accel $(ACCEL) -short -skip '^ExampleAfterFunc_connection$$' $(STDQUICK)
+
+# powercut runs TestPowerCut (qemu/powercut_test.go) 50 times: QEMU killed
+# at a random moment while the guest appends and fsyncs records on an ext4
+# disk, the disk judged after each kill (e2fsck, every fsynced record
+# there). make test's hosted run does 5.
+powercut: qemu
+	YOLK_POWERCUT_RUNS=50 $(GO) test -count=1 -timeout 30m -v -run '^TestPowerCut$$' ./qemu/
 
 # images runs TestDiskImage's whole matrix (qemu/disk_test.go): examples/hello
 # written by yolk image's builder and booted from each disk controller with

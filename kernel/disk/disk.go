@@ -86,6 +86,16 @@ func (d *Disks[E]) Mount(i, dev int, rdev uint64, name []byte, ro bool) abi.Errn
 	m.on, m.dev, m.rd = true, dev, rdev
 	m.fs.ReapOrphans(true) // a crash's: nothing is open yet
 	p.Print(": ext4")
+	if j := &r.Journal; j.Transactions != 0 {
+		p.Print(", journal replayed: transactions ")
+		printNum(p, uint64(j.First))
+		p.Print("-")
+		printNum(p, uint64(j.End-1))
+		p.Print(", blocks ")
+		printNum(p, uint64(j.Blocks))
+		p.Print(", revoked ")
+		printNum(p, uint64(j.Revoked))
+	}
 	if m.fs.ReadOnly() {
 		p.Print(", read-only")
 	}
@@ -97,6 +107,20 @@ func (d *Disks[E]) Mount(i, dev int, rdev uint64, name []byte, ro bool) abi.Errn
 	}
 	p.Print("\n")
 	return 0
+}
+
+// printNum prints n in decimal (a digit at a time, slices of a constant:
+// a buffer handed to PrintBytes would escape to the heap).
+func printNum[E Env[E]](p E, n uint64) {
+	const digits = "0123456789"
+	d := uint64(1)
+	for n/d >= 10 {
+		d *= 10
+	}
+	for ; d > 0; d /= 10 {
+		k := n / d % 10
+		p.Print(digits[k : k+1])
+	}
 }
 
 // printFeatures prints the names of the feature bits set in bits.

@@ -169,6 +169,11 @@ func (f *FS[E]) freeTree(p uint64, level int) (uint64, Errno) {
 			return n, e
 		}
 	}
+	if level > 0 { // an indirect block is metadata: not to be replayed over its next use
+		if e := f.revoke(p, 1); e != 0 {
+			return n, e
+		}
+	}
 	return n + 1, f.freeBlocks(p, 1)
 }
 
@@ -219,9 +224,9 @@ func (f *FS[E]) cutTree(p uint64, level int, rel, span uint64) (uint64, Errno) {
 }
 
 // restart commits the open transaction and opens the next when it is
-// near full (a long truncate).
+// near full (a long truncate): its blocks or its revokes.
 func (f *FS[E]) restart() Errno {
-	if f.tx.n <= maxTx-12 {
+	if f.tx.n <= maxTx-12 && f.tx.nrev <= maxRevoke/2 {
 		return 0
 	}
 	if e := f.end(); e != 0 {

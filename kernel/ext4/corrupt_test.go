@@ -229,8 +229,22 @@ func TestFeatureRule(t *testing.T) {
 	img = copyImg()
 	setFeatures(t, img, ext4.IncompatRecover, 0)
 	fs, _, r, e = mount(t, img, false)
-	if e != 0 || !fs.ReadOnly() || r.Msg == "" {
-		t.Fatalf("needs_recovery: %v %+v ro=%v", e, r, fs.ReadOnly())
+	if e != 0 || fs.ReadOnly() || r.Journal.Transactions != 0 {
+		t.Fatalf("needs_recovery, an empty log: %v %+v ro=%v", e, r, fs.ReadOnly())
+	}
+	if e := fs.Unmount(); e != 0 {
+		t.Fatal(e)
+	}
+	fsck(t, img) // needs_recovery cleared
+	fs, _, r, e = mount(t, img, true)
+	if e != 0 || !fs.ReadOnly() {
+		t.Fatalf("needs_recovery read-only: %v %+v", e, r)
+	}
+	img = copyImg()
+	setFeatures(t, img, ext4.IncompatRecover, 0)
+	run(t, 0, "debugfs", "-w", "-R", "ssv journal_dev 0x801", img)
+	if _, _, r, e = mount(t, img, false); e != ext4.EOPNOTSUPP || r.Msg == "" {
+		t.Fatalf("external journal: %v %+v", e, r)
 	}
 	fs, _, r, e = mount(t, copyImg(), false)
 	if e != 0 || fs.ReadOnly() || r.Msg != "" {

@@ -145,7 +145,7 @@ func (f *FS[E]) truncateBlocks(in *Inode, size uint64) Errno {
 		if e != 0 || done {
 			return e
 		}
-		if f.tx.n > maxTx-16 {
+		if f.tx.n > maxTx-16 || f.tx.nrev > maxRevoke/2 {
 			if e := f.writeInode(in, false); e != 0 {
 				return e
 			}

@@ -10,9 +10,9 @@
 // pointer in memory the kernel writes, uses maps, interface values or
 // func variables. The block cache (cache.go) is a fixed table of buffers,
 // one page each, chained by a fixed hash and named by indices; the inode
-// cache (inode.go) a fixed direct-mapped table. crc32c and crc16 use
-// tables generated as literals (tables.go). kernel/kcontext_test.go checks
-// it on a built image.
+// cache (inode.go) a fixed direct-mapped table. crc32c is
+// kernel/internal/crc32c's; crc16 uses a table generated as a literal
+// (tables.go). kernel/kcontext_test.go checks it on a built image.
 //
 // The caller serialises calls: one FS is used under one lock (the kernel's
 // file layer holds it). Blocks larger than a page (4 KiB) are refused at
@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	crc32cpkg "yolk/kernel/internal/crc32c"
 	"yolk/kernel/internal/pages"
 )
 
@@ -91,24 +92,13 @@ func put32(b []byte, o int, v uint32) {
 
 // crc32c continues a crc32c over b the way ext4 does: no inversion on
 // either end (ext4_chksum); the standard crc32c of b is ^crc32c(^0, b).
-func crc32c(crc uint32, b []byte) uint32 {
-	t := &crc32c8
-	for len(b) >= 8 { // eight bytes a step (slicing-by-8)
-		crc ^= uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-		crc = t[0][b[7]] ^ t[1][b[6]] ^ t[2][b[5]] ^ t[3][b[4]] ^
-			t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
-		b = b[8:]
-	}
-	for _, c := range b {
-		crc = t[0][byte(crc)^c] ^ crc>>8
-	}
-	return crc
-}
+func crc32c(crc uint32, b []byte) uint32 { return crc32cpkg.Update(crc, b) }
 
 // crc32cZero continues a crc32c over n zero bytes (a checksum field).
 func crc32cZero(crc uint32, n int) uint32 {
-	for ; n > 0; n-- {
-		crc = crc32c8[0][byte(crc)] ^ crc>>8
+	var z [8]byte
+	for ; n > 0; n -= len(z) {
+		crc = crc32cpkg.Update(crc, z[:min(n, len(z))])
 	}
 	return crc
 }

@@ -20,6 +20,9 @@ type disk struct {
 	oob     int // reads or writes past the image's end
 	flushes int
 	open    map[uint32]bool // the inodes "the kernel" has open (InUse)
+	// cut > 0: the power goes after the cut-th write; later writes are
+	// dropped (they return as if done).
+	cut int
 }
 
 // env is an ext4.Env over an image file and an arena of pages.
@@ -40,6 +43,9 @@ func (e env) io(b []byte, off uint64, write bool) abi.Errno {
 	d := e.d.Get()
 	if write {
 		d.writes++
+		if d.cut > 0 && d.writes > d.cut {
+			return 0
+		}
 	} else {
 		d.reads++
 	}

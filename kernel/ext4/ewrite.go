@@ -356,16 +356,20 @@ func (f *FS[E]) extTrimLast(in *Inode, from uint64) (done bool, e Errno) {
 	if l+c <= from {
 		return true, 0
 	}
+	keep := uint64(0)
 	if l >= from {
 		closeSlot(leaf, k)
-		f.nodeDone(in, &p, p.depth)
-		in.Blocks -= c << (f.logbs - 9)
-		return false, f.freeBlocks(pb, c)
+	} else {
+		keep = from - l
+		putExtent(leaf, k, l, keep, pb, u)
 	}
-	keep := from - l
-	putExtent(leaf, k, l, keep, pb, u)
 	f.nodeDone(in, &p, p.depth)
 	in.Blocks -= (c - keep) << (f.logbs - 9)
+	if in.IsDir() { // a directory's blocks are metadata
+		if e := f.revoke(pb+keep, c-keep); e != 0 {
+			return false, e
+		}
+	}
 	return false, f.freeBlocks(pb+keep, c-keep)
 }
 
@@ -379,6 +383,9 @@ func (f *FS[E]) dropNode(in *Inode, p *extPath, lv int) Errno {
 		closeSlot(parent, p.pos[lv-1])
 		f.nodeDone(in, p, lv-1)
 		in.Blocks -= uint64(f.bs) >> 9
+		if e := f.revoke(blk, 1); e != 0 {
+			return e
+		}
 		if e := f.freeBlocks(blk, 1); e != 0 {
 			return e
 		}

@@ -1,6 +1,10 @@
 package ext4
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/jbd2"
+)
 
 const (
 	pageSize     = 4096
@@ -58,6 +62,11 @@ type FS[E Env] struct {
 	c  cache
 	ic icache
 	tx txState
+
+	// The journal (journal.go): on while a read-write mount journals.
+	journal bool
+	jr      jbd2.Journal[jenv[E]]
+	replay  Replayed // what the mount's replay did
 }
 
 // BlockSize is the file system's block size.

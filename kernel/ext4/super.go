@@ -143,6 +143,9 @@ type Refusal struct {
 	Msg      string
 	Incompat uint32 // incompat features not implemented (the mount failed)
 	RoCompat uint32 // ro_compat features not implemented (the mount is read-only)
+	// Journal is what the journal's replay at mount did (Transactions
+	// 0: nothing to replay), for the kernel to print.
+	Journal Replayed
 }
 
 // Mount options.
@@ -197,6 +200,19 @@ const (
 // does not implement, named in the Refusal); the Refusal also says why a
 // mount asked read-write is read-only (f.ReadOnly()).
 func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
+	r, again, e := f.mount(env, opts)
+	if !again {
+		return r, e
+	}
+	// The journal's replay changed blocks on the disk: read the file
+	// system again from its superblock, with an empty cache.
+	rep := f.replay
+	r, _, e = f.mount(env, opts)
+	r.Journal = rep
+	return r, e
+}
+
+func (f *FS[E]) mount(env E, opts int) (Refusal, bool, Errno) {
 	f.unmountCache()
 	*f = FS[E]{} // cleared in place (memclr), no temporary
 	f.env = env
@@ -205,10 +221,10 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 	}
 	sb := &f.sb
 	if e := env.ReadAt(sb[:], 1024); e != 0 {
-		return Refusal{Msg: "cannot read the superblock"}, e
+		return Refusal{Msg: "cannot read the superblock"}, false, e
 	}
 	if le16(sb[:], sbMagic) != Magic {
-		return Refusal{Msg: "not an ext2/3/4 file system (bad magic)"}, abiEINVAL
+		return Refusal{Msg: "not an ext2/3/4 file system (bad magic)"}, false, abiEINVAL
 	}
 	f.compat, f.incompat, f.roCompat = le32(sb[:], sbCompat), le32(sb[:], sbIncompat), le32(sb[:], sbRoCompat)
 	if le32(sb[:], sbRevLevel) == 0 {
@@ -217,26 +233,26 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 	f.csum = f.roCompat&RoCompatMetadataCsum != 0
 	if f.csum {
 		if sb[sbChecksumType] != 1 {
-			return Refusal{Msg: "unknown checksum type"}, abiEINVAL
+			return Refusal{Msg: "unknown checksum type"}, false, abiEINVAL
 		}
 		if crc32c(^uint32(0), sb[:sbChecksum]) != le32(sb[:], sbChecksum) {
-			return Refusal{Msg: "superblock checksum does not match"}, EBADMSG
+			return Refusal{Msg: "superblock checksum does not match"}, false, EBADMSG
 		}
 	}
 	if bad := f.incompat &^ incompatKnown; bad != 0 {
-		return Refusal{Msg: "incompatible features not implemented", Incompat: bad}, EOPNOTSUPP
+		return Refusal{Msg: "incompatible features not implemented", Incompat: bad}, false, EOPNOTSUPP
 	}
 	log := le32(sb[:], sbLogBlockSize)
 	if log > 6 {
-		return Refusal{Msg: "block size over 64 KiB"}, abiEINVAL
+		return Refusal{Msg: "block size over 64 KiB"}, false, abiEINVAL
 	}
 	f.logbs = 10 + log
 	f.bs = 1 << f.logbs
 	if f.bs > pageSize {
-		return Refusal{Msg: "block size larger than a page"}, abiEINVAL
+		return Refusal{Msg: "block size larger than a page"}, false, abiEINVAL
 	}
 	if le32(sb[:], sbLogClusterSize) != log && f.roCompat&RoCompatBigalloc == 0 {
-		return Refusal{Msg: "cluster size differs from the block size"}, EUCLEAN
+		return Refusal{Msg: "cluster size differs from the block size"}, false, EUCLEAN
 	}
 	f.blocks = uint64(le32(sb[:], sbBlocksLo))
 	f.is64 = f.incompat&Incompat64bit != 0
@@ -245,7 +261,7 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 		f.blocks |= uint64(le32(sb[:], sbBlocksHi)) << 32
 		f.descSize = le16(sb[:], sbDescSize)
 		if f.descSize < 32 || f.descSize > 1024 || f.descSize&(f.descSize-1) != 0 {
-			return Refusal{Msg: "bad group descriptor size"}, EUCLEAN
+			return Refusal{Msg: "bad group descriptor size"}, false, EUCLEAN
 		}
 	}
 	f.firstData = le32(sb[:], sbFirstData)
@@ -259,17 +275,17 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 	if f.bpg == 0 || f.bpg > 8*f.bs || f.ipg == 0 || f.ipg > 8*f.bs || f.inodeSize < 128 ||
 		f.inodeSize > f.bs || f.inodeSize&(f.inodeSize-1) != 0 || f.blocks <= uint64(f.firstData) ||
 		f.firstData != 0 && (f.bs != 1024 || f.firstData != 1) || f.firstIno < 11 || f.firstIno >= f.inodes {
-		return Refusal{Msg: "inconsistent superblock"}, EUCLEAN
+		return Refusal{Msg: "inconsistent superblock"}, false, EUCLEAN
 	}
 	groups := (f.blocks - uint64(f.firstData) + uint64(f.bpg) - 1) / uint64(f.bpg)
 	if groups == 0 || groups > 1<<32-1 || uint64(f.ipg)*groups != uint64(f.inodes) {
-		return Refusal{Msg: "inconsistent superblock (groups)"}, EUCLEAN
+		return Refusal{Msg: "inconsistent superblock (groups)"}, false, EUCLEAN
 	}
 	f.groups = uint32(groups)
 	f.firstMetaBG = le32(sb[:], sbFirstMetaBG)
 	f.logFlex = uint32(sb[sbLogGroupsFlex])
 	if f.incompat&IncompatFlexBG != 0 && f.logFlex > 31 {
-		return Refusal{Msg: "inconsistent superblock (log groups per flex)"}, EUCLEAN
+		return Refusal{Msg: "inconsistent superblock (log groups per flex)"}, false, EUCLEAN
 	}
 	if f.incompat&IncompatFlexBG == 0 {
 		f.logFlex = 0
@@ -287,20 +303,13 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 		f.csumSeed = le32(sb[:], sbChecksumSeed)
 	}
 	if e := f.checkGroups(); e != 0 {
-		return Refusal{Msg: "group descriptors are corrupt"}, e
+		return Refusal{Msg: "group descriptors are corrupt"}, false, e
 	}
 	var r Refusal
 	f.ro = opts&MountRO != 0
 	if bad := f.roCompat &^ roCompatKnown; bad != 0 && !f.ro {
 		f.ro = true
 		r = Refusal{Msg: "read-only: ro_compat features not implemented", RoCompat: bad}
-	}
-	if f.incompat&IncompatRecover != 0 && !f.ro {
-		// The journal holds transactions to replay; kernel/jbd2 replays
-		// them. Until it is wired to this mount, writing would build on
-		// a file system missing them.
-		f.ro = true
-		r = Refusal{Msg: "read-only: the journal needs recovery (needs_recovery) and no replay is wired"}
 	}
 	if f.compat&CompatFastCommit != 0 && !f.ro {
 		f.ro = true
@@ -310,9 +319,25 @@ func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
 		f.ro = true
 		r = Refusal{Msg: "read-only: writing with meta_bg not implemented"}
 	}
+	if f.compat&CompatHasJournal != 0 && !f.ro {
+		msg, again, e := f.mountJournal()
+		if e != 0 || again {
+			f.dropCache()
+			return Refusal{Msg: msg}, again, e
+		}
+		if msg != "" {
+			r = Refusal{Msg: msg}
+		}
+	}
+	if f.incompat&IncompatRecover != 0 && !f.ro && !f.journal {
+		// The journal holds transactions to replay and this mount
+		// cannot: writing would build on a file system missing them.
+		f.ro = true
+		r = Refusal{Msg: "read-only: the journal needs recovery (needs_recovery) and cannot be replayed"}
+	}
 	f.gen = uint32(env.Now())
 	f.mounted = true
-	return r, 0
+	return r, false, 0
 }
 
 // ReadOnly says whether the mount is read-only.
@@ -324,7 +349,10 @@ func (f *FS[E]) Unmount() Errno {
 	if !f.mounted {
 		return 0
 	}
-	e := f.env.Flush()
+	e := f.unmountJournal()
+	if e2 := f.env.Flush(); e == 0 {
+		e = e2
+	}
 	f.unmountCache()
 	f.mounted = false
 	return e

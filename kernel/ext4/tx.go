@@ -3,16 +3,16 @@ package ext4
 // The transaction seam: every change of metadata goes through one open
 // transaction. begin opens it; getWrite pins a block for change and
 // records it with its class; the caller changes the bytes, updates their
-// checksum and calls dirty; end commits. Today commit writes the dirty
-// blocks straight to the disk, in class order (allocation bitmaps before
-// the inodes, extent and directory blocks that use what they allocate,
-// then the group descriptors and the superblock that count them), and
-// flushes. kernel/jbd2 replaces commit: the same list of blocks becomes
-// one journal transaction (descriptor, the blocks, a commit record),
-// checkpointed to their places afterwards — nothing above the seam
-// changes. File data is not journaled (ordered mode): a write puts its
-// data on the disk before the transaction that makes it reachable
-// commits.
+// checksum and calls dirty; revoke lists a freed metadata block; end
+// commits. With the journal (journal.go) the dirty blocks and the
+// superblock's become one journal transaction, committed and then
+// checkpointed to their places. Without one (ext2, a file system
+// without has_journal) commit writes the dirty blocks straight to the
+// disk, in class order (allocation bitmaps before the inodes, extent and
+// directory blocks that use what they allocate, then the group
+// descriptors and the superblock that count them), and flushes. File
+// data is not journaled (ordered mode): a write puts its data on the
+// disk before the transaction that makes it reachable commits.
 
 // Classes of metadata blocks, in the order commit writes them.
 const (
@@ -34,7 +34,13 @@ type txState struct {
 	class   [maxTx]uint8
 	sbDirty bool
 	sbSave  [1024]byte // the superblock at begin, for abort
+	nrev    int
+	rev     [maxRevoke]uint64 // metadata blocks freed: revoked in the journal
 }
+
+// maxRevoke is the number of blocks one transaction may revoke; a call
+// that frees many starts a new transaction past half of it.
+const maxRevoke = 512
 
 // begin opens a transaction: EROFS on a read-only mount.
 func (f *FS[E]) begin() Errno {
@@ -44,7 +50,7 @@ func (f *FS[E]) begin() Errno {
 	if f.ro {
 		return EROFS
 	}
-	f.tx.open, f.tx.n, f.tx.sbDirty = true, 0, false
+	f.tx.open, f.tx.n, f.tx.sbDirty, f.tx.nrev = true, 0, false, 0
 	f.tx.sbSave = f.sb
 	return 0
 }
@@ -55,6 +61,11 @@ func (f *FS[E]) begin() Errno {
 // leaves the file system as it was before it (or before its last
 // transaction, for a call of several).
 func (f *FS[E]) abort() {
+	// The blocks are read again from their homes: those the journal
+	// holds newer must be there first.
+	if f.checkpoint() != 0 {
+		f.ro = true
+	}
 	for k := 0; k < f.tx.n; k++ {
 		i := int(f.tx.buf[k])
 		f.c.bufs[i].dirty = false
@@ -63,12 +74,15 @@ func (f *FS[E]) abort() {
 	}
 	f.ic = icache{}
 	f.sb = f.tx.sbSave
-	f.tx.open, f.tx.n, f.tx.sbDirty = false, 0, false
+	f.tx.open, f.tx.n, f.tx.sbDirty, f.tx.nrev = false, 0, false, 0
 }
 
 // getWrite pins block blk for change in the open transaction (read from
 // the disk unless fresh, then zeroed).
 func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
+	if fresh {
+		f.unrevoke(blk) // freed, then allocated again as metadata
+	}
 	for k := 0; k < f.tx.n; k++ {
 		if b := int(f.tx.buf[k]); f.c.bufs[b].blk == blk && f.c.bufs[b].valid {
 			f.c.bufs[b].pins++
@@ -101,12 +115,16 @@ func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
 // dirty marks buffer i changed (its checksum already updated).
 func (f *FS[E]) dirty(i int) { f.c.bufs[i].dirty = true }
 
-// end commits the open transaction: the dirty blocks, then the
-// superblock if its counts changed, then a flush. A failed write leaves
-// the file system read-only (errors=remount-ro).
+// end commits the open transaction: through the journal, or the dirty
+// blocks, then the superblock if its counts changed, then a flush. A
+// failed write leaves the file system read-only (errors=remount-ro).
 func (f *FS[E]) end() Errno {
 	var first Errno
-	for cl := 0; cl < nClasses; cl++ {
+	if f.journal {
+		first = f.commitJournal()
+		f.tx.sbDirty = false
+	}
+	for cl := 0; cl < nClasses && !f.journal; cl++ {
 		for k := 0; k < f.tx.n; k++ {
 			i := int(f.tx.buf[k])
 			b := &f.c.bufs[i]
@@ -120,15 +138,16 @@ func (f *FS[E]) end() Errno {
 		}
 	}
 	for k := 0; k < f.tx.n; k++ {
+		f.c.bufs[f.tx.buf[k]].dirty = false
 		f.put(int(f.tx.buf[k]))
 	}
 	if f.tx.sbDirty && first == 0 {
 		first = f.writeSuper()
 	}
-	if first == 0 {
+	if first == 0 && !f.journal {
 		first = f.env.Flush()
 	}
-	f.tx.open, f.tx.n, f.tx.sbDirty = false, 0, false
+	f.tx.open, f.tx.n, f.tx.sbDirty, f.tx.nrev = false, 0, false, 0
 	if first != 0 {
 		f.ro = true
 	}

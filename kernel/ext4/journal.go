@@ -1,0 +1,290 @@
+package ext4
+
+import (
+	"yolk/kernel/jbd2"
+)
+
+// The journal's wiring (docs/ext4.md, docs/jbd2.md): a read-write mount
+// of a file system with an internal journal (inode 8) loads it, replays
+// what it holds, and from then on every transaction's metadata blocks
+// go through it — added to the journal's running transaction, committed
+// (the commit flushes the ordered data written before it, then its
+// commit block), then checkpointed at once to their home locations. A
+// freed metadata block (extent node, directory block, indirect block) is
+// revoked so that no replay writes its old contents over what the block
+// holds next.
+
+// Superblock fields of the journal.
+const (
+	sbJournalUUID = 0xD0
+	sbJournalInum = 0xE0
+	sbJournalDev  = 0xE4
+
+	journalIno = 8
+	jExtMax    = 32 // runs of the journal inode's blocks kept for JournalBlock
+)
+
+// jrun is a run of the journal's logical blocks on the disk.
+type jrun struct {
+	lblk, n uint32
+	pblk    uint64
+}
+
+// jenv is the journal's Env: ext4's disk and the map of inode 8's
+// extents (a value without pointers, as jbd2 stores it).
+type jenv[E Env] struct {
+	e    E
+	n    int
+	runs [jExtMax]jrun
+}
+
+func (j jenv[E]) ReadAt(b []byte, off uint64) Errno  { return j.e.ReadAt(b, off) }
+func (j jenv[E]) WriteAt(b []byte, off uint64) Errno { return j.e.WriteAt(b, off) }
+func (j jenv[E]) Flush() Errno                       { return j.e.Flush() }
+
+// JournalBlock maps the journal's logical block n to its disk block.
+func (j jenv[E]) JournalBlock(n uint32) (uint64, bool) {
+	for k := 0; k < j.n; k++ {
+		if r := &j.runs[k]; n >= r.lblk && n-r.lblk < r.n {
+			return r.pblk + uint64(n-r.lblk), true
+		}
+	}
+	return 0, false
+}
+
+// Replayed is what the mount's journal replay did (Transactions 0: the
+// log held nothing committed).
+type Replayed = jbd2.Report
+
+// mountJournal loads the internal journal of a read-write mount,
+// replays it if it holds transactions (replayed true: the caller reads
+// the file system again), turns on the features the writer uses and sets
+// needs_recovery on the disk. A refusal makes the mount read-only
+// (f.ro, msg says why) or fails it (e != 0, msg). (The message is
+// returned, not stored through a pointer: a string written through one
+// takes a write barrier.)
+func (f *FS[E]) mountJournal() (msg string, replayed bool, e Errno) {
+	if le32(f.sb[:], sbJournalInum) != journalIno || le32(f.sb[:], sbJournalDev) != 0 {
+		return "external journal (s_journal_dev / s_journal_uuid) not implemented", false, EOPNOTSUPP
+	}
+	in, e := f.inode(journalIno)
+	if e != 0 {
+		return "cannot read the journal inode", false, e
+	}
+	je := jenv[E]{e: f.env}
+	nblk := in.Size >> f.logbs
+	if nblk == 0 || nblk > 1<<32-1 {
+		return "journal inode has a bad size", false, EUCLEAN
+	}
+	for l := uint64(0); l < nblk; {
+		m, e := f.bmap(&in, l)
+		if e != 0 || m.pblk == 0 {
+			return "journal inode's blocks unreadable or a hole", false, EUCLEAN
+		}
+		n := min(m.n, nblk-l)
+		if je.n > 0 {
+			if p := &je.runs[je.n-1]; p.pblk+uint64(p.n) == m.pblk {
+				p.n += uint32(n)
+				l += n
+				continue
+			}
+		}
+		if je.n == jExtMax {
+			return "journal inode too fragmented", false, EOPNOTSUPP
+		}
+		je.runs[je.n] = jrun{lblk: uint32(l), n: uint32(n), pblk: m.pblk}
+		je.n++
+		l += n
+	}
+	if why, e := f.jr.Load(je, f.bs); e != 0 {
+		if e == EOPNOTSUPP || e == EROFS {
+			f.ro = true
+			return string(why), false, 0
+		}
+		return string(why), false, e
+	}
+	// Replay recovers what the log holds (nothing if it is clean) and
+	// makes the journal writable.
+	rep, e := f.jr.Replay()
+	f.replay = rep
+	if e != 0 {
+		return "journal replay failed", false, e
+	}
+	if rep.Transactions != 0 {
+		return "", true, 0
+	}
+	feat := uint32(jbd2.FeatureRevoke)
+	if f.is64 {
+		feat |= jbd2.Feature64bit
+	}
+	if f.csum {
+		feat |= jbd2.FeatureCsumV3 | jbd2.Feature64bit
+	}
+	if e := f.jr.SetFeatures(feat); e != 0 {
+		f.ro = true
+		return "read-only: cannot set the journal's features", false, 0
+	}
+	if f.jr.Limit() < maxTx+2 {
+		f.ro = true
+		return "read-only: the journal is too small for a transaction", false, 0
+	}
+	f.incompat |= IncompatRecover
+	put32(f.sb[:], sbIncompat, le32(f.sb[:], sbIncompat)|IncompatRecover)
+	if e := f.writeSuper(); e != 0 {
+		return "cannot write the superblock", false, e
+	}
+	if e := f.env.Flush(); e != 0 {
+		return "cannot flush the disk", false, e
+	}
+	f.journal = true
+	return "", false, 0
+}
+
+// commitJournal is end's commit through the journal: the dirty blocks of
+// the transaction and the superblock's block are added to the running
+// journal transaction with the blocks freed in it revoked, committed,
+// then checkpointed. A transaction larger than the journal's limit
+// commits in pieces.
+func (f *FS[E]) commitJournal() Errno {
+	sbi := -1
+	if f.tx.sbDirty {
+		i, e := f.get(uint64(1024 >> f.logbs))
+		if e != 0 {
+			return e
+		}
+		sbi = i
+		put32(f.sb[:], sbWtime, uint32(f.env.Now()/1e9))
+		if f.csum {
+			put32(f.sb[:], sbChecksum, crc32c(^uint32(0), f.sb[:sbChecksum]))
+		}
+		copy(f.data(i)[1024&(f.bs-1):], f.sb[:min(1024, f.bs)])
+	}
+	e := f.journalAdd(sbi)
+	if e == 0 {
+		e = f.jcommit()
+	}
+	if sbi >= 0 {
+		f.put(sbi)
+	}
+	return e
+}
+
+// journalAdd puts the revokes and the dirty blocks into the journal's
+// running transaction (and the superblock's buffer sbi, if >= 0).
+func (f *FS[E]) journalAdd(sbi int) Errno {
+	for k := 0; k < f.tx.nrev; k++ {
+		e := f.jr.Revoke(f.tx.rev[k])
+		if e == jbd2.ENOSPC {
+			if e = f.jcommit(); e == 0 {
+				e = f.jr.Revoke(f.tx.rev[k])
+			}
+		}
+		if e != 0 {
+			return e
+		}
+	}
+	for k := -1; k < f.tx.n; k++ {
+		i := sbi
+		if k >= 0 {
+			i = int(f.tx.buf[k])
+			if !f.c.bufs[i].dirty || f.revoked(f.c.bufs[i].blk) {
+				continue
+			}
+		}
+		if i < 0 {
+			continue
+		}
+		b := &f.c.bufs[i]
+		e := f.jr.Add(b.blk, b.page)
+		if e == jbd2.ENOSPC {
+			if e = f.jcommit(); e == 0 {
+				e = f.jr.Add(b.blk, b.page)
+			}
+		}
+		if e != 0 {
+			return e
+		}
+		b.dirty = false
+		b.jnl = true
+	}
+	return 0
+}
+
+// jcommit commits the journal's running transaction. Its blocks reach
+// their homes at a checkpoint: when the log is full (jbd2's Commit), when
+// the cache drops one of them or an aborted transaction re-reads them,
+// and at unmount.
+func (f *FS[E]) jcommit() Errno {
+	now := f.env.Now()
+	return f.jr.Commit(uint64(now/1e9), uint32(now%1e9))
+}
+
+// checkpoint writes every committed block home; the cache's buffers are
+// then no newer than their homes.
+func (f *FS[E]) checkpoint() Errno {
+	if !f.journal {
+		return 0
+	}
+	if e := f.jr.Checkpoint(); e != 0 {
+		return e
+	}
+	for i := range f.c.bufs {
+		f.c.bufs[i].jnl = false
+	}
+	return 0
+}
+
+// revoke records that metadata block blk, freed in the open transaction,
+// must not be replayed from the journal.
+func (f *FS[E]) revoke(blk, n uint64) Errno {
+	if !f.journal {
+		return 0
+	}
+	for ; n > 0; n-- {
+		if f.tx.nrev == len(f.tx.rev) {
+			return EIO
+		}
+		f.tx.rev[f.tx.nrev] = blk
+		f.tx.nrev++
+		blk++
+	}
+	return 0
+}
+
+// revoked says whether blk was freed in the open transaction.
+func (f *FS[E]) revoked(blk uint64) bool {
+	for k := 0; k < f.tx.nrev; k++ {
+		if f.tx.rev[k] == blk {
+			return true
+		}
+	}
+	return false
+}
+
+// unrevoke takes blk off the open transaction's revoke list.
+func (f *FS[E]) unrevoke(blk uint64) {
+	for k := 0; k < f.tx.nrev; k++ {
+		if f.tx.rev[k] == blk {
+			f.tx.nrev--
+			f.tx.rev[k] = f.tx.rev[f.tx.nrev]
+			return
+		}
+	}
+}
+
+// unmountJournal empties the journal and clears needs_recovery
+// (Linux's clean unmount).
+func (f *FS[E]) unmountJournal() Errno {
+	if !f.journal || f.ro {
+		return 0
+	}
+	if e := f.jr.Close(); e != 0 {
+		return e
+	}
+	f.incompat &^= IncompatRecover
+	put32(f.sb[:], sbIncompat, le32(f.sb[:], sbIncompat)&^IncompatRecover)
+	if e := f.writeSuper(); e != 0 {
+		return e
+	}
+	return f.env.Flush()
+}

@@ -1,0 +1,354 @@
+package ext4_test
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"yolk/kernel/ext4"
+)
+
+// manyFiles is the number of files in the crash images' directory
+// "many": more inode table blocks than the cache holds.
+const manyFiles = 1600
+
+// state is the root directory's files: name → contents.
+type state map[string]string
+
+func (s state) clone() state {
+	c := state{}
+	for k, v := range s {
+		c[k] = v
+	}
+	return c
+}
+
+// crashOps runs a fixed sequence of creates, appends, atomic replaces
+// (write a temporary file, rename it over) and unlinks on fs, each one
+// call; states[i] is the tree after call i returned (states[0] before
+// any), marks[i] the disk's write count then. It stops at the first
+// error (after a cut, reads may see a disk without the dropped writes).
+func crashOps(fs *ext4.FS[env], d *disk, seed int64) (states []state, marks []int) {
+	r := rand.New(rand.NewSource(seed))
+	s := state{"f0": "hello"}
+	states, marks = []state{s.clone()}, []int{d.writes}
+	done := func() { states = append(states, s.clone()); marks = append(marks, d.writes) }
+	ino := func(name string) uint32 {
+		i, e := fs.Lookup(ext4.RootIno, []byte(name))
+		if e != 0 {
+			return 0
+		}
+		return i
+	}
+	data := func(n int) []byte {
+		b := make([]byte, n)
+		r.Read(b)
+		return b
+	}
+	for op := 0; op < 60; op++ {
+		if op%10 == 5 {
+			// Stat the many files of directory "many": their inode
+			// table blocks cycle the cache, whose journaled buffers
+			// are checkpointed before they are dropped.
+			m, e := fs.Lookup(ext4.RootIno, []byte("many"))
+			if e != 0 {
+				return
+			}
+			for i := 0; i < manyFiles; i++ {
+				k, e := fs.Lookup(m, []byte(fmt.Sprintf("m%d", i)))
+				if e == 0 {
+					_, e = fs.Stat(k)
+				}
+				if e != 0 {
+					return
+				}
+			}
+		}
+		var e ext4.Errno
+		switch k := r.Intn(5); {
+		case k == 0: // create and fill
+			name := fmt.Sprintf("f%d", op)
+			if _, e = fs.Mknod(ext4.RootIno, []byte(name), ext4.SIFREG|0o644, 0, 0, 0); e != 0 {
+				return
+			}
+			s[name] = ""
+			done()
+			b := data(r.Intn(9000))
+			if _, e = fs.WriteAt(ino(name), b, 0); e != 0 {
+				return
+			}
+			s[name] = string(b)
+		case k == 1 || k == 2: // append to the log
+			if _, ok := s["log"]; !ok {
+				if _, e = fs.Mknod(ext4.RootIno, []byte("log"), ext4.SIFREG|0o644, 0, 0, 0); e != 0 {
+					return
+				}
+				s["log"] = ""
+				done()
+			}
+			b := data(100 + r.Intn(3000))
+			if _, e = fs.WriteAt(ino("log"), b, uint64(len(s["log"]))); e != 0 {
+				return
+			}
+			s["log"] += string(b)
+		case k == 3: // atomic replace of "cur"
+			if _, e = fs.Mknod(ext4.RootIno, []byte("tmp"), ext4.SIFREG|0o644, 0, 0, 0); e != 0 {
+				return
+			}
+			s["tmp"] = ""
+			done()
+			b := data(1 + r.Intn(6000))
+			if _, e = fs.WriteAt(ino("tmp"), b, 0); e != 0 {
+				return
+			}
+			s["tmp"] = string(b)
+			done()
+			if e = fs.Rename(ext4.RootIno, []byte("tmp"), ext4.RootIno, []byte("cur")); e != 0 {
+				return
+			}
+			s["cur"] = s["tmp"]
+			delete(s, "tmp")
+		default: // unlink a file
+			var names []string
+			for n := range s {
+				if n != "log" && n != "cur" {
+					names = append(names, n)
+				}
+			}
+			if len(names) == 0 {
+				continue
+			}
+			sort.Strings(names)
+			n := names[r.Intn(len(names))]
+			if e = fs.Unlink(ext4.RootIno, []byte(n)); e != 0 {
+				return
+			}
+			delete(s, n)
+		}
+		done()
+	}
+	return
+}
+
+// readState is the root directory of fs as a state (lost+found left out).
+func readState(t *testing.T, fs *ext4.FS[env]) state {
+	t.Helper()
+	s := state{}
+	c := list(t, fs, ext4.RootIno, 50)
+	for i, n := range c.names {
+		if n == "." || n == ".." || n == "lost+found" || n == "many" {
+			continue
+		}
+		st, e := fs.Stat(uint32(c.inos[i]))
+		if e != 0 {
+			t.Fatalf("stat %s: %v", n, e)
+		}
+		b := make([]byte, st.Size)
+		if k, e := fs.ReadAt(uint32(c.inos[i]), b, 0); e != 0 || k != len(b) {
+			t.Fatalf("read %s: %d %v", n, k, e)
+		}
+		s[n] = string(b)
+	}
+	return s
+}
+
+// between says whether got is next, or next with a write in progress:
+// a file's contents from prev's to next's, a prefix of next's.
+func between(got, prev, next state) bool {
+	if len(got) != len(next) {
+		return false
+	}
+	for k, v := range next {
+		w, ok := got[k]
+		if !ok || w != v && !(len(w) >= len(prev[k]) && v[:min(len(w), len(v))] == w && w[:len(prev[k])] == prev[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func equal(a, b state) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestJournalCrash cuts the power after the K-th write of a sequence of
+// calls, for many K: the mount replays the journal, the tree is the one
+// after the last call that returned before the cut or the one after the
+// next (every call commits synchronously: one that returned is durable),
+// and e2fsck -fn finds the image clean. Where the replay found
+// committed transactions, e2fsck's replay (-fy -E journal_only) on a
+// copy of the crashed image leaves the same bytes as ours after the same
+// e2fsck (but for the superblock).
+func TestJournalCrash(t *testing.T) {
+	haveTools(t)
+	for _, cf := range []struct {
+		name string
+		opts []string
+	}{
+		{"1k", []string{"-t", "ext4"}},
+		{"4k-nocsum", []string{"-t", "ext4", "-b", "4096", "-O", "^metadata_csum,^64bit"}},
+		{"4k", []string{"-t", "ext4", "-b", "4096"}},
+	} {
+		t.Run(cf.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "f0"), []byte("hello"), 0o644)
+			os.Mkdir(filepath.Join(dir, "many"), 0o755)
+			for i := 0; i < manyFiles; i++ {
+				os.WriteFile(filepath.Join(dir, "many", fmt.Sprintf("m%d", i)), nil, 0o644)
+			}
+			path := makeImage(t, dir, "24M", cf.opts...)
+			base, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The journal superblock: its s_sequence after a replay is
+			// any later one (e2fsck bumps it again over our mounted
+			// image's needs_recovery), so the comparison leaves it out.
+			out := strings.Fields(run(t, 0, "debugfs", "-R", "bmap <8> 0", path))
+			jsb, err := strconv.Atoi(out[len(out)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs := 1024
+			if strings.Contains(strings.Join(cf.opts, " "), "4096") {
+				bs = 4096
+			}
+			mountMem := func(img []byte, cut int) (*ext4.FS[env], *disk, ext4.Refusal) {
+				d := &disk{mem: img, size: int64(len(img))}
+				fs, _, r, e := mountDisk(t, d, false)
+				if e != 0 || fs.ReadOnly() {
+					t.Fatalf("mount: %v %+v", e, r)
+				}
+				d.cut = cut
+				if cut > 0 {
+					d.cut += d.writes
+				}
+				return fs, d, r
+			}
+			// The whole sequence once: its states and its writes.
+			img := bytes.Clone(base)
+			fs, d, _ := mountMem(img, 0)
+			start := d.writes
+			states, marks := crashOps(fs, d, 30)
+			if len(states) < 60 {
+				t.Fatalf("the sequence stopped after %d calls", len(states))
+			}
+			if e := fs.Unmount(); e != 0 {
+				t.Fatal(e)
+			}
+			fsckMem(t, img, "-fn")
+			total := d.writes - start
+			r := rand.New(rand.NewSource(36))
+			compared := 0
+			for run := 0; run < 40; run++ {
+				k := 1 + r.Intn(total)
+				img := bytes.Clone(base)
+				fs, d, _ := mountMem(img, k)
+				crashOps(fs, d, 30)
+				// The last call whose return came before the cut.
+				last := 0
+				for i, m := range marks {
+					if m-start <= k {
+						last = i
+					}
+				}
+				crashed := bytes.Clone(img)
+				fs2, _, rep := mountMem(img, 0)
+				got := readState(t, fs2)
+				if !equal(got, states[last]) && (last+1 >= len(states) || !between(got, states[last], states[last+1])) {
+					t.Fatalf("cut at write %d (after call %d): the tree is neither call %d's nor the next's:\n%s\n%s", k, last, last, diff(got, states[last]), diff(got, states[min(last+1, len(states)-1)]))
+				}
+				if rep.Journal.Transactions != 0 {
+					// e2fsck's replay of the same log.
+					fixed := bytes.Clone(crashed)
+					fsckMem(t, fixed, "-fy", "-E", "journal_only")
+					// The same e2fsck over ours: what it changes beyond
+					// the replay (bg_itable_unused) changes both alike.
+					replayed := bytes.Clone(img)
+					fsckMem(t, replayed, "-fy", "-E", "journal_only")
+					for _, b := range [][]byte{fixed, replayed} {
+						clear(b[1024:2048]) // the superblock: needs_recovery, times
+						clear(b[jsb*bs : jsb*bs+1024])
+					}
+					if !bytes.Equal(fixed, replayed) {
+						for i := 0; i < len(fixed); i += 512 {
+							if !bytes.Equal(fixed[i:i+512], replayed[i:i+512]) {
+								for j := i; j < i+512; j++ {
+									if fixed[j] != replayed[j] {
+										t.Logf("byte %d: e2fsck %#x, ours %#x", j, fixed[j], replayed[j])
+									}
+								}
+							}
+						}
+						t.Fatalf("cut at write %d: e2fsck -fy's replay differs from ours (%d transactions)", k, rep.Journal.Transactions)
+					}
+					compared++
+				}
+				if e := fs2.Unmount(); e != 0 {
+					t.Fatal(e)
+				}
+				fsckMem(t, img, "-fn")
+			}
+			t.Logf("%d writes, 40 cuts, %d replays compared with e2fsck's", total, compared)
+			if compared == 0 {
+				t.Fatal("no cut left a committed transaction to replay")
+			}
+		})
+	}
+}
+
+// fsckMem runs e2fsck with flag (-fn: must be clean; -fy: may fix) and
+// args on img, written to a file; img takes what e2fsck left.
+func fsckMem(t *testing.T, img []byte, flag string, args ...string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "img")
+	if err := os.WriteFile(p, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("e2fsck", append(append([]string{flag}, args...), p)...).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); err != nil && (flag == "-fn" || !ok || ee.ExitCode() > 1) {
+		t.Fatalf("e2fsck %s: %v\n%s", flag, err, out)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(img, b)
+}
+
+// diff says how got differs from want.
+func diff(got, want state) string {
+	var b bytes.Buffer
+	for k, v := range want {
+		if w, ok := got[k]; !ok {
+			fmt.Fprintf(&b, "%s missing; ", k)
+		} else if w != v {
+			n := 0
+			for n < len(v) && n < len(w) && v[n] == w[n] {
+				n++
+			}
+			fmt.Fprintf(&b, "%s: %d bytes, want %d, first difference at %d; ", k, len(w), len(v), n)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			fmt.Fprintf(&b, "%s extra; ", k)
+		}
+	}
+	return b.String()
+}
