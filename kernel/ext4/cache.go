@@ -24,7 +24,6 @@ type buf struct {
 	// written here, checksum and all): not checked again, as Linux's
 	// buffer_verified.
 	verified bool
-	jnl      bool // committed in the journal, maybe not yet at home: checkpoint before dropping
 }
 
 type cache struct {
@@ -102,13 +101,6 @@ func (f *FS[E]) slot(blk uint64) (int, bool, Errno) {
 		return -1, false, EIO // every buffer pinned or dirty: a transaction too large
 	}
 	b := &f.c.bufs[v]
-	if b.jnl && b.valid {
-		// Its home location may be older than what the journal
-		// holds: write the journal's blocks home before forgetting it.
-		if e := f.checkpoint(); e != 0 {
-			return -1, false, e
-		}
-	}
 	if b.page == 0 {
 		if b.page = f.env.AllocPage(); b.page == 0 {
 			return -1, false, Errno(12) // ENOMEM

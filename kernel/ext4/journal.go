@@ -205,33 +205,17 @@ func (f *FS[E]) journalAdd(sbi int) Errno {
 			return e
 		}
 		b.dirty = false
-		b.jnl = true
 	}
 	return 0
 }
 
-// jcommit commits the journal's running transaction. Its blocks reach
-// their homes at a checkpoint: when the log is full (jbd2's Commit), when
-// the cache drops one of them or an aborted transaction re-reads them,
-// and at unmount.
+// jcommit commits the journal's running transaction and checkpoints it.
 func (f *FS[E]) jcommit() Errno {
 	now := f.env.Now()
-	return f.jr.Commit(uint64(now/1e9), uint32(now%1e9))
-}
-
-// checkpoint writes every committed block home; the cache's buffers are
-// then no newer than their homes.
-func (f *FS[E]) checkpoint() Errno {
-	if !f.journal {
-		return 0
-	}
-	if e := f.jr.Checkpoint(); e != 0 {
+	if e := f.jr.Commit(uint64(now/1e9), uint32(now%1e9)); e != 0 {
 		return e
 	}
-	for i := range f.c.bufs {
-		f.c.bufs[i].jnl = false
-	}
-	return 0
+	return f.jr.Checkpoint()
 }
 
 // revoke records that metadata block blk, freed in the open transaction,

@@ -61,11 +61,6 @@ func (f *FS[E]) begin() Errno {
 // leaves the file system as it was before it (or before its last
 // transaction, for a call of several).
 func (f *FS[E]) abort() {
-	// The blocks are read again from their homes: those the journal
-	// holds newer must be there first.
-	if f.checkpoint() != 0 {
-		f.ro = true
-	}
 	for k := 0; k < f.tx.n; k++ {
 		i := int(f.tx.buf[k])
 		f.c.bufs[i].dirty = false
