@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -584,6 +585,12 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
+	if sameWriter(stdout, stderr) {
+		// QEMU's stdout and stderr are copied by two goroutines: one
+		// writer given for both is written under a lock.
+		w := &syncWriter{w: stdout}
+		stdout, stderr = w, w
+	}
 
 	res := &Result{}
 	var mu sync.Mutex // guards res.Marker/GuestExit/FirstLine against the copying goroutine
@@ -781,6 +788,24 @@ func lazySymbolizer(ctx context.Context, path, iso string) func(uint64, bool) st
 }
 
 // headBuffer keeps the first max bytes written to it.
+// sameWriter reports whether a and b are the same writer (a value whose
+// type cannot be compared is never the same).
+func sameWriter(a, b io.Writer) bool {
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && a == b
+}
+
+// syncWriter serialises the writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
 type headBuffer struct {
 	mu  sync.Mutex
 	max int
