@@ -80,6 +80,7 @@ var diskOps = fileOps{
 	truncate: func(o ofile, size int64) abi.Errno { return dsk.Truncate(o.h, size) },
 	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return dsk.Allocate(o.h, mode, off, n) },
 	sync:     func(o ofile, _ bool) abi.Errno { return dsk.Sync(o.h) },
+	syncfs:   func(o ofile) abi.Errno { return dsk.Sync(o.h) }, // every call has committed: the disk's flush
 	chmod:    func(o ofile, mode uint32) abi.Errno { return dsk.Setattr(o.h, mode, 0, 0, true) },
 	chown:    func(o ofile, uid, gid int) abi.Errno { return dsk.Setattr(o.h, 0, uid, gid, false) },
 	getfl:    func(o ofile) (uintptr, abi.Errno) { return dsk.Getfl(o.h), 0 },

@@ -40,6 +40,7 @@ type fileOps struct {
 	truncate    func(o ofile, size int64) abi.Errno                               // nil: EINVAL
 	allocate    func(o ofile, mode int, off, n int64) abi.Errno                   // nil: ENODEV
 	sync        func(o ofile, datasync bool) abi.Errno                            // nil: EINVAL
+	syncfs      func(o ofile) abi.Errno                                           // nil: nothing to write (0)
 	chdir       func(o ofile) abi.Errno                                           // nil: ENOTDIR
 	chmod       func(o ofile, mode uint32) abi.Errno                              // nil: accepted
 	chown       func(o ofile, uid, gid int) abi.Errno                             // nil: accepted
@@ -220,6 +221,13 @@ func (o ofile) sync(datasync bool) abi.Errno {
 		return f(o, datasync)
 	}
 	return abi.EINVAL
+}
+
+func (o ofile) syncfs() abi.Errno {
+	if f := o.ops().syncfs; f != nil {
+		return f(o)
+	}
+	return 0
 }
 
 func (o ofile) chdir() abi.Errno {

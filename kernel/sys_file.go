@@ -243,15 +243,9 @@ func sysDup3(oldfd, newfd, flags int) (uintptr, abi.Errno) {
 	return dupFD(oldfd, newfd, 0, flags&unix.O_CLOEXEC != 0)
 }
 
-// sysSyncfs: nothing to write back; the descriptor must be open.
+// sysSyncfs writes back the file system fd is on (its kind's syncfs).
 func sysSyncfs(fd int) abi.Errno {
-	if fd < 0 || fd >= len(files) || files[fd].kind == fileFree {
-		return abi.EBADF
-	}
-	if files[fd].kind == fileDisk {
-		return dsk.SyncAll()
-	}
-	return 0
+	return onFD(fd, func(o ofile) abi.Errno { return o.syncfs() })
 }
 
 // dupFD makes newfd (-1: the lowest free one from lowest on) a copy of

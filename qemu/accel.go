@@ -59,7 +59,8 @@ type AccelOptions struct {
 // ProbePackage built for the guest's architecture) under KVM reaches
 // "yolk: exit 0" within the probe timeout; the verdict is cached per QEMU
 // version, host kernel release, machine and probe image hash, so only the
-// first run pays for the probe. The error is non-nil only for a bad mode or
+// first run pays for the probe (a timeout is cached for every machine).
+// The error is non-nil only for a bad mode or
 // architecture or a missing QEMU.
 func ChooseAccel(ctx context.Context, o AccelOptions) (AccelChoice, error) {
 	switch o.Mode {
@@ -132,13 +133,18 @@ func ChooseAccel(ctx context.Context, o AccelOptions) (AccelChoice, error) {
 			cache = filepath.Join(d, "yolk")
 		}
 	}
-	cacheFile := ""
+	// A probe that timed out holds for every machine of this QEMU, host
+	// kernel and probe: a KVM that cannot run the probe on one machine
+	// type (a nested hypervisor that runs no ring-0 guest, say) hangs on
+	// the others too, and each would otherwise wait out its own timeout.
+	hostKey, _ := probeKey(o.QEMU, anyMachine, probe)
+	cacheFile, hostFile := "", ""
 	if cache != "" {
 		cacheFile = filepath.Join(cache, "kvm-probe-"+key)
-		if b, err := os.ReadFile(cacheFile); err == nil {
-			accel, reason, ok := strings.Cut(strings.TrimSpace(string(b)), "\n")
-			if ok && (accel == "kvm" || accel == "tcg") {
-				return AccelChoice{accel, reason + "; cached"}, nil
+		hostFile = filepath.Join(cache, "kvm-probe-"+hostKey)
+		for _, f := range []string{cacheFile, hostFile} {
+			if c, ok := readProbeCache(f); ok {
+				return c, nil
 			}
 		}
 	}
@@ -148,9 +154,32 @@ func ChooseAccel(ctx context.Context, o AccelOptions) (AccelChoice, error) {
 		return AccelChoice{"tcg", "kvm probe not run: " + err.Error()}, nil
 	}
 	if cacheFile != "" && ctx.Err() == nil {
-		writeFileAtomic(cacheFile, []byte(choice.Accel+"\n"+choice.Reason+"\n"))
+		b := []byte(choice.Accel + "\n" + choice.Reason + "\n")
+		writeFileAtomic(cacheFile, b)
+		if choice.Reason == probeTimedOut {
+			writeFileAtomic(hostFile, b)
+		}
 	}
 	return choice, nil
+}
+
+// anyMachine stands for the machine in the key of a verdict that holds
+// for all of them.
+const anyMachine = "any machine"
+
+const probeTimedOut = "kvm probe failed: timeout"
+
+// readProbeCache reads a cached verdict.
+func readProbeCache(path string) (AccelChoice, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return AccelChoice{}, false
+	}
+	accel, reason, ok := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if !ok || accel != "kvm" && accel != "tcg" {
+		return AccelChoice{}, false
+	}
+	return AccelChoice{accel, reason + "; cached"}, true
 }
 
 func runProbe(ctx context.Context, o AccelOptions, probe string) (AccelChoice, error) {
@@ -168,7 +197,7 @@ func runProbe(ctx context.Context, o AccelOptions, probe string) (AccelChoice, e
 	}
 	switch {
 	case res.TimedOut:
-		return AccelChoice{"tcg", "kvm probe failed: timeout"}, nil
+		return AccelChoice{"tcg", probeTimedOut}, nil
 	case res.Marker && res.GuestExit == 0:
 		return AccelChoice{"kvm", "kvm probe passed"}, nil
 	case res.Marker:
@@ -180,7 +209,8 @@ func runProbe(ctx context.Context, o AccelOptions, probe string) (AccelChoice, e
 }
 
 // probeKey hashes what decides whether KVM runs the probe: the QEMU
-// version, the host kernel release, the machine and the probe image.
+// version, the host kernel release, the machine (anyMachine for a verdict
+// that holds for all) and the probe image.
 func probeKey(qemu, machine, probe string) (string, error) {
 	ver, err := exec.Command(qemu, "--version").Output()
 	if err != nil {

@@ -54,8 +54,16 @@ func TestChooseAccelProbe(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q", got, err, c.want)
 			}
 			files, _ := filepath.Glob(filepath.Join(cache, "kvm-probe-*"))
-			if len(files) != 1 {
-				t.Fatalf("cache files %q", files)
+			timedOut := c.entry == "stubHang"
+			if want := map[bool]int{false: 1, true: 2}[timedOut]; len(files) != want {
+				t.Fatalf("cache files %q, want %d", files, want)
+			}
+			// A timeout holds for the host's other machines; any other
+			// verdict is the machine's own.
+			other := o
+			other.Machine = "pc"
+			if got4, _ := ChooseAccel(t.Context(), other); strings.HasSuffix(got4.Reason, "; cached") != timedOut {
+				t.Fatalf("another machine after %q: %v", got, got4)
 			}
 			// A changed probe image (one byte appended) is probed afresh...
 			img := mustRead(t, o.ProbeImage)

@@ -142,7 +142,7 @@ func (d *Disks[E]) Dev(i int) uint64 { return d.m[i].rd }
 // ReadOnly reports whether disk mount i is read-only.
 func (d *Disks[E]) ReadOnly(i int) bool { return d.m[i].fs.ReadOnly() }
 
-// SyncAll flushes every mounted disk (sync(2), syncfs).
+// SyncAll flushes every mounted disk (sync(2), the program's end).
 func (d *Disks[E]) SyncAll() abi.Errno {
 	var err abi.Errno
 	for i := range d.m {
