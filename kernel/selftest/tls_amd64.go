@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -30,6 +31,10 @@ func testTLSNonCanonical(t *T) {
 		}
 		return v
 	}
+	// The FS base is the thread's: a goroutine moved to another thread
+	// between two reads (preempted, say) would see that thread's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	before := fsBase()
 	stack := make([]uint64, 512) // never used: the clones fail
 	for _, a := range []uintptr{0x7fff_ffff_f000, 1 << 47, 1 << 63, 0xffff_8000_0000_0000, ^uintptr(0)} {
