@@ -84,6 +84,7 @@ func fill(n int, seed byte) []byte {
 }
 
 func TestBlockLayer(t *testing.T) {
+	tdevs, tnodes = Devs[tenv]{}, nil             // a fresh table for each run (-count)
 	a := attach(t, 2048, virtioblk.FFlush)        // vda, 1 MiB
 	attach(t, 64, virtioblk.FRO|virtioblk.FFlush) // vdb, 32 KiB, read-only
 	if tdevs.Count() != 2 || string(tdevs.Name(0)) != "vda" || string(tdevs.Name(1)) != "vdb" {
