@@ -47,7 +47,7 @@ func diskMount() {
 		if dev < 0 {
 			continue // the block layer reports it missing
 		}
-		if dsk.Mount(k, dev, blks.Rdev(dev), o.Name(), o.ReadOnly || blks.ReadOnly(dev)) != 0 {
+		if dsk.Mount(k, dev, blks.Rdev(dev), o.Name(), o.ReadOnly, blks.ReadOnly(dev)) != 0 {
 			continue
 		}
 		if e := (shareenv{}).Mount(o.Path(), namei.MountDisk+int32(k)); e != 0 {

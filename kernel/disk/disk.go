@@ -64,13 +64,18 @@ func env[E any]() E { var e E; return e }
 
 // Mount mounts the ext4 file system of block device dev (its number rdev,
 // its name for messages) as disk mount i (namei.MountDisk+i), read-only
-// if ro. It prints what it did, or why not: a refused feature by name.
-// It runs at boot, before tasks: the mount's lock is not taken.
-func (d *Disks[E]) Mount(i, dev int, rdev uint64, name []byte, ro bool) abi.Errno {
+// if ro or the device is (roDev: then a journal that needs recovery
+// refuses the mount, as Linux's). It prints what it did, or why not: a
+// refused feature by name. It runs at boot, before tasks: the mount's
+// lock is not taken.
+func (d *Disks[E]) Mount(i, dev int, rdev uint64, name []byte, ro, roDev bool) abi.Errno {
 	m := &d.m[i]
 	opts := 0
 	if ro {
-		opts = ext4.MountRO
+		opts |= ext4.MountRO
+	}
+	if roDev {
+		opts |= ext4.MountRODevice
 	}
 	r, e := m.fs.Mount(env[E]().At(dev), opts)
 	p := env[E]()

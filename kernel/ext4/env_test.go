@@ -102,12 +102,17 @@ func mount(t testing.TB, path string, ro bool) (*ext4.FS[env], env, ext4.Refusal
 
 // mountDisk mounts d on a new FS.
 func mountDisk(t testing.TB, d *disk, ro bool) (*ext4.FS[env], env, ext4.Refusal, abi.Errno) {
-	e := env{envtest.New(t, ext4.NBuf+16), envtest.NewHandle(t, d)}
-	fs := new(ext4.FS[env])
 	opts := 0
 	if ro {
 		opts = ext4.MountRO
 	}
+	return mountOpts(t, d, opts)
+}
+
+// mountOpts mounts d on a new FS with Mount's options.
+func mountOpts(t testing.TB, d *disk, opts int) (*ext4.FS[env], env, ext4.Refusal, abi.Errno) {
+	e := env{envtest.New(t, ext4.NBuf+16), envtest.NewHandle(t, d)}
+	fs := new(ext4.FS[env])
 	r, errno := fs.Mount(e, opts)
 	return fs, e, r, errno
 }

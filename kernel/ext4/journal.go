@@ -64,6 +64,64 @@ type Replayed = jbd2.Report
 // returned, not stored through a pointer: a string written through one
 // takes a write barrier.)
 func (f *FS[E]) mountJournal() (msg string, replayed bool, e Errno) {
+	msg, replayed, e = f.loadJournal()
+	if e != 0 || replayed || f.ro {
+		return msg, replayed, e
+	}
+	feat := uint32(jbd2.FeatureRevoke)
+	if f.is64 {
+		feat |= jbd2.Feature64bit
+	}
+	if f.csum {
+		feat |= jbd2.FeatureCsumV3 | jbd2.Feature64bit
+	}
+	if e := f.jr.SetFeatures(feat); e != 0 {
+		f.ro = true
+		return "read-only: cannot set the journal's features", false, 0
+	}
+	if f.jr.Limit() < maxTx+2 {
+		f.ro = true
+		return "read-only: the journal is too small for a transaction", false, 0
+	}
+	f.incompat |= IncompatRecover
+	put32(f.sb[:], sbIncompat, le32(f.sb[:], sbIncompat)|IncompatRecover)
+	if e := f.writeSuper(); e != 0 {
+		return "cannot write the superblock", false, e
+	}
+	if e := f.env.Flush(); e != 0 {
+		return "cannot flush the disk", false, e
+	}
+	f.journal = true
+	return "", false, 0
+}
+
+// recoverRO replays the journal of a read-only mount that needs
+// recovery (replayed true: the caller reads the file system again) and,
+// once the log is empty, clears needs_recovery, as Linux's mount does.
+func (f *FS[E]) recoverRO() (msg string, replayed bool, e Errno) {
+	msg, replayed, e = f.loadJournal()
+	if e != 0 || replayed {
+		return msg, replayed, e
+	}
+	if msg != "" {
+		// A journal this kernel cannot replay (fast_commit, say).
+		return msg + ": the journal needs recovery and cannot be replayed", false, EROFS
+	}
+	f.incompat &^= IncompatRecover
+	put32(f.sb[:], sbIncompat, le32(f.sb[:], sbIncompat)&^IncompatRecover)
+	if e := f.writeSuper(); e != 0 {
+		return "cannot write the superblock", false, e
+	}
+	if e := f.env.Flush(); e != 0 {
+		return "cannot flush the disk", false, e
+	}
+	return "", false, 0
+}
+
+// loadJournal loads the internal journal and replays it if it holds
+// transactions (replayed true). A journal it cannot use makes the mount
+// read-only (f.ro, msg says why) or fails it (e != 0, msg).
+func (f *FS[E]) loadJournal() (msg string, replayed bool, e Errno) {
 	if le32(f.sb[:], sbJournalInum) != journalIno || le32(f.sb[:], sbJournalDev) != 0 {
 		return "external journal (s_journal_dev / s_journal_uuid) not implemented", false, EOPNOTSUPP
 	}
@@ -110,34 +168,7 @@ func (f *FS[E]) mountJournal() (msg string, replayed bool, e Errno) {
 	if e != 0 {
 		return "journal replay failed", false, e
 	}
-	if rep.Transactions != 0 {
-		return "", true, 0
-	}
-	feat := uint32(jbd2.FeatureRevoke)
-	if f.is64 {
-		feat |= jbd2.Feature64bit
-	}
-	if f.csum {
-		feat |= jbd2.FeatureCsumV3 | jbd2.Feature64bit
-	}
-	if e := f.jr.SetFeatures(feat); e != 0 {
-		f.ro = true
-		return "read-only: cannot set the journal's features", false, 0
-	}
-	if f.jr.Limit() < maxTx+2 {
-		f.ro = true
-		return "read-only: the journal is too small for a transaction", false, 0
-	}
-	f.incompat |= IncompatRecover
-	put32(f.sb[:], sbIncompat, le32(f.sb[:], sbIncompat)|IncompatRecover)
-	if e := f.writeSuper(); e != 0 {
-		return "cannot write the superblock", false, e
-	}
-	if e := f.env.Flush(); e != 0 {
-		return "cannot flush the disk", false, e
-	}
-	f.journal = true
-	return "", false, 0
+	return "", rep.Transactions != 0, 0
 }
 
 // commitJournal is end's commit through the journal: the dirty blocks of

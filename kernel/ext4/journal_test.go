@@ -326,3 +326,76 @@ func diff(got, want state) string {
 	}
 	return b.String()
 }
+
+// TestJournalRecoverReadOnly: a read-only mount of a file system whose
+// journal holds committed transactions replays them, as Linux's does
+// (reading around them would show a tree that never was), and clears
+// needs_recovery; on a disk that cannot be written the mount is refused
+// with EROFS and nothing is written.
+func TestJournalRecoverReadOnly(t *testing.T) {
+	haveTools(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f0"), []byte("hello"), 0o644)
+	base, err := os.ReadFile(makeImage(t, dir, "24M", "-t", "ext4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A cut that leaves committed transactions in the log.
+	var crashed []byte
+	r := rand.New(rand.NewSource(37))
+	for try := 0; try < 200 && crashed == nil; try++ {
+		img := bytes.Clone(base)
+		d := &disk{mem: img, size: int64(len(img))}
+		fs, _, _, e := mountDisk(t, d, false)
+		if e != 0 {
+			t.Fatal(e)
+		}
+		d.cut = d.writes + 1 + r.Intn(400)
+		crashOps(fs, d, 30)
+		probe := &disk{mem: bytes.Clone(img), size: int64(len(img))}
+		if _, _, rep, e := mountDisk(t, probe, false); e == 0 && rep.Journal.Transactions != 0 {
+			crashed = img
+		}
+	}
+	if crashed == nil {
+		t.Fatal("no cut left committed transactions in the log")
+	}
+	// The reference: a read-write mount's replay.
+	rw := &disk{mem: bytes.Clone(crashed), size: int64(len(crashed))}
+	fsrw, _, rep, e := mountDisk(t, rw, false)
+	if e != 0 || rep.Journal.Transactions == 0 {
+		t.Fatalf("read-write mount: %v, %+v", e, rep)
+	}
+	want := readState(t, fsrw)
+
+	ro := &disk{mem: bytes.Clone(crashed), size: int64(len(crashed))}
+	fsro, _, rep, e := mountDisk(t, ro, true)
+	if e != 0 || !fsro.ReadOnly() || rep.Journal.Transactions == 0 {
+		t.Fatalf("read-only mount: %v, read-only %v, %+v", e, fsro.ReadOnly(), rep)
+	}
+	if got := readState(t, fsro); !equal(got, want) {
+		t.Fatalf("read-only mount's tree differs from the read-write one's:\n%s", diff(got, want))
+	}
+	if out, err := exec.Command("dumpe2fs", "-h", writeTemp(t, ro.mem)).CombinedOutput(); err != nil || strings.Contains(string(out), "needs_recovery") {
+		t.Fatalf("after the read-only mount's replay: %v\n%s", err, out)
+	}
+	fsckMem(t, bytes.Clone(ro.mem), "-fn")
+
+	dev := &disk{mem: bytes.Clone(crashed), size: int64(len(crashed))}
+	if _, _, r, e := mountOpts(t, dev, ext4.MountRODevice); e != ext4.EROFS || !strings.Contains(r.Msg, "needs recovery") {
+		t.Fatalf("a read-only device needing recovery: %v %q, want EROFS", e, r.Msg)
+	}
+	if dev.writes != 0 || !bytes.Equal(dev.mem, crashed) {
+		t.Fatalf("the refused mount wrote %d times", dev.writes)
+	}
+}
+
+// writeTemp writes b to a new file and returns its path.
+func writeTemp(t *testing.T, b []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "img")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

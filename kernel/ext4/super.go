@@ -150,7 +150,8 @@ type Refusal struct {
 
 // Mount options.
 const (
-	MountRO = 1 << iota // read-only
+	MountRO       = 1 << iota // read-only
+	MountRODevice             // the device cannot be written (implies MountRO)
 )
 
 // superblock field offsets (within its 1,024 bytes at byte 1,024).
@@ -306,7 +307,21 @@ func (f *FS[E]) mount(env E, opts int) (Refusal, bool, Errno) {
 		return Refusal{Msg: "group descriptors are corrupt"}, false, e
 	}
 	var r Refusal
-	f.ro = opts&MountRO != 0
+	f.ro = opts&(MountRO|MountRODevice) != 0
+	if f.ro && f.incompat&IncompatRecover != 0 && f.compat&CompatHasJournal != 0 {
+		// As Linux: a read-only mount replays the journal all the same
+		// (reading around committed transactions would show a file
+		// system that never was); a disk that cannot be written is
+		// not mounted.
+		if opts&MountRODevice != 0 {
+			return Refusal{Msg: "the journal needs recovery (needs_recovery) and the disk is read-only"}, false, EROFS
+		}
+		msg, again, e := f.recoverRO()
+		if e != 0 || again {
+			f.dropCache()
+			return Refusal{Msg: msg}, again, e
+		}
+	}
 	if bad := f.roCompat &^ roCompatKnown; bad != 0 && !f.ro {
 		f.ro = true
 		r = Refusal{Msg: "read-only: ro_compat features not implemented", RoCompat: bad}
