@@ -6,7 +6,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/kernel/abi"
+	"yolk/kernel/cmdline"
 	"yolk/kernel/disk"
+	"yolk/kernel/ext4"
 	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
 	"yolk/kernel/procsnap"
@@ -38,22 +40,51 @@ func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }
 func diskMount() {
 	for k := 0; k < disks.N && k < namei.MaxDisks; k++ {
 		o := &disks.D[k]
-		dev := -1
-		for i := 0; i < blks.Count(); i++ {
-			if string(blks.Name(i)) == string(o.Name()) {
-				dev = i
-			}
-		}
+		dev := diskByName(o)
 		if dev < 0 {
-			continue // the block layer reports it missing
+			kprint("yolk: disk: ")
+			kprintBytes(o.Name())
+			kprint(": no such disk: not mounted\n")
+			continue
 		}
-		if dsk.Mount(k, dev, blks.Rdev(dev), o.Name(), o.ReadOnly, blks.ReadOnly(dev)) != 0 {
+		if dsk.Mounted(blks.Rdev(dev)) {
+			kprint("yolk: disk: ")
+			kprintBytes(o.Name())
+			kprint(": mounted already: not mounted again\n")
+			continue
+		}
+		if dsk.Mount(k, dev, blks.Rdev(dev), blks.Name(dev), o.ReadOnly, blks.ReadOnly(dev)) != 0 {
 			continue
 		}
 		if e := (shareenv{}).Mount(o.Path(), namei.MountDisk+int32(k)); e != 0 {
 			klogErrno("disk: cannot mount on ", o.Path(), int64(e))
 		}
 	}
+}
+
+// labelSB is the superblock diskByName reads (at boot, one CPU).
+var labelSB [1024]byte
+
+// diskByName is the block device yolk.disk option o names: by its name,
+// or (LABEL=L) the first not yet mounted whose ext4 file system has
+// label L; -1 if none.
+func diskByName(o *cmdline.Disk) int {
+	label, byLabel := o.Label()
+	for i := 0; i < blks.Count(); i++ {
+		if !byLabel {
+			if string(blks.Name(i)) == string(o.Name()) {
+				return i
+			}
+			continue
+		}
+		if dsk.Mounted(blks.Rdev(i)) || blks.ReadAt(i, labelSB[:], 1024) != 0 {
+			continue
+		}
+		if l, ext := ext4.SuperLabel(&labelSB); ext && string(l) == string(label) {
+			return i
+		}
+	}
+	return -1
 }
 
 func diskRW(o ofile, u *uio, off int64, write bool) (uintptr, abi.Errno) {

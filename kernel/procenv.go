@@ -141,7 +141,11 @@ func (procenv) Disk(i int) (rdev uint64, name, point []byte, ro, on, ok bool) {
 		return 0, nil, nil, false, false, false
 	}
 	d := &disks.D[i]
-	return dsk.Dev(i), d.Name(), d.Path(), dsk.ReadOnly(i), dsk.On(i), true
+	name = d.Name()
+	if j := blks.ByRdev(dsk.Dev(i)); dsk.On(i) && j >= 0 {
+		name = blks.Name(j) // the device, for one mounted by its label
+	}
+	return dsk.Dev(i), name, d.Path(), dsk.ReadOnly(i), dsk.On(i), true
 }
 
 func (procenv) FSRootIno() (uint64, bool) {

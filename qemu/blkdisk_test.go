@@ -64,6 +64,11 @@ func TestDiskArgs(t *testing.T) {
 			t.Errorf("mmio args %q lack %q", joined, w)
 		}
 	}
+	byLabel := slices.Clone(disks)
+	byLabel[1].Label = "data"
+	if _, o, _ := DiskArgs(byLabel, false, false); o[1] != "LABEL=data:/mnt/disk1:ro" || o[2] != "nvme0n1:/data" {
+		t.Errorf("by label: options %q", o)
+	}
 	args, _, _ = DiskArgs(disks, true, false)
 	joined = strings.Join(args, " ")
 	if !strings.Contains(joined, "-device virtio-blk-pci,drive=disk0,disable-legacy=on,romfile=") || strings.Contains(joined, "force-legacy") {

@@ -24,6 +24,10 @@ type Disk struct {
 	If        string // "virtio" or "nvme"
 	ReadOnly  bool
 	GuestPath string // "" until DiskArgs gives the default
+	// Label, if set, names the disk to the kernel by its ext4 file
+	// system's label (yolk.disk=LABEL=L:GUESTPATH), as a cloud disk
+	// whose device name is not known is named, instead of its device.
+	Label string
 	// Inject, if set, is a QEMU blkdebug configuration file whose
 	// [inject-error] rules fail the disk's requests (tests: a disk that
 	// answers EIO).
@@ -155,6 +159,9 @@ func DiskArgs(disks []Disk, pci, downward bool) (args, opts []string, err error)
 			nv++
 		}
 		devs = append(devs, []string{"-drive", drive, "-device", dev})
+		if d.Label != "" {
+			name = "LABEL=" + d.Label
+		}
 		o := name + ":" + d.GuestPath
 		if d.ReadOnly {
 			o += ":ro"

@@ -647,7 +647,8 @@ func ext4Disk(t *testing.T) Disk {
 	if out, err := exec.Command(mkfs, "-q", "-F", "-L", "yolktest", "-d", tree, img, "32M").CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
-	return Disk{File: img, If: "virtio", GuestPath: "/mnt/ext4"}
+	// Named by its label, as a cloud's data disk is (yolk.disk=LABEL=).
+	return Disk{File: img, If: "virtio", GuestPath: "/mnt/ext4", Label: "yolktest"}
 }
 
 // ext4Tree is the tree on TestDiskFS's disk (kernel/selftest/diskfs.go

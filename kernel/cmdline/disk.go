@@ -5,7 +5,9 @@ package cmdline
 //	yolk.disk=NAME:GUESTPATH[:ro]
 //
 // NAME the kernel's name of the block device (vda, vdb, … in the order
-// of the virtio-blk devices; nvme0n1, … for NVMe), GUESTPATH the absolute
+// of the virtio-blk devices; nvme0n1, … for NVMe) or LABEL=L, the disk
+// whose ext4 file system has volume label L (at most 16 bytes of
+// letters, digits, '.', '_' and '-': mkfs.ext4 -L), GUESTPATH the absolute
 // path its file system is to be mounted on, ro a read-only mount. The
 // table is read by the file systems' mount at boot (ext4, to come) and by
 // the self-tests, which must find every disk named here.
@@ -15,16 +17,29 @@ const MaxDisks = 8
 
 // Disk is one yolk.disk option.
 type Disk struct {
-	name     [16]byte
+	name     [len(labelPrefix) + 16]byte
 	path     [256]byte
 	nlen     uint8
 	plen     uint16
 	ReadOnly bool
 }
 
-// Name is the block device's name; Path the guest path.
+// Name is the block device's name as given (LABEL=L for one by label);
+// Path the guest path.
 func (d *Disk) Name() []byte { return d.name[:d.nlen] }
 func (d *Disk) Path() []byte { return d.path[:d.plen] }
+
+// Label is the label of a disk named by its label, and true; false for
+// one named by its device.
+func (d *Disk) Label() ([]byte, bool) {
+	n := d.Name()
+	if len(n) > len(labelPrefix) && string(n[:len(labelPrefix)]) == labelPrefix {
+		return n[len(labelPrefix):], true
+	}
+	return nil, false
+}
+
+const labelPrefix = "LABEL="
 
 // Disks is the table of yolk.disk options, in command-line order.
 type Disks struct {
@@ -52,11 +67,21 @@ func (t *Disks) Add(v []byte) {
 		t.Bad = true
 		return
 	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+	label := len(name) > len(labelPrefix) && string(name[:len(labelPrefix)]) == labelPrefix
+	cs := name
+	if label {
+		cs = name[len(labelPrefix):]
+	}
+	for _, c := range cs {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' ||
+			label && (c >= 'A' && c <= 'Z' || c == '.' || c == '_' || c == '-')) {
 			t.Bad = true
 			return
 		}
+	}
+	if !label && len(name) > 16 {
+		t.Bad = true
+		return
 	}
 	d := &t.D[t.N]
 	d.nlen, d.plen = uint8(copy(d.name[:], name)), uint16(copy(d.path[:], rest))

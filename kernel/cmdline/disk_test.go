@@ -18,7 +18,17 @@ func TestDisks(t *testing.T) {
 			t.Errorf("disk %d: %q %q %v, want %+v", i, g.Name(), g.Path(), g.ReadOnly, w)
 		}
 	}
-	for _, v := range []string{"", "vda", "vda:", "vda:rel", ":/x", "VDA:/x", "v/a:/x", "vda:/"} {
+	var l Disks
+	l.Add([]byte("LABEL=Data-1.x_y:/srv:ro"))
+	l.Add([]byte("LABEL=0123456789abcdef:/a"))
+	if lb, ok := l.D[0].Label(); l.N != 2 || l.Bad || !ok || string(lb) != "Data-1.x_y" || !l.D[0].ReadOnly || string(l.D[0].Path()) != "/srv" {
+		t.Errorf("by label: %d disks, bad %v, label %q %v", l.N, l.Bad, lb, ok)
+	}
+	if _, ok := d.D[0].Label(); ok {
+		t.Error("vda has a label")
+	}
+	for _, v := range []string{"", "vda", "vda:", "vda:rel", ":/x", "VDA:/x", "v/a:/x", "vda:/",
+		"LABEL=:/x", "LABEL=a b:/x", "LABEL=0123456789abcdefg:/x", "vdaaaaaaaaaaaaaaaa:/x", "Label=x:/x"} {
 		var b Disks
 		b.Add([]byte(v))
 		if !b.Bad || b.N != 0 {

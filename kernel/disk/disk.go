@@ -141,6 +141,16 @@ func printFeatures[E Env[E]](p E, bits uint32, name func(uint32) string) {
 // On reports whether disk mount i is mounted.
 func (d *Disks[E]) On(i int) bool { return d.m[i].on }
 
+// Mounted says whether the block device numbered rdev is mounted.
+func (d *Disks[E]) Mounted(rdev uint64) bool {
+	for i := range d.m {
+		if d.m[i].on && d.m[i].rd == rdev {
+			return true
+		}
+	}
+	return false
+}
+
 // Dev is disk mount i's st_dev.
 func (d *Disks[E]) Dev(i int) uint64 { return d.m[i].rd }
 

@@ -560,14 +560,20 @@ func (f *FS[E]) checkGroups() Errno {
 }
 
 // Label is the volume name (s_volume_name), for a mount by label.
-func (f *FS[E]) Label() []byte {
-	l := f.sb[0x78 : 0x78+16]
+func (f *FS[E]) Label() []byte { l, _ := SuperLabel(&f.sb); return l }
+
+// SuperLabel is the volume name in a superblock read from a disk (its
+// 1,024 bytes at byte 1,024), and whether it is an ext2/3/4 one (by its
+// magic number): how a disk is found by its label before a mount.
+func SuperLabel(sb *[1024]byte) ([]byte, bool) {
+	l := sb[0x78 : 0x78+16]
 	for i, c := range l {
 		if c == 0 {
-			return l[:i]
+			l = l[:i]
+			break
 		}
 	}
-	return l
+	return l, le16(sb[:], sbMagic) == Magic
 }
 
 // UUID is the file system's UUID.
