@@ -65,7 +65,7 @@ var guestMachines = map[string][]string{
 // 10⁶ futex operations alone take 80–150 s under TCG) and the other
 // boards skip them, to keep make test's time. Entries chosen with
 // $YOLK_MACHINE run everything.
-const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS)$"
+const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS|TestDiskErrors)$"
 
 var stressEntries = map[string]bool{
 	"microvm:1": true, "microvm:2": true, "microvm:4": true,
@@ -77,6 +77,10 @@ var stressEntries = map[string]bool{
 // same on every machine, so one entry per architecture (at 2 CPUs) runs
 // it; TestBlockDevice runs the block layer on every entry.
 var diskFSEntries = map[string]bool{"microvm:2": true, "virt:2": true}
+
+// diskFSTests are the tests only diskFSEntries run (the others do not
+// attach their disks).
+const diskFSTests = "^(TestDiskFS|TestDiskErrors)$"
 
 // subsetTests are the guest tests a default entry runs instead of the
 // suite, where what the entry adds to another is its machine, not the
@@ -301,13 +305,13 @@ func TestGuest(t *testing.T) {
 	// ISO with this run's command line and boot archive.
 	// argsFor are an entry's arguments: the default entries outside
 	// stressEntries skip the stress tests, those outside diskFSEntries
-	// TestDiskFS.
+	// diskFSTests.
 	argsFor := func(m string) []string {
 		if os.Getenv("YOLK_MACHINE") != "" || diskFSEntries[m] {
 			return args
 		}
 		if stressEntries[m] {
-			return append([]string{"-skip", "^TestDiskFS$"}, args...)
+			return append([]string{"-skip", diskFSTests}, args...)
 		}
 		if run := subsetTests[m]; run != "" {
 			return append([]string{"-run", run}, args...)
@@ -422,6 +426,21 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 			disks = append(disks, ext4)
 			env = append(env, "YOLK_EXT4="+ext4.GuestPath)
 			defer e2fsckClean(t, ext4.File)
+		}
+		// TestDiskErrors, where TestDiskFS runs: ext4 on a 2 MiB disk
+		// the test fills (ENOSPC, judged by e2fsck after) and on a
+		// read-only disk (EROFS).
+		if diskFSEntries[entry] || os.Getenv("YOLK_MACHINE") != "" {
+			keep := map[string]string{"keep.txt": "kept\n"}
+			if img := mkfsTree(t, "yolkfull", "2M", keep, ""); img != "" {
+				disks = append(disks, Disk{File: img, If: "virtio", GuestPath: "/mnt/full"})
+				env = append(env, "YOLK_EXT4_FULL=/mnt/full")
+				defer e2fsckClean(t, img)
+			}
+			if img := mkfsTree(t, "yolkro", "2M", keep, ""); img != "" {
+				disks = append(disks, Disk{File: img, If: "virtio", ReadOnly: true, GuestPath: "/mnt/ro"})
+				env = append(env, "YOLK_EXT4_RO=/mnt/ro")
+			}
 		}
 		if machine == "virt" {
 			// TestBootFiles from a share instead of the boot archive:
@@ -624,15 +643,30 @@ func (g gatedReader) Read(p []byte) (int, error) {
 // defaults) holding the tree ext4Tree describes; without e2fsprogs an
 // error (make test installs them) and no disk.
 func ext4Disk(t *testing.T) Disk {
-	mkfs, err := exec.LookPath("mkfs.ext4")
-	if err != nil {
-		t.Errorf("mkfs.ext4 not found (Debian's e2fsprogs; make test installs it): TestDiskFS cannot run")
+	img := mkfsTree(t, "yolktest", "32M", ext4Tree, "link")
+	if img == "" {
 		return Disk{}
 	}
+	// Named by its label, as a cloud's data disk is (yolk.disk=LABEL=).
+	return Disk{File: img, If: "virtio", GuestPath: "/mnt/ext4", Label: "yolktest"}
+}
+
+// mkfsTree makes an ext4 image of size with label from tree (and, if
+// link is set, a symbolic link of that name to a/b.txt) with mkfs.ext4
+// -d; "" (the test failed) if there is no mkfs.ext4.
+func mkfsTree(t *testing.T, label, size string, tree map[string]string, link string) string {
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		t.Errorf("mkfs.ext4 not found (Debian's e2fsprogs; make test installs it): the ext4 disks' tests cannot run")
+		return ""
+	}
 	dir := t.TempDir()
-	tree := filepath.Join(dir, "tree")
-	for name, body := range ext4Tree {
-		p := filepath.Join(tree, name)
+	root := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range tree {
+		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -640,15 +674,16 @@ func ext4Disk(t *testing.T) Disk {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink("a/b.txt", filepath.Join(tree, "link")); err != nil {
-		t.Fatal(err)
+	if link != "" {
+		if err := os.Symlink("a/b.txt", filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	img := filepath.Join(dir, "ext4.img")
-	if out, err := exec.Command(mkfs, "-q", "-F", "-L", "yolktest", "-d", tree, img, "32M").CombinedOutput(); err != nil {
+	img := filepath.Join(dir, label+".img")
+	if out, err := exec.Command(mkfs, "-q", "-F", "-L", label, "-d", root, img, size).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
-	// Named by its label, as a cloud's data disk is (yolk.disk=LABEL=).
-	return Disk{File: img, If: "virtio", GuestPath: "/mnt/ext4", Label: "yolktest"}
+	return img
 }
 
 // ext4Tree is the tree on TestDiskFS's disk (kernel/selftest/diskfs.go

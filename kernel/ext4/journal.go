@@ -104,8 +104,9 @@ func (f *FS[E]) recoverRO() (msg string, replayed bool, e Errno) {
 		return msg, replayed, e
 	}
 	if msg != "" {
-		// A journal this kernel cannot replay (fast_commit, say).
-		return msg + ": the journal needs recovery and cannot be replayed", false, EROFS
+		// A journal this kernel cannot replay (fast_commit, say): msg
+		// says why.
+		return msg, false, EROFS
 	}
 	f.incompat &^= IncompatRecover
 	put32(f.sb[:], sbIncompat, le32(f.sb[:], sbIncompat)&^IncompatRecover)
