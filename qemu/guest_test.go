@@ -429,7 +429,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		}
 		// TestDiskErrors, where TestDiskFS runs: ext4 on a 2 MiB disk
 		// the test fills (ENOSPC, judged by e2fsck after) and on a
-		// read-only disk (EROFS).
+		// read-only disk (EROFS) with a file whose reads fail (EIO).
 		if diskFSEntries[entry] || os.Getenv("YOLK_MACHINE") != "" {
 			keep := map[string]string{"keep.txt": "kept\n"}
 			if img := mkfsTree(t, "yolkfull", "2M", keep, ""); img != "" {
@@ -437,9 +437,9 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 				env = append(env, "YOLK_EXT4_FULL=/mnt/full")
 				defer e2fsckClean(t, img)
 			}
-			if img := mkfsTree(t, "yolkro", "2M", keep, ""); img != "" {
-				disks = append(disks, Disk{File: img, If: "virtio", ReadOnly: true, GuestPath: "/mnt/ro"})
-				env = append(env, "YOLK_EXT4_RO=/mnt/ro")
+			if d := roBadDisk(t); d.File != "" {
+				disks = append(disks, d)
+				env = append(env, "YOLK_EXT4_RO="+d.GuestPath)
 			}
 		}
 		if machine == "virt" {
@@ -649,6 +649,28 @@ func ext4Disk(t *testing.T) Disk {
 	}
 	// Named by its label, as a cloud's data disk is (yolk.disk=LABEL=).
 	return Disk{File: img, If: "virtio", GuestPath: "/mnt/ext4", Label: "yolktest"}
+}
+
+// roBadDisk makes TestDiskErrors' read-only disk: 2 MiB of ext4 with
+// keep.txt and bad.txt, whose first block's reads fail (QEMU's blkdebug
+// answers EIO for its first sector).
+func roBadDisk(t *testing.T) Disk {
+	img := mkfsTree(t, "yolkro", "2M", map[string]string{"keep.txt": "kept\n", "bad.txt": strings.Repeat("bad\n", 2048)}, "")
+	if img == "" {
+		return Disk{}
+	}
+	out, err := exec.Command("debugfs", "-R", "bmap /bad.txt 0", img).Output()
+	blk, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || perr != nil || blk == 0 {
+		t.Fatalf("debugfs bmap bad.txt: %q, %v %v", out, err, perr)
+	}
+	conf := filepath.Join(filepath.Dir(img), "bad.conf")
+	// 1 KiB blocks (a 2 MiB file system): the block's first sector.
+	rule := fmt.Sprintf("[inject-error]\nevent = \"read_aio\"\nerrno = \"5\"\nsector = \"%d\"\n", blk*2)
+	if err := os.WriteFile(conf, []byte(rule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Disk{File: img, If: "virtio", ReadOnly: true, GuestPath: "/mnt/ro", Inject: conf}
 }
 
 // mkfsTree makes an ext4 image of size with label from tree (and, if

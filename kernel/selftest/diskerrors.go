@@ -16,7 +16,8 @@ import (
 // free) that this test fills (e2fsck -fn judges it after the guest) and
 // a read-only disk at $YOLK_EXT4_RO. A full disk gives ENOSPC and the
 // program goes on; a read-only one EROFS for every change, its files
-// still readable; never a fault or a hang. Linux's answers are the
+// still readable, but for one whose first block the device fails to
+// read (QEMU's blkdebug): EIO; never a fault or a hang. Linux's answers are the
 // reference.
 
 func init() { tests = append(tests, test{"TestDiskErrors", testDiskErrors}) }
@@ -140,5 +141,19 @@ func diskReadOnly(t *T, root string) {
 	}
 	if b, err := os.ReadFile(keep); err != nil || string(b) != "kept\n" {
 		t.Errorf("read %s after the refusals: %q, %v", keep, b, err)
+	}
+	// The device fails the reads of bad.txt's first block: EIO, and the
+	// rest of the disk still reads.
+	bad := filepath.Join(root, "bad.txt")
+	if st, err := os.Stat(bad); err != nil || st.Size() != 8192 {
+		t.Errorf("stat %s: %v, %v", bad, st, err)
+	}
+	for range 2 {
+		if b, err := os.ReadFile(bad); !errors.Is(err, syscall.EIO) {
+			t.Errorf("read %s (its first block fails on the device): %d bytes, %v; want EIO", bad, len(b), err)
+		}
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "kept\n" {
+		t.Errorf("read %s after the EIO: %q, %v", keep, b, err)
 	}
 }
