@@ -54,11 +54,17 @@ func (shareenv) PrintHex(v uint64, digits int) { kprintHex(v, digits) }
 func (shareenv) Ending() bool { return shareEnding() }
 func (shareenv) Exit()        { exitQEMU(uint8(atomic.LoadInt32(&exitCode))) }
 
-func (shareenv) LockFiles()                         { fileLock.Lock() }
-func (shareenv) UnlockFiles()                       { fileLock.Unlock() }
-func (shareenv) Get(fd int) int                     { return shareGet(fd) }
-func (shareenv) Install(h int) (uintptr, abi.Errno) { return allocFD(fileShare, 0, int32(h)) }
-func (shareenv) Unback(h int, off int64)            { vm.UnbackFile(share.Area(h), off) }
+func (shareenv) LockFiles()                                  { fileLock.Lock() }
+func (shareenv) UnlockFiles()                                { fileLock.Unlock() }
+func (shareenv) Get(fd int) int                              { return shareGet(fd) }
+func (shareenv) Install(h int) (uintptr, abi.Errno)          { return allocFD(fileShare, 0, int32(h)) }
+func (shareenv) Unback(h int, off int64)                     { vm.UnbackFile(share.Area(h), off) }
+func (shareenv) TakeDirty(a, end uintptr) (uintptr, uintptr) { return vm.TakeDirty(a, end) }
+func (shareenv) LockSizes()                                  { shareSizes.Lock() }
+func (shareenv) UnlockSizes()                                { shareSizes.Unlock() }
+
+// shareSizes is package share's sizes lock (share/sizes.go).
+var shareSizes sched.Mutex
 
 func (shareenv) Umask() uint32 { return atomic.LoadUint32(&shareUmask) }
 func (shareenv) CwdEntered()   { procCwd.on = false; dsk.LeaveCwd() }

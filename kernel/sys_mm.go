@@ -6,7 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"yolk/drivers/clock"
-	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/mm"
 	"yolk/kernel/share"
@@ -18,7 +17,8 @@ import (
 // inode i is i+1 (its pages are mapped as they are, package fs), a share
 // file h is -(h+1). A share has no page cache: mmap reads the file into
 // the mapping's own pages, and msync, munmap, fsync and the program's end
-// write a shared mapping's pages back to the host.
+// write the pages the program wrote in a shared mapping back to the host
+// (share.WriteBack, mm's dirty.go).
 
 func fsArea(ino int32) int32 { return ino + 1 }
 
@@ -182,18 +182,19 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 		return 0, abi.ENODEV
 	}
 	// The file's size is what faults past its end are judged by
-	// (FileFault). The pages up to it are read in through a writable
-	// mapping, then given the protection asked for; those wholly past
-	// it stay unbacked.
-	var at virtio9p.Attr
-	if ge := shares.Client(f.Dev).Getattr(f.Fid, &at); ge != 0 {
-		return 0, abi.Errno(ge)
+	// (FileFault): the host's, recorded in the file's slot under the
+	// sizes lock (share.MapSize), the mapping counted first so that a
+	// change made after is recorded after it. The pages up to it are
+	// read in through a writable mapping, then given the protection
+	// asked for; those wholly past it stay unbacked.
+	atomic.AddInt32(&shares.MapRefs, 1)
+	if e := shares.MapSize(h); e != 0 {
+		atomic.AddInt32(&shares.MapRefs, -1)
+		return 0, e
 	}
 	fileLock.Lock()
 	f.Refs++ // the area's reference, which FileRef drops
 	fileLock.Unlock()
-	atomic.AddInt32(&shares.MapRefs, 1)
-	atomic.StoreInt64(&f.Size, int64(at.Size))
 	p := m.prot
 	fill := p | mm.ProtWrite
 	if p == 0 {
@@ -210,10 +211,21 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 	if e != 0 || p == 0 {
 		return a, e
 	}
-	k := min(int64(n), max(int64(at.Size)-int64(off), 0))
+	// Up to the size in the slot now, not the one MapSize read: the
+	// program may have changed it since (another thread).
+	k := min(int64(n), max(atomic.LoadInt64(&f.Size)-int64(off), 0))
 	if _, re := shares.Client(f.Dev).Read(f.Fid, uint64(off), bytesAt(a, int(k))); re != 0 {
 		vm.Unmap(a, n)
 		return 0, abi.Errno(re)
+	}
+	if shared {
+		// The fill's stores marked the pages written (mm's dirty.go):
+		// clean them, so that only the program's go back.
+		mm.HoldAreas()
+		for q := a; q < a+n; {
+			_, q = vm.TakeDirty(q, a+n)
+		}
+		mm.ReleaseAreas()
 	}
 	if p != fill {
 		vm.Protect(a, n, p)

@@ -57,7 +57,8 @@ var guestMachines = map[string][]string{
 
 // stressTests are the guest tests long by design — work fixed by count
 // (10⁶ futex operations, 10 000 connections, an ext4 tree written and
-// synced a transaction at a time) or by time. What they test
+// synced a transaction at a time, a shared mapping written back a
+// hundred times or raced by truncations) or by time. What they test
 // depends on the architecture, the interrupt controller and the CPU
 // count, not on the board around them, so in the default entries they
 // run on stressEntries (each architecture and CPU count once, both GIC
@@ -65,7 +66,8 @@ var guestMachines = map[string][]string{
 // 10⁶ futex operations alone take 80–150 s under TCG) and the other
 // boards skip them, to keep make test's time. Entries chosen with
 // $YOLK_MACHINE run everything.
-const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS|TestDiskErrors)$"
+const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS|TestDiskErrors|" +
+	"TestShareMmapDirtySMP|TestShareMmapTruncateRace)$"
 
 var stressEntries = map[string]bool{
 	"microvm:1": true, "microvm:2": true, "microvm:4": true,

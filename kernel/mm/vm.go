@@ -578,20 +578,28 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 				va = (va+1<<21)&^(1<<21-1) - PageSize
 				continue
 			}
+			// A compare-and-swap: the CPU may set the entry's dirty
+			// bit meanwhile (dirty.go), which must not be lost.
 			e := at[uint64](pte)
-			if !pteValid(*e) {
-				continue
-			}
-			w := *e
-			if prot&ProtWrite == 0 {
-				w = pteReadOnly(w)
-			}
-			if prot&ProtExec == 0 {
-				w = pteNoExec(w)
-			}
-			if w != *e {
-				*e = w
-				changed = true
+			for {
+				old := atomic.LoadUint64(e)
+				if !pteValid(old) {
+					break
+				}
+				w := old
+				if prot&ProtWrite == 0 {
+					w = pteReadOnly(w)
+				}
+				if prot&ProtExec == 0 {
+					w = pteNoExec(w)
+				}
+				if w == old {
+					break
+				}
+				if atomic.CompareAndSwapUint64(e, old, w) {
+					changed = true
+					break
+				}
 			}
 		}
 	}
@@ -789,7 +797,7 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 	e := at[uint64](pte)
 	switch {
 	case !pteValid(*e) && vmas[i].file != 0:
-		return s.fileFault(&vmas[i], page, e)
+		return s.fileFault(&vmas[i], page, e, write)
 	case !pteValid(*e):
 		f := AllocFrame()
 		if f == 0 {
@@ -802,19 +810,25 @@ func (s Space[E]) PageFault(addr uintptr, code uint64) Fault {
 		// A read-only or non-executable entry of an area mprotect has
 		// made writable or executable (or one this CPU's TLB still
 		// holds from before another CPU did it): only this CPU's stale
-		// entry needs to go.
-		*e = ptePage(pteFrame(*e), vmas[i].prot) | *e&pteBorrowed
+		// entry needs to go. A tracked page keeps its dirty bit, and
+		// a write sets it (dirty.go; on arm64 this is the write fault
+		// of a clean page).
+		for old := atomic.LoadUint64(e); !atomic.CompareAndSwapUint64(e, old, pteFaulted(&vmas[i], old, write)); {
+			old = atomic.LoadUint64(e)
+		}
 		invalidate(page, page+PageSize)
 	}
 	return FaultBacked
 }
 
-// fileFault backs page of file area v, whose entry is e: with the file's
-// own page (a shared mapping of a file with a page cache: the entry is
-// marked borrowed, unback does not free it), or with a frame of its own
-// the kernel fills (a private copy; a share file's page). mmLock is held.
-// FaultBus when the file has no page there (Env.FileFault: past its end).
-func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) Fault {
+// fileFault backs page of file area v, whose entry is e, for a write or
+// not: with the file's own page (a shared mapping of a file with a page
+// cache: the entry is marked borrowed, unback does not free it), or with
+// a frame of its own the kernel fills (a private copy; a share file's
+// page, which a shared mapping tracks for write-back: dirty.go). mmLock
+// is held. FaultBus when the file has no page there (Env.FileFault: past
+// its end).
+func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64, write bool) Fault {
 	off := v.off + int64(page-v.start)
 	f, ok := s.env.FileFault(v.file, off, v.shared, 0)
 	if !ok {
@@ -831,6 +845,9 @@ func (s Space[E]) fileFault(v *vma, page uintptr, e *uint64) Fault {
 			return FaultBus
 		}
 		*e = ptePage(f, v.prot)
+		if v.shared {
+			*e = pteFirst(v, f, write)
+		}
 	}
 	pteWritten()
 	pagesMapped++
@@ -883,15 +900,6 @@ func FileArea(addr, end uintptr) (start, stop uintptr, file int32, off int64, sh
 		}
 	}
 	return 0, 0, 0, 0, false, 0, false
-}
-
-// Backed reports whether the user page at a has a frame: the program has
-// touched it, or the kernel filled it (a share file's mmap).
-func Backed(a uintptr) bool {
-	mmLock.Lock()
-	defer mmLock.Unlock()
-	pte := walk(a, false)
-	return pte != 0 && pteValid(*at[uint64](pte))
 }
 
 // Readable reports whether the 8 bytes at a can be read without faulting

@@ -14,13 +14,23 @@ const (
 	ptePresent = 1 << 0
 	pteWrite   = 1 << 1
 	pteA       = 1 << 5 // set by the CPU on the first access
+	pteD       = 1 << 6 // set by the CPU on the first write
 	ptePS      = 1 << 7
 	pteXD      = 1 << 63
 	pteAddr    = 0x000ffffffffff000
 	// pteBorrowed (a bit the CPU ignores) marks a file's page mapped as
 	// is: unback does not free it.
 	pteBorrowed = 1 << 9
+	// pteDirty says the page was written since it was last cleaned
+	// (dirty.go): the CPU's own dirty bit, which it sets with a locked
+	// update on the first write through an entry whose bit is clear.
+	pteDirty = pteD
 )
+
+// pteClean is entry e as cleaned (dirty.go): the dirty bit cleared; the
+// entry stays writable, and the CPU sets the bit again at the next write
+// (once every CPU's cached translation, which has it set, is gone).
+func pteClean(e uint64) uint64 { return e &^ pteDirty }
 
 // pteTable is an entry pointing at the next-level table at pa.
 func pteTable(pa uintptr) uint64 { return uint64(pa) | ptePresent | pteWrite }

@@ -26,7 +26,17 @@ const (
 	// pteBorrowed (bit 55, for software) marks a file's page mapped as
 	// is: unback does not free it.
 	pteBorrowed = 1 << 55
+	// pteDirty (bit 56, for software) says the page was written since
+	// it was last cleaned (dirty.go). No hardware dirty-bit management
+	// is assumed (TCR_EL1.HD is clear, and FEAT_HAFDBS is optional): a
+	// clean page of a tracked mapping is read-only, and the write fault
+	// that makes it writable sets the bit, as Linux does without DBM.
+	pteDirty = 1 << 56
 )
+
+// pteClean is entry e as cleaned (dirty.go): read-only, without the
+// dirty bit, so the next write faults and marks it again.
+func pteClean(e uint64) uint64 { return e&^pteDirty | pteRO }
 
 func pteTable(pa uintptr) uint64 { return uint64(pa) | pteValidBit | pteTableBit }
 

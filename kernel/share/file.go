@@ -8,7 +8,6 @@ import (
 
 	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
-	"yolk/kernel/mm"
 )
 
 // The open files on shares: a descriptor of the kernel's kind fileShare
@@ -28,8 +27,10 @@ type File struct {
 	Off   int64  // file offset; a directory's: the next entry's cookie
 	Qpath uint64 // the host file's qid path: which open files are one file (Resized)
 	// Size is the file's size its mappings' faults are judged by (a
-	// page wholly past it is SIGBUS, the kernel's FileFault): read at
-	// mmap, kept by the program's changes of the size (Resized).
+	// page wholly past it is SIGBUS, the kernel's FileFault) and its
+	// write-backs are bounded by: read at mmap, kept by the program's
+	// changes of the size (Resized), and read here, at the moment of
+	// use, by everything that uses it (sizes.go).
 	Size int64
 }
 
@@ -114,46 +115,6 @@ func (s *Shares[E]) install(dev int, fid virtio9p.Fid, flags int, dir bool, qpat
 		s.Put(h)
 	}
 	return fd, ie
-}
-
-// Resized records that the program made the host file qpath on share dev
-// size bytes long (exact: ftruncate, truncate, open with O_TRUNC) or at
-// least size bytes long (a write or fallocate that grew it): the size
-// every open file of it judges its mappings' faults by. When the file
-// shrank, the pages past its new end are taken from those mappings, so
-// that touching one raises SIGBUS, as Linux's truncation does; grown,
-// they are reachable again (zeroes: a share has no page cache). The slot
-// is held by a reference meanwhile: Env.Unback blocks, and the slot must
-// not become another file's.
-func (s *Shares[E]) Resized(dev int32, qpath uint64, size int64, exact bool) {
-	if atomic.LoadInt32(&s.MapRefs) == 0 {
-		return
-	}
-	e := env[E]()
-	for h := range s.files {
-		f := &s.files[h]
-		if !f.Used || f.Qpath != qpath {
-			continue // a hint, read without the lock: checked again under it
-		}
-		e.LockFiles()
-		match := f.Used && f.Refs > 0 && f.Dev == dev && f.Qpath == qpath && !f.Dir
-		old := int64(0)
-		if match {
-			f.Refs++
-			old = atomic.LoadInt64(&f.Size)
-			if exact || size > old {
-				atomic.StoreInt64(&f.Size, size)
-			}
-		}
-		e.UnlockFiles()
-		if !match {
-			continue
-		}
-		if exact && size < old {
-			e.Unback(h, int64(mm.PageRound(uintptr(size))))
-		}
-		s.Put(h)
-	}
 }
 
 // RW reads or writes b at open file h: at off, or at and advancing its
@@ -362,11 +323,10 @@ func (s *Shares[E]) Fchown(h, uid, gid int) abi.Errno { return s.fsetattr(h, own
 // fsetattr sets attributes of open file h.
 func (s *Shares[E]) fsetattr(h int, a *virtio9p.SetAttr) abi.Errno {
 	f := &s.files[h]
-	e := abi.Errno(s.devs[f.Dev].c.Setattr(f.Fid, a))
-	if e == 0 && a.Valid&virtio9p.SetSize != 0 {
-		s.Resized(f.Dev, f.Qpath, int64(a.Size), true)
+	if a.Valid&virtio9p.SetSize != 0 {
+		return s.setSize(f.Dev, f.Fid, f.Qpath, a)
 	}
-	return e
+	return abi.Errno(s.devs[f.Dev].c.Setattr(f.Fid, a))
 }
 
 // Fsync syncs open file h on the host.

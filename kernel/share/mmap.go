@@ -14,8 +14,9 @@ import (
 // Memory mappings of share files: an area's file is -(h+1) for share
 // file h (in-memory files' are their inode + 1), and a share has no page
 // cache: mmap reads the file into the mapping (the kernel's sys_mm.go),
-// and the program's writes to a shared mapping go back to the host at
-// msync, munmap, mprotect, fsync and the program's end (WriteBack).
+// and the pages the program wrote in a shared mapping go back to the
+// host at msync, munmap, mprotect, fsync and the program's end
+// (WriteBack).
 
 // Area is the area file of share file h.
 func Area(h int) int32 { return -int32(h) - 1 }
@@ -23,18 +24,31 @@ func Area(h int) int32 { return -int32(h) - 1 }
 // AreaFile is the share file of area file file (< 0).
 func AreaFile(file int32) int { return int(-file - 1) }
 
-// WriteBack writes the pages of the writable shared mappings of
-// share files in [addr, end) back to the host — only share file h's if h
-// >= 0 — up to the file's size (a mapping never grows its file, as on
-// Linux). A mapping the program cannot write holds nothing of its own: a
-// write-back would put the file as it was at mmap over what write(2) and
-// pwrite(2) wrote since (and fail for a file open read-only); mprotect
-// and MAP_FIXED write a mapping back before they take its writes away.
-// The areas are held meanwhile (mm.HoldAreas): another thread's munmap
-// could otherwise close the file, and a new open take its slot, between
-// FileArea and the writes.
+// WriteBack writes the pages of the writable shared mappings of share
+// files in [addr, end) that the program stored to since they were last
+// written back (or filled at mmap) back to the host — only share file
+// h's if h >= 0 — up to the file's size (a mapping never grows its
+// file, as on Linux). A page only read, or never touched, holds nothing
+// of the program's: writing it would put what it read over what the
+// host, a write(2) or a pwrite(2) put in the file since. mm tracks the
+// stores (kernel/mm/dirty.go: the PTE's dirty bit on amd64, the write
+// fault of a page mapped read-only while clean on arm64); TakeDirty
+// cleans a run of written pages, with the shootdown that needs, before
+// its bytes are read and written, so a store made meanwhile is either in
+// this write or marks the page for the next. A mapping the program
+// cannot write holds nothing of its own either (and writing would fail
+// for a file open read-only); mprotect and MAP_FIXED write a mapping
+// back before they take its writes away. The areas are held meanwhile
+// (mm.HoldAreas): another thread's munmap could otherwise close the
+// file, and a new open take its slot, between FileArea and the writes.
+//
+// Each write is bounded by the size in the file's slot read just before
+// it, under the sizes lock (sizes.go): a truncation by another thread
+// while the write-back waits for the host must not be undone by the
+// writes after it.
 func (s *Shares[E]) WriteBack(addr, end uintptr, h int) abi.Errno {
 	var err abi.Errno
+	en := env[E]()
 	mm.HoldAreas()
 	defer mm.ReleaseAreas()
 	for addr < end {
@@ -53,30 +67,27 @@ func (s *Shares[E]) WriteBack(addr, end uintptr, h int) abi.Errno {
 			err = abi.Errno(ge)
 			continue
 		}
-		// Up to the file's end, and not past the size faults are
-		// judged by (the pages past it are not the mapping's).
-		size := min(int64(at.Size), atomic.LoadInt64(&f.Size))
-		if size <= off {
-			continue
-		}
-		// Only the pages with a frame: a page never touched holds
-		// nothing of the program's, and writing it would put zeroes
-		// over what the file got meanwhile past the end the mapping
-		// was filled to (a pwrite), or since madvise dropped it.
-		stop := start + uintptr(min(int64(e-start), size-off))
-		for p := start; p < stop; {
-			next := min((p|(mm.PageSize-1))+1, stop)
-			if !mm.Backed(p) {
-				p = next
-				continue
+		for p := start; p < e; {
+			en.LockSizes()
+			// Up to the file's end on the host, and not past the size
+			// faults are judged by, as the slot has it now (the pages
+			// past it are not the mapping's). The pages past the
+			// limit are not cleaned: should the file grow, they are
+			// still the program's to write back.
+			lim := start + uintptr(min(int64(e-start), max(min(int64(at.Size), atomic.LoadInt64(&f.Size))-off, 0)))
+			if p >= lim {
+				en.UnlockSizes()
+				break
 			}
-			for next < stop && mm.Backed(next) {
-				next = min(next+mm.PageSize, stop)
+			ds, de := en.TakeDirty(p, lim)
+			if ds < de {
+				stop := min(de, lim)
+				if _, we := c.Write(f.Fid, uint64(off+int64(ds-start)), bytesAt(ds, int(stop-ds))); we != 0 {
+					err = abi.Errno(we)
+				}
 			}
-			if _, we := c.Write(f.Fid, uint64(off+int64(p-start)), bytesAt(p, int(next-p))); we != 0 {
-				err = abi.Errno(we)
-			}
-			p = next
+			en.UnlockSizes()
+			p = de
 		}
 	}
 	return err

@@ -187,14 +187,23 @@ func (s *Shares[E]) open(r *Ref, flags int, mode uint32) (uintptr, abi.Errno) {
 		if isDir {
 			lflags = 0
 		}
+		if lflags&unix.O_TRUNC == 0 {
+			_, ve = c.Lopen(f, lflags)
+			break
+		}
+		// A truncation: under the sizes lock with its record (sizes.go).
+		en := env[E]()
+		en.LockSizes()
 		_, ve = c.Lopen(f, lflags)
+		cut := ve == 0 && s.resized(int32(r.Dev), q.Path, 0, true)
+		en.UnlockSizes()
+		if cut {
+			s.cut(int32(r.Dev), q.Path, 0)
+		}
 	}
 	if ve != 0 {
 		c.Clunk(f)
 		return 0, abi.Errno(ve)
-	}
-	if flags&unix.O_TRUNC != 0 && !isDir {
-		s.Resized(int32(r.Dev), q.Path, 0, true)
 	}
 	return s.install(r.Dev, f, flags, isDir, q.Path)
 }
@@ -205,11 +214,12 @@ func (s *Shares[E]) setattr(r *Ref, a *virtio9p.SetAttr, follow bool) abi.Errno 
 	c := s.c(r.Dev)
 	fid, q, e := s.walk(r, follow)
 	if e == 0 {
-		e = abi.Errno(c.Setattr(fid, a))
-		c.Clunk(fid)
-		if e == 0 && a.Valid&virtio9p.SetSize != 0 {
-			s.Resized(int32(r.Dev), q.Path, int64(a.Size), true)
+		if a.Valid&virtio9p.SetSize != 0 {
+			e = s.setSize(int32(r.Dev), fid, q.Path, a)
+		} else {
+			e = abi.Errno(c.Setattr(fid, a))
 		}
+		c.Clunk(fid)
 	}
 	return e
 }

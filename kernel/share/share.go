@@ -92,6 +92,17 @@ type Env[E any] interface {
 	// Unback takes the pages from offset off on (page-aligned) from the
 	// mappings of open file h (a shrunk file: touching them is SIGBUS).
 	Unback(h int, off int64)
+	// TakeDirty is mm's (kernel/mm/dirty.go): it cleans the first run
+	// of pages in [addr, end) the program wrote to since they were last
+	// cleaned — start == stop when the part it looked at had none — and
+	// the caller goes on from stop. The caller holds the areas
+	// (mm.HoldAreas) and reads the run's bytes after the call.
+	TakeDirty(addr, end uintptr) (start, stop uintptr)
+	// LockSizes and UnlockSizes serialize what sets or uses the open
+	// files' Size (sizes.go): a blocking mutex, taken after the areas
+	// (mm.HoldAreas) when both are held, never before.
+	LockSizes()
+	UnlockSizes()
 
 	// Umask is the process's umask.
 	Umask() uint32

@@ -46,8 +46,27 @@ func (testenv) UnlockFiles()                            {}
 func (testenv) Get(fd int) int                          { return -1 }
 func (testenv) Install(h int) (uintptr, abi.Errno)      { return uintptr(h), 0 }
 func (testenv) Unback(h int, off int64) {
+	if sizesHeld {
+		panic("Unback with the sizes lock held: it waits for the areas, which a write-back holds while it waits for the sizes lock")
+	}
 	unbacked = append(unbacked, string(rune('0'+h))+":"+itoa(off))
 }
+func (testenv) TakeDirty(a, end uintptr) (uintptr, uintptr) { return end, end }
+func (testenv) LockSizes() {
+	if sizesHeld {
+		panic("the sizes lock taken twice")
+	}
+	sizesHeld = true
+	sizesTaken++
+}
+func (testenv) UnlockSizes() { sizesHeld = false }
+
+// sizesHeld: the sizes lock is held; sizesTaken: how often it was taken.
+var (
+	sizesHeld  bool
+	sizesTaken int
+)
+
 func (testenv) Umask() uint32                         { return 0o022 }
 func (testenv) Mount(path []byte, id int32) abi.Errno { return 0 }
 func (testenv) CwdEntered()                           {}
@@ -227,7 +246,11 @@ func TestResized(t *testing.T) {
 		t.Fatal("resized with nothing mapped")
 	}
 	s.MapRefs = 1
+	sizesTaken = 0
 	s.Resized(0, 7, 100, true) // truncate: exact
+	if sizesTaken != 1 || sizesHeld {
+		t.Errorf("the sizes lock taken %d times, held after: %v", sizesTaken, sizesHeld)
+	}
 	if s.files[1].Size != 100 || s.files[2].Size != 100 || s.files[3].Size != 8192 || s.files[4].Size != 0 {
 		t.Errorf("after truncate: %d %d %d %d", s.files[1].Size, s.files[2].Size, s.files[3].Size, s.files[4].Size)
 	}
