@@ -16,6 +16,7 @@
 //
 //	go run ./cmd/netbench/host [-targets linux,yolk] [-smp 1,2] [-rounds 3]
 //	    [-machine pc] [-d 5s] [-c 4] [-bulk 64] [-out out/netbench]
+//	    [-targets linux,yolk,base -base OTHER.elf]
 package main
 
 import (
@@ -42,7 +43,8 @@ import (
 )
 
 var (
-	targets  = flag.String("targets", "linux,yolk", "guests, comma-separated: linux, yolk")
+	targets  = flag.String("targets", "linux,yolk", "guests, comma-separated: linux, yolk, base (the -base image)")
+	baseELF  = flag.String("base", "", "target base: another yolk image of cmd/netbench (e.g. main's build: yolk build -o base.elf ./cmd/netbench), booted as yolk is")
 	smps     = flag.String("smp", "1,2", "guest CPU counts, comma-separated")
 	rounds   = flag.Int("rounds", 3, "boots of each target and CPU count (alternating targets)")
 	machine  = flag.String("machine", "pc", "QEMU machine: pc or q35")
@@ -231,8 +233,15 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			Timeout: 5 * time.Minute, Log: log, Stderr: log,
 			Extra: []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0,disable-legacy=on,romfile="}}
 		go func() { _, err := linuxref.Run(ctx, c); done <- err }()
-	case "yolk":
-		c := qemu.Config{Image: g.elf, Machine: *machine, Accel: "tcg", SMP: n, Args: args,
+	case "yolk", "base":
+		elf := g.elf
+		if t == "base" {
+			if *baseELF == "" {
+				return nil, errors.New("target base needs -base ELF")
+			}
+			elf = *baseELF
+		}
+		c := qemu.Config{Image: elf, Machine: *machine, Accel: "tcg", SMP: n, Args: args,
 			Timeout: 5 * time.Minute, Net: qemu.NetUser, Forwards: fwds, Stdout: log, Stderr: log}
 		go func() {
 			r, err := qemu.Run(ctx, c)
@@ -242,7 +251,7 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			done <- err
 		}()
 	default:
-		return nil, fmt.Errorf("target %q: want linux or yolk", t)
+		return nil, fmt.Errorf("target %q: want linux, yolk or base", t)
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	if err := waitUp(ctx, base+"/", done); err != nil {
