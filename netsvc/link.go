@@ -138,8 +138,12 @@ func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 		rec := (abi.NICRecordAlign + size + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
 		off := len(l.tx)
 		l.tx = append(l.tx, byte(size), byte(size>>8), 0, 0)
-		for _, s := range pkt.AsSlices() {
-			l.tx = append(l.tx, s...)
+		vl, skip := pkt.AsViewList() // AsSlices would allocate a slice a packet
+		for v := vl.Front(); v != nil; v = v.Next() {
+			b := v.AsSlice()
+			k := min(skip, len(b))
+			skip -= k
+			l.tx = append(l.tx, b[k:]...)
 		}
 		for len(l.tx) < off+rec {
 			l.tx = append(l.tx, 0)
