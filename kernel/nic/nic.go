@@ -3,8 +3,8 @@
 // which moves received frames into the driver's ring and signals the
 // eventfd the service named (SysNICNotify), which its goroutine waits on
 // through Go's netpoller, and the NIC's private calls (abi.SysNIC*):
-// frames in and out without a system call per frame on the receive
-// side. Production calls: not gated by abi.TestCalls (Inject is a test
+// frames in and out in batches, not a system call per frame
+// (SysNICRecv, SysNICSendRecords). Production calls: not gated by abi.TestCalls (Inject is a test
 // call, which the kernel gates).
 //
 // Finding the device at boot, routing its interrupt and the line the
