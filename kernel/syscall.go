@@ -274,6 +274,8 @@ func syscall(r *Regs) {
 		err = nicDev.Send(a0, a1)
 	case abi.SysNICRecv:
 		ret, err = nicDev.Recv(a0, a1)
+	case abi.SysNICSendRecords:
+		ret, err = nicDev.SendRecords(a0, a1)
 	case abi.SysNICNotify:
 		err = nicDev.Notify(int(int32(a0)))
 	case abi.SysStats, abi.SysSwitch, abi.SysCrash, abi.SysCPUStats, abi.SysLockTest, abi.SysFrameOf, abi.SysTrace, abi.SysTaskInfo, abi.SysUnmapped, abi.SysNumCPU, abi.SysNICInject,

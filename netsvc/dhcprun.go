@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
@@ -210,10 +209,10 @@ func (s *service) setMTU(mtu int) {
 	if mtu == 0 || mtu > int(s.devMTU) {
 		mtu = int(s.devMTU)
 	}
-	if uint32(mtu)+header.EthernetMinimumSize == s.link.MTU() && s.mtuSet {
+	if uint32(mtu) == s.link.MTU() && s.mtuSet {
 		return
 	}
-	s.link.SetMTU(uint32(mtu) + header.EthernetMinimumSize) // the Ethernet endpoint takes its header off
+	s.link.SetMTU(uint32(mtu)) // the IP MTU: the link adds its Ethernet header
 	s.mtuSet = true
 	s.call(&abi.NetCall{Op: abi.NetMTU, Len: uintptr(mtu)})
 }

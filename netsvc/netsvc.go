@@ -29,11 +29,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
-	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
@@ -103,20 +99,24 @@ type service struct {
 	nicMu sync.Mutex // held while the loop uses the NIC; Exclusive takes it
 	nicfd int
 	st    *stack.Stack
-	link  *channel.Endpoint
+	link  *nicLink
 	kick  chan struct{}
 	mu    sync.Mutex
 	dirty map[*conn]bool
 	conns map[uint64]*conn
-	buf   []byte           // NetTx's, NetDgramOut's and the frames' buffer
+	buf   []byte           // NetTx's and NetDgramOut's buffer
+	rxbuf []byte           // SysNICRecv's: many frames a call
 	rxw   bytes.Buffer     // the endpoints' reads, reused
 	evs   [64]abi.NetEvent // NetPoll's
 
-	// The NIC's transmit queue full (its transmit interrupts are off:
-	// nothing says when it has room): the frame it refused waits here,
-	// sent before any other, while the loop goes on with frames in and
-	// the kernel's work; txRetry wakes the loop to try again.
-	txPend  *stack.PacketBuffer
+	// The frames to send, as SysNICSendRecords's records (the link's
+	// batch taken by framesOut), from txOff on; with the NIC's transmit
+	// queue full (its transmit interrupts are off: nothing says when it
+	// has room) they wait here, sent before any other, while the loop
+	// goes on with frames in and the kernel's work; txRetry wakes the
+	// loop to try again. The link fills the other buffer meanwhile.
+	txOut   []byte
+	txOff   int
 	txRetry *time.Timer
 
 	// Stopping, which only a hosted test does (hosted_test.go): quit
@@ -156,6 +156,7 @@ type kernelCalls interface {
 	NICNotify(fd int) syscall.Errno
 	NICSend(frame []byte) syscall.Errno
 	NICRecv(buf []byte) (int, syscall.Errno)
+	NICSendRecords(recs []byte) (int, syscall.Errno)
 	Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno)
 }
 
@@ -175,6 +176,11 @@ func (sysCalls) NICNotify(fd int) syscall.Errno {
 func (sysCalls) NICSend(b []byte) syscall.Errno {
 	_, _, e := syscall.Syscall(abi.SysNICSend, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
 	return e
+}
+
+func (sysCalls) NICSendRecords(b []byte) (int, syscall.Errno) {
+	r, _, e := syscall.Syscall(abi.SysNICSendRecords, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+	return int(r), e
 }
 
 func (sysCalls) NICRecv(b []byte) (int, syscall.Errno) {
@@ -212,7 +218,7 @@ func open(k kernelCalls, o openConf) (*service, Lease, error) {
 	if info.Present == 0 {
 		return nil, l, errNoNIC
 	}
-	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk),
+	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk), rxbuf: make([]byte, 128<<10),
 		quit: make(chan struct{}), devMTU: info.MTU, resolv: o.resolv}
 	if info.Prefix == 0 {
 		// No yolk.net: ask DHCP, as a machine on a LAN or in a cloud
@@ -247,10 +253,8 @@ func (s *service) up(info *abi.NICInfo) error {
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocolWithOptions(ipv6Options(s.ndp)), arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
 	})
-	// The channel's MTU counts the Ethernet header: the ethernet
-	// endpoint above gives the IP layer that less 14 bytes.
-	s.link = channel.New(1024, info.MTU+header.EthernetMinimumSize, tcpip.LinkAddress(info.MAC[:]))
-	if e := s.st.CreateNIC(nicID, ethernet.New(s.link)); e != nil {
+	s.link = newNICLink(info.MTU, tcpip.LinkAddress(info.MAC[:]), s.wake)
+	if e := s.st.CreateNIC(nicID, s.link); e != nil {
 		return fmt.Errorf("CreateNIC: %v", e)
 	}
 	if err := s.addAddr4(info.Addr, int(info.Prefix)); err != nil {
@@ -258,7 +262,6 @@ func (s *service) up(info *abi.NICInfo) error {
 	}
 	sack := tcpip.TCPSACKEnabled(true)
 	s.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
-	s.link.AddNotify(s)
 
 	nicfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -374,9 +377,6 @@ func (s *service) callBuf(c *abi.NetCall, buf []byte) error {
 	return nil
 }
 
-// WriteNotify is the link's: the netstack queued a frame to send.
-func (s *service) WriteNotify() { s.wake() }
-
 func (s *service) wake() {
 	select {
 	case s.kick <- struct{}{}:
@@ -451,7 +451,8 @@ func (s *service) round() bool {
 }
 
 func (s *service) framesIn() bool {
-	buf := s.buf[:32<<10]
+	buf := s.rxbuf
+	d := s.link.dispatcherOf()
 	did := false
 	for {
 		r, e := s.k.NICRecv(buf)
@@ -465,41 +466,36 @@ func (s *service) framesIn() bool {
 			if 4+l > len(b) {
 				break
 			}
-			if s.dhcpIn != nil && isDHCPReply(b[4:4+l]) {
-				s.dhcpFrameIn(bytes.Clone(b[4 : 4+l]))
-				b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
-				continue
+			f := b[4 : 4+l]
+			b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
+			switch {
+			case s.dhcpIn != nil && isDHCPReply(f):
+				s.dhcpFrameIn(bytes.Clone(f))
+			case d != nil:
+				s.link.deliver(d, f)
 			}
-			// MakeWithData copies the frame into a pooled chunk: buf is
-			// free again at once.
-			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b[4 : 4+l])})
-			s.link.InjectInbound(0, pkt)
-			pkt.DecRef()
-			step := (4 + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
-			b = b[min(step, len(b)):]
 		}
+		s.link.flush() // the batch's coalesced segments up the stack
 	}
 }
 
+// framesOut sends the link's batch of frames, many a system call.
 func (s *service) framesOut() bool {
 	did := false
 	for {
-		pkt := s.txPend
-		s.txPend = nil
-		if pkt == nil {
-			if pkt = s.link.Read(); pkt == nil {
+		if s.txOff == len(s.txOut) {
+			s.txOut, _ = s.link.takeTx(s.txOut) // the one sent goes back to the link
+			s.txOff = 0
+			if len(s.txOut) == 0 {
 				return did
 			}
 		}
-		v := pkt.ToView()
-		e := s.k.NICSend(v.AsSlice())
-		v.Release()
+		n, e := s.k.NICSendRecords(s.txOut[s.txOff:])
 		if e == unix.EAGAIN {
-			// Keep it: dropping it costs the connection a
+			// Keep them: dropping one costs the connection a
 			// retransmission timeout (a second or more), and spinning
 			// here stopped frames coming in (the receive ring then
 			// overflowed).
-			s.txPend = pkt
 			if s.txRetry == nil {
 				s.txRetry = time.AfterFunc(txRetry, s.wake)
 			} else {
@@ -507,8 +503,15 @@ func (s *service) framesOut() bool {
 			}
 			return did
 		}
+		if e != 0 {
+			// A record the NIC refused (it cannot happen: the link
+			// makes them within the NIC's limits): the batch goes.
+			fmt.Fprintf(os.Stderr, "netsvc: SysNICSendRecords: %v; %d bytes of frames dropped\n", e, len(s.txOut)-s.txOff)
+			s.txOff = len(s.txOut)
+			continue
+		}
 		did = true
-		pkt.DecRef()
+		s.txOff += n
 	}
 }
 

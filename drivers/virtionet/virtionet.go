@@ -142,6 +142,7 @@ type NIC struct {
 	txSlot  [queueSize]uint16
 	txFree  [queueSize]uint16
 	txNFree int
+	txPut   int // frames Put since the last Kick
 
 	// The ring of received frames: slot i's bytes at ring[i] (bufSize
 	// each), its length at ringLen[i]; frames ringR..ringW-1 (counts,
@@ -446,13 +447,26 @@ func (n *NIC) reclaim() {
 // virtio_net_hdr and gives it to the device. ErrFull when every buffer is
 // in flight (the device has not sent them yet): try again later.
 func (n *NIC) Send(frame []byte) Error {
+	e := n.Put(frame)
+	if e == OK {
+		n.Kick()
+	}
+	return e
+}
+
+// Put is Send without telling the device: the frame waits in the
+// transmit queue until Kick, so that a batch of frames costs the device
+// one notification (a VM exit under a hypervisor) instead of one each.
+func (n *NIC) Put(frame []byte) Error {
 	if !n.present || n.broken {
 		return ErrBroken
 	}
 	if len(frame) < MinFrame || len(frame) > MaxFrame {
 		return ErrSize
 	}
-	n.reclaim()
+	if n.txNFree == 0 {
+		n.reclaim()
+	}
 	if n.txNFree == 0 {
 		n.stats.TxFull++
 		return ErrFull
@@ -471,6 +485,15 @@ func (n *NIC) Send(frame []byte) Error {
 	}
 	n.txSlot[head] = slot
 	n.stats.TxFrames++
-	n.dev.Kick(&n.tx)
+	n.txPut++
 	return OK
+}
+
+// Kick tells the device about the frames Put added since the last Kick
+// (nothing if there were none).
+func (n *NIC) Kick() {
+	if n.txPut > 0 {
+		n.txPut = 0
+		n.dev.Kick(&n.tx)
+	}
 }

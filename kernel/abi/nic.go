@@ -10,6 +10,12 @@ const (
 	SysNICRecv   = 0x1012 // move received frames into the a1 bytes at a0 as records (NICRecord*); returns the bytes written, EAGAIN when none waits, EINVAL if a1 cannot hold the largest record
 	SysNICNotify = 0x1013 // a0: an eventfd the kernel adds 1 to whenever frames arrive (-1: none); EBADF if a0 is no eventfd
 	SysNICInject = 0x1014 // test call (TestCalls): the frame of a1 bytes at a0 arrives as if received; EAGAIN if the ring is full, EINVAL outside [14, 1518]
+	// SysNICSendRecords sends the frames in the a1 bytes at a0, as
+	// records (NICRecord*), with one notification of the device; returns
+	// the bytes of the records sent (fewer when the transmit queue
+	// filled), EAGAIN when it was full at the first, EINVAL when the first
+	// record is malformed (a length outside [14, 1518] or past a1).
+	SysNICSendRecords = 0x1015
 )
 
 // NICInfo is what SysNICInfo copies out. The address is the kernel
@@ -33,7 +39,7 @@ type NICInfo struct {
 	RxFrames, TxFrames, Dropped, Interrupts, TxFull uint64
 }
 
-// A SysNICRecv record: the frame's length as a little-endian uint32, the
+// A SysNICRecv (and SysNICSendRecords) record: the frame's length as a little-endian uint32, the
 // frame, then zero padding up to a multiple of NICRecordAlign. A buffer of
 // NICRecordMax bytes always takes one frame.
 const (

@@ -10,12 +10,17 @@
 //   - bulk TCP host→guest through a forward and guest→host through slirp's
 //     gateway 10.0.2.2 to a sink on the host's 127.0.0.1: MB/s.
 //
+// With -net tap the same runs go over a tap device it makes (and removes
+// at the end) instead of QEMU's user network: the host is 10.0.2.2/24 on
+// the tap, the guest 10.0.2.15, reached directly (no forwards).
+//
 // Every boot and every load generator is bounded in time. Results are Go
 // benchmark lines (benchstat), appended per round to
 // <out>/<target>-smp<N>.txt; consoles in <out>/<target>-smp<N>-<round>.log.
 //
 //	go run ./cmd/netbench/host [-targets linux,yolk] [-smp 1,2] [-rounds 3]
 //	    [-machine pc] [-d 5s] [-c 4] [-bulk 64] [-out out/netbench]
+//	    [-targets linux,yolk,base -base OTHER.elf] [-net user|tap]
 package main
 
 import (
@@ -42,7 +47,9 @@ import (
 )
 
 var (
-	targets  = flag.String("targets", "linux,yolk", "guests, comma-separated: linux, yolk")
+	targets  = flag.String("targets", "linux,yolk", "guests, comma-separated: linux, yolk, base (the -base image)")
+	netMode  = flag.String("net", "user", "the guests' network: user (QEMU's, through port forwards on 127.0.0.1) or tap (a tap device this command makes and removes, the host 10.0.2.2/24 on it, the guest 10.0.2.15: needs root)")
+	baseELF  = flag.String("base", "", "target base: another yolk image of cmd/netbench (e.g. main's build: yolk build -o base.elf ./cmd/netbench), booted as yolk is")
 	smps     = flag.String("smp", "1,2", "guest CPU counts, comma-separated")
 	rounds   = flag.Int("rounds", 3, "boots of each target and CPU count (alternating targets)")
 	machine  = flag.String("machine", "pc", "QEMU machine: pc or q35")
@@ -100,6 +107,19 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	switch *netMode {
+	case "user":
+	case "tap":
+		// The same addresses as slirp's, so that the guest program and
+		// Linux's init need nothing new: the host is 10.0.2.2 on the tap.
+		tap = fmt.Sprintf("ynb%d", os.Getpid()%100000)
+		if err := tapUp(tap, tapHost+"/24"); err != nil {
+			return fmt.Errorf("tap: %w", err)
+		}
+		defer tapDown(tap)
+	default:
+		return fmt.Errorf("-net %q: want user or tap", *netMode)
+	}
 	var cpus []int
 	for _, s := range strings.Split(*smps, ",") {
 		n, err := strconv.Atoi(s)
@@ -136,6 +156,45 @@ func run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// The tap device run made ("": -net user) and the addresses on it.
+var tap string
+
+const (
+	tapHost  = "10.0.2.2"
+	tapGuest = "10.0.2.15"
+)
+
+func tapUp(name, addr string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root: making a tap device needs it")
+	}
+	for i, args := range [][]string{
+		{"tuntap", "add", "dev", name, "mode", "tap"},
+		{"addr", "add", addr, "dev", name},
+		{"link", "set", name, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			tapDown(name)
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		if i == 0 {
+			// No IPv6 on the host's side: its router solicitations and
+			// MLD reports reach the guest before it is up, and on pc
+			// and q35 (virtio-net over PCI) frames that early leave
+			// yolk's NIC receiving nothing more (docs/net-bench.md).
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+				tapDown(name)
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func tapDown(name string) {
+	exec.Command("ip", "link", "del", name).Run()
 }
 
 func reverse(s []string) []string {
@@ -227,13 +286,26 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 		for _, f := range fwds {
 			netdev += fmt.Sprintf(",hostfwd=tcp:%s:%d-:%d", f.HostAddr, f.HostPort, f.GuestPort)
 		}
+		if tap != "" {
+			netdev = "tap,id=net0,ifname=" + tap + ",script=no,downscript=no"
+		}
 		c := linuxref.Config{Kernel: g.kernel, Initrd: g.initrd, Machine: *machine, SMP: n, Args: args,
 			Timeout: 5 * time.Minute, Log: log, Stderr: log,
 			Extra: []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0,disable-legacy=on,romfile="}}
 		go func() { _, err := linuxref.Run(ctx, c); done <- err }()
-	case "yolk":
-		c := qemu.Config{Image: g.elf, Machine: *machine, Accel: "tcg", SMP: n, Args: args,
+	case "yolk", "base":
+		elf := g.elf
+		if t == "base" {
+			if *baseELF == "" {
+				return nil, errors.New("target base needs -base ELF")
+			}
+			elf = *baseELF
+		}
+		c := qemu.Config{Image: elf, Machine: *machine, Accel: "tcg", SMP: n, Args: args,
 			Timeout: 5 * time.Minute, Net: qemu.NetUser, Forwards: fwds, Stdout: log, Stderr: log}
+		if tap != "" {
+			c.Net, c.Forwards, c.Env = qemu.NetTap+tap, nil, []string{"yolk.net=" + tapGuest + "/24," + tapHost}
+		}
 		go func() {
 			r, err := qemu.Run(ctx, c)
 			if err == nil && r.ExitCode != 0 {
@@ -242,9 +314,13 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			done <- err
 		}()
 	default:
-		return nil, fmt.Errorf("target %q: want linux or yolk", t)
+		return nil, fmt.Errorf("target %q: want linux, yolk or base", t)
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	sinkAddr, pushFrom := fmt.Sprintf("127.0.0.1:%d", sinkPort), "127.0.0.1"
+	if tap != "" {
+		base, sinkAddr, pushFrom = "http://"+tapGuest+":8080", tapGuest+":8081", tapHost
+	}
 	if err := waitUp(ctx, base+"/", done); err != nil {
 		return nil, fmt.Errorf("%w (console in %s)", err, logPath)
 	}
@@ -262,12 +338,12 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 		lines = append(lines, "Benchmark"+mode.name+suffix+"\t"+l)
 	}
 	size := int64(*bulkMiB) << 20
-	if l, err := bulkIn(ctx, sinkPort, size); err != nil {
+	if l, err := bulkIn(ctx, sinkAddr, size); err != nil {
 		lines = append(lines, "# FwdBulkHostToGuest: "+oneLine(err))
 	} else {
 		lines = append(lines, "BenchmarkFwdBulkHostToGuest"+suffix+"\t"+l)
 	}
-	if l, err := bulkOut(ctx, base, size); err != nil {
+	if l, err := bulkOut(ctx, base, pushFrom, size); err != nil {
 		lines = append(lines, "# FwdBulkGuestToHost: "+oneLine(err))
 	} else {
 		lines = append(lines, "BenchmarkFwdBulkGuestToHost"+suffix+"\t"+l)
@@ -356,11 +432,11 @@ func runWrk(ctx context.Context, url, hdr string) (string, error) {
 	return fmt.Sprintf("%s\t%.0f ns/op\t%.1f req/s\t%.3f p50-ms\t%.3f p99-ms", m[1], 1e9/rate, rate, ms(p[0][2], p[0][3]), ms(p[1][2], p[1][3])), nil
 }
 
-// bulkIn writes size bytes to the guest's sink through the forward and
-// waits for its count; MB/s over the host's time from the first write to
+// bulkIn writes size bytes to the guest's sink at addr (the forward on
+// 127.0.0.1, or the guest's address over the tap) and waits for its count; MB/s over the host's time from the first write to
 // the answer.
-func bulkIn(ctx context.Context, port int, size int64) (string, error) {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+func bulkIn(ctx context.Context, addr string, size int64) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -388,11 +464,12 @@ func bulkIn(ctx context.Context, port int, size int64) (string, error) {
 	return fmt.Sprintf("1\t%d ns/op\t%.2f MB/s", el.Nanoseconds(), float64(size)/el.Seconds()/1e6), nil
 }
 
-// bulkOut has the guest dial 10.0.2.2:PORT (slirp: the host's 127.0.0.1)
-// and write size bytes to a sink here; MB/s over the host's time from the
+// bulkOut has the guest dial 10.0.2.2:PORT (slirp: the host's 127.0.0.1;
+// over the tap: the host's tap address) and write size bytes to a sink
+// here, listening on listen; MB/s over the host's time from the
 // accept to the end of the stream.
-func bulkOut(ctx context.Context, base string, size int64) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func bulkOut(ctx context.Context, base, listen string, size int64) (string, error) {
+	ln, err := net.Listen("tcp", listen+":0")
 	if err != nil {
 		return "", err
 	}

@@ -131,6 +131,9 @@ func New(t testing.TB, pages int) *Kernel {
 	return k
 }
 
+// Waiting is the number of frames in the NIC's receive ring.
+func (k *Kernel) Waiting() int { return len(k.rx) }
+
 // Pages is the number of the arena's pages in use (the page supplier's
 // count).
 func (k *Kernel) Pages() int { return k.Env.InUse() }
@@ -230,6 +233,29 @@ func (k *Kernel) NICSend(b []byte) syscall.Errno {
 		k.Out(append([]byte(nil), b...))
 	}
 	return 0
+}
+
+// NICSendRecords sends the frames in b, records (abi.NICRecord*), as
+// the kernel's SysNICSendRecords: each to Out; the bytes of the records
+// sent, EINVAL for a malformed first record (a later one ends the batch).
+func (k *Kernel) NICSendRecords(b []byte) (int, syscall.Errno) {
+	done := 0
+	for done < len(b) {
+		if len(b)-done < abi.NICRecordAlign {
+			break
+		}
+		l := int(b[done]) | int(b[done+1])<<8 | int(b[done+2])<<16 | int(b[done+3])<<24
+		rec := (abi.NICRecordAlign + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
+		if l < 14 || l > abi.NICMaxFrame || rec > len(b)-done {
+			break
+		}
+		k.NICSend(b[done+abi.NICRecordAlign : done+abi.NICRecordAlign+l])
+		done += rec
+	}
+	if done == 0 {
+		return 0, unix.EINVAL
+	}
+	return done, 0
 }
 
 // NICRecv moves waiting frames into b as records (abi.NICRecord*).

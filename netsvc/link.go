@@ -1,0 +1,232 @@
+package netsvc
+
+import (
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
+
+	"yolk/kernel/abi"
+)
+
+// nicLink is the netstack's link endpoint on the NIC, in place of
+// gVisor's channel endpoint under an Ethernet endpoint (docs/net.md, "The
+// link endpoint"). It is an Ethernet link itself:
+//
+//   - Receive: the loop hands it the records of a SysNICRecv (many frames
+//     a call); each frame is copied once, into a pooled chunk, its
+//     Ethernet header consumed, its IPv4 TCP checksums checked once, and
+//     given to gVisor's GRO, which (when groEnabled) coalesces a batch's
+//     in-order TCP segments of one flow into one packet before the stack
+//     sees them (Flush at the end of a batch); off, it hands each on.
+//   - Transmit: WritePackets (any goroutine of the stack) copies each
+//     packet's bytes straight into a record of the transmit batch — no
+//     clone of the packet, no view, nothing kept that the stack must
+//     release later — and wakes the loop, which sends the whole batch
+//     with one SysNICSendRecords (one notification of the device).
+//
+// At most txMaxFrames frames wait; beyond, WritePackets drops as a full
+// device queue does (the channel endpoint dropped at 1024 too).
+type nicLink struct {
+	mu         sync.RWMutex
+	dispatcher stack.NetworkDispatcher
+	mtu        uint32 // the IP MTU: the frame is 14 bytes more
+	addr       tcpip.LinkAddress
+	notify     func() // wakes the loop: frames to send
+
+	gro gro.GRO // the loop's alone (deliver)
+
+	txMu      sync.Mutex
+	tx        []byte // records waiting for the loop
+	txFrames  int
+	txDropped uint64
+}
+
+const txMaxFrames = 1024
+
+// groEnabled turns GRO on for links made after. Off: with it on, the
+// guest's TestWireTCPOut (320 kB echoed through QEMU's user network)
+// stalls until its timeout on microvm and virt at 2 CPUs while every
+// hosted test passes; not diagnosed yet (docs/net.md, "The link
+// endpoint"). TestLinkGRO turns it on.
+var groEnabled = false
+
+func newNICLink(mtu uint32, addr tcpip.LinkAddress, notify func()) *nicLink {
+	l := &nicLink{mtu: mtu, addr: addr, notify: notify}
+	l.gro.Init(groEnabled)
+	return l
+}
+
+// MTU is the largest IP packet.
+func (l *nicLink) MTU() uint32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mtu
+}
+
+func (l *nicLink) SetMTU(mtu uint32) {
+	l.mu.Lock()
+	l.mtu = mtu
+	l.mu.Unlock()
+}
+
+func (*nicLink) MaxHeaderLength() uint16 { return header.EthernetMinimumSize }
+
+func (l *nicLink) LinkAddress() tcpip.LinkAddress {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.addr
+}
+
+func (l *nicLink) SetLinkAddress(a tcpip.LinkAddress) {
+	l.mu.Lock()
+	l.addr = a
+	l.mu.Unlock()
+}
+
+func (*nicLink) Capabilities() stack.LinkEndpointCapabilities {
+	return stack.CapabilityResolutionRequired
+}
+
+func (l *nicLink) Attach(d stack.NetworkDispatcher) {
+	l.mu.Lock()
+	l.dispatcher = d
+	l.mu.Unlock()
+}
+
+func (l *nicLink) IsAttached() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.dispatcher != nil
+}
+
+func (*nicLink) Wait()                                   {}
+func (*nicLink) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareEther }
+func (*nicLink) Close()                                  {}
+func (*nicLink) SetOnCloseAction(func())                 {}
+
+// AddHeader writes the Ethernet header, as gVisor's Ethernet endpoint.
+func (*nicLink) AddHeader(pkt *stack.PacketBuffer) {
+	eth := header.Ethernet(pkt.LinkHeader().Push(header.EthernetMinimumSize))
+	eth.Encode(&header.EthernetFields{
+		SrcAddr: pkt.EgressRoute.LocalLinkAddress,
+		DstAddr: pkt.EgressRoute.RemoteLinkAddress,
+		Type:    pkt.NetworkProtocolNumber,
+	})
+}
+
+func (*nicLink) ParseHeader(pkt *stack.PacketBuffer) bool {
+	_, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
+	return ok
+}
+
+// WritePackets queues each packet as a record of the transmit batch and
+// wakes the loop.
+func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	n := 0
+	l.txMu.Lock()
+	for _, pkt := range pkts.AsSlice() {
+		size := pkt.Size()
+		if l.txFrames >= txMaxFrames || size > abi.NICMaxFrame {
+			l.txDropped++
+			continue // as the channel endpoint: a full queue drops
+		}
+		rec := (abi.NICRecordAlign + size + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
+		off := len(l.tx)
+		l.tx = append(l.tx, byte(size), byte(size>>8), 0, 0)
+		vl, skip := pkt.AsViewList() // AsSlices would allocate a slice a packet
+		for v := vl.Front(); v != nil; v = v.Next() {
+			b := v.AsSlice()
+			k := min(skip, len(b))
+			skip -= k
+			l.tx = append(l.tx, b[k:]...)
+		}
+		for len(l.tx) < off+rec {
+			l.tx = append(l.tx, 0)
+		}
+		l.txFrames++
+		n++
+	}
+	l.txMu.Unlock()
+	if n > 0 {
+		l.notify()
+	}
+	return n, nil // what was dropped is not an error, as the channel endpoint says
+}
+
+// takeTx gives the loop the records waiting (appended to buf, which it
+// gets back empty the next time) and their count.
+func (l *nicLink) takeTx(buf []byte) ([]byte, int) {
+	l.txMu.Lock()
+	b, n := l.tx, l.txFrames
+	l.tx, l.txFrames = buf[:0], 0
+	l.txMu.Unlock()
+	return b, n
+}
+
+// deliver gives the stack one received frame (copied: frame is the
+// caller's again at once).
+func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte) {
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+	defer pkt.DecRef()
+	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
+	if !ok {
+		return
+	}
+	eth := header.Ethernet(hdr)
+	switch dst := eth.DestinationAddress(); {
+	case dst == header.EthernetBroadcastAddress:
+		pkt.PktType = tcpip.PacketBroadcast
+	case header.IsMulticastEthernetAddress(dst):
+		pkt.PktType = tcpip.PacketMulticast
+	case dst == l.LinkAddress():
+		pkt.PktType = tcpip.PacketHost
+	default:
+		pkt.PktType = tcpip.PacketOtherHost
+	}
+	pkt.NetworkProtocolNumber = eth.Type()
+	l.gro.Dispatcher = d
+	if pkt.NetworkProtocolNumber == header.IPv4ProtocolNumber {
+		pkt.RXChecksumValidated = validTCP4(frame[header.EthernetMinimumSize:])
+	}
+	l.gro.Enqueue(pkt)
+}
+
+// validTCP4 reports whether ip is an unfragmented IPv4 TCP segment whose
+// IP and TCP checksums hold. GRO needs that said (its own check sums the
+// packet from the wrong offset once the Ethernet header is consumed:
+// PacketData.ChecksumAtOffset counts from the buffer's start), and the
+// stack then skips its own check, so the sums are made once either way.
+func validTCP4(b []byte) bool {
+	ip := header.IPv4(b)
+	if len(b) < header.IPv4MinimumSize || !ip.IsValid(len(b)) || ip.Protocol() != uint8(header.TCPProtocolNumber) ||
+		ip.FragmentOffset() != 0 || ip.Flags()&header.IPv4FlagMoreFragments != 0 || !ip.IsChecksumValid() {
+		return false
+	}
+	tcp := header.TCP(ip.Payload())
+	if len(tcp) < header.TCPMinimumSize || int(tcp.DataOffset()) < header.TCPMinimumSize || int(tcp.DataOffset()) > len(tcp) {
+		return false
+	}
+	payload := tcp[tcp.DataOffset():]
+	return tcp.IsChecksumValid(ip.SourceAddress(), ip.DestinationAddress(), checksum.Checksum(payload, 0), uint16(len(payload)))
+}
+
+// flush ends a batch: GRO gives the stack what it holds.
+func (l *nicLink) flush() {
+	if l.gro.Dispatcher != nil {
+		l.gro.Flush()
+	}
+}
+
+// dispatcherOf is the stack's dispatcher (nil before the NIC exists).
+func (l *nicLink) dispatcherOf() stack.NetworkDispatcher {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.dispatcher
+}
+
+var _ stack.LinkEndpoint = (*nicLink)(nil)

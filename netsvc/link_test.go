@@ -1,0 +1,318 @@
+package netsvc
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+
+	"yolk/kernel/net/nettest"
+)
+
+// sendOnly is a kernel whose NIC takes room more records (EAGAIN
+// when room is 0) and remembers each call's frames.
+type sendOnly struct {
+	kernelCalls
+	room  int
+	calls [][][]byte
+}
+
+func (k *sendOnly) NICSendRecords(b []byte) (int, syscall.Errno) {
+	var got [][]byte
+	done := 0
+	for done < len(b) && k.room > 0 {
+		k.room--
+		l := int(b[done]) | int(b[done+1])<<8
+		got = append(got, bytes.Clone(b[done+4:done+4+l]))
+		done += (4 + l + 3) &^ 3
+	}
+	if len(got) == 0 {
+		return 0, unix.EAGAIN
+	}
+	k.calls = append(k.calls, got)
+	return done, 0
+}
+
+func frameOf(size int, seed byte) []byte {
+	f := make([]byte, size)
+	for i := range f {
+		f[i] = seed + byte(i)
+	}
+	return f
+}
+
+// write gives the link packets whose bytes are frames, a link header's
+// worth in the link header and the rest as payload.
+func write(t *testing.T, l *nicLink, frames ...[]byte) int {
+	var pkts stack.PacketBufferList
+	for _, f := range frames {
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 14, Payload: buffer.MakeWithData(f[14:])})
+		copy(pkt.LinkHeader().Push(14), f[:14])
+		pkts.PushBack(pkt)
+	}
+	n, e := l.WritePackets(pkts)
+	if e != nil {
+		t.Fatalf("WritePackets: %v", e)
+	}
+	pkts.DecRef()
+	return n
+}
+
+// TestLinkTxBatch: the frames the stack writes leave in one system call
+// per batch (the channel endpoint's path made one SysNICSend per frame),
+// byte for byte and in order; a full transmit queue keeps the rest, which
+// go first the next time; oversize packets and a full batch drop.
+func TestLinkTxBatch(t *testing.T) {
+	k := &sendOnly{room: 1000}
+	s := &service{k: k, kick: make(chan struct{}, 1)}
+	s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), s.wake)
+	var want [][]byte
+	for i, size := range []int{14, 15, 60, 61, 62, 63, 1514, 1518, 100, 999} {
+		want = append(want, frameOf(size, byte(i)))
+	}
+	if n := write(t, s.link, want[:3]...) + write(t, s.link, want[3:7]...) + write(t, s.link, want[7:]...); n != len(want) {
+		t.Fatalf("WritePackets took %d of %d", n, len(want))
+	}
+	select {
+	case <-s.kick:
+	default:
+		t.Fatal("WritePackets did not wake the loop")
+	}
+	if !s.framesOut() {
+		t.Fatal("framesOut sent nothing")
+	}
+	if len(k.calls) != 1 || !equalFrames(k.calls[0], want) {
+		t.Fatalf("sent in %d calls %v, want one call of the %d frames", len(k.calls), sizes(k.calls), len(want))
+	}
+
+	// The queue takes 4, then is full.
+	k.calls, k.room = nil, 4
+	write(t, s.link, want...)
+	s.framesOut()
+	k.room = 0
+	s.framesOut()
+	if s.txRetry == nil {
+		t.Fatal("a full transmit queue set no retry")
+	}
+	more := frameOf(70, 99)
+	write(t, s.link, more)
+	k.room = 1000
+	s.framesOut()
+	if len(k.calls) != 3 || !equalFrames(k.calls[0], want[:4]) || !equalFrames(k.calls[1], want[4:]) || !equalFrames(k.calls[2], [][]byte{more}) {
+		t.Fatalf("after a full queue: calls %v, want [4] [6] [1]", sizes(k.calls))
+	}
+
+	// Oversize, and more than a batch holds.
+	k.calls, k.room = nil, 2*txMaxFrames
+	big := make([]byte, 1519)
+	if n := write(t, s.link, big); n != 0 || s.link.txDropped != 1 {
+		t.Fatalf("a %d-byte frame: taken %d, dropped %d", len(big), n, s.link.txDropped)
+	}
+	var many [][]byte
+	for i := 0; i < txMaxFrames+5; i++ {
+		many = append(many, frameOf(60, byte(i)))
+	}
+	if n := write(t, s.link, many...); n != txMaxFrames {
+		t.Fatalf("%d frames: taken %d, want %d", len(many), n, txMaxFrames)
+	}
+	s.framesOut()
+	if len(k.calls) != 1 || !equalFrames(k.calls[0], many[:txMaxFrames]) {
+		t.Fatalf("a full batch: calls %v", sizes(k.calls))
+	}
+}
+
+func equalFrames(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sizes(calls [][][]byte) [][]int {
+	var r [][]int
+	for _, c := range calls {
+		var s []int
+		for _, f := range c {
+			s = append(s, len(f))
+		}
+		r = append(r, s)
+	}
+	return r
+}
+
+// TestLinkGRO: segments of one connection that wait in the NIC's ring
+// together reach the stack as fewer, larger segments (GRO over the batch a
+// SysNICRecv takes), and the bytes arrive whole. The test holds the loop
+// off the NIC while the peer sends, then takes the frames in itself.
+func TestLinkGRO(t *testing.T) {
+	groEnabled = true
+	defer func() { groEnabled = false }()
+	h := newHosted(t, hostedOpts{})
+	defer h.finish()
+	c, err := h.dial(tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(svcIP), Port: echoPort}, 0x0800, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := roundTrip(c, []byte("established")); err != nil { // the service's end accepted and served
+		t.Fatal(err)
+	}
+	msg := frameOf(12000, 7) // nine full segments: within a new connection's first window (ten)
+	h.s.nicMu.Lock()
+	frames0 := h.k.Waiting()
+	if _, err := c.Write(msg); err != nil {
+		h.s.nicMu.Unlock()
+		t.Fatal(err)
+	}
+	// Until the peer has sent its window (well within its first
+	// retransmission timeout, a second).
+	end := time.Now().Add(300 * time.Millisecond)
+	for h.k.Waiting() < frames0+9 && time.Now().Before(end) {
+		time.Sleep(time.Millisecond)
+	}
+	waiting := h.k.Waiting()
+	unpush(t, h.k)
+	segs0 := h.s.st.Stats().IP.PacketsReceived.Value()
+	h.s.framesIn() // as the loop: IP counts each packet as it is handed one
+	segs := h.s.st.Stats().IP.PacketsReceived.Value() - segs0
+	h.s.nicMu.Unlock()
+	h.s.wake()
+	t.Logf("%d frames waited together; IP saw %d packets", waiting, segs)
+	if waiting < 9 {
+		t.Fatalf("only %d frames waited in the ring", waiting)
+	}
+	if segs == 0 || segs > uint64(waiting)/3 {
+		t.Fatalf("IP saw %d packets for %d frames that waited together: no coalescing", segs, waiting)
+	}
+	got := make([]byte, len(msg))
+	c.SetDeadline(time.Now().Add(bound))
+	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("echo of %d bytes: %v (equal %v)", len(msg), err, bytes.Equal(got, msg))
+	}
+}
+
+// unpush takes the frames waiting in k's ring and puts them back with
+// TCP's PSH flag cleared on every data segment but the last, as Linux and
+// BSD stacks (slirp's) send a stream; gVisor's peer sets it on each, and
+// GRO stops at a pushed segment.
+func unpush(t *testing.T, k *nettest.Kernel) {
+	buf := make([]byte, 256<<10)
+	n, e := k.NICRecv(buf)
+	if e != 0 {
+		t.Fatalf("NICRecv: %v", e)
+	}
+	var frames [][]byte
+	for b := buf[:n]; len(b) >= 4; {
+		l := int(b[0]) | int(b[1])<<8
+		frames = append(frames, bytes.Clone(b[4:4+l]))
+		b = b[(4+l+3)&^3:]
+	}
+	last := -1
+	for i, f := range frames {
+		if len(f) > 14+20+20 && f[12] == 8 && f[13] == 0 && f[14+9] == 6 {
+			last = i
+		}
+	}
+	for i, f := range frames {
+		if i != last && len(f) > 14+20+20 && f[12] == 8 && f[13] == 0 && f[14+9] == 6 {
+			ip := header.IPv4(f[14:])
+			tcp := header.TCP(ip.Payload())
+			if len(tcp.Payload()) > 0 {
+				// RFC 1624's incremental update of the word holding the flags.
+				m := uint16(tcp[12])<<8 | uint16(tcp[13])
+				tcp.SetFlags(uint8(tcp.Flags() &^ header.TCPFlagPsh))
+				m2 := uint16(tcp[12])<<8 | uint16(tcp[13])
+				tcp.SetChecksum(^checksum.Combine(checksum.Combine(^tcp.Checksum(), ^m), m2))
+			}
+		}
+		if !k.Inject(f, bound) {
+			t.Fatal("the ring is full")
+		}
+	}
+}
+
+// discard is a kernel whose NIC takes every frame.
+type discard struct{ kernelCalls }
+
+func (discard) NICSendRecords(b []byte) (int, syscall.Errno) { return len(b), 0 }
+func (discard) NICSend([]byte) syscall.Errno                 { return 0 }
+
+// txPacket is a 1514-byte frame as the stack hands it to a link: the
+// Ethernet header in the link header, the rest as payload.
+func txPacket(payload []byte) *stack.PacketBuffer {
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{ReserveHeaderBytes: 14, Payload: buffer.MakeWithData(payload)})
+	pkt.LinkHeader().Push(14)
+	return pkt
+}
+
+// BenchmarkLinkTx: the transmit path per frame, from the stack's
+// WritePackets to the kernel call, batches of batch frames: the link
+// endpoint's (records, one call a batch).
+func BenchmarkLinkTx(b *testing.B) {
+	for _, batch := range []int{1, 16} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s := &service{k: discard{}, kick: make(chan struct{}, 1)}
+			s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), s.wake)
+			payload := make([]byte, 1500)
+			b.SetBytes(1514)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i += batch {
+				var pkts stack.PacketBufferList
+				for range batch {
+					pkts.PushBack(txPacket(payload))
+				}
+				s.link.WritePackets(pkts)
+				pkts.DecRef()
+				s.framesOut()
+			}
+		})
+	}
+}
+
+// BenchmarkChannelTx is the same through gVisor's channel endpoint, as
+// the service sent before its link endpoint: the queue's clone of each
+// packet, a view of it, one SysNICSend each.
+func BenchmarkChannelTx(b *testing.B) {
+	for _, batch := range []int{1, 16} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			k := discard{}
+			link := channel.New(1024, 1514, tcpip.LinkAddress(svcMAC[:]))
+			payload := make([]byte, 1500)
+			b.SetBytes(1514)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i += batch {
+				var pkts stack.PacketBufferList
+				for range batch {
+					pkts.PushBack(txPacket(payload))
+				}
+				link.WritePackets(pkts)
+				pkts.DecRef()
+				for {
+					pkt := link.Read()
+					if pkt == nil {
+						break
+					}
+					v := pkt.ToView()
+					k.NICSend(v.AsSlice())
+					v.Release()
+					pkt.DecRef()
+				}
+			}
+		})
+	}
+}
