@@ -32,6 +32,7 @@ func (diskenv) CwdEntered()                        { procCwd.on = false; shares.
 func (diskenv) Point(i int) []byte                 { return disks.D[i].Path() }
 func (diskenv) Print(s string)                     { kprint(s) }
 func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }
+func (diskenv) Unback(c int, off int64)            { vm.UnbackFile(diskArea(c), off) }
 
 // diskMount mounts the file system of each disk yolk.disk names on its
 // path (at boot, the devices still polled).
@@ -73,6 +74,7 @@ var diskOps = fileOps{
 	read:     func(o ofile, u *uio) (uintptr, abi.Errno) { return diskRW(o, u, -1, false) },
 	write:    func(o ofile, u *uio) (uintptr, abi.Errno) { return diskRW(o, u, -1, true) },
 	pread:    diskRW,
+	mmap:     diskMmap,
 	seek:     func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return dsk.Seek(o.h, off, whence) },
 	stat:     func(o ofile, st *unix.Stat_t) abi.Errno { return dsk.Stat(o.h, st) },
 	statfs:   func(o ofile, st *unix.Statfs_t) abi.Errno { return dsk.Statfs(o.h, st) },

@@ -65,7 +65,7 @@ var guestMachines = map[string][]string{
 // 10⁶ futex operations alone take 80–150 s under TCG) and the other
 // boards skip them, to keep make test's time. Entries chosen with
 // $YOLK_MACHINE run everything.
-const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS)$"
+const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS|TestDiskMmap)$"
 
 var stressEntries = map[string]bool{
 	"microvm:1": true, "microvm:2": true, "microvm:4": true,
