@@ -99,9 +99,10 @@ images: qemu
 
 # diskapps runs the applications on an ext4 disk that take minutes under
 # TCG (qemu/sqlite_test.go: modernc.org/sqlite, its insert rates in Go's
-# benchmark format for docs/disks.md).
+# benchmark format for docs/disks.md; qemu/bbolt_test.go: go.etcd.io/bbolt,
+# its put rates).
 diskapps: qemu
-	YOLK_DISK_APPS=1 YOLK_ACCEL=$(ACCEL) $(GO) test -count=1 -timeout 30m -v -run '^TestDiskSQLite$$' ./qemu/
+	YOLK_DISK_APPS=1 YOLK_ACCEL=$(ACCEL) $(GO) test -count=1 -timeout 45m -v -run '^(TestDiskSQLite|TestDiskBbolt)$$' ./qemu/
 
 # conformance runs the issue's standard-library packages with -short on the
 # host (go test) and in the guest (yolk test) at -smp 1 and 2 and writes

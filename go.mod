@@ -8,6 +8,7 @@ require (
 	github.com/prometheus/common v0.74.0
 	github.com/prometheus/procfs v0.23.0
 	github.com/usbarmory/tamago v1.25.0
+	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
 	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237

@@ -34,6 +34,7 @@ func (diskenv) CwdEntered()                        { procCwd.on = false; shares.
 func (diskenv) Point(i int) []byte                 { return disks.D[i].Path() }
 func (diskenv) Print(s string)                     { kprint(s) }
 func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }
+func (diskenv) Unback(c int, off int64)            { vm.UnbackFile(diskArea(c), off) }
 
 // diskMount mounts the file system of each disk yolk.disk names on its
 // path (at boot, the devices still polled).
@@ -104,6 +105,7 @@ var diskOps = fileOps{
 	read:     func(o ofile, u *uio) (uintptr, abi.Errno) { return diskRW(o, u, -1, false) },
 	write:    func(o ofile, u *uio) (uintptr, abi.Errno) { return diskRW(o, u, -1, true) },
 	pread:    diskRW,
+	mmap:     diskMmap,
 	seek:     func(o ofile, off int64, whence int) (uintptr, abi.Errno) { return dsk.Seek(o.h, off, whence) },
 	stat:     func(o ofile, st *unix.Stat_t) abi.Errno { return dsk.Stat(o.h, st) },
 	statfs:   func(o ofile, st *unix.Statfs_t) abi.Errno { return dsk.Statfs(o.h, st) },
@@ -111,7 +113,7 @@ var diskOps = fileOps{
 	truncate: func(o ofile, size int64) abi.Errno { return dsk.Truncate(o.h, size) },
 	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return dsk.Allocate(o.h, mode, off, n) },
 	sync:     func(o ofile, _ bool) abi.Errno { return dsk.Sync(o.h) },
-	syncfs:   func(o ofile) abi.Errno { return dsk.Sync(o.h) }, // every call has committed: the disk's flush
+	syncfs:   func(ofile) abi.Errno { return dsk.SyncAll() }, // mapped pages written back, the disks flushed
 	chmod:    func(o ofile, mode uint32) abi.Errno { return dsk.Setattr(o.h, mode, 0, 0, true) },
 	chown:    func(o ofile, uid, gid int) abi.Errno { return dsk.Setattr(o.h, 0, uid, gid, false) },
 	getfl:    func(o ofile) (uintptr, abi.Errno) { return dsk.Getfl(o.h), 0 },

@@ -116,6 +116,11 @@ func (procenv) FD(fd int, s *procfs.Snapshot, d *procfs.FD) bool {
 }
 
 func (procenv) ShareArea(s *procfs.Snapshot, a *procfs.Area) {
+	if c, ok := diskSlot(int32(-int64(a.Ino))); ok {
+		dev, ino := dsk.MapSlot(c) // a disk file's (its path: not yet)
+		a.Ino, a.Major, a.Minor = uint64(ino), uint32(unix.Major(dev)), uint32(unix.Minor(dev))
+		return
+	}
 	h := share.AreaFile(int32(-int64(a.Ino)))
 	_, a.Name = procSharePath(s, h)
 	f := shares.File(h)

@@ -15,18 +15,32 @@ import (
 // Mappings of files (docs/files.md). An area of the address space names
 // its file by an int32 (mm's FileRef and FileFault): an in-memory file's
 // inode i is i+1 (its pages are mapped as they are, package fs), a share
-// file h is -(h+1). A share has no page cache: mmap reads the file into
-// the mapping's own pages, and msync, munmap, fsync and the program's end
-// write the pages the program wrote in a shared mapping back to the host
-// (share.WriteBack, mm's dirty.go).
+// file h is -(h+1), a disk inode mapped in slot c of kernel/disk's page
+// cache is -(diskAreas+c) (its cache's pages mapped as they are, or
+// copied for a private mapping). A share has no page cache: mmap reads
+// the file into the mapping's own pages, and msync, munmap, fsync and the
+// program's end write the pages the program wrote in a shared mapping
+// back to the host (share.WriteBack, mm's dirty.go).
 
 func fsArea(ino int32) int32 { return ino + 1 }
+
+// diskAreas is the first disk area file's negation: past every share's.
+const diskAreas = 1 << 20
+
+const _ = uint(diskAreas - share.NumFiles - 1)
+
+func diskArea(c int) int32            { return -int32(diskAreas + c) }
+func diskSlot(file int32) (int, bool) { return int(-int64(file)) - diskAreas, file <= -diskAreas }
 
 // FileRef is mm's reference count on an area's file: the inode's
 // mappings, or the share file's references (the last closes it).
 func (mmenv) FileRef(file, d int32) {
 	if file > 0 {
 		vfs.MapRef(file-1, d)
+		return
+	}
+	if c, ok := diskSlot(file); ok {
+		dsk.MapRef(c, d)
 		return
 	}
 	h := share.AreaFile(file)
@@ -65,6 +79,17 @@ func fileCut() {
 // the file's end at mmap that a growth made reachable, reads zeroes).
 // None wholly past the file's end: the fault is SIGBUS.
 func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintptr, bool) {
+	if c, ok := diskSlot(file); ok {
+		fr := frame
+		if fr != 0 {
+			fr = mm.Phys(frame)
+		}
+		a, ok := dsk.Fault(c, off, shared, fr)
+		if !ok || a == 0 {
+			return 0, ok
+		}
+		return a - mm.PhysOff(), true
+	}
 	switch {
 	case file < 0:
 		// off is page-aligned: the page has bytes of the file if it
@@ -167,6 +192,36 @@ func memMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 		return 0, abi.Errno(e)
 	}
 	return vm.MapFile(m.addr, m.n, m.prot, m.fixed, fsArea(ino), int64(m.off), m.shared, m.shared && !writable, mm.MapCharge(m.flags, m.shared, false))
+}
+
+// diskMmap maps a disk file's pages in kernel/disk's page cache.
+func diskMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
+	c, writable, e := dsk.MapOpen(o.h, m.off, m.n, m.sharedWrite)
+	if e != 0 {
+		return 0, e
+	}
+	return vm.MapFile(m.addr, m.n, m.prot, m.fixed, diskArea(c), int64(m.off), m.shared, m.shared && !writable, mm.MapCharge(m.flags, m.shared, false))
+}
+
+// diskAreasDo runs f on the slot of each disk file's shared area in
+// [addr, end), the areas held (msync's write-back, mprotect's PROT_WRITE).
+func diskAreasDo(addr, end uintptr, f func(c int) abi.Errno) abi.Errno {
+	var err abi.Errno
+	mm.HoldAreas()
+	defer mm.ReleaseAreas()
+	for addr < end {
+		_, e, file, _, shared, _, ok := mm.FileArea(addr, end)
+		if !ok {
+			break
+		}
+		addr = e
+		if c, disk := diskSlot(file); disk && shared {
+			if fe := f(c); fe != 0 {
+				err = fe
+			}
+		}
+	}
+	return err
 }
 
 // shareMmap reads a share file into the mapping's pages.
@@ -281,6 +336,9 @@ func sysMsync(addr, n uintptr, flags int) abi.Errno {
 		return abi.ENOMEM
 	}
 	err := shares.WriteBack(addr, end, -1)
+	if e := diskAreasDo(addr, end, func(c int) abi.Errno { return dsk.WriteBack(c) }); e != 0 {
+		err = e
+	}
 	if !mm.Mapped(addr, end) {
 		return abi.ENOMEM
 	}
@@ -347,6 +405,9 @@ func sysMprotect(addr, n, prot uintptr) abi.Errno {
 	}
 	if prot&unix.PROT_WRITE == 0 && shares.Count() > 0 {
 		shares.WriteBack(addr, addr+mm.PageRound(n), -1) // before its writes are taken away
+	}
+	if prot&unix.PROT_WRITE != 0 {
+		diskAreasDo(addr, addr+mm.PageRound(n), func(c int) abi.Errno { dsk.MapWrite(c); return 0 })
 	}
 	return vm.Protect(addr, mm.PageRound(n), uint32(prot&7))
 }

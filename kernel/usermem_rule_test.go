@@ -169,6 +169,10 @@ var userRuleAllowed = map[string]struct {
 	// memory; the program's is reached by mm.CopyIn/CopyOut), and a
 	// readdir filler on the stack.
 	"kernel/disk/file.go: (*Disks).rw": {n: 1, why: "the bounce page: a page the Env supplied, kernel memory"},
+	// The disks' page cache (mmap.go): pages the Env supplied, and a
+	// private mapping's frame through the physical map, kernel memory
+	// (the program reaches them through its page tables only).
+	"kernel/disk/mmap.go: pageAt": {n: 1, sealed: true, why: "a page of the disks' page cache or a frame mm gave: kernel memory"},
 
 	// The journal's view of a block the file system journals: Add's
 	// caller names its buffer by address (ext4's metadata cache, kernel

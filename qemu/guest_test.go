@@ -66,7 +66,7 @@ var guestMachines = map[string][]string{
 // 10⁶ futex operations alone take 80–150 s under TCG) and the other
 // boards skip them, to keep make test's time. Entries chosen with
 // $YOLK_MACHINE run everything.
-const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS|TestDiskErrors|" +
+const stressTests = "^(TestSMPFutexStress|TestSMPFutexTimeoutRace|TestSMPKernelLocks|TestPreemptGCBesideSpinner|TestTCPChurn|TestDiskFS|TestDiskErrors|TestDiskMmap|" +
 	"TestShareMmapDirtySMP|TestShareMmapTruncateRace)$"
 
 var stressEntries = map[string]bool{
@@ -82,7 +82,7 @@ var diskFSEntries = map[string]bool{"microvm:2": true, "virt:2": true}
 
 // diskFSTests are the tests only diskFSEntries run (the others do not
 // attach their disks).
-const diskFSTests = "^(TestDiskFS|TestDiskErrors)$"
+const diskFSTests = "^(TestDiskFS|TestDiskErrors|TestDiskMmap)$"
 
 // subsetTests are the guest tests a default entry runs instead of the
 // suite, where what the entry adds to another is its machine, not the

@@ -2,7 +2,9 @@
 // (docs/disks.md): ext4 (kernel/ext4) mounted at boot on the block
 // devices yolk.disk names, the path operations on such a mount (Walk:
 // within one file system, saying where namei goes on when a path leaves
-// it), the open files on a disk and their calls.
+// it), the open files on a disk and their calls, and the page cache of
+// the mapped inodes that mmap of a disk file maps (mmap.go, pagetab.go):
+// filled at mmap, never by a page fault, which may not wait for the disk.
 //
 // Kernel context: nothing here allocates, stores a Go pointer in memory
 // the kernel writes, or holds an interface value; the kernel is reached
@@ -39,6 +41,11 @@ type Env[E any] interface {
 	// Print writes to the console (mount messages).
 	Print(s string)
 	PrintBytes(b []byte)
+	// Unback takes the pages of mapped inode slot from file offset off
+	// (page-aligned) on from the address space's mappings (a
+	// truncation). It takes the address space's locks: no mount's lock
+	// is held.
+	Unback(slot int, off int64)
 }
 
 // mount is one mounted file system.
@@ -57,6 +64,9 @@ type Disks[E Env[E]] struct {
 	m     [namei.MaxDisks]mount[E]
 	files [NumFiles]File
 	cwd   cwd
+	maps  [NumMaps]mapSlot // the mapped inodes (mmap.go)
+	tabMu sched.TWALock    // the page cache's index and pages' contents
+	tab   pageTab
 }
 
 // env is E's zero value, for the calls that need no device.
@@ -157,9 +167,10 @@ func (d *Disks[E]) Dev(i int) uint64 { return d.m[i].rd }
 // ReadOnly reports whether disk mount i is read-only.
 func (d *Disks[E]) ReadOnly(i int) bool { return d.m[i].fs.ReadOnly() }
 
-// SyncAll flushes every mounted disk (sync(2), the program's end).
+// SyncAll writes the shared writable mappings' pages back to their files
+// and flushes every mounted disk (sync(2), syncfs, the program's end).
 func (d *Disks[E]) SyncAll() abi.Errno {
-	var err abi.Errno
+	err := d.WriteBackAll()
 	for i := range d.m {
 		if m := &d.m[i]; m.on {
 			if e := env[E]().At(m.dev).Flush(); e != 0 {
@@ -173,7 +184,7 @@ func (d *Disks[E]) SyncAll() abi.Errno {
 // UnmountAll unmounts every disk (the program's end): what is dirty is
 // written, the disk flushed.
 func (d *Disks[E]) UnmountAll() abi.Errno {
-	var err abi.Errno
+	err := d.WriteBackAll()
 	for i := range d.m {
 		m := &d.m[i]
 		if !m.on {

@@ -56,6 +56,7 @@ func (d *Disks[E]) open(i int, ino, mode uint32, depth int, flags int, created b
 		if e := m.fs.Truncate(ino, 0); e != 0 {
 			return -1, e
 		}
+		d.resized(m, i, ino) // the caller runs cut
 	}
 	for h := range d.files {
 		f := &d.files[h]
@@ -90,7 +91,7 @@ func (d *Disks[E]) InUse(dev int, ino uint32) bool {
 			return true
 		}
 	}
-	return false
+	return d.mapped(dev, ino)
 }
 
 // lock takes mount m's lock, then frees the orphans no open file names
@@ -165,8 +166,10 @@ func (d *Disks[E]) rw(h int, p, n uintptr, at int64, write bool) (uintptr, abi.E
 		var e abi.Errno
 		if write {
 			k, e = m.fs.WriteAt(f.ino, buf[:c], uint64(off))
+			d.wrote(m, int(f.m), f.ino, buf[:k], off)
 		} else {
 			k, e = m.fs.ReadAt(f.ino, buf[:c], uint64(off))
+			d.read(int(f.m), f.ino, buf[:k], off)
 		}
 		if at < 0 && k > 0 {
 			f.off = off + int64(k)
@@ -310,12 +313,15 @@ func (d *Disks[E]) Getdents(h int, b []byte) (uintptr, abi.Errno) {
 
 // Truncate is ftruncate on open file h.
 func (d *Disks[E]) Truncate(h int, size int64) abi.Errno {
+	defer d.cut() // after the unlock
 	f, m := d.mnt(h)
 	defer m.mu.Unlock()
 	if f.dir || f.flags&unix.O_ACCMODE == unix.O_RDONLY || size < 0 {
 		return abi.EINVAL
 	}
-	return m.fs.Truncate(f.ino, uint64(size))
+	e := m.fs.Truncate(f.ino, uint64(size))
+	d.resized(m, int(f.m), f.ino)
+	return e
 }
 
 // Allocate is fallocate on open file h (mode 0 or FALLOC_FL_KEEP_SIZE).
@@ -332,13 +338,25 @@ func (d *Disks[E]) Allocate(h int, mode int, off, n int64) abi.Errno {
 	case off < 0 || n <= 0:
 		return abi.EINVAL
 	}
-	return m.fs.Fallocate(f.ino, uint64(off), uint64(n), mode&unix.FALLOC_FL_KEEP_SIZE != 0)
+	e := m.fs.Fallocate(f.ino, uint64(off), uint64(n), mode&unix.FALLOC_FL_KEEP_SIZE != 0)
+	d.resized(m, int(f.m), f.ino) // grown: no cut
+	return e
 }
 
-// Sync is fsync and fdatasync on open file h: ext4's changes are on the
-// disk when its calls return; the device's flush makes them durable.
+// Sync is fsync and fdatasync on open file h: a shared writable
+// mapping's pages are written (mmap.go); ext4's changes are on the disk
+// when its calls return; the device's flush makes them durable.
 func (d *Disks[E]) Sync(h int) abi.Errno {
-	return env[E]().At(d.m[d.files[h].m].dev).Flush()
+	f, m := d.mnt(h)
+	var err abi.Errno
+	if c := d.slotOf(int(f.m), f.ino); c >= 0 {
+		err = d.writeBack(m, c)
+	}
+	m.mu.Unlock()
+	if e := env[E]().At(m.dev).Flush(); e != 0 {
+		return e
+	}
+	return err
 }
 
 // Setattr is fchmod (what: ext4.AttrMode) and fchown on open file h.

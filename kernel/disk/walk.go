@@ -22,6 +22,7 @@ func (d *Disks[E]) Walk(op int, pl *namei.Place, a *namei.Args, b []byte) (next 
 	if !m.on {
 		return next, 0, abi.ENOENT
 	}
+	defer d.cut() // a truncation's (O_TRUNC, truncate(2)), after the unlock
 	m.lock()
 	defer m.mu.Unlock()
 	dir, depth, path := pl.Ino, pl.Depth, pl.Path
@@ -219,6 +220,7 @@ func (d *Disks[E]) last(op, i int, mt int32, dir uint32, depth int, name []byte,
 			e = abi.EINVAL
 		default:
 			e = f.Truncate(ino, uint64(a.Size))
+			d.resized(m, i, ino)
 		}
 	case namei.OpChmod:
 		e = f.Setattr(ino, ext4.Attr{Mask: ext4.AttrMode, Mode: a.Mode & 0o7777})

@@ -57,7 +57,7 @@ func (s *Shares[E]) WriteBack(addr, end uintptr, h int) abi.Errno {
 			break
 		}
 		addr = e
-		if !shared || prot&mm.ProtWrite == 0 || file > 0 || h >= 0 && AreaFile(file) != h {
+		if !shared || prot&mm.ProtWrite == 0 || file > 0 || AreaFile(file) >= NumFiles || h >= 0 && AreaFile(file) != h {
 			continue
 		}
 		f := s.File(AreaFile(file))
