@@ -119,6 +119,8 @@ type service struct {
 	txPend  *stack.PacketBuffer
 	txRetry *time.Timer
 
+	flood synFlood // SYN cookies for every SYN while a flood lasts (synflood.go)
+
 	// Stopping, which only a hosted test does (hosted_test.go): quit
 	// ends the goroutines, which wg counts; files are the eventfds.
 	quit  chan struct{}
@@ -258,6 +260,7 @@ func (s *service) up(info *abi.NICInfo) error {
 	}
 	sack := tcpip.TCPSACKEnabled(true)
 	s.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	s.flood.st = s.st
 	s.link.AddNotify(s)
 
 	nicfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
@@ -459,6 +462,10 @@ func (s *service) framesIn() bool {
 			return did
 		}
 		did = true
+		// Under a flood this loop does not end while frames come: a
+		// listener's queue that overflowed turns cookies on for every
+		// SYN here, not after it.
+		s.flood.look()
 		b := buf[:r]
 		for len(b) >= 4 {
 			l := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
@@ -628,7 +635,7 @@ func (s *service) event(ev *abi.NetEvent) {
 	}
 	if ops&abi.NetOpListen != 0 {
 		c.listener = true
-		if e := c.ep.Listen(int(ev.Backlog) + 1); e != nil {
+		if e := c.ep.Listen(netstackBacklog(int(ev.Backlog))); e != nil {
 			fmt.Fprintf(os.Stderr, "netsvc: listen on port %d: %v\n", ev.LPort, e)
 		}
 	}
@@ -653,6 +660,30 @@ func (s *service) event(ev *abi.NetEvent) {
 	}
 	s.serve(c)
 }
+
+// synBacklog bounds a listener's half-open connections in the netstack:
+// a SYN that finds that many sends a SYN cookie and keeps nothing, as
+// Linux's listener does once its SYN queue holds the listen backlog.
+// Linux keeps a half-open connection in a request sock of a few hundred
+// bytes, so its bound is the backlog (Go asks for somaxconn, 4,096);
+// the netstack keeps a whole endpoint (buffers, timers, a place in the
+// demultiplexer, its SYN-ACK retransmissions), which a TCG guest makes
+// and tears down more slowly than a flood's SYNs come. With the
+// backlog as the bound, a flood from addresses that never answer never
+// filled it (each half-open connection dies when ARP for its peer
+// fails, within 3 s) and cookies never engaged ("SYN cookies sent 0"):
+// the guest spent its time on endpoints and stopped answering
+// (docs/security.md, "SYN flood").
+const synBacklog = 128
+
+// netstackBacklog is what the netstack's Listen is given for a kernel
+// listener with listen backlog b: its accept queue holds b+1 as
+// Linux's (capacity is one more than the backlog) but at most
+// synBacklog+1. The endpoints wait there only until the service passes
+// them to the kernel's queue, which holds the backlog itself; and the
+// netstack's listener switches to cookies when its half-open
+// connections reach capacity-1.
+func netstackBacklog(b int) int { return min(b, synBacklog) + 1 }
 
 // abortHeld drops the connection a listener holds for the kernel's full
 // queue.
@@ -895,9 +926,12 @@ func Diag() string {
 	s.nicMu.Unlock()
 	st := s.st.Stats().TCP
 	info, _ := s.k.NICInfo()
+	s.flood.mu.Lock()
+	floods, flooding := s.flood.engaged, s.flood.on
+	s.flood.mu.Unlock()
 	return fmt.Sprintf("netsvc: endpoints %v, %d held for a full queue; TCP: %d established, %d passive opens, %d resets sent, %d received, "+
-		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d; NIC: %d frames in, %d out, %d dropped, %d transmit-full",
+		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d, cookies for every SYN %d times (now %v); NIC: %d frames in, %d out, %d dropped, %d transmit-full",
 		states, held, st.CurrentEstablished.Value(), st.PassiveConnectionOpenings.Value(), st.ResetsSent.Value(), st.ResetsReceived.Value(),
 		st.ListenOverflowSynDrop.Value(), st.ListenOverflowAckDrop.Value(), st.ListenOverflowSynCookieSent.Value(), st.ListenOverflowSynCookieRcvd.Value(),
-		info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
+		floods, flooding, info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
 }
