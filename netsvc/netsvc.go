@@ -81,6 +81,7 @@ type conn struct {
 	wq       *waiter.Queue
 	entry    waiter.Entry
 	listener bool
+	lport    uint16 // a listener's port
 
 	connecting bool
 	rx         []byte // received, not yet taken by the kernel
@@ -477,6 +478,10 @@ func (s *service) framesIn() bool {
 				b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
 				continue
 			}
+			if !s.flood.admit(b[4 : 4+l]) { // a flood's SYN the listeners are too far behind for
+				b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
+				continue
+			}
 			// MakeWithData copies the frame into a pooled chunk: buf is
 			// free again at once.
 			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(b[4 : 4+l])})
@@ -599,8 +604,7 @@ func (s *service) event(ev *abi.NetEvent) {
 		// A socket connecting again (its last connection failed or was
 		// reset): a fresh endpoint; the old one goes.
 		c.ep.Abort()
-		c.wq.EventUnregister(&c.entry)
-		delete(s.conns, c.id)
+		s.forget(c)
 		c = nil
 	}
 	if c == nil && ops&(abi.NetOpConnect|abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
@@ -634,10 +638,16 @@ func (s *service) event(ev *abi.NetEvent) {
 		}
 	}
 	if ops&abi.NetOpListen != 0 {
-		c.listener = true
-		if e := c.ep.Listen(netstackBacklog(int(ev.Backlog))); e != nil {
+		if e := c.ep.Listen(int(ev.Backlog) + 1); e != nil {
 			fmt.Fprintf(os.Stderr, "netsvc: listen on port %d: %v\n", ev.LPort, e)
 		}
+		if !c.listener {
+			if a, e := c.ep.GetLocalAddress(); e == nil {
+				c.lport = a.Port
+				s.flood.listen(a.Port)
+			}
+		}
+		c.listener = true
 	}
 	if ops&abi.NetOpTx != 0 {
 		c.txMore = true
@@ -661,30 +671,6 @@ func (s *service) event(ev *abi.NetEvent) {
 	s.serve(c)
 }
 
-// synBacklog bounds a listener's half-open connections in the netstack:
-// a SYN that finds that many sends a SYN cookie and keeps nothing, as
-// Linux's listener does once its SYN queue holds the listen backlog.
-// Linux keeps a half-open connection in a request sock of a few hundred
-// bytes, so its bound is the backlog (Go asks for somaxconn, 4,096);
-// the netstack keeps a whole endpoint (buffers, timers, a place in the
-// demultiplexer, its SYN-ACK retransmissions), which a TCG guest makes
-// and tears down more slowly than a flood's SYNs come. With the
-// backlog as the bound, a flood from addresses that never answer never
-// filled it (each half-open connection dies when ARP for its peer
-// fails, within 3 s) and cookies never engaged ("SYN cookies sent 0"):
-// the guest spent its time on endpoints and stopped answering
-// (docs/security.md, "SYN flood").
-const synBacklog = 128
-
-// netstackBacklog is what the netstack's Listen is given for a kernel
-// listener with listen backlog b: its accept queue holds b+1 as
-// Linux's (capacity is one more than the backlog) but at most
-// synBacklog+1. The endpoints wait there only until the service passes
-// them to the kernel's queue, which holds the backlog itself; and the
-// netstack's listener switches to cookies when its half-open
-// connections reach capacity-1.
-func netstackBacklog(b int) int { return min(b, synBacklog) + 1 }
-
 // abortHeld drops the connection a listener holds for the kernel's full
 // queue.
 func (s *service) abortHeld(c *conn) {
@@ -701,12 +687,20 @@ func (s *service) fail(id uint64, ops uint32, e syscall.Errno) {
 }
 
 func (s *service) release(c *conn) {
-	c.wq.EventUnregister(&c.entry)
-	delete(s.conns, c.id)
+	s.forget(c)
 	s.mu.Lock()
 	delete(s.dirty, c)
 	s.mu.Unlock()
 	s.call(&abi.NetCall{Op: abi.NetRelease, Sock: c.id})
+}
+
+// forget drops the service's record of c.
+func (s *service) forget(c *conn) {
+	c.wq.EventUnregister(&c.entry)
+	delete(s.conns, c.id)
+	if c.listener {
+		s.flood.unlisten(c.lport)
+	}
 }
 
 // serve moves what can move for one socket.
@@ -737,6 +731,7 @@ func (s *service) accept(c *conn) {
 				return
 			}
 			c.held, c.heldWQ, c.heldPeer = ep, wq, peer
+			s.flood.proven(peer.Addr)
 		}
 		local, _ := c.held.GetLocalAddress()
 		a := abi.NetCall{Op: abi.NetAccepted, Sock: c.id, LPort: local.Port, RPort: c.heldPeer.Port,
@@ -927,11 +922,11 @@ func Diag() string {
 	st := s.st.Stats().TCP
 	info, _ := s.k.NICInfo()
 	s.flood.mu.Lock()
-	floods, flooding := s.flood.engaged, s.flood.on
+	floods, flooding, early := s.flood.engaged, s.flood.on, s.flood.dropped
 	s.flood.mu.Unlock()
 	return fmt.Sprintf("netsvc: endpoints %v, %d held for a full queue; TCP: %d established, %d passive opens, %d resets sent, %d received, "+
-		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d, cookies for every SYN %d times (now %v); NIC: %d frames in, %d out, %d dropped, %d transmit-full",
+		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d, cookies for every SYN %d times (now %v), %d SYNs dropped early; NIC: %d frames in, %d out, %d dropped, %d transmit-full",
 		states, held, st.CurrentEstablished.Value(), st.PassiveConnectionOpenings.Value(), st.ResetsSent.Value(), st.ResetsReceived.Value(),
 		st.ListenOverflowSynDrop.Value(), st.ListenOverflowAckDrop.Value(), st.ListenOverflowSynCookieSent.Value(), st.ListenOverflowSynCookieRcvd.Value(),
-		floods, flooding, info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
+		floods, flooding, early, info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,17 +153,19 @@ func startHealth(url string, get func(string) ([]byte, error), stop <-chan struc
 	return h
 }
 
-// guestProfile: with YOLK_LOAD_PROFILE=FILE, the guest's CPU profile of
-// the next secs seconds into FILE (go tool pprof -top FILE), asked for
-// now over a connection of its own, answered when they are over; the
-// channel closes when it is written (at once without the variable).
-func guestProfile(logf func(string, ...any), base string, secs int, tr *http.Transport) <-chan struct{} {
+// guestProfile: with YOLK_LOAD_PROFILE=DIR (make load's LOAD_PROFILE),
+// the guest's CPU profile of the next secs seconds into DIR/name.prof
+// (go tool pprof -top FILE), asked for now over a connection of its
+// own, answered when they are over; the channel closes when it is
+// written (at once without the variable).
+func guestProfile(logf func(string, ...any), name, base string, secs int, tr *http.Transport) <-chan struct{} {
 	done := make(chan struct{})
-	file := os.Getenv("YOLK_LOAD_PROFILE")
-	if file == "" {
+	dir := os.Getenv("YOLK_LOAD_PROFILE")
+	if dir == "" {
 		close(done)
 		return done
 	}
+	file := filepath.Join(dir, name+".prof")
 	go func() {
 		defer close(done)
 		c := &http.Client{Timeout: time.Duration(secs+120) * time.Second, Transport: tr}
@@ -509,7 +512,7 @@ func loadClient(ctx context.Context, base string, ports []int, conns, slow int, 
 	}
 	h.phase.Store("hold")
 	// The guest's profile of the hold, with YOLK_LOAD_PROFILE.
-	prof := guestProfile(func(f string, a ...any) { r.profile = fmt.Sprintf(f, a...) }, base, int(hold/time.Second),
+	prof := guestProfile(func(f string, a ...any) { r.profile = fmt.Sprintf(f, a...) }, "TestLoad", base, int(hold/time.Second),
 		&http.Transport{DisableKeepAlives: true, DialContext: loadDialer.DialContext})
 	time.Sleep(hold)
 	<-prof
@@ -623,7 +626,7 @@ func TestLoadSYNFlood(t *testing.T) {
 		}
 		// The guest's profile from just before the flood until 20 s
 		// after it.
-		profDone := guestProfile(t.Logf, base, secs+20, &http.Transport{DisableKeepAlives: true})
+		profDone := guestProfile(t.Logf, t.Name(), base, secs+20, &http.Transport{DisableKeepAlives: true})
 		stop := make(chan struct{})
 		h := startHealth(base+"/health", get, stop)
 		h.phase.Store("flood")
