@@ -132,13 +132,15 @@ soak: qemu image
 # forwards, slow writers and readers for LOAD_HOLD seconds, every health
 # check within LOAD_BOUND (1s), the pools back afterwards; and the SYN
 # flood over a tap link (root). make test runs 1,000 connections.
+# LOAD_PROFILE=DIR (absolute) keeps the guest's CPU profiles there.
 LOAD_CONNS ?= 10000
 LOAD_HOLD  ?= 30
 LOAD_BOUND ?= 1s
 FLOOD_RATE ?= 2000
+LOAD_PROFILE ?=
 load: qemu
 	mkdir -p out
-	{ YOLK_LOAD_CONNS=$(LOAD_CONNS) YOLK_LOAD_HOLD=$(LOAD_HOLD) YOLK_LOAD_BOUND=$(LOAD_BOUND) YOLK_FLOOD_RATE=$(FLOOD_RATE) \
+	{ YOLK_LOAD_CONNS=$(LOAD_CONNS) YOLK_LOAD_HOLD=$(LOAD_HOLD) YOLK_LOAD_BOUND=$(LOAD_BOUND) YOLK_FLOOD_RATE=$(FLOOD_RATE) YOLK_LOAD_PROFILE=$(LOAD_PROFILE) \
 	  $(GO) test -count=1 -timeout 60m -v -run '^TestLoad(SYNFlood)?$$' ./qemu/ 2>&1; echo $$? > out/load.status; } | tee out/load.txt
 	exit $$(cat out/load.status)
 

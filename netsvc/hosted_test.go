@@ -637,6 +637,7 @@ func (h *hosted) shut() {
 // stop ends the service's goroutines and its netstack's.
 func (s *service) stop() {
 	close(s.quit)
+	s.flood.stop()
 	s.wake()
 	for _, f := range s.files {
 		f.Close() // the waiters' reads end

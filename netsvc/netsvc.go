@@ -77,6 +77,7 @@ type conn struct {
 	wq       *waiter.Queue
 	entry    waiter.Entry
 	listener bool
+	lport    uint16 // a listener's port
 
 	connecting bool
 	rx         []byte // received, not yet taken by the kernel
@@ -118,6 +119,8 @@ type service struct {
 	txOut   []byte
 	txOff   int
 	txRetry *time.Timer
+
+	flood synFlood // SYN cookies for every SYN while a flood lasts (synflood.go)
 
 	// Stopping, which only a hosted test does (hosted_test.go): quit
 	// ends the goroutines, which wg counts; files are the eventfds.
@@ -262,6 +265,7 @@ func (s *service) up(info *abi.NICInfo) error {
 	}
 	sack := tcpip.TCPSACKEnabled(true)
 	s.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
+	s.flood.st = s.st
 
 	nicfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -460,6 +464,10 @@ func (s *service) framesIn() bool {
 			return did
 		}
 		did = true
+		// Under a flood this loop does not end while frames come: a
+		// listener's queue that overflowed turns cookies on for every
+		// SYN here, not after it.
+		s.flood.look()
 		b := buf[:r]
 		for len(b) >= 4 {
 			l := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
@@ -471,6 +479,8 @@ func (s *service) framesIn() bool {
 			switch {
 			case s.dhcpIn != nil && isDHCPReply(f):
 				s.dhcpFrameIn(bytes.Clone(f))
+			case !s.flood.admit(f):
+				// A flood's SYN the listeners are too far behind for.
 			case d != nil:
 				s.link.deliver(d, f)
 			}
@@ -595,8 +605,7 @@ func (s *service) event(ev *abi.NetEvent) {
 		// A socket connecting again (its last connection failed or was
 		// reset): a fresh endpoint; the old one goes.
 		c.ep.Abort()
-		c.wq.EventUnregister(&c.entry)
-		delete(s.conns, c.id)
+		s.forget(c)
 		c = nil
 	}
 	if c == nil && ops&(abi.NetOpConnect|abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
@@ -630,10 +639,16 @@ func (s *service) event(ev *abi.NetEvent) {
 		}
 	}
 	if ops&abi.NetOpListen != 0 {
-		c.listener = true
 		if e := c.ep.Listen(int(ev.Backlog) + 1); e != nil {
 			fmt.Fprintf(os.Stderr, "netsvc: listen on port %d: %v\n", ev.LPort, e)
 		}
+		if !c.listener {
+			if a, e := c.ep.GetLocalAddress(); e == nil {
+				c.lport = a.Port
+				s.flood.listen(a.Port)
+			}
+		}
+		c.listener = true
 	}
 	if ops&abi.NetOpTx != 0 {
 		c.txMore = true
@@ -673,12 +688,20 @@ func (s *service) fail(id uint64, ops uint32, e syscall.Errno) {
 }
 
 func (s *service) release(c *conn) {
-	c.wq.EventUnregister(&c.entry)
-	delete(s.conns, c.id)
+	s.forget(c)
 	s.mu.Lock()
 	delete(s.dirty, c)
 	s.mu.Unlock()
 	s.call(&abi.NetCall{Op: abi.NetRelease, Sock: c.id})
+}
+
+// forget drops the service's record of c.
+func (s *service) forget(c *conn) {
+	c.wq.EventUnregister(&c.entry)
+	delete(s.conns, c.id)
+	if c.listener {
+		s.flood.unlisten(c.lport)
+	}
 }
 
 // serve moves what can move for one socket.
@@ -709,6 +732,7 @@ func (s *service) accept(c *conn) {
 				return
 			}
 			c.held, c.heldWQ, c.heldPeer = ep, wq, peer
+			s.flood.proven(peer.Addr)
 		}
 		local, _ := c.held.GetLocalAddress()
 		a := abi.NetCall{Op: abi.NetAccepted, Sock: c.id, LPort: local.Port, RPort: c.heldPeer.Port,
@@ -898,9 +922,12 @@ func Diag() string {
 	s.nicMu.Unlock()
 	st := s.st.Stats().TCP
 	info, _ := s.k.NICInfo()
+	s.flood.mu.Lock()
+	floods, flooding, early := s.flood.engaged, s.flood.on, s.flood.dropped
+	s.flood.mu.Unlock()
 	return fmt.Sprintf("netsvc: endpoints %v, %d held for a full queue; TCP: %d established, %d passive opens, %d resets sent, %d received, "+
-		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d; NIC: %d frames in, %d out, %d dropped, %d transmit-full",
+		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d, cookies for every SYN %d times (now %v), %d SYNs dropped early; NIC: %d frames in, %d out, %d dropped, %d transmit-full",
 		states, held, st.CurrentEstablished.Value(), st.PassiveConnectionOpenings.Value(), st.ResetsSent.Value(), st.ResetsReceived.Value(),
 		st.ListenOverflowSynDrop.Value(), st.ListenOverflowAckDrop.Value(), st.ListenOverflowSynCookieSent.Value(), st.ListenOverflowSynCookieRcvd.Value(),
-		info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
+		floods, flooding, early, info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
 }

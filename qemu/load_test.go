@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,6 +153,36 @@ func startHealth(url string, get func(string) ([]byte, error), stop <-chan struc
 	return h
 }
 
+// guestProfile: with YOLK_LOAD_PROFILE=DIR (make load's LOAD_PROFILE),
+// the guest's CPU profile of the next secs seconds into DIR/name.prof
+// (go tool pprof -top FILE), asked for now over a connection of its
+// own, answered when they are over; the channel closes when it is
+// written (at once without the variable).
+func guestProfile(logf func(string, ...any), name, base string, secs int, tr *http.Transport) <-chan struct{} {
+	done := make(chan struct{})
+	dir := os.Getenv("YOLK_LOAD_PROFILE")
+	if dir == "" {
+		close(done)
+		return done
+	}
+	file := filepath.Join(dir, name+".prof")
+	go func() {
+		defer close(done)
+		c := &http.Client{Timeout: time.Duration(secs+120) * time.Second, Transport: tr}
+		r, err := c.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs))
+		if err == nil {
+			var b []byte
+			if b, err = io.ReadAll(r.Body); err == nil {
+				err = os.WriteFile(file, b, 0o644)
+			}
+			r.Body.Close()
+		}
+		logf("the guest's profile of %d s (%s): %v", secs, file, err)
+	}()
+	time.Sleep(500 * time.Millisecond) // its connection is there before the load
+	return done
+}
+
 // loadRun is one load run's outcome.
 type loadRun struct {
 	conns, slow  int
@@ -166,6 +197,7 @@ type loadRun struct {
 	over         int           // health checks over a second
 	dialing      time.Duration // the dials' time, summed
 	diag         string        // the service's counters at the end
+	profile      string        // the guest's profile of the hold, if asked for
 }
 
 const loadForwards = 32
@@ -247,6 +279,9 @@ func TestLoad(t *testing.T) {
 		r.conns, r.refused, r.fill.Round(time.Millisecond), r.dialing.Round(time.Millisecond), r.slow, r.slow, r.hold, r.checks,
 		r.slowest.Round(time.Millisecond), r.over, r.before, r.peak, r.after, time.Since(start).Round(time.Second))
 	t.Log(r.diag)
+	if r.profile != "" {
+		t.Log(r.profile)
+	}
 	if r.err != nil {
 		t.Fatalf("%v\n%s", r.err, out)
 	}
@@ -476,7 +511,11 @@ func loadClient(ctx context.Context, base string, ports []int, conns, slow int, 
 		}()
 	}
 	h.phase.Store("hold")
+	// The guest's profile of the hold, with YOLK_LOAD_PROFILE.
+	prof := guestProfile(func(f string, a ...any) { r.profile = fmt.Sprintf(f, a...) }, "TestLoad", base, int(hold/time.Second),
+		&http.Transport{DisableKeepAlives: true, DialContext: loadDialer.DialContext})
 	time.Sleep(hold)
+	<-prof
 	if s, err := stats(false); err == nil && s.fds > r.peak.fds {
 		r.peak = s
 	}
@@ -548,6 +587,8 @@ func TestLoadSYNFlood(t *testing.T) {
 		bad                   []string
 		before, during, after loadStats
 		err                   error
+		diag                  string        // the service's counters at the end
+		recovered             time.Duration // from the flood's end to the first /stats answered (0: none in 2 minutes)
 	}
 	var (
 		once   sync.Once
@@ -583,6 +624,9 @@ func TestLoadSYNFlood(t *testing.T) {
 			o.err = fmt.Errorf("/stats before: %v", err)
 			return
 		}
+		// The guest's profile from just before the flood until 20 s
+		// after it.
+		profDone := guestProfile(t.Logf, t.Name(), base, secs+20, &http.Transport{DisableKeepAlives: true})
 		stop := make(chan struct{})
 		h := startHealth(base+"/health", get, stop)
 		h.phase.Store("flood")
@@ -604,15 +648,34 @@ func TestLoadSYNFlood(t *testing.T) {
 				}
 			}
 		}
-		o.during, _ = stats()
+		// How long after the flood the guest answers: /stats over a
+		// new connection, each try given 2 s (a SYN the host or the
+		// guest dropped is sent again after 1 s), for up to 2 minutes.
+		flooded := time.Now()
 		h.phase.Store("after")
+		quick := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		for end := flooded.Add(2 * time.Minute); time.Now().Before(end); {
+			if r, err := quick.Get(base + "/stats"); err == nil {
+				b, _ := io.ReadAll(r.Body)
+				r.Body.Close()
+				o.during, _ = parseLoadStats(b)
+				o.recovered = time.Since(flooded)
+				break
+			}
+		}
+		// Then until the counters are back (a failed /stats is tried
+		// again within the minute).
 		for end := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-			if o.after, err = stats(); err != nil || o.after.sockets == o.before.sockets && o.after.pages == o.before.pages || time.Now().After(end) {
+			if o.after, err = stats(); err == nil && o.after.sockets == o.before.sockets && o.after.pages == o.before.pages || time.Now().After(end) {
 				break
 			}
 		}
 		close(stop)
 		<-h.done
+		<-profDone
+		if b, err := get(base + "/diag"); err == nil {
+			o.diag = strings.TrimSpace(string(b))
+		}
 		o.checks, o.over, o.slowest, o.bad = h.n, h.over, h.slowest, h.bad
 		if err != nil {
 			o.err = fmt.Errorf("/stats after: %v", err)
@@ -644,8 +707,9 @@ func TestLoadSYNFlood(t *testing.T) {
 	default:
 		t.Fatalf("the guest never served (exit %d):\n%s", res.ExitCode, out)
 	}
-	t.Logf("%d SYNs in %d s (rate %d/s asked) from 150 silent addresses; health checks %d, slowest %v, %d over a second; before: %v; during: %v; after: %v",
-		o.sent, secs, rate, o.checks, o.slowest.Round(time.Millisecond), o.over, o.before, o.during, o.after)
+	t.Logf("%d SYNs in %d s (rate %d/s asked) from 150 silent addresses; health checks %d, slowest %v, %d over a second; before: %v; just after: %v; after: %v; the first answer %v after the flood",
+		o.sent, secs, rate, o.checks, o.slowest.Round(time.Millisecond), o.over, o.before, o.during, o.after, o.recovered.Round(time.Millisecond))
+	t.Log(o.diag)
 	if o.err != nil {
 		t.Fatalf("%v\n%s", o.err, out)
 	}

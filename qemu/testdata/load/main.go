@@ -13,6 +13,8 @@
 //	/diag    the network service's counters (netsvc.Diag)
 //	/big     16 MiB, for slow readers
 //	/quit    ends the program
+//	/debug/pprof/profile?seconds=N  a CPU profile of the next N seconds
+//	         (net/http/pprof's: the load tests' YOLK_LOAD_PROFILE)
 //
 // At start it checks accept4 on a full descriptor table over loopback:
 // EMFILE, the connection stays queued, and once a descriptor is free
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -82,6 +85,7 @@ func main() {
 		fmt.Fprintf(w, "fds %d sockets %d pages %d free %d\n", len(ents), s.Sockets, s.SocketPages, s.FramesFree)
 	})
 	mux.HandleFunc("/diag", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, netsvc.Diag()) })
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		for i := 0; i < 16; i++ {
 			if _, err := w.Write(big); err != nil {
