@@ -5,10 +5,8 @@ import (
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
-	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
 
 	"yolk/kernel/abi"
 )
@@ -19,10 +17,7 @@ import (
 //
 //   - Receive: the loop hands it the records of a SysNICRecv (many frames
 //     a call); each frame is copied once, into a pooled chunk, its
-//     Ethernet header consumed, its IPv4 TCP checksums checked once, and
-//     given to gVisor's GRO, which (when groEnabled) coalesces a batch's
-//     in-order TCP segments of one flow into one packet before the stack
-//     sees them (Flush at the end of a batch); off, it hands each on.
+//     Ethernet header consumed, and handed up in the loop's goroutine.
 //   - Transmit: WritePackets (any goroutine of the stack) copies each
 //     packet's bytes straight into a record of the transmit batch — no
 //     clone of the packet, no view, nothing kept that the stack must
@@ -38,8 +33,6 @@ type nicLink struct {
 	addr       tcpip.LinkAddress
 	notify     func() // wakes the loop: frames to send
 
-	gro gro.GRO // the loop's alone (deliver)
-
 	txMu      sync.Mutex
 	tx        []byte // records waiting for the loop
 	txFrames  int
@@ -48,17 +41,8 @@ type nicLink struct {
 
 const txMaxFrames = 1024
 
-// groEnabled turns GRO on for links made after. Off: with it on, the
-// guest's TestWireTCPOut (320 kB echoed through QEMU's user network)
-// stalls until its timeout on microvm and virt at 2 CPUs while every
-// hosted test passes; not diagnosed yet (docs/net.md, "The link
-// endpoint"). TestLinkGRO turns it on.
-var groEnabled = false
-
 func newNICLink(mtu uint32, addr tcpip.LinkAddress, notify func()) *nicLink {
-	l := &nicLink{mtu: mtu, addr: addr, notify: notify}
-	l.gro.Init(groEnabled)
-	return l
+	return &nicLink{mtu: mtu, addr: addr, notify: notify}
 }
 
 // MTU is the largest IP packet.
@@ -189,37 +173,7 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte) {
 		pkt.PktType = tcpip.PacketOtherHost
 	}
 	pkt.NetworkProtocolNumber = eth.Type()
-	l.gro.Dispatcher = d
-	if pkt.NetworkProtocolNumber == header.IPv4ProtocolNumber {
-		pkt.RXChecksumValidated = validTCP4(frame[header.EthernetMinimumSize:])
-	}
-	l.gro.Enqueue(pkt)
-}
-
-// validTCP4 reports whether ip is an unfragmented IPv4 TCP segment whose
-// IP and TCP checksums hold. GRO needs that said (its own check sums the
-// packet from the wrong offset once the Ethernet header is consumed:
-// PacketData.ChecksumAtOffset counts from the buffer's start), and the
-// stack then skips its own check, so the sums are made once either way.
-func validTCP4(b []byte) bool {
-	ip := header.IPv4(b)
-	if len(b) < header.IPv4MinimumSize || !ip.IsValid(len(b)) || ip.Protocol() != uint8(header.TCPProtocolNumber) ||
-		ip.FragmentOffset() != 0 || ip.Flags()&header.IPv4FlagMoreFragments != 0 || !ip.IsChecksumValid() {
-		return false
-	}
-	tcp := header.TCP(ip.Payload())
-	if len(tcp) < header.TCPMinimumSize || int(tcp.DataOffset()) < header.TCPMinimumSize || int(tcp.DataOffset()) > len(tcp) {
-		return false
-	}
-	payload := tcp[tcp.DataOffset():]
-	return tcp.IsChecksumValid(ip.SourceAddress(), ip.DestinationAddress(), checksum.Checksum(payload, 0), uint16(len(payload)))
-}
-
-// flush ends a batch: GRO gives the stack what it holds.
-func (l *nicLink) flush() {
-	if l.gro.Dispatcher != nil {
-		l.gro.Flush()
-	}
+	d.DeliverNetworkPacket(pkt.NetworkProtocolNumber, pkt)
 }
 
 // dispatcherOf is the stack's dispatcher (nil before the NIC exists).

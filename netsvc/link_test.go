@@ -3,20 +3,14 @@ package netsvc
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
-	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
-
-	"yolk/kernel/net/nettest"
 )
 
 // sendOnly is a kernel whose NIC takes room more records (EAGAIN
@@ -153,97 +147,6 @@ func sizes(calls [][][]byte) [][]int {
 		r = append(r, s)
 	}
 	return r
-}
-
-// TestLinkGRO: segments of one connection that wait in the NIC's ring
-// together reach the stack as fewer, larger segments (GRO over the batch a
-// SysNICRecv takes), and the bytes arrive whole. The test holds the loop
-// off the NIC while the peer sends, then takes the frames in itself.
-func TestLinkGRO(t *testing.T) {
-	groEnabled = true
-	defer func() { groEnabled = false }()
-	h := newHosted(t, hostedOpts{})
-	defer h.finish()
-	c, err := h.dial(tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(svcIP), Port: echoPort}, 0x0800, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := roundTrip(c, []byte("established")); err != nil { // the service's end accepted and served
-		t.Fatal(err)
-	}
-	msg := frameOf(12000, 7) // nine full segments: within a new connection's first window (ten)
-	h.s.nicMu.Lock()
-	frames0 := h.k.Waiting()
-	if _, err := c.Write(msg); err != nil {
-		h.s.nicMu.Unlock()
-		t.Fatal(err)
-	}
-	// Until the peer has sent its window (well within its first
-	// retransmission timeout, a second).
-	end := time.Now().Add(300 * time.Millisecond)
-	for h.k.Waiting() < frames0+9 && time.Now().Before(end) {
-		time.Sleep(time.Millisecond)
-	}
-	waiting := h.k.Waiting()
-	unpush(t, h.k)
-	segs0 := h.s.st.Stats().IP.PacketsReceived.Value()
-	h.s.framesIn() // as the loop: IP counts each packet as it is handed one
-	segs := h.s.st.Stats().IP.PacketsReceived.Value() - segs0
-	h.s.nicMu.Unlock()
-	h.s.wake()
-	t.Logf("%d frames waited together; IP saw %d packets", waiting, segs)
-	if waiting < 9 {
-		t.Fatalf("only %d frames waited in the ring", waiting)
-	}
-	if segs == 0 || segs > uint64(waiting)/3 {
-		t.Fatalf("IP saw %d packets for %d frames that waited together: no coalescing", segs, waiting)
-	}
-	got := make([]byte, len(msg))
-	c.SetDeadline(time.Now().Add(bound))
-	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
-		t.Fatalf("echo of %d bytes: %v (equal %v)", len(msg), err, bytes.Equal(got, msg))
-	}
-}
-
-// unpush takes the frames waiting in k's ring and puts them back with
-// TCP's PSH flag cleared on every data segment but the last, as Linux and
-// BSD stacks (slirp's) send a stream; gVisor's peer sets it on each, and
-// GRO stops at a pushed segment.
-func unpush(t *testing.T, k *nettest.Kernel) {
-	buf := make([]byte, 256<<10)
-	n, e := k.NICRecv(buf)
-	if e != 0 {
-		t.Fatalf("NICRecv: %v", e)
-	}
-	var frames [][]byte
-	for b := buf[:n]; len(b) >= 4; {
-		l := int(b[0]) | int(b[1])<<8
-		frames = append(frames, bytes.Clone(b[4:4+l]))
-		b = b[(4+l+3)&^3:]
-	}
-	last := -1
-	for i, f := range frames {
-		if len(f) > 14+20+20 && f[12] == 8 && f[13] == 0 && f[14+9] == 6 {
-			last = i
-		}
-	}
-	for i, f := range frames {
-		if i != last && len(f) > 14+20+20 && f[12] == 8 && f[13] == 0 && f[14+9] == 6 {
-			ip := header.IPv4(f[14:])
-			tcp := header.TCP(ip.Payload())
-			if len(tcp.Payload()) > 0 {
-				// RFC 1624's incremental update of the word holding the flags.
-				m := uint16(tcp[12])<<8 | uint16(tcp[13])
-				tcp.SetFlags(uint8(tcp.Flags() &^ header.TCPFlagPsh))
-				m2 := uint16(tcp[12])<<8 | uint16(tcp[13])
-				tcp.SetChecksum(^checksum.Combine(checksum.Combine(^tcp.Checksum(), ^m), m2))
-			}
-		}
-		if !k.Inject(f, bound) {
-			t.Fatal("the ring is full")
-		}
-	}
 }
 
 // discard is a kernel whose NIC takes every frame.

@@ -485,7 +485,6 @@ func (s *service) framesIn() bool {
 				s.link.deliver(d, f)
 			}
 		}
-		s.link.flush() // the batch's coalesced segments up the stack
 	}
 }
 
