@@ -155,8 +155,14 @@ func (f *FS[E]) groupBitmap(g uint32, inode bool) (gr group, di int, d []byte, b
 	return
 }
 
-// allocBlocks allocates up to n contiguous free blocks, the first at or
-// after goal if it can: the first block and how many.
+// allocBlocks allocates up to n contiguous free blocks near goal: the
+// first block and how many. In goal's group (then in each next one) it
+// takes the first free run of n blocks at or after goal (wrapping to the
+// group's start), else the group's longest free run — not the first free
+// block, which left files in single blocks scattered through the holes
+// earlier deletions made, where Linux's allocator (mballoc) finds them
+// whole runs: the differential test's files had their extents spill into
+// an extent tree block.
 func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
 	if goal < uint64(f.firstData) || goal >= f.blocks {
 		goal = uint64(f.firstData)
@@ -178,25 +184,13 @@ func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
 		if e != 0 {
 			return 0, 0, e
 		}
-		b := f.data(bi)
-		cnt := f.groupBlocks(g)
-		got, run := uint32(0), uint32(0)
-		for pass := 0; pass < 2 && run == 0; pass++ {
-			for x := from; x < cnt; x++ {
-				if !testBit(b, x) {
-					got = x
-					for run = 0; got+run < cnt && run < n && !testBit(b, got+run); run++ {
-					}
-					break
-				}
-			}
-			from = 0
-		}
+		got, run := freeRun(f.data(bi), from, f.groupBlocks(g), n)
 		if run == 0 {
 			f.put(bi)
 			f.put(di)
 			continue
 		}
+		b := f.data(bi)
 		for x := got; x < got+run; x++ {
 			setBit(b, x)
 		}
@@ -210,6 +204,40 @@ func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
 		return f.groupStart(g) + uint64(got), run, 0
 	}
 	return 0, 0, ENOSPC
+}
+
+// freeRun finds in bitmap b of cnt blocks the first run of n clear bits
+// starting at or after from, then from the start; failing that the
+// longest run (the first of them), at most n long. run 0: none free.
+func freeRun(b []byte, from, cnt, n uint32) (got, run uint32) {
+	for pass := 0; pass < 2 && run < n; pass++ {
+		lo, hi := from, cnt
+		if pass == 1 {
+			if from == 0 {
+				break
+			}
+			lo, hi = 0, min(from, cnt)
+		}
+		for x := lo; x < hi && run < n; {
+			if x&7 == 0 && x+8 <= hi && b[x>>3] == 0xFF {
+				x += 8
+				continue
+			}
+			if testBit(b, x) {
+				x++
+				continue
+			}
+			y := x
+			for y < cnt && y-x < n && !testBit(b, y) {
+				y++
+			}
+			if y-x > run {
+				got, run = x, y-x
+			}
+			x = y
+		}
+	}
+	return got, run
 }
 
 // freeBlocks frees n blocks from blk (within one group or across).
