@@ -156,14 +156,27 @@ func (f *FS[E]) groupBitmap(g uint32, inode bool) (gr group, di int, d []byte, b
 }
 
 // allocBlocks allocates up to n contiguous free blocks near goal: the
-// first block and how many. In goal's group (then in each next one) it
-// takes the first free run of n blocks at or after goal (wrapping to the
-// group's start), else the group's longest free run — not the first free
-// block, which left files in single blocks scattered through the holes
-// earlier deletions made, where Linux's allocator (mballoc) finds them
-// whole runs: the differential test's files had their extents spill into
-// an extent tree block.
+// first block and how many (allocRun with a span of n).
 func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
+	return f.allocRun(goal, n, n)
+}
+
+// dataSpan is the free run a file's data blocks are placed in when a
+// write asks for fewer (the kernel writes a page at a time): the next
+// write's goal, the block after, is then free too.
+const dataSpan = 16
+
+// allocRun allocates up to n contiguous free blocks near goal: the goal
+// block and those free after it if the goal is free (the file's last
+// extent grows); else, in goal's group and then in each next one, the
+// start of the first free run of span blocks at or after goal (wrapping
+// to the group's start), or failing one the group's longest free run.
+// Taking the first free block and what followed it, as before, scattered
+// a file over the one-block holes deletions left, its extents spilling
+// into a tree block Linux's allocator (mballoc, delayed allocation) does
+// not need for the same file: the differential test against Linux found
+// it.
+func (f *FS[E]) allocRun(goal uint64, n, span uint32) (uint64, uint32, Errno) {
 	if goal < uint64(f.firstData) || goal >= f.blocks {
 		goal = uint64(f.firstData)
 	}
@@ -184,13 +197,20 @@ func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
 		if e != 0 {
 			return 0, 0, e
 		}
-		got, run := freeRun(f.data(bi), from, f.groupBlocks(g), n)
+		b, cnt := f.data(bi), f.groupBlocks(g)
+		var got, run uint32
+		if k == 0 && from < cnt && !testBit(b, from) {
+			for got = from; got+run < cnt && run < n && !testBit(b, got+run); run++ {
+			}
+		} else {
+			got, run = freeRun(b, from, cnt, max(span, n))
+			run = min(run, n)
+		}
 		if run == 0 {
 			f.put(bi)
 			f.put(di)
 			continue
 		}
-		b := f.data(bi)
 		for x := got; x < got+run; x++ {
 			setBit(b, x)
 		}
