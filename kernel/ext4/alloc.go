@@ -161,10 +161,11 @@ func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
 	return f.allocRun(goal, n, n)
 }
 
-// dataSpan is the free run a file's data blocks are placed in when a
-// write asks for fewer (the kernel writes a page at a time): the next
-// write's goal, the block after, is then free too.
-const dataSpan = 16
+// dataSpan is the free run, in bytes, a file's data blocks are placed in
+// when a write asks for fewer (the kernel writes a page at a time): the
+// next writes' goals, the blocks after, are then free too (16 blocks of
+// 4 KiB, 64 of 1 KiB).
+const dataSpan = 64 << 10
 
 // allocRun allocates up to n contiguous free blocks near goal: the goal
 // block and those free after it if the goal is free (the file's last

@@ -7,7 +7,7 @@ import (
 	"yolk/kernel/ext4"
 )
 
-// TestAllocRuns: a file written in one call, or a block at a time as the
+// TestAllocRuns (4 KiB blocks, and 1 KiB): a file written in one call, or a block at a time as the
 // kernel writes, onto a disk whose free space near its goal is single
 // blocks (every other one-block file removed) gets whole runs, as Linux's
 // allocator gives it, not one block from each hole: its extents stay in the inode (no extent tree block, so Blocks is
@@ -15,13 +15,19 @@ import (
 // (qemu/diskdiff_test.go), where yolk's files came out in single-block
 // extents with an extent tree block Linux's did not need.
 func TestAllocRuns(t *testing.T) {
+	for _, bs := range []int{4096, 1024} {
+		t.Run(fmt.Sprint(bs), func(t *testing.T) { allocRuns(t, bs) })
+	}
+}
+
+func allocRuns(t *testing.T, bs int) {
 	haveTools(t)
-	img := makeImage(t, t.TempDir(), "64M", "-t", "ext4", "-b", "4096")
+	img := makeImage(t, t.TempDir(), "64M", "-t", "ext4", "-b", fmt.Sprint(bs))
 	fs, _, r, e := mount(t, img, false)
 	if e != 0 || fs.ReadOnly() {
 		t.Fatalf("mount: %v %s", e, r.Msg)
 	}
-	block := make([]byte, 4096)
+	block := make([]byte, bs)
 	for i := range 64 {
 		ino, e := fs.Mknod(ext4.RootIno, []byte(fmt.Sprintf("s%02d", i)), 0o100644, 0, 0, 0)
 		if e != 0 {
@@ -40,7 +46,7 @@ func TestAllocRuns(t *testing.T) {
 	if e != 0 {
 		t.Fatal(e)
 	}
-	big := make([]byte, 20*4096)
+	big := make([]byte, 20*bs)
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
@@ -65,8 +71,8 @@ func TestAllocRuns(t *testing.T) {
 		if e != 0 {
 			t.Fatal(e)
 		}
-		if st.Blocks != 20*8 {
-			t.Errorf("a 20-block file %s holds %d 512-byte blocks, want %d (its data in runs, no extent tree block)", f.name, st.Blocks, 20*8)
+		if want := uint64(20 * bs / 512); st.Blocks != want {
+			t.Errorf("a 20-block file %s holds %d 512-byte blocks, want %d (its data in runs, no extent tree block)", f.name, st.Blocks, want)
 		}
 	}
 	if e := fs.Unmount(); e != 0 {
