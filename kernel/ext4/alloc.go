@@ -171,7 +171,8 @@ const dataSpan = 64 << 10
 // block and those free after it if the goal is free (the file's last
 // extent grows); else, in goal's group and then in each next one, the
 // start of the first free run of span blocks at or after goal (wrapping
-// to the group's start), or failing one the group's longest free run.
+// to the group's start); failing one in every group, the longest free
+// run of the first group with a free block, from goal's on.
 // Taking the first free block and what followed it, as before, scattered
 // a file over the one-block holes deletions left, its extents spilling
 // into a tree block Linux's allocator (mballoc, delayed allocation) does
@@ -182,7 +183,11 @@ func (f *FS[E]) allocRun(goal uint64, n, span uint32) (uint64, uint32, Errno) {
 		goal = uint64(f.firstData)
 	}
 	g0 := uint32((goal - uint64(f.firstData)) / uint64(f.bpg))
-	for k := uint32(0); k < f.groups; k++ {
+	whole := min(span, n) // the first round takes only runs this long
+	for k := uint32(0); k < 2*f.groups; k++ {
+		if k == f.groups {
+			whole = 1 // no group has one: the longest will do
+		}
 		g := (g0 + k) % f.groups
 		if gr, e := f.group(g); e != 0 || gr.freeBlocks == 0 {
 			if e != 0 {
@@ -191,7 +196,7 @@ func (f *FS[E]) allocRun(goal uint64, n, span uint32) (uint64, uint32, Errno) {
 			continue
 		}
 		from := uint32(0)
-		if k == 0 {
+		if k%f.groups == 0 {
 			from = uint32(goal - f.groupStart(g))
 		}
 		gr, di, d, bi, e := f.groupBitmap(g, false)
@@ -200,14 +205,14 @@ func (f *FS[E]) allocRun(goal uint64, n, span uint32) (uint64, uint32, Errno) {
 		}
 		b, cnt := f.data(bi), f.groupBlocks(g)
 		var got, run uint32
-		if k == 0 && from < cnt && !testBit(b, from) {
+		if k%f.groups == 0 && from < cnt && !testBit(b, from) {
 			for got = from; got+run < cnt && run < n && !testBit(b, got+run); run++ {
 			}
 		} else {
 			got, run = freeRun(b, from, cnt, max(span, n))
 			run = min(run, n)
 		}
-		if run == 0 {
+		if run == 0 || run < whole && !(k%f.groups == 0 && got == from) {
 			f.put(bi)
 			f.put(di)
 			continue
