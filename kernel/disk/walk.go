@@ -199,6 +199,11 @@ func (d *Disks[E]) last(op, i int, mt int32, dir uint32, depth int, name []byte,
 			e = abi.EINVAL
 		case a.Flags&unix.AT_REMOVEDIR != 0 && isDotDot(name):
 			e = abi.Errno(unix.ENOTEMPTY)
+		case a.Flags&unix.AT_REMOVEDIR != 0 && len(name) == 0:
+			// The walk ends without a name only at the disk's root:
+			// the mount point, busy as Linux's rmdir says (unlink's
+			// EISDIR below comes first there, as in its may_delete).
+			e = abi.Errno(unix.EBUSY)
 		case len(name) == 0 || isDot(name) || isDotDot(name):
 			e = abi.Errno(unix.EISDIR)
 		case ino == namei.DiskRoot:
@@ -281,7 +286,13 @@ func (d *Disks[E]) Rename(o, n *namei.Place, flags int) abi.Errno {
 		return abi.EINVAL // RENAME_NOREPLACE, RENAME_EXCHANGE: not yet
 	}
 	return d.two(o, n, func(f *ext4.FS[E], od uint32, oname []byte, nd uint32, nname []byte) abi.Errno {
-		if isDot(oname) || isDotDot(oname) || isDot(nname) || isDotDot(nname) || len(oname) == 0 || len(nname) == 0 {
+		if len(oname) == 0 || len(nname) == 0 {
+			// A path with no last name is the disk's root, whose
+			// name is the mount point's in the outer file system:
+			// Linux finds the two parents on different mounts.
+			return abi.Errno(unix.EXDEV)
+		}
+		if isDot(oname) || isDotDot(oname) || isDot(nname) || isDotDot(nname) {
 			return abi.Errno(unix.EBUSY)
 		}
 		return f.Rename(od, oname, nd, nname)

@@ -155,14 +155,39 @@ func (f *FS[E]) groupBitmap(g uint32, inode bool) (gr group, di int, d []byte, b
 	return
 }
 
-// allocBlocks allocates up to n contiguous free blocks, the first at or
-// after goal if it can: the first block and how many.
+// allocBlocks allocates up to n contiguous free blocks near goal: the
+// first block and how many (allocRun with a span of n).
 func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
+	return f.allocRun(goal, n, n)
+}
+
+// dataSpan is the free run, in bytes, a file's data blocks are placed in
+// when a write asks for fewer (the kernel writes a page at a time): the
+// next writes' goals, the blocks after, are then free too (16 blocks of
+// 4 KiB, 64 of 1 KiB).
+const dataSpan = 64 << 10
+
+// allocRun allocates up to n contiguous free blocks near goal: the goal
+// block and those free after it if the goal is free (the file's last
+// extent grows); else, in goal's group and then in each next one, the
+// start of the first free run of span blocks at or after goal (wrapping
+// to the group's start); failing one in every group, the longest free
+// run of the first group with a free block, from goal's on.
+// Taking the first free block and what followed it, as before, scattered
+// a file over the one-block holes deletions left, its extents spilling
+// into a tree block Linux's allocator (mballoc, delayed allocation) does
+// not need for the same file: the differential test against Linux found
+// it.
+func (f *FS[E]) allocRun(goal uint64, n, span uint32) (uint64, uint32, Errno) {
 	if goal < uint64(f.firstData) || goal >= f.blocks {
 		goal = uint64(f.firstData)
 	}
 	g0 := uint32((goal - uint64(f.firstData)) / uint64(f.bpg))
-	for k := uint32(0); k < f.groups; k++ {
+	whole := min(span, n) // the first round takes only runs this long
+	for k := uint32(0); k < 2*f.groups; k++ {
+		if k == f.groups {
+			whole = 1 // no group has one: the longest will do
+		}
 		g := (g0 + k) % f.groups
 		if gr, e := f.group(g); e != 0 || gr.freeBlocks == 0 {
 			if e != 0 {
@@ -171,28 +196,23 @@ func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
 			continue
 		}
 		from := uint32(0)
-		if k == 0 {
+		if k%f.groups == 0 {
 			from = uint32(goal - f.groupStart(g))
 		}
 		gr, di, d, bi, e := f.groupBitmap(g, false)
 		if e != 0 {
 			return 0, 0, e
 		}
-		b := f.data(bi)
-		cnt := f.groupBlocks(g)
-		got, run := uint32(0), uint32(0)
-		for pass := 0; pass < 2 && run == 0; pass++ {
-			for x := from; x < cnt; x++ {
-				if !testBit(b, x) {
-					got = x
-					for run = 0; got+run < cnt && run < n && !testBit(b, got+run); run++ {
-					}
-					break
-				}
+		b, cnt := f.data(bi), f.groupBlocks(g)
+		var got, run uint32
+		if k%f.groups == 0 && from < cnt && !testBit(b, from) {
+			for got = from; got+run < cnt && run < n && !testBit(b, got+run); run++ {
 			}
-			from = 0
+		} else {
+			got, run = freeRun(b, from, cnt, max(span, n))
+			run = min(run, n)
 		}
-		if run == 0 {
+		if run == 0 || run < whole && !(k%f.groups == 0 && got == from) {
 			f.put(bi)
 			f.put(di)
 			continue
@@ -210,6 +230,40 @@ func (f *FS[E]) allocBlocks(goal uint64, n uint32) (uint64, uint32, Errno) {
 		return f.groupStart(g) + uint64(got), run, 0
 	}
 	return 0, 0, ENOSPC
+}
+
+// freeRun finds in bitmap b of cnt blocks the first run of n clear bits
+// starting at or after from, then from the start; failing that the
+// longest run (the first of them), at most n long. run 0: none free.
+func freeRun(b []byte, from, cnt, n uint32) (got, run uint32) {
+	for pass := 0; pass < 2 && run < n; pass++ {
+		lo, hi := from, cnt
+		if pass == 1 {
+			if from == 0 {
+				break
+			}
+			lo, hi = 0, min(from, cnt)
+		}
+		for x := lo; x < hi && run < n; {
+			if x&7 == 0 && x+8 <= hi && b[x>>3] == 0xFF {
+				x += 8
+				continue
+			}
+			if testBit(b, x) {
+				x++
+				continue
+			}
+			y := x
+			for y < cnt && y-x < n && !testBit(b, y) {
+				y++
+			}
+			if y-x > run {
+				got, run = x, y-x
+			}
+			x = y
+		}
+	}
+	return got, run
 }
 
 // freeBlocks frees n blocks from blk (within one group or across).

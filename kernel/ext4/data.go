@@ -51,7 +51,7 @@ func (f *FS[E]) writeRun(in *Inode, b []byte, off uint64) (int, Errno) {
 	}
 	fresh := m.pblk == 0 || m.uninit
 	if m.pblk == 0 {
-		p, got, e := f.allocBlocks(f.goal(in, lblk), uint32(min(want, m.n)))
+		p, got, e := f.allocRun(f.goal(in, lblk), uint32(min(want, m.n)), dataSpan>>f.logbs)
 		if e != 0 {
 			return 0, e
 		}
@@ -223,7 +223,7 @@ func (f *FS[E]) Fallocate(ino uint32, off, n uint64, keepSize bool) Errno {
 		if e == 0 && m.pblk == 0 {
 			var p uint64
 			var got uint32
-			p, got, e = f.allocBlocks(f.goal(&in, lblk), uint32(min(m.n, last-lblk, chunkBlocks)))
+			p, got, e = f.allocRun(f.goal(&in, lblk), uint32(min(m.n, last-lblk, chunkBlocks)), dataSpan>>f.logbs)
 			if e == 0 {
 				in.Blocks += uint64(got) << (f.logbs - 9)
 				e = f.extAdd(&in, lblk, p, uint64(got), true)

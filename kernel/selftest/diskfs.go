@@ -74,6 +74,31 @@ func testDiskFS(t *T) {
 	if _, err := os.ReadFile(filepath.Join(root, "hello.txt", "x")); !errors.Is(err, syscall.ENOTDIR) {
 		t.Errorf("a file as a directory: %v, want ENOTDIR", err)
 	}
+	// The mount point itself: busy for rmdir, a directory for unlink
+	// (Linux's may_delete says EISDIR before the mount's EBUSY).
+	if err := unix.Rmdir(root); err != unix.EBUSY {
+		t.Errorf("rmdir of the mount point: %v, want EBUSY", err)
+	}
+	if err := unix.Unlink(root); err != unix.EISDIR {
+		t.Errorf("unlink of the mount point: %v, want EISDIR", err)
+	}
+	// Renaming the mount point into its own disk, or a disk's file over
+	// it: rename takes both parents, and the mount point's is the outer
+	// file system's, so the two are on different mounts (Linux checks
+	// that first). link walks its first path whole, into the disk's
+	// root (a directory: EPERM), and finds its second taken (EEXIST).
+	if err := unix.Rename(root, filepath.Join(root, "a", "moved")); err != unix.EXDEV {
+		t.Errorf("rename of the mount point into its disk: %v, want EXDEV", err)
+	}
+	if err := unix.Rename(filepath.Join(root, "hello.txt"), root); err != unix.EXDEV {
+		t.Errorf("rename of a disk file over the mount point: %v, want EXDEV", err)
+	}
+	if err := unix.Link(root, filepath.Join(root, "a", "linked")); err != unix.EPERM {
+		t.Errorf("link of the mount point into its disk: %v, want EPERM", err)
+	}
+	if err := unix.Link(filepath.Join(root, "hello.txt"), root); err != unix.EEXIST {
+		t.Errorf("link of a disk file at the mount point: %v, want EEXIST", err)
+	}
 
 	// Writing.
 	w := filepath.Join(root, "w")

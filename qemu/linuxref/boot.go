@@ -32,6 +32,7 @@ type Config struct {
 	Args    []string      // /init's arguments
 	Extra   []string      // more QEMU arguments (a NIC, say), appended after the others
 	Shares  []qemu.Share  // host directories as for yolk run -share; the initramfs needs ShareModules
+	Disks   []qemu.Disk   // host files as for yolk run -disk (virtio only), mounted as ext4; the initramfs needs DiskModules
 	NineP   string        // the 9p mount options of the shares; "" is DefaultNineP
 	Timeout time.Duration // kill QEMU after this long; 0: never
 	Log     io.Writer     // the whole serial console, CRs removed; may be nil
@@ -50,6 +51,7 @@ const (
 	EnvPrefix = "LINUXREF_"
 	EnvShare  = "LINUXREF_9P"
 	EnvNineP  = "LINUXREF_9P_OPTS"
+	EnvDisk   = "LINUXREF_DISK" // EnvDisk<N>=NAME:GUESTPATH[:ro], package qemu's yolk.disk value
 )
 
 // Result is the outcome of one boot.
@@ -68,7 +70,8 @@ type Result struct {
 // immediate reboot on panic (which -no-reboot turns into QEMU's exit when
 // /init ends), "quiet" if asked, c.Params, environment entries and, after
 // "--", /init's arguments; with shares, the guest init's EnvShare<N> and
-// EnvNineP entries before "--".
+// EnvNineP entries before "--"; with disks, its EnvDisk<N> entries (the
+// device's name and where to mount it, as yolk.disk tells yolk).
 // Linux hands unknown KEY=VALUE parameters before "--" to init as its
 // environment and everything after "--" as its arguments. Linux splits at
 // spaces and treats double quotes specially, so tokens with white space,
@@ -112,6 +115,13 @@ func (c Config) Cmdline() (string, error) {
 	}
 	if len(mounts) > 0 {
 		share = append(share, EnvNineP+"="+cmp.Or(c.NineP, DefaultNineP))
+	}
+	_, disks, err := c.diskArgs()
+	if err != nil {
+		return "", err
+	}
+	for i, d := range disks {
+		share = append(share, fmt.Sprintf("%s%d=%s", EnvDisk, i, d))
 	}
 	for _, t := range share {
 		if err := plainToken(t); err != nil {
@@ -190,7 +200,28 @@ func QEMUArgs(c Config) ([]string, error) {
 		return nil, err
 	}
 	args = append(args, share...)
+	disks, _, err := c.diskArgs()
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, disks...)
 	return append(args, c.Extra...), nil
+}
+
+// diskArgs is package qemu's DiskArgs for c.Disks on c's machine: the
+// same devices yolk's guest gets (virtio-blk-pci on pc and q35,
+// virtio-blk-device on microvm and virt), and the NAME:GUESTPATH[:ro]
+// of each, which Linux names as yolk does (vda, vdb, ...). NVMe disks are
+// refused: the initramfs has no NVMe modules.
+func (c Config) diskArgs() (args, opts []string, err error) {
+	for _, d := range c.Disks {
+		if d.If != "virtio" {
+			return nil, nil, fmt.Errorf("linuxref: disk %s: only virtio disks (if=%s)", d.File, d.If)
+		}
+	}
+	machine := c.machine()
+	arm := c.Arch == "arm64"
+	return qemu.DiskArgs(c.Disks, !arm && machine != "microvm", arm)
 }
 
 // machine is c.Machine or the architecture's default: pc, not microvm,
@@ -210,13 +241,13 @@ func (c Config) machine() string {
 // Yolk returns the package qemu configuration that boots a yolk image in
 // the same QEMU configuration as c: the same machine (pc when c leaves it
 // empty, as QEMUArgs does), memory, CPU count, TCG, program arguments,
-// environment, shares and timeout. Only the image, and the command line that
+// environment, shares, disks and timeout. Only the image, and the command line that
 // carries the arguments, differ; the caller sets the output fields.
 func (c Config) Yolk(image string) qemu.Config {
 	return qemu.Config{
 		QEMU: c.QEMU, Image: image, Arch: c.Arch, Machine: c.machine(), Accel: "tcg",
 		Memory: c.Memory, SMP: c.SMP, Timeout: c.Timeout,
-		Env: c.Env, Args: c.Args, Shares: c.Shares,
+		Env: c.Env, Args: c.Args, Shares: c.Shares, Disks: c.Disks,
 	}
 }
 

@@ -357,3 +357,59 @@ func TestShares(t *testing.T) {
 		}
 	}
 }
+
+// TestDisks: a disk gives the Linux boot the QEMU devices yolk run -disk
+// gives a yolk boot (virtio-blk-pci on pc and q35, virtio-blk-device on
+// microvm), and the guest init's EnvDisk entries, named as yolk names
+// them; NVMe is refused (no modules for it in the initramfs).
+func TestDisks(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, n := range []string{"a.img", "b.img"} {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, make([]byte, 1<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+	}
+	disks := []qemu.Disk{{File: files[0], If: "virtio", GuestPath: "/mnt/dd"}, {File: files[1], If: "virtio", ReadOnly: true}}
+	for _, m := range []string{"pc", "q35", "microvm"} {
+		c := Config{Machine: m, Kernel: "k", Initrd: "i", Disks: disks, Args: []string{"/mnt/dd"}}
+		lx, err := QEMUArgs(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		yk, err := qemu.QEMUArgs(c.Yolk("k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, _ := qemu.DiskArgs(disks, m != "microvm", false)
+		if len(lx) < len(want) || !slices.Equal(lx[len(lx)-len(want):], want) || !strings.Contains(strings.Join(yk, " "), strings.Join(want, " ")) {
+			t.Errorf("%s: disk arguments\nLinux %q\nyolk  %q\nwant  %q", m, lx, yk, want)
+		}
+		dev := "virtio-blk-pci"
+		if m == "microvm" {
+			dev = "virtio-blk-device"
+		}
+		if !strings.Contains(strings.Join(lx, " "), "-device "+dev+",drive=disk1") {
+			t.Errorf("%s: no %s for the second disk in %q", m, dev, lx)
+		}
+		cmdline, err := c.Cmdline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "console=ttyS0 panic=-1 LINUXREF_DISK0=vda:/mnt/dd LINUXREF_DISK1=vdb:/mnt/disk1:ro -- /mnt/dd"; cmdline != want {
+			t.Errorf("%s: command line\n%q\nwant\n%q", m, cmdline, want)
+		}
+	}
+	for _, bad := range []Config{
+		{Disks: []qemu.Disk{{File: files[0], If: "nvme"}}},
+		{Disks: []qemu.Disk{{File: filepath.Join(dir, "missing"), If: "virtio"}}},
+		{Disks: []qemu.Disk{{File: files[0], If: "virtio", GuestPath: "/a"}, {File: files[1], If: "virtio", GuestPath: "/a"}}},
+		{Env: []string{"LINUXREF_DISK0=vda:/y"}},
+	} {
+		if s, err := bad.Cmdline(); err == nil {
+			t.Errorf("%+v accepted as %q", bad, s)
+		}
+	}
+}

@@ -29,6 +29,16 @@ func ShareModules(machine string) []string {
 	return []string{bus, "9pnet_virtio", "9p"}
 }
 
+// DiskModules are the modules an ext4 disk needs on Linux, by machine:
+// the machine's virtio bus, virtio_blk, crc32c_generic (ext4 and jbd2 ask
+// for the crc32c algorithm by name when a file system has metadata_csum:
+// a softdep, which modinfo's depends= does not list, and the initramfs has
+// no modprobe to load it on demand) and ext4, whose dependencies (jbd2,
+// mbcache, crc16) come with it.
+func DiskModules(machine string) []string {
+	return []string{ShareModules(machine)[0], "virtio_blk", "crc32c_generic", "ext4"}
+}
+
 // ModulesDir is the module tree of a kernel extracted from its Debian
 // package: ROOT/boot/vmlinuz-VERSION has its modules in
 // ROOT/lib/modules/VERSION.

@@ -79,3 +79,14 @@ func TestModulesDir(t *testing.T) {
 		t.Errorf("ModulesDir = %q", got)
 	}
 }
+
+// TestDiskModules: the disk's modules, on each bus, with crc32c_generic
+// before ext4 (a softdep modinfo's depends= does not carry).
+func TestDiskModules(t *testing.T) {
+	if got := DiskModules("pc"); !slices.Equal(got, []string{"virtio_pci", "virtio_blk", "crc32c_generic", "ext4"}) {
+		t.Errorf("pc: %q", got)
+	}
+	if got := DiskModules("microvm"); got[0] != "virtio_mmio" {
+		t.Errorf("microvm: %q", got)
+	}
+}

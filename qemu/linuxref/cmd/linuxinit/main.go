@@ -2,7 +2,10 @@
 // at /tmp, loads the kernel modules listed in /lib/modules/order (9p and
 // its virtio transport, for shares), mounts each share
 // (LINUXREF_9P<N>=TAG:GUESTPATH) with 9p and the options in LINUXREF_9P_OPTS,
-// prints the mounts as Linux shows them, and executes /program with its
+// mounts each disk (LINUXREF_DISK<N>=NAME:GUESTPATH[:ro]) as ext4, after
+// devtmpfs at /dev gives it /dev/NAME (virtio_blk, ext4 and their
+// dependencies loaded as for shares), prints the mounts as Linux shows
+// them, and executes /program with its
 // own arguments and the environment less the LINUXREF_ entries. /program
 // is then process 1, so its exit status is what Linux reports.
 //
@@ -64,8 +67,58 @@ func setup() error {
 		}
 		shares = true
 	}
+	for i := 0; ; i++ {
+		v, ok := os.LookupEnv(fmt.Sprintf("%s%d", linuxref.EnvDisk, i))
+		if !ok {
+			break
+		}
+		if i == 0 {
+			if err := mount("devtmpfs", "/dev", "devtmpfs", ""); err != nil {
+				return err
+			}
+		}
+		f := strings.Split(v, ":")
+		if len(f) < 2 {
+			return fmt.Errorf("%s%d=%q: want NAME:GUESTPATH[:ro]", linuxref.EnvDisk, i, v)
+		}
+		if err := mountDisk(f[0], f[1], len(f) > 2 && f[2] == "ro"); err != nil {
+			return err
+		}
+		shares = true
+	}
 	if shares {
 		return showMounts()
+	}
+	return nil
+}
+
+// mountDisk mounts /dev/name as ext4 at dir, read-only if ro. The
+// device's node appears once virtio_blk's probe found it: give it a few
+// seconds, saying so.
+func mountDisk(name, dir string, ro bool) error {
+	dev := "/dev/" + name
+	var err error
+	for try := 0; try < 50; try++ {
+		if _, err = os.Stat(dev); err == nil {
+			if try > 0 {
+				fmt.Printf("linuxinit: %s appeared after %d retries\n", dev, try)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var flags uintptr
+	if ro {
+		flags = unix.MS_RDONLY
+	}
+	if err := unix.Mount(dev, dir, "ext4", flags, ""); err != nil {
+		return fmt.Errorf("mount -t ext4 %s %s: %w", dev, dir, err)
 	}
 	return nil
 }
@@ -109,8 +162,8 @@ func mountShare(tag, dir, opts string) error {
 	return err
 }
 
-// showMounts prints the 9p lines of /proc/mounts: the options in effect
-// (msize, cache mode) as the kernel reports them.
+// showMounts prints the 9p and ext4 lines of /proc/mounts: the options in
+// effect (msize, cache mode; ext4's data mode) as the kernel reports them.
 func showMounts() error {
 	if err := mount("proc", "/proc", "proc", ""); err != nil {
 		return err
@@ -123,7 +176,7 @@ func showMounts() error {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 2 && fields[2] == "9p" {
+		if fields := strings.Fields(sc.Text()); len(fields) > 2 && (fields[2] == "9p" || fields[2] == "ext4") {
 			fmt.Printf("linuxinit: mounted %s\n", sc.Text())
 		}
 	}
