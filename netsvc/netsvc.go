@@ -541,6 +541,9 @@ func addr(ip [16]byte, port uint16) tcpip.FullAddress {
 	if ip != [16]byte{} {
 		a.Addr = tcpip.AddrFrom16(ip)
 	}
+	if header.IsV6LinkLocalUnicastAddress(a.Addr) {
+		a.NIC = nicID // the netstack routes link-local addresses only on a NIC named; there is one
+	}
 	return a
 }
 
