@@ -26,6 +26,7 @@
 #   make diskdiff         the same file-system calls on yolk and on Linux, each on a copy of one ext4 image: results,
 #                         e2fsck and the trees compared (TestDiskDifferential; docs/disks.md)
 #   make load             10,000 idle connections, slow clients and a SYN flood against a Go HTTP server (docs/security.md)
+#   make wirefuzz         10⁶ random and mutated frames into a guest serving TCP and UDP echo over a tap link (root; docs/security.md)
 
 ACCEL   ?= auto
 ARCH    ?= amd64
@@ -39,7 +40,7 @@ IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/self
 # A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
 BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
-.PHONY: run debug test hosted guest stdquick powercut diskdiff conformance soak load bench smpbench linuxref qemu image images diskapps clean
+.PHONY: run debug test hosted guest stdquick powercut diskdiff conformance soak load wirefuzz bench smpbench linuxref qemu image images diskapps clean
 
 # NET= is passed as yolk run -net (default there: user; the rpi3 board: none).
 NETFLAG  = $(if $(NET),-net $(NET))
@@ -162,6 +163,18 @@ load: qemu
 	{ YOLK_LOAD_CONNS=$(LOAD_CONNS) YOLK_LOAD_HOLD=$(LOAD_HOLD) YOLK_LOAD_BOUND=$(LOAD_BOUND) YOLK_FLOOD_RATE=$(FLOOD_RATE) YOLK_LOAD_PROFILE=$(LOAD_PROFILE) \
 	  $(GO) test -count=1 -timeout 60m -v -run '^TestLoad(SYNFlood)?$$' ./qemu/ 2>&1; echo $$? > out/load.status; } | tee out/load.txt
 	exit $$(cat out/load.status)
+
+# wirefuzz is the wire as an attacker in the guest (qemu/wirefuzz_test.go,
+# docs/security.md): WIRE_FRAMES (10⁶) frames from netsvc/wiregen, seed
+# WIRE_SEED, written into a tap link (root) while the host's health checks
+# go on; the guest's pools back afterwards. make test writes 5,000.
+WIRE_FRAMES ?= 1000000
+WIRE_SEED   ?= 1
+wirefuzz: qemu
+	mkdir -p out
+	{ YOLK_WIRE_FRAMES=$(WIRE_FRAMES) YOLK_WIRE_SEED=$(WIRE_SEED) YOLK_WIRE_MINUTES=90 \
+	  $(GO) test -count=1 -timeout 95m -v -run '^TestWireFuzzTap$$' ./qemu/ 2>&1; echo $$? > out/wirefuzz.status; } | tee out/wirefuzz.txt
+	exit $$(cat out/wirefuzz.status)
 
 bench: qemu image
 	mkdir -p out

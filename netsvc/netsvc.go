@@ -30,6 +30,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
@@ -552,6 +553,9 @@ func addr(ip [16]byte, port uint16) tcpip.FullAddress {
 	a := tcpip.FullAddress{Port: port}
 	if ip != [16]byte{} {
 		a.Addr = tcpip.AddrFrom16(ip)
+	}
+	if header.IsV6LinkLocalUnicastAddress(a.Addr) {
+		a.NIC = nicID // the netstack routes link-local addresses only on a NIC named; there is one
 	}
 	return a
 }

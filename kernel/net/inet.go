@@ -1128,6 +1128,23 @@ func (n *Net[E]) pollInet(p *sock) uint32 {
 	return ev
 }
 
+// AcceptedName writes the peer address of connection s, which accept
+// just took off a listener's queue, into sa and returns its length: as
+// Name's, except that a connection reset while it waited in the queue
+// still has its peer's address (Linux's inet_getname with peer 2, which
+// accept asks for): accept returns it, and its first read says
+// ECONNRESET. (getpeername on it says ENOTCONN.)
+func (n *Net[E]) AcceptedName(s int, sa *[AddrMax]byte) (int, Errno) {
+	n.env.Lock()
+	p := &n.socks[s]
+	if isInet(p.family) {
+		defer n.env.Unlock()
+		return putInet(p.family, &p.remote, sa), 0
+	}
+	n.env.Unlock()
+	return n.Name(s, true, sa)
+}
+
 // nameInet is getsockname's and getpeername's answer for an inet socket:
 // ENOTCONN for the peer of a socket not connected, or reset.
 func (n *Net[E]) nameInet(p *sock, peer bool, sa *[AddrMax]byte) (int, Errno) {

@@ -71,10 +71,16 @@ func (n *Net[E]) svcLeave(p *sock) {
 }
 
 // nicSource is the NIC's address of d's kind, the source of traffic to
-// d through the service; false if it has none.
+// d through the service; false if it has none. To an IPv6 link-local
+// address the source is the NIC's own link-local one, which the service's
+// netstack has and the kernel is not told: the wildcard, for the service
+// to fill (Linux's fe80::/64 route on the interface).
 func (n *Net[E]) nicSource(d *inetAddr) ([16]byte, bool) {
 	if d.v4() {
 		return v4Addr(n.localV4[0][:]).ip, n.nV4 > 0
+	}
+	if d.ip[0] == 0xfe && d.ip[1]&0xc0 == 0x80 {
+		return [16]byte{}, true
 	}
 	return n.localV6[0], n.nV6 > 0
 }

@@ -189,7 +189,12 @@ func (k Calls[E]) Accept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno)
 		k.env().InstallAt(fd1, c)
 		nfd, e := uintptr(fd1), abi.Errno(0)
 		if p != 0 {
-			if e = k.putSockaddr(c, true, p, lp); e != 0 {
+			var sa [net.AddrMax]byte
+			l, ne := socks.AcceptedName(c, &sa)
+			if e = abi.Errno(ne); e == 0 {
+				e = copySockaddr(sa[:l], p, lp)
+			}
+			if e != 0 {
 				// Unmapped (or the length made negative) while it
 				// waited: the connection is dropped, as Linux's
 				// accept4 drops it when the copy fails.
