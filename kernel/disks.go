@@ -8,7 +8,6 @@ import (
 	"yolk/kernel/abi"
 	"yolk/kernel/cmdline"
 	"yolk/kernel/disk"
-	"yolk/kernel/ext4"
 	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
 	"yolk/kernel/procsnap"
@@ -34,7 +33,7 @@ func (diskenv) CwdEntered()                        { procCwd.on = false; shares.
 func (diskenv) Point(i int) []byte                 { return disks.D[i].Path() }
 func (diskenv) Print(s string)                     { kprint(s) }
 func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }
-func (diskenv) Unback(c int, off int64)            { vm.UnbackFile(diskArea(c), off) }
+func (diskenv) Unback(c int, off int64)            { vm.UnbackFile(disk.Area(c), off) }
 
 // diskMount mounts the file system of each disk yolk.disk names on its
 // path (at boot, the devices still polled).
@@ -63,25 +62,15 @@ func diskMount() {
 	}
 }
 
-// labelSB is the superblock diskByName reads (at boot, one CPU).
-var labelSB [1024]byte
-
 // diskByName is the block device yolk.disk option o names: by its name,
-// or (LABEL=L) the first not yet mounted whose ext4 file system has
-// label L; -1 if none.
+// or (LABEL=L) the first not yet mounted whose ext4 label is L; -1 if
+// none.
 func diskByName(o *cmdline.Disk) int {
-	label, byLabel := o.Label()
+	if label, ok := o.Label(); ok {
+		return dsk.ByLabel(label, blks.Count(), blks.Rdev)
+	}
 	for i := 0; i < blks.Count(); i++ {
-		if !byLabel {
-			if string(blks.Name(i)) == string(o.Name()) {
-				return i
-			}
-			continue
-		}
-		if dsk.Mounted(blks.Rdev(i)) || blks.ReadAt(i, labelSB[:], 1024) != 0 {
-			continue
-		}
-		if l, ext := ext4.SuperLabel(&labelSB); ext && string(l) == string(label) {
+		if string(blks.Name(i)) == string(o.Name()) {
 			return i
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"yolk/kernel/disk"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
 	"yolk/kernel/net"
@@ -116,7 +117,7 @@ func (procenv) FD(fd int, s *procfs.Snapshot, d *procfs.FD) bool {
 }
 
 func (procenv) ShareArea(s *procfs.Snapshot, a *procfs.Area) {
-	if c, ok := diskSlot(int32(-int64(a.Ino))); ok {
+	if c, ok := disk.Slot(int32(-int64(a.Ino))); ok {
 		dev, ino := dsk.MapSlot(c) // a disk file's (its path: not yet)
 		a.Ino, a.Major, a.Minor = uint64(ino), uint32(unix.Major(dev)), uint32(unix.Minor(dev))
 		return

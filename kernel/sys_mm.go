@@ -7,6 +7,7 @@ import (
 
 	"yolk/drivers/clock"
 	"yolk/kernel/abi"
+	"yolk/kernel/disk"
 	"yolk/kernel/mm"
 	"yolk/kernel/share"
 	"yolk/sched"
@@ -16,7 +17,7 @@ import (
 // its file by an int32 (mm's FileRef and FileFault): an in-memory file's
 // inode i is i+1 (its pages are mapped as they are, package fs), a share
 // file h is -(h+1), a disk inode mapped in slot c of kernel/disk's page
-// cache is -(diskAreas+c) (its cache's pages mapped as they are, or
+// cache is disk.Area(c) (its cache's pages mapped as they are, or
 // copied for a private mapping). A share has no page cache: mmap reads
 // the file into the mapping's own pages, and msync, munmap, fsync and the
 // program's end write the pages the program wrote in a shared mapping
@@ -24,13 +25,7 @@ import (
 
 func fsArea(ino int32) int32 { return ino + 1 }
 
-// diskAreas is the first disk area file's negation: past every share's.
-const diskAreas = 1 << 20
-
-const _ = uint(diskAreas - share.NumFiles - 1)
-
-func diskArea(c int) int32            { return -int32(diskAreas + c) }
-func diskSlot(file int32) (int, bool) { return int(-int64(file)) - diskAreas, file <= -diskAreas }
+const _ = uint(disk.AreasBase - share.NumFiles - 1) // disk areas past every share's
 
 // FileRef is mm's reference count on an area's file: the inode's
 // mappings, or the share file's references (the last closes it).
@@ -39,7 +34,7 @@ func (mmenv) FileRef(file, d int32) {
 		vfs.MapRef(file-1, d)
 		return
 	}
-	if c, ok := diskSlot(file); ok {
+	if c, ok := disk.Slot(file); ok {
 		dsk.MapRef(c, d)
 		return
 	}
@@ -79,7 +74,7 @@ func fileCut() {
 // the file's end at mmap that a growth made reachable, reads zeroes).
 // None wholly past the file's end: the fault is SIGBUS.
 func (mmenv) FileFault(file int32, off int64, shared bool, frame uintptr) (uintptr, bool) {
-	if c, ok := diskSlot(file); ok {
+	if c, ok := disk.Slot(file); ok {
 		fr := frame
 		if fr != 0 {
 			fr = mm.Phys(frame)
@@ -200,28 +195,7 @@ func diskMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 	if e != 0 {
 		return 0, e
 	}
-	return vm.MapFile(m.addr, m.n, m.prot, m.fixed, diskArea(c), int64(m.off), m.shared, m.shared && !writable, mm.MapCharge(m.flags, m.shared, false))
-}
-
-// diskAreasDo runs f on the slot of each disk file's shared area in
-// [addr, end), the areas held (msync's write-back, mprotect's PROT_WRITE).
-func diskAreasDo(addr, end uintptr, f func(c int) abi.Errno) abi.Errno {
-	var err abi.Errno
-	mm.HoldAreas()
-	defer mm.ReleaseAreas()
-	for addr < end {
-		_, e, file, _, shared, _, ok := mm.FileArea(addr, end)
-		if !ok {
-			break
-		}
-		addr = e
-		if c, disk := diskSlot(file); disk && shared {
-			if fe := f(c); fe != 0 {
-				err = fe
-			}
-		}
-	}
-	return err
+	return vm.MapFile(m.addr, m.n, m.prot, m.fixed, disk.Area(c), int64(m.off), m.shared, m.shared && !writable, mm.MapCharge(m.flags, m.shared, false))
 }
 
 // shareMmap reads a share file into the mapping's pages.
@@ -336,7 +310,7 @@ func sysMsync(addr, n uintptr, flags int) abi.Errno {
 		return abi.ENOMEM
 	}
 	err := shares.WriteBack(addr, end, -1)
-	if e := diskAreasDo(addr, end, func(c int) abi.Errno { return dsk.WriteBack(c) }); e != 0 {
+	if e := disk.OnAreas(addr, end, func(c int) abi.Errno { return dsk.WriteBack(c) }); e != 0 {
 		err = e
 	}
 	if !mm.Mapped(addr, end) {
@@ -407,7 +381,7 @@ func sysMprotect(addr, n, prot uintptr) abi.Errno {
 		shares.WriteBack(addr, addr+mm.PageRound(n), -1) // before its writes are taken away
 	}
 	if prot&unix.PROT_WRITE != 0 {
-		diskAreasDo(addr, addr+mm.PageRound(n), func(c int) abi.Errno { dsk.MapWrite(c); return 0 })
+		disk.OnAreas(addr, addr+mm.PageRound(n), func(c int) abi.Errno { dsk.MapWrite(c); return 0 })
 	}
 	return vm.Protect(addr, mm.PageRound(n), uint32(prot&7))
 }

@@ -151,6 +151,24 @@ func printFeatures[E Env[E]](p E, bits uint32, name func(uint32) string) {
 // On reports whether disk mount i is mounted.
 func (d *Disks[E]) On(i int) bool { return d.m[i].on }
 
+// labelSB is the superblock ByLabel reads (at boot, one CPU).
+var labelSB [1024]byte
+
+// ByLabel is the first of block devices 0 to n-1 not yet mounted whose
+// ext4 file system has label (yolk.disk=LABEL=L); -1 if none. rdev is a
+// device's number.
+func (d *Disks[E]) ByLabel(label []byte, n int, rdev func(int) uint64) int {
+	for i := 0; i < n; i++ {
+		if d.Mounted(rdev(i)) || env[E]().At(i).ReadAt(labelSB[:], 1024) != 0 {
+			continue
+		}
+		if l, ext := ext4.SuperLabel(&labelSB); ext && string(l) == string(label) {
+			return i
+		}
+	}
+	return -1
+}
+
 // Mounted says whether the block device numbered rdev is mounted.
 func (d *Disks[E]) Mounted(rdev uint64) bool {
 	for i := range d.m {

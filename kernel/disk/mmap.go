@@ -433,3 +433,34 @@ func (d *Disks[E]) mapped(dev int, ino uint32) bool {
 	}
 	return false
 }
+
+// AreasBase is the first disk area file's negation: an area of the
+// address space names mapped slot c by the int32 Area(c) (mm's file),
+// past every share file's -(h+1) and the in-memory files' positive ones.
+const AreasBase = 1 << 20
+
+// Area is the area file of mapped slot c; Slot the slot of area file
+// file, and whether it is a disk's.
+func Area(c int) int32            { return -int32(AreasBase + c) }
+func Slot(file int32) (int, bool) { return int(-int64(file)) - AreasBase, file <= -AreasBase }
+
+// OnAreas runs f on the slot of each shared disk area in [addr, end),
+// the areas held (msync's write-back, mprotect's PROT_WRITE).
+func OnAreas(addr, end uintptr, f func(c int) abi.Errno) abi.Errno {
+	var err abi.Errno
+	mm.HoldAreas()
+	defer mm.ReleaseAreas()
+	for addr < end {
+		_, e, file, _, shared, _, ok := mm.FileArea(addr, end)
+		if !ok {
+			break
+		}
+		addr = e
+		if c, disk := Slot(file); disk && shared {
+			if fe := f(c); fe != 0 {
+				err = fe
+			}
+		}
+	}
+	return err
+}
