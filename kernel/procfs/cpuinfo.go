@@ -90,6 +90,11 @@ func cpuinfoX86(o *out, s *Snapshot, i int) {
 		bogo = m.KHz / 5 // loops_per_jiffy from the TSC: tsc_khz*1000/HZ, over 5000/HZ
 	}
 	o.centi(bogo)
+	if m.TLBSize != 0 {
+		o.str("\nTLB size\t: ")
+		o.dec(uint64(m.TLBSize))
+		o.str(" 4K pages")
+	}
 	o.str("\nclflush size\t: ")
 	o.dec(uint64(m.ClflushSize))
 	o.str("\ncache_alignment\t: ")
@@ -409,6 +414,9 @@ func (m *CPUModel) ReadCPUID(cpuid func(leaf, sub uint32) (a, b, c, d uint32), x
 	if m.Caps[18]&(1<<31) != 0 || m.Caps[13]&(3<<24) != 0 {
 		m.set(capSSBD)
 	}
+	if m.Caps[13]&(1<<24) != 0 {
+		m.Caps[13] &^= 1 << 25 // AMD's SSBD in SPEC_CTRL: Linux drops virt_ssbd
+	}
 	if b := m.Caps[13]; b&(1<<12) != 0 {
 		m.set(capIBPB)
 	}
@@ -437,6 +445,12 @@ func (m *CPUModel) ReadCPUID(cpuid func(leaf, sub uint32) (a, b, c, d uint32), x
 	}
 
 	m.CacheKB = cacheKB(cpuid, max, ext, amd)
+	if amd && ext >= 0x80000006 {
+		// Linux's x86_tlbsize (cpu_detect_cache_sizes, 64-bit): the L2
+		// data and instruction TLBs' 4 KiB entries.
+		_, b, _, _ := cpuid(0x80000006, 0)
+		m.TLBSize = b>>16&0xfff + b&0xfff
+	}
 }
 
 // cacheKB is cpuinfo's cache size: AMD's L2 (CPUID 0x80000006), else the

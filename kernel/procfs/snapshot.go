@@ -214,6 +214,7 @@ type CPUModel struct {
 	Microcode   uint32
 	KHz         uint64 // cpu MHz, in kHz
 	CacheKB     uint32
+	TLBSize     uint32 // "TLB size" in 4 KiB pages (AMD's L2 TLBs; 0: no line)
 	CPUIDLevel  uint32
 	ClflushSize uint32
 	PhysBits    uint32
