@@ -288,8 +288,11 @@ func TestLoad(t *testing.T) {
 	for _, b := range r.bad {
 		t.Errorf("health check: %s", b)
 	}
-	if r.after.fds != r.before.fds || r.after.sockets != r.before.sockets || r.after.pages != r.before.pages {
-		t.Errorf("after the clients went: %v; want the descriptors, sockets and ring pages of before: %v", r.after, r.before)
+	// More than before is held: a leak. Fewer is not (the snapshot before
+	// can catch a /stats request's own connection still closing: 3
+	// sockets before, 2 after, in one run).
+	if r.after.fds > r.before.fds || r.after.sockets > r.before.sockets || r.after.pages > r.before.pages {
+		t.Errorf("after the clients went: %v; want at most the descriptors, sockets and ring pages of before: %v", r.after, r.before)
 	}
 	// The kernel's memory for sockets is their ring pages, checked
 	// exactly above. Free frames move with the Go heap (it grew for the
@@ -538,7 +541,7 @@ func loadClient(ctx context.Context, base string, ports []int, conns, slow int, 
 			return
 		}
 		r.after = s
-		if s.fds == r.before.fds && s.sockets == r.before.sockets && s.pages == r.before.pages || time.Now().After(deadline) {
+		if s.fds <= r.before.fds && s.sockets <= r.before.sockets && s.pages <= r.before.pages || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(2 * time.Second)
@@ -666,7 +669,7 @@ func TestLoadSYNFlood(t *testing.T) {
 		// Then until the counters are back (a failed /stats is tried
 		// again within the minute).
 		for end := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
-			if o.after, err = stats(); err == nil && o.after.sockets == o.before.sockets && o.after.pages == o.before.pages || time.Now().After(end) {
+			if o.after, err = stats(); err == nil && o.after.sockets <= o.before.sockets && o.after.pages <= o.before.pages || time.Now().After(end) {
 				break
 			}
 		}
@@ -719,8 +722,8 @@ func TestLoadSYNFlood(t *testing.T) {
 	if o.checks == 0 {
 		t.Errorf("no health check was made")
 	}
-	if o.after.sockets != o.before.sockets || o.after.pages != o.before.pages {
-		t.Errorf("after the flood: %v; want the sockets and ring pages of before: %v", o.after, o.before)
+	if o.after.sockets > o.before.sockets || o.after.pages > o.before.pages {
+		t.Errorf("after the flood: %v; want at most the sockets and ring pages of before: %v", o.after, o.before)
 	}
 }
 
