@@ -85,10 +85,14 @@ func nicRefused(where string, base uint64, e virtio.Error) {
 }
 
 // nicOpen opens the network device d and prints the one line saying so,
-// or why not; where and base name it there ("mmio", "pci").
+// or why not (a NIC already open: the kernel drives one); where and base
+// name it there ("mmio", "pci").
 func nicOpen(d virtio.Device, where string, base uint64, irq uint32) bool {
 	var te virtio.Error
-	e := nicDev.Open(d, &te)
+	second, e := nicDev.Present(), virtionet.OK
+	if !second {
+		e = nicDev.Open(d, &te)
+	}
 	klog("net: virtio-net (")
 	kprint(where)
 	kprint(" ")
@@ -96,7 +100,10 @@ func nicOpen(d virtio.Device, where string, base uint64, irq uint32) bool {
 	kprint(", irq ")
 	kprintDec(int64(irq))
 	kprint(")")
-	if e != virtionet.OK {
+	if second {
+		kprint(" not used: the kernel drives one NIC, already open\n")
+		return false
+	} else if e != virtionet.OK {
 		kprint(" not used: ")
 		kprint(e.String())
 		if e == virtionet.ErrTransport {

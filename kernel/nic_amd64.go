@@ -67,14 +67,12 @@ func virtioInit(c *sched.CPU) {
 	}
 	// PCI: pc, q35, and microvm with pcie=on (its DSDT lists the
 	// virtio-mmio transports too, empty).
-	var fns [8]virtio.PCIFunction
 	var buf [128]byte
 	pb, desc := pcihost.Bus(bootInfo.RSDP, mm.PhysOff(), c.IRQ, vecVirtio+msiLine, &buf)
 	if desc != "" {
 		klog(desc)
 	}
-	n, _ = pb.Config.Virtio(0, fns[:])
-	for _, f := range fns[:min(n, len(fns))] {
+	for i, f := pb.Config.NextVirtio(0, 0); i >= 0; i, f = pb.Config.NextVirtio(0, i+1) { // every one: no table to overflow
 		if f.Type != virtio.TypeNet && f.Type != virtio.Type9P && f.Type != virtio.TypeBlock {
 			continue
 		}

@@ -9,7 +9,7 @@ import "yolk/drivers/virtio"
 func virtioAttach(d virtio.Device, where string, base uint64, irq uint32) bool {
 	switch d.Type() {
 	case virtio.TypeNet:
-		return !nicDev.Present() && nicOpen(d, where, base, irq)
+		return nicOpen(d, where, base, irq)
 	case virtio.Type9P:
 		return shareAttach(d, where, base, irq)
 	case virtio.TypeBlock:

@@ -153,20 +153,29 @@ func (c PCIConfig) virtioType(bdf uint16) (device uint16, typ uint32, present, o
 // there are; ErrTooMany if more than fit (the count is still exact). It
 // reads configuration space only.
 func (c PCIConfig) Virtio(bus uint8, out []PCIFunction) (n int, err Error) {
-	for i := c.Next(bus, 0); i >= 0; i = c.Next(bus, i+1) {
-		bdf := BDF(bus, uint8(i>>3), uint8(i&7))
-		id, t, _, ok := c.virtioType(bdf)
-		if !ok {
-			continue
-		}
+	for i, f := c.NextVirtio(bus, 0); i >= 0; i, f = c.NextVirtio(bus, i+1) {
 		if n < len(out) {
-			out[n] = PCIFunction{BDF: bdf, Device: id, Type: t}
+			out[n] = f
 		} else {
 			err = ErrTooMany
 		}
 		n++
 	}
 	return n, err
+}
+
+// NextVirtio is the first virtio function on bus at or after index i
+// (device*8 + function, as Next's), and its index; -1 if none. A walk
+// with it, i+1 each step, finds every virtio function on the bus (up to
+// 256) with no table to fill.
+func (c PCIConfig) NextVirtio(bus uint8, i int) (int, PCIFunction) {
+	for i = c.Next(bus, i); i >= 0; i = c.Next(bus, i+1) {
+		bdf := BDF(bus, uint8(i>>3), uint8(i&7))
+		if id, t, _, ok := c.virtioType(bdf); ok {
+			return i, PCIFunction{BDF: bdf, Device: id, Type: t}
+		}
+	}
+	return -1, PCIFunction{}
 }
 
 // Next is the first function present on bus at or after index i

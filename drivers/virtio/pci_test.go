@@ -162,6 +162,61 @@ func TestPCIEnumerate(t *testing.T) {
 	}
 }
 
+// TestPCINextVirtio walks bus 0 as QEMU pc lays out the set that once
+// lost two disks: a NIC, three 9p devices, six virtio-blk disks with an
+// NVMe controller among them — ten virtio functions, more than the
+// boot's table of 8 held — and a multi-function device with a virtio
+// function in each of its 8 functions. The walk finds every one.
+func TestPCINextVirtio(t *testing.T) {
+	s, c := ecam(t)
+	put := func(bdf uint16, vendor, device uint16, header uint8) {
+		f := s.fn(bdf)
+		binary.LittleEndian.PutUint16(f[0:], vendor)
+		binary.LittleEndian.PutUint16(f[2:], device)
+		f[cfgHeaderType] = header
+	}
+	var want []PCIFunction
+	virtioAt := func(dev, fn uint8, device uint16, header uint8) {
+		put(BDF(0, dev, fn), VendorVirtio, device, header)
+		want = append(want, PCIFunction{BDF(0, dev, fn), device, uint32(device - 0x1040)})
+	}
+	put(BDF(0, 0, 0), 0x8086, 0x1237, 0)    // host bridge
+	put(BDF(0, 1, 0), 0x8086, 0x7000, 0x80) // PIIX3 ISA bridge, multi-function
+	put(BDF(0, 1, 1), 0x8086, 0x7010, 0)    // its IDE
+	virtioAt(2, 0, 0x1041, 0)               // net
+	for dev := uint8(3); dev <= 5; dev++ {
+		virtioAt(dev, 0, 0x1049, 0) // 9p
+	}
+	for dev := uint8(6); dev <= 12; dev++ {
+		if dev == 9 {
+			put(BDF(0, dev, 0), 0x1b36, 0x0010, 0) // NVMe
+			continue
+		}
+		virtioAt(dev, 0, 0x1042, 0) // blk
+	}
+	for fn := uint8(0); fn < 8; fn++ {
+		virtioAt(20, fn, 0x1042, 0x80)
+	}
+	virtioAt(31, 0, 0x1044, 0)
+	var got []PCIFunction
+	for i, f := c.NextVirtio(0, 0); i >= 0; i, f = c.NextVirtio(0, i+1) {
+		if int(f.BDF) != i {
+			t.Errorf("index %d for %+v", i, f)
+		}
+		got = append(got, f)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("NextVirtio found %d: %v\nwant %d: %v", len(got), got, len(want), want)
+	}
+	if i, f := c.NextVirtio(0, 32*8); i != -1 || f != (PCIFunction{}) {
+		t.Errorf("NextVirtio past the bus = %d, %v", i, f)
+	}
+	var out [8]PCIFunction
+	if n, err := c.Virtio(0, out[:]); n != len(want) || err != ErrTooMany || !slices.Equal(out[:], want[:8]) {
+		t.Errorf("Virtio into 8 = %d, %v, %v", n, err, out)
+	}
+}
+
 func TestOpenPCI(t *testing.T) {
 	e := pciEnv(t, FVersion1, 256)
 	f := e.space.fn(BDF(0, pciDev, 0))

@@ -126,7 +126,16 @@ func (d *Devs[E]) Stats(i int) virtioblk.Stats { return d.devs[i].vb.Stats }
 // is used, so that its interrupt is routed.
 func (d *Devs[E]) Attach(v virtio.Device, where string, base uint64, irq uint32) (bool, virtio.Error) {
 	if d.n == MaxDevs {
-		env[E]().Log("virtio-blk: more disks than the table holds: not used\n")
+		e := env[E]()
+		e.Note("blk: virtio-blk (")
+		e.Log(where)
+		e.Log(" ")
+		logHex(e, base)
+		e.Log(", irq ")
+		e.LogDec(int64(irq))
+		e.Log(") not used: more disks than the table holds (")
+		e.LogDec(MaxDevs)
+		e.Log(")\n")
 		return false, virtio.OK
 	}
 	i := d.n
@@ -159,6 +168,19 @@ func (d *Devs[E]) Attach(v virtio.Device, where string, base uint64, irq uint32)
 	e.Log(") ")
 	logSize(e, in)
 	return true, virtio.OK
+}
+
+// logHex goes on with v in hexadecimal, 0x first.
+func logHex[E Env[E]](e E, v uint64) {
+	const digits = "0123456789abcdef"
+	e.Log("0x")
+	i := 60
+	for i > 0 && v>>i == 0 {
+		i -= 4
+	}
+	for ; i >= 0; i -= 4 {
+		e.Log(digits[v>>i&15 : v>>i&15+1])
+	}
 }
 
 // logSize ends a device's boot line with its size, block size and

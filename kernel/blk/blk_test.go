@@ -36,9 +36,9 @@ func (e tenv) Unlock()                                { tlocks[e.i].Unlock() }
 func (e tenv) Wait(a *uint32, v uint32, d int64) bool { return tdevs.Wait(e.i, a, v, d) }
 func (tenv) Wake(a *uint32)                           { tdevs.Wake(a) }
 func (tenv) Now() int64                               { return time.Now().UnixNano() }
-func (tenv) Note(string)                              {}
-func (tenv) Log(string)                               {}
-func (tenv) LogDec(int64)                             {}
+func (tenv) Note(s string)                            { tlogf("\nyolk: %s", s) }
+func (tenv) Log(s string)                             { tlogf("%s", s) }
+func (tenv) LogDec(v int64)                           { tlogf("%d", v) }
 func (tenv) Dev(i int) tenv                           { return tenv{i} }
 func (tenv) Page() (uintptr, uint64)                  { return tmodel.Page() }
 func (tenv) Node(name []byte, rdev uint64) {
@@ -47,6 +47,17 @@ func (tenv) Node(name []byte, rdev uint64) {
 func (tenv) Copy(dst, src uintptr, n int) bool {
 	copy(unsafe.Slice((*byte)(ptr(dst)), n), unsafe.Slice((*byte)(ptr(src)), n))
 	return true
+}
+
+var (
+	tlogMu sync.Mutex
+	tlog   strings.Builder // what the table wrote on the console
+)
+
+func tlogf(format string, a ...any) {
+	tlogMu.Lock()
+	defer tlogMu.Unlock()
+	fmt.Fprintf(&tlog, format, a...)
 }
 
 func ptr(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
@@ -217,4 +228,43 @@ func TestBlockLayer(t *testing.T) {
 		t.Errorf("read of a read-only disk: %d %d", n, e)
 	}
 	tdevs.Unref(hb)
+}
+
+// TestTableFull: a virtio-blk disk beyond MaxDevs is not used, and the
+// console says which (its transport, address and line), as QEMU pc's
+// set of more disks than the table holds would show it.
+func TestTableFull(t *testing.T) {
+	tdevs, tnodes = Devs[tenv]{}, nil
+	tlogMu.Lock()
+	tlog.Reset()
+	tlogMu.Unlock()
+	for range MaxDevs {
+		attach(t, 64, 0)
+	}
+	if tdevs.Count() != MaxDevs || string(tdevs.Name(MaxDevs-1)) != "vdh" {
+		t.Fatalf("%d devices, the last %q", tdevs.Count(), tdevs.Name(tdevs.Count()-1))
+	}
+	m := blkmodel.New(64, 0, nil)
+	m.Errorf = t.Errorf
+	dev, e := virtio.OpenMMIO(m.Base())
+	if e != virtio.OK {
+		t.Fatal(e)
+	}
+	if ok, e := tdevs.Attach(dev, "pci", 0x50, 11); ok || e != virtio.OK || tdevs.Count() != MaxDevs {
+		t.Errorf("Attach of a ninth disk = %v, %v; %d devices", ok, e, tdevs.Count())
+	}
+	if ok, _ := tdevs.Attach(dev, "mmio", 0xfeb00e00, 5); ok {
+		t.Error("Attach of a tenth disk: used")
+	}
+	tlogMu.Lock()
+	out := tlog.String()
+	tlogMu.Unlock()
+	for _, want := range []string{
+		"\nyolk: blk: virtio-blk (pci 0x50, irq 11) not used: more disks than the table holds (8)\n",
+		"\nyolk: blk: virtio-blk (mmio 0xfeb00e00, irq 5) not used: more disks than the table holds (8)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("console:%s\nwant the line%s", out, want)
+		}
+	}
 }

@@ -150,12 +150,18 @@ func (d *Devs[E]) ProbeNVMe(pc virtio.PCIConfig, physOff uintptr, cpus int) (lin
 // /dev node.
 func (d *Devs[E]) addNVMe(ci, k int) {
 	e := env[E]()
-	if d.n == MaxDevs {
-		e.Note("blk: more disks than the table holds: an NVMe namespace not used\n")
-		return
-	}
 	c := &d.nv.c[ci]
 	ns, cin := c.Namespace(k), c.Info()
+	if d.n == MaxDevs {
+		e.Note("blk: nvme")
+		e.LogDec(int64(ci))
+		e.Log("n")
+		e.LogDec(int64(ns.ID))
+		e.Log(" not used: more disks than the table holds (")
+		e.LogDec(MaxDevs)
+		e.Log(")\n")
+		return
+	}
 	minor := 0
 	for j := 0; j < d.n; j++ {
 		if d.devs[j].kind == KindNVMe {

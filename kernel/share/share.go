@@ -347,7 +347,13 @@ func (s *Shares[E]) Attach(d virtio.Device, where string, base uint64, irq uint3
 		s.bad = false
 	}
 	if s.n == MaxShares {
-		e.Log("share: more than 4 virtio-9p devices: the rest not used\n")
+		e.Log("share: virtio-9p (")
+		e.Print(where)
+		e.Print(" ")
+		e.PrintHex(base, 1)
+		e.Print(", irq ")
+		e.PrintDec(int64(irq))
+		e.Print(") not used: more than 4 virtio-9p devices\n")
 		return false, virtio.OK
 	}
 	n := s.n

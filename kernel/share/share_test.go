@@ -2,11 +2,13 @@ package share
 
 import (
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"yolk/drivers/virtio"
 	"yolk/drivers/virtio9p"
 	"yolk/kernel/abi"
 	"yolk/kernel/fs"
@@ -37,8 +39,8 @@ func (testenv) Dev(dev int) testenv                     { return testenv{dev} }
 func (testenv) Log(s string)                            { logged.WriteString(s) }
 func (testenv) Print(s string)                          { logged.WriteString(s) }
 func (testenv) PrintBytes(b []byte)                     { logged.Write(b) }
-func (testenv) PrintDec(v int64)                        {}
-func (testenv) PrintHex(v uint64, digits int)           {}
+func (testenv) PrintDec(v int64)                        { logged.WriteString(itoa(v)) }
+func (testenv) PrintHex(v uint64, digits int)           { fmt.Fprintf(&logged, "0x%0*x", digits, v) }
 func (testenv) Ending() bool                            { return false }
 func (testenv) Exit()                                   {}
 func (testenv) LockFiles()                              {}
@@ -346,5 +348,19 @@ func TestGetcwd(t *testing.T) {
 	}
 	if string(s.CwdPath()) != "/m/dir" {
 		t.Errorf("CwdPath = %q", s.CwdPath())
+	}
+}
+
+// TestSharesFull: a virtio-9p device beyond MaxShares is not used, and
+// the console says which (its transport, address and line).
+func TestSharesFull(t *testing.T) {
+	var s Shares[testenv]
+	s.n = MaxShares
+	logged.Reset()
+	if ok, e := s.Attach(virtio.Device{}, "pci", 0x30, 10); ok || e != virtio.OK {
+		t.Errorf("Attach of a fifth share = %v, %v", ok, e)
+	}
+	if want := "share: virtio-9p (pci 0x30, irq 10) not used: more than 4 virtio-9p devices\n"; logged.String() != want {
+		t.Errorf("console %q, want %q", logged.String(), want)
 	}
 }
