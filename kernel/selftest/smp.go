@@ -181,11 +181,11 @@ func futexWake(addr *uint32, n int) {
 func testFutexStress(t *T) {
 	const ops = 1_000_000
 	pairs := max(2, runtime.NumCPU())
-	// Per thread and round: a wake and, as often as the interleaving makes
-	// it, a wait (about one per wake on amd64, 0.4–0.7 on arm64, fewer
-	// where the runtime's threads disturb the pair less): the wakes alone
-	// make the 10⁶.
-	rounds := ops/(pairs*2) + 1
+	// Each turn passed is a wake and, as often as the interleaving makes
+	// it, a wait (about one per wake on amd64 at one CPU, 0.4–0.7 on
+	// arm64). The pairs go on until waits and wakes together make the
+	// 10⁶: then the thread holding a pair's turn passes "stop" (2)
+	// instead, wakes its partner, and both return.
 	words := make([]struct {
 		w    uint32
 		woke atomic.Int64 // when the last FUTEX_WAKE on w returned
@@ -200,11 +200,14 @@ func testFutexStress(t *T) {
 		spin := 0
 		var passed int64 // when this thread last passed the turn
 		defer func() { spinSink.Add(int64(spin)) }()
-		for r := 0; r < rounds; r++ {
-			for atomic.LoadUint32(w) != me {
+		for {
+			for v := atomic.LoadUint32(w); v != me; v = atomic.LoadUint32(w) {
+				if v == 2 {
+					return
+				}
 				waits.Add(1)
 				start := now()
-				if e := futexWait(w, 1-me, 5*time.Second); e == syscall.ETIMEDOUT && atomic.LoadUint32(w) == me {
+				if e := futexWait(w, v, 5*time.Second); e == syscall.ETIMEDOUT && atomic.LoadUint32(w) == me {
 					// The partner's wake for this turn came after
 					// passed; if it returned before start+5s, the
 					// earliest the wait could expire, less the timer's
@@ -217,14 +220,21 @@ func testFutexStress(t *T) {
 					}
 				}
 			}
+			next := 1 - me
+			if waits.Load()+wakes.Load() >= ops {
+				next = 2
+			}
 			for k := rng.IntN(256); k > 0; k-- {
 				spin++
 			}
 			passed = now()
-			atomic.StoreUint32(w, 1-me)
+			atomic.StoreUint32(w, next)
 			futexWake(w, 1)
 			woke.Store(now())
 			wakes.Add(1)
+			if next == 2 {
+				return
+			}
 		}
 	})
 	if lost.Load() != 0 {
