@@ -22,7 +22,7 @@ func TestDiskBbolt(t *testing.T) {
 		t.Skip("YOLK_DISK_APPS unset (make diskapps runs it)")
 	}
 	bench := regexp.MustCompile(`(?m)^Benchmark.*$`)
-	onDiskMachines(t, "yolk/qemu/internal/bbolt", "64M", func(t *testing.T, r diskRig) {
+	onDiskMachines(t, "yolk/qemu/internal/bbolt", diskAppsTag, "64M", func(t *testing.T, r diskRig) {
 		res, out := r.boot(t, Config{SMP: 2, Memory: "256M", Timeout: 10 * time.Minute, Args: []string{"/data"}})
 		if res.TimedOut || res.ExitCode != 0 || !strings.Contains(out, "bbolt: ok") {
 			t.Fatalf("bbolt: exit %d (timed out %v, %v)\n%s", res.ExitCode, res.TimedOut, res.Messages, out)

@@ -27,13 +27,23 @@ func fixtureHost(t *testing.T, pkg, dir string) string {
 // and returns the image.
 func fixtureImage(t *testing.T, pkg, dir, arch string) string {
 	t.Helper()
+	return fixtureImageTags(t, pkg, dir, arch, "")
+}
+
+// diskAppsTag is the build tag the applications' programs need
+// (qemu/internal/sqlite and qemu/internal/bbolt; make diskapps).
+const diskAppsTag = "yolk_diskapps"
+
+// fixtureImageTags is fixtureImage with build tags.
+func fixtureImageTags(t *testing.T, pkg, dir, arch, tags string) string {
+	t.Helper()
 	name := filepath.Base(pkg)
 	if arch != "" {
 		name += "-" + arch
 	}
 	img := filepath.Join(dir, name+".elf")
 	var log bytes.Buffer
-	if _, err := image.Build(t.Context(), pkg, image.Options{Output: img, Arch: arch, Stderr: &log}); err != nil {
+	if _, err := image.Build(t.Context(), pkg, image.Options{Output: img, Arch: arch, Tags: tags, Stderr: &log}); err != nil {
 		t.Fatalf("building %s: %v\n%s", pkg, err, log.String())
 	}
 	return img

@@ -16,7 +16,7 @@ import (
 // the same image finds every record and the last state and writes more;
 // a third only reads. e2fsck -fn finds the image clean after each boot.
 func TestDiskPersistence(t *testing.T) {
-	onDiskMachines(t, "yolk/qemu/testdata/persist", "16M", func(t *testing.T, r diskRig) {
+	onDiskMachines(t, "yolk/qemu/testdata/persist", "", "16M", func(t *testing.T, r diskRig) {
 		for _, args := range [][]string{{"write", "0", "40"}, {"write", "40", "100"}, {"read", "100"}} {
 			start := time.Now()
 			res, out := r.boot(t, Config{Args: append([]string{args[0], "/data"}, args[1:]...)})
@@ -38,8 +38,9 @@ type diskRig struct {
 }
 
 // onDiskMachines runs f as a subtest for amd64 microvm and arm64 virt
-// with pkg's image and a fresh ext4 disk of size (mkfs.ext4's defaults).
-func onDiskMachines(t *testing.T, pkg, size string, f func(t *testing.T, r diskRig)) {
+// with pkg's image (built with tags) and a fresh ext4 disk of size
+// (mkfs.ext4's defaults).
+func onDiskMachines(t *testing.T, pkg, tags, size string, f func(t *testing.T, r diskRig)) {
 	if testing.Short() {
 		t.Skip("builds and boots images")
 	}
@@ -54,7 +55,7 @@ func onDiskMachines(t *testing.T, pkg, size string, f func(t *testing.T, r diskR
 				t.Skip(err)
 			}
 			dir := t.TempDir()
-			r := diskRig{img: fixtureImage(t, pkg, dir, c.arch), arch: c.arch, machine: c.machine, disk: filepath.Join(dir, "data.img")}
+			r := diskRig{img: fixtureImageTags(t, pkg, dir, c.arch, tags), arch: c.arch, machine: c.machine, disk: filepath.Join(dir, "data.img")}
 			if out, err := exec.Command(mkfs, "-q", "-F", r.disk, size).CombinedOutput(); err != nil {
 				t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 			}

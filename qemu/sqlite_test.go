@@ -24,7 +24,7 @@ func TestDiskSQLite(t *testing.T) {
 		t.Skip("YOLK_DISK_APPS unset (make diskapps runs it)")
 	}
 	bench := regexp.MustCompile(`(?m)^Benchmark.*$`)
-	onDiskMachines(t, "yolk/qemu/internal/sqlite", "64M", func(t *testing.T, r diskRig) {
+	onDiskMachines(t, "yolk/qemu/internal/sqlite", diskAppsTag, "64M", func(t *testing.T, r diskRig) {
 		modes := []string{"delete", "wal", "walx"}
 		if m := os.Getenv("YOLK_SQLITE_MODES"); m != "" {
 			modes = strings.Split(m, ",") // a subset, e.g. wal

@@ -1,3 +1,5 @@
+//go:build yolk_diskapps
+
 // Command bbolt is TestDiskBbolt's program: go.etcd.io/bbolt on a file
 // in DIR, a disk's mount. bbolt writes its pages with pwrite and
 // fdatasync and reads them through a read-only MAP_SHARED mapping of the
@@ -9,6 +11,9 @@
 // benchmark format, then "bbolt: ok", or "bbolt: ERROR" and exits 1.
 //
 //	bbolt DIR
+//
+// It builds only with the yolk_diskapps tag (diskAppsTag in qemu's tests):
+// make test's vets and hosted run leave it out.
 package main
 
 import (

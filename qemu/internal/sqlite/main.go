@@ -1,3 +1,5 @@
+//go:build yolk_diskapps
+
 // Command sqlite is TestDiskSQLite's program: modernc.org/sqlite (SQLite
 // translated to Go) on a file in DIR, a disk's mount. For each journal
 // mode named (delete: the default rollback journal; wal: write-ahead
@@ -9,6 +11,10 @@
 // "sqlite: MODE ok" per mode or "sqlite: MODE: ERROR" and exits 1.
 //
 //	sqlite DIR MODE...
+//
+// It builds only with the yolk_diskapps tag (diskAppsTag in qemu's tests):
+// compiling modernc.org/sqlite takes about a minute per configuration,
+// and make test's vets and hosted run would do it three times.
 package main
 
 import (
