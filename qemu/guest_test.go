@@ -41,8 +41,8 @@ const SelftestPackage = "yolk/kernel/selftest"
 // reproduces it (run.go, Firecracker) at 2 CPUs only: what it adds to
 // microvm is the boot (MP table, no RTC, no ACPI) and the exit, not the
 // CPU count; it has no shares, so their tests skip. "cloud-hypervisor:2"
-// boots Cloud Hypervisor's machine (run.go, CloudHypervisor) at 2 CPUs
-// and runs subsetTests' subset there.
+// boots Cloud Hypervisor's machine (run.go, CloudHypervisor) at 2 CPUs.
+// These two, the PC image's and q35@6G run subsetTests' subsets.
 var guestMachines = map[string][]string{
 	"amd64": {
 		"microvm:1", "microvm:2", "microvm:4",
@@ -87,23 +87,49 @@ const diskFSTests = "^(TestDiskFS|TestDiskErrors|TestDiskMmap)$"
 
 // subsetTests are the guest tests a default entry runs instead of the
 // suite, where what the entry adds to another is its machine, not the
-// kernel's behaviour, to keep make test's time. Cloud Hypervisor's shape
-// adds to microvm the PCI transport (ECAM, BARs the kernel places,
-// MSI-X), the TSC calibrated against the CMOS clock with no PIT, an
-// I/O APIC without a PIC and the power-off through the FADT: so the
-// boot, sleeps and timers (the LAPIC timer calibrated against that TSC),
-// the NIC and the network, console input (the UART's interrupt), a
-// signal, the CPUs' start and wake-ups, the disks (virtio-blk-pci: the
-// raw devices; ext4 above them is diskFSEntries'). Tests of the kernel's own
-// accounting with tight timing bounds (TestCPUClocks, TestVDSOClock,
-// TestSMPTLBShootdown) run on the other entries. Entries chosen with
+// kernel's behaviour, to keep make test's time. Entries chosen with
 // $YOLK_MACHINE run everything.
+//
+// Cloud Hypervisor's shape adds to microvm the PCI transport (ECAM, BARs
+// the kernel places, MSI-X), the TSC calibrated against the CMOS clock
+// with no PIT, an I/O APIC without a PIC and the power-off through the
+// FADT: so the boot, sleeps and timers (the LAPIC timer calibrated
+// against that TSC), the NIC and the network, console input (the UART's
+// interrupt), a signal, the CPUs' start and wake-ups, the disks
+// (virtio-blk-pci: the raw devices; ext4 above them is diskFSEntries').
+// Firecracker's adds to microvm the boot (the MP table, no ACPI, no RTC),
+// virtio-mmio devices from the command line and the exit through a
+// reset: the same subset. Tests of the kernel's own accounting with
+// tight timing bounds (TestCPUClocks, TestVDSOClock, TestSMPTLBShootdown)
+// run on the other entries.
+//
+// The PC image (iso-bios, iso-uefi) adds to q35 GRUB's Multiboot2 boot
+// under each firmware: the firmware's memory map, the command line and
+// boot archive from GRUB, the firmware's ACPI tables, the console: so
+// the boot, arguments and files, memory, timers and clocks, the CPUs,
+// console input, /proc's view of the machine. q35@6G adds memory above
+// 4 GiB: memory and mappings, the collector, and the devices' DMA
+// (disks, NIC, shares) and the copies to and from user memory there.
 var subsetTests = map[string]string{
-	"cloud-hypervisor:2": "^(TestBoot|TestArgsEnv|TestTimerSleepAccuracy|TestTimersChannels|TestFutexTimeout|TestConsoleInput|" +
+	"cloud-hypervisor:2": vmmSubset,
+	"firecracker:2":      vmmSubset,
+	"iso-bios:2":         pcImageSubset,
+	"iso-uefi:2":         pcImageSubset,
+	"q35@6G:2": "^(TestBoot|TestMemory.*|TestMmapErrnoOrder|TestGCUnderPressure|TestGoroutines10k|TestSMPGCParallel|TestSMPTLBShootdown|" +
+		"TestBlockDevice|TestNIC|TestWireTCPIn|TestWireTCPOut|TestShare|TestShareMmap|TestShareMmapWriteBack|TestFileMmap|TestFileMmapDB|" +
+		"TestUserCopyFault|TestUserCopyPastEOF|TestProcfs)$",
+}
+
+const (
+	vmmSubset = "^(TestBoot|TestArgsEnv|TestTimerSleepAccuracy|TestTimersChannels|TestFutexTimeout|TestConsoleInput|" +
 		"TestSignalNotify|TestUnknownSyscallENOSYS|TestNIC|TestNICMalformed|TestDHCP|TestWireTCPOut|TestWireUDPOut|" +
 		"TestWireTCP6Out|TestWireTCPIn|TestDNSLocal|TestHTTPLoopback|TestPreemptSleepBesideSpinner|TestSMPAllCPUsRun|" +
-		"TestSMPTimeMonotonic|TestSMPIdleWakeup|TestBlockDevice)$",
-}
+		"TestSMPTimeMonotonic|TestSMPIdleWakeup|TestBlockDevice)$"
+	pcImageSubset = "^(TestBoot|TestArgsEnv|TestBootFiles|TestConsoleInput|TestMemory.*|TestGCUnderPressure|TestGoroutines10k|" +
+		"TestTimerSleepAccuracy|TestTimersChannels|TestFutexTimeout|TestVDSOClock|TestCPUClocks|TestSignalNotify|" +
+		"TestUnknownSyscallENOSYS|TestSMPAllCPUsRun|TestSMPTimeMonotonic|TestSMPIdleWakeup|TestSMPTLBShootdown|" +
+		"TestProcfs|TestMounts|TestStatfs|TestTLSNonCanonical)$"
+)
 
 // pcEntries are the entry names that boot the PC image (image.BuildISO,
 // the self-test's environment, arguments and boot archive built in) from

@@ -141,6 +141,21 @@ func TestGuestEntries(t *testing.T) {
 			}
 		}
 	}
+	// The guest tests' names, from the self-test's sources.
+	var guest []string
+	srcs, _ := filepath.Glob(filepath.Join("..", "kernel", "selftest", "*.go"))
+	for _, f := range srcs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\{"(Test[A-Za-z0-9]+)", *test`).FindAllStringSubmatch(string(b), -1) {
+			guest = append(guest, m[1])
+		}
+	}
+	if len(guest) < 100 {
+		t.Fatalf("%d guest tests found in kernel/selftest's sources", len(guest))
+	}
 	// A subset names a default entry, and a valid regular expression.
 	for e, run := range subsetTests {
 		if !slices.Contains(all, e) {
@@ -148,6 +163,14 @@ func TestGuestEntries(t *testing.T) {
 		}
 		if _, err := regexp.Compile(run); err != nil {
 			t.Errorf("subsetTests[%q]: %v", e, err)
+		}
+		// Each name in it is a guest test's (a misspelt one would
+		// quietly leave its test out).
+		for _, alt := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(run, "^("), ")$"), "|") {
+			re := regexp.MustCompile("^" + alt + "$")
+			if !slices.ContainsFunc(guest, re.MatchString) {
+				t.Errorf("subsetTests[%q]: %q names no guest test", e, alt)
+			}
 		}
 	}
 	for _, bad := range [][2]string{{"", "riscv64"}, {"", "x86"}, {"virt:0", ""}, {"raspi3b", ""}, {"virt,", ""}} {
