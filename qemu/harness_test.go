@@ -123,7 +123,7 @@ func TestGuestEntries(t *testing.T) {
 		want          []string
 	}{
 		{"", "amd64", guestMachines["amd64"]},
-		{"", "arm64", []string{"virt:1", "virt:2", "virt:4", "virt-gicv3:1", "virt-gicv3:2", "rpi3"}},
+		{"", "arm64", []string{"virt:1", "virt:2", "virt-gicv3:1", "virt-gicv3:2", "rpi3"}},
 		{"", "all", all},
 		{"", "", map[string][]string{"all": all, "amd64": guestMachines["amd64"]}[defaultGuestArch]},
 		{"virt:1,virt-gicv3:2", "", []string{"virt:1", "virt-gicv3:2"}},
