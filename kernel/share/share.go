@@ -337,6 +337,16 @@ func (s *Shares[E]) Option(v []byte) {
 	s.nmounts++
 }
 
+// printPlace goes on with where a device is: "pci 0x18, irq 11)".
+func printPlace[E Env[E]](e E, where string, base uint64, irq uint32) {
+	e.Print(where)
+	e.Print(" ")
+	e.PrintHex(base, 1)
+	e.Print(", irq ")
+	e.PrintDec(int64(irq))
+	e.Print(")")
+}
+
 // Attach opens 9p device d and mounts it where its tag says; false if
 // it is not used, with the transport's error if it failed to open (the
 // caller reports it).
@@ -348,12 +358,8 @@ func (s *Shares[E]) Attach(d virtio.Device, where string, base uint64, irq uint3
 	}
 	if s.n == MaxShares {
 		e.Log("share: virtio-9p (")
-		e.Print(where)
-		e.Print(" ")
-		e.PrintHex(base, 1)
-		e.Print(", irq ")
-		e.PrintDec(int64(irq))
-		e.Print(") not used: more than 4 virtio-9p devices\n")
+		printPlace(e, where, base, irq)
+		e.Print(" not used: more than 4 virtio-9p devices\n")
 		return false, virtio.OK
 	}
 	n := s.n
@@ -372,12 +378,7 @@ func (s *Shares[E]) Attach(d virtio.Device, where string, base uint64, irq uint3
 	e.Log("share: virtio-9p \"")
 	e.PrintBytes(tag)
 	e.Print("\" (")
-	e.Print(where)
-	e.Print(" ")
-	e.PrintHex(base, 1)
-	e.Print(", irq ")
-	e.PrintDec(int64(irq))
-	e.Print(")")
+	printPlace(e, where, base, irq)
 	if m < 0 {
 		e.Print(" not used: no yolk.share names its tag\n")
 		d.Reset()
