@@ -363,8 +363,16 @@ func TestGuest(t *testing.T) {
 	// of the time (sleeps, timeouts, the network), so one at a time
 	// left a third of the host's CPU time unused. The default entries
 	// run fewest CPUs first, to pair them. Benchmarks run one entry at a
-	// time.
-	vcpus := 2 * runtime.NumCPU()
+	// time. The host's cores are GOMAXPROCS's count, which follows a
+	// container's CPU limit (NumCPU does not: a CI runner limited to two
+	// cores of a large host would start every entry at once).
+	// YOLK_GUEST_VCPUS sets the bound.
+	vcpus := 2 * runtime.GOMAXPROCS(0)
+	if env := os.Getenv("YOLK_GUEST_VCPUS"); env != "" {
+		if vcpus, err = strconv.Atoi(env); err != nil || vcpus < 1 {
+			t.Fatalf("YOLK_GUEST_VCPUS=%q: want a positive count of vCPUs", env)
+		}
+	}
 	if slices.Contains(args, "-bench") || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-bench=") }) {
 		vcpus = 1
 	}
@@ -374,6 +382,8 @@ func TestGuest(t *testing.T) {
 	}
 	gate := newCPUGate(vcpus)
 	var wg sync.WaitGroup
+	var failMu sync.Mutex
+	var failed []string
 	for _, m := range machines {
 		w := min(guestCPUs(m), vcpus)
 		gate.acquire(w)
@@ -390,11 +400,23 @@ func TestGuest(t *testing.T) {
 				case b != "":
 					img = imgs[b]
 				}
-				bootSelftest(t, img, initrd, env, argsFor(m), m, timeout, outDir)
+				what := bootSelftest(t, img, initrd, env, argsFor(m), m, timeout, outDir)
+				if t.Failed() {
+					failMu.Lock()
+					failed = append(failed, m+": "+cmp.Or(strings.Join(what, "\n\t"), "the harness's checks (see the entry's log)"))
+					failMu.Unlock()
+				}
 			})
 		}()
 	}
 	wg.Wait()
+	// Go prints this right under TestGuest's own result line, above the
+	// entries' long lists of subtests: a reader of the log's head and
+	// tail (CI's excerpt) sees what failed.
+	if len(failed) > 0 {
+		slices.Sort(failed)
+		t.Errorf("what failed, by entry:\n%s", strings.Join(failed, "\n"))
+	}
 }
 
 // guestCPUs is an entry's vCPU count (1 where the entry is malformed:
@@ -464,7 +486,10 @@ func buildSelftestISO(t *testing.T, elfImage, outDir string, env, args []string,
 	return iso
 }
 
-func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry string, timeout time.Duration, outDir string) {
+// bootSelftest boots the self-test image for one entry and reports its
+// guest tests as subtests of t. It returns what failed in a few lines: each failed guest test with the
+// head of its output, and the harness's problems with the run.
+func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry string, timeout time.Duration, outDir string) (failed []string) {
 	// Leave the go test binary time to report when its -timeout is near.
 	if deadline, ok := t.Deadline(); ok {
 		if left := time.Until(deadline) - 30*time.Second; left < timeout {
@@ -649,8 +674,14 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 		}
 		t.Logf("%d benchmark lines in %s", len(rep.Benchmarks), benchPath)
 	}
+	for _, gt := range rep.Tests {
+		if gt.Result == report.Fail {
+			failed = append(failed, gt.Name+": "+strings.Join(gt.Output[:min(len(gt.Output), 4)], " | "))
+		}
+	}
 	for _, p := range rep.Problems(report.Outcome{TimedOut: res.TimedOut, Timeout: timeout, ExitCode: res.ExitCode}) {
 		t.Error(p)
+		failed = append(failed, strings.SplitN(p, "\n", 4)[0])
 	}
 	if res.Mismatch != "" {
 		t.Error(res.Mismatch)
@@ -696,6 +727,7 @@ func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry st
 			t.Logf("serial log %s:\n%s", logPath, log)
 		}
 	}
+	return failed
 }
 
 // guestSubtest reports guest test gt, and its subtests inside it, as a
