@@ -487,8 +487,9 @@ func buildSelftestISO(t *testing.T, elfImage, outDir string, env, args []string,
 }
 
 // bootSelftest boots the self-test image for one entry and reports its
-// guest tests as subtests of t. It returns what failed in a few lines: each failed guest test with the
-// head of its output, and the harness's problems with the run.
+// guest tests as subtests of t. It returns what failed in a few lines:
+// each failed guest test with the head of its output, and the harness's
+// problems with the run.
 func bootSelftest(t *testing.T, img, initrd string, env, args []string, entry string, timeout time.Duration, outDir string) (failed []string) {
 	// Leave the go test binary time to report when its -timeout is near.
 	if deadline, ok := t.Deadline(); ok {
