@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -583,7 +584,8 @@ func testTimeMonotonic(t *T) {
 // the Raspberry Pi's — at 4 vCPUs on a loaded 2-core host took up to a
 // minute under TCG for 1 GiB) from a goroutine per CPU at GOMAXPROCS =
 // NumCPU: the collector runs concurrently on every CPU and must keep memory
-// bounded.
+// bounded, and the kernel's free memory must account for what the runtime
+// holds.
 func testGCParallel(t *T) {
 	n := runtime.GOMAXPROCS(0)
 	s := stats(t)
@@ -592,8 +594,10 @@ func testGCParallel(t *T) {
 	var total atomic.Int64
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	var minFree atomic.Int64
+	held0 := runtimeHeld()
+	var minFree, maxHeld atomic.Int64
 	minFree.Store(s.FramesFree)
+	maxHeld.Store(held0)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -612,6 +616,9 @@ func testGCParallel(t *T) {
 					syscall.Syscall(abi.SysStats, uintptr(unsafe.Pointer(&ks)), 0, 0)
 					for f := minFree.Load(); ks.FramesFree < f && !minFree.CompareAndSwap(f, ks.FramesFree); f = minFree.Load() {
 					}
+					h := runtimeHeld()
+					for m := maxHeld.Load(); h > m && !maxHeld.CompareAndSwap(m, h); m = maxHeld.Load() {
+					}
 				}
 			}
 		}()
@@ -623,15 +630,35 @@ func testGCParallel(t *T) {
 	if ms.NumGC == before.NumGC {
 		t.Errorf("no garbage collection ran")
 	}
-	// The floor is an eighth of what was free when the test began, not
-	// of RAM: what earlier tests keep (their heap, the file system's
-	// pages, sockets' rings) is not this collector's to bound.
-	if minFree.Load() < s.FramesFree/8 {
-		t.Errorf("free memory fell to %d MiB of the %d MiB free at the start (%d MiB of RAM)",
-			minFree.Load()*4096>>20, s.FramesFree*4096>>20, ram>>20)
+	// Bounded: the runtime kept less than half of what went through its
+	// heap (4x the RAM, or 512 MiB on a larger guest, where running out
+	// would not tell). Accounted: the free memory fell by no more than
+	// what the runtime took and kept meanwhile, plus 8 MiB (page tables,
+	// thread stacks, the samples' skew). A floor on free memory judged
+	// this before, but how close it came depended on what earlier tests
+	// left on the heap (microvm:2 reached 7 MiB of 57 for a floor of
+	// 7.1); and the runtime's growth overshoots its heap goal when four
+	// goroutines allocate during a concurrent mark (microvm:4: 74-77 MiB
+	// for goals of 62-63), so the goal is no bound either.
+	took := (s.FramesFree - minFree.Load()) * 4096
+	grew := maxHeld.Load() - held0
+	if grew > total.Load()/2 {
+		t.Errorf("the runtime held %d MiB more than at the start after %d MiB were allocated: the collector did not keep up", grew>>20, total.Load()>>20)
 	}
-	t.Logf("%d goroutines allocated %d MiB on %d MiB of RAM; %d collections; free %d MiB at the start, least %d MiB",
-		n, total.Load()>>20, ram>>20, ms.NumGC-before.NumGC, s.FramesFree*4096>>20, minFree.Load()*4096>>20)
+	if took > grew+8<<20 {
+		t.Errorf("free memory fell %d MiB while the runtime held at most %d MiB more (%d MiB free at the start, least %d MiB)",
+			took>>20, grew>>20, s.FramesFree*4096>>20, minFree.Load()*4096>>20)
+	}
+	t.Logf("%d goroutines allocated %d MiB on %d MiB of RAM; %d collections; free %d MiB at the start, least %d MiB; the runtime held %d MiB, at most %d MiB more",
+		n, total.Load()>>20, ram>>20, ms.NumGC-before.NumGC, s.FramesFree*4096>>20, minFree.Load()*4096>>20, held0>>20, grew>>20)
+}
+
+// runtimeHeld is the memory the Go runtime has mapped and not given back
+// (runtime/metrics: all its classes less the heap's released pages).
+func runtimeHeld() int64 {
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(m)
+	return int64(m[0].Value.Uint64() - m[1].Value.Uint64())
 }
 
 // testIdleWakeup checks that making a task ready wakes a halted CPU. One
