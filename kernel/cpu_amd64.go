@@ -84,14 +84,17 @@ func loadTable(lgdt bool, base uintptr, size int) {
 // Trap stacks, per CPU, in the kernel-stack region above the task stacks:
 // in a 64 KiB stride, an unmapped guard, IST1 (istLevels slices of
 // istLevel bytes, one per nesting level), a guard, IST2 (NMI, #DF, #MC),
-// a guard.
+// and the next stride's guard. Every slice is istLevel-aligned:
+// trapCommon finds the handler's stack bounds by rounding its stack
+// pointer down (an IST2 at 52 KiB once left a #DF report 3 KiB of stack,
+// and the report overflowed it).
 const (
 	istLevel     = 8 << 10
 	istLevels    = 4
 	trapBase     = mm.KStackBase + sched.MaxTasks*mm.KStackStride
 	trapStride   = 64 << 10
 	ist1Off      = 16 << 10 // IST1 is [ist1Off, ist1Off+istLevels*istLevel)
-	ist2Off      = 52 << 10 // IST2 is [ist2Off, ist2Off+istLevel)
+	ist2Off      = 56 << 10 // IST2 is [ist2Off, ist2Off+istLevel)
 	trapStackEnd = trapBase + sched.MaxCPUs*trapStride
 )
 
@@ -103,7 +106,12 @@ func trapStacks(id int) (ist1, ist2 uintptr) {
 		!mm.MapKernel(base+ist2Off, base+ist2Off+istLevel) {
 		outOfMemory()
 	}
-	return base + ist1Off + istLevels*istLevel, base + ist2Off + istLevel
+	return ist1Top(id), base + ist2Off + istLevel
+}
+
+// ist1Top is the top of CPU id's IST1, its outermost trap's slice.
+func ist1Top(id int) uintptr {
+	return trapBase + uintptr(id)*trapStride + ist1Off + istLevels*istLevel
 }
 
 // setupCPU installs CPU id's GDT, TSS and trap stacks (allocated by

@@ -179,6 +179,7 @@ func fault(r *Regs, why string) {
 	kprint("\n")
 	printTask()
 	printRegs(r)
+	printNested(r)
 	halt(ExitFault)
 }
 

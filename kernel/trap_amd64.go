@@ -244,6 +244,34 @@ func faultNote(r *Regs) string {
 	return ""
 }
 
+// printNested follows a double fault's report with the traps it nested
+// in, outermost first: each IST1 level in use holds the frame of the trap
+// that took it (the #DF's own frame names no instruction), so the report
+// shows what started the nesting and, in its backtrace, from where.
+func printNested(r *Regs) {
+	if r.Vector != 8 {
+		return
+	}
+	id := sched.This().ID
+	top := ist1Top(id)
+	levels := (top - uintptr(percpu[id].tss.getIST(1))) / istLevel
+	for j := uintptr(0); j < levels && j < istLevels; j++ {
+		f := at[Regs](top - j*istLevel - regsSize)
+		kprint("yolk: nested in trap level ")
+		kprintDec(int64(j))
+		kprint(": ")
+		faultName(f)
+		kprint(" rip=")
+		kprintHex(f.IP, 16)
+		kprint(" rsp=")
+		kprintHex(f.SP, 16)
+		kprint("\n")
+		if j == 0 {
+			backtrace(uintptr(f.IP), uintptr(f.BP))
+		}
+	}
+}
+
 // faultRegs lists the registers for the fault report: the first line's
 // four, then the general registers.
 func faultRegs(r *Regs) (head [4]namedReg, regs [16]namedReg) {

@@ -301,6 +301,10 @@ func faultMemory(r *Regs) (m memFault) {
 // faultNote: the vector alone tells nothing more on arm64.
 func faultNote(r *Regs) string { return "" }
 
+// printNested: a nested exception on arm64 continues on the same stack,
+// below the one it interrupted; the backtrace already crosses it.
+func printNested(r *Regs) {}
+
 // faultRegs lists the registers for the fault report: the first line's
 // four, then x00 to x30.
 func faultRegs(r *Regs) (head [4]namedReg, regs [31]namedReg) {

@@ -25,7 +25,8 @@ import (
 // bits returns to, 125 after a kernel fault report — also when the fault happens on
 // another CPU than the boot CPU (the report names it and stops the
 // others), while the faulting CPU holds the console lock, when a trap
-// handler outgrows its trap stack, or when traps nest too deep. This needs
+// handler outgrows its trap stack, or when traps nest too deep (the
+// report lists the traps the double fault nested in). This needs
 // QEMU and a booting kernel.
 func TestBuildAndRunProgram(t *testing.T) {
 	kreport := []string{"yolk: fault: page fault (#PF) vector=14", "address=0xffffa00000000000", "yolk/kernel.crashKernel", "yolk: exit 125"}
@@ -36,7 +37,8 @@ func TestBuildAndRunProgram(t *testing.T) {
 		{"kconsole", 1, 125, kreport},
 		{"kfaultcpu1", 4, 125, append([]string{"yolk: cpu=1 (of 4; the others are stopped)"}, kreport...)},
 		{"ktrapstack", 1, 125, []string{"kernel stack overflow", "yolk/kernel.eatStack", "yolk: exit 125"}},
-		{"ktrapnest", 1, 125, []string{"yolk: fault: double fault (#DF)", "trap stack overflow or nesting too deep", "yolk: exit 125"}},
+		{"ktrapnest", 1, 125, []string{"yolk: fault: double fault (#DF)", "trap stack overflow or nesting too deep",
+			"yolk: nested in trap level 0: breakpoint (#BP)", "yolk: nested in trap level 3: breakpoint (#BP)", "yolk/kernel.sysYolk", "yolk: exit 125"}},
 		{"cpus", 3, 0, []string{"NumCPU=3 GOMAXPROCS=3", "3 CPUs"}},
 		{"poweroff", 1, 0, []string{"yolk: reboot: power off"}},
 		{"sigterm", 2, 128 + 15, []string{"yolk: killed by signal 15"}},
