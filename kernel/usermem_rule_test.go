@@ -243,6 +243,7 @@ var userRuleAllowed = map[string]struct {
 	"kernel/sys_yolk.go: crashKernel":     {n: 1, why: "a store to a kernel-half address nothing maps, on purpose: the crash test's kernel fault"},
 	"kernel/trap.go: backtrace":           {n: 2, why: "the fault report of a machine that stops: frame pointers checked with mm.Readable"},
 	"kernel/trap_arm64.go: syncException": {n: 1, why: "the kernel's own instruction at a kernel-mode PC (inKernel)"},
+	"kernel/trap_amd64.go: printNested":   {n: 1, why: "the trap frames on this CPU's trap stack, in a double fault's report"},
 
 	// The program's buffers handed to the 9P client, which reaches them
 	// only through Env.Copy.
