@@ -65,15 +65,15 @@ ARM64_TESTS = $$(GOOS=linux GOARCH=arm64 $(GO) list -e -f '{{if or .TestGoFiles 
 #
 # The race detector runs where the tests run goroutines against each other
 # or the package's code starts them (RACE_RE: the lock-free queue and the
-# locks, the scheduler, the drivers' rings, the socket layers, the file
-# locks, the tools that serve a guest); the packages whose tests are
-# sequential (ext4, jbd2, the parsers, the image builders, the kernel's
-# static checks) run without it: there it finds nothing and costs 3-4x
+# locks, the scheduler, the drivers' rings, the socket layers, epoll's ready
+# list, the file locks, the tools that serve a guest); the packages whose
+# tests are sequential (ext4, jbd2, the parsers, the image builders, the
+# kernel's static checks) run without it: there it finds nothing and costs 3-4x
 # (ext4's tests: 224 s under it, 62 s without, cold, on CI's two cores).
 # The two runs go side by side (the race run ends with the qemu and
 # cmd/yolk packages' guest boots alone, a core idle); the second's output
 # follows the first's (out/hosted-norace.txt).
-RACE_RE     = ^yolk/(sync/.*|sched(/.*)?|kernel/(fs|flock|net)|netsvc(/.*)?|drivers/(virtio|virtio9p|virtioblk|nvme)|internal/(testwait|eintrtest)|cmd/yolk|qemu)$$
+RACE_RE     = ^yolk/(sync/.*|sched(/.*)?|kernel/(epoll|fs|flock|net)|netsvc(/.*)?|drivers/(virtio|virtio9p|virtioblk|nvme)|internal/(testwait|eintrtest)|cmd/yolk|qemu)$$
 RACE_PKGS   = $$($(GO) list ./... | grep -E '$(RACE_RE)')
 NORACE_PKGS = $$($(GO) list ./... | grep -vE '$(RACE_RE)')
 

@@ -38,7 +38,7 @@ func (nicenv) Signal(fd int) {
 	}
 	fileLock.Unlock()
 	if f != nil {
-		epollNotify()
+		epollNotify(f.seqAddr())
 	}
 }
 

@@ -43,7 +43,7 @@ func (netenv) Unlock() { sockLock.Unlock() }
 
 func (netenv) Wake(s int) {
 	sockWQ[s].Wake(0, len(files))
-	epollNotify()
+	epollNotify(sockets.SeqAddr(s))
 }
 
 func (netenv) NotifyService() { netSignal() }
@@ -268,5 +268,5 @@ func netSignal() {
 	}
 	atomic.AddUint64(&f.count, 1)
 	atomic.AddUint32(&f.seq, 1)
-	epollNotify()
+	epollNotify(f.seqAddr())
 }

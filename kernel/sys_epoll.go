@@ -13,14 +13,12 @@ import (
 	"yolk/sched"
 )
 
-// epoll: the instances' watches are kernel/epoll's (a fixed pool, each
-// instance's a list whose head is in its descriptor: whead); here are the
-// calls, the kinds' readiness for it (epenv.Poll, each kind's poll) and
-// the blocking. Every change bumps one counter all epoll waits block on
-// (epollSeq): the runtime has one epoll instance, so a wake-up meant for
-// another is rare and only costs a rescan. Regular files and directories
-// cannot be watched (EPERM), as on Linux; the console and epoll instances
-// can be but never report anything.
+// epoll: the instances' watches and ready lists are kernel/epoll's (an
+// instance's list head in its descriptor: whead); here are the calls, the
+// kinds' readiness (epenv.Poll) and the blocking: a change marks its
+// counter (epolls.Changed) and bumps epollSeq, which all waits block on.
+// Regular files and directories cannot be watched (EPERM), as on Linux;
+// the console and epoll instances can be but never report anything.
 
 // epolls are the watches, under fileLock: as many as descriptors.
 var epolls epoll.Table[epenv]
@@ -31,7 +29,7 @@ const _ = uint(epoll.NumWatches-len(files)) + uint(len(files)-epoll.NumWatches) 
 type epenv struct{}
 
 func (epenv) Head(ep int32) *int32 { return &files[ep].whead }
-func (epenv) Notify()              { epollNotify() }
+func (epenv) Notify()              { epollNotify(0) }
 
 // Poll is the readiness of w's file by its kind's poll; a kind without
 // one is never ready.
@@ -47,11 +45,16 @@ func (epenv) Poll(w *epoll.Watch, seq uint32) (uint32, uint32, bool) {
 // found nothing ready at.
 const epollQuiet = 1 << 32
 
-// epollNotify wakes the epoll waits: a watched file's state changed.
-func epollNotify() {
+// epollNotify wakes the epoll waits: the change counter at seqAddr moved
+// (0: Ctl queued a watch), marked before epollSeq moves.
+func epollNotify(seqAddr uintptr) {
+	epolls.Changed(seqAddr)
 	atomic.AddUint32(&epollSeq, 1)
 	epollWQ.Wake(0, len(files))
 }
+
+// seqAddr is the address of eventfd f's change counter.
+func (f *file) seqAddr() uintptr { return uintptr(unsafe.Pointer(&f.seq)) }
 
 // sysEpollCtl checks in Linux's order: the event's memory, both
 // descriptors, whether fd can be polled, whether epfd is another epoll
@@ -204,7 +207,7 @@ func eventfdRead(o ofile, u *uio) (uintptr, abi.Errno) {
 		return 0, abi.EFAULT
 	}
 	atomic.AddUint32(&f.seq, 1)
-	epollNotify()
+	epollNotify(f.seqAddr())
 	return 8, 0
 }
 
@@ -220,6 +223,6 @@ func eventfdWrite(o ofile, u *uio) (uintptr, abi.Errno) {
 	}
 	atomic.AddUint64(&f.count, binary.LittleEndian.Uint64(b[:]))
 	atomic.AddUint32(&f.seq, 1)
-	epollNotify()
+	epollNotify(f.seqAddr())
 	return 8, 0
 }

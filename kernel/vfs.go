@@ -41,7 +41,7 @@ func (kenv) Lock()      { fsLock.Lock() }
 func (kenv) Unlock()    { fsLock.Unlock() }
 func (kenv) Wake(p int) {
 	pipeWQ[p].Wake(0, len(files))
-	epollNotify() // its readiness may have changed
+	epollNotify(vfs.PipeSeqAddr(p)) // its readiness may have changed
 }
 
 var (

@@ -12,6 +12,16 @@
 // (EPOLLET) report when the counter moved since they last did,
 // level-triggered ones whenever the state is ready.
 //
+// A scan polls only the watches that may have something to report, as
+// Linux's ready list: those added or changed since, those whose counter
+// moved (the kind calls Changed with the counter's address after moving
+// it: the counters hash to buckets marked in a bitmap without a lock,
+// and the scan moves each marked bucket's watches onto their instance's
+// ready list), and the level-triggered ones that reported last time. So
+// a server's thousands of idle connections cost nothing per epoll_wait.
+// Every change of a file's readiness moves its counter: edge-triggered
+// watches rely on that as well.
+//
 // Kernel-context Go: nothing here allocates, blocks or stores a Go
 // pointer; the watches name each other and the counters by index and
 // address. Every call is made with the kernel's descriptor lock held. It
@@ -21,6 +31,7 @@ package epoll
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -65,8 +76,12 @@ type Watch struct {
 	seqAddr uintptr // the counter that changes with its readiness; 0: never ready
 	seen    uint32  // *seqAddr when last polled
 	fresh   bool    // not polled since added or modified
+	queued  bool    // on its instance's ready list
 	events  uint32  // the events asked for, EPOLLHUP and EPOLLERR included
 	data    uint64
+	bNext   int32 // 1 + the next watch whose counter is in the same bucket
+	rNext   int32 // 1 + the next watch on the ready list, 0 at the end
+	rPrev   int32 // 1 + the previous one, 0 at the head
 }
 
 // Target is what Ctl watches: the descriptor, its kind, its handle and
@@ -91,6 +106,83 @@ type Table[E Env] struct {
 	byFD    [NumWatches]int32 // 1 + the first watch of descriptor fd, 0: none
 	taken   [words]uint64
 	summary [(words + 63) / 64]uint64
+
+	bucket    [NumWatches]int32 // 1 + the first watch whose counter hashes to b
+	ready     [NumWatches]int32 // per epoll descriptor: 1 + the first queued watch
+	readyTail [NumWatches]int32 // and the last
+	changed   [words]uint64     // the buckets whose counters moved (Changed)
+	csummary  [(words + 63) / 64]uint64
+}
+
+// bucketOf is the bucket of the counter at addr (Fibonacci hashing).
+func bucketOf(addr uintptr) int {
+	const bits = 14 // log2(NumWatches)
+	return int(uint64(addr>>2) * 0x9E3779B97F4A7C15 >> (64 - bits))
+}
+
+const _ = uint(1<<14-NumWatches) + uint(NumWatches-1<<14) // bucketOf's bits
+
+// Changed records that the counter at addr moved (0: none): the watches
+// on it are polled at the next scan of their instance. Any context, no
+// lock: the kind calls it after moving the counter and before waking the
+// waits.
+func (t *Table[E]) Changed(addr uintptr) {
+	if addr == 0 {
+		return
+	}
+	b := bucketOf(addr)
+	atomic.OrUint64(&t.changed[b/64], 1<<(b%64))
+	atomic.OrUint64(&t.csummary[b/64/64], 1<<(b/64%64))
+}
+
+// drain moves the watches of every bucket Changed marked onto their
+// instances' ready lists.
+func (t *Table[E]) drain() {
+	for i := range t.csummary {
+		for sw := atomic.SwapUint64(&t.csummary[i], 0); sw != 0; sw &= sw - 1 {
+			k := i*64 + bits.TrailingZeros64(sw)
+			for cw := atomic.SwapUint64(&t.changed[k], 0); cw != 0; cw &= cw - 1 {
+				for j := t.bucket[k*64+bits.TrailingZeros64(cw)]; j != 0; j = t.watches[j-1].bNext {
+					t.enqueue(&t.watches[j-1])
+				}
+			}
+		}
+	}
+}
+
+// enqueue puts w at the tail of its instance's ready list, unless it is
+// on it or can never report.
+func (t *Table[E]) enqueue(w *Watch) {
+	if w.queued || w.seqAddr == 0 || w.events&user == 0 {
+		return
+	}
+	ep, id := w.ep-1, t.id(w)
+	w.queued, w.rNext, w.rPrev = true, 0, t.readyTail[ep]
+	if w.rPrev != 0 {
+		t.watches[w.rPrev-1].rNext = id
+	} else {
+		t.ready[ep] = id
+	}
+	t.readyTail[ep] = id
+}
+
+// dequeue takes w off its instance's ready list.
+func (t *Table[E]) dequeue(w *Watch) {
+	if !w.queued {
+		return
+	}
+	ep := w.ep - 1
+	if w.rPrev != 0 {
+		t.watches[w.rPrev-1].rNext = w.rNext
+	} else {
+		t.ready[ep] = w.rNext
+	}
+	if w.rNext != 0 {
+		t.watches[w.rNext-1].rPrev = w.rPrev
+	} else {
+		t.readyTail[ep] = w.rPrev
+	}
+	w.queued, w.rNext, w.rPrev = false, 0, 0
 }
 
 // user are the event bits a watch reports; a one-shot watch that fired
@@ -118,8 +210,8 @@ func (t *Table[E]) unwatch(w *Watch) {
 	t.free(w)
 }
 
-// free takes w off its descriptor's list and frees it (its epoll's list
-// is the caller's).
+// free takes w off its descriptor's list, its bucket's and its ready
+// list and frees it (its epoll's list is the caller's).
 func (t *Table[E]) free(w *Watch) {
 	i := t.id(w)
 	for p := &t.byFD[w.FD]; *p != 0; p = &t.watches[*p-1].fdNext {
@@ -128,6 +220,15 @@ func (t *Table[E]) free(w *Watch) {
 			break
 		}
 	}
+	if w.seqAddr != 0 {
+		for p := &t.bucket[bucketOf(w.seqAddr)]; *p != 0; p = &t.watches[*p-1].bNext {
+			if *p == i {
+				*p = w.bNext
+				break
+			}
+		}
+	}
+	t.dequeue(w)
 	bitmap.Clear(t.taken[:], t.summary[:], int(i-1))
 	*w = Watch{}
 }
@@ -165,11 +266,16 @@ func (t *Table[E]) Ctl(ep int32, op int, c Target, events uint32, data uint64) a
 			}
 			*head = id
 			t.byFD[c.FD] = id
+			if c.Seq != 0 {
+				b := &t.bucket[bucketOf(c.Seq)]
+				w.bNext, *b = *b, id
+			}
 			bitmap.Set(t.taken[:], t.summary[:], int(id-1))
 		}
 		w.events = events | unix.EPOLLHUP | unix.EPOLLERR
 		w.data = data
 		w.fresh = true
+		t.enqueue(w)
 		env.Notify() // it may be ready now: a waiter should look
 	case unix.EPOLL_CTL_DEL:
 		if w == nil {
@@ -225,21 +331,31 @@ func (t *Table[E]) pollWatch(w *Watch) (uint32, bool) {
 	return ev, true
 }
 
-// Scan polls epoll instance ep's watches in their order and writes the
-// ready ones' events as struct epoll_event records of size bytes into
-// out, the events' bits at 0 and their data at dataOff, up to limit
-// records; a watch whose open file went is dropped. It returns the
-// records written.
+// Scan polls epoll instance ep's watches that may report (its ready
+// list, in its order, once the changed buckets are drained onto it) and
+// writes the ready ones' events as struct epoll_event records of size
+// bytes into out, the events' bits at 0 and their data at dataOff, up to
+// limit records; a watch whose open file went is dropped. A
+// level-triggered watch that reported stays queued, at the tail (the
+// next scan polls it again, and those behind it get their turn); the
+// others leave the list until their counter moves or Ctl changes them.
+// It returns the records written.
 func (t *Table[E]) Scan(ep int32, out []byte, limit, size, dataOff int) int {
-	var env E
+	t.drain()
 	n := 0
-	for i := *env.Head(ep); i != 0 && n < limit; {
+	last := t.readyTail[ep]
+	for i := t.ready[ep]; i != 0 && n < limit; {
 		w := &t.watches[i-1]
-		i = w.next
+		next, end := w.rNext, i == last
 		ev, ok := t.pollWatch(w)
-		if !ok {
+		switch {
+		case !ok:
 			t.unwatch(w)
-			continue
+		case ev == 0 || w.events&(unix.EPOLLET|unix.EPOLLONESHOT) != 0:
+			t.dequeue(w)
+		default:
+			t.dequeue(w)
+			t.enqueue(w)
 		}
 		if ev != 0 {
 			e := out[n*size:]
@@ -247,6 +363,10 @@ func (t *Table[E]) Scan(ep int32, out []byte, limit, size, dataOff int) int {
 			binary.LittleEndian.PutUint64(e[dataOff:], w.data)
 			n++
 		}
+		if end {
+			break
+		}
+		i = next
 	}
 	return n
 }

@@ -265,6 +265,10 @@ func (n *Net[E]) sk(s int) *sock {
 	return p
 }
 
+// SeqAddr is the address of socket slot s's change counter (Pollable's),
+// for epoll's Changed; no lock.
+func (n *Net[E]) SeqAddr(s int) uintptr { return uintptr(unsafe.Pointer(&n.socks[s].seq)) }
+
 // bump records a change of socket s and wakes its waiters.
 func (n *Net[E]) bump(s int32) {
 	atomic.AddUint32(&n.socks[s].seq, 1)
