@@ -132,7 +132,7 @@ func setupCPU(id int) {
 	if id == 0 {
 		for v := range idt {
 			ist := uint64(1)
-			if v == 2 || v == 8 || v == 18 {
+			if !onIST1(uint64(v)) {
 				ist = 2
 			}
 			h := uint64(vectorPC(v))

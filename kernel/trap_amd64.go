@@ -55,7 +55,9 @@ func trap(r *Regs) (toTask bool) {
 	sched.AssertKernel()
 	p := &percpu[sched.This().ID]
 	ist := p.tss.getIST(1)
-	p.tss.setIST(1, ist-istLevel)
+	if onIST1(r.Vector) {
+		p.tss.setIST(1, ist-istLevel)
+	}
 	fx := fxArea(r)
 	switch v := r.Vector; {
 	case v == 14:
@@ -133,6 +135,12 @@ func trap(r *Regs) (toTask bool) {
 	p.tss.setIST(1, ist)
 	return toTask
 }
+
+// onIST1 reports whether vector v arrives on IST1, taking a nesting
+// level's slice; NMI, #DF and #MC come on IST2 and leave IST1 as it was
+// (lowering it there too once turned a double fault's report, which itself
+// faulted, into a cascade of double faults into the next CPU's stacks).
+func onIST1(v uint64) bool { return v != 2 && v != 8 && v != 18 }
 
 // userFixup resumes a kernel-mode fault at a user address inside the
 // user copy (kernel/mm/usercopy.go) at the copy's fixup, which returns

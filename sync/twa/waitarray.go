@@ -51,10 +51,16 @@ func waitSlot(lock unsafe.Pointer, ticket uint32) *uint64 {
 	return &waitArray.slot[(uintptr(ticket)*hashMul^uintptr(lock))&(waitSlots-1)]
 }
 
-// Prefault reads one slot in every page of the waiting array, so that a
-// kernel that backs untouched memory lazily (yolk gives untouched BSS pages
-// back at boot) backs them now and an Unlock never takes a page fault. It
-// is kernel-context code like the Spin lock path.
+// Prefault reads one slot in every page of the waiting array, and
+// loadGapHook, so that a kernel that backs untouched memory lazily (yolk
+// gives untouched BSS pages back at boot) backs them now and neither an
+// Unlock nor a long-term waiter ever takes a page fault. A waiter's fault
+// would be worse than slow: the kernel's frame allocator takes a TWA lock,
+// so a fault backing the page queues again behind a later ticket, waits
+// long-term again, and faults again, until the trap stack runs out (a
+// double fault on a 4-CPU boot, where the hook shared the first lazy BSS
+// page only with the program's variables). It is kernel-context code like
+// the Spin lock path.
 //
 //go:nosplit
 func Prefault() {
@@ -62,4 +68,5 @@ func Prefault() {
 		atomic.LoadUint64(&waitArray.slot[i])
 	}
 	atomic.LoadUint64(&waitArray.slot[waitSlots-1])
+	atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&loadGapHook)))
 }
