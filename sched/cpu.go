@@ -58,10 +58,6 @@ type CPU struct {
 	// locks counts the TWA spin locks this CPU holds; a task holding one
 	// must not switch (switchTo checks).
 	locks int32
-	// waiting is the TWA spin lock this CPU waits for (a *TWALock), 0
-	// if none: a fault taken inside the wait must not queue for the same
-	// lock again (WaitingHere).
-	waiting uintptr
 
 	switches uint64 // atomic: task switches made here
 	ranSince int64  // when the current task began its slice (YieldSlice)

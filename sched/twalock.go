@@ -2,7 +2,6 @@ package sched
 
 import (
 	"sync/atomic"
-	"unsafe"
 
 	"yolk/sync/twa"
 )
@@ -29,11 +28,8 @@ type TWALock struct {
 // Lock acquires l.
 func (l *TWALock) Lock() {
 	assertKernel()
-	c := This()
-	outer := c.waiting // a fault inside another wait
-	c.waiting = uintptr(unsafe.Pointer(l))
 	l.l.Lock()
-	c.waiting = outer
+	c := This()
 	c.locks++
 	l.owner = int32(c.ID + 1)
 }
@@ -65,8 +61,3 @@ func (l *TWALock) Unlock() {
 // must not wait for it when the fault happened inside l's critical
 // section.
 func (l *TWALock) HeldHere() bool { return l.owner == int32(This().ID+1) }
-
-// WaitingHere reports whether this CPU is waiting for l: a fault handler
-// that needs l must not queue for it again when the fault happened inside
-// the wait (each nested wait would fault the same way, one ticket later).
-func (l *TWALock) WaitingHere() bool { return This().waiting == uintptr(unsafe.Pointer(l)) }

@@ -69,8 +69,8 @@ func BSSReclaim() uintptr {
 // but the frame allocator's, so kernel code may touch fresh BSS while
 // holding any other lock.
 func (s Space[E]) bssFault(page uintptr) bool {
-	if frameLock.HeldHere() || frameLock.WaitingHere() {
-		return false // a fault inside the allocator or its lock's wait: report it, do not wait for the lock
+	if frameLock.HeldHere() {
+		return false // a fault inside the allocator: report it, do not wait for its lock
 	}
 	pte := walk(page, false)
 	if pte == 0 {
