@@ -588,6 +588,7 @@ func testTimeMonotonic(t *T) {
 // holds.
 func testGCParallel(t *T) {
 	n := runtime.GOMAXPROCS(0)
+	debug.FreeOSMemory() // both ends quiet: what earlier tests left is given back
 	s := stats(t)
 	ram := s.FramesAll * 4096
 	goal := min(4*ram, 512<<20)
@@ -632,25 +633,31 @@ func testGCParallel(t *T) {
 	}
 	// Bounded: the runtime kept less than half of what went through its
 	// heap (4x the RAM, or 512 MiB on a larger guest, where running out
-	// would not tell). Accounted: the free memory fell by no more than
-	// what the runtime took and kept meanwhile, plus 8 MiB (page tables,
-	// thread stacks, the samples' skew). A floor on free memory judged
-	// this before, but how close it came depended on what earlier tests
-	// left on the heap (microvm:2 reached 7 MiB of 57 for a floor of
-	// 7.1); and the runtime's growth overshoots its heap goal when four
-	// goroutines allocate during a concurrent mark (microvm:4: 74-77 MiB
-	// for goals of 62-63), so the goal is no bound either.
-	took := (s.FramesFree - minFree.Load()) * 4096
+	// would not tell).
 	grew := maxHeld.Load() - held0
 	if grew > total.Load()/2 {
 		t.Errorf("the runtime held %d MiB more than at the start after %d MiB were allocated: the collector did not keep up", grew>>20, total.Load()>>20)
 	}
-	if took > grew+8<<20 {
-		t.Errorf("free memory fell %d MiB while the runtime held at most %d MiB more (%d MiB free at the start, least %d MiB)",
-			took>>20, grew>>20, s.FramesFree*4096>>20, minFree.Load()*4096>>20)
+	// Accounted, once all is quiet: with the garbage collected and the
+	// heap's free pages given back (FreeOSMemory: MADV_DONTNEED), free
+	// memory is below the start by what the runtime still holds more,
+	// the page tables made meanwhile and 2 MiB (a thread's stack, the
+	// runtime's rounding) — no frame the runtime gave back stayed
+	// behind. Judged while the goroutines allocate, the same sum came
+	// 8 MiB short at times (virt-gicv3:2): the free count and the
+	// runtime's were read a moment apart, and the runtime gives memory
+	// back in the allocation path near its limit (GOMEMLIMIT), so the
+	// least free memory and the most held are only logged.
+	debug.FreeOSMemory()
+	e := stats(t)
+	heldEnd := runtimeHeld()
+	lost := (s.FramesFree-e.FramesFree)*4096 - (heldEnd - held0) - (e.TableFrames-s.TableFrames)*4096
+	if lost > 2<<20 {
+		t.Errorf("%d KiB of memory not given back: free memory is %d KiB below the start, the runtime holds %d KiB more, page tables %+d, user pages mapped %+d",
+			lost>>10, (s.FramesFree-e.FramesFree)*4, (heldEnd-held0)>>10, e.TableFrames-s.TableFrames, e.PagesMapped-s.PagesMapped)
 	}
-	t.Logf("%d goroutines allocated %d MiB on %d MiB of RAM; %d collections; free %d MiB at the start, least %d MiB; the runtime held %d MiB, at most %d MiB more",
-		n, total.Load()>>20, ram>>20, ms.NumGC-before.NumGC, s.FramesFree*4096>>20, minFree.Load()*4096>>20, held0>>20, grew>>20)
+	t.Logf("%d goroutines allocated %d MiB on %d MiB of RAM; %d collections; free %d MiB at the start, least %d MiB, %d MiB after; the runtime held %d MiB, at most %d MiB more, %+d KiB after",
+		n, total.Load()>>20, ram>>20, ms.NumGC-before.NumGC, s.FramesFree*4096>>20, minFree.Load()*4096>>20, e.FramesFree*4096>>20, held0>>20, grew>>20, (heldEnd-held0)>>10)
 }
 
 // runtimeHeld is the memory the Go runtime has mapped and not given back
