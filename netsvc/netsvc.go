@@ -928,9 +928,13 @@ func Diag() string {
 	s.flood.mu.Lock()
 	floods, flooding, early := s.flood.engaged, s.flood.on, s.flood.dropped
 	s.flood.mu.Unlock()
+	s.link.txMu.Lock()
+	txDropped := s.link.txDropped
+	s.link.txMu.Unlock()
 	return fmt.Sprintf("netsvc: endpoints %v, %d held for a full queue; TCP: %d established, %d passive opens, %d resets sent, %d received, "+
-		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d, cookies for every SYN %d times (now %v), %d SYNs dropped early; NIC: %d frames in, %d out, %d dropped, %d transmit-full",
+		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d, cookies for every SYN %d times (now %v), %d SYNs dropped early, "+
+		"%d retransmits, %d timeouts; NIC: %d frames in, %d out, %d dropped, %d transmit-full, %d dropped by the link's queue",
 		states, held, st.CurrentEstablished.Value(), st.PassiveConnectionOpenings.Value(), st.ResetsSent.Value(), st.ResetsReceived.Value(),
 		st.ListenOverflowSynDrop.Value(), st.ListenOverflowAckDrop.Value(), st.ListenOverflowSynCookieSent.Value(), st.ListenOverflowSynCookieRcvd.Value(),
-		floods, flooding, early, info.RxFrames, info.TxFrames, info.Dropped, info.TxFull)
+		floods, flooding, early, st.Retransmits.Value(), st.Timeouts.Value(), info.RxFrames, info.TxFrames, info.Dropped, info.TxFull, txDropped)
 }
