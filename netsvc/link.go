@@ -25,7 +25,13 @@ import (
 //     with one SysNICSendRecords (one notification of the device).
 //
 // At most txMaxFrames frames wait; beyond, WritePackets drops as a full
-// device queue does (the channel endpoint dropped at 1024 too).
+// device queue does (the channel endpoint dropped at 1024 too) — but only
+// the frames of flows that already have txSparse waiting: a sparse flow
+// (a health check's SYN-ACK or its answer, an ACK) still gets in, up to
+// txHardMax, while bulk senders fill the queue, as fq_codel (Linux's
+// usual qdisc) serves new and sparse flows ahead of the fat ones. Without
+// it a check behind 20 bulk senders lost its SYN-ACK and waited for
+// the netstack's 1 s retransmission.
 type nicLink struct {
 	mu         sync.RWMutex
 	dispatcher stack.NetworkDispatcher
@@ -36,10 +42,16 @@ type nicLink struct {
 	txMu      sync.Mutex
 	tx        []byte // records waiting for the loop
 	txFrames  int
+	txFlow    [txBuckets]uint16 // frames waiting, by flowBucket
 	txDropped uint64
 }
 
-const txMaxFrames = 1024
+const (
+	txMaxFrames = 1024
+	txHardMax   = txMaxFrames + 256
+	txSparse    = 4    // frames a flow may have waiting and still get in past txMaxFrames
+	txBuckets   = 1024 // flows told apart (a hash's buckets, as fq_codel's 1024)
+)
 
 func newNICLink(mtu uint32, addr tcpip.LinkAddress, notify func()) *nicLink {
 	return &nicLink{mtu: mtu, addr: addr, notify: notify}
@@ -115,7 +127,7 @@ func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	l.txMu.Lock()
 	for _, pkt := range pkts.AsSlice() {
 		size := pkt.Size()
-		if l.txFrames >= txMaxFrames || size > abi.NICMaxFrame {
+		if l.txFrames >= txHardMax || size > abi.NICMaxFrame {
 			l.txDropped++
 			continue // as the channel endpoint: a full queue drops
 		}
@@ -129,9 +141,16 @@ func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			skip -= k
 			l.tx = append(l.tx, b[k:]...)
 		}
+		b := flowBucket(l.tx[off+4:])
+		if l.txFrames >= txMaxFrames && l.txFlow[b] >= txSparse {
+			l.tx = l.tx[:off]
+			l.txDropped++
+			continue
+		}
 		for len(l.tx) < off+rec {
 			l.tx = append(l.tx, 0)
 		}
+		l.txFlow[b]++
 		l.txFrames++
 		n++
 	}
@@ -148,8 +167,45 @@ func (l *nicLink) takeTx(buf []byte) ([]byte, int) {
 	l.txMu.Lock()
 	b, n := l.tx, l.txFrames
 	l.tx, l.txFrames = buf[:0], 0
+	l.txFlow = [txBuckets]uint16{}
 	l.txMu.Unlock()
 	return b, n
+}
+
+// flowBucket is the bucket of frame's flow: a hash of its IPv4 or IPv6
+// addresses, protocol and (TCP, UDP) ports; of its EtherType for the rest
+// (ARP).
+func flowBucket(frame []byte) int {
+	if len(frame) < header.EthernetMinimumSize {
+		return 0
+	}
+	h := uint32(2166136261) // FNV-1a
+	mix := func(b []byte) {
+		for _, c := range b {
+			h = (h ^ uint32(c)) * 16777619
+		}
+	}
+	mix(frame[12:14])
+	ip := frame[header.EthernetMinimumSize:]
+	var ports []byte
+	switch {
+	case frame[12] == 0x08 && frame[13] == 0x00 && len(ip) >= header.IPv4MinimumSize:
+		mix(ip[9:10])  // protocol
+		mix(ip[12:20]) // addresses
+		if ihl := int(ip[0]&0xf) * 4; ip[9] == 6 || ip[9] == 17 {
+			ports = ip[min(ihl, len(ip)):]
+		}
+	case frame[12] == 0x86 && frame[13] == 0xdd && len(ip) >= header.IPv6MinimumSize:
+		mix(ip[6:7])  // next header
+		mix(ip[8:40]) // addresses
+		if ip[6] == 6 || ip[6] == 17 {
+			ports = ip[40:]
+		}
+	}
+	if len(ports) >= 4 {
+		mix(ports[:4])
+	}
+	return int(h % txBuckets)
 }
 
 // deliver gives the stack one received frame (copied: frame is the

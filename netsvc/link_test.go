@@ -114,14 +114,80 @@ func TestLinkTxBatch(t *testing.T) {
 	}
 	var many [][]byte
 	for i := 0; i < txMaxFrames+5; i++ {
-		many = append(many, frameOf(60, byte(i)))
+		many = append(many, tcpFrame(8080, byte(i)))
 	}
 	if n := write(t, s.link, many...); n != txMaxFrames {
-		t.Fatalf("%d frames: taken %d, want %d", len(many), n, txMaxFrames)
+		t.Fatalf("%d frames of one flow: taken %d, want %d", len(many), n, txMaxFrames)
 	}
 	s.framesOut()
 	if len(k.calls) != 1 || !equalFrames(k.calls[0], many[:txMaxFrames]) {
 		t.Fatalf("a full batch: calls %v", sizes(k.calls))
+	}
+}
+
+// tcpFrame is an IPv4 TCP frame of 64 bytes from the guest's port to the
+// host's 40000, its last byte b.
+func tcpFrame(port uint16, b byte) []byte {
+	f := make([]byte, 64)
+	f[12], f[13] = 0x08, 0x00
+	ip := f[14:]
+	ip[0], ip[9] = 0x45, 6
+	copy(ip[12:], []byte{10, 0, 2, 15, 10, 0, 2, 2})
+	ip[20], ip[21], ip[22], ip[23] = byte(port>>8), byte(port), 40000>>8, 40000&0xff
+	f[63] = b
+	return f
+}
+
+// TestLinkTxSparseFlows: past txMaxFrames, a flow with txSparse frames
+// waiting loses its next, while a flow with fewer (a health check's
+// SYN-ACK behind bulk senders) still gets in, up to txHardMax; the
+// buckets start empty again with the next batch.
+func TestLinkTxSparseFlows(t *testing.T) {
+	k := &sendOnly{room: 4 * txMaxFrames}
+	s := &service{k: k, kick: make(chan struct{}, 1)}
+	s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), s.wake)
+	// Bulk: 32 flows fill the queue.
+	for i := 0; i < txMaxFrames; i++ {
+		if write(t, s.link, tcpFrame(uint16(1000+i%32), byte(i))) != 1 {
+			t.Fatalf("bulk frame %d refused below txMaxFrames", i)
+		}
+	}
+	if write(t, s.link, tcpFrame(1000, 0)) != 0 {
+		t.Fatal("a bulk flow's frame past txMaxFrames was taken")
+	}
+	// A sparse flow (one whose bucket no bulk flow shares): txSparse
+	// frames in, the next refused.
+	bulk := map[int]bool{}
+	for i := 0; i < 32; i++ {
+		bulk[flowBucket(tcpFrame(uint16(1000+i), 0))] = true
+	}
+	port := uint16(8080)
+	for bulk[flowBucket(tcpFrame(port, 0))] {
+		port++
+	}
+	for i := 0; i < txSparse; i++ {
+		if write(t, s.link, tcpFrame(port, byte(i))) != 1 {
+			t.Fatalf("a sparse flow's frame %d refused past txMaxFrames", i)
+		}
+	}
+	if write(t, s.link, tcpFrame(port, 9)) != 0 {
+		t.Fatal("a flow with txSparse frames waiting got another in past txMaxFrames")
+	}
+	// Many new flows: in up to txHardMax, not beyond.
+	taken := 0
+	for p := 20000; p < 20000+2*txBuckets*txSparse; p++ {
+		taken += write(t, s.link, tcpFrame(uint16(p), 0))
+	}
+	if got := s.link.txFrames; got != txHardMax {
+		t.Fatalf("after many sparse flows %d frames wait, want the hard bound %d (%d taken)", got, txHardMax, taken)
+	}
+	s.framesOut()
+	if len(k.calls) != 1 || len(k.calls[0]) != txHardMax {
+		t.Fatalf("calls %v, want one of %d", sizes(k.calls), txHardMax)
+	}
+	// The next batch: the bulk flow gets in again.
+	if write(t, s.link, tcpFrame(1000, 1)) != 1 {
+		t.Fatal("a bulk flow's frame refused in a new batch")
 	}
 }
 
