@@ -1,0 +1,409 @@
+package netsvc
+
+// The connections: a kernel socket served by a netstack endpoint — made,
+// watched, fed both ways, accepted, closed and released (the loop of
+// netsvc.go calls in here on each event and each endpoint's readiness).
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+
+	"yolk/kernel/abi"
+)
+
+// conn is a kernel socket the service serves, and its endpoint.
+type conn struct {
+	id       uint64
+	typ      uint8
+	ep       tcpip.Endpoint
+	wq       *waiter.Queue
+	entry    waiter.Entry
+	listener bool
+	lport    uint16 // a listener's port
+
+	connecting bool
+	rx         []byte // received, not yet taken by the kernel
+	rxFull     bool   // the kernel's ring was full: wait for NetOpRxRoom
+	tx         []byte // taken from the kernel, not yet accepted by the endpoint
+	txMore     bool   // the kernel may have more (NetOpTx)
+	shutWr     bool   // send a FIN once tx is empty
+	orphaned   bool   // closed: the user timeout bounds what is left
+	closing    bool   // close once tx is empty
+	finSent    bool
+	eof        bool // the peer's FIN went to the kernel
+	held       tcpip.Endpoint
+	heldWQ     *waiter.Queue
+	heldPeer   tcpip.FullAddress
+}
+
+func addr(ip [16]byte, port uint16) tcpip.FullAddress {
+	if bytes.Equal(ip[:12], v4Mapped([4]byte{})[:12]) {
+		a := tcpip.FullAddress{Port: port}
+		if [4]byte(ip[12:]) != [4]byte{} {
+			a.Addr = tcpip.AddrFrom4([4]byte(ip[12:]))
+		}
+		return a
+	}
+	a := tcpip.FullAddress{Port: port}
+	if ip != [16]byte{} {
+		a.Addr = tcpip.AddrFrom16(ip)
+	}
+	if header.IsV6LinkLocalUnicastAddress(a.Addr) {
+		a.NIC = nicID // the netstack routes link-local addresses only on a NIC named; there is one
+	}
+	return a
+}
+
+func ip16(a tcpip.Address) [16]byte {
+	var r [16]byte
+	if a.Len() == 4 {
+		copy(r[:], v4Mapped(a.As4()))
+	} else if a.Len() == 16 {
+		r = a.As16()
+	}
+	return r
+}
+
+func (s *service) newConn(ev *abi.NetEvent, proto tcpip.TransportProtocolNumber) (*conn, error) {
+	c := &conn{id: ev.Sock, typ: ev.Typ, wq: new(waiter.Queue)}
+	netProto := ipv4.ProtocolNumber
+	if ev.Family == unix.AF_INET6 {
+		netProto = ipv6.ProtocolNumber
+	}
+	ep, e := s.st.NewEndpoint(proto, netProto, c.wq)
+	if e != nil {
+		return nil, fmt.Errorf("%v", e)
+	}
+	if ev.Family == unix.AF_INET6 {
+		ep.SocketOptions().SetV6Only(ev.V6Only != 0)
+	}
+	ep.SocketOptions().SetReuseAddress(true)
+	c.ep = ep
+	s.watch(c)
+	s.conns[c.id] = c
+	return c, nil
+}
+
+func (s *service) watch(c *conn) {
+	c.entry = waiter.NewFunctionEntry(waiter.EventIn|waiter.EventOut|waiter.EventErr|waiter.EventHUp, func(waiter.EventMask) {
+		s.mu.Lock()
+		s.dirty[c] = true
+		s.mu.Unlock()
+		s.wake()
+	})
+	c.wq.EventRegister(&c.entry)
+}
+
+// event starts what the kernel asks for one socket.
+func (s *service) event(ev *abi.NetEvent) {
+	c := s.conns[ev.Sock]
+	ops := ev.Ops
+	if c != nil && ops&abi.NetOpConnect != 0 && c.typ == unix.SOCK_STREAM {
+		// A socket connecting again (its last connection failed or was
+		// reset): a fresh endpoint; the old one goes.
+		c.ep.Abort()
+		s.forget(c)
+		c = nil
+	}
+	if c == nil && ops&(abi.NetOpConnect|abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
+		proto := tcp.ProtocolNumber
+		if ev.Typ == unix.SOCK_DGRAM {
+			proto = udp.ProtocolNumber
+		}
+		var err error
+		if c, err = s.newConn(ev, proto); err != nil {
+			s.fail(ev.Sock, ops, syscall.ENOBUFS)
+			return
+		}
+		local := addr(ev.Local, ev.LPort)
+		if e := c.ep.Bind(local); e != nil && ops&abi.NetOpConnect == 0 {
+			fmt.Fprintf(os.Stderr, "netsvc: bind %v: %v\n", local, e)
+		}
+	}
+	if c == nil {
+		if ops&(abi.NetOpClose|abi.NetOpAbort) != 0 {
+			s.call(&abi.NetCall{Op: abi.NetRelease, Sock: ev.Sock})
+		}
+		return
+	}
+	if ops&abi.NetOpConnect != 0 {
+		c.connecting = true
+		if e := c.ep.Connect(addr(ev.Remote, ev.RPort)); e != nil {
+			if _, ok := e.(*tcpip.ErrConnectStarted); !ok {
+				c.connecting = false
+				s.call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
+			}
+		}
+	}
+	if ops&abi.NetOpListen != 0 {
+		if e := c.ep.Listen(int(ev.Backlog) + 1); e != nil {
+			fmt.Fprintf(os.Stderr, "netsvc: listen on port %d: %v\n", ev.LPort, e)
+		}
+		if !c.listener {
+			if a, e := c.ep.GetLocalAddress(); e == nil {
+				c.lport = a.Port
+				s.flood.listen(a.Port)
+			}
+		}
+		c.listener = true
+	}
+	if ops&abi.NetOpTx != 0 {
+		c.txMore = true
+	}
+	if ops&abi.NetOpShutWr != 0 {
+		c.shutWr = true
+	}
+	if ops&abi.NetOpRxRoom != 0 {
+		c.rxFull = false
+	}
+	if ops&abi.NetOpAbort != 0 {
+		s.abortHeld(c)
+		c.ep.Abort()
+		s.release(c)
+		return
+	}
+	if ops&abi.NetOpClose != 0 {
+		c.closing, c.shutWr = true, true
+		c.txMore = true
+	}
+	s.serve(c)
+}
+
+// abortHeld drops the connection a listener holds for the kernel's full
+// queue.
+func (s *service) abortHeld(c *conn) {
+	if c.held != nil {
+		c.held.Abort()
+		c.held = nil
+	}
+}
+
+func (s *service) fail(id uint64, ops uint32, e syscall.Errno) {
+	if ops&abi.NetOpConnect != 0 {
+		s.call(&abi.NetCall{Op: abi.NetConnected, Sock: id, Errno: int32(e)})
+	}
+}
+
+func (s *service) release(c *conn) {
+	s.forget(c)
+	s.mu.Lock()
+	delete(s.dirty, c)
+	s.mu.Unlock()
+	s.call(&abi.NetCall{Op: abi.NetRelease, Sock: c.id})
+}
+
+// forget drops the service's record of c.
+func (s *service) forget(c *conn) {
+	c.wq.EventUnregister(&c.entry)
+	delete(s.conns, c.id)
+	if c.listener {
+		s.flood.unlisten(c.lport)
+	}
+}
+
+// serve moves what can move for one socket.
+func (s *service) serve(c *conn) {
+	if s.conns[c.id] != c {
+		return
+	}
+	switch {
+	case c.listener && c.closing:
+		s.abortHeld(c)
+		c.ep.Close()
+		s.release(c)
+	case c.listener:
+		s.accept(c)
+	case c.typ == unix.SOCK_DGRAM:
+		s.dgrams(c)
+	default:
+		s.stream(c)
+	}
+}
+
+func (s *service) accept(c *conn) {
+	for {
+		if c.held == nil {
+			var peer tcpip.FullAddress
+			ep, wq, e := c.ep.Accept(&peer)
+			if e != nil {
+				return
+			}
+			c.held, c.heldWQ, c.heldPeer = ep, wq, peer
+			s.flood.proven(peer.Addr)
+		}
+		local, _ := c.held.GetLocalAddress()
+		a := abi.NetCall{Op: abi.NetAccepted, Sock: c.id, LPort: local.Port, RPort: c.heldPeer.Port,
+			Local: ip16(local.Addr), Remote: ip16(c.heldPeer.Addr)}
+		if err := s.call(&a); err != nil {
+			if err == syscall.EAGAIN {
+				return // NetOpAcceptRoom comes
+			}
+			c.held.Abort()
+			c.held = nil
+			continue
+		}
+		n := &conn{id: a.Sock, typ: unix.SOCK_STREAM, ep: c.held, wq: c.heldWQ} // the accepted endpoint reports to the queue Accept gave
+		s.watch(n)
+		s.conns[n.id] = n
+		c.held = nil
+		s.stream(n)
+	}
+}
+
+func (s *service) stream(c *conn) {
+	if c.connecting {
+		if c.ep.Readiness(waiter.EventOut|waiter.EventErr|waiter.EventHUp) == 0 {
+			return
+		}
+		c.connecting = false
+		e := c.ep.LastError()
+		s.call(&abi.NetCall{Op: abi.NetConnected, Sock: c.id, Errno: int32(errno(e))})
+		if e != nil {
+			s.drop(c)
+			return
+		}
+	}
+	// Receive: from the endpoint to the kernel's ring.
+	for !c.rxFull && !c.eof {
+		if len(c.rx) == 0 {
+			w := &s.rxw
+			w.Reset()
+			_, e := c.ep.Read(&tcpip.LimitedWriter{W: w, N: chunk}, tcpip.ReadOptions{})
+			if e != nil {
+				switch e.(type) {
+				case *tcpip.ErrWouldBlock:
+				case *tcpip.ErrClosedForReceive:
+					c.eof = true
+					s.call(&abi.NetCall{Op: abi.NetFin, Sock: c.id})
+				default:
+					s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
+					s.drop(c)
+					return
+				}
+				break
+			}
+			c.rx = w.Bytes()
+			if len(c.rx) == 0 {
+				break
+			}
+		}
+		r := abi.NetCall{Op: abi.NetRx, Sock: c.id}
+		if err := s.callBuf(&r, c.rx); err != nil {
+			s.drop(c)
+			return
+		}
+		c.rx = c.rx[r.N:]
+		if len(c.rx) > 0 {
+			c.rxFull = true
+			c.rx = bytes.Clone(c.rx) // what the kernel's ring could not take keeps; the shared buffer does not
+		}
+	}
+	// Send: from the kernel's ring to the endpoint.
+	for {
+		if len(c.tx) == 0 && c.txMore {
+			t := abi.NetCall{Op: abi.NetTx, Sock: c.id}
+			if err := s.callBuf(&t, s.buf); err != nil || t.N == 0 {
+				c.txMore = false
+			} else {
+				c.tx = append(c.tx[:0], s.buf[:t.N]...)
+			}
+		}
+		if len(c.tx) == 0 {
+			break
+		}
+		n, e := c.ep.Write(bytes.NewReader(c.tx), tcpip.WriteOptions{})
+		c.tx = c.tx[n:]
+		if e != nil {
+			if _, ok := e.(*tcpip.ErrWouldBlock); !ok {
+				s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
+				s.drop(c)
+				return
+			}
+			return // EventOut comes
+		}
+	}
+	if c.closing && !c.orphaned {
+		// Closed with bytes still to send: bounded, as Linux bounds an
+		// orphan (a peer that never reads does not pin the socket).
+		c.orphaned = true
+		ut := tcpip.TCPUserTimeoutOption(orphanTimeout)
+		c.ep.SetSockOpt(&ut)
+	}
+	if c.shutWr && !c.finSent {
+		c.finSent = true
+		c.ep.Shutdown(tcpip.ShutdownWrite)
+	}
+	if c.closing {
+		c.ep.Close()
+		s.release(c)
+	}
+}
+
+// drop forgets a connection that failed; the kernel's close releases it.
+func (s *service) drop(c *conn) {
+	c.eof = true
+	c.rx, c.tx, c.txMore = nil, nil, false
+	if c.closing {
+		c.ep.Abort()
+		s.release(c)
+	}
+}
+
+func (s *service) dgrams(c *conn) {
+	for {
+		var w bytes.Buffer
+		res, e := c.ep.Read(&tcpip.LimitedWriter{W: &w, N: maxDgram}, tcpip.ReadOptions{NeedRemoteAddr: true})
+		if e != nil {
+			break
+		}
+		in := abi.NetCall{Op: abi.NetDgramIn, Sock: c.id, Remote: ip16(res.RemoteAddr.Addr), RPort: res.RemoteAddr.Port}
+		s.callBuf(&in, w.Bytes())
+	}
+	out := s.buf[:maxDgram] // the endpoint copies what it is given
+	for {
+		o := abi.NetCall{Op: abi.NetDgramOut, Sock: c.id}
+		if err := s.callBuf(&o, out); err != nil {
+			break
+		}
+		to := addr(o.Remote, o.RPort)
+		c.ep.Write(bytes.NewReader(out[:o.N]), tcpip.WriteOptions{To: &to})
+	}
+	if c.closing {
+		c.ep.Close()
+		s.release(c)
+	}
+}
+
+// errno is a netstack error as the socket calls give it.
+func errno(e tcpip.Error) syscall.Errno {
+	switch e.(type) {
+	case nil:
+		return 0
+	case *tcpip.ErrConnectionRefused:
+		return syscall.ECONNREFUSED
+	case *tcpip.ErrConnectionReset:
+		return syscall.ECONNRESET
+	case *tcpip.ErrConnectionAborted:
+		return syscall.ECONNABORTED
+	case *tcpip.ErrTimeout:
+		return syscall.ETIMEDOUT
+	case *tcpip.ErrNetworkUnreachable:
+		return syscall.ENETUNREACH
+	case *tcpip.ErrHostUnreachable:
+		return syscall.EHOSTUNREACH
+	case *tcpip.ErrPortInUse:
+		return syscall.EADDRINUSE
+	}
+	return syscall.EIO
+}
