@@ -25,7 +25,7 @@
 #   make soak             TestSoak for SOAK (30m) at 4 CPUs: fuzzer, futex stress, GC and signals together (not in make test)
 #   make diskdiff         the same file-system calls on yolk and on Linux, each on a copy of one ext4 image: results,
 #                         e2fsck and the trees compared (TestDiskDifferential; docs/disks.md)
-#   make diskbench        disk benchmarks (MB/s, IOPS at depth 1 and 32, fsync p50/p99, files/s) on Linux and yolk, one image (docs/disks.md)
+#   make diskbench        disk benchmarks (MB/s, IOPS at depth 1 and 32, fsync p50/p99, files/s, SQLite, bbolt) on Linux and yolk, one image (docs/disks.md)
 #   make load             10,000 idle connections, slow clients and a SYN flood against a Go HTTP server (docs/security.md)
 #   make wirefuzz         10⁶ random and mutated frames into a guest serving TCP and UDP echo over a tap link (root; docs/security.md)
 

@@ -14,12 +14,14 @@
 // its own pread or pwrite). Then: a sequential write of -seq MiB in 1 MiB
 // writes, the fsync at its end included; 4 KiB appended and fsynced, and
 // 4 KiB overwritten in place and fdatasynced, each fsync's latency
-// recorded (p50, p99); empty files created then deleted in one directory.
+// recorded (p50, p99); empty files created then deleted in one directory;
+// SQLite inserts (modernc.org/sqlite, rollback journal and WAL) and bbolt
+// puts, one per transaction and batched.
 // The looped benchmarks run until their -budget has passed and their
 // minimum count is reached (or their maximum count), so a slow system
 // runs fewer operations, never fewer than the minimum. -run picks the
 // benchmarks (SeqRead, SeqWrite, RandRead4K, RandWrite4K, Fsync,
-// CreateDelete) whose names it matches: a run of one, its device requests
+// CreateDelete, SQLiteInsert, BboltPut) whose names it matches: a run of one, its device requests
 // counted by QEMU's trace, says what one operation asks of the disk.
 //
 // Where the system publishes the disk's request counts (Linux's sysfs),
@@ -102,6 +104,8 @@ var benchmarks = []benchmark{
 	{"RandWrite4K", randWrite},
 	{"Fsync", fsyncLatency},
 	{"CreateDelete", createDelete},
+	{"SQLiteInsert", sqliteInsert},
+	{"BboltPut", boltPut},
 }
 
 // A result is one benchmark line: n operations in d, bytes per operation
