@@ -12,7 +12,8 @@
 // reads and writes, which use O_DIRECT (Linux then goes to the device,
 // not its page cache) at queue depth 1 and 32 (32 goroutines, each in
 // its own pread or pwrite). Then: a sequential write of -seq MiB in 1 MiB
-// writes, the fsync at its end included; 4 KiB appended and fsynced, and
+// writes (fewer if the budget passes first), the fsync at its end
+// included; 4 KiB appended and fsynced, and
 // 4 KiB overwritten in place and fdatasynced, each fsync's latency
 // recorded (p50, p99); empty files created then deleted in one directory;
 // SQLite inserts (modernc.org/sqlite, rollback journal and WAL) and bbolt
