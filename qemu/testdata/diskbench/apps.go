@@ -28,6 +28,9 @@ const (
 func sqliteInsert(dir string) ([]result, error) {
 	var rs []result
 	for _, mode := range []string{"delete", "wal"} {
+		if !want("SQLiteInsert/journal=" + mode) {
+			continue
+		}
 		path := filepath.Join(dir, "sqlite-"+mode+".db")
 		db, err := sql.Open("sqlite", "file:"+path)
 		if err != nil {
@@ -98,6 +101,9 @@ func sqliteRun(db *sql.DB, mode string) ([]result, error) {
 // boltPut puts keys into a new bbolt database, one transaction each
 // until the budget has passed (at least 50), then boltBatch in one.
 func boltPut(dir string) ([]result, error) {
+	if !want("BboltPut") {
+		return nil, nil
+	}
 	path := filepath.Join(dir, "bolt.db")
 	os.Remove(path)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})

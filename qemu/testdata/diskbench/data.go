@@ -68,6 +68,9 @@ func seqRead(dir string) ([]result, error) {
 	defer unix.Munmap(b)
 	var rs []result
 	for _, name := range []string{"cold", "warm"} {
+		if !want("SeqRead/" + name) {
+			continue
+		}
 		f, err := os.Open(p)
 		if err != nil {
 			return nil, err
@@ -93,6 +96,9 @@ func seqRead(dir string) ([]result, error) {
 // least 4, once the budget has passed) and fsyncs it: the time to the
 // fsync's return.
 func seqWrite(dir string) ([]result, error) {
+	if !want("SeqWrite") {
+		return nil, nil
+	}
 	b, err := alignedBuf(mib)
 	if err != nil {
 		return nil, err
@@ -149,6 +155,9 @@ func randIO(dir string, write bool) ([]result, error) {
 	blocks := uint64(size / page)
 	var rs []result
 	for _, qd := range []int{1, 32} {
+		if !want(fmt.Sprintf("%s/qd=%d", name, qd)) {
+			continue
+		}
 		bufs := make([][]byte, qd)
 		for i := range bufs {
 			if bufs[i], err = alignedBuf(page); err != nil {

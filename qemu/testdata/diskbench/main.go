@@ -22,8 +22,10 @@
 // minimum count is reached (or their maximum count), so a slow system
 // runs fewer operations, never fewer than the minimum. -run picks the
 // benchmarks (SeqRead, SeqWrite, RandRead4K, RandWrite4K, Fsync,
-// CreateDelete, SQLiteInsert, BboltPut) whose names it matches: a run of one, its device requests
-// counted by QEMU's trace, says what one operation asks of the disk.
+// CreateDelete, SQLiteInsert, BboltPut) and variants (Fsync/append4K,
+// RandWrite4K/qd=1, SQLiteInsert/journal=wal ...) whose names it
+// matches: a run of one, its device requests counted by QEMU's trace,
+// says what one operation asks of the disk.
 //
 // Where the system publishes the disk's request counts (Linux's sysfs),
 // a line after each benchmark gives them: reads, writes, flushes.
@@ -57,8 +59,8 @@ func main() {
 		fmt.Println("usage: diskbench [-budget 8s] [-seq 32] [-run REGEXP] DIR")
 		os.Exit(2)
 	}
-	only, err := regexp.Compile(*run)
-	if err != nil {
+	var err error
+	if only, err = regexp.Compile(*run); err != nil {
 		fmt.Printf("diskbench: -run: %v\n", err)
 		os.Exit(2)
 	}
@@ -66,15 +68,15 @@ func main() {
 	fmt.Printf("goos: %s\ngoarch: %s\npkg: yolk/qemu/testdata/diskbench\n", runtime.GOOS, runtime.GOARCH)
 	failed := false
 	for _, b := range benchmarks {
-		if !only.MatchString(b.name) {
-			continue
-		}
 		stats := devStats(dir)
 		rs, err := b.run(dir)
 		if err != nil {
 			fmt.Printf("diskbench: %s: %v\n", b.name, err)
 			failed = true
 			continue
+		}
+		if len(rs) == 0 {
+			continue // -run left it out
 		}
 		for _, r := range rs {
 			r.print()
@@ -92,7 +94,13 @@ func main() {
 	fmt.Println("diskbench: done")
 }
 
-// A benchmark runs on DIR and gives one or more results (sub-benchmarks).
+var only *regexp.Regexp // -run
+
+// want says whether -run picks the benchmark or variant name.
+func want(name string) bool { return only.MatchString(name) }
+
+// A benchmark runs on DIR and gives one or more results (variants), none
+// if -run picks none of them.
 type benchmark struct {
 	name string
 	run  func(dir string) ([]result, error)

@@ -21,6 +21,9 @@ func fsyncLatency(dir string) ([]result, error) {
 	}
 	var rs []result
 	for _, kind := range []string{"append4K", "overwrite4K"} {
+		if !want("Fsync/" + kind) {
+			continue
+		}
 		f, err := os.OpenFile(filepath.Join(dir, "fsync-"+kind), os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
 		if err != nil {
 			return nil, err
@@ -78,6 +81,9 @@ func fsyncLatency(dir string) ([]result, error) {
 // and O_EXCL, close) until the budget's half has passed, then deletes
 // them all: ns/op is one file's create and delete together.
 func createDelete(dir string) ([]result, error) {
+	if !want("CreateDelete") {
+		return nil, nil
+	}
 	d := filepath.Join(dir, "cd")
 	if err := os.Mkdir(d, 0o755); err != nil {
 		return nil, err
