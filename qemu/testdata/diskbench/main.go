@@ -3,7 +3,7 @@
 // (qemu/linuxref) in the same QEMU configuration, each on its own copy of
 // one ext4 image, printing Go benchmark lines for benchstat.
 //
-//	diskbench [-budget 8s] [-seq 32] [-run REGEXP] DIR
+//	diskbench [-budget 8s] [-seq 32] [-run REGEXP] [-mark /dev/vda] DIR
 //
 // DIR is the disk's mount. DIR/data, a file of written bytes (the image's
 // mkfs.ext4 -d puts it there; made and fsynced here if missing), is read
@@ -25,7 +25,8 @@
 // CreateDelete, SQLiteInsert, BboltPut) and variants (Fsync/append4K,
 // RandWrite4K/qd=1, SQLiteInsert/journal=wal ...) whose names it
 // matches: a run of one, its device requests counted by QEMU's trace,
-// says what one operation asks of the disk.
+// says what one operation asks of the disk; -mark (mark.go) lets one
+// traced run say it for every variant.
 //
 // Where the system publishes the disk's request counts (Linux's sysfs),
 // a line after each benchmark gives them: reads, writes, flushes.
@@ -56,7 +57,7 @@ var (
 func main() {
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Println("usage: diskbench [-budget 8s] [-seq 32] [-run REGEXP] DIR")
+		fmt.Println("usage: diskbench [-budget 8s] [-seq 32] [-run REGEXP] [-mark /dev/vda] DIR")
 		os.Exit(2)
 	}
 	var err error
@@ -85,6 +86,7 @@ func main() {
 			fmt.Printf("diskbench: %s: device requests %s\n", b.name, diffStats(stats, s))
 		}
 	}
+	mark("end")
 	unix.Sync()
 	fmt.Printf("diskbench: umount %v\n", unix.Unmount(dir, 0))
 	if failed {
@@ -96,8 +98,15 @@ func main() {
 
 var only *regexp.Regexp // -run
 
-// want says whether -run picks the benchmark or variant name.
-func want(name string) bool { return only.MatchString(name) }
+// want says whether -run picks the benchmark or variant name; if so, its
+// marker goes to the disk (-mark).
+func want(name string) bool {
+	if !only.MatchString(name) {
+		return false
+	}
+	mark(name)
+	return true
+}
 
 // A benchmark runs on DIR and gives one or more results (variants), none
 // if -run picks none of them.
