@@ -136,7 +136,7 @@ diskdiff: qemu
 # bytes, 512 MiB); DISKBENCH_COUNT rounds, DISKBENCH_BUDGET per looped
 # benchmark. Results, consoles and benchstat's comparison in
 # out/diskbench/pc-smp<N>/. Not in make test (minutes a round under TCG).
-DISKBENCH_COUNT  ?= 3
+DISKBENCH_COUNT  ?= 6
 DISKBENCH_SMP    ?= 2
 DISKBENCH_BUDGET ?= 8s
 DISKBENCH_OUT    := out/diskbench
