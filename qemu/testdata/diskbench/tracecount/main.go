@@ -5,8 +5,8 @@
 // virtio_blk_req_complete", kept in <side>-N.stderr). The trace is split
 // at each marker read; per variant it prints the read and write requests
 // (and their KiB), the other requests (completions that were neither:
-// flushes, and the device-id and discard requests there are none of in
-// these runs) and each per operation of the variant.
+// flushes, and any device-id or discard request) and each per operation
+// of the variant.
 //
 //	go run ./qemu/testdata/diskbench/tracecount CONSOLE.log TRACE.stderr
 package main
