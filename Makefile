@@ -25,6 +25,7 @@
 #   make soak             TestSoak for SOAK (30m) at 4 CPUs: fuzzer, futex stress, GC and signals together (not in make test)
 #   make diskdiff         the same file-system calls on yolk and on Linux, each on a copy of one ext4 image: results,
 #                         e2fsck and the trees compared (TestDiskDifferential; docs/disks.md)
+#   make diskbench        disk benchmarks (MB/s, IOPS at depth 1 and 32, fsync p50/p99, files/s, SQLite, bbolt) on Linux and yolk, one image (docs/disks.md)
 #   make load             10,000 idle connections, slow clients and a SYN flood against a Go HTTP server (docs/security.md)
 #   make wirefuzz         10⁶ random and mutated frames into a guest serving TCP and UDP echo over a tap link (root; docs/security.md)
 
@@ -40,7 +41,7 @@ IMAGE   := $(if $(filter pc,$(BOARD)),out/selftest-pc.iso,$(if $(BOARD),out/self
 # A board image brings its machine, CPUs and memory (the PC image: q35, CPUs from SMP).
 BOOT     = $(if $(filter pc,$(BOARD)),-board pc -smp $(SMP) $(if $(FIRMWARE),-firmware $(FIRMWARE)),$(if $(BOARD),-board $(BOARD),-machine $(MACHINE) -smp $(SMP)))
 
-.PHONY: run debug test hosted guest stdquick powercut diskdiff conformance soak load wirefuzz bench smpbench linuxref qemu image images diskapps clean
+.PHONY: run debug test hosted guest stdquick powercut diskdiff diskbench conformance soak load wirefuzz bench smpbench linuxref qemu image images diskapps clean
 
 # NET= is passed as yolk run -net (default there: user; the rpi3 board: none).
 NETFLAG  = $(if $(NET),-net $(NET))
@@ -126,6 +127,30 @@ diskdiff: qemu
 	YOLK_DISKDIFF=1 YOLK_DISKDIFF_SEED=$(DISKDIFF_SEED) YOLK_DISKDIFF_OPS=$(DISKDIFF_OPS) \
 	  YOLK_DISKDIFF_BLOCK=$(DISKDIFF_BLOCK) YOLK_DISKDIFF_MMAP=$(DISKDIFF_MMAP) \
 	  $(GO) test -count=1 -timeout 20m -v -run '^TestDiskDifferential$$' ./qemu/
+
+# diskbench runs issue 30's disk benchmarks (qemu/testdata/diskbench) on
+# Linux (Debian's generic kernel, fetched into out/linuxref/kernel) and on
+# yolk in one QEMU setup: pc, DISKBENCH_SMP CPUs, 256 MiB, TCG,
+# virtio-blk-pci with cache=writeback, each boot on its own copy of one
+# image (mkfs.ext4 -b 4096 -d of a tree holding a 32 MiB file of random
+# bytes, 512 MiB); DISKBENCH_COUNT rounds, DISKBENCH_BUDGET per looped
+# benchmark. Results, consoles and benchstat's comparison in
+# out/diskbench/pc-smp<N>/. Not in make test (about 3 minutes a round
+# under TCG: 18 for the default 6).
+DISKBENCH_COUNT  ?= 6
+DISKBENCH_SMP    ?= 2
+DISKBENCH_BUDGET ?= 8s
+DISKBENCH_OUT    := out/diskbench
+DISKBENCH_RES    := $(DISKBENCH_OUT)/pc$(if $(filter-out 0 1,$(DISKBENCH_SMP)),-smp$(DISKBENCH_SMP))
+diskbench: qemu
+	rm -rf $(DISKBENCH_OUT)/tree $(DISKBENCH_OUT)/base.img
+	mkdir -p $(DISKBENCH_OUT)/tree
+	head -c 32M /dev/urandom > $(DISKBENCH_OUT)/tree/data
+	mkfs.ext4 -q -F -b 4096 -L diskbench -d $(DISKBENCH_OUT)/tree $(DISKBENCH_OUT)/base.img 512M
+	$(GO) run ./qemu/linuxref/cmd/linuxref -program ./qemu/testdata/diskbench -machine pc -smp $(DISKBENCH_SMP) -m 256M \
+	  -count $(DISKBENCH_COUNT) -out $(DISKBENCH_OUT) -kerneldir out/linuxref/kernel -timeout 15m -quiet \
+	  -disk $(DISKBENCH_OUT)/base.img:/mnt/bench -- -budget $(DISKBENCH_BUDGET) /mnt/bench
+	$(GO) tool benchstat $(DISKBENCH_RES)/linux.txt $(DISKBENCH_RES)/yolk.txt | tee $(DISKBENCH_RES)/benchstat.txt
 
 # images runs TestDiskImage's whole matrix (qemu/disk_test.go): examples/hello
 # written by yolk image's builder and booted from each disk controller with

@@ -4,8 +4,9 @@
 // benchstat.
 //
 //	go run ./qemu/linuxref/cmd/linuxref [-arch amd64|arm64] [-machine pc|q35|microvm|virt] [-smp 1] [-m 128M]
-//	    [-count 5] [-out out/linuxref] [-kernel vmlinuz] [-timeout 2m] [-quiet]
-//	    [-params "vdso=0"] [-e KEY=VALUE] [-share HOSTDIR[:GUESTPATH][:ro]] [-9p OPTIONS] [guest args]
+//	    [-count 5] [-out out/linuxref] [-kernel vmlinuz] [-kerneldir DIR] [-timeout 2m] [-quiet]
+//	    [-params "vdso=0"] [-e KEY=VALUE] [-share HOSTDIR[:GUESTPATH][:ro]] [-9p OPTIONS]
+//	    [-disk FILE[,ro][:GUESTPATH]] [-qemu "ARGS"] [guest args]
 //
 // The program is yolk's self-test image (./kernel/selftest) unless -program
 // names another main package (a directory) that prints Go benchmark lines:
@@ -28,6 +29,18 @@
 // (default: version=9p2000.L, msize=65560 as yolk's client, cache=none as
 // yolk's uncached client). /init prints the mounts as /proc/mounts shows
 // them, into the console log.
+//
+// -disk gives both guests an ext4 disk as yolk run -disk does (virtio-blk,
+// the same QEMU devices and cache mode: package qemu's DiskArgs), each
+// boot its own copy of FILE made just before it (holes kept), so every
+// boot starts from the same image; Linux boots Debian's generic kernel as
+// for -share, its /init loads virtio_blk and ext4 and mounts the disk at
+// GUESTPATH (default /mnt/disk0). After each boot e2fsck -fn judges the
+// copy (info.txt says so; a faulty copy is kept, a clean one removed).
+//
+// -qemu adds QEMU arguments (space-separated) to both sides' boots, a
+// trace of the disk's requests, say ("-trace enable=virtio_blk_*"); QEMU's
+// stderr, where the trace goes, is kept in <side>-N.stderr.
 //
 // -smp N gives both guests N CPUs. Each side's Go runtime picks its own
 // GOMAXPROCS from the CPUs its kernel reports, and the benchmark names carry
@@ -71,6 +84,7 @@ func main() {
 	count := flag.Int("count", 5, "rounds; each boots Linux and yolk once")
 	outDir := flag.String("out", "out/linuxref", "output directory (results go to <out>/<machine>, or <out>/<machine>-smp<N> with -smp N > 1)")
 	kernelPath := flag.String("kernel", "", "Linux bzImage to use instead of fetching Debian's")
+	kernelDir := flag.String("kerneldir", "", "where Debian's kernel package is fetched and unpacked (default <out>/kernel)")
 	program := flag.String("program", "./kernel/selftest", "Go main package (directory) to compare; it must print Go benchmark lines")
 	pkg := flag.String("package", "", "Debian kernel package (meta or versioned; default "+linuxref.DefaultPackage+", "+linuxref.ArmPackage+" for arm64)")
 	timeout := flag.Duration("timeout", 2*time.Minute, "per-boot timeout")
@@ -81,6 +95,9 @@ func main() {
 	var shares qemu.ShareFlag
 	flag.Var(&shares, "share", "give both guests this host directory (virtio-9p), as yolk run -share: `HOSTDIR[:GUESTPATH][:ro]` (repeatable, at most 4)")
 	ninep := flag.String("9p", linuxref.DefaultNineP, "Linux's mount options for the shares")
+	qemuArgs := flag.String("qemu", "", "more QEMU arguments for both sides, space-separated (QEMU's stderr is kept in <side>-N.stderr)")
+	var disks qemu.DiskFlag
+	flag.Var(&disks, "disk", "give both guests a copy of this ext4 image (virtio-blk), a fresh one each boot: `FILE[,ro][:GUESTPATH]` (repeatable)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: linuxref [flags] [guest args]")
 		flag.PrintDefaults()
@@ -105,19 +122,22 @@ func main() {
 	}
 	if *pkg == "" {
 		*pkg = map[string]string{"amd64": linuxref.DefaultPackage, "arm64": linuxref.ArmPackage}[*arch]
-		if len(shares) > 0 {
+		if len(shares) > 0 || len(disks) > 0 {
 			*pkg = linuxref.SharePackage[*arch]
 		}
 	}
 	lc := linuxref.Config{Arch: *arch, Machine: *machine, SMP: *smp, Memory: *mem, Quiet: *quiet, Params: strings.Fields(*params), Env: env, Args: args, Timeout: *timeout,
-		Shares: shares, NineP: *ninep}
-	if err := compare(ctx, lc, *program, *count, *outDir, *kernelPath, *pkg); err != nil {
+		Shares: shares, NineP: *ninep, Disks: disks, Extra: strings.Fields(*qemuArgs)}
+	if *kernelDir == "" {
+		*kernelDir = filepath.Join(*outDir, "kernel")
+	}
+	if err := compare(ctx, lc, *program, *count, *outDir, *kernelPath, *kernelDir, *pkg); err != nil {
 		fmt.Fprintf(os.Stderr, "linuxref: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func compare(ctx context.Context, lc linuxref.Config, program string, count int, outDir, kernelPath, pkg string) error {
+func compare(ctx context.Context, lc linuxref.Config, program string, count int, outDir, kernelPath, kernelDir, pkg string) error {
 	arch := cmp.Or(lc.Arch, "amd64")
 	qemuBin, err := qemu.FindQEMUFor(arch)
 	if err != nil {
@@ -132,7 +152,7 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 		return err
 	}
 	// Logs of an earlier run with more rounds would be mistaken for this one's.
-	for _, pat := range []string{"linux-*.log", "yolk-*.log"} {
+	for _, pat := range []string{"linux-*.log", "yolk-*.log", "linux-*.stderr", "yolk-*.stderr"} {
 		old, _ := filepath.Glob(filepath.Join(dir, pat))
 		for _, f := range old {
 			os.Remove(f)
@@ -141,7 +161,7 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 
 	kernelDesc := kernelPath
 	if kernelPath == "" {
-		k, err := linuxref.FetchKernel(ctx, filepath.Join(outDir, "kernel"), pkg)
+		k, err := linuxref.FetchKernel(ctx, kernelDir, pkg)
 		if err != nil {
 			return err
 		}
@@ -178,8 +198,15 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 		return err
 	}
 	var mods []linuxref.Module
+	var roots []string
 	if len(lc.Shares) > 0 {
-		if mods, err = linuxref.LoadModules(linuxref.ModulesDir(kernelPath), linuxref.ShareModules(machine)); err != nil {
+		roots = linuxref.ShareModules(machine)
+	}
+	if len(lc.Disks) > 0 {
+		roots = append(roots, linuxref.DiskModules(machine)...)
+	}
+	if len(roots) > 0 {
+		if mods, err = linuxref.LoadModules(linuxref.ModulesDir(kernelPath), roots); err != nil {
 			return err
 		}
 	}
@@ -206,6 +233,16 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 	for _, sh := range lc.Shares {
 		fmt.Fprintf(&info, "share: %s at %s (read-only %v)\n", sh.HostDir, sh.GuestPath, sh.ReadOnly)
 	}
+	diskArgs, _, err := qemu.DiskArgs(lc.Disks, arch == "amd64" && machine != "microvm", arch == "arm64")
+	if err != nil {
+		return err
+	}
+	for _, d := range lc.Disks {
+		fmt.Fprintf(&info, "disk: a copy of %s per boot at %s (read-only %v)\n", d.File, d.GuestPath, d.ReadOnly)
+	}
+	if len(lc.Disks) > 0 {
+		fmt.Fprintf(&info, "disk qemu arguments: %s\n", strings.Join(diskArgs, " "))
+	}
 	if len(mods) > 0 {
 		var names []string
 		for _, m := range mods {
@@ -225,15 +262,21 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 			logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", side, round))
 			var lines []string
 			var note string
-			var err error
+			disks, err := freshDisks(lc.Disks, dir, fmt.Sprintf("%s-%d", side, round))
+			if err != nil {
+				return err
+			}
 			if side == "linux" {
 				c := lc
-				c.QEMU, c.Kernel, c.Initrd = qemuBin, kernelPath, initrdPath
+				c.QEMU, c.Kernel, c.Initrd, c.Disks = qemuBin, kernelPath, initrdPath, disks
 				lines, note, err = bootLinux(ctx, c, logPath)
 			} else {
 				c := lc.Yolk(yolkImage)
-				c.QEMU = qemuBin
+				c.QEMU, c.Disks, c.Extra = qemuBin, disks, lc.Extra
 				lines, note, err = bootYolk(ctx, c, logPath)
+			}
+			if err == nil && len(disks) > 0 {
+				note += ", " + checkDisks(disks)
 			}
 			if err != nil {
 				return fmt.Errorf("%s round %d: %w (console in %s)", side, round, err, logPath)
@@ -290,6 +333,7 @@ func bootLinux(ctx context.Context, c linuxref.Config, logPath string) ([]string
 	var stderr bytes.Buffer
 	c.Log, c.Stderr = log, &stderr
 	r, err := linuxref.Run(ctx, c)
+	keepStderr(logPath, stderr.Bytes())
 	if err != nil {
 		if s := strings.TrimSpace(stderr.String()); s != "" {
 			err = fmt.Errorf("%w; QEMU: %s", err, s)
@@ -322,6 +366,7 @@ func bootYolk(ctx context.Context, c qemu.Config, logPath string) ([]string, str
 	c.Stdout, c.Stderr = log, &stderr
 	c.OnLine = func(l string) { lines = append(lines, strings.TrimRight(l, "\r")) }
 	r, err := qemu.Run(ctx, c)
+	keepStderr(logPath, stderr.Bytes())
 	if err != nil {
 		return nil, "", err
 	}
@@ -329,6 +374,14 @@ func bootYolk(ctx context.Context, c qemu.Config, logPath string) ([]string, str
 		return nil, "", fmt.Errorf("exit status %d: %s %s", r.ExitCode, strings.Join(r.Messages, "; "), strings.TrimSpace(stderr.String()))
 	}
 	return lines, fmt.Sprintf("boot to exit %.1fs", r.Elapsed.Seconds()), nil
+}
+
+// keepStderr writes QEMU's stderr, when it said something (a trace -qemu
+// asked for), beside the boot's console log.
+func keepStderr(logPath string, b []byte) {
+	if len(b) > 0 {
+		os.WriteFile(strings.TrimSuffix(logPath, ".log")+".stderr", b, 0o644)
+	}
 }
 
 type envFlag []string
