@@ -3,9 +3,6 @@ package kernel_test
 import (
 	"bufio"
 	"bytes"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -64,17 +61,7 @@ func TestKernelContextNoAllocNoWriteBarrier(t *testing.T) {
 }
 
 func checkKernelContext(t *testing.T, arch, pkg string, least int) {
-	dir := t.TempDir()
-	img := filepath.Join(dir, "selftest.elf")
-	build := exec.Command("go", "build", "-o", img, pkg)
-	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	dis, err := exec.Command("go", "tool", "objdump", img).Output()
-	if err != nil {
-		t.Fatalf("objdump: %v", err)
-	}
+	_, dis := disassembledImage(t, arch, pkg)
 	var fn string
 	checked, calls := 0, 0
 	sc := bufio.NewScanner(bytes.NewReader(dis))

@@ -40,6 +40,7 @@ func kmain(a0, a1 uintptr) {
 	vm.BSSSplit(bssStart(), imageEnd()) // before anything writes tables that must count as touched
 	vm.ProtectImage(textStart()&^(mm.PageSize-1), imageRO(), imageEnd())
 	twa.Prefault()
+	sched.Prefault()
 	prepareCPU(0)
 	setupCPU(0)
 	intcInit(c)

@@ -121,3 +121,20 @@ func andMask(p *uint64, mask uint64) {
 // LockKicks the number of interrupts that ended such a halt sent to c.
 func (c *CPU) LockHalts() uint64 { return atomic.LoadUint64(&c.lockHalts) }
 func (c *CPU) LockKicks() uint64 { return atomic.LoadUint64(&c.lockKicks) }
+
+// Prefault reads the variables a spin-lock waiter and its release read
+// (online, lockHalted), so that a kernel that backs untouched memory lazily
+// (yolk gives untouched BSS pages back at boot) backs them now. A waiter
+// for the frame allocator's lock inside a page fault must not fault
+// (twa.Prefault says why), and the boot may not touch either before its
+// BSS is reclaimed: online is first written by Idle, which the CPUs enter
+// after that. Kernel context, like the lock path.
+//
+// Not inlined: kernel/bssfault_test.go finds what it keeps in its body.
+//
+//go:nosplit
+//go:noinline
+func Prefault() {
+	atomic.LoadUint64(&online)
+	atomic.LoadUint64(&lockHalted)
+}

@@ -1,6 +1,11 @@
 package mm
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"yolk/boot"
+)
 
 // Demand-paged BSS. QEMU loads the image with its BSS zeroed in RAM, and the
 // boot page tables map it with 2 MiB pages, so every BSS byte costs RAM even
@@ -17,9 +22,12 @@ import "sync/atomic"
 // path itself touches — the per-CPU blocks (trap entry, the spin locks'
 // per-CPU count) and the frame allocator's state — since a fault there
 // would nest inside the frame allocator's lock. The boot touches those
-// (BSSKeep) before BSSReclaim, which keeps this package's per-CPU TLB
-// state itself (tlbKeep: the idle loop and the shootdown use it with
-// interrupts off).
+// (BSSKeep; twa.Prefault and sched.Prefault, the spin lock's wait) before
+// BSSReclaim, which keeps this package's per-CPU TLB state itself
+// (tlbKeep: the idle loop and the shootdown use it with interrupts off)
+// and the allocator's and the BSS fault's own (faultKeep).
+// kernel/bssfault_test.go walks the fault path in the linked image and
+// fails for a BSS variable it touches that no keep covers.
 
 var (
 	bssLazyLo, bssLazyHi uintptr // pages subject to demand paging
@@ -48,6 +56,7 @@ func (s Space[E]) BSSSplit(bssStart, imageEnd uintptr) {
 // page-table entry for, where it stopped (for the kernel to report).
 func BSSReclaim() uintptr {
 	tlbKeep()
+	faultKeep()
 	for va := bssLazyLo; va < bssLazyHi; va += PageSize {
 		pte := walk(va, false)
 		if pte == 0 {
@@ -88,6 +97,31 @@ func (s Space[E]) bssFault(page uintptr) bool {
 		atomic.AddInt64(&bssFaulted, 1)
 	}
 	return true
+}
+
+// faultKeep keeps what the BSS fault itself reads or writes out of the
+// demand-paged BSS: the frame allocator's state (its lock, regions and
+// free list), the page-table walk's (the physical map's offset, the boot's
+// tables, the table count), the lazy range and the fault count. The boot
+// uses most of these after BSSSplit anyway, so BSSReclaim would keep them;
+// bssFaulted it never touched (the first BSS fault wrote it, and faulted
+// there once more). kernel/bssfault_test.go lists these and fails for a
+// variable the fault path touches that no keep covers, and finds what
+// this keeps in its body (so it is not inlined).
+//
+//go:noinline
+func faultKeep() {
+	BSSKeep(uintptr(unsafe.Pointer(&frameLock)), unsafe.Sizeof(frameLock))
+	BSSKeep(uintptr(unsafe.Pointer(&regions)), unsafe.Sizeof(regions))
+	BSSKeep(uintptr(unsafe.Pointer(&nregions)), unsafe.Sizeof(nregions))
+	BSSKeep(uintptr(unsafe.Pointer(&freeList)), unsafe.Sizeof(freeList))
+	BSSKeep(uintptr(unsafe.Pointer(&framesFree)), unsafe.Sizeof(framesFree))
+	BSSKeep(uintptr(unsafe.Pointer(&physOff)), unsafe.Sizeof(physOff))
+	BSSKeep(uintptr(unsafe.Pointer(&boot.PageTables)), unsafe.Sizeof(boot.PageTables))
+	BSSKeep(uintptr(unsafe.Pointer(&tableFrames)), unsafe.Sizeof(tableFrames))
+	BSSKeep(uintptr(unsafe.Pointer(&bssLazyLo)), unsafe.Sizeof(bssLazyLo))
+	BSSKeep(uintptr(unsafe.Pointer(&bssLazyHi)), unsafe.Sizeof(bssLazyHi))
+	BSSKeep(uintptr(unsafe.Pointer(&bssFaulted)), unsafe.Sizeof(bssFaulted))
 }
 
 // BSSKeep reads one byte in every page of [a, a+n), so that BSSReclaim

@@ -62,7 +62,10 @@ func waitSlot(lock unsafe.Pointer, ticket uint32) *uint64 {
 // page only with the program's variables). It is kernel-context code like
 // the Spin lock path.
 //
+// Not inlined: kernel/bssfault_test.go finds what it keeps in its body.
+//
 //go:nosplit
+//go:noinline
 func Prefault() {
 	for i := 0; i < waitSlots; i += 4096 / 8 {
 		atomic.LoadUint64(&waitArray.slot[i])
