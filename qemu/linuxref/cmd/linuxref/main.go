@@ -262,7 +262,7 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 			logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", side, round))
 			var lines []string
 			var note string
-			disks, err := freshDisks(lc.Disks, dir, fmt.Sprintf("%s-%d", side, round))
+			disks, err := linuxref.FreshDisks(lc.Disks, dir, fmt.Sprintf("%s-%d", side, round))
 			if err != nil {
 				return err
 			}
@@ -276,7 +276,7 @@ func compare(ctx context.Context, lc linuxref.Config, program string, count int,
 				lines, note, err = bootYolk(ctx, c, logPath)
 			}
 			if err == nil && len(disks) > 0 {
-				note += ", " + checkDisks(disks)
+				note += ", " + linuxref.CheckDisks(disks)
 			}
 			if err != nil {
 				return fmt.Errorf("%s round %d: %w (console in %s)", side, round, err, logPath)

@@ -1,6 +1,6 @@
-package main
+package linuxref
 
-// -disk: every boot gets its own copy of each disk image, made just
+// Disks for linuxref -disk: every boot gets its own copy of each disk image, made just
 // before it (holes kept), judged by e2fsck -fn after it and removed
 // unless e2fsck found a fault.
 
@@ -15,9 +15,9 @@ import (
 	"yolk/qemu"
 )
 
-// freshDisks copies each disk's image into dir as <name>-disk<i>.img
+// FreshDisks copies each disk's image into dir as <name>-disk<i>.img
 // and returns the disks naming the copies.
-func freshDisks(disks []qemu.Disk, dir, name string) ([]qemu.Disk, error) {
+func FreshDisks(disks []qemu.Disk, dir, name string) ([]qemu.Disk, error) {
 	out := make([]qemu.Disk, len(disks))
 	for i, d := range disks {
 		p, err := filepath.Abs(filepath.Join(dir, fmt.Sprintf("%s-disk%d.img", name, i)))
@@ -71,10 +71,10 @@ func copySparse(from, to string) error {
 	return dst.Close()
 }
 
-// checkDisks runs e2fsck -fn on each disk a boot used and removes the
+// CheckDisks runs e2fsck -fn on each disk a boot used and removes the
 // clean ones: "clean" or what e2fsck said (that copy is kept). Without
 // e2fsck it says so and keeps them.
-func checkDisks(disks []qemu.Disk) string {
+func CheckDisks(disks []qemu.Disk) string {
 	if len(disks) == 0 {
 		return ""
 	}

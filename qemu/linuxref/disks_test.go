@@ -1,4 +1,4 @@
-package main
+package linuxref
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestFreshDisks(t *testing.T) {
 	if err := os.WriteFile(img, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	disks, err := freshDisks([]qemu.Disk{{File: img, If: "virtio", GuestPath: "/mnt/b"}}, dir, "linux-1")
+	disks, err := FreshDisks([]qemu.Disk{{File: img, If: "virtio", GuestPath: "/mnt/b"}}, dir, "linux-1")
 	if err != nil {
 		t.Fatal(err)
 	}
