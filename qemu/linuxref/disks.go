@@ -1,8 +1,8 @@
 package linuxref
 
-// Disks for linuxref -disk: every boot gets its own copy of each disk image, made just
-// before it (holes kept), judged by e2fsck -fn after it and removed
-// unless e2fsck found a fault.
+// Disks for linuxref -disk: every boot gets its own copy of each disk
+// image, made just before it (holes kept), judged by e2fsck -fn after it
+// and removed unless e2fsck found a fault.
 
 import (
 	"bytes"
