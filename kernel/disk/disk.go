@@ -56,7 +56,18 @@ type mount[E Env[E]] struct {
 	reap uint32 // atomic: an open file was closed (Unref): look at the orphans
 	dev  int    // the block device
 	rd   uint64 // st_dev: the block device's number
+
+	// stage is where read and write move the program's bytes, up to
+	// stageSize a call into ext4 (one transaction a run of blocks, one
+	// device request a run), copied outside mu (a copy may fault and
+	// wait); stageMu is held across the copy and the call, before mu.
+	stageMu sched.Mutex
+	stage   [stageSize]byte
 }
+
+// stageSize is the most bytes one read or write hands ext4 at a time
+// (BSS, demand-paged: a mount that moves no data costs nothing).
+const stageSize = 64 << 10
 
 // Disks is the table of disk mounts and of the open files on them. Its
 // zero value has none.

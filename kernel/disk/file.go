@@ -134,18 +134,24 @@ func (d *Disks[E]) rw(h int, p, n uintptr, at int64, write bool) (uintptr, abi.E
 	case write && acc == unix.O_RDONLY, !write && acc == unix.O_WRONLY:
 		return 0, abi.EBADF
 	}
-	e0 := env[E]()
-	page := e0.AllocPage()
-	if page == 0 {
-		return 0, abi.ENOMEM
-	}
-	defer e0.FreePage(page)
-	buf := unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&page))), pageSize)
+	sm := &d.m[f.m]
+	sm.stageMu.Lock()
+	defer sm.stageMu.Unlock()
 	done := uintptr(0)
 	for done < n {
-		c := min(n-done, pageSize)
-		if write && mm.CopyIn(buf[:c], p+done) != 0 {
-			return partial(done, abi.EFAULT)
+		c := min(n-done, stageSize)
+		buf := sm.stage[:c]
+		for i := 0; i < len(buf); i += pageSize {
+			buf[i] = 0 // backed now, not by a fault inside the copy or under mu
+		}
+		if write {
+			// Up to the first page that cannot be read: a short write,
+			// as Linux's (the next round returns with what was done).
+			k := copyInPrefix(buf, p+done)
+			if k == 0 {
+				return partial(done, abi.EFAULT)
+			}
+			c, buf = uintptr(k), buf[:k]
 		}
 		_, m := d.mnt(h)
 		off := at
@@ -165,18 +171,26 @@ func (d *Disks[E]) rw(h int, p, n uintptr, at int64, write bool) (uintptr, abi.E
 		var k int
 		var e abi.Errno
 		if write {
-			k, e = m.fs.WriteAt(f.ino, buf[:c], uint64(off))
+			k, e = m.fs.WriteAt(f.ino, buf, uint64(off))
 			d.wrote(m, int(f.m), f.ino, buf[:k], off)
 		} else {
-			k, e = m.fs.ReadAt(f.ino, buf[:c], uint64(off))
+			k, e = m.fs.ReadAt(f.ino, buf, uint64(off))
 			d.read(int(f.m), f.ino, buf[:k], off)
 		}
 		if at < 0 && k > 0 {
 			f.off = off + int64(k)
 		}
 		m.mu.Unlock()
-		if !write && k > 0 && mm.CopyOut(p+done, buf[:k]) != 0 {
-			return partial(done, abi.EFAULT)
+		if !write && k > 0 {
+			if got := copyOutPrefix(p+done, buf[:k]); got < k {
+				// The file's offset moves past what was delivered only.
+				if at < 0 {
+					_, m := d.mnt(h)
+					f.off = off + int64(got)
+					m.mu.Unlock()
+				}
+				return partial(done+uintptr(got), abi.EFAULT)
+			}
 		}
 		done += uintptr(k)
 		if e != 0 {
@@ -187,6 +201,39 @@ func (d *Disks[E]) rw(h int, p, n uintptr, at int64, write bool) (uintptr, abi.E
 		}
 	}
 	return done, 0
+}
+
+// copyInPrefix copies the program's bytes at p into b a page's worth
+// at a time, up to the first that faults: the bytes copied.
+func copyInPrefix(b []byte, p uintptr) int {
+	if mm.CopyIn(b, p) == 0 {
+		return len(b)
+	}
+	n := 0
+	for n < len(b) {
+		c := min(len(b)-n, pageSize)
+		if mm.CopyIn(b[n:n+c], p+uintptr(n)) != 0 {
+			break
+		}
+		n += c
+	}
+	return n
+}
+
+// copyOutPrefix is copyInPrefix the other way: b to the program's p.
+func copyOutPrefix(p uintptr, b []byte) int {
+	if mm.CopyOut(p, b) == 0 {
+		return len(b)
+	}
+	n := 0
+	for n < len(b) {
+		c := min(len(b)-n, pageSize)
+		if mm.CopyOut(p+uintptr(n), b[n:n+c]) != 0 {
+			break
+		}
+		n += c
+	}
+	return n
 }
 
 // partial is what a call that moved done bytes before error e returns:
