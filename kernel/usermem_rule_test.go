@@ -168,7 +168,6 @@ var userRuleAllowed = map[string]struct {
 	// The disks' open files: a bounce page the Env supplied (kernel
 	// memory; the program's is reached by mm.CopyIn/CopyOut), and a
 	// readdir filler on the stack.
-	"kernel/disk/file.go: (*Disks).rw": {n: 1, why: "the bounce page: a page the Env supplied, kernel memory"},
 	// The disks' page cache (mmap.go): pages the Env supplied, and a
 	// private mapping's frame through the physical map, kernel memory
 	// (the program reaches them through its page tables only).
