@@ -165,9 +165,6 @@ var userRuleAllowed = map[string]struct {
 	// ext4's block cache.
 	"kernel/ext4/cache.go: (*FS).data": {n: 1, sealed: true, why: "a block cache buffer: a page the Env supplied, kernel memory"},
 
-	// The disks' open files: a bounce page the Env supplied (kernel
-	// memory; the program's is reached by mm.CopyIn/CopyOut), and a
-	// readdir filler on the stack.
 	// The disks' page cache (mmap.go): pages the Env supplied, and a
 	// private mapping's frame through the physical map, kernel memory
 	// (the program reaches them through its page tables only).
