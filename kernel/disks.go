@@ -101,7 +101,7 @@ var diskOps = fileOps{
 	getdents: func(o ofile, b []byte) (uintptr, abi.Errno) { return dsk.Getdents(o.h, b) },
 	truncate: func(o ofile, size int64) abi.Errno { return dsk.Truncate(o.h, size) },
 	allocate: func(o ofile, mode int, off, n int64) abi.Errno { return dsk.Allocate(o.h, mode, off, n) },
-	sync:     func(o ofile, _ bool) abi.Errno { return dsk.Sync(o.h) },
+	sync:     func(o ofile, datasync bool) abi.Errno { return dsk.Sync(o.h, datasync) },
 	syncfs:   func(ofile) abi.Errno { return dsk.SyncAll() }, // mapped pages written back, the disks flushed
 	chmod:    func(o ofile, mode uint32) abi.Errno { return dsk.Setattr(o.h, mode, 0, 0, true) },
 	chown:    func(o ofile, uid, gid int) abi.Errno { return dsk.Setattr(o.h, 0, uid, gid, false) },

@@ -272,7 +272,7 @@ func shareMmap(o ofile, m *fileMap) (uintptr, abi.Errno) {
 func exitWriteBack(code uint8) {
 	t := sched.Current()
 	if t != nil {
-		dsk.SyncAll()
+		dsk.EndAll()
 	}
 	if shares.Count() == 0 || t == nil {
 		return

@@ -197,34 +197,28 @@ func (d *Disks[E]) Dev(i int) uint64 { return d.m[i].rd }
 func (d *Disks[E]) ReadOnly(i int) bool { return d.m[i].fs.ReadOnly() }
 
 // SyncAll writes the shared writable mappings' pages back to their files
-// and flushes every mounted disk (sync(2), syncfs, the program's end).
-func (d *Disks[E]) SyncAll() abi.Errno {
-	err := d.WriteBackAll()
-	for i := range d.m {
-		if m := &d.m[i]; m.on {
-			if e := env[E]().At(m.dev).Flush(); e != 0 {
-				err = e
-			}
-		}
-	}
-	return err
-}
+// and makes every mounted disk's calls durable (sync(2), syncfs).
+func (d *Disks[E]) SyncAll() abi.Errno { return d.syncAll(false) }
 
-// UnmountAll unmounts every disk (the program's end): what is dirty is
-// written, the disk flushed.
-func (d *Disks[E]) UnmountAll() abi.Errno {
+// EndAll is SyncAll at the program's end: the journals are checkpointed
+// too, so the disks read right without a replay (debugfs, a mount that
+// does not replay); they stay mounted for the calls still running.
+func (d *Disks[E]) EndAll() abi.Errno { return d.syncAll(true) }
+
+func (d *Disks[E]) syncAll(end bool) abi.Errno {
 	err := d.WriteBackAll()
 	for i := range d.m {
 		m := &d.m[i]
-		if !m.on {
-			continue
-		}
 		m.mu.Lock()
-		m.fs.ReapOrphans(true) // the program's end: every file goes
-		if e := m.fs.Unmount(); e != 0 {
-			err = e
+		if m.on {
+			sync := m.fs.Sync
+			if end {
+				sync = m.fs.Checkpoint
+			}
+			if e := sync(); e != 0 {
+				err = e
+			}
 		}
-		m.on = false
 		m.mu.Unlock()
 	}
 	return err

@@ -200,6 +200,12 @@ func (d *Disks[E]) rw(h int, p, n uintptr, at int64, write bool) (uintptr, abi.E
 			break // the end of the file (a read), or of the disk
 		}
 	}
+	if write && done > 0 && f.flags&unix.O_DSYNC != 0 {
+		// O_SYNC, O_DSYNC: durable before the call returns.
+		if e := d.Sync(h, f.flags&unix.O_SYNC != unix.O_SYNC); e != 0 {
+			return partial(done, e)
+		}
+	}
 	return done, 0
 }
 
@@ -390,17 +396,22 @@ func (d *Disks[E]) Allocate(h int, mode int, off, n int64) abi.Errno {
 	return e
 }
 
-// Sync is fsync and fdatasync on open file h: a shared writable
-// mapping's pages are written (mmap.go); ext4's changes are on the disk
-// when its calls return; the device's flush makes them durable.
-func (d *Disks[E]) Sync(h int) abi.Errno {
+// Sync is fsync (datasync false) and fdatasync on open file h: a shared
+// writable mapping's pages are written (mmap.go), then ext4 makes every
+// call so far durable (its journal's running transaction committed, the
+// device flushed).
+func (d *Disks[E]) Sync(h int, datasync bool) abi.Errno {
 	f, m := d.mnt(h)
+	defer m.mu.Unlock()
 	var err abi.Errno
 	if c := d.slotOf(int(f.m), f.ino); c >= 0 {
 		err = d.writeBack(m, c)
 	}
-	m.mu.Unlock()
-	if e := env[E]().At(m.dev).Flush(); e != 0 {
+	sync := m.fs.Sync
+	if datasync {
+		sync = m.fs.Datasync
+	}
+	if e := sync(); e != 0 {
 		return e
 	}
 	return err

@@ -300,12 +300,17 @@ func (f *FS[E]) freeBlocks(blk uint64, n uint64) Errno {
 		f.put(bi)
 		f.put(di)
 		f.sbAddBlocks(int64(freed))
-		// A freed block may be cached with old contents: forget it.
+		// A freed block may be cached with old contents: forget it,
+		// unless the journal still holds it (jtx, ckpt: the call's
+		// revoke releases it at end; an abort needs it back).
 		for y := blk; y < blk+k; y++ {
-			if c := f.find(y); c >= 0 && f.c.bufs[c].pins == 0 && !f.c.bufs[c].dirty {
-				f.unhash(c)
+			if c := f.find(y); c >= 0 {
+				if b := &f.c.bufs[c]; b.pins == 0 && !b.dirty && !b.jtx && !b.ckpt {
+					f.unhash(c)
+				}
 			}
 		}
+		f.tx.freed = true
 		blk += k
 		n -= k
 	}
@@ -410,6 +415,7 @@ func (f *FS[E]) freeInode(ino uint32, dir bool) Errno {
 		}
 		f.sbAddInodes(1)
 	}
+	f.tx.freed = true
 	f.bitmapCsum(d, b, true)
 	f.dirty(bi)
 	f.gdDone(di, g, d)

@@ -8,7 +8,10 @@ package ext4
 
 const (
 	// NBuf is the number of cached blocks.
-	NBuf      = 256
+	NBuf = 256
+	// Pages is the most pages an FS takes from its Env: the cache's and
+	// a call's undo pages (tx.go).
+	Pages     = NBuf + maxTx
 	hashSlots = 512
 )
 
@@ -24,6 +27,10 @@ type buf struct {
 	// written here, checksum and all): not checked again, as Linux's
 	// buffer_verified.
 	verified bool
+	// jtx: in the journal's running transaction (its page is what the
+	// commit logs); ckpt: committed, its home location not yet written
+	// (the page is the only copy outside the log). Neither is evicted.
+	jtx, ckpt bool
 }
 
 type cache struct {
@@ -87,7 +94,7 @@ func (f *FS[E]) slot(blk uint64) (int, bool, Errno) {
 		i := f.c.hand
 		f.c.hand = (f.c.hand + 1) % NBuf
 		b := &f.c.bufs[i]
-		if b.pins > 0 || b.dirty {
+		if b.pins > 0 || b.dirty || b.jtx || b.ckpt {
 			continue
 		}
 		if b.ref && b.valid {
@@ -146,7 +153,7 @@ func (f *FS[E]) getZero(blk uint64) (int, Errno) {
 	return i, 0
 }
 
-// dropCache frees every buffer's page (at unmount).
+// dropCache frees every buffer's page and the undo pages (at unmount).
 func (f *FS[E]) dropCache() {
 	for i := range f.c.bufs {
 		b := &f.c.bufs[i]
@@ -154,6 +161,12 @@ func (f *FS[E]) dropCache() {
 			f.env.FreePage(b.page)
 		}
 		*b = buf{next: -1}
+	}
+	for k := range f.tx.undo {
+		if f.tx.undo[k] != 0 {
+			f.env.FreePage(f.tx.undo[k])
+			f.tx.undo[k] = 0
+		}
 	}
 	f.c.head = [hashSlots]int16{}
 	f.c.hand = 0

@@ -20,10 +20,12 @@ func (f *FS[E]) WriteAt(ino uint32, b []byte, off uint64) (int, Errno) {
 		if e := f.begin(); e != 0 {
 			return n, e
 		}
+		f.tx.timesOnly = true // unless writeRun maps blocks or the file grows
 		k, e := f.writeRun(&in, b[n:], off+uint64(n))
 		n += k
 		if end := off + uint64(n); end > in.Size {
 			in.Size = end
+			f.tx.timesOnly = false
 		}
 		f.touch(&in)
 		if e == 0 {
@@ -50,6 +52,9 @@ func (f *FS[E]) writeRun(in *Inode, b []byte, off uint64) (int, Errno) {
 		return 0, e
 	}
 	fresh := m.pblk == 0 || m.uninit
+	if fresh {
+		f.tx.timesOnly = false // blocks mapped or made written
+	}
 	if m.pblk == 0 {
 		p, got, e := f.allocRun(f.goal(in, lblk), uint32(min(want, m.n)), dataSpan>>f.logbs)
 		if e != 0 {

@@ -111,7 +111,7 @@ func mountDisk(t testing.TB, d *disk, ro bool) (*ext4.FS[env], env, ext4.Refusal
 
 // mountOpts mounts d on a new FS with Mount's options.
 func mountOpts(t testing.TB, d *disk, opts int) (*ext4.FS[env], env, ext4.Refusal, abi.Errno) {
-	e := env{envtest.New(t, ext4.NBuf+16), envtest.NewHandle(t, d)}
+	e := env{envtest.New(t, ext4.Pages+16), envtest.NewHandle(t, d)}
 	fs := new(ext4.FS[env])
 	r, errno := fs.Mount(e, opts)
 	return fs, e, r, errno

@@ -77,10 +77,18 @@ func TestErrnos(t *testing.T) {
 }
 
 // TestFull fills a small file system: ENOSPC, then it goes on (a file
-// removed frees its blocks), and e2fsck finds it clean.
+// removed frees its blocks), and e2fsck finds it clean. With the
+// journal, the calls that fail find the blocks they change held by the
+// journal's running transaction (the fill's): their abort must give
+// those back as they were, not forget them.
 func TestFull(t *testing.T) {
+	t.Run("nojournal", func(t *testing.T) { testFull(t, "-O", "^has_journal") })
+	t.Run("journal", func(t *testing.T) { testFull(t) })
+}
+
+func testFull(t *testing.T, opts ...string) {
 	haveTools(t)
-	img := makeImage(t, t.TempDir(), "8M", "-t", "ext4", "-O", "^has_journal")
+	img := makeImage(t, t.TempDir(), "8M", append([]string{"-t", "ext4"}, opts...)...)
 	fs, _, _, e := mount(t, img, false)
 	if e != 0 {
 		t.Fatal(e)
@@ -117,6 +125,16 @@ func TestFull(t *testing.T) {
 		t.Fatal(e)
 	}
 	fsck(t, img)
+	fs, _, _, e = mount(t, img, true)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	if _, e := fs.Lookup(ext4.RootIno, []byte("more")); e != 0 {
+		t.Errorf("after a remount, more: %v", e)
+	}
+	if _, e := fs.Lookup(ext4.RootIno, []byte("fill")); e != ext4.ENOENT {
+		t.Errorf("after a remount, fill: %v", e)
+	}
 }
 
 // TestTimes sets times with nanoseconds, before 1970 and past 2038 (the

@@ -67,6 +67,11 @@ type FS[E Env] struct {
 	journal bool
 	jr      jbd2.Journal[jenv[E]]
 	replay  Replayed // what the mount's replay did
+	// The journal's running transaction (journal.go): when its first
+	// call ended (0: it holds none), and whether it holds a change
+	// fdatasync must commit (anything but a write's new times).
+	jstart int64
+	jmeta  bool
 }
 
 // BlockSize is the file system's block size.

@@ -6,13 +6,31 @@ import (
 
 // The journal's wiring (docs/ext4.md, docs/jbd2.md): a read-write mount
 // of a file system with an internal journal (inode 8) loads it, replays
-// what it holds, and from then on every transaction's metadata blocks
-// go through it — added to the journal's running transaction, committed
-// (the commit flushes the ordered data written before it, then its
-// commit block), then checkpointed at once to their home locations. A
-// freed metadata block (extent node, directory block, indirect block) is
-// revoked so that no replay writes its old contents over what the block
-// holds next.
+// what it holds, and from then on every call's metadata blocks go
+// through it, as Linux's ext4 does:
+//
+//   - A call's changed blocks join the journal's running transaction
+//     (their cache buffers marked jtx: held, not evicted). Calls
+//     accumulate; the transaction commits (the commit flushes the ordered
+//     data written before it, then its commit block) at fsync, sync,
+//     syncfs and unmount, when the next call might not fit it, when it
+//     is older than commitAge at a call's start, and at the end of a call
+//     that freed blocks or inodes (a freed block is reused only once the
+//     transaction freeing it is durable: its old owner's data or
+//     metadata cannot be overwritten under a committed tree).
+//   - A committed block stays in the cache (ckpt) until a checkpoint
+//     writes it home from there — the cache holds its last committed
+//     bytes, since a checkpoint first commits the running transaction —
+//     flushes and moves the log's tail (jbd2's Release): nothing is read
+//     back from the log. A checkpoint runs when the log's free space or
+//     the cache's unheld buffers run low, and at unmount.
+//   - A freed metadata block (extent node, directory block, indirect
+//     block) is revoked so that no replay writes its old contents over
+//     what the block holds next; the revoke releases its buffer.
+//
+// commitAge is how old the running transaction may grow (Linux's
+// default commit interval).
+const commitAge = 5e9
 
 // Superblock fields of the journal.
 const (
@@ -172,11 +190,11 @@ func (f *FS[E]) loadJournal() (msg string, replayed bool, e Errno) {
 	return "", rep.Transactions != 0, 0
 }
 
-// commitJournal is end's commit through the journal: the dirty blocks of
-// the transaction and the superblock's block are added to the running
-// journal transaction with the blocks freed in it revoked, committed,
-// then checkpointed. A transaction larger than the journal's limit
-// commits in pieces.
+// commitJournal is end's part through the journal: the dirty blocks of
+// the call and the superblock's block are added to the running journal
+// transaction with the blocks freed in it revoked; the transaction
+// commits now if the call freed blocks or inodes. A call larger than
+// the journal's limit commits in pieces.
 func (f *FS[E]) commitJournal() Errno {
 	sbi := -1
 	if f.tx.sbDirty {
@@ -192,19 +210,32 @@ func (f *FS[E]) commitJournal() Errno {
 		copy(f.data(i)[1024&(f.bs-1):], f.sb[:min(1024, f.bs)])
 	}
 	e := f.journalAdd(sbi)
-	if e == 0 {
-		e = f.jcommit()
-	}
 	if sbi >= 0 {
 		f.put(sbi)
 	}
-	return e
+	if e != 0 {
+		return e
+	}
+	if !f.tx.timesOnly {
+		f.jmeta = true
+	}
+	if f.jstart == 0 {
+		f.jstart = f.env.Now()
+	}
+	if f.tx.freed {
+		return f.jcommit()
+	}
+	return 0
 }
 
 // journalAdd puts the revokes and the dirty blocks into the journal's
 // running transaction (and the superblock's buffer sbi, if >= 0).
 func (f *FS[E]) journalAdd(sbi int) Errno {
 	for k := 0; k < f.tx.nrev; k++ {
+		// Freed: the journal no longer writes it, nor does a checkpoint.
+		if i := f.find(f.tx.rev[k]); i >= 0 {
+			f.c.bufs[i].jtx, f.c.bufs[i].ckpt = false, false
+		}
 		e := f.jr.Revoke(f.tx.rev[k])
 		if e == jbd2.ENOSPC {
 			if e = f.jcommit(); e == 0 {
@@ -237,17 +268,104 @@ func (f *FS[E]) journalAdd(sbi int) Errno {
 			return e
 		}
 		b.dirty = false
+		b.jtx = true
 	}
 	return 0
 }
 
-// jcommit commits the journal's running transaction and checkpoints it.
+// jcommit commits the journal's running transaction: its buffers become
+// committed ones, held for the checkpoint. If the journal had to
+// checkpoint first from its log (full), every older block is home.
 func (f *FS[E]) jcommit() Errno {
+	before := f.jr.Checkpoints()
 	now := f.env.Now()
 	if e := f.jr.Commit(uint64(now/1e9), uint32(now%1e9)); e != 0 {
 		return e
 	}
-	return f.jr.Checkpoint()
+	home := f.jr.Checkpoints() != before
+	for i := range f.c.bufs {
+		b := &f.c.bufs[i]
+		if home {
+			b.ckpt = false
+		}
+		if b.jtx {
+			b.jtx, b.ckpt = false, true
+		}
+	}
+	f.jstart, f.jmeta = 0, false
+	return 0
+}
+
+// checkpoint commits the running transaction, writes every committed
+// block home from the cache, flushes and releases the log.
+func (f *FS[E]) checkpoint() Errno {
+	if e := f.jcommit(); e != 0 {
+		return e
+	}
+	wrote := false
+	for i := range f.c.bufs {
+		if b := &f.c.bufs[i]; b.ckpt {
+			if e := f.env.WriteAt(f.data(i), b.blk<<f.logbs); e != 0 {
+				return e
+			}
+			wrote = true
+		}
+	}
+	if wrote {
+		if e := f.env.Flush(); e != 0 {
+			return e
+		}
+	}
+	if e := f.jr.Release(); e != 0 {
+		return e
+	}
+	for i := range f.c.bufs {
+		f.c.bufs[i].ckpt = false
+	}
+	return 0
+}
+
+// makeRoom runs before a call: the running transaction commits if the
+// call might not fit it or it is old; the log and the cache are
+// checkpointed if a full transaction might not fit the log or the
+// journal holds more than half the cache. A failure leaves the file
+// system read-only.
+func (f *FS[E]) makeRoom() Errno {
+	nb, nr := f.jr.Pending()
+	commit := nb+maxTx+1 > f.jr.Limit() || nr+maxRevoke > jbd2.TxRevokeMax ||
+		f.jstart != 0 && f.env.Now()-f.jstart > commitAge
+	held := 0
+	for i := range f.c.bufs {
+		if b := &f.c.bufs[i]; b.jtx || b.ckpt {
+			held++
+		}
+	}
+	var e Errno
+	switch {
+	case f.jr.Free() < 2*uint32(f.jr.Limit()) || held > NBuf/2:
+		e = f.checkpoint()
+	case commit:
+		e = f.jcommit()
+	}
+	if e != 0 {
+		f.ro = true
+	}
+	return e
+}
+
+// syncJournal makes every call so far durable: the running transaction
+// committed (its commit flushes the data written before it), or the
+// disk flushed if there is none — or, for fdatasync (data), if it holds
+// only new times of writes.
+func (f *FS[E]) syncJournal(data bool) Errno {
+	if nb, nr := f.jr.Pending(); nb == 0 && nr == 0 || data && !f.jmeta {
+		return f.env.Flush()
+	}
+	e := f.jcommit()
+	if e != 0 {
+		f.ro = true
+	}
+	return e
 }
 
 // revoke records that metadata block blk, freed in the open transaction,
@@ -293,6 +411,9 @@ func (f *FS[E]) unrevoke(blk uint64) {
 func (f *FS[E]) unmountJournal() Errno {
 	if !f.journal || f.ro {
 		return 0
+	}
+	if e := f.checkpoint(); e != 0 {
+		return e
 	}
 	if e := f.jr.Close(); e != 0 {
 		return e

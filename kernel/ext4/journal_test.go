@@ -28,14 +28,22 @@ func (s state) clone() state {
 
 // crashOps runs a fixed sequence of creates, appends, atomic replaces
 // (write a temporary file, rename it over) and unlinks on fs, each one
-// call; states[i] is the tree after call i returned (states[0] before
-// any), marks[i] the disk's write count then. It stops at the first
+// call, and a Sync after about a third of them; states[i] is the tree
+// after call i returned (states[0] before any), marks[i] the disk's
+// write count then; syncs holds, for each Sync, the state it made
+// durable and the write count when it returned. It stops at the first
 // error (after a cut, reads may see a disk without the dropped writes).
-func crashOps(fs *ext4.FS[env], d *disk, seed int64) (states []state, marks []int) {
+func crashOps(fs *ext4.FS[env], d *disk, seed int64) (states []state, marks []int, syncs [][2]int) {
 	r := rand.New(rand.NewSource(seed))
 	s := state{"f0": "hello"}
 	states, marks = []state{s.clone()}, []int{d.writes}
-	done := func() { states = append(states, s.clone()); marks = append(marks, d.writes) }
+	done := func() {
+		states = append(states, s.clone())
+		marks = append(marks, d.writes)
+		if r.Intn(3) == 0 && fs.Sync() == 0 {
+			syncs = append(syncs, [2]int{len(states) - 1, d.writes})
+		}
+	}
 	ino := func(name string) uint32 {
 		i, e := fs.Lookup(ext4.RootIno, []byte(name))
 		if e != 0 {
@@ -166,9 +174,11 @@ func equal(a, b state) bool {
 
 // TestJournalCrash cuts the power after the K-th write of a sequence of
 // calls, for many K: the mount replays the journal, the tree is the one
-// after the last call that returned before the cut or the one after the
-// next (every call commits synchronously: one that returned is durable),
-// and e2fsck -fn finds the image clean. Where the replay found
+// after some call from the last one a Sync made durable before the cut
+// to the last that returned before it, or that call's with the next
+// call's write in progress (calls commit together, at a Sync or when
+// the journal's rules say: each is all there or not at all), and
+// e2fsck -fn finds the image clean. Where the replay found
 // committed transactions, e2fsck's replay (-fy -E journal_only) on a
 // copy of the crashed image leaves the same bytes as ours after the same
 // e2fsck (but for the superblock).
@@ -218,8 +228,8 @@ func TestJournalCrash(t *testing.T) {
 			img := bytes.Clone(base)
 			fs, d, _ := mountMem(img, 0)
 			start := d.writes
-			states, marks := crashOps(fs, d, 30)
-			if len(states) < 60 {
+			states, marks, syncs := crashOps(fs, d, 30)
+			if len(states) < 60 || len(syncs) < 10 {
 				t.Fatalf("the sequence stopped after %d calls", len(states))
 			}
 			if e := fs.Unmount(); e != 0 {
@@ -234,18 +244,28 @@ func TestJournalCrash(t *testing.T) {
 				img := bytes.Clone(base)
 				fs, d, _ := mountMem(img, k)
 				crashOps(fs, d, 30)
-				// The last call whose return came before the cut.
-				last := 0
+				// The last call whose return came before the cut, and
+				// the last one a Sync made durable before it.
+				last, durable := 0, 0
 				for i, m := range marks {
 					if m-start <= k {
 						last = i
 					}
 				}
+				for _, s := range syncs {
+					if s[1]-start <= k {
+						durable = s[0]
+					}
+				}
 				crashed := bytes.Clone(img)
 				fs2, _, rep := mountMem(img, 0)
 				got := readState(t, fs2)
-				if !equal(got, states[last]) && (last+1 >= len(states) || !between(got, states[last], states[last+1])) {
-					t.Fatalf("cut at write %d (after call %d): the tree is neither call %d's nor the next's:\n%s\n%s", k, last, last, diff(got, states[last]), diff(got, states[min(last+1, len(states)-1)]))
+				found := false
+				for j := durable; j <= last && !found; j++ {
+					found = equal(got, states[j]) || j+1 < len(states) && between(got, states[j], states[j+1])
+				}
+				if !found {
+					t.Fatalf("cut at write %d (after call %d, call %d synced): the tree is no call's from %d on:\n%s\n%s", k, last, durable, durable, diff(got, states[durable]), diff(got, states[last]))
 				}
 				if rep.Journal.Transactions != 0 {
 					// e2fsck's replay of the same log.

@@ -579,12 +579,39 @@ func SuperLabel(sb *[1024]byte) ([]byte, bool) {
 // UUID is the file system's UUID.
 func (f *FS[E]) UUID() [16]byte { return f.uuid }
 
-// Sync returns once everything written is on the disk: each call's
-// transaction already ended with a flush, so it flushes once more only
-// for what the disk may still hold.
-func (f *FS[E]) Sync() Errno {
+// Sync returns once every call so far is durable (fsync, sync,
+// syncfs): the journal's running transaction committed, the disk
+// flushed. Datasync is fdatasync's: a transaction holding only the new
+// times of writes within files' blocks is left running (their data is
+// flushed all the same).
+func (f *FS[E]) Sync() Errno { return f.sync(false) }
+
+// Checkpoint is Sync, then the journal's committed blocks written home
+// and its log emptied (the program's end: the disk then reads right
+// without a replay, as after Linux's shutdown).
+func (f *FS[E]) Checkpoint() Errno {
 	if !f.mounted {
 		return EIO
+	}
+	if !f.journal || f.ro {
+		return f.env.Flush()
+	}
+	e := f.checkpoint()
+	if e != 0 {
+		f.ro = true
+	}
+	return e
+}
+
+// Datasync is fdatasync's Sync.
+func (f *FS[E]) Datasync() Errno { return f.sync(true) }
+
+func (f *FS[E]) sync(data bool) Errno {
+	if !f.mounted {
+		return EIO
+	}
+	if f.journal && !f.ro {
+		return f.syncJournal(data)
 	}
 	return f.env.Flush()
 }

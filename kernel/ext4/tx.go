@@ -13,6 +13,14 @@ package ext4
 // descriptors and the superblock that count them), and flushes. File
 // data is not journaled (ordered mode): a write puts its data on the
 // disk before the transaction that makes it reachable commits.
+//
+// With the journal, a call's blocks join the journal's running
+// transaction (journal.go), which commits at fsync, sync, unmount, when
+// it is full or old, or at once after a call that freed blocks or
+// inodes. A block the journal holds (running or committed but not yet
+// home) is the cache's only good copy: a call that changes it keeps its
+// bytes first (undo), and abort puts them back instead of forgetting
+// the block.
 
 // Classes of metadata blocks, in the order commit writes them.
 const (
@@ -36,6 +44,14 @@ type txState struct {
 	sbSave  [1024]byte // the superblock at begin, for abort
 	nrev    int
 	rev     [maxRevoke]uint64 // metadata blocks freed: revoked in the journal
+	// undo[k] holds buf[k]'s bytes before the call when saved[k] (the
+	// journal held the block); the pages stay allocated for later calls.
+	undo  [maxTx]uintptr
+	saved [maxTx]bool
+	freed bool // blocks or inodes freed: the journal commits at end
+	// timesOnly: the call changed a file's times only (a write within
+	// the file's blocks): fdatasync need not commit it.
+	timesOnly bool
 }
 
 // maxRevoke is the number of blocks one transaction may revoke; a call
@@ -50,7 +66,13 @@ func (f *FS[E]) begin() Errno {
 	if f.ro {
 		return EROFS
 	}
+	if f.journal {
+		if e := f.makeRoom(); e != 0 {
+			return e
+		}
+	}
 	f.tx.open, f.tx.n, f.tx.sbDirty, f.tx.nrev = true, 0, false, 0
+	f.tx.freed, f.tx.timesOnly = false, false
 	f.tx.sbSave = f.sb
 	return 0
 }
@@ -64,7 +86,13 @@ func (f *FS[E]) abort() {
 	for k := 0; k < f.tx.n; k++ {
 		i := int(f.tx.buf[k])
 		f.c.bufs[i].dirty = false
-		f.unhash(i) // changed, maybe without dirty yet
+		if f.tx.saved[k] {
+			// The journal's copy: its bytes before the call.
+			copy(f.data(i), mem(f.tx.undo[k], int(f.bs)))
+			f.c.bufs[i].verified = false
+		} else {
+			f.unhash(i) // changed, maybe without dirty yet
+		}
 		f.put(i)
 	}
 	f.ic = icache{}
@@ -93,16 +121,32 @@ func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
 	var i int
 	var e Errno
 	if fresh {
-		i, e = f.getZero(blk)
+		i, _, e = f.slot(blk)
 	} else {
 		i, e = f.get(blk)
 	}
 	if e != 0 {
 		return -1, e
 	}
+	k := f.tx.n
+	f.tx.saved[k] = false
+	if b := &f.c.bufs[i]; b.jtx || b.ckpt {
+		if f.tx.undo[k] == 0 {
+			if f.tx.undo[k] = f.env.AllocPage(); f.tx.undo[k] == 0 {
+				f.put(i)
+				return -1, Errno(12) // ENOMEM
+			}
+		}
+		copy(mem(f.tx.undo[k], int(f.bs)), f.data(i))
+		f.tx.saved[k] = true
+	}
+	if fresh {
+		clear(f.data(i))
+		f.c.bufs[i].verified = false
+	}
 	f.c.bufs[i].pins++ // the transaction's own pin, dropped at end
-	f.tx.buf[f.tx.n] = int16(i)
-	f.tx.class[f.tx.n] = uint8(class)
+	f.tx.buf[k] = int16(i)
+	f.tx.class[k] = uint8(class)
 	f.tx.n++
 	return i, 0
 }
@@ -110,9 +154,11 @@ func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
 // dirty marks buffer i changed (its checksum already updated).
 func (f *FS[E]) dirty(i int) { f.c.bufs[i].dirty = true }
 
-// end commits the open transaction: through the journal, or the dirty
-// blocks, then the superblock if its counts changed, then a flush. A
-// failed write leaves the file system read-only (errors=remount-ro).
+// end ends the open transaction: into the journal's running
+// transaction (committed when journal.go's rules say), or without a
+// journal the dirty blocks, then the superblock if its counts changed,
+// then a flush. A failed write leaves the file system read-only
+// (errors=remount-ro).
 func (f *FS[E]) end() Errno {
 	var first Errno
 	if f.journal {

@@ -155,6 +155,10 @@ type Journal[E Env] struct {
 	// logRevokes counts the revoke records between tail and head: a
 	// checkpoint (and a replay) must hold them all in its table.
 	logRevokes int
+	// checkpoints counts the times the log's tail moved to its head
+	// (Checkpoint, Release): a caller that keeps committed blocks for
+	// its own checkpoint knows by it that they reached home.
+	checkpoints uint32
 
 	tx  txn
 	rev revokeTable

@@ -408,8 +408,43 @@ func (j *Journal[E]) Checkpoint() abi.Errno {
 	}
 	j.tail, j.tailSeq = j.head, j.seq
 	j.logRevokes = 0
+	j.checkpoints++
 	return 0
 }
+
+// Release is the checkpoint of a caller that keeps the committed
+// contents of its blocks itself (ext4's cache, docs/jbd2.md): it has
+// written every block of every committed transaction home, as of the
+// last commit and with the revokes honoured, and flushed; Release moves
+// the log's tail past them in the superblock, flushed. No block is read
+// back from the log.
+func (j *Journal[E]) Release() abi.Errno {
+	if !j.replayed {
+		return EBUSY
+	}
+	if j.failed {
+		return EIO
+	}
+	if j.tail == j.head {
+		return 0
+	}
+	if e := j.superFlushed(j.head, j.seq); e != 0 {
+		return e
+	}
+	j.tail, j.tailSeq = j.head, j.seq
+	j.logRevokes = 0
+	j.checkpoints++
+	return 0
+}
+
+// Checkpoints counts the checkpoints so far (Checkpoint's, Commit's
+// when the log was full, Release's).
+func (j *Journal[E]) Checkpoints() uint32 { return j.checkpoints }
+
+// Free is how many log blocks are free: a transaction of Limit blocks
+// commits without a checkpoint while Free is above Limit's log size
+// (a quarter of the log: see Limit).
+func (j *Journal[E]) Free() uint32 { return j.logLen() - j.used() }
 
 // Close checkpoints everything committed and marks the log empty
 // (s_start 0), as Linux does at unmount. The running transaction must
