@@ -29,16 +29,33 @@ func (k *Disk[E]) get() int {
 	}
 }
 
+// tryGet takes a free slot if there is one now, else -1.
+func (k *Disk[E]) tryGet() int {
+	k.env.Lock()
+	defer k.env.Unlock()
+	if k.free == 0 {
+		return -1
+	}
+	s := bits.TrailingZeros32(k.free)
+	k.free &^= 1 << s
+	return s
+}
+
 // put gives slot s back; the lock is held.
 func (k *Disk[E]) put(s int) {
 	k.free |= 1 << s
 	atomic.AddUint32(&k.freeSeq, 1)
 }
 
+// Pipe is how many requests one RW keeps in flight: the first slot is
+// waited for, the others taken only when free at once (a caller never
+// waits for a slot while it holds one).
+const Pipe = 8
+
 // RW reads (write false) or writes n bytes at sector from or to the
 // memory at addr (copied through the environment's Copy), in requests
-// of at most MaxTransfer bytes, each waiting for the one before. n is a
-// multiple of the logical block size. Errors: EINVAL for a misaligned
+// of at most MaxTransfer bytes, up to Pipe of them in flight, answered
+// in order. n is a multiple of the logical block size. Errors: EINVAL for a misaligned
 // or out-of-range transfer, EROFS for a write to a read-only disk,
 // EFAULT if the memory faulted, EIO (a device error, a timeout, a
 // broken queue), EOPNOTSUPP (the device said UNSUPP).
@@ -54,26 +71,61 @@ func (k *Disk[E]) RW(sector uint64, addr uintptr, n int, write bool) Errno {
 	if write {
 		typ = TOut
 	}
-	for n > 0 {
-		c := min(n, int(k.info.MaxTransfer))
-		s := k.get()
-		if write && !k.copySlot(s, addr, c, true) {
-			k.release(s)
-			return EFAULT
+	// The requests in flight, oldest at head; after an error no more
+	// are sent and those in flight are waited for.
+	var fl [Pipe]struct {
+		s      int
+		addr   uintptr
+		n      int
+		sector uint64
+	}
+	head, cnt := 0, 0
+	var err Errno
+	for {
+		for n > 0 && err == 0 && cnt < Pipe {
+			s := -1
+			if cnt == 0 {
+				s = k.get()
+			} else if s = k.tryGet(); s < 0 {
+				break
+			}
+			c := min(n, int(k.info.MaxTransfer))
+			if write && !k.copySlot(s, addr, c, true) {
+				k.release(s)
+				err = EFAULT
+				break
+			}
+			// Only the first request waits for room in the queue: the
+			// others' room comes from those in flight, waited for below.
+			if e := k.send(s, typ, sector, c, cnt == 0); e != 0 {
+				k.release(s)
+				if e != errNoRoom {
+					err = e
+				}
+				break
+			}
+			r := &fl[(head+cnt)%Pipe]
+			r.s, r.addr, r.n, r.sector = s, addr, c, sector
+			cnt++
+			sector += uint64(c / Sector)
+			addr += uintptr(c)
+			n -= c
 		}
-		e := k.do(s, typ, sector, c)
-		if e == 0 && !write && !k.copySlot(s, addr, c, false) {
+		if cnt == 0 {
+			return err
+		}
+		r := &fl[head]
+		e := k.wait(r.s, typ, r.sector)
+		if e == 0 && !write && err == 0 && !k.copySlot(r.s, r.addr, r.n, false) {
 			e = EFAULT
 		}
-		k.release(s)
-		if e != 0 {
-			return e
+		k.release(r.s)
+		if err == 0 {
+			err = e
 		}
-		sector += uint64(c / Sector)
-		addr += uintptr(c)
-		n -= c
+		head = (head + 1) % Pipe
+		cnt--
 	}
-	return 0
 }
 
 // copySlot copies n bytes between addr and slot s's pages (in: into the
@@ -164,6 +216,19 @@ func (k *Disk[E]) Discard(sector, count uint64, zeroes bool) Errno {
 // do sends slot s's request (type typ at sector, n data bytes in its
 // pages) and waits for its answer, at most Timeout.
 func (k *Disk[E]) do(s int, typ uint32, sector uint64, n int) Errno {
+	if e := k.send(s, typ, sector, n, true); e != 0 {
+		return e
+	}
+	return k.wait(s, typ, sector)
+}
+
+// errNoRoom is send's answer when the queue is full and it may not wait.
+const errNoRoom = Errno(1<<16 - 1)
+
+// send puts slot s's request on the queue and notifies the device,
+// waiting for room in the queue while it is full (block), else
+// errNoRoom.
+func (k *Disk[E]) send(s int, typ uint32, sector uint64, n int, block bool) Errno {
 	h := k.hdr + uintptr(s)*slotHdr
 	hp := k.hdrPhys + uint64(s)*slotHdr
 	*at[uint32](h) = typ
@@ -205,9 +270,17 @@ func (k *Disk[E]) do(s int, typ uint32, sector uint64, n int) Errno {
 		if e != virtio.ErrFull {
 			return EIO // broken: nothing will come back
 		}
+		if !block {
+			return errNoRoom
+		}
 		k.env.Wait(&k.freeSeq, seq, 0)
 	}
+	return 0
+}
 
+// wait waits for slot s's answer, at most Timeout, and reads its status.
+func (k *Disk[E]) wait(s int, typ uint32, sector uint64) Errno {
+	h := k.hdr + uintptr(s)*slotHdr
 	deadline := k.env.Now() + k.Timeout
 	for atomic.LoadUint32(&k.Done[s]) == 0 {
 		if k.env.Wait(&k.Done[s], 0, deadline) && k.env.Now() >= deadline {

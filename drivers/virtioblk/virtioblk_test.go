@@ -153,6 +153,48 @@ func TestManyInFlight(t *testing.T) {
 	}
 }
 
+// TestPipelined: one RW of Pipe requests has them all in flight at once
+// (the model answers only when Pipe wait, last first), and its reads
+// land in order; a failing request among them fails the call once the
+// others are answered, and every slot comes back. (Requests of a page:
+// Pipe of MaxData would not fit the queue's descriptors unless the
+// slots' pages are physically contiguous.)
+func TestPipelined(t *testing.T) {
+	m := newModel(t, 1<<14, allFeatures, map[uint32]uint32{cfgSegMax: 1, cfgSizeMax: 4096})
+	m.k.Timeout = 2e9 // one at a time, the first would never be answered
+	m.set(func(d *blkmodel.Device) { d.Hold = Pipe })
+	n := Pipe * 4096
+	w := pattern(3, n)
+	if e := m.k.RW(64, addr(w), n, true); e != 0 {
+		t.Fatalf("write of %d requests held together: %d", Pipe, e)
+	}
+	r := make([]byte, n)
+	if e := m.k.RW(64, addr(r), n, false); e != 0 || !bytes.Equal(r, w) {
+		t.Fatalf("read of %d requests held together: %d, equal %v", Pipe, e, bytes.Equal(r, w))
+	}
+	if m.k.Stats.Requests != 2*Pipe {
+		t.Errorf("%d requests, want %d", m.k.Stats.Requests, 2*Pipe)
+	}
+	m.set(func(d *blkmodel.Device) {
+		d.Hold = 1
+		d.Status = func(typ uint32, sector uint64) uint8 {
+			if sector == 64+2*4096/Sector {
+				return SIOErr
+			}
+			return SOK
+		}
+	})
+	if e := m.k.RW(64, addr(r), n, false); e != EIO {
+		t.Errorf("read with its third request failing: %d, want EIO", e)
+	}
+	m.k.env.Lock()
+	free := m.k.free
+	m.k.env.Unlock()
+	if free != 1<<Slots-1 || m.k.q.Free() != m.k.q.Size() {
+		t.Errorf("slots %#x, %d of %d descriptors free", free, m.k.q.Free(), m.k.q.Size())
+	}
+}
+
 // statusOf fails flushes as unsupported and sector 8 as an I/O error.
 func statusOf(typ uint32, sector uint64) uint8 {
 	switch {

@@ -67,7 +67,7 @@ type mount[E Env[E]] struct {
 
 // stageSize is the most bytes one read or write hands ext4 at a time
 // (BSS, demand-paged: a mount that moves no data costs nothing).
-const stageSize = 64 << 10
+const stageSize = 512 << 10
 
 // Disks is the table of disk mounts and of the open files on them. Its
 // zero value has none.
