@@ -415,7 +415,9 @@ func (f *FS[E]) freeInode(ino uint32, dir bool) Errno {
 		}
 		f.sbAddInodes(1)
 	}
-	f.tx.freed = true
+	// No early commit for an inode (tx.go's freed is for blocks): one
+	// used again before the commit changes journaled metadata only,
+	// which commits with the call that freed it or not at all.
 	f.bitmapCsum(d, b, true)
 	f.dirty(bi)
 	f.gdDone(di, g, d)

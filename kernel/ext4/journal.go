@@ -15,9 +15,10 @@ import (
 //     data written before it, then its commit block) at fsync, sync,
 //     syncfs and unmount, when the next call might not fit it, when it
 //     is older than commitAge at a call's start, and at the end of a call
-//     that freed blocks or inodes (a freed block is reused only once the
+//     that freed blocks (a freed block is reused only once the
 //     transaction freeing it is durable: its old owner's data or
-//     metadata cannot be overwritten under a committed tree).
+//     metadata cannot be overwritten under a committed tree; a freed
+//     inode may be used again at once: only journaled metadata changes).
 //   - A committed block stays in the cache (ckpt) until a checkpoint
 //     writes it home from there — the cache holds its last committed
 //     bytes, since a checkpoint first commits the running transaction —
@@ -193,7 +194,7 @@ func (f *FS[E]) loadJournal() (msg string, replayed bool, e Errno) {
 // commitJournal is end's part through the journal: the dirty blocks of
 // the call and the superblock's block are added to the running journal
 // transaction with the blocks freed in it revoked; the transaction
-// commits now if the call freed blocks or inodes. A call larger than
+// commits now if the call freed blocks. A call larger than
 // the journal's limit commits in pieces.
 func (f *FS[E]) commitJournal() Errno {
 	sbi := -1

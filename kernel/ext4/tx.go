@@ -16,8 +16,7 @@ package ext4
 //
 // With the journal, a call's blocks join the journal's running
 // transaction (journal.go), which commits at fsync, sync, unmount, when
-// it is full or old, or at once after a call that freed blocks or
-// inodes. A block the journal holds (running or committed but not yet
+// it is full or old, or at once after a call that freed blocks. A block the journal holds (running or committed but not yet
 // home) is the cache's only good copy: a call that changes it keeps its
 // bytes first (undo), and abort puts them back instead of forgetting
 // the block.
@@ -48,7 +47,7 @@ type txState struct {
 	// journal held the block); the pages stay allocated for later calls.
 	undo  [maxTx]uintptr
 	saved [maxTx]bool
-	freed bool // blocks or inodes freed: the journal commits at end
+	freed bool // blocks freed: the journal commits at end
 	// timesOnly: the call changed a file's times only (a write within
 	// the file's blocks): fdatasync need not commit it.
 	timesOnly bool
