@@ -319,6 +319,39 @@ func sysMsync(addr, n uintptr, flags int) abi.Errno {
 	return err
 }
 
+// sysMlock is mlock, munlock and mlock2 (flags: MLOCK_ONFAULT): memory
+// is never paged out here, so locking only checks its arguments as
+// Linux's do_mlock does — EINVAL for unknown flags, the length rounded
+// with the start's offset (wrapping as Linux's PAGE_ALIGN does), EINVAL
+// past the top, ENOMEM when part of the range is not mapped.
+func sysMlock(addr, n uintptr, flags int) abi.Errno {
+	if flags&^unix.MLOCK_ONFAULT != 0 {
+		return abi.EINVAL
+	}
+	start := addr &^ (mm.PageSize - 1)
+	end := start + mm.PageRound(n+addr&(mm.PageSize-1))
+	if end < start {
+		return abi.EINVAL
+	}
+	if end == start {
+		return 0
+	}
+	if !mm.UserSpan(start, end-start) || !mm.Mapped(start, end) {
+		return abi.ENOMEM
+	}
+	return 0
+}
+
+// sysMlockall: EINVAL for flags Linux refuses (none, unknown, or
+// MCL_ONFAULT alone); nothing to lock (see sysMlock).
+func sysMlockall(flags int) abi.Errno {
+	const all = unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT
+	if flags == 0 || flags&^all != 0 || flags == unix.MCL_ONFAULT {
+		return abi.EINVAL
+	}
+	return 0
+}
+
 // sysFallocate: the in-memory file system allocates pages (package fs); a
 // share has no Tfallocate in 9P2000.L, so mode 0 grows the file to cover
 // the range with Tsetattr (the host file is sparse there: no blocks are

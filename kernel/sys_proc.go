@@ -92,7 +92,13 @@ func sysSchedGetaffinity(size, mask uintptr) (uintptr, abi.Errno) {
 	return 8, 0
 }
 
+// rlimNlimits is Linux's RLIM_NLIMITS: resources from 0 to 15.
+const rlimNlimits = 16
+
 func sysPrlimit(res int, old uintptr) abi.Errno {
+	if res < 0 || res >= rlimNlimits {
+		return abi.EINVAL
+	}
 	if old == 0 {
 		return 0
 	}

@@ -58,6 +58,14 @@ func syscall(r *Regs) {
 		err = sysMprotect(a0, a1, a2)
 	case unix.SYS_MADVISE:
 		err = sysMadvise(a0, a1, int(a2))
+	case unix.SYS_MLOCK, unix.SYS_MUNLOCK:
+		err = sysMlock(a0, a1, 0)
+	case unix.SYS_MLOCK2:
+		err = sysMlock(a0, a1, int(int32(a2)))
+	case unix.SYS_MLOCKALL:
+		err = sysMlockall(int(int32(a0)))
+	case unix.SYS_MUNLOCKALL:
+		// Nothing is locked (sysMlock).
 	case unix.SYS_RT_SIGACTION:
 		err = sysRtSigaction(int(a0), a1, a2, a3)
 	case unix.SYS_RT_SIGPROCMASK:
@@ -224,6 +232,10 @@ func syscall(r *Regs) {
 		ret, err = timers.Prctl(int(int32(a0)), a1)
 	case unix.SYS_PRLIMIT64:
 		err = sysPrlimit(int(a1), a3)
+	case unix.SYS_GETRLIMIT:
+		err = sysPrlimit(int(a0), a1)
+	case unix.SYS_SETRLIMIT:
+		err = sysPrlimit(int(a0), 0) // as prlimit64's new limits: accepted, not enforced
 	case unix.SYS_SOCKET:
 		ret, err = sockCalls.Socket(int(int32(a0)), int(int32(a1)), int(int32(a2)))
 		ret, err = setCloexec(ret, err, a1&unix.SOCK_CLOEXEC != 0)
