@@ -21,7 +21,8 @@ import (
 //     the cache's page itself, a private one copies it (Fault).
 //   - While a slot exists the cache is the file's truth: write(2) puts
 //     its bytes into the cached pages (and a page that was not cached is
-//     read back from ext4 after the write and added), read(2) takes the
+//     added: the write's bytes when it covered the page, else read back
+//     from ext4 after the write), read(2) takes the
 //     cached pages' bytes over ext4's. So a page of the file before its
 //     end and missing from the cache holds zeroes (made by a truncation
 //     or fallocate that grew the file): a fault gives it a zeroed page.
@@ -128,6 +129,12 @@ func (d *Disks[E]) MapOpen(h int, off, n uintptr, sharedWrite bool) (int, bool, 
 // fill puts the page at file offset o of slot c into the cache if it is
 // not there, read from ext4; the mount's lock is held.
 func (d *Disks[E]) fill(m *mount[E], c int, o uint64) abi.Errno {
+	return d.fillFrom(m, c, o, nil)
+}
+
+// fillFrom is fill with the page's bytes taken from src (a whole page
+// just written to the file) instead of read back when src is not nil.
+func (d *Disks[E]) fillFrom(m *mount[E], c int, o uint64, src []byte) abi.Errno {
 	idx := uint32(o / pageSize)
 	d.tabMu.Lock()
 	have := d.tab.get(c, idx) != 0
@@ -140,7 +147,9 @@ func (d *Disks[E]) fill(m *mount[E], c int, o uint64) abi.Errno {
 	if a == 0 {
 		return abi.ENOMEM
 	}
-	if _, e := m.fs.ReadAt(d.maps[c].ino, pageAt(a), uint64(idx)*pageSize); e != 0 {
+	if src != nil {
+		copy(pageAt(a), src)
+	} else if _, e := m.fs.ReadAt(d.maps[c].ino, pageAt(a), uint64(idx)*pageSize); e != 0 {
 		e0.FreePage(a)
 		return e
 	}
@@ -329,7 +338,11 @@ func (d *Disks[E]) wrote(m *mount[E], i int, ino uint32, b []byte, off int64) {
 			copy(pageAt(a)[lo-o:hi-o], b[lo-off:hi-off])
 		}
 		d.tabMu.Unlock()
-		if a == 0 && d.fill(m, c, uint64(o)) != 0 {
+		var src []byte // a whole page written: its bytes, not read back
+		if o >= off && o+pageSize <= off+int64(len(b)) {
+			src = b[o-off : o-off+pageSize]
+		}
+		if a == 0 && d.fillFrom(m, c, uint64(o), src) != 0 {
 			atomic.StoreUint32(&s.full, 1)
 		}
 	}
