@@ -163,7 +163,8 @@ var userRuleAllowed = map[string]struct {
 	"kernel/fs/pipe.go: (*FS).writePipe":  {n: 1, why: whyFS},
 
 	// ext4's block cache.
-	"kernel/ext4/cache.go: (*FS).data": {n: 1, sealed: true, why: "a block cache buffer: a page the Env supplied, kernel memory"},
+	"kernel/ext4/cache.go: (*FS).data":  {n: 1, sealed: true, why: "a block cache buffer: a page the Env supplied, kernel memory"},
+	"kernel/ext4/tx.go: (*FS).undoPage": {n: 1, sealed: true, why: "a call's undo page: a page the Env supplied, kernel memory"},
 
 	// The disks' page cache (mmap.go): pages the Env supplied, and a
 	// private mapping's frame through the physical map, kernel memory

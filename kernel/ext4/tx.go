@@ -87,7 +87,7 @@ func (f *FS[E]) abort() {
 		f.c.bufs[i].dirty = false
 		if f.tx.saved[k] {
 			// The journal's copy: its bytes before the call.
-			copy(f.data(i), mem(f.tx.undo[k], int(f.bs)))
+			copy(f.data(i), f.undoPage(k))
 			f.c.bufs[i].verified = false
 		} else {
 			f.unhash(i) // changed, maybe without dirty yet
@@ -136,7 +136,7 @@ func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
 				return -1, Errno(12) // ENOMEM
 			}
 		}
-		copy(mem(f.tx.undo[k], int(f.bs)), f.data(i))
+		copy(f.undoPage(k), f.data(i))
 		f.tx.saved[k] = true
 	}
 	if fresh {
@@ -149,6 +149,9 @@ func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
 	f.tx.n++
 	return i, 0
 }
+
+// undoPage is the call's undo page k (tx.undo[k], allocated).
+func (f *FS[E]) undoPage(k int) []byte { return mem(f.tx.undo[k], int(f.bs)) }
 
 // dirty marks buffer i changed (its checksum already updated).
 func (f *FS[E]) dirty(i int) { f.c.bufs[i].dirty = true }
