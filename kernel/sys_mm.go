@@ -310,7 +310,7 @@ func sysMsync(addr, n uintptr, flags int) abi.Errno {
 		return abi.ENOMEM
 	}
 	err := shares.WriteBack(addr, end, -1)
-	if e := disk.OnAreas(addr, end, func(c int) abi.Errno { return dsk.WriteBack(c) }); e != 0 {
+	if e := disk.OnAreas(addr, end, func(c int) abi.Errno { return dsk.Msync(c) }); e != 0 {
 		err = e
 	}
 	if !mm.Mapped(addr, end) {

@@ -194,6 +194,9 @@ func (d *Disks[E]) rw(h int, p, n uintptr, at int64, write bool) (uintptr, abi.E
 		}
 		done += uintptr(k)
 		if e != 0 {
+			if write && done > 0 && f.flags&unix.O_DSYNC != 0 {
+				d.Sync(h, f.flags&unix.O_SYNC != unix.O_SYNC) // the bytes it reports written
+			}
 			return partial(done, e)
 		}
 		if uintptr(k) < c {

@@ -245,15 +245,28 @@ func (d *Disks[E]) writeBack(m *mount[E], c int) abi.Errno {
 	return err
 }
 
-// WriteBack writes slot c's pages back (msync).
-func (d *Disks[E]) WriteBack(c int) abi.Errno {
+// WriteBack writes slot c's pages back to ext4 (sync and the program's
+// end, which then make every call durable).
+func (d *Disks[E]) WriteBack(c int) abi.Errno { return d.writeBackSync(c, false) }
+
+// Msync writes slot c's pages back and makes them durable (msync: the
+// journal's running transaction committed, or the device flushed).
+func (d *Disks[E]) Msync(c int) abi.Errno { return d.writeBackSync(c, true) }
+
+func (d *Disks[E]) writeBackSync(c int, sync bool) abi.Errno {
 	m := &d.m[d.maps[c].m]
 	m.lock()
 	defer m.mu.Unlock()
 	if atomic.LoadInt32(&d.maps[c].busy) == 0 || d.maps[c].refs == 0 {
 		return 0
 	}
-	return d.writeBack(m, c)
+	e := d.writeBack(m, c)
+	if sync {
+		if e2 := m.fs.Datasync(); e == 0 {
+			e = e2
+		}
+	}
+	return e
 }
 
 // WriteBackAll writes every mapped inode's pages back (sync, the

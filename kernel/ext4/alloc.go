@@ -301,13 +301,23 @@ func (f *FS[E]) freeBlocks(blk uint64, n uint64) Errno {
 		f.put(di)
 		f.sbAddBlocks(int64(freed))
 		// A freed block may be cached with old contents: forget it,
-		// unless the journal still holds it (jtx, ckpt: the call's
-		// revoke releases it at end; an abort needs it back).
+		// unless the journal holds it (jtx, ckpt: it is in the log or
+		// going there, so it is revoked — whatever the caller thought
+		// the block was — and the revoke releases it at end; an abort
+		// needs it back).
 		for y := blk; y < blk+k; y++ {
-			if c := f.find(y); c >= 0 {
-				if b := &f.c.bufs[c]; b.pins == 0 && !b.dirty && !b.jtx && !b.ckpt {
-					f.unhash(c)
+			c := f.find(y)
+			if c < 0 {
+				continue
+			}
+			if b := &f.c.bufs[c]; b.jtx || b.ckpt {
+				if !f.revoked(y) {
+					if e := f.revoke(y, 1); e != 0 {
+						return e
+					}
 				}
+			} else if b.pins == 0 && !b.dirty {
+				f.unhash(c)
 			}
 		}
 		f.tx.freed = true

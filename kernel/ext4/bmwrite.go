@@ -126,7 +126,7 @@ func (f *FS[E]) indTruncate(in *Inode, from uint64) Errno {
 			return EUCLEAN
 		}
 		if from <= start {
-			n, e := f.freeTree(p, max(k-11, 0))
+			n, e := f.freeTree(p, max(k-11, 0), in.IsDir())
 			in.Blocks -= n << (f.logbs - 9)
 			if e != 0 {
 				return e
@@ -134,7 +134,7 @@ func (f *FS[E]) indTruncate(in *Inode, from uint64) Errno {
 			put32(in.Block[:], k*4, 0)
 			continue
 		}
-		n, e := f.cutTree(p, k-11, from-start, cover/per)
+		n, e := f.cutTree(p, k-11, from-start, cover/per, in.IsDir())
 		in.Blocks -= n << (f.logbs - 9)
 		if e != 0 {
 			return e
@@ -144,8 +144,8 @@ func (f *FS[E]) indTruncate(in *Inode, from uint64) Errno {
 }
 
 // freeTree frees block p and, at level > 0, what it maps: the blocks
-// freed.
-func (f *FS[E]) freeTree(p uint64, level int) (uint64, Errno) {
+// freed. dir: the blocks are a directory's, metadata at every level.
+func (f *FS[E]) freeTree(p uint64, level int, dir bool) (uint64, Errno) {
 	n := uint64(0)
 	for k := 0; level > 0 && k < int(f.bs/4); k++ {
 		i, e := f.get(p)
@@ -160,7 +160,7 @@ func (f *FS[E]) freeTree(p uint64, level int) (uint64, Errno) {
 		if c >= f.blocks {
 			return n, EUCLEAN
 		}
-		m, e := f.freeTree(c, level-1)
+		m, e := f.freeTree(c, level-1, dir)
 		n += m
 		if e != 0 {
 			return n, e
@@ -169,7 +169,7 @@ func (f *FS[E]) freeTree(p uint64, level int) (uint64, Errno) {
 			return n, e
 		}
 	}
-	if level > 0 { // an indirect block is metadata: not to be replayed over its next use
+	if level > 0 || dir { // an indirect block, a directory's block: metadata, not to be replayed over its next use
 		if e := f.revoke(p, 1); e != 0 {
 			return n, e
 		}
@@ -179,7 +179,7 @@ func (f *FS[E]) freeTree(p uint64, level int) (uint64, Errno) {
 
 // cutTree frees what indirect block p (of level, each entry spanning
 // span blocks) maps from its relative block rel on; p itself stays.
-func (f *FS[E]) cutTree(p uint64, level int, rel, span uint64) (uint64, Errno) {
+func (f *FS[E]) cutTree(p uint64, level int, rel, span uint64, dir bool) (uint64, Errno) {
 	n := uint64(0)
 	first := rel / span
 	for k := uint64(first); k < uint64(f.bs/4); k++ {
@@ -197,14 +197,14 @@ func (f *FS[E]) cutTree(p uint64, level int, rel, span uint64) (uint64, Errno) {
 		}
 		var m uint64
 		if k == first && rel%span != 0 && level > 1 {
-			m, e = f.cutTree(c, level-1, rel%span, span/uint64(f.bs/4))
+			m, e = f.cutTree(c, level-1, rel%span, span/uint64(f.bs/4), dir)
 			n += m
 			if e != 0 {
 				return n, e
 			}
 			continue
 		}
-		m, e = f.freeTree(c, level-1)
+		m, e = f.freeTree(c, level-1, dir)
 		n += m
 		if e != 0 {
 			return n, e

@@ -23,6 +23,8 @@ type disk struct {
 	// cut > 0: the power goes after the cut-th write; later writes are
 	// dropped (they return as if done).
 	cut int
+	// fail: every write is EIO (a device that failed) until cleared.
+	fail bool
 }
 
 // env is an ext4.Env over an image file and an arena of pages.
@@ -41,6 +43,9 @@ func (e env) io(b []byte, off uint64, write bool) abi.Errno {
 		panic("unaligned access")
 	}
 	d := e.d.Get()
+	if write && d.fail {
+		return abi.Errno(5)
+	}
 	if write {
 		d.writes++
 		if d.cut > 0 && d.writes > d.cut {

@@ -162,3 +162,40 @@ func TestTimes(t *testing.T) {
 		t.Fatalf("times %+v %+v %+v %v", st.Atime, st.Mtime, st.Ctime, e)
 	}
 }
+
+// TestSyncAfterFailure: a call returns (its change in the running
+// transaction), then the commit of a Sync fails (the device's writes
+// fail: EIO, the mount read-only); the device recovers. The change may
+// be lost, so every later Sync, Datasync, Checkpoint and Unmount is
+// EIO, as Linux's fsync after a journal abort — never 0.
+func TestSyncAfterFailure(t *testing.T) {
+	haveTools(t)
+	img, err := os.ReadFile(makeImage(t, t.TempDir(), "16M", "-t", "ext4", "-b", "4096"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &disk{mem: img, size: int64(len(img))}
+	fs, _, r, e := mountDisk(t, d, false)
+	if e != 0 || fs.ReadOnly() {
+		t.Fatalf("mount: %v %+v", e, r)
+	}
+	if _, e := fs.Mknod(ext4.RootIno, []byte("a"), ext4.SIFREG|0o644, 0, 0, 0); e != 0 {
+		t.Fatal(e)
+	}
+	d.fail = true
+	if e := fs.Sync(); e != ext4.EIO {
+		t.Errorf("sync while the writes fail: %v, want EIO", e)
+	}
+	d.fail = false
+	if !fs.ReadOnly() {
+		t.Error("the mount is not read-only after a failed commit")
+	}
+	for _, c := range []struct {
+		name string
+		call func() ext4.Errno
+	}{{"Sync", fs.Sync}, {"Datasync", fs.Datasync}, {"Checkpoint", fs.Checkpoint}, {"Unmount", fs.Unmount}} {
+		if e := c.call(); e != ext4.EIO {
+			t.Errorf("%s after the failure: %v, want EIO", c.name, e)
+		}
+	}
+}

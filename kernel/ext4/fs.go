@@ -72,6 +72,10 @@ type FS[E Env] struct {
 	// fdatasync must commit (anything but a write's new times).
 	jstart int64
 	jmeta  bool
+	// failed: a write, a flush or a commit failed after the mount (the
+	// mount is read-only since, errors=remount-ro): calls that returned
+	// may not be on the disk, so every later sync answers EIO.
+	failed bool
 }
 
 // BlockSize is the file system's block size.

@@ -349,7 +349,7 @@ func (f *FS[E]) makeRoom() Errno {
 		e = f.jcommit()
 	}
 	if e != 0 {
-		f.ro = true
+		f.fail()
 	}
 	return e
 }
@@ -364,10 +364,14 @@ func (f *FS[E]) syncJournal(data bool) Errno {
 	}
 	e := f.jcommit()
 	if e != 0 {
-		f.ro = true
+		f.fail()
 	}
 	return e
 }
+
+// fail makes the mount read-only after a failed write, flush or commit,
+// and every later sync EIO.
+func (f *FS[E]) fail() { f.ro, f.failed = true, true }
 
 // revoke records that metadata block blk, freed in the open transaction,
 // must not be replayed from the journal.

@@ -368,6 +368,9 @@ func (f *FS[E]) Unmount() Errno {
 	if e2 := f.env.Flush(); e == 0 {
 		e = e2
 	}
+	if e == 0 && f.failed {
+		e = EIO // calls that returned may be lost
+	}
 	f.unmountCache()
 	f.mounted = false
 	return e
@@ -593,12 +596,15 @@ func (f *FS[E]) Checkpoint() Errno {
 	if !f.mounted {
 		return EIO
 	}
+	if f.failed {
+		return EIO
+	}
 	if !f.journal || f.ro {
 		return f.env.Flush()
 	}
 	e := f.checkpoint()
 	if e != 0 {
-		f.ro = true
+		f.fail()
 	}
 	return e
 }
@@ -607,7 +613,7 @@ func (f *FS[E]) Checkpoint() Errno {
 func (f *FS[E]) Datasync() Errno { return f.sync(true) }
 
 func (f *FS[E]) sync(data bool) Errno {
-	if !f.mounted {
+	if !f.mounted || f.failed {
 		return EIO
 	}
 	if f.journal && !f.ro {

@@ -82,6 +82,11 @@ func (f *FS[E]) begin() Errno {
 // leaves the file system as it was before it (or before its last
 // transaction, for a call of several).
 func (f *FS[E]) abort() {
+	if !f.tx.open {
+		// A begin that failed (restart, unindex: the mount is
+		// read-only): the last transaction ended; its state is current.
+		return
+	}
 	for k := 0; k < f.tx.n; k++ {
 		i := int(f.tx.buf[k])
 		f.c.bufs[i].dirty = false
@@ -192,7 +197,7 @@ func (f *FS[E]) end() Errno {
 	}
 	f.tx.open, f.tx.n, f.tx.sbDirty, f.tx.nrev = false, 0, false, 0
 	if first != 0 {
-		f.ro = true
+		f.fail()
 	}
 	return first
 }

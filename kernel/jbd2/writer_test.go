@@ -152,6 +152,68 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRelease: a caller that writes committed blocks home itself and
+// calls Release leaves a log that replays nothing (the tail moved, no
+// block read back); before Release the log replays, over whatever the
+// caller wrote home; Free grows back to the whole log and Checkpoints
+// counts it.
+func TestRelease(t *testing.T) {
+	const bs = 1024
+	s := newSynth(bs, 400, 200, 150, FeatureRevoke)
+	d := newMemDev(t, s.img, s.journal)
+	j, _ := replay(t, d, bs)
+	if e := j.SetFeatures(FeatureRevoke); e != 0 {
+		t.Fatal(e)
+	}
+	whole := j.Free()
+	var bufs []pageBuf
+	for tx := range 3 {
+		for k := range 4 {
+			b := pageBuf(bytes.Repeat([]byte{byte(1 + tx*4 + k)}, bs))
+			bufs = append(bufs, b)
+			if e := j.Add(uint64(10+k), b.addr()); e != 0 {
+				t.Fatal(e)
+			}
+		}
+		if e := j.Commit(uint64(1700000000+tx), 0); e != 0 {
+			t.Fatal(e)
+		}
+	}
+	if j.Free() >= whole {
+		t.Fatalf("free %d of %d after three commits", j.Free(), whole)
+	}
+	// A cut before Release: the log replays the last transaction's
+	// blocks over what the caller may have half-written home.
+	cut := newMemDev(t, bytes.Clone(d.disk), s.journal)
+	copy(cut.block(10, bs), bytes.Repeat([]byte{0xEE}, bs))
+	if _, rep := replay(t, cut, bs); rep.Transactions != 3 || cut.block(10, bs)[0] != 9 {
+		t.Fatalf("before Release: %+v, block 10 holds %#x", rep, cut.block(10, bs)[0])
+	}
+	// The caller's checkpoint: its copies home, flushed, then Release.
+	for k := range 4 {
+		copy(d.block(uint64(10+k), bs), bufs[8+k])
+	}
+	before, reads := j.Checkpoints(), d.reads
+	if e := j.Release(); e != 0 {
+		t.Fatal(e)
+	}
+	if d.reads != reads {
+		t.Errorf("Release read %d blocks", d.reads-reads)
+	}
+	if j.Checkpoints() != before+1 || j.Free() != whole {
+		t.Errorf("after Release: %d checkpoints (was %d), free %d of %d", j.Checkpoints(), before, j.Free(), whole)
+	}
+	after := newMemDev(t, bytes.Clone(d.disk), s.journal)
+	if _, rep := replay(t, after, bs); rep.Transactions != 0 {
+		t.Fatalf("replay after Release: %+v", rep)
+	}
+	for k := range 4 {
+		if got := after.block(uint64(10+k), bs)[0]; got != byte(9+k) {
+			t.Errorf("block %d holds %#x after Release, want %#x", 10+k, got, 9+k)
+		}
+	}
+}
+
 // TestTransactionFull: Add answers ENOSPC at Limit blocks; a committed
 // full transaction replays.
 func TestTransactionFull(t *testing.T) {
