@@ -230,7 +230,12 @@ func (f *FS[E]) commitJournal() Errno {
 }
 
 // journalAdd puts the revokes and the dirty blocks into the journal's
-// running transaction (and the superblock's buffer sbi, if >= 0).
+// running transaction (and the superblock's buffer sbi, if >= 0). Its
+// commits on ENOSPC would log a call half-added (blocks joined by an
+// earlier call and changed by this one are logged with this call's
+// bytes, this call's other blocks not): they cannot happen while
+// makeRoom leaves room for a whole call before it starts (maxTx+1
+// blocks, maxRevoke revokes) — keep it so.
 func (f *FS[E]) journalAdd(sbi int) Errno {
 	for k := 0; k < f.tx.nrev; k++ {
 		// Freed: the journal no longer writes it, nor does a checkpoint.
