@@ -121,3 +121,15 @@ func mountOpts(t testing.TB, d *disk, opts int) (*ext4.FS[env], env, ext4.Refusa
 	r, errno := fs.Mount(e, opts)
 	return fs, e, r, errno
 }
+
+// mountRW mounts the image in memory img read-write (its writes change
+// img), failing the test unless it mounts so.
+func mountRW(t testing.TB, img []byte) (*ext4.FS[env], *disk, ext4.Refusal) {
+	t.Helper()
+	d := &disk{mem: img, size: int64(len(img))}
+	fs, _, r, e := mountDisk(t, d, false)
+	if e != 0 || fs.ReadOnly() {
+		t.Fatalf("mount: %v %+v", e, r)
+	}
+	return fs, d, r
+}

@@ -174,11 +174,7 @@ func TestSyncAfterFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &disk{mem: img, size: int64(len(img))}
-	fs, _, r, e := mountDisk(t, d, false)
-	if e != 0 || fs.ReadOnly() {
-		t.Fatalf("mount: %v %+v", e, r)
-	}
+	fs, d, _ := mountRW(t, img)
 	if _, e := fs.Mknod(ext4.RootIno, []byte("a"), ext4.SIFREG|0o644, 0, 0, 0); e != 0 {
 		t.Fatal(e)
 	}

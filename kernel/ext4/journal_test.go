@@ -443,11 +443,7 @@ func TestFreedJournaledBlock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := &disk{mem: img, size: int64(len(img))}
-			fs, _, r, e := mountDisk(t, d, false)
-			if e != 0 || fs.ReadOnly() {
-				t.Fatalf("mount: %v %+v", e, r)
-			}
+			fs, d, _ := mountRW(t, img)
 			dir, e := fs.Mkdir(ext4.RootIno, []byte("d"), 0o755, 0, 0)
 			if e != 0 {
 				t.Fatal(e)
@@ -479,11 +475,7 @@ func TestFreedJournaledBlock(t *testing.T) {
 			if e := fs.Sync(); e != 0 {
 				t.Fatal(e)
 			}
-			d2 := &disk{mem: bytes.Clone(d.mem), size: d.size} // the cut: the disk as it is
-			fs2, _, r, e := mountDisk(t, d2, false)
-			if e != 0 || fs2.ReadOnly() {
-				t.Fatalf("mount after the cut: %v %+v", e, r)
-			}
+			fs2, _, r := mountRW(t, bytes.Clone(d.mem)) // the cut: the disk as it is
 			if r.Journal.Transactions == 0 {
 				t.Fatal("the cut left nothing to replay: the test tests nothing")
 			}

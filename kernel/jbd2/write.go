@@ -403,13 +403,7 @@ func (j *Journal[E]) Checkpoint() abi.Errno {
 		j.failed = true
 		return e
 	}
-	if e := j.superFlushed(j.head, j.seq); e != 0 {
-		return e
-	}
-	j.tail, j.tailSeq = j.head, j.seq
-	j.logRevokes = 0
-	j.checkpoints++
-	return 0
+	return j.release()
 }
 
 // Release is the checkpoint of a caller that keeps the committed
@@ -428,6 +422,12 @@ func (j *Journal[E]) Release() abi.Errno {
 	if j.tail == j.head {
 		return 0
 	}
+	return j.release()
+}
+
+// release moves the log's tail to its head in the superblock, flushed:
+// every committed block is home (Checkpoint's and Release's last step).
+func (j *Journal[E]) release() abi.Errno {
 	if e := j.superFlushed(j.head, j.seq); e != 0 {
 		return e
 	}
