@@ -63,6 +63,7 @@ func virtioInit(c *sched.CPU) {
 		}
 		if virtioAttach(d, "mmio", uint64(m.Base), m.GSI) {
 			nicRoute(c, m.GSI, m.Level, m.ActiveLow)
+			virtioCatchUp(m.GSI)
 		}
 	}
 	// PCI: pc, q35, and microvm with pcie=on (its DSDT lists the
@@ -85,13 +86,16 @@ func virtioInit(c *sched.CPU) {
 			nicRefused("pci", uint64(f.BDF), e)
 		} else if virtioAttach(d, "pci", uint64(f.BDF), irq) && line != 0 {
 			nicRoute(c, irq, true, false)
+			virtioCatchUp(irq)
 		}
 	}
 	if pb.MSIAddr != 0 {
 		return // NVMe through INTx only: not on the MSI-X machine (Cloud Hypervisor's has none)
 	}
 	for m := blks.ProbeNVMe(pb.Config, mm.PhysOff(), sched.NumCPU()); m != 0; m &= m - 1 { // NVMe (kernel/blk/nvme.go)
-		nicRoute(c, uint32(bits.TrailingZeros32(m)), true, false)
+		g := uint32(bits.TrailingZeros32(m))
+		nicRoute(c, g, true, false)
+		virtioCatchUp(g)
 	}
 }
 

@@ -56,6 +56,7 @@ func virtioInit(c *sched.CPU) {
 			gic.SetEdge(percpu[0].gic, d.IRQ, d.IRQFlags&0xf != 4)
 			gic.Route(d.IRQ, gic.Target(c.IRQ))
 			gic.Enable(percpu[0].gic, d.IRQ, gic.DefaultPriority)
+			virtioCatchUp(d.IRQ)
 		}
 	}
 }

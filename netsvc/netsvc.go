@@ -403,12 +403,18 @@ func (s *service) loop() {
 	}
 }
 
-// round does one pass; true if it did anything.
+// round does one pass; true if it did anything. The kernel's requests go
+// to the stack before the frames that came meanwhile: a listen that
+// returned before a peer's SYN was sent (the program said it serves, the
+// peer connected) is an endpoint listening when the SYN reaches the stack,
+// not a reset. (A SYN that arrives while framesIn is already reading a
+// batch, after this round's kernelWork, still finds no listener: listen
+// does not wait for the service.)
 func (s *service) round() bool {
 	s.nicMu.Lock()
 	defer s.nicMu.Unlock()
-	did := s.framesIn()
-	if s.kernelWork() {
+	did := s.kernelWork()
+	if s.framesIn() {
 		did = true
 	}
 	if s.ndp.apply(s.st) {

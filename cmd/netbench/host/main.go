@@ -170,7 +170,7 @@ func tapUp(name, addr string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root: making a tap device needs it")
 	}
-	for i, args := range [][]string{
+	for _, args := range [][]string{
 		{"tuntap", "add", "dev", name, "mode", "tap"},
 		{"addr", "add", addr, "dev", name},
 		{"link", "set", name, "up"},
@@ -178,16 +178,6 @@ func tapUp(name, addr string) error {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			tapDown(name)
 			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		if i == 0 {
-			// No IPv6 on the host's side: its router solicitations and
-			// MLD reports reach the guest before it is up, and on pc
-			// and q35 (virtio-net over PCI) frames that early leave
-			// yolk's NIC receiving nothing more (docs/net-bench.md).
-			if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0o644); err != nil {
-				tapDown(name)
-				return err
-			}
 		}
 	}
 	return nil
