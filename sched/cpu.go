@@ -155,7 +155,8 @@ func (c *CPU) WakeIPIs() uint64 { return atomic.LoadUint64(&c.wakeIPIs) }
 func (c *CPU) Preempts() uint64 { return atomic.LoadUint64(&c.preempts) }
 
 // SpentFirst is the number of tasks c took from qSpent ahead of woken
-// ones because the first had waited a Slice (dequeue's bound).
+// ones because the first had waited a Slice (dequeue's bound): ahead of
+// the tasks on qWoken, or of the current task when it goes there.
 func (c *CPU) SpentFirst() uint64 { return atomic.LoadUint64(&c.spentFirst) }
 
 // PreemptIPIs is the number of interrupts c sent to another CPU to

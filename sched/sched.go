@@ -215,6 +215,12 @@ func (c *CPU) curSpent(now int64) bool {
 	return taskAt(c.cur).used-c.usedBefore+now-c.switchedAt >= spentAfter
 }
 
+// curWoken reports whether c's current task, switched out now while
+// ready, goes on qWoken (queueFor).
+func (c *CPU) curWoken(now int64) bool {
+	return taskAt(c.cur).used+now-c.switchedAt < spentAfter
+}
+
 // enqueue puts t on ready queue i.
 func enqueue(t *Task, i int) {
 	if lockedReady {
@@ -349,7 +355,12 @@ func Ready(t *Task) { makeReady(t) }
 // system call or interrupt) while a woken task waits, and goes back to
 // the end of qSpent, a slice-long wait per system call (a 1 ms sleep came
 // back up to 1.05 s late; docs/preemption.md).
-func dequeue() *Task {
+//
+// curWoken: the caller's task goes back on qWoken after this (it yields
+// or is preempted having used less than its budget), so a task taken
+// from qSpent first runs ahead of a woken one even when qWoken is empty;
+// CPU.spentFirst counts that too.
+func dequeue(curWoken bool) *Task {
 	assertKernel()
 	c := This()
 	first := qWoken
@@ -360,7 +371,7 @@ func dequeue() *Task {
 	if t == nil {
 		first = qWoken + qSpent - first
 		t = take(first)
-	} else if first == qSpent && front(qWoken) != nil {
+	} else if first == qSpent && (curWoken || front(qWoken) != nil) {
 		atomic.AddUint64(&c.spentFirst, 1)
 	}
 	if t == nil {
@@ -420,8 +431,9 @@ func empty(i int) bool {
 // Yield lets other ready tasks run; the caller continues later, on this or
 // another CPU.
 func Yield() {
-	if next := dequeue(); next != nil {
-		This().why = WhyYield
+	c := This()
+	if next := dequeue(c.curWoken(clock.Nanotime())); next != nil {
+		c.why = WhyYield
 		switchTo(next, finReady)
 	}
 }
@@ -479,7 +491,7 @@ func Preempt(woke bool) {
 	}
 	if now-c.ranSince >= Slice-sliceSlack {
 		c.ranSince = now
-		if next := dequeue(); next != nil {
+		if next := dequeue(c.curWoken(now)); next != nil {
 			// The starvation bound took a CPU-bound task ahead of the
 			// woken ones: the one this interrupt woke for this CPU
 			// had no other CPU interrupted for it (ExpireTimers).
@@ -549,7 +561,7 @@ func Exit() {
 
 // pickNext is the next ready task or this CPU's idle task.
 func pickNext() *Task {
-	if next := dequeue(); next != nil {
+	if next := dequeue(false); next != nil {
 		return next
 	}
 	return taskAt(This().idle)
@@ -564,7 +576,7 @@ func Idle(wait func(deadline int64)) {
 	bit := uint64(1) << uint(c.ID)
 	atomic.OrUint64(&online, bit)
 	for {
-		next := dequeue()
+		next := dequeue(false)
 		if atomic.LoadUint64(&claimedMask)&bit != 0 && atomic.AndUint64(&claimedMask, ^bit)&bit != 0 && next != nil && !empty(qWoken) {
 			// Claimed for a woken task, this CPU took one task and
 			// woken ones are left with no CPU on its way: the
@@ -581,7 +593,7 @@ func Idle(wait func(deadline int64)) {
 			continue
 		}
 		atomic.OrUint64(&idleMask, bit)
-		if next := dequeue(); next != nil {
+		if next := dequeue(false); next != nil {
 			if atomic.AndUint64(&idleMask, ^bit)&bit == 0 {
 				// A waker claimed this CPU for the task it made ready,
 				// but this CPU found another one first: pass the claim
@@ -616,7 +628,7 @@ func poll() *Task {
 	}
 	for end := clock.Nanotime() + IdlePoll; clock.Nanotime() < end; {
 		pause()
-		if next := dequeue(); next != nil {
+		if next := dequeue(false); next != nil {
 			return next
 		}
 	}

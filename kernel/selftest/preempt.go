@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -240,7 +241,9 @@ func spinCount(stop *uint32, n *uint64)
 // over half a slice, or when the scheduler's starvation bound ran a
 // CPU-bound task ahead of woken ones during the round (the host stopped a
 // vCPU for long: then the spinner rightly goes first, having waited a
-// slice; the kernel counts these, abi.Stats.SpentFirst). At one CPU no
+// slice — also when the stall falls after W's dispatch and before its
+// look, W's slice ending there; the kernel counts these,
+// abi.Stats.SpentFirst). At one CPU no
 // conclusive round may fail, and at least half must count. With more CPUs X keeps
 // its CPU until W has looked, and since "W ran first" is seen only when W
 // reads, a vCPU the host stops between W's dispatch and its read can make
@@ -258,12 +261,14 @@ func testWokenFirst(t *T) {
 	counts := make([]uint64, 8*n) // a cache line each
 	count := func(i int) uint64 { return atomic.LoadUint64(&counts[8*i]) }
 	var spinning sync.WaitGroup
+	tids := make([]int32, n+2) // the spinners', W's, X's: for a late round's trace
 	for i := 0; i < n; i++ {
 		spinning.Add(1)
 		go func() {
 			defer spinning.Done()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
+			atomic.StoreInt32(&tids[i], int32(unix.Gettid()))
 			spinCount(&stop, &counts[8*i])
 		}()
 	}
@@ -286,6 +291,7 @@ func testWokenFirst(t *T) {
 		defer close(wDone)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
+		atomic.StoreInt32(&tids[n], int32(unix.Gettid()))
 		for turn := uint32(1); turn <= attempts; turn++ {
 			for atomic.LoadUint32(&wake) < turn {
 				if rawFutexWait(&wake, turn-1, time.Second) == syscall.ETIMEDOUT {
@@ -297,17 +303,33 @@ func testWokenFirst(t *T) {
 			}
 			atomic.StoreUint32(&done, turn)
 			rawFutexWake(&done)
+			runtime.Gosched() // keeps sysmon's preemption signal away (below)
 		}
 	}()
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	tids[n+1] = int32(unix.Gettid())
+	// The scheduler's trace, restarted each round: a late round prints
+	// its own switches (the first one only).
+	defer syscall.Syscall(abi.SysTrace, 0, 0, 0)
 	conclusive, late, noStuck, notWaiting, moved, slow, bound := 0, 0, 0, 0, 0, 0, 0
 	var lateSeen []string
 	c1 := make([]uint64, n)
 	start := time.Now()
 	for turn := uint32(1); turn <= attempts && conclusive < rounds && time.Since(start) < 3*time.Second; turn++ {
+		// W and X each reschedule once a round: a goroutine that has
+		// run for 10 ms without (their raw system calls do not count)
+		// gets the runtime's preemption signal, and a signal that
+		// reaches W between its wake-up and its look costs it its
+		// budget (handler, asynchronous preemption, the locked thread's
+		// handoff: 0.8 ms under TCG) and sends it to qSpent behind the
+		// spinner, rightly (seen in a failed round's trace).
+		runtime.Gosched()
 		bound0 := spentFirst()
+		if late == 0 {
+			syscall.Syscall(abi.SysTrace, 1, 0, 0)
+		}
 		ts := unix.NsecToTimespec(int64(2 * time.Millisecond))
 		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 		woke := time.Now()
@@ -389,6 +411,10 @@ func testWokenFirst(t *T) {
 			if len(lateSeen) < 3 {
 				lateSeen = append(lateSeen, fmt.Sprintf("turn %d: spinner %d counted %d more before W ran", turn, s, obs-before))
 			}
+			if late == 1 {
+				syscall.Syscall(abi.SysTrace, 0, 0, 0)
+				t.Logf("turn %d's schedule (spinners %v, W %d, X %d):\n%s", turn, tids[:n], tids[n], tids[n+1], roundTrace(readTrace()))
+			}
 		}
 	}
 	atomic.StoreUint32(&wake, attempts+1) // W runs through its remaining turns
@@ -409,6 +435,25 @@ func testWokenFirst(t *T) {
 	if conclusive < rounds/2 {
 		t.Errorf("only %d of %d rounds could tell the displaced spinner", conclusive, rounds)
 	}
+}
+
+// roundTrace formats the scheduler's events of one round (its trace was
+// restarted at the round's start): times in ms from the first event.
+func roundTrace(ev []traceEvent) string {
+	if len(ev) == 0 {
+		return "(no events)"
+	}
+	why := [...]string{"block", "yield", "sysbudget", "slice", "woke", "budget", "handoff"}
+	var b strings.Builder
+	for _, e := range ev {
+		t := float64(e.At-ev[0].At) / 1e6
+		if e.Ev == traceReady {
+			fmt.Fprintf(&b, "  %8.3f c%d ready %d q%d used %.2f\n", t, e.CPU, e.To, e.Q, float64(e.ToUsed)/1e6)
+		} else {
+			fmt.Fprintf(&b, "  %8.3f c%d switch %d->%d %s from-used %.2f q%d to-used %.2f\n", t, e.CPU, e.From, e.To, why[e.Why%7], float64(e.FromUsed)/1e6, e.Q, float64(e.ToUsed)/1e6)
+		}
+	}
+	return b.String()
 }
 
 // spentFirst is how many times the scheduler's starvation bound has run a
