@@ -404,12 +404,11 @@ func (s *service) loop() {
 }
 
 // round does one pass; true if it did anything. The kernel's requests go
-// to the stack before the frames that came meanwhile: a listen that
-// returned before a peer's SYN was sent (the program said it serves, the
-// peer connected) is an endpoint listening when the SYN reaches the stack,
-// not a reset. (A SYN that arrives while framesIn is already reading a
-// batch, after this round's kernelWork, still finds no listener: listen
-// does not wait for the service.)
+// to the stack before the frames that came meanwhile, and listen returns
+// only once its request was polled (the kernel's net.ListenWait): a
+// listen that returned before a peer's SYN was sent (the program said it
+// serves, the peer connected) is an endpoint listening when the SYN
+// reaches the stack, not a reset.
 func (s *service) round() bool {
 	s.nicMu.Lock()
 	defer s.nicMu.Unlock()

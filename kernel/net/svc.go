@@ -421,10 +421,30 @@ func (n *Net[E]) poll(v *Iov) (int, bool) {
 		if !n.copyOut(v, k*size, unsafe.Slice((*byte)(unsafe.Pointer(&e)), size)) {
 			return k, false
 		}
+		if p.ops&abi.NetOpListen != 0 {
+			p.listenOut = true
+			n.bump(int32(i))
+		}
 		n.noWork(p)
 		k++
 	}
 	return k, true
+}
+
+// ListenWait is what listen on socket s, a listener the service serves,
+// waits for after Listen: that the service has taken the request
+// (NetPoll). The service applies the requests it polled before it reads
+// the next frames from the NIC, so from then on a peer's SYN meets a
+// listening endpoint, not a reset, as on Linux once listen returned.
+// false: nothing to wait for.
+func (n *Net[E]) ListenWait(s int) (Wait, bool) {
+	n.env.Lock()
+	defer n.env.Unlock()
+	p := &n.socks[s]
+	if !p.svc || p.dead || p.state != stListen || p.listenOut || p.ops&abi.NetOpListen == 0 {
+		return Wait{}, false
+	}
+	return n.wait(int32(s)), true
 }
 
 // copyOut copies b into v at byte off, whole or not at all.

@@ -124,9 +124,23 @@ func (k Calls[E]) Listen(fd, backlog int) abi.Errno {
 		backlog = net.SomaxConn
 	}
 	e = abi.Errno(socks.Listen(s, backlog))
+	if e == 0 {
+		// Until the service has taken the listen (net.ListenWait), for
+		// at most listenWait: a service that does not poll leaves the
+		// listener as it was before the wait was made.
+		for end := k.env().Now() + listenWait; ; {
+			w, ok := socks.ListenWait(s)
+			if !ok || k.env().Block(w, end) != 0 {
+				break
+			}
+		}
+	}
 	k.put(s)
 	return e
 }
+
+// listenWait bounds listen's wait for the network service, in ns.
+const listenWait = 1_000_000_000
 
 func (k Calls[E]) Accept4(fd int, p, lp uintptr, flags int) (uintptr, abi.Errno) {
 	socks := k.socks()
