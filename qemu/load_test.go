@@ -212,6 +212,10 @@ func TestLoad(t *testing.T) {
 	const slow = 20                  // slow writers, and as many slow readers
 	raiseNOFILE(t, conns+2*slow+256) // this process's, and QEMU's (slirp's host sockets)
 	img := fixtureImage(t, "yolk/qemu/testdata/load", t.TempDir(), "")
+	if os.Getenv("YOLK_LOAD_NET") == "tap" {
+		testLoadTap(t, img, conns, slow, hold)
+		return
+	}
 	// Forwards to the guest's port 8080: loadForwards for the load, one
 	// for the health checks and /stats. slirp listens on each with a
 	// backlog of one and takes a new connection from it about every
@@ -306,6 +310,89 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// testLoadTap is TestLoad over a tap link (YOLK_LOAD_NET=tap, root): the
+// host's kernel is the clients' end, with no QEMU user network between
+// (slirp polls every one of its host sockets each turn of its loop, and
+// takes a forward's new connections one at a time). Everything else is
+// TestLoad's; nothing leaves the tap link.
+func testLoadTap(t *testing.T, img string, conns, slow int, hold time.Duration) {
+	const (
+		tap   = "yolkload0"
+		host  = "10.0.2.2"
+		guest = "10.0.2.15"
+	)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the tap device needs it")
+	}
+	tapLink(t, tap, host+"/24")
+	saved := loadDialer.LocalAddr
+	loadDialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(host)}
+	loadTarget = guest
+	defer func() { loadDialer.LocalAddr, loadTarget = saved, "127.0.0.1" }()
+	base := "http://" + guest + ":8080"
+	ports := make([]int, loadForwards) // as many dials in flight as through the forwards
+	for i := range ports {
+		ports[i] = 8080
+	}
+	var (
+		once   sync.Once
+		result = make(chan loadRun, 1)
+		serial bytes.Buffer
+		mu     sync.Mutex
+	)
+	start := time.Now()
+	res, err := Run(t.Context(), Config{Image: img, Arch: "amd64", Machine: "microvm", SMP: 2, Memory: "1G",
+		Net: NetTap + tap, Env: []string{"yolk.net=" + guest + "/24," + host},
+		Timeout: 10*time.Minute + time.Duration(conns)*30*time.Millisecond, Stdout: &lockedWriter{&mu, &serial}, Stderr: &lockedWriter{&mu, &serial},
+		OnLine: func(l string) {
+			if l == "load: serving" {
+				once.Do(func() {
+					go func() {
+						r := loadClient(t.Context(), base, ports, conns, slow, hold)
+						result <- r
+						scrape(base + "/quit")
+					}()
+				})
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	out := serial.String()
+	mu.Unlock()
+	var r loadRun
+	select {
+	case r = <-result:
+	default:
+		t.Fatalf("the guest never served (exit %d):\n%s", res.ExitCode, out)
+	}
+	t.Logf("over a tap: %d idle connections (%d refused or reset on the way, redialled) in %v (dials %v), %d slow writers and %d slow readers held %v; "+
+		"health checks %d, slowest %v, %d over a second; before: %v; with the load: %v; after: %v; the whole run %v",
+		r.conns, r.refused, r.fill.Round(time.Millisecond), r.dialing.Round(time.Millisecond), r.slow, r.slow, r.hold, r.checks,
+		r.slowest.Round(time.Millisecond), r.over, r.before, r.peak, r.after, time.Since(start).Round(time.Second))
+	t.Log(r.diag)
+	if r.err != nil {
+		t.Fatalf("%v\n%s", r.err, out)
+	}
+	for _, b := range r.bad {
+		t.Errorf("health check: %s", b)
+	}
+	if r.after.fds > r.before.fds || r.after.sockets > r.before.sockets || r.after.pages > r.before.pages {
+		t.Errorf("after the clients went: %v; want at most the descriptors, sockets and ring pages of before: %v", r.after, r.before)
+	}
+	if lost := r.before.free - r.after.free; lost > 2048+2*int64(conns) { // TestLoad's bound
+		t.Errorf("%d frames fewer free after the load (%d before, %d after)", lost, r.before.free, r.after.free)
+	}
+	if res.ExitCode != 0 || !strings.Contains(out, "load: done") {
+		t.Errorf("guest exit %d, want 0 after /quit:\n%s", res.ExitCode, out)
+	}
+}
+
+// loadTarget is the host part of the load's connections: 127.0.0.1 (the
+// forwards), or the guest's address over a tap.
+var loadTarget = "127.0.0.1"
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
@@ -358,7 +445,7 @@ func loadClient(ctx context.Context, base string, ports []int, conns, slow int, 
 	// own; one that slirp accepted but the guest refused or reset reads
 	// EOF or an error and is dialled again. The guest's descriptor count
 	// says when all are there.
-	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i%len(ports)]) }
+	addr := func(i int) string { return fmt.Sprintf("%s:%d", loadTarget, ports[i%len(ports)]) }
 	h.phase.Store("idle connections opening")
 	t0 := time.Now()
 	var (
