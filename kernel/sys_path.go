@@ -51,6 +51,57 @@ func sysNewfstatat(dirfd int, p, sp uintptr, flags int) abi.Errno {
 	return mm.Put(sp, a.St)
 }
 
+// sysFaccessat is faccessat2 (and faccessat with flags 0, access with
+// AT_FDCWD): whether the program may read, write or execute path, as Linux
+// answers a process of uid 0 (yolk's only one), which may read and write
+// everything: F_OK and R_OK ask only that the path resolves; W_OK is EROFS
+// on a read-only file system (one whose statfs says ST_RDONLY: a
+// read-only disk) for a regular file, directory or symbolic link; X_OK is
+// EACCES for a file that is no directory and has no execute bit.
+// AT_EACCESS changes nothing (the real and effective ids are the same).
+func sysFaccessat(dirfd int, p uintptr, mode uint32, flags int) abi.Errno {
+	const rwx = unix.R_OK | unix.W_OK | unix.X_OK
+	if mode&^rwx != 0 || flags&^(unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
+		return abi.EINVAL
+	}
+	var pb userPath
+	path, e := mm.UserPath(p, &pb)
+	if e != 0 {
+		return e
+	}
+	var st unix.Stat_t
+	if len(path) == 0 && flags&unix.AT_EMPTY_PATH != 0 {
+		if int32(dirfd) != unix.AT_FDCWD {
+			if e := onFD(dirfd, func(o ofile) abi.Errno { return o.stat(&st) }); e != 0 {
+				return e
+			}
+			if mode&unix.X_OK != 0 && st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Mode&0o111 == 0 {
+				return abi.EACCES
+			}
+			return 0
+		}
+		path = dotPath[:]
+	} else if len(path) == 0 {
+		return abi.ENOENT
+	}
+	a := namei.Args{Flags: flags & unix.AT_SYMLINK_NOFOLLOW}
+	if _, e := onPath(dirfd, path, namei.OpStat, &a); e != 0 {
+		return e
+	}
+	st = a.St
+	typ := st.Mode & unix.S_IFMT
+	if mode&unix.W_OK != 0 && (typ == unix.S_IFREG || typ == unix.S_IFDIR || typ == unix.S_IFLNK) {
+		var fa namei.Args
+		if _, e := onPath(dirfd, path, namei.OpStatfs, &fa); e == 0 && fa.Sfs.Flags&unix.ST_RDONLY != 0 {
+			return abi.Errno(unix.EROFS)
+		}
+	}
+	if mode&unix.X_OK != 0 && typ != unix.S_IFDIR && st.Mode&0o111 == 0 {
+		return abi.EACCES
+	}
+	return 0
+}
+
 // sysStatfs is statfs: the figures of the file system path is on (it
 // follows a last symbolic link, as Linux's user_statfs).
 func sysStatfs(p, sp uintptr) abi.Errno {

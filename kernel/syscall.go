@@ -169,6 +169,10 @@ func syscall(r *Regs) {
 		err = sysStatfs(a0, a1)
 	case unix.SYS_FSTATFS:
 		err = sysFstatfs(int(a0), a1)
+	case unix.SYS_FACCESSAT:
+		err = sysFaccessat(int(int32(a0)), a1, uint32(a2), 0)
+	case unix.SYS_FACCESSAT2:
+		err = sysFaccessat(int(int32(a0)), a1, uint32(a2), int(a3))
 	case unix.SYS_NEWFSTATAT:
 		err = sysNewfstatat(int(int32(a0)), a1, a2, int(a3))
 	case unix.SYS_GETDENTS64:

@@ -21,6 +21,8 @@ func sysLegacy(t *sched.Task, nr, a0, a1, a2, a3 uintptr) (ret uintptr, err abi.
 	case unix.SYS_OPEN:
 		ret, err = sysOpenat(unix.AT_FDCWD, a0, int(a1), uint32(a2))
 		ret, err = setCloexec(ret, err, a1&unix.O_CLOEXEC != 0)
+	case unix.SYS_ACCESS:
+		err = sysFaccessat(unix.AT_FDCWD, a0, uint32(a1), 0)
 	case unix.SYS_STAT:
 		err = sysNewfstatat(unix.AT_FDCWD, a0, a1, 0)
 	case unix.SYS_LSTAT:
