@@ -116,6 +116,17 @@ func (s *service) event(ev *abi.NetEvent) {
 		s.forget(c)
 		c = nil
 	}
+	if c != nil && ops&abi.NetOpAbort != 0 && ops&(abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
+		// Stopped and started again before the service looked (a
+		// listener shut down, then listening again): the old endpoint
+		// goes first, the new request gets a fresh one, and the socket
+		// stays the service's (no NetRelease).
+		s.abortHeld(c)
+		c.ep.Abort()
+		s.forget(c)
+		c = nil
+		ops &^= abi.NetOpAbort
+	}
 	if c == nil && ops&(abi.NetOpConnect|abi.NetOpListen|abi.NetOpBind|abi.NetOpDgram) != 0 {
 		proto := tcp.ProtocolNumber
 		if ev.Typ == unix.SOCK_DGRAM {

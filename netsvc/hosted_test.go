@@ -645,3 +645,44 @@ func (s *service) stop() {
 	s.wg.Wait()
 	s.st.Destroy()
 }
+
+// TestListenAgain: a listener stopped (shutdown SHUT_RD) and listening
+// again before the service looked gets both requests in one event
+// (NetOpAbort with NetOpListen): the old endpoint goes first and the new
+// listen stands. Before, the service listened and then aborted and
+// released the endpoint, and the kernel's socket was no longer the
+// service's: the peer's connections were refused for good although
+// listen had returned.
+func TestListenAgain(t *testing.T) {
+	h := newHosted(t, hostedOpts{})
+	n := h.k.Sockets
+	const port = 8081
+	l, e := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, false)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	defer n.Close(l)
+	if e := n.BindInet(l, sin4([4]byte{}, port)); e != 0 {
+		t.Fatalf("bind: %v", e)
+	}
+	if e := n.Listen(l, 16); e != 0 {
+		t.Fatalf("listen: %v", e)
+	}
+	to := tcpip.FullAddress{NIC: 1, Addr: tcpip.AddrFrom4(svcIP), Port: port}
+	c, err := h.dial(to, ipv4.ProtocolNumber, 5*time.Second)
+	if err != nil {
+		t.Fatalf("the first listen: %v", err)
+	}
+	c.Close()
+	h.s.nicMu.Lock() // the service's round waits: both requests in one poll
+	e1 := n.Shutdown(l, unix.SHUT_RD)
+	e2 := n.Listen(l, 16)
+	h.s.nicMu.Unlock()
+	if e1 != 0 || e2 != 0 {
+		t.Fatalf("shutdown: %v, listen again: %v", e1, e2)
+	}
+	if c, err = h.dial(to, ipv4.ProtocolNumber, 5*time.Second); err != nil {
+		t.Fatalf("after listening again: %v", err)
+	}
+	c.Close()
+}

@@ -216,6 +216,8 @@ func TestLoad(t *testing.T) {
 		testLoadTap(t, img, conns, slow, hold)
 		return
 	}
+	loadDialer.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	loadTarget = "127.0.0.1"
 	// Forwards to the guest's port 8080: loadForwards for the load, one
 	// for the health checks and /stats. slirp listens on each with a
 	// backlog of one and takes a new connection from it about every
@@ -325,10 +327,10 @@ func testLoadTap(t *testing.T, img string, conns, slow int, hold time.Duration) 
 		t.Skip("not root: the tap device needs it")
 	}
 	tapLink(t, tap, host+"/24")
-	saved := loadDialer.LocalAddr
+	// Set, not restored: a client goroutine of a run that failed early
+	// may still read them; TestLoad sets its own each run.
 	loadDialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(host)}
 	loadTarget = guest
-	defer func() { loadDialer.LocalAddr, loadTarget = saved, "127.0.0.1" }()
 	base := "http://" + guest + ":8080"
 	ports := make([]int, loadForwards) // as many dials in flight as through the forwards
 	for i := range ports {

@@ -78,6 +78,7 @@ type CPU struct {
 	// usedBefore is the current task's used when it was taken from
 	// qSpent (0 otherwise): its budget counts from there.
 	usedBefore int64
+	wokenRun   bool // the current task had used less than its budget when switched to (dequeue)
 
 	// onSince is when the current task began to run here; acct is odd
 	// while a switch updates it with the tasks' CPU time (cputime.go).

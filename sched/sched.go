@@ -115,6 +115,7 @@ func switchTo(next *Task, fin uint32) {
 	if c.tookQ == qSpent {
 		c.usedBefore = next.used
 	}
+	c.wokenRun = next.used < spentAfter
 	c.why, c.tookQ = WhyBlock, noQueue
 	// cur's CPU time since it last blocked decides its ready queue.
 	switch fin {
@@ -213,12 +214,6 @@ func queueFor(t *Task) int {
 // (in this dispatch, if it came from qSpent).
 func (c *CPU) curSpent(now int64) bool {
 	return taskAt(c.cur).used-c.usedBefore+now-c.switchedAt >= spentAfter
-}
-
-// curWoken reports whether c's current task, switched out now while
-// ready, goes on qWoken (queueFor).
-func (c *CPU) curWoken(now int64) bool {
-	return taskAt(c.cur).used+now-c.switchedAt < spentAfter
 }
 
 // enqueue puts t on ready queue i.
@@ -356,10 +351,10 @@ func Ready(t *Task) { makeReady(t) }
 // the end of qSpent, a slice-long wait per system call (a 1 ms sleep came
 // back up to 1.05 s late; docs/preemption.md).
 //
-// curWoken: the caller's task goes back on qWoken after this (it yields
-// or is preempted having used less than its budget), so a task taken
-// from qSpent first runs ahead of a woken one even when qWoken is empty;
-// CPU.spentFirst counts that too.
+// curWoken: the caller's task, which yields or is preempted, was a woken
+// one when it was switched to (CPU.wokenRun), so a task taken from qSpent
+// first runs ahead of a woken one even when qWoken is empty; CPU.spentFirst
+// counts that too (a host stall at a woken task's start ends its slice).
 func dequeue(curWoken bool) *Task {
 	assertKernel()
 	c := This()
@@ -432,7 +427,7 @@ func empty(i int) bool {
 // another CPU.
 func Yield() {
 	c := This()
-	if next := dequeue(c.curWoken(clock.Nanotime())); next != nil {
+	if next := dequeue(c.wokenRun); next != nil {
 		c.why = WhyYield
 		switchTo(next, finReady)
 	}
@@ -491,7 +486,7 @@ func Preempt(woke bool) {
 	}
 	if now-c.ranSince >= Slice-sliceSlack {
 		c.ranSince = now
-		if next := dequeue(c.curWoken(now)); next != nil {
+		if next := dequeue(c.wokenRun); next != nil {
 			// The starvation bound took a CPU-bound task ahead of the
 			// woken ones: the one this interrupt woke for this CPU
 			// had no other CPU interrupted for it (ExpireTimers).

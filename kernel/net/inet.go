@@ -1073,7 +1073,7 @@ func (n *Net[E]) listenInet(s int32, backlog int) Errno {
 	p.state = stListen
 	n.freeRing(p)
 	if n.svcTakes(&p.local) {
-		p.svc, p.listenOut = true, false
+		p.svc = true
 		n.svcWant(p, abi.NetOpListen)
 	}
 	n.bump(s)

@@ -183,14 +183,13 @@ type sock struct {
 	dump DumpCursor // AF_NETLINK: the dump in progress (nlsock.go)
 
 	// The TCP/IP service's (svc.go).
-	svc       bool   // its traffic goes through the service
-	svcHeld   bool   // the service holds it (a link) until NetRelease
-	svcFull   bool   // a NetRx was short: NetOpRxRoom when the reader makes room
-	svcFullQ  bool   // a NetAccepted was refused: NetOpAcceptRoom when accept makes room
-	listenOut bool   // a listener's NetOpListen went out in a NetPoll (ListenWait)
-	ops       uint32 // abi.NetOp* bits the service has yet to see
-	txr, txn  int    // the transmit ring: read position, bytes queued
-	tx        [maxRingPages]uintptr
+	svc      bool   // its traffic goes through the service
+	svcHeld  bool   // the service holds it (a link) until NetRelease
+	svcFull  bool   // a NetRx was short: NetOpRxRoom when the reader makes room
+	svcFullQ bool   // a NetAccepted was refused: NetOpAcceptRoom when accept makes room
+	ops      uint32 // abi.NetOp* bits the service has yet to see
+	txr, txn int    // the transmit ring: read position, bytes queued
+	tx       [maxRingPages]uintptr
 
 	// AF_UNIX control messages (scm.go).
 	chead, ctail int32 // 1 + the first and last chunk of its queue, 0: none

@@ -20,7 +20,7 @@ import (
 // connection, bytes in, FIN, RST, datagrams). A stream socket of the
 // service has a transmit ring beside its receive ring: write appends to
 // it and returns, the service drains it. Nothing here waits for the
-// service: every call changes state and returns.
+// service but listen, until the service has polled it (ListenWait).
 //
 // Lifetime: the service holds a socket it was told of (a link, as a peer
 // holds one) until it says NetRelease, so a closed socket's unsent bytes
@@ -422,8 +422,7 @@ func (n *Net[E]) poll(v *Iov) (int, bool) {
 			return k, false
 		}
 		if p.ops&abi.NetOpListen != 0 {
-			p.listenOut = true
-			n.bump(int32(i))
+			n.bump(int32(i)) // listen's wait is over (ListenWait)
 		}
 		n.noWork(p)
 		k++
@@ -441,7 +440,7 @@ func (n *Net[E]) ListenWait(s int) (Wait, bool) {
 	n.env.Lock()
 	defer n.env.Unlock()
 	p := &n.socks[s]
-	if !p.svc || p.dead || p.state != stListen || p.listenOut || p.ops&abi.NetOpListen == 0 {
+	if !p.svc || p.dead || p.state != stListen || p.ops&abi.NetOpListen == 0 {
 		return Wait{}, false
 	}
 	return n.wait(int32(s)), true
