@@ -212,34 +212,43 @@ func TestLoad(t *testing.T) {
 	const slow = 20                  // slow writers, and as many slow readers
 	raiseNOFILE(t, conns+2*slow+256) // this process's, and QEMU's (slirp's host sockets)
 	img := fixtureImage(t, "yolk/qemu/testdata/load", t.TempDir(), "")
+	cfg := Config{Image: img, Arch: "amd64", Machine: "microvm", SMP: 2, Memory: "1G"}
+	var (
+		base  string
+		ports []int  // the ports the load dials by turns: the forwards', or the guest's 8080
+		over  string // how the clients reach the guest, for the log
+	)
 	if os.Getenv("YOLK_LOAD_NET") == "tap" {
-		testLoadTap(t, img, conns, slow, hold)
-		return
-	}
-	loadDialer.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
-	loadTarget = "127.0.0.1"
-	// Forwards to the guest's port 8080: loadForwards for the load, one
-	// for the health checks and /stats. slirp listens on each with a
-	// backlog of one and takes a new connection from it about every
-	// 200 ms (measured: 100 dials one after another took 19.5 s; more at
-	// once only make the host drop SYNs and retry them a second later):
-	// many forwards are many connections at a time, and the checks do
-	// not queue behind the load on the host.
-	var ports [loadForwards + 1]int
-	var probes [loadForwards + 1]net.Listener
-	for i := range ports {
-		probe, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+		base, ports = loadOverTap(t, &cfg)
+		over = "over a tap: "
+	} else {
+		loadDialer.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
+		loadTarget = "127.0.0.1"
+		// Forwards to the guest's port 8080: loadForwards for the load, one
+		// for the health checks and /stats. slirp listens on each with a
+		// backlog of one and takes a new connection from it about every
+		// 200 ms (measured: 100 dials one after another took 19.5 s; more at
+		// once only make the host drop SYNs and retry them a second later):
+		// many forwards are many connections at a time, and the checks do
+		// not queue behind the load on the host.
+		var hostPorts [loadForwards + 1]int
+		var probes [loadForwards + 1]net.Listener
+		for i := range hostPorts {
+			probe, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			probes[i], hostPorts[i] = probe, probe.Addr().(*net.TCPAddr).Port
 		}
-		probes[i], ports[i] = probe, probe.Addr().(*net.TCPAddr).Port
+		var fwds []Forward
+		for i, p := range probes { // distinct free ports, free again for QEMU
+			p.Close()
+			fwds = append(fwds, Forward{HostAddr: "127.0.0.1", HostPort: hostPorts[i], GuestPort: 8080})
+		}
+		cfg.Net, cfg.Forwards = "user", fwds
+		base = fmt.Sprintf("http://127.0.0.1:%d", hostPorts[loadForwards])
+		ports = hostPorts[:loadForwards]
 	}
-	var fwds []Forward
-	for i, p := range probes { // distinct free ports, free again for QEMU
-		p.Close()
-		fwds = append(fwds, Forward{HostAddr: "127.0.0.1", HostPort: ports[i], GuestPort: 8080})
-	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", ports[loadForwards])
 
 	var (
 		once   sync.Once
@@ -248,20 +257,20 @@ func TestLoad(t *testing.T) {
 		mu     sync.Mutex
 	)
 	start := time.Now()
-	res, err := Run(t.Context(), Config{Image: img, Arch: "amd64", Machine: "microvm", SMP: 2, Memory: "1G",
-		Net: "user", Forwards: fwds,
-		Timeout: 10*time.Minute + time.Duration(conns)*30*time.Millisecond, Stdout: &lockedWriter{&mu, &serial}, Stderr: &lockedWriter{&mu, &serial},
-		OnLine: func(l string) {
-			if l == "load: serving" {
-				once.Do(func() {
-					go func() {
-						r := loadClient(t.Context(), base, ports[:loadForwards], conns, slow, hold)
-						result <- r
-						scrape(base + "/quit")
-					}()
-				})
-			}
-		}})
+	cfg.Timeout = 10*time.Minute + time.Duration(conns)*30*time.Millisecond
+	cfg.Stdout, cfg.Stderr = &lockedWriter{&mu, &serial}, &lockedWriter{&mu, &serial}
+	cfg.OnLine = func(l string) {
+		if l == "load: serving" {
+			once.Do(func() {
+				go func() {
+					r := loadClient(t.Context(), base, ports, conns, slow, hold)
+					result <- r
+					scrape(base + "/quit")
+				}()
+			})
+		}
+	}
+	res, err := Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,9 +289,9 @@ func TestLoad(t *testing.T) {
 	if res.ExitCode != 0 || !strings.Contains(out, "load: done") {
 		t.Errorf("guest exit %d, want 0 after /quit:\n%s", res.ExitCode, out)
 	}
-	t.Logf("%d idle connections (%d refused or reset on the way, redialled) in %v (dials %v), %d slow writers and %d slow readers held %v; "+
+	t.Logf("%s%d idle connections (%d refused or reset on the way, redialled) in %v (dials %v), %d slow writers and %d slow readers held %v; "+
 		"health checks %d, slowest %v, %d over a second; before: %v; with the load: %v; after: %v; the whole run %v",
-		r.conns, r.refused, r.fill.Round(time.Millisecond), r.dialing.Round(time.Millisecond), r.slow, r.slow, r.hold, r.checks,
+		over, r.conns, r.refused, r.fill.Round(time.Millisecond), r.dialing.Round(time.Millisecond), r.slow, r.slow, r.hold, r.checks,
 		r.slowest.Round(time.Millisecond), r.over, r.before, r.peak, r.after, time.Since(start).Round(time.Second))
 	t.Log(r.diag)
 	if r.profile != "" {
@@ -312,12 +321,13 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// testLoadTap is TestLoad over a tap link (YOLK_LOAD_NET=tap, root): the
-// host's kernel is the clients' end, with no QEMU user network between
-// (slirp polls every one of its host sockets each turn of its loop, and
-// takes a forward's new connections one at a time). Everything else is
-// TestLoad's; nothing leaves the tap link.
-func testLoadTap(t *testing.T, img string, conns, slow int, hold time.Duration) {
+// loadOverTap sets TestLoad up over a tap link (YOLK_LOAD_NET=tap, root):
+// the host's kernel is the clients' end, with no QEMU user network
+// between (slirp polls every one of its host sockets each turn of its
+// loop, and takes a forward's new connections one at a time). It gives
+// the guest the tap and its address in cfg and returns the base URL and
+// the ports the load dials; nothing leaves the tap link.
+func loadOverTap(t *testing.T, cfg *Config) (base string, ports []int) {
 	const (
 		tap   = "yolkload0"
 		host  = "10.0.2.2"
@@ -331,64 +341,12 @@ func testLoadTap(t *testing.T, img string, conns, slow int, hold time.Duration) 
 	// may still read them; TestLoad sets its own each run.
 	loadDialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(host)}
 	loadTarget = guest
-	base := "http://" + guest + ":8080"
-	ports := make([]int, loadForwards) // as many dials in flight as through the forwards
+	cfg.Net, cfg.Env = NetTap+tap, []string{"yolk.net=" + guest + "/24," + host}
+	ports = make([]int, loadForwards) // as many dials in flight as through the forwards
 	for i := range ports {
 		ports[i] = 8080
 	}
-	var (
-		once   sync.Once
-		result = make(chan loadRun, 1)
-		serial bytes.Buffer
-		mu     sync.Mutex
-	)
-	start := time.Now()
-	res, err := Run(t.Context(), Config{Image: img, Arch: "amd64", Machine: "microvm", SMP: 2, Memory: "1G",
-		Net: NetTap + tap, Env: []string{"yolk.net=" + guest + "/24," + host},
-		Timeout: 10*time.Minute + time.Duration(conns)*30*time.Millisecond, Stdout: &lockedWriter{&mu, &serial}, Stderr: &lockedWriter{&mu, &serial},
-		OnLine: func(l string) {
-			if l == "load: serving" {
-				once.Do(func() {
-					go func() {
-						r := loadClient(t.Context(), base, ports, conns, slow, hold)
-						result <- r
-						scrape(base + "/quit")
-					}()
-				})
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	out := serial.String()
-	mu.Unlock()
-	var r loadRun
-	select {
-	case r = <-result:
-	default:
-		t.Fatalf("the guest never served (exit %d):\n%s", res.ExitCode, out)
-	}
-	t.Logf("over a tap: %d idle connections (%d refused or reset on the way, redialled) in %v (dials %v), %d slow writers and %d slow readers held %v; "+
-		"health checks %d, slowest %v, %d over a second; before: %v; with the load: %v; after: %v; the whole run %v",
-		r.conns, r.refused, r.fill.Round(time.Millisecond), r.dialing.Round(time.Millisecond), r.slow, r.slow, r.hold, r.checks,
-		r.slowest.Round(time.Millisecond), r.over, r.before, r.peak, r.after, time.Since(start).Round(time.Second))
-	t.Log(r.diag)
-	if r.err != nil {
-		t.Fatalf("%v\n%s", r.err, out)
-	}
-	for _, b := range r.bad {
-		t.Errorf("health check: %s", b)
-	}
-	if r.after.fds > r.before.fds || r.after.sockets > r.before.sockets || r.after.pages > r.before.pages {
-		t.Errorf("after the clients went: %v; want at most the descriptors, sockets and ring pages of before: %v", r.after, r.before)
-	}
-	if lost := r.before.free - r.after.free; lost > 2048+2*int64(conns) { // TestLoad's bound
-		t.Errorf("%d frames fewer free after the load (%d before, %d after)", lost, r.before.free, r.after.free)
-	}
-	if res.ExitCode != 0 || !strings.Contains(out, "load: done") {
-		t.Errorf("guest exit %d, want 0 after /quit:\n%s", res.ExitCode, out)
-	}
+	return "http://" + guest + ":8080", ports
 }
 
 // loadTarget is the host part of the load's connections: 127.0.0.1 (the
