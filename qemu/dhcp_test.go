@@ -161,21 +161,10 @@ func TestDHCPTap(t *testing.T) {
 		mu.Lock()
 		renewals = acks - 1
 		mu.Unlock()
-		ask := func(msg string) (string, error) {
-			c, err := net.DialTimeout("tcp", guest+":8080", 10*time.Second)
-			if err != nil {
-				return "", err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			fmt.Fprintf(c, "%s\n", msg)
-			l, err := bufio.NewReader(c).ReadString('\n')
-			return strings.TrimSpace(l), err
-		}
 		var r string
-		r, pingErr = ask("ping")
+		r, pingErr = askLine(guest+":8080", "ping")
 		served <- r
-		ask("quit")
+		askLine(guest+":8080", "quit")
 	}
 	t0 := time.Now()
 	res, err := Run(t.Context(), Config{Image: img, Arch: arch, Machine: machine, SMP: 1,
@@ -341,4 +330,19 @@ func captureRequests(t *testing.T, tap string) func() []string {
 		defer mu.Unlock()
 		return slices.Clone(got)
 	}
+}
+
+// askLine sends msg and a newline to the guest's line service at addr
+// (testdata/dhcp's: "ping", "quit") over a connection of its own and
+// returns its one-line answer.
+func askLine(addr, msg string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "%s\n", msg)
+	l, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(l), err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,17 +83,6 @@ func TestTapEarlyFrames(t *testing.T) {
 		answer = make(chan string, 1)
 		askErr error
 	)
-	ask := func(msg string) (string, error) {
-		c, err := net.DialTimeout("tcp", guest+":8080", 10*time.Second)
-		if err != nil {
-			return "", err
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		fmt.Fprintf(c, "%s\n", msg)
-		l, err := bufio.NewReader(c).ReadString('\n')
-		return strings.TrimSpace(l), err
-	}
 	res, err := Run(t.Context(), Config{Image: img, Arch: "amd64", Machine: "pc", SMP: 1,
 		Net: NetTap + tap, Env: []string{"yolk.net=" + guest + "/24," + host + ",10.0.2.3", "DHCP_HOST=" + ln.Addr().String()},
 		Timeout: 2 * time.Minute,
@@ -104,9 +92,9 @@ func TestTapEarlyFrames(t *testing.T) {
 				once.Do(func() {
 					go func() {
 						var r string
-						r, askErr = ask("ping")
+						r, askErr = askLine(guest+":8080", "ping")
 						answer <- r
-						ask("quit")
+						askLine(guest+":8080", "quit")
 					}()
 				})
 			}
