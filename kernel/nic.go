@@ -122,6 +122,9 @@ func nicOpen(d virtio.Device, where string, base uint64, irq uint32) bool {
 		}
 		kprintHex2(b)
 	}
+	if nicDev.Offload() {
+		kprint(", transmit offloads (checksum, TSO)")
+	}
 	if !nicDev.LinkUp() {
 		kprint(", link down")
 	}

@@ -65,6 +65,7 @@ type hostedOpts struct {
 	// resolv.conf ("": nowhere).
 	dhcpOpts []byte
 	resolv   string
+	offload  bool // the NIC takes offload records (NICInfo's Offload), as virtio-net behind a tap
 }
 
 type hosted struct {
@@ -105,6 +106,9 @@ func newHosted(t testing.TB, o hostedOpts) *hosted {
 	h := &hosted{t: t, quit: make(chan struct{}), rnd: rand.New(rand.NewSource(1)), tap: o.tap, dhcpOpts: o.dhcpOpts}
 	h.k = nettest.New(t, 16384)
 	h.k.Info.MAC = svcMAC
+	if o.offload {
+		h.k.Info.Offload = 1
+	}
 	if !o.dhcp {
 		h.k.Info.Addr, h.k.Info.Prefix, h.k.Info.Gateway, h.k.Info.DNS = svcIP, 24, peerIP, dnsIP
 	}

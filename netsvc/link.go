@@ -23,6 +23,15 @@ import (
 //     clone of the packet, no view, nothing kept that the stack must
 //     release later — and wakes the loop, which sends the whole batch
 //     with one SysNICSendRecords (one notification of the device).
+//   - Offloads: where the NIC takes them (NICInfo's Offload: virtio-net
+//     behind a tap), the link says so to the stack as a host's GSO
+//     (stack.HostGSOSupported): TCP leaves its checksum to the device
+//     (a partial one, the pseudo-header's, as Linux's CHECKSUM_PARTIAL)
+//     and hands down segments of up to 64 KiB, which go to the kernel
+//     as one record with an offload header and to the device as one
+//     descriptor chain; the host cuts them into frames. Everything else
+//     (UDP, ICMP, a TCP reset without an endpoint) keeps its software
+//     checksum and its MTU.
 //
 // At most txMaxFrames frames wait; beyond, WritePackets drops as a full
 // device queue does (the channel endpoint dropped at 1024 too) — but only
@@ -38,6 +47,7 @@ type nicLink struct {
 	mtu        uint32 // the IP MTU: the frame is 14 bytes more
 	addr       tcpip.LinkAddress
 	notify     func() // wakes the loop: frames to send
+	offload    bool   // the NIC takes offload headers: host GSO
 
 	txMu      sync.Mutex
 	tx        []byte // records waiting for the loop
@@ -49,13 +59,35 @@ type nicLink struct {
 const (
 	txMaxFrames = 1024
 	txHardMax   = txMaxFrames + 256
-	txSparse    = 4    // frames a flow may have waiting and still get in past txMaxFrames
-	txBuckets   = 1024 // flows told apart (a hash's buckets, as fq_codel's 1024)
+	txMaxBytes  = 2 << 20 // bytes waiting past which only sparse flows get in (64 KiB segments fill it before the frames do)
+	txHardBytes = txMaxBytes + 512<<10
+	gsoMaxSize  = 1 << 16 // the stack's segments, headers included, as Linux's gso_max_size
+	txSparse    = 4       // frames a flow may have waiting and still get in past txMaxFrames
+	txBuckets   = 1024    // flows told apart (a hash's buckets, as fq_codel's 1024)
 )
 
-func newNICLink(mtu uint32, addr tcpip.LinkAddress, notify func()) *nicLink {
-	return &nicLink{mtu: mtu, addr: addr, notify: notify}
+func newNICLink(mtu uint32, addr tcpip.LinkAddress, offload bool, notify func()) *nicLink {
+	return &nicLink{mtu: mtu, addr: addr, notify: notify, offload: offload}
 }
+
+// SupportedGSO is the host's GSO (the device's) where the NIC takes
+// offload headers; the stack asks when it makes a TCP endpoint.
+func (l *nicLink) SupportedGSO() stack.SupportedGSO {
+	if l.offload {
+		return stack.HostGSOSupported
+	}
+	return stack.GSONotSupported
+}
+
+// GSOMaxSize is the largest segment the stack hands down (0: none).
+func (l *nicLink) GSOMaxSize() uint32 {
+	if l.offload {
+		return gsoMaxSize
+	}
+	return 0
+}
+
+var _ stack.GSOEndpoint = (*nicLink)(nil)
 
 // MTU is the largest IP packet.
 func (l *nicLink) MTU() uint32 {
@@ -127,13 +159,19 @@ func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	l.txMu.Lock()
 	for _, pkt := range pkts.AsSlice() {
 		size := pkt.Size()
-		if l.txFrames >= txHardMax || size > abi.NICMaxFrame {
+		hdr, hl := l.offloadHdr(pkt)
+		if l.txFrames >= txHardMax || len(l.tx) >= txHardBytes || size > abi.NICMaxFrame && hl == 0 || size > abi.NICMaxGSOFrame {
 			l.txDropped++
 			continue // as the channel endpoint: a full queue drops
 		}
-		rec := (abi.NICRecordAlign + size + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
+		rec := (abi.NICRecordAlign + hl + size + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
 		off := len(l.tx)
-		l.tx = append(l.tx, byte(size), byte(size>>8), 0, 0)
+		word := uint32(size)
+		if hl != 0 {
+			word |= abi.NICRecordOffload
+		}
+		l.tx = append(l.tx, byte(word), byte(word>>8), byte(word>>16), byte(word>>24))
+		l.tx = append(l.tx, hdr[:hl]...)
 		vl, skip := pkt.AsViewList() // AsSlices would allocate a slice a packet
 		for v := vl.Front(); v != nil; v = v.Next() {
 			b := v.AsSlice()
@@ -141,8 +179,8 @@ func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 			skip -= k
 			l.tx = append(l.tx, b[k:]...)
 		}
-		b := flowBucket(l.tx[off+4:])
-		if l.txFrames >= txMaxFrames && l.txFlow[b] >= txSparse {
+		b := flowBucket(l.tx[off+4+hl:])
+		if (l.txFrames >= txMaxFrames || len(l.tx) >= txMaxBytes) && l.txFlow[b] >= txSparse {
 			l.tx = l.tx[:off]
 			l.txDropped++
 			continue
@@ -159,6 +197,33 @@ func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 		l.notify()
 	}
 	return n, nil // what was dropped is not an error, as the channel endpoint says
+}
+
+// offloadHdr is pkt's offload header (abi.NICOffloadLen bytes, as
+// gVisor's fdbased endpoint writes virtio_net_hdr for a tap) and its
+// length: 0 for a packet that asks for no offload, or on a NIC without.
+func (l *nicLink) offloadHdr(pkt *stack.PacketBuffer) (h [abi.NICOffloadLen]byte, n int) {
+	g := &pkt.GSOOptions
+	if !l.offload || g.Type == stack.GSONone || !g.NeedsCsum {
+		return h, 0
+	}
+	put16 := func(o int, v uint16) { h[o], h[o+1] = byte(v), byte(v>>8) }
+	h[0] = 1 // NEEDS_CSUM
+	put16(6, header.EthernetMinimumSize+g.L3HdrLen)
+	put16(8, g.CsumOffset)
+	if pkt.Data().Size() > int(g.MSS) {
+		switch g.Type {
+		case stack.GSOTCPv4:
+			h[1] = 1
+		case stack.GSOTCPv6:
+			h[1] = 4
+		default:
+			return h, 0
+		}
+		put16(2, uint16(pkt.HeaderSize()))
+		put16(4, g.MSS)
+	}
+	return h, abi.NICOffloadLen
 }
 
 // takeTx gives the loop the records waiting (appended to buf, which it

@@ -69,7 +69,7 @@ func write(t *testing.T, l *nicLink, frames ...[]byte) int {
 func TestLinkTxBatch(t *testing.T) {
 	k := &sendOnly{room: 1000}
 	s := &service{k: k, kick: make(chan struct{}, 1)}
-	s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), s.wake)
+	s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), false, s.wake)
 	var want [][]byte
 	for i, size := range []int{14, 15, 60, 61, 62, 63, 1514, 1518, 100, 999} {
 		want = append(want, frameOf(size, byte(i)))
@@ -145,7 +145,7 @@ func tcpFrame(port uint16, b byte) []byte {
 func TestLinkTxSparseFlows(t *testing.T) {
 	k := &sendOnly{room: 4 * txMaxFrames}
 	s := &service{k: k, kick: make(chan struct{}, 1)}
-	s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), s.wake)
+	s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), false, s.wake)
 	// Bulk: 32 flows fill the queue.
 	for i := 0; i < txMaxFrames; i++ {
 		if write(t, s.link, tcpFrame(uint16(1000+i%32), byte(i))) != 1 {
@@ -236,7 +236,7 @@ func BenchmarkLinkTx(b *testing.B) {
 	for _, batch := range []int{1, 16} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			s := &service{k: discard{}, kick: make(chan struct{}, 1)}
-			s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), s.wake)
+			s.link = newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), false, s.wake)
 			payload := make([]byte, 1500)
 			b.SetBytes(1514)
 			b.ReportAllocs()

@@ -230,7 +230,7 @@ func (s *service) up(info *abi.NICInfo) error {
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocolWithOptions(ipv6Options(s.ndp)), arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
 	})
-	s.link = newNICLink(info.MTU, tcpip.LinkAddress(info.MAC[:]), s.wake)
+	s.link = newNICLink(info.MTU, tcpip.LinkAddress(info.MAC[:]), info.Offload == 1, s.wake)
 	if e := s.st.CreateNIC(nicID, s.link); e != nil {
 		return fmt.Errorf("CreateNIC: %v", e)
 	}

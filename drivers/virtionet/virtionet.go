@@ -3,11 +3,16 @@
 // modern PCI), keeps its receive queue full of page-backed buffers, moves
 // what the device received into a ring of frames the kernel's network
 // service drains (Recv, or many at once with RecvRecords), and sends frames
-// through a transmit queue (Send). It negotiates VIRTIO_F_VERSION_1,
-// VIRTIO_NET_F_MAC and VIRTIO_NET_F_STATUS only: no offloads (QEMU's user
-// network has none; checksums are the protocol stack's, in software), no
-// mergeable buffers, one queue pair. Every frame carries the 12-byte
-// virtio_net_hdr of VERSION_1 in front of it, all zero on transmit.
+// through a transmit queue (Send, or TxAlloc and TxCommit). It negotiates
+// VIRTIO_F_VERSION_1, VIRTIO_NET_F_MAC, VIRTIO_NET_F_STATUS and the
+// transmit offloads VIRTIO_NET_F_CSUM, HOST_TSO4 and HOST_TSO6 where the
+// device offers all three (QEMU does behind a tap, not behind its user
+// network): a frame sent may then leave its TCP checksum and its
+// segmentation to the device, as its Hdr says, and be up to MaxGSOFrame
+// bytes. No receive offloads, no mergeable buffers, one queue pair. Every
+// frame carries the 12-byte virtio_net_hdr of VERSION_1 in front of it:
+// all zero on receive's side (nothing negotiated asks the device for
+// more) and on a plain send.
 //
 // What it does not do: find devices or route their interrupts (the kernel
 // does, and calls Interrupt from the device's handler), lock (the caller
@@ -49,6 +54,7 @@ const (
 	ErrSize            // Send: a frame shorter than an Ethernet header or longer than MaxFrame
 	ErrFull            // Send: every transmit buffer is in flight
 	ErrBroken          // the device returned a bad used entry; the NIC is unusable
+	ErrHdr             // TxAlloc: an offload header the device cannot take (or was not offered)
 	errCount
 )
 
@@ -61,6 +67,7 @@ var errText = [...]string{
 	ErrSize:      "frame size out of range",
 	ErrFull:      "transmit queue full",
 	ErrBroken:    "device returned a bad used entry",
+	ErrHdr:       "offload header refused",
 }
 
 func (e Error) String() string {
@@ -72,9 +79,59 @@ func (e Error) String() string {
 
 // Feature bits of a network device (§5.1.3).
 const (
-	FMAC    = 1 << 5  // VIRTIO_NET_F_MAC: the MAC address is in the configuration
-	FStatus = 1 << 16 // VIRTIO_NET_F_STATUS: the link status is in the configuration
+	FCsum     = 1 << 0  // VIRTIO_NET_F_CSUM: the device completes a partial checksum (NEEDS_CSUM)
+	FMAC      = 1 << 5  // VIRTIO_NET_F_MAC: the MAC address is in the configuration
+	FHostTSO4 = 1 << 11 // VIRTIO_NET_F_HOST_TSO4: the device segments TCP over IPv4
+	FHostTSO6 = 1 << 12 // VIRTIO_NET_F_HOST_TSO6: the device segments TCP over IPv6
+	FStatus   = 1 << 16 // VIRTIO_NET_F_STATUS: the link status is in the configuration
+
+	// FOffload is the transmit offloads used together (Offload).
+	FOffload = FCsum | FHostTSO4 | FHostTSO6
 )
+
+// Hdr is a sent frame's virtio_net_hdr (§5.1.6) without num_buffers: what
+// the device is to do for it. The zero Hdr asks nothing.
+type Hdr struct {
+	Flags      uint8  // HdrNeedsCsum or 0
+	GSOType    uint8  // GSONone, GSOTCPv4, GSOTCPv6
+	HdrLen     uint16 // the Ethernet, IP and TCP headers' bytes (GSO)
+	GSOSize    uint16 // the payload bytes of each segment (GSO: the MSS)
+	CsumStart  uint16 // where the checksummed bytes start (NEEDS_CSUM)
+	CsumOffset uint16 // where, from CsumStart, the checksum goes
+}
+
+// Hdr's flags and GSO types.
+const (
+	HdrNeedsCsum = 1 // VIRTIO_NET_HDR_F_NEEDS_CSUM
+	GSONone      = 0
+	GSOTCPv4     = 1
+	GSOTCPv6     = 4
+)
+
+// check reports whether the device, with features f, takes h for a frame
+// of l bytes: only what was negotiated, a checksum field inside the frame
+// past the Ethernet header, segmentation only with the checksum's offload
+// (§5.1.6.2: the driver MUST set NEEDS_CSUM with a GSO type), and a frame
+// no longer than an Ethernet frame unless it is segmented.
+func (h *Hdr) check(l int, f uint64) bool {
+	switch {
+	case h.Flags&^HdrNeedsCsum != 0:
+		return false
+	case h.Flags == 0 && (h.GSOType != GSONone || h.CsumStart|h.CsumOffset != 0):
+		return false
+	case h.Flags != 0 && (f&FCsum == 0 || h.CsumStart < MinFrame || int(h.CsumStart)+int(h.CsumOffset)+2 > l):
+		return false
+	}
+	switch h.GSOType {
+	case GSONone:
+		return l <= MaxFrame && h.GSOSize == 0 && h.HdrLen == 0
+	case GSOTCPv4:
+		return f&FHostTSO4 != 0 && h.GSOSize != 0 && int(h.HdrLen) <= l && l <= MaxGSOFrame
+	case GSOTCPv6:
+		return f&FHostTSO6 != 0 && h.GSOSize != 0 && int(h.HdrLen) <= l && l <= MaxGSOFrame
+	}
+	return false
+}
 
 // The device configuration (§5.1.4).
 const (
@@ -96,10 +153,20 @@ const (
 	MaxFrame = 14 + 4 + MTU
 	// MinFrame is an Ethernet header.
 	MinFrame = 14
+	// MaxGSOFrame is the largest frame the device segments (with
+	// Offload): an Ethernet header and the largest IPv6 packet without
+	// jumbograms (an IPv4 one is shorter).
+	MaxGSOFrame = 14 + 40 + 65535
 
-	bufSize   = 2048 // a receive or transmit buffer: HdrLen+MaxFrame fits; two per page
+	bufSize   = 2048 // a receive buffer: HdrLen+MaxFrame fits; two per page
 	pageSize  = 4096
 	queueSize = 64 // descriptors per queue: the queue's memory fits one page (virtio.QueueBytes)
+
+	// txPages is the transmit buffers' pages: a frame takes as many
+	// whole pages as HdrLen and its bytes need (one for an Ethernet
+	// frame, 17 for the largest segmented one), one descriptor each.
+	txPages    = 2 * queueSize
+	txMaxChain = (HdrLen + MaxGSOFrame + pageSize - 1) / pageSize
 
 	// RingFrames is how many received frames the ring holds until
 	// the service takes them; while it is full the device keeps the
@@ -135,14 +202,16 @@ type NIC struct {
 	rxVirt [queueSize]uintptr
 	rxPhys [queueSize]uint64
 
-	// Transmit buffers: txVirt/txPhys by slot, txSlot by the head of the
-	// chain in flight, txFree a stack of idle slots.
-	txVirt  [queueSize]uintptr
-	txPhys  [queueSize]uint64
-	txSlot  [queueSize]uint16
-	txFree  [queueSize]uint16
+	// Transmit buffers: pages, txVirt/txPhys by index, txFree a stack
+	// of idle ones; a frame's pages are linked by txNext from its first,
+	// which txFirst holds by the head of the chain in flight.
+	txVirt  [txPages]uintptr
+	txPhys  [txPages]uint64
+	txNext  [txPages]uint16
+	txFree  [txPages]uint16
 	txNFree int
-	txPut   int // frames Put since the last Kick
+	txFirst [queueSize]uint16
+	txPut   int // frames committed since the last Kick
 
 	// The ring of received frames: slot i's bytes at ring[i] (bufSize
 	// each), its length at ringLen[i]; frames ringR..ringW-1 (counts,
@@ -182,7 +251,7 @@ func Open[M Mem](n *NIC, d virtio.Device, m M, te *virtio.Error) Error {
 	if d.Type() != virtio.TypeNet {
 		return ErrNotNet
 	}
-	got, e := d.Negotiate(FMAC | FStatus)
+	got, e := d.Negotiate(FMAC | FStatus | FOffload)
 	if e != virtio.OK {
 		*te = e
 		return ErrTransport
@@ -222,11 +291,10 @@ func Open[M Mem](n *NIC, d virtio.Device, m M, te *virtio.Error) Error {
 			return n.fail(e, te)
 		}
 	}
-	// Buffers: receive and transmit, two per page.
+	// Buffers: receive, two per page; transmit, whole pages.
 	for i := 0; i < int(size); i += 2 {
-		rv, rp, ok1 := halves(m)
-		tv, tp, ok2 := halves(m)
-		if !ok1 || !ok2 {
+		rv, rp, ok := halves(m)
+		if !ok {
 			n.dev.Fail()
 			*n = NIC{}
 			return ErrMemory
@@ -235,10 +303,18 @@ func Open[M Mem](n *NIC, d virtio.Device, m M, te *virtio.Error) Error {
 			if e := n.postRx(rv[j], rp[j]); e != virtio.OK {
 				return n.fail(e, te)
 			}
-			n.txVirt[i+j], n.txPhys[i+j] = tv[j], tp[j]
-			n.txFree[n.txNFree] = uint16(i + j)
-			n.txNFree++
 		}
+	}
+	for i := range txPages {
+		va, pa := m.Page()
+		if va == 0 {
+			n.dev.Fail()
+			*n = NIC{}
+			return ErrMemory
+		}
+		n.txVirt[i], n.txPhys[i] = va, pa
+		n.txFree[n.txNFree] = uint16(i)
+		n.txNFree++
 	}
 	for i := 0; i < RingFrames; i += 2 {
 		v, _, ok := halves(m)
@@ -284,6 +360,10 @@ func (n *NIC) MAC() [6]byte { return n.mac }
 
 // IsPCI says which transport the device is behind.
 func (n *NIC) IsPCI() bool { return n.dev.IsPCI() }
+
+// Offload reports whether the device takes frames whose Hdr leaves the
+// TCP checksum and segmentation to it (FOffload negotiated).
+func (n *NIC) Offload() bool { return n.features&FOffload == FOffload }
 
 // LinkUp reads the link status (up when the device does not report it).
 func (n *NIC) LinkUp() bool {
@@ -434,13 +514,28 @@ func (n *NIC) reclaim() {
 		if !ok {
 			break
 		}
-		n.txFree[n.txNFree] = n.txSlot[head]
-		n.txNFree++
+		n.freeChain(n.txFirst[head], txMaxChain)
 	}
 	if n.tx.Broken() {
 		n.broken = true
 	}
 }
+
+// freeChain gives back the pages linked from page p: at most limit (a
+// bound on the walk, whatever the links say).
+func (n *NIC) freeChain(p uint16, limit uint16) {
+	for k := uint16(0); k < limit && n.txNFree < txPages; k++ {
+		n.txFree[n.txNFree] = p
+		n.txNFree++
+		nx := n.txNext[p]
+		if nx == noPage {
+			return
+		}
+		p = nx
+	}
+}
+
+const noPage = 0xffff
 
 // Send copies frame (an Ethernet frame without its check sequence:
 // MinFrame to MaxFrame bytes) into a transmit buffer behind a zero
@@ -458,38 +553,132 @@ func (n *NIC) Send(frame []byte) Error {
 // transmit queue until Kick, so that a batch of frames costs the device
 // one notification (a VM exit under a hypervisor) instead of one each.
 func (n *NIC) Put(frame []byte) Error {
+	t, e := n.TxAlloc(Hdr{}, len(frame))
+	if e != OK {
+		return e
+	}
+	for i, off := 0, 0; off < len(frame); i++ {
+		off += copy(n.TxSegment(t, i), frame[off:])
+	}
+	return n.TxCommit(t)
+}
+
+// A TxBuf is a frame's transmit buffer between TxAlloc and TxCommit (or
+// TxDrop): pages taken from the pool, the header written, the frame's
+// bytes for the caller to copy into its segments.
+type TxBuf struct {
+	first uint16
+	pages uint16
+	len   int
+}
+
+// TxAlloc takes the transmit buffer for a frame of l bytes with header h
+// and writes the header: ErrSize for a length out of range, ErrHdr for a
+// header the device cannot take, ErrFull when too few pages or
+// descriptors are idle (try again later). The caller fills the buffer's
+// segments (TxSegment), which it may do without the lock that serialises
+// the NIC's calls (a copy from a program that faults a page in), then
+// commits it.
+func (n *NIC) TxAlloc(h Hdr, l int) (TxBuf, Error) {
 	if !n.present || n.broken {
-		return ErrBroken
+		return TxBuf{}, ErrBroken
 	}
-	if len(frame) < MinFrame || len(frame) > MaxFrame {
-		return ErrSize
+	if l < MinFrame || l > MaxGSOFrame {
+		return TxBuf{}, ErrSize
 	}
-	if n.txNFree == 0 {
+	if !h.check(l, n.features) {
+		if h.GSOType == GSONone && h.Flags == 0 && l > MaxFrame {
+			return TxBuf{}, ErrSize
+		}
+		return TxBuf{}, ErrHdr
+	}
+	k := (HdrLen + l + pageSize - 1) / pageSize
+	if n.txNFree < k || int(n.tx.Free()) < k {
 		n.reclaim()
 	}
-	if n.txNFree == 0 {
+	if n.txNFree < k || int(n.tx.Free()) < k {
+		n.stats.TxFull++
+		return TxBuf{}, ErrFull
+	}
+	t := TxBuf{pages: uint16(k), len: l}
+	prev := uint16(noPage)
+	for range k {
+		n.txNFree--
+		p := n.txFree[n.txNFree]
+		n.txNext[p] = noPage
+		if prev == noPage {
+			t.first = p
+		} else {
+			n.txNext[prev] = p
+		}
+		prev = p
+	}
+	b := bytesAt(n.txVirt[t.first], HdrLen)
+	b[0], b[1] = h.Flags, h.GSOType
+	put16 := func(o int, v uint16) { b[o], b[o+1] = byte(v), byte(v>>8) }
+	put16(2, h.HdrLen)
+	put16(4, h.GSOSize)
+	put16(6, h.CsumStart)
+	put16(8, h.CsumOffset)
+	put16(10, 0)
+	return t, OK
+}
+
+// TxSegment is the i'th piece of t's frame bytes: the first page after
+// the header, then whole pages, the last cut at the frame's end; nil past
+// it.
+func (n *NIC) TxSegment(t TxBuf, i int) []byte {
+	p := t.first
+	for range i {
+		if p = n.txNext[p]; p == noPage {
+			return nil
+		}
+	}
+	start := i*pageSize - HdrLen // frame offset of page i's first byte
+	if i == 0 {
+		return bytesAt(n.txVirt[p]+HdrLen, min(pageSize-HdrLen, t.len))
+	}
+	if start >= t.len {
+		return nil
+	}
+	return bytesAt(n.txVirt[p], min(pageSize, t.len-start))
+}
+
+// TxCommit gives t's frame to the device (published by the next Kick);
+// ErrFull, with t's pages taken back, when another frame took the
+// descriptors it needs since TxAlloc.
+func (n *NIC) TxCommit(t TxBuf) Error {
+	if !n.present || n.broken {
+		n.TxDrop(t)
+		return ErrBroken
+	}
+	var d [txMaxChain]virtio.Buffer
+	p, left := t.first, HdrLen+t.len
+	for i := range int(t.pages) {
+		d[i] = virtio.Buffer{Addr: n.txPhys[p], Len: uint32(min(left, pageSize))}
+		left -= pageSize
+		p = n.txNext[p]
+	}
+	head, e := n.tx.Add(d[:t.pages], int(t.pages))
+	if e != virtio.OK {
+		n.TxDrop(t)
+		n.broken = n.tx.Broken()
+		if n.broken {
+			return ErrBroken
+		}
 		n.stats.TxFull++
 		return ErrFull
 	}
-	n.txNFree--
-	slot := n.txFree[n.txNFree]
-	b := bytesAt(n.txVirt[slot], HdrLen+len(frame))
-	clear(b[:HdrLen])
-	copy(b[HdrLen:], frame)
-	d := [1]virtio.Buffer{{Addr: n.txPhys[slot], Len: uint32(len(b))}}
-	head, e := n.tx.Add(d[:], 1)
-	if e != virtio.OK {
-		n.txNFree++
-		n.broken = n.tx.Broken()
-		return ErrFull
-	}
-	n.txSlot[head] = slot
+	n.txFirst[head] = t.first
 	n.stats.TxFrames++
 	n.txPut++
 	return OK
 }
 
-// Kick tells the device about the frames Put added since the last Kick
+// TxDrop gives back the pages of t, which is not sent.
+func (n *NIC) TxDrop(t TxBuf) { n.freeChain(t.first, t.pages) }
+
+// Kick tells the device about the frames committed since the last Kick
 // (nothing if there were none).
 func (n *NIC) Kick() {
 	if n.txPut > 0 {

@@ -14,7 +14,9 @@ const (
 	// records (NICRecord*), with one notification of the device; returns
 	// the bytes of the records sent (fewer when the transmit queue
 	// filled), EAGAIN when it was full at the first, EINVAL when the first
-	// record is malformed (a length outside [14, 1518] or past a1).
+	// record is malformed (a length outside [14, 1518], or past
+	// NICMaxGSOFrame with an offload header, or past a1; an offload header
+	// the NIC refuses).
 	SysNICSendRecords = 0x1015
 )
 
@@ -26,7 +28,7 @@ type NICInfo struct {
 	LinkUp  uint32 // 1: the device reports its link up
 	MAC     [6]byte
 	PCI     uint8 // 1: behind PCI, 0: virtio-mmio
-	_       uint8
+	Offload uint8 // 1: records sent may carry an offload header (NICRecordOffload)
 	MTU     uint32
 	Prefix  uint32 // the address's prefix length
 	Addr    [4]byte
@@ -42,8 +44,20 @@ type NICInfo struct {
 // A SysNICRecv (and SysNICSendRecords) record: the frame's length as a little-endian uint32, the
 // frame, then zero padding up to a multiple of NICRecordAlign. A buffer of
 // NICRecordMax bytes always takes one frame.
+//
+// A record sent to a NIC whose NICInfo says Offload may set
+// NICRecordOffload in its length word; NICOffloadLen bytes of offload
+// header then come between the word and the frame: virtio_net_hdr's
+// flags, gso_type, hdr_len, gso_size, csum_start and csum_offset (little
+// endian, as the virtio specification's §5.1.6 lays them out) and two
+// zero bytes — the device completes the TCP checksum (flags 1,
+// NEEDS_CSUM) and segments the frame (gso_type 1 TCP over IPv4, 4 over
+// IPv6), which may then be up to NICMaxGSOFrame bytes.
 const (
-	NICRecordAlign = 4
-	NICMaxFrame    = 1518 // Ethernet header, a VLAN tag, MTU 1500
-	NICRecordMax   = 4 + NICMaxFrame + 2
+	NICRecordAlign   = 4
+	NICMaxFrame      = 1518 // Ethernet header, a VLAN tag, MTU 1500
+	NICRecordMax     = 4 + NICMaxFrame + 2
+	NICRecordOffload = 1 << 31
+	NICOffloadLen    = 12
+	NICMaxGSOFrame   = 14 + 40 + 65535 // an Ethernet header and the largest IPv6 packet
 )

@@ -71,6 +71,10 @@ func (n *NIC[E]) Present() bool { return n.dev.Present() }
 func (n *NIC[E]) MAC() [6]byte  { return n.dev.MAC() }
 func (n *NIC[E]) LinkUp() bool  { return n.dev.LinkUp() }
 
+// Offload reports whether the device took the transmit offloads
+// (checksum and TCP segmentation: virtionet.FOffload).
+func (n *NIC[E]) Offload() bool { return n.dev.Offload() }
+
 // Addr is the NIC's MAC address and whether there is one.
 func (n *NIC[E]) Addr() (mac [6]byte, present bool) {
 	n.lock.Lock()
@@ -115,6 +119,9 @@ func (n *NIC[E]) Info(p uintptr) abi.Errno {
 		}
 		if n.dev.IsPCI() {
 			in.PCI = 1
+		}
+		if n.dev.Offload() {
+			in.Offload = 1
 		}
 		in.MAC = n.dev.MAC()
 		in.MTU = virtionet.MTU
@@ -161,7 +168,10 @@ func (n *NIC[E]) Send(p, size uintptr) abi.Errno {
 // the records sent: fewer than size when the transmit queue filled (the
 // caller sends the rest later); EAGAIN when it was full at the first,
 // EINVAL when the first record is malformed (a later malformed record
-// ends the batch before it, and the next call says EINVAL).
+// ends the batch before it, and the next call says EINVAL). Each frame
+// is copied once, from the program straight into the device's buffer
+// (taken under the lock, filled without it: the copy may fault a page
+// in).
 func (n *NIC[E]) SendRecords(p, size uintptr) (uintptr, abi.Errno) {
 	if size > 1<<20 {
 		size = 1 << 20
@@ -169,43 +179,80 @@ func (n *NIC[E]) SendRecords(p, size uintptr) (uintptr, abi.Errno) {
 	if !mm.UserOK(p, size) {
 		return 0, abi.EFAULT
 	}
-	var buf [virtionet.MaxFrame]byte
 	done, errno := uintptr(0), abi.Errno(0)
-	for done < size {
-		var h [abi.NICRecordAlign]byte
-		if size-done < uintptr(len(h)) {
+	for done < size && errno == 0 {
+		var w [abi.NICRecordAlign + abi.NICOffloadLen]byte
+		if size-done < abi.NICRecordAlign {
 			errno = abi.EINVAL
 			break
 		}
-		if e := mm.CopyIn(h[:], p+done); e != 0 {
+		if e := mm.CopyIn(w[:abi.NICRecordAlign], p+done); e != 0 {
 			errno = e
 			break
 		}
-		l := uintptr(h[0]) | uintptr(h[1])<<8 | uintptr(h[2])<<16 | uintptr(h[3])<<24
-		rec := (abi.NICRecordAlign + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
-		if l < virtionet.MinFrame || l > virtionet.MaxFrame || rec > size-done {
+		word := uint32(w[0]) | uint32(w[1])<<8 | uint32(w[2])<<16 | uint32(w[3])<<24
+		l, hl := uintptr(word&^abi.NICRecordOffload), uintptr(0)
+		var h virtionet.Hdr
+		if word&abi.NICRecordOffload != 0 {
+			hl = abi.NICOffloadLen
+			if size-done < abi.NICRecordAlign+hl {
+				errno = abi.EINVAL
+				break
+			}
+			if e := mm.CopyIn(w[abi.NICRecordAlign:], p+done+abi.NICRecordAlign); e != 0 {
+				errno = e
+				break
+			}
+			g := w[abi.NICRecordAlign:]
+			u16 := func(o int) uint16 { return uint16(g[o]) | uint16(g[o+1])<<8 }
+			h = virtionet.Hdr{Flags: g[0], GSOType: g[1], HdrLen: u16(2), GSOSize: u16(4), CsumStart: u16(6), CsumOffset: u16(8)}
+			if u16(10) != 0 {
+				errno = abi.EINVAL
+				break
+			}
+		}
+		rec := (abi.NICRecordAlign + hl + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
+		if l < virtionet.MinFrame || l > virtionet.MaxGSOFrame || rec > size-done {
 			errno = abi.EINVAL
-			break
-		}
-		if e := mm.CopyIn(buf[:l], p+done+abi.NICRecordAlign); e != 0 { // before the lock: the copy may fault a page in
-			errno = e
 			break
 		}
 		n.lock.Lock()
-		e := virtionet.ErrBroken
+		t, e := virtionet.TxBuf{}, virtionet.ErrBroken
 		if n.dev.Present() {
-			e = n.dev.Put(buf[:l])
+			t, e = n.dev.TxAlloc(h, int(l))
 		}
 		n.lock.Unlock()
-		if e == virtionet.ErrFull {
+		if e == virtionet.OK {
+			src := p + done + abi.NICRecordAlign + hl
+			for i, off := 0, uintptr(0); off < l; i++ {
+				s := n.dev.TxSegment(t, i) // t's pages are the caller's until commit: no lock
+				if ce := mm.CopyIn(s, src+off); ce != 0 {
+					errno = ce
+					break
+				}
+				off += uintptr(len(s))
+			}
+			n.lock.Lock()
+			if errno != 0 {
+				n.dev.TxDrop(t)
+			} else {
+				e = n.dev.TxCommit(t)
+			}
+			n.lock.Unlock()
+			if errno != 0 {
+				break
+			}
+		}
+		switch e {
+		case virtionet.OK:
+			done += rec
+		case virtionet.ErrFull:
 			errno = abi.EAGAIN
-			break
-		}
-		if e != virtionet.OK {
+		case virtionet.ErrSize, virtionet.ErrHdr:
+			errno = abi.EINVAL
+		default:
 			errno = abi.ENODEV
-			break
 		}
-		done += rec
 	}
 	n.lock.Lock()
 	n.dev.Kick()

@@ -17,6 +17,7 @@
 package nettest
 
 import (
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -101,6 +102,9 @@ type Kernel struct {
 	// Out receives each frame the service sends, a copy it may keep. It
 	// runs in the service's goroutine; nil drops them.
 	Out func(frame []byte)
+
+	// The device's work on offload records (Info.Offload): under mu.
+	OffloadRecords, GSORecords, TxSegments uint64
 
 	rx      chan []byte // the NIC's receive ring
 	pending []byte      // a frame taken from rx that the last NICRecv had no room for
@@ -238,24 +242,63 @@ func (k *Kernel) NICSend(b []byte) syscall.Errno {
 // NICSendRecords sends the frames in b, records (abi.NICRecord*), as
 // the kernel's SysNICSendRecords: each to Out; the bytes of the records
 // sent, EINVAL for a malformed first record (a later one ends the batch).
+// With Info.Offload set it takes offload records as the device does
+// (offload.go), counting them in GSORecords and TxSegments.
 func (k *Kernel) NICSendRecords(b []byte) (int, syscall.Errno) {
 	done := 0
 	for done < len(b) {
 		if len(b)-done < abi.NICRecordAlign {
 			break
 		}
-		l := int(b[done]) | int(b[done+1])<<8 | int(b[done+2])<<16 | int(b[done+3])<<24
-		rec := (abi.NICRecordAlign + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
-		if l < 14 || l > abi.NICMaxFrame || rec > len(b)-done {
+		w := binary.LittleEndian.Uint32(b[done:])
+		l, hl := int(w&^abi.NICRecordOffload), 0
+		if w&abi.NICRecordOffload != 0 {
+			if k.Info.Offload == 0 {
+				break
+			}
+			hl = abi.NICOffloadLen
+		}
+		rec := (abi.NICRecordAlign + hl + l + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
+		if l < 14 || l > abi.NICMaxGSOFrame || rec > len(b)-done {
 			break
 		}
-		k.NICSend(b[done+abi.NICRecordAlign : done+abi.NICRecordAlign+l])
+		f := b[done+abi.NICRecordAlign+hl : done+abi.NICRecordAlign+hl+l]
+		if hl == 0 {
+			if l > abi.NICMaxFrame {
+				break
+			}
+			k.NICSend(f)
+		} else {
+			h := parseOffload(b[done+abi.NICRecordAlign:])
+			frames, ok := segment(h, append([]byte(nil), f...))
+			if !ok {
+				break
+			}
+			k.mu.Lock()
+			k.OffloadRecords++
+			if h.gsoType != 0 {
+				k.GSORecords++
+				k.TxSegments += uint64(len(frames))
+			}
+			k.mu.Unlock()
+			for _, s := range frames {
+				k.NICSend(s)
+			}
+		}
 		done += rec
 	}
 	if done == 0 {
 		return 0, unix.EINVAL
 	}
 	return done, 0
+}
+
+// Offloads is what the device did for offload records: records taken,
+// segmented ones, the frames those made.
+func (k *Kernel) Offloads() (records, gso, segments uint64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.OffloadRecords, k.GSORecords, k.TxSegments
 }
 
 // NICRecv moves waiting frames into b as records (abi.NICRecord*).

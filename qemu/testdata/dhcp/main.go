@@ -5,7 +5,8 @@
 // (net.Interfaces), its routes (a netlink route dump, printed as `ip
 // route` prints them), /etc/resolv.conf — then connects to the host's
 // listener at $DHCP_HOST (the tap's host address) and says where it is
-// from, and serves TCP on port 8080 ("ping": "pong ADDR"; "quit": the
+// from, and serves TCP on port 8080 ("ping": "pong ADDR"; "echo": every
+// byte after the line back until the host closes; "quit": the
 // program exits) for the host to see it still serving after the lease
 // was renewed.
 package main
@@ -13,6 +14,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -82,8 +84,14 @@ func main() {
 			fmt.Println("dhcp: FAIL: accept:", err)
 			os.Exit(1)
 		}
-		line, _ := bufio.NewReader(c).ReadString('\n')
+		br := bufio.NewReader(c)
+		line, _ := br.ReadString('\n')
 		switch strings.TrimSpace(line) {
+		case "echo":
+			go func() {
+				io.Copy(c, br)
+				c.Close()
+			}()
 		case "ping":
 			fmt.Fprintf(c, "pong %s\n", addr)
 			c.Close()

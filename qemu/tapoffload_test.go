@@ -1,0 +1,143 @@
+package qemu
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestTapOffload: behind a tap QEMU's virtio-net offers the transmit
+// offloads, the kernel takes them (its NIC line says so) and the network
+// service hands the device TCP segments of up to 64 KiB with partial
+// checksums, which QEMU and the host's kernel cut into frames and
+// complete. 8 MiB echoed by the guest (testdata/dhcp's "echo", static
+// address) over IPv4, and 2 MiB over IPv6 to its link-local address,
+// come back whole: a segment header the device or the host refused would
+// drop the frames and stall the echo. A wrong checksum offset would not
+// show here — the host's kernel trusts a partial checksum from a tap as
+// it trusts its own (CHECKSUM_PARTIAL) — which is why netsvc's
+// TestOffloadEcho has a peer that checks every checksum.
+func TestTapOffload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and boots an image")
+	}
+	needQEMU(t)
+	const (
+		tap   = "yolkoffl0"
+		host  = "10.0.2.2"
+		guest = "10.0.2.15"
+		// The guest's link-local address, from QEMU's default MAC
+		// 52:54:00:12:34:56.
+		guest6 = "[fe80::5054:ff:fe12:3456%" + tap + "]"
+	)
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the tap device needs it")
+	}
+	tapLink(t, tap, host+"/24")
+	ln, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // the fixture says hello first
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Minute))
+		bufio.NewReader(c).ReadString('\n')
+		fmt.Fprintf(c, "ok\n")
+	}()
+	img := fixtureImage(t, "yolk/qemu/testdata/dhcp", t.TempDir(), "amd64")
+	var (
+		serial bytes.Buffer
+		smu    sync.Mutex
+		once   sync.Once
+		errs   = make(chan error, 1)
+	)
+	res, err := Run(t.Context(), Config{Image: img, Arch: "amd64", Machine: "pc", SMP: 1,
+		Net: NetTap + tap, Env: []string{"yolk.net=" + guest + "/24," + host + ",10.0.2.3", "DHCP_HOST=" + ln.Addr().String()},
+		Timeout: 4 * time.Minute,
+		Stdout:  &lockedWriter{&smu, &serial}, Stderr: &lockedWriter{&smu, &serial},
+		OnLine: func(l string) {
+			if l == "dhcp: serving" {
+				once.Do(func() {
+					go func() {
+						err := echoOver(guest+":8080", 8<<20)
+						if err == nil {
+							err = echoOver(guest6+":8080", 2<<20)
+						}
+						errs <- err
+						askLine(guest+":8080", "quit")
+					}()
+				})
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	smu.Lock()
+	console := serial.String()
+	smu.Unlock()
+	if !strings.Contains(console, "transmit offloads (checksum, TSO)") {
+		t.Errorf("the NIC took no offloads behind the tap (its line says nothing of them)\nconsole:\n%s", console)
+	}
+	select {
+	case err := <-errs:
+		if err != nil {
+			t.Fatalf("echo: %v (exit %d, timed out %v)\nconsole:\n%s", err, res.ExitCode, res.TimedOut, console)
+		}
+	default:
+		t.Fatalf("the guest never served (exit %d, timed out %v)\nconsole:\n%s", res.ExitCode, res.TimedOut, console)
+	}
+}
+
+// echoOver sends n random bytes to the fixture's echo at addr and checks
+// what comes back, within two minutes.
+func echoOver(addr string, n int) error {
+	var c net.Conn
+	var err error
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		// The host's own link-local address stays tentative for its
+		// duplicate address detection (a second or two) after the tap
+		// came up: until then it cannot be a source.
+		if c, err = net.DialTimeout("tcp", addr, 10*time.Second); err == nil || time.Now().After(end) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Minute))
+	msg := make([]byte, n)
+	rand.New(rand.NewSource(int64(n))).Read(msg)
+	werr := make(chan error, 1)
+	go func() {
+		_, err := c.Write(append([]byte("echo\n"), msg...))
+		if err == nil {
+			err = c.(*net.TCPConn).CloseWrite()
+		}
+		werr <- err
+	}()
+	got, err := io.ReadAll(c)
+	if err != nil {
+		return fmt.Errorf("%s: read after %d of %d bytes: %v", addr, len(got), n, err)
+	}
+	if err := <-werr; err != nil {
+		return fmt.Errorf("%s: write: %v", addr, err)
+	}
+	if !bytes.Equal(got, msg) {
+		return fmt.Errorf("%s: %d bytes came back of %d, not the bytes sent", addr, len(got), n)
+	}
+	return nil
+}
