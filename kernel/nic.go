@@ -125,6 +125,9 @@ func nicOpen(d virtio.Device, where string, base uint64, irq uint32) bool {
 	if nicDev.Offload() {
 		kprint(", transmit offloads (checksum, TSO)")
 	}
+	if nicDev.RxOffload() {
+		kprint(", receive offloads (checksum, coalesced TCP)")
+	}
 	if !nicDev.LinkUp() {
 		kprint(", link down")
 	}

@@ -74,7 +74,7 @@ func dhcpAcquire(k kernelCalls, mac [6]byte, seed int64, limit time.Duration) (*
 	if do(c.begin(time.Now())) {
 		return c, nil
 	}
-	buf := make([]byte, 16<<10)
+	buf := make([]byte, 128<<10) // a coalesced frame's record fits (abi.NICRecordMaxGSO)
 	for {
 		now := time.Now()
 		if now.After(end) {
@@ -95,7 +95,7 @@ func dhcpAcquire(k kernelCalls, mac [6]byte, seed int64, limit time.Duration) (*
 			continue
 		}
 		for b := buf[:r]; len(b) >= 4; {
-			l := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+			l := int(uint32(b[0])|uint32(b[1])<<8|uint32(b[2])<<16|uint32(b[3])<<24) & abi.NICRecordLenMask
 			if 4+l > len(b) {
 				break
 			}

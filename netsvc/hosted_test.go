@@ -28,6 +28,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 
+	"yolk/kernel/abi"
 	"yolk/kernel/net"
 	"yolk/kernel/net/nettest"
 )
@@ -107,7 +108,7 @@ func newHosted(t testing.TB, o hostedOpts) *hosted {
 	h.k = nettest.New(t, 16384)
 	h.k.Info.MAC = svcMAC
 	if o.offload {
-		h.k.Info.Offload = 1
+		h.k.Info.Offload = abi.NICOffloadTx
 	}
 	if !o.dhcp {
 		h.k.Info.Addr, h.k.Info.Prefix, h.k.Info.Gateway, h.k.Info.DNS = svcIP, 24, peerIP, dnsIP

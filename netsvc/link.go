@@ -2,6 +2,7 @@ package netsvc
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -48,6 +49,13 @@ type nicLink struct {
 	addr       tcpip.LinkAddress
 	notify     func() // wakes the loop: frames to send
 	offload    bool   // the NIC takes offload headers: host GSO
+	// rxCsumOK is set while deliver hands the stack a frame the NIC
+	// says needs no checksum check: Capabilities then has
+	// CapabilityRXChecksumOffload, which the stack's NIC reads for each
+	// frame it is given (and nowhere else) to set its
+	// RXChecksumValidated — a per-frame answer, as Linux's
+	// CHECKSUM_UNNECESSARY, not the whole link's.
+	rxCsumOK atomic.Bool
 
 	txMu      sync.Mutex
 	tx        []byte // records waiting for the loop
@@ -116,7 +124,10 @@ func (l *nicLink) SetLinkAddress(a tcpip.LinkAddress) {
 	l.mu.Unlock()
 }
 
-func (*nicLink) Capabilities() stack.LinkEndpointCapabilities {
+func (l *nicLink) Capabilities() stack.LinkEndpointCapabilities {
+	if l.rxCsumOK.Load() {
+		return stack.CapabilityResolutionRequired | stack.CapabilityRXChecksumOffload
+	}
 	return stack.CapabilityResolutionRequired
 }
 
@@ -274,8 +285,9 @@ func flowBucket(frame []byte) int {
 }
 
 // deliver gives the stack one received frame (copied: frame is the
-// caller's again at once).
-func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte) {
+// caller's again at once); csumOK: the NIC says its checksum need not be
+// checked (abi.NICRecordCsumOK).
+func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) {
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
 	defer pkt.DecRef()
 	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
@@ -294,7 +306,13 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte) {
 		pkt.PktType = tcpip.PacketOtherHost
 	}
 	pkt.NetworkProtocolNumber = eth.Type()
+	if csumOK {
+		l.rxCsumOK.Store(true)
+	}
 	d.DeliverNetworkPacket(pkt.NetworkProtocolNumber, pkt)
+	if csumOK {
+		l.rxCsumOK.Store(false)
+	}
 }
 
 // dispatcherOf is the stack's dispatcher (nil before the NIC exists).

@@ -230,7 +230,7 @@ func (s *service) up(info *abi.NICInfo) error {
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocolWithOptions(ipv6Options(s.ndp)), arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4},
 	})
-	s.link = newNICLink(info.MTU, tcpip.LinkAddress(info.MAC[:]), info.Offload == 1, s.wake)
+	s.link = newNICLink(info.MTU, tcpip.LinkAddress(info.MAC[:]), info.Offload&abi.NICOffloadTx != 0, s.wake)
 	if e := s.st.CreateNIC(nicID, s.link); e != nil {
 		return fmt.Errorf("CreateNIC: %v", e)
 	}
@@ -449,7 +449,8 @@ func (s *service) framesIn() bool {
 		s.flood.look()
 		b := buf[:r]
 		for len(b) >= 4 {
-			l := int(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+			w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+			l := int(w & abi.NICRecordLenMask)
 			if 4+l > len(b) {
 				break
 			}
@@ -461,7 +462,7 @@ func (s *service) framesIn() bool {
 			case !s.flood.admit(f):
 				// A flood's SYN the listeners are too far behind for.
 			case d != nil:
-				s.link.deliver(d, f)
+				s.link.deliver(d, f, w&abi.NICRecordCsumOK != 0)
 			}
 		}
 	}

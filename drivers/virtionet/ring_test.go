@@ -2,7 +2,6 @@ package virtionet
 
 import (
 	"bytes"
-	"encoding/binary"
 	"testing"
 	"unsafe"
 )
@@ -20,44 +19,24 @@ func withRing(t *testing.T, n *NIC, frames ...[]byte) {
 	for _, f := range frames {
 		s := n.ringW % RingFrames
 		copy(mem[int(s)*bufSize:], f)
-		n.ringLen[s] = uint16(len(f))
+		n.ringLen[s] = uint32(len(f))
 		n.ringW++
 	}
 }
 
 func frame(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
 
-// RecvRecords writes length-prefixed, 4-aligned records, takes only whole
-// frames, and leaves the rest for the next call.
-func TestRecvRecords(t *testing.T) {
+// Recv takes the oldest frame, truncating the copy but reporting the
+// length; RecvPeek and RecvPop see the same frames in order.
+func TestRecv(t *testing.T) {
 	var n NIC
 	fs := [][]byte{frame(14, 1), frame(61, 2), frame(MaxFrame, 3), frame(60, 4)}
 	withRing(t, &n, fs...)
-	rec := func(l int) int { return (4 + l + RecordAlign - 1) &^ (RecordAlign - 1) }
-	// Room for the first two and part of the third.
-	p := bytes.Repeat([]byte{0xee}, rec(14)+rec(61)+100)
-	used, got := n.RecvRecords(p)
-	if used != rec(14)+rec(61) || got != 2 || n.Pending() != 2 {
-		t.Fatalf("RecvRecords = %d bytes, %d frames, %d pending; want %d, 2, 2", used, got, n.Pending(), rec(14)+rec(61))
+	if l, fl, ok := n.RecvPeek(); !ok || l != 14 || fl != 0 {
+		t.Errorf("RecvPeek = %d %d %v, want 14 0 true", l, fl, ok)
 	}
-	off := 0
-	for _, f := range fs[:2] {
-		if l := binary.LittleEndian.Uint32(p[off:]); int(l) != len(f) || !bytes.Equal(p[off+4:off+4+len(f)], f) {
-			t.Errorf("record at %d: length %d, want %d, contents right %v", off, l, len(f), bytes.Equal(p[off+4:off+4+len(f)], f))
-		}
-		for _, c := range p[off+4+len(f) : off+rec(len(f))] {
-			if c != 0 {
-				t.Errorf("record at %d: padding %x, want zeros", off, p[off+4+len(f):off+rec(len(f))])
-				break
-			}
-		}
-		off += rec(len(f))
-	}
-	// Too small for the next frame: nothing taken.
-	if used, got := n.RecvRecords(make([]byte, rec(MaxFrame)-1)); used != 0 || got != 0 || n.Pending() != 2 {
-		t.Errorf("small buffer: %d, %d, %d pending; want nothing taken", used, got, n.Pending())
-	}
-	// Recv takes one, truncating the copy but reporting the length.
+	n.RecvPop()
+	n.RecvPop()
 	q := make([]byte, 100)
 	if l, ok := n.Recv(q); !ok || l != MaxFrame || !bytes.Equal(q, frame(100, 3)) {
 		t.Errorf("Recv = %d %v, want %d true and the frame's start", l, ok, MaxFrame)
@@ -68,8 +47,8 @@ func TestRecvRecords(t *testing.T) {
 	if _, ok := n.Recv(q); ok || n.Pending() != 0 {
 		t.Errorf("empty ring: Recv ok %v, %d pending", ok, n.Pending())
 	}
-	if used, got := n.RecvRecords(make([]byte, 4096)); used != 0 || got != 0 {
-		t.Errorf("empty ring: RecvRecords %d, %d", used, got)
+	if _, _, ok := n.RecvPeek(); ok {
+		t.Errorf("empty ring: RecvPeek ok")
 	}
 }
 

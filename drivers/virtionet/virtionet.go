@@ -2,17 +2,21 @@
 // it opens a network device over package virtio (virtio-mmio version 2 or
 // modern PCI), keeps its receive queue full of page-backed buffers, moves
 // what the device received into a ring of frames the kernel's network
-// service drains (Recv, or many at once with RecvRecords), and sends frames
+// service drains (Recv, or RecvPeek, RecvSegment and RecvPop), and sends frames
 // through a transmit queue (Send, or TxAlloc and TxCommit). It negotiates
 // VIRTIO_F_VERSION_1, VIRTIO_NET_F_MAC, VIRTIO_NET_F_STATUS and the
 // transmit offloads VIRTIO_NET_F_CSUM, HOST_TSO4 and HOST_TSO6 where the
 // device offers all three (QEMU does behind a tap, not behind its user
 // network): a frame sent may then leave its TCP checksum and its
 // segmentation to the device, as its Hdr says, and be up to MaxGSOFrame
-// bytes. No receive offloads, no mergeable buffers, one queue pair. Every
-// frame carries the 12-byte virtio_net_hdr of VERSION_1 in front of it:
-// all zero on receive's side (nothing negotiated asks the device for
-// more) and on a plain send.
+// bytes. Where the device also offers the receive offloads
+// (VIRTIO_NET_F_GUEST_CSUM, GUEST_TSO4, GUEST_TSO6) with mergeable
+// receive buffers (VIRTIO_NET_F_MRG_RXBUF), it takes them too: a frame
+// received may then be up to MaxGSOFrame bytes (the host's coalesced TCP
+// segments) spread over several buffers, and flagged RxCsumOK (its
+// checksum verified or left partial by a sender that trusts it). One
+// queue pair. Every frame carries the 12-byte virtio_net_hdr of
+// VERSION_1 in front of it.
 //
 // What it does not do: find devices or route their interrupts (the kernel
 // does, and calls Interrupt from the device's handler), lock (the caller
@@ -79,14 +83,30 @@ func (e Error) String() string {
 
 // Feature bits of a network device (§5.1.3).
 const (
-	FCsum     = 1 << 0  // VIRTIO_NET_F_CSUM: the device completes a partial checksum (NEEDS_CSUM)
-	FMAC      = 1 << 5  // VIRTIO_NET_F_MAC: the MAC address is in the configuration
-	FHostTSO4 = 1 << 11 // VIRTIO_NET_F_HOST_TSO4: the device segments TCP over IPv4
-	FHostTSO6 = 1 << 12 // VIRTIO_NET_F_HOST_TSO6: the device segments TCP over IPv6
-	FStatus   = 1 << 16 // VIRTIO_NET_F_STATUS: the link status is in the configuration
+	FCsum      = 1 << 0  // VIRTIO_NET_F_CSUM: the device completes a partial checksum (NEEDS_CSUM)
+	FGuestCsum = 1 << 1  // VIRTIO_NET_F_GUEST_CSUM: frames received may say their checksum is valid or partial
+	FMAC       = 1 << 5  // VIRTIO_NET_F_MAC: the MAC address is in the configuration
+	FGuestTSO4 = 1 << 7  // VIRTIO_NET_F_GUEST_TSO4: frames received may be coalesced TCP over IPv4
+	FGuestTSO6 = 1 << 8  // VIRTIO_NET_F_GUEST_TSO6: the same over IPv6
+	FHostTSO4  = 1 << 11 // VIRTIO_NET_F_HOST_TSO4: the device segments TCP over IPv4
+	FHostTSO6  = 1 << 12 // VIRTIO_NET_F_HOST_TSO6: the device segments TCP over IPv6
+	FMrgRxbuf  = 1 << 15 // VIRTIO_NET_F_MRG_RXBUF: a frame received may take several buffers
+	FStatus    = 1 << 16 // VIRTIO_NET_F_STATUS: the link status is in the configuration
 
 	// FOffload is the transmit offloads used together (Offload).
 	FOffload = FCsum | FHostTSO4 | FHostTSO6
+	// FRxOffload is the receive offloads, asked for only together and
+	// only from a device that offers them all (RxOffload).
+	FRxOffload = FGuestCsum | FGuestTSO4 | FGuestTSO6 | FMrgRxbuf
+)
+
+// RxCsumOK is the flag of a received frame whose checksum the stack need
+// not check (virtio_net_hdr's DATA_VALID or NEEDS_CSUM).
+const RxCsumOK = 1
+
+// Received virtio_net_hdr flags (§5.1.6.4).
+const (
+	hdrDataValid = 2 // VIRTIO_NET_HDR_F_DATA_VALID
 )
 
 // Hdr is a sent frame's virtio_net_hdr (§5.1.6) without num_buffers: what
@@ -158,9 +178,9 @@ const (
 	// jumbograms (an IPv4 one is shorter).
 	MaxGSOFrame = 14 + 40 + 65535
 
-	bufSize   = 2048 // a receive buffer: HdrLen+MaxFrame fits; two per page
-	pageSize  = 4096
-	queueSize = 64 // descriptors per queue: the queue's memory fits one page (virtio.QueueBytes)
+	bufSize   = 2048 // a slot of the ring of received frames (a larger frame takes consecutive slots)
+	pageSize  = 4096 // a receive buffer: HdrLen+MaxFrame fits
+	queueSize = 64   // descriptors per queue: the queue's memory fits one page (virtio.QueueBytes)
 
 	// txPages is the transmit buffers' pages: a frame takes as many
 	// whole pages as HdrLen and its bytes need (one for an Ethernet
@@ -169,9 +189,11 @@ const (
 	txMaxChain = (HdrLen + MaxGSOFrame + pageSize - 1) / pageSize
 
 	// RingFrames is how many received frames the ring holds until
-	// the service takes them; while it is full the device keeps the
+	// the service takes them (Ethernet frames: a coalesced one takes a
+	// slot per bufSize bytes); while it is full the device keeps the
 	// frames it received in its buffers (harvest).
 	RingFrames = 512
+	maxSlots   = (MaxGSOFrame + bufSize - 1) / bufSize // the slots of the largest frame
 )
 
 // Queue numbers (§5.1.2): receiveq1, transmitq1.
@@ -197,8 +219,8 @@ type NIC struct {
 	mac      [6]byte
 	size     uint16 // descriptors per queue
 
-	// Receive buffers, indexed by the head descriptor the chain holding
-	// them was added as.
+	// Receive buffers (a page each), indexed by the head descriptor the
+	// chain holding them was added as.
 	rxVirt [queueSize]uintptr
 	rxPhys [queueSize]uint64
 
@@ -214,10 +236,12 @@ type NIC struct {
 	txPut   int // frames committed since the last Kick
 
 	// The ring of received frames: slot i's bytes at ring[i] (bufSize
-	// each), its length at ringLen[i]; frames ringR..ringW-1 (counts,
-	// modulo RingFrames) are waiting.
+	// each); a frame takes the slots its bytes fill, from the one that
+	// holds its length (ringLen) and flags (ringFlag); slots
+	// ringR..ringW-1 (counts, modulo RingFrames) are waiting.
 	ring         [RingFrames]uintptr
-	ringLen      [RingFrames]uint16
+	ringLen      [RingFrames]uint32
+	ringFlag     [RingFrames]uint8
 	ringR, ringW uint32
 
 	stats   Stats
@@ -251,7 +275,11 @@ func Open[M Mem](n *NIC, d virtio.Device, m M, te *virtio.Error) Error {
 	if d.Type() != virtio.TypeNet {
 		return ErrNotNet
 	}
-	got, e := d.Negotiate(FMAC | FStatus | FOffload)
+	want := uint64(FMAC | FStatus | FOffload)
+	if d.Features()&FRxOffload == FRxOffload {
+		want |= FRxOffload
+	}
+	got, e := d.Negotiate(want)
 	if e != virtio.OK {
 		*te = e
 		return ErrTransport
@@ -291,18 +319,16 @@ func Open[M Mem](n *NIC, d virtio.Device, m M, te *virtio.Error) Error {
 			return n.fail(e, te)
 		}
 	}
-	// Buffers: receive, two per page; transmit, whole pages.
-	for i := 0; i < int(size); i += 2 {
-		rv, rp, ok := halves(m)
-		if !ok {
+	// Buffers: receive and transmit, whole pages.
+	for range size {
+		va, pa := m.Page()
+		if va == 0 {
 			n.dev.Fail()
 			*n = NIC{}
 			return ErrMemory
 		}
-		for j := 0; j < 2; j++ {
-			if e := n.postRx(rv[j], rp[j]); e != virtio.OK {
-				return n.fail(e, te)
-			}
+		if e := n.postRx(va, pa); e != virtio.OK {
+			return n.fail(e, te)
 		}
 	}
 	for i := range txPages {
@@ -343,7 +369,7 @@ func (n *NIC) fail(e virtio.Error, te *virtio.Error) Error {
 // postRx adds the receive buffer at va/pa to the receive queue (published
 // by the next Kick).
 func (n *NIC) postRx(va uintptr, pa uint64) virtio.Error {
-	b := [1]virtio.Buffer{{Addr: pa, Len: bufSize}}
+	b := [1]virtio.Buffer{{Addr: pa, Len: pageSize}}
 	head, e := n.rx.Add(b[:], 0)
 	if e != virtio.OK {
 		return e
@@ -364,6 +390,10 @@ func (n *NIC) IsPCI() bool { return n.dev.IsPCI() }
 // Offload reports whether the device takes frames whose Hdr leaves the
 // TCP checksum and segmentation to it (FOffload negotiated).
 func (n *NIC) Offload() bool { return n.features&FOffload == FOffload }
+
+// RxOffload reports whether frames received may be coalesced (up to
+// MaxGSOFrame bytes) and flagged RxCsumOK (FRxOffload negotiated).
+func (n *NIC) RxOffload() bool { return n.features&FRxOffload == FRxOffload }
 
 // LinkUp reads the link status (up when the device does not report it).
 func (n *NIC) LinkUp() bool {
@@ -394,36 +424,66 @@ func (n *NIC) Interrupt() int {
 }
 
 // harvest moves received frames into the ring and re-posts their
-// buffers, while the ring has room: with the ring full the frames stay
-// in the device's used buffers, the device stops taking frames from its
-// backend (QEMU queues them, as a NIC's full ring makes the peer wait)
-// instead of their being dropped, and Recv and RecvRecords harvest
-// again as they make room (no interrupt comes for buffers already
-// used).
+// buffers, while the ring has room for the largest frame: with the ring
+// full the frames stay in the device's used buffers, the device stops
+// taking frames from its backend (QEMU queues them, as a NIC's full ring
+// makes the peer wait) instead of their being dropped, and Recv and
+// RecvPop harvest again as they make room (no interrupt
+// comes for buffers already used). With mergeable buffers a frame is the
+// used buffers its first one's num_buffers says, which the device makes
+// used together (§5.1.6.4).
 func (n *NIC) harvest() int {
 	got, posted := 0, false
-	for n.ringW-n.ringR < RingFrames {
+	need := uint32(1)
+	if n.RxOffload() {
+		need = maxSlots
+	}
+	for RingFrames-(n.ringW-n.ringR) >= need {
 		head, l, ok := n.rx.Next()
 		if !ok {
 			break
 		}
-		va, pa := n.rxVirt[head], n.rxPhys[head]
+		va := n.rxVirt[head]
+		nb := uint16(1)
+		flags := *at[byte](va)
+		if n.features&FMrgRxbuf != 0 && l >= HdrLen {
+			nb = *at[uint16](va + 10)
+		}
 		fl := int(l) - HdrLen
+		good := l >= HdrLen && l <= pageSize && nb >= 1
+		s := n.ringW % RingFrames
+		if good && fl <= MaxGSOFrame {
+			n.ringCopy(0, bytesAt(va+HdrLen, fl))
+		}
+		n.repost(head, &posted)
+		for k := uint16(1); k < nb && good; k++ {
+			h, lk, ok := n.rx.Next()
+			if !ok { // the device said more buffers than it used
+				n.broken = true
+				good = false
+				break
+			}
+			if lk > pageSize {
+				good = false
+			} else if fl+int(lk) <= MaxGSOFrame {
+				n.ringCopy(fl, bytesAt(n.rxVirt[h], int(lk)))
+			}
+			fl += int(lk)
+			n.repost(h, &posted)
+		}
 		switch {
-		case fl < MinFrame || fl > MaxFrame:
+		case !good || fl < MinFrame || fl > MaxGSOFrame || fl > MaxFrame && !n.RxOffload():
 			n.stats.Dropped++
 		default:
-			s := n.ringW % RingFrames
-			copy(bytesAt(n.ring[s], fl), bytesAt(va+HdrLen, fl))
-			n.ringLen[s] = uint16(fl)
-			n.ringW++
+			n.ringLen[s] = uint32(fl)
+			n.ringFlag[s] = 0
+			if n.features&FGuestCsum != 0 && flags&(HdrNeedsCsum|hdrDataValid) != 0 {
+				n.ringFlag[s] = RxCsumOK
+			}
+			n.ringW += uint32(slots(fl))
 			n.stats.RxFrames++
 			got++
 		}
-		if n.postRx(va, pa) != virtio.OK {
-			n.broken = true // the descriptor Next freed is gone: cannot happen on a sound queue
-		}
-		posted = true
 	}
 	if n.rx.Broken() {
 		n.broken = true
@@ -432,6 +492,27 @@ func (n *NIC) harvest() int {
 		n.dev.Kick(&n.rx)
 	}
 	return got
+}
+
+// slots is how many ring slots a frame of l bytes takes.
+func slots(l int) int { return max(1, (l+bufSize-1)/bufSize) }
+
+// ringCopy copies b to the frame being received (at slot ringW) from its
+// byte off on, across its slots.
+func (n *NIC) ringCopy(off int, b []byte) {
+	for len(b) > 0 {
+		s := (n.ringW + uint32(off/bufSize)) % RingFrames
+		k := copy(bytesAt(n.ring[s]+uintptr(off%bufSize), bufSize-off%bufSize), b)
+		b, off = b[k:], off+k
+	}
+}
+
+// repost gives receive buffer head back to the device.
+func (n *NIC) repost(head uint16, posted *bool) {
+	if n.postRx(n.rxVirt[head], n.rxPhys[head]) != virtio.OK {
+		n.broken = true // the descriptor Next freed is gone: cannot happen on a sound queue
+	}
+	*posted = true
 }
 
 // Inject puts frame in the ring of received frames as if the device had
@@ -445,14 +526,48 @@ func (n *NIC) Inject(frame []byte) bool {
 	}
 	s := n.ringW % RingFrames
 	copy(bytesAt(n.ring[s], len(frame)), frame)
-	n.ringLen[s] = uint16(len(frame))
-	n.ringW++
+	n.ringLen[s], n.ringFlag[s] = uint32(len(frame)), 0
+	n.ringW += uint32(slots(len(frame)))
 	n.stats.RxFrames++
 	return true
 }
 
-// Pending is the number of received frames waiting in the ring.
+// Pending reports whether received frames wait in the ring (the slots
+// they take).
 func (n *NIC) Pending() int { return int(n.ringW - n.ringR) }
+
+// RecvPeek is the oldest received frame's length and flags (RxCsumOK);
+// false when the ring is empty. Its bytes are RecvSegment's until
+// RecvPop.
+func (n *NIC) RecvPeek() (l int, flags uint8, ok bool) {
+	if n.ringR == n.ringW {
+		return 0, 0, false
+	}
+	s := n.ringR % RingFrames
+	return int(n.ringLen[s]), n.ringFlag[s], true
+}
+
+// RecvSegment is piece i of the oldest frame (l bytes, from RecvPeek):
+// a slot's bytes, the last cut at the frame's end; nil past it. Its
+// reader may run without the caller's lock while it alone takes frames:
+// harvest writes only slots past ringW.
+func (n *NIC) RecvSegment(l, i int) []byte {
+	if i*bufSize >= l {
+		return nil
+	}
+	s := (n.ringR + uint32(i)) % RingFrames
+	return bytesAt(n.ring[s], min(bufSize, l-i*bufSize))
+}
+
+// RecvPop drops the oldest frame from the ring (taken) and harvests
+// what the room lets in.
+func (n *NIC) RecvPop() {
+	if n.ringR == n.ringW {
+		return
+	}
+	n.ringR += uint32(slots(int(n.ringLen[n.ringR%RingFrames])))
+	n.refill()
+}
 
 // Recv takes the oldest received frame out of the ring into p: the
 // frame's length, truncated to len(p) in the copy (the rest of the frame
@@ -461,11 +576,11 @@ func (n *NIC) Recv(p []byte) (int, bool) {
 	if n.ringR == n.ringW {
 		return 0, false
 	}
-	s := n.ringR % RingFrames
-	l := int(n.ringLen[s])
-	copy(p, bytesAt(n.ring[s], l))
-	n.ringR++
-	n.refill()
+	l, _, _ := n.RecvPeek()
+	for i, off := 0, 0; off < min(l, len(p)); i++ {
+		off += copy(p[off:], n.RecvSegment(l, i))
+	}
+	n.RecvPop()
 	return l, true
 }
 
@@ -475,36 +590,6 @@ func (n *NIC) refill() {
 	if n.present && n.queues {
 		n.harvest()
 	}
-}
-
-// RecordAlign is the alignment of each record RecvRecords writes.
-const RecordAlign = 4
-
-// RecvRecords takes as many received frames out of the ring as fit in p,
-// each as a record: its length as a little-endian uint32, the frame, then
-// padding to a multiple of RecordAlign. It returns the bytes used and the
-// frames taken (0, 0 when the ring is empty or the first frame does not
-// fit: len(p) >= 4+MaxFrame always takes one).
-func (n *NIC) RecvRecords(p []byte) (used, frames int) {
-	for n.ringR != n.ringW {
-		s := n.ringR % RingFrames
-		l := int(n.ringLen[s])
-		rec := (4 + l + RecordAlign - 1) &^ (RecordAlign - 1)
-		if used+rec > len(p) {
-			break
-		}
-		r := p[used : used+rec]
-		r[0], r[1], r[2], r[3] = byte(l), byte(l>>8), 0, 0
-		copy(r[4:], bytesAt(n.ring[s], l))
-		clear(r[4+l:])
-		n.ringR++
-		used += rec
-		frames++
-	}
-	if frames > 0 {
-		n.refill()
-	}
-	return used, frames
 }
 
 // reclaim takes back the transmit buffers the device is done with.

@@ -7,7 +7,7 @@ package abi
 const (
 	SysNICInfo   = 0x1010 // copy NICInfo to a0
 	SysNICSend   = 0x1011 // send the Ethernet frame of a1 bytes at a0 (no FCS): EINVAL outside [14, 1518] bytes, EAGAIN while the transmit queue is full
-	SysNICRecv   = 0x1012 // move received frames into the a1 bytes at a0 as records (NICRecord*); returns the bytes written, EAGAIN when none waits, EINVAL if a1 cannot hold the largest record
+	SysNICRecv   = 0x1012 // move received frames into the a1 bytes at a0 as records (NICRecord*); returns the bytes written, EAGAIN when none waits (or another thread is taking them), EINVAL if a1 cannot hold the largest record (NICRecordMax, NICRecordMaxGSO with NICOffloadRx)
 	SysNICNotify = 0x1013 // a0: an eventfd the kernel adds 1 to whenever frames arrive (-1: none); EBADF if a0 is no eventfd
 	SysNICInject = 0x1014 // test call (TestCalls): the frame of a1 bytes at a0 arrives as if received; EAGAIN if the ring is full, EINVAL outside [14, 1518]
 	// SysNICSendRecords sends the frames in the a1 bytes at a0, as
@@ -28,7 +28,7 @@ type NICInfo struct {
 	LinkUp  uint32 // 1: the device reports its link up
 	MAC     [6]byte
 	PCI     uint8 // 1: behind PCI, 0: virtio-mmio
-	Offload uint8 // 1: records sent may carry an offload header (NICRecordOffload)
+	Offload uint8 // NICOffloadTx: records sent may carry an offload header (NICRecordOffload); NICOffloadRx: records received may be coalesced frames and say NICRecordCsumOK
 	MTU     uint32
 	Prefix  uint32 // the address's prefix length
 	Addr    [4]byte
@@ -53,7 +53,19 @@ type NICInfo struct {
 // zero bytes — the device completes the TCP checksum (flags 1,
 // NEEDS_CSUM) and segments the frame (gso_type 1 TCP over IPv4, 4 over
 // IPv6), which may then be up to NICMaxGSOFrame bytes.
+//
+// With NICInfo's NICOffloadRx a record received may hold a frame of up
+// to NICMaxGSOFrame bytes (TCP segments the host coalesced, their IP
+// lengths the whole frame's) and have NICRecordCsumOK set in its length
+// word: the frame's checksum was verified on the way, or left partial by
+// a sender that trusts it (the host's own stack): the receiver need not
+// check it.
 const (
+	NICOffloadTx     = 1
+	NICOffloadRx     = 2
+	NICRecordCsumOK  = 1 << 30
+	NICRecordLenMask = 1<<24 - 1 // the length in a record's word
+	NICRecordMaxGSO  = 4 + NICMaxGSOFrame + 3
 	NICRecordAlign   = 4
 	NICMaxFrame      = 1518 // Ethernet header, a VLAN tag, MTU 1500
 	NICRecordMax     = 4 + NICMaxFrame + 2

@@ -54,6 +54,9 @@ type NIC[E Env] struct {
 	env  E
 	dev  virtionet.NIC
 	lock sched.TWALock // every call on dev: the handler and the system calls run on different CPUs
+	// rxBusy is 1 while a Recv copies frames out of the ring (atomic):
+	// one taker at a time, which reads the ring's slots without lock.
+	rxBusy uint32
 	// eventfd is 1 + the eventfd descriptor the handler signals, 0 for
 	// none (atomic).
 	eventfd int32
@@ -74,6 +77,10 @@ func (n *NIC[E]) LinkUp() bool  { return n.dev.LinkUp() }
 // Offload reports whether the device took the transmit offloads
 // (checksum and TCP segmentation: virtionet.FOffload).
 func (n *NIC[E]) Offload() bool { return n.dev.Offload() }
+
+// RxOffload reports whether the device took the receive offloads
+// (virtionet.FRxOffload).
+func (n *NIC[E]) RxOffload() bool { return n.dev.RxOffload() }
 
 // Addr is the NIC's MAC address and whether there is one.
 func (n *NIC[E]) Addr() (mac [6]byte, present bool) {
@@ -121,7 +128,10 @@ func (n *NIC[E]) Info(p uintptr) abi.Errno {
 			in.PCI = 1
 		}
 		if n.dev.Offload() {
-			in.Offload = 1
+			in.Offload |= abi.NICOffloadTx
+		}
+		if n.dev.RxOffload() {
+			in.Offload |= abi.NICOffloadRx
 		}
 		in.MAC = n.dev.MAC()
 		in.MTU = virtionet.MTU
@@ -264,36 +274,79 @@ func (n *NIC[E]) SendRecords(p, size uintptr) (uintptr, abi.Errno) {
 }
 
 // Recv is abi.SysNICRecv: it moves waiting frames into the program's
-// buffer of size bytes at p as records, through a bounce buffer on the
-// kernel stack (the user copy is made without the lock held, since it
-// may fault a page in).
+// buffer of size bytes at p as records, each copied once, from the ring's
+// slots straight to the program: without the lock (the copy may fault a
+// page in), while no other Recv runs (a second one meanwhile gets EAGAIN:
+// the service has one taker) — harvest writes only slots past the ones
+// waiting, and a frame leaves the ring (RecvPop, under the lock) only
+// once copied.
 func (n *NIC[E]) Recv(p, size uintptr) (uintptr, abi.Errno) {
-	if size < abi.NICRecordMax {
+	if !n.dev.Present() {
+		if size < abi.NICRecordMax {
+			return 0, abi.EINVAL
+		}
+		return 0, abi.ENODEV
+	}
+	need := uintptr(abi.NICRecordMax)
+	if n.dev.RxOffload() {
+		need = abi.NICRecordMaxGSO
+	}
+	if size < need {
 		return 0, abi.EINVAL
 	}
 	size = min(size, 1<<20)
 	if !mm.UserW(p, size) {
 		return 0, abi.EFAULT
 	}
-	if !n.dev.Present() {
-		return 0, abi.ENODEV
+	if !atomic.CompareAndSwapUint32(&n.rxBusy, 0, 1) {
+		return 0, abi.EAGAIN
 	}
-	var bounce [abi.NICRecordMax + 512]byte
+	done, e := n.recv(p, size)
+	atomic.StoreUint32(&n.rxBusy, 0)
+	return done, e
+}
+
+// recv is Recv's copying, with rxBusy held.
+func (n *NIC[E]) recv(p, size uintptr) (uintptr, abi.Errno) {
 	done := uintptr(0)
-	for size-done >= abi.NICRecordAlign+virtionet.MinFrame {
+	for {
 		n.lock.Lock()
-		used, _ := n.dev.RecvRecords(bounce[:min(uintptr(len(bounce)), size-done)])
+		l, fl, ok := n.dev.RecvPeek()
 		n.lock.Unlock()
-		if used == 0 {
+		if !ok {
 			break
 		}
-		if mm.CopyOut(p+done, bounce[:used]) != 0 {
+		rec := (abi.NICRecordAlign + uintptr(l) + abi.NICRecordAlign - 1) &^ (abi.NICRecordAlign - 1)
+		if done+rec > size {
+			break
+		}
+		w := uint32(l)
+		if fl&virtionet.RxCsumOK != 0 {
+			w |= abi.NICRecordCsumOK
+		}
+		var pad [2 * abi.NICRecordAlign]byte
+		pad[0], pad[1], pad[2], pad[3] = byte(w), byte(w>>8), byte(w>>16), byte(w>>24)
+		e := mm.CopyOut(p+done, pad[:abi.NICRecordAlign])
+		off := uintptr(abi.NICRecordAlign)
+		for i := 0; e == 0 && off < abi.NICRecordAlign+uintptr(l); i++ {
+			s := n.dev.RecvSegment(l, i)
+			e = mm.CopyOut(p+done+off, s)
+			off += uintptr(len(s))
+		}
+		if e == 0 && rec > off {
+			clear(pad[:])
+			e = mm.CopyOut(p+done+off, pad[:rec-off])
+		}
+		n.lock.Lock()
+		n.dev.RecvPop() // copied, or lost to a fault, as a full ring's
+		n.lock.Unlock()
+		if e != 0 {
 			if done > 0 {
 				return done, 0
 			}
-			return 0, abi.EFAULT // the frames are lost, as a full ring's
+			return 0, abi.EFAULT
 		}
-		done += uintptr(used)
+		done += rec
 	}
 	if done == 0 {
 		return 0, abi.EAGAIN

@@ -72,7 +72,7 @@ func nicSendRecords(recs []byte) (int, error) {
 
 // nicRecv returns the frames waiting in the kernel's ring (none: nil).
 func nicRecv(t *T) [][]byte {
-	buf := make([]byte, 16<<10)
+	buf := make([]byte, 128<<10) // a coalesced frame's record fits (abi.NICRecordMaxGSO)
 	n, _, e := syscall.Syscall(abi.SysNICRecv, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0)
 	if e == syscall.EAGAIN {
 		return nil
@@ -85,8 +85,9 @@ func nicRecv(t *T) [][]byte {
 		if int(n)-off < 4 {
 			t.Fatalf("SysNICRecv: a record header cut at %d of %d bytes", off, n)
 		}
-		l := int(binary.LittleEndian.Uint32(buf[off:]))
-		if l < 14 || l > abi.NICMaxFrame || off+4+l > int(n) {
+		w := binary.LittleEndian.Uint32(buf[off:])
+		l := int(w & abi.NICRecordLenMask)
+		if w&^(abi.NICRecordLenMask|abi.NICRecordCsumOK) != 0 || l < 14 || l > abi.NICMaxGSOFrame || off+4+l > int(n) {
 			t.Fatalf("SysNICRecv: record at %d of %d bytes says %d bytes", off, n, l)
 		}
 		frames = append(frames, buf[off+4:off+4+l])
