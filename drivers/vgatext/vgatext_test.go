@@ -24,12 +24,19 @@ func screenText(t *testing.T, buf []uint16, s *Screen) string {
 	return b.String()
 }
 
+// heapScreen keeps TestScreen's cells on the heap, where they do not
+// move: the screen is reached through a uintptr, which the runtime does
+// not update when it copies a goroutine's stack (CI once saw the writes
+// after a stack growth go to the old copy).
+var heapScreen []uint16
+
 // TestScreen writes into a 6x3 screen whose rows are 16 bytes apart
 // (pitch wider than the text): wrapping, '\r', '\n', scrolling, and the
 // padding between rows left alone.
 func TestScreen(t *testing.T) {
 	s := &Screen{Cols: 6, Rows: 3, Pitch: 16}
 	buf := make([]uint16, 3*8)
+	heapScreen = buf // on the heap: a stack copied as it grows would leave mem pointing at the old one
 	for i := range buf {
 		buf[i] = 0xEEEE
 	}

@@ -14,7 +14,7 @@ import (
 // queue full of buffers as Open leaves it.
 func rxNIC(t *testing.T, f uint64) *NIC {
 	t.Helper()
-	n := &NIC{present: true, features: f}
+	n := &NIC{present: true, features: f, size: queueSize}
 	qmem := make([]byte, virtio.QueueBytes(queueSize)+16)
 	qa := (uintptr(unsafe.Pointer(&qmem[0])) + 15) &^ 15
 	if e := n.rx.Init(rxQueue, queueSize, qa, uint64(qa), false); e != virtio.OK {
@@ -208,5 +208,77 @@ func TestRxShortChain(t *testing.T) {
 	binary.LittleEndian.PutUint16(bytesAt(first, HdrLen)[10:], 3)
 	if got := n.harvest(); got != 0 || !n.Broken() {
 		t.Errorf("harvest took %d, broken %v; want 0, true", got, n.Broken())
+	}
+}
+
+// fillRing makes every slot but free ones hold a waiting one-slot frame
+// of 0xab bytes (the ring's memory all 0xab), from slot 7 on.
+func fillRing(n *NIC, free int) {
+	for i := range n.ring {
+		b := bytesAt(n.ring[i], bufSize)
+		for j := range b {
+			b[j] = 0xab
+		}
+		n.ringLen[i] = 100
+	}
+	n.ringR = 7
+	n.ringW = n.ringR + uint32(RingFrames-free)
+}
+
+// waitingIntact reports whether every waiting slot still holds 0xab.
+func waitingIntact(n *NIC, from, to uint32) bool {
+	for c := from; c != to; c++ {
+		for _, x := range bytesAt(n.ring[c%RingFrames], bufSize) {
+			if x != 0xab {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// With one slot free a frame past an Ethernet frame's size (a backend
+// without offloads may fill the whole page) is dropped without a byte
+// written into the waiting frames, which the service may be copying
+// without the lock; with the receive offloads the ring takes a frame
+// only while the largest fits, and never writes past its free slots.
+func TestRxRingEdge(t *testing.T) {
+	n := rxNIC(t, FMAC)
+	d := &rxDevice{n: n}
+	fillRing(n, 1)
+	r, w := n.ringR, n.ringW
+	d.deliver(seq(3000, 1), 0, pageSize)
+	if got := n.harvest(); got != 0 || n.Stats().Dropped != 1 || !waitingIntact(n, r, w) {
+		t.Fatalf("a 3000-byte frame, one slot free: taken %d, dropped %d, waiting frames intact %v; want 0, 1, true", got, n.Stats().Dropped, waitingIntact(n, r, w))
+	}
+	d.deliver(seq(MaxFrame, 2), 0, pageSize)
+	if got := n.harvest(); got != 1 || !waitingIntact(n, r, w) || n.ringW != w+1 {
+		t.Fatalf("an Ethernet frame, one slot free: taken %d, intact %v", got, waitingIntact(n, r, w))
+	}
+
+	n = rxNIC(t, FMAC|FRxOffload)
+	d = &rxDevice{n: n}
+	fillRing(n, maxSlots-1)
+	r, w = n.ringR, n.ringW
+	d.deliver(seq(60, 3), 0, pageSize)
+	if got := n.harvest(); got != 0 {
+		t.Fatalf("%d slots free (under the largest frame's %d): harvest took %d", maxSlots-1, maxSlots, got)
+	}
+	n.RecvPop() // one more free: room for the largest
+	r++
+	if got := n.harvest(); got != 1 || !waitingIntact(n, r, w) {
+		t.Fatalf("room for the largest frame: taken %d, waiting frames intact %v", got, waitingIntact(n, r, w))
+	}
+	for range RingFrames - maxSlots { // the waiting ones, then the new
+		n.RecvPop()
+	}
+	if l, _, ok := n.RecvPeek(); !ok || l != 60 {
+		t.Fatalf("after the waiting frames: RecvPeek %d %v, want the 60-byte frame", l, ok)
+	}
+	fillRing(n, maxSlots)
+	r, w = n.ringR, n.ringW
+	d.deliver(seq(MaxGSOFrame, 4), 0, pageSize)
+	if got := n.harvest(); got != 1 || !waitingIntact(n, r, w) {
+		t.Fatalf("the largest frame into the last %d slots: taken %d, waiting frames intact %v", maxSlots, got, waitingIntact(n, r, w))
 	}
 }

@@ -14,7 +14,7 @@ import (
 // device against.
 func txNIC(t *testing.T, f uint64) (*NIC, []byte) {
 	t.Helper()
-	n := &NIC{present: true, features: f}
+	n := &NIC{present: true, features: f, size: queueSize}
 	qmem := make([]byte, virtio.QueueBytes(queueSize)+16)
 	qa := (uintptr(unsafe.Pointer(&qmem[0])) + 15) &^ 15
 	if e := n.tx.Init(txQueue, queueSize, qa, uint64(qa), false); e != virtio.OK {
@@ -227,5 +227,29 @@ func TestTxFullAndBack(t *testing.T) {
 		if n.txNFree != txPages || n.tx.Free() != queueSize {
 			t.Fatalf("round %d: %d pages, %d descriptors idle after use; want %d, %d", round, n.txNFree, n.tx.Free(), txPages, queueSize)
 		}
+	}
+}
+
+// A transmit queue with fewer descriptors than the largest chain needs
+// offers no segmentation (Offload false), and a frame that would need
+// more is refused at once (ErrSize), not left waiting for room that
+// never comes.
+func TestTxSmallQueue(t *testing.T) {
+	n, _ := txNIC(t, FMAC|FOffload)
+	if !n.Offload() {
+		t.Fatal("a 64-descriptor queue: Offload false")
+	}
+	n.size = 16
+	if n.Offload() {
+		t.Error("a 16-descriptor queue: Offload true")
+	}
+	gso := Hdr{Flags: HdrNeedsCsum, GSOType: GSOTCPv4, HdrLen: 66, GSOSize: 1448, CsumStart: 34, CsumOffset: 16}
+	if _, e := n.TxAlloc(gso, MaxGSOFrame); e != ErrSize {
+		t.Errorf("a 17-page frame on a 16-descriptor queue: %v, want ErrSize", e)
+	}
+	if tb, e := n.TxAlloc(gso, 60000); e != OK {
+		t.Errorf("a 15-page frame on a 16-descriptor queue: %v, want OK", e)
+	} else {
+		n.TxDrop(tb)
 	}
 }

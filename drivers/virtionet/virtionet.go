@@ -389,7 +389,9 @@ func (n *NIC) IsPCI() bool { return n.dev.IsPCI() }
 
 // Offload reports whether the device takes frames whose Hdr leaves the
 // TCP checksum and segmentation to it (FOffload negotiated).
-func (n *NIC) Offload() bool { return n.features&FOffload == FOffload }
+func (n *NIC) Offload() bool {
+	return n.features&FOffload == FOffload && n.size >= txMaxChain // a queue too small for the largest chain: no segments
+}
 
 // RxOffload reports whether frames received may be coalesced (up to
 // MaxGSOFrame bytes) and flagged RxCsumOK (FRxOffload negotiated).
@@ -434,9 +436,13 @@ func (n *NIC) Interrupt() int {
 // used together (§5.1.6.4).
 func (n *NIC) harvest() int {
 	got, posted := 0, false
-	need := uint32(1)
+	// need is the slots the largest frame takes, limit its bytes: a
+	// frame is copied into the ring only up to limit (past it, it is
+	// dropped), so the copy never reaches a slot still waiting — a
+	// backend without offloads may still fill a whole page.
+	need, limit := uint32(1), MaxFrame
 	if n.RxOffload() {
-		need = maxSlots
+		need, limit = maxSlots, MaxGSOFrame
 	}
 	for RingFrames-(n.ringW-n.ringR) >= need {
 		head, l, ok := n.rx.Next()
@@ -452,7 +458,7 @@ func (n *NIC) harvest() int {
 		fl := int(l) - HdrLen
 		good := l >= HdrLen && l <= pageSize && nb >= 1
 		s := n.ringW % RingFrames
-		if good && fl <= MaxGSOFrame {
+		if good && fl <= limit {
 			n.ringCopy(0, bytesAt(va+HdrLen, fl))
 		}
 		n.repost(head, &posted)
@@ -465,14 +471,14 @@ func (n *NIC) harvest() int {
 			}
 			if lk > pageSize {
 				good = false
-			} else if fl+int(lk) <= MaxGSOFrame {
+			} else if fl+int(lk) <= limit {
 				n.ringCopy(fl, bytesAt(n.rxVirt[h], int(lk)))
 			}
 			fl += int(lk)
 			n.repost(h, &posted)
 		}
 		switch {
-		case !good || fl < MinFrame || fl > MaxGSOFrame || fl > MaxFrame && !n.RxOffload():
+		case !good || fl < MinFrame || fl > limit:
 			n.stats.Dropped++
 		default:
 			n.ringLen[s] = uint32(fl)
@@ -678,6 +684,9 @@ func (n *NIC) TxAlloc(h Hdr, l int) (TxBuf, Error) {
 		return TxBuf{}, ErrHdr
 	}
 	k := (HdrLen + l + pageSize - 1) / pageSize
+	if k > int(n.size) {
+		return TxBuf{}, ErrSize // more descriptors than the queue has: it would never fit
+	}
 	if n.txNFree < k || int(n.tx.Free()) < k {
 		n.reclaim()
 	}
