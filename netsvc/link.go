@@ -226,7 +226,10 @@ func (l *nicLink) offloadHdr(pkt *stack.PacketBuffer) (h [abi.NICOffloadLen]byte
 	}
 	put16 := func(o int, v uint16) { h[o], h[o+1] = byte(v), byte(v>>8) }
 	h[0] = 1 // NEEDS_CSUM
-	put16(6, header.EthernetMinimumSize+g.L3HdrLen)
+	// The checksummed bytes start past the headers as written (an IPv6
+	// extension header or IPv4 options would move them), not at gVisor's
+	// L3HdrLen, which assumes the minimum.
+	put16(6, uint16(len(pkt.LinkHeader().Slice())+len(pkt.NetworkHeader().Slice())))
 	put16(8, g.CsumOffset)
 	if pkt.Data().Size() > int(g.MSS) {
 		switch g.Type {
@@ -291,9 +294,20 @@ func flowBucket(frame []byte) int {
 }
 
 // deliver gives the stack one received frame (copied: frame is the
-// caller's again at once); csumOK: the NIC says its checksum need not be
-// checked (abi.NICRecordCsumOK).
+// caller's again at once); csumOK: the NIC says its transport checksum
+// need not be checked (abi.NICRecordCsumOK). The word reaches gVisor
+// through Capabilities while the stack takes the frame (rxCsumOK), which
+// holds only because the loop's goroutine alone calls deliver and
+// gVisor reads that capability nowhere but where it takes a frame
+// (TestRXChecksumCapabilityReaders checks the module in use). As Linux's
+// CHECKSUM_UNNECESSARY, it covers the transport checksum only: an IPv4
+// header's own checksum, which gVisor would skip with it too, is checked
+// here first (a frame whose header fails goes up unflagged, and gVisor
+// drops it).
 func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) {
+	if csumOK && !ipv4HeaderOK(frame) {
+		csumOK = false
+	}
 	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
 	defer pkt.DecRef()
 	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
@@ -319,6 +333,20 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) 
 	if csumOK {
 		l.rxCsumOK.Store(false)
 	}
+}
+
+// ipv4HeaderOK reports whether frame is not IPv4, or its IPv4 header's
+// checksum is right.
+func ipv4HeaderOK(frame []byte) bool {
+	if len(frame) < header.EthernetMinimumSize+header.IPv4MinimumSize || header.Ethernet(frame).Type() != header.IPv4ProtocolNumber {
+		return true
+	}
+	ip := header.IPv4(frame[header.EthernetMinimumSize:])
+	hl := int(ip.HeaderLength())
+	if hl < header.IPv4MinimumSize || len(ip) < hl {
+		return true // malformed: gVisor's own parsing drops it
+	}
+	return ip.IsChecksumValid()
 }
 
 // dispatcherOf is the stack's dispatcher (nil before the NIC exists).

@@ -3,7 +3,6 @@ package nettest
 import (
 	"encoding/binary"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 
@@ -14,8 +13,12 @@ import (
 // virtio-net behind a tap does them: a partial TCP checksum completed, a
 // TCP segment of up to 64 KiB cut into frames of gso_size payload bytes,
 // each with its own IP length, IPv4 identification, sequence number and
-// checksums, FIN and PSH only on the last. A header the kernel would
-// refuse gives false.
+// checksums, FIN and PSH only on the last. Each segment's checksum is
+// made from the partial one the sender left at csum_start+csum_offset,
+// its length changed to the segment's (as Linux's tcp_gso_segment does),
+// never computed afresh: a wrong offset or partial sum gives a wrong
+// checksum, which the receiver refuses. A header the kernel would refuse
+// gives false.
 
 // offloadHdr is a record's offload header.
 type offloadHdr struct {
@@ -56,6 +59,9 @@ func segment(h offloadHdr, frame []byte) ([][]byte, bool) {
 	}
 	seq0 := binary.BigEndian.Uint32(frame[tcpOff+4:])
 	flags0 := frame[tcpOff+13]
+	csumAt := int(h.csumStart) + int(h.csumOffset)
+	partial := binary.BigEndian.Uint16(frame[csumAt:])
+	oldLen := uint16(len(frame) - int(h.csumStart))
 	var out [][]byte
 	for off := hl; off < len(frame); off += mss {
 		end := min(off+mss, len(frame))
@@ -66,22 +72,18 @@ func segment(h offloadHdr, frame []byte) ([][]byte, bool) {
 		if end < len(frame) {
 			tcp.SetFlags(flags0 &^ uint8(header.TCPFlagFin|header.TCPFlagPsh))
 		}
-		var src, dst tcpip.Address
 		if v6 {
-			h6 := header.IPv6(ip)
-			h6.SetPayloadLength(uint16(len(f) - ipOff - header.IPv6MinimumSize))
-			src, dst = h6.SourceAddress(), h6.DestinationAddress()
+			header.IPv6(ip).SetPayloadLength(uint16(len(f) - ipOff - header.IPv6MinimumSize))
 		} else {
 			h4 := header.IPv4(ip)
 			h4.SetTotalLength(uint16(len(f) - ipOff))
 			h4.SetID(h4.ID() + uint16(len(out)))
 			h4.SetChecksum(0)
 			h4.SetChecksum(^h4.CalculateChecksum())
-			src, dst = h4.SourceAddress(), h4.DestinationAddress()
 		}
-		tcp.SetChecksum(0)
-		xsum := header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(tcp)))
-		tcp.SetChecksum(^checksum.Checksum(tcp, xsum))
+		p := checksum.Combine(checksum.Combine(partial, ^oldLen), uint16(len(f)-int(h.csumStart)))
+		binary.BigEndian.PutUint16(f[csumAt:], p)
+		finishCsum(f, h)
 		out = append(out, f)
 	}
 	return out, true
