@@ -141,8 +141,17 @@ func TestDHCPHostedExpiry(t *testing.T) {
 			t.Fatalf("no lease again after the server came back")
 		}
 	}
-	if b, _ := os.ReadFile(resolv); !strings.Contains(string(b), "nameserver 10.0.2.3\n") {
-		t.Errorf("resolv.conf after the new lease:\n%s", b)
+	// resolv.conf is written after the routes are set (setLease), and
+	// a write truncates first: wait for it, as for the routes.
+	for end := time.Now().Add(bound); ; time.Sleep(50 * time.Millisecond) {
+		b, _ := os.ReadFile(resolv)
+		if strings.Contains(string(b), "nameserver 10.0.2.3\n") {
+			break
+		}
+		if time.Now().After(end) {
+			t.Errorf("resolv.conf %v after the new lease's routes:\n%s", bound, b)
+			break
+		}
 	}
 	if err := h.health(); err != nil {
 		t.Fatalf("after the new lease: %v", err)

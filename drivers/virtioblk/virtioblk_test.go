@@ -13,7 +13,9 @@ import (
 const allFeatures = FSizeMax | FSegMax | FBlkSize | FFlush | FTopology | FDiscard | FWriteZeroes
 
 func addr(b []byte) uintptr {
+	heapMu.Lock()                  // tests call it from many goroutines
 	heapOnly = append(heapOnly, b) // b's array escapes: on the heap
+	heapMu.Unlock()
 	return uintptr(unsafe.Pointer(&b[0]))
 }
 
@@ -281,4 +283,7 @@ func TestTimeout(t *testing.T) {
 // heapOnly keeps the buffers this file reaches through uintptrs on the
 // heap: a goroutine's stack is copied when it grows, and a uintptr into
 // the old copy is not updated (a test in drivers/vgatext failed so in CI).
-var heapOnly []any
+var (
+	heapOnly []any
+	heapMu   sync.Mutex
+)

@@ -85,7 +85,9 @@ func attach(t *testing.T, sectors uint64, features uint32) *blkmodel.Device {
 }
 
 func addr(b []byte) uintptr {
+	heapMu.Lock()                  // tests call it from many goroutines
 	heapOnly = append(heapOnly, b) // b's array escapes: on the heap
+	heapMu.Unlock()
 	return uintptr(unsafe.Pointer(&b[0]))
 }
 
@@ -275,4 +277,7 @@ func TestTableFull(t *testing.T) {
 // heapOnly keeps the buffers this file reaches through uintptrs on the
 // heap: a goroutine's stack is copied when it grows, and a uintptr into
 // the old copy is not updated (a test in drivers/vgatext failed so in CI).
-var heapOnly []any
+var (
+	heapOnly []any
+	heapMu   sync.Mutex
+)
