@@ -3,6 +3,7 @@ package jbd2
 import (
 	"bytes"
 	"math/rand"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -152,7 +153,22 @@ func makeJournal(img []byte, bs int, j []uint64, incompat uint32, seq uint32) {
 }
 
 // pageBuf is a block-sized buffer whose address Add takes; the slice
-// keeps it alive.
+// keeps it alive. Make one with newPageBuf: on the heap, where it does
+// not move (a goroutine's stack is copied when it grows, and the
+// uintptr Add took would point at the old copy).
 type pageBuf []byte
+
+var (
+	heapMu   sync.Mutex
+	heapBufs []pageBuf
+)
+
+func newPageBuf(n int) pageBuf {
+	b := pageBuf(make([]byte, n))
+	heapMu.Lock()
+	heapBufs = append(heapBufs, b) // b's array escapes: on the heap
+	heapMu.Unlock()
+	return b
+}
 
 func (p pageBuf) addr() uintptr { return uintptr(unsafe.Pointer(&p[0])) }

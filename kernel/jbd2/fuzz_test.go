@@ -38,7 +38,7 @@ func fuzzBases(t testing.TB) [2]synth {
 			var keep []pageBuf
 			for tx := range 5 {
 				for k := range 3 {
-					b := pageBuf(make([]byte, fzBS))
+					b := newPageBuf(fzBS)
 					r.Read(b)
 					if k == 1 {
 						be.PutUint32(b, Magic)

@@ -26,7 +26,7 @@ func (e flatEnv) JournalBlock(n uint32) (uint64, bool) {
 func TestNoAlloc(t *testing.T) {
 	s := newSynth(4096, 300, 100, 150, 0)
 	j := new(Journal[flatEnv])
-	b := pageBuf(make([]byte, 4096))
+	b := newPageBuf(4096)
 	be.PutUint32(b, Magic) // escaped: the copy path too
 	if _, e := j.Load(flatEnv{&s}, 4096); e != 0 {
 		t.Fatal(e)

@@ -79,7 +79,7 @@ func runScenario(t *testing.T, d *memDev, features uint32) pcScenario {
 		pend := map[uint64][]byte{}
 		for range n - 1 {
 			h := uint64(1 + r.Intn(pcMeta))
-			b := pageBuf(make([]byte, pcBS))
+			b := newPageBuf(pcBS)
 			r.Read(b)
 			if r.Intn(5) == 0 {
 				be.PutUint32(b, Magic)

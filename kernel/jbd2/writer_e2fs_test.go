@@ -40,7 +40,7 @@ func newWriterRun(t *testing.T, im *image, features uint32) *writerRun {
 }
 
 func (w *writerRun) add(home uint64, magic bool) []byte {
-	b := pageBuf(make([]byte, w.im.bs))
+	b := newPageBuf(w.im.bs)
 	w.r.Read(b)
 	if magic {
 		be.PutUint32(b, Magic)

@@ -82,7 +82,7 @@ func TestRoundTrip(t *testing.T) {
 				want := map[uint64][]byte{}
 				bufs := []pageBuf{}
 				put := func(home uint64, escape bool) {
-					b := pageBuf(make([]byte, bs))
+					b := newPageBuf(bs)
 					r.Read(b)
 					if escape {
 						be.PutUint32(b, Magic)
@@ -224,7 +224,7 @@ func TestTransactionFull(t *testing.T) {
 	if lim < 4 || lim > 16 {
 		t.Fatalf("Limit %d for a 64-block log", lim)
 	}
-	b := pageBuf(make([]byte, 1024))
+	b := newPageBuf(1024)
 	for i := range lim {
 		if e := j.Add(uint64(1+i), b.addr()); e != 0 {
 			t.Fatalf("Add %d: %d", i, e)
