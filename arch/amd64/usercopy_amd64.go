@@ -5,7 +5,7 @@ import "unsafe"
 // CopyUser copies n bytes from src to dst, where one side is the
 // program's memory, and returns how many it did not copy: 0, or, after a
 // page fault at a user address the kernel's trap handler sent to
-// UserFixup, the bytes from the faulting word or byte on.
+// UserFixup, the bytes from the faulting byte on.
 func CopyUser(dst, src, n uintptr) (left uintptr)
 
 func copyUserPC() uintptr

@@ -6,8 +6,10 @@
 // REP MOVSQ for the 8-byte words, REP MOVSB for the rest, which the CPU
 // stops restartably where they fault (DI, SI and CX say how far they
 // got). UserFixup finds the two instructions at run time; a page fault on
-// either at a user address resumes after it with CX what is left (words
-// or bytes), which the code after each turns into the bytes not copied.
+// either at a user address resumes after it. After REP MOVSQ, CX words
+// are left: all of them and the odd bytes go to REP MOVSB, which copies
+// the faulting word's bytes before the fault and stops at the first it
+// cannot touch, so left is exact to the byte.
 // (One REP MOVSB for all would do on hardware; under QEMU's TCG every
 // iteration of a REP instruction costs about as much, so words are 8
 // times faster.)
@@ -19,15 +21,9 @@ TEXT ·CopyUser(SB),NOSPLIT|NOFRAME,$0-32
 	SHRQ	$3, CX
 	ANDQ	$7, DX
 	REP;	MOVSQ
-	TESTQ	CX, CX
-	JNZ	words
-	MOVQ	DX, CX
-	REP;	MOVSB
-	MOVQ	CX, left+24(FP)
-	RET
-words:
 	SHLQ	$3, CX
 	ADDQ	DX, CX
+	REP;	MOVSB
 	MOVQ	CX, left+24(FP)
 	RET
 

@@ -5,7 +5,7 @@ import "unsafe"
 // CopyUser copies n bytes from src to dst, where one side is the
 // program's memory, and returns how many it did not copy: 0, or, after a
 // fault at a user address the kernel's trap handler sent to UserFixup,
-// at most the bytes from the faulting word on.
+// the bytes from the faulting byte on. It uses R0-R10.
 func CopyUser(dst, src, n uintptr) (left uintptr)
 
 func copyUserPC() uintptr
@@ -13,31 +13,41 @@ func copyUserPC() uintptr
 // ret is RET's encoding (RET X30).
 const ret = 0xd65f03c0
 
-// copyStart and copyFix bound CopyUser's loads and stores: [copyStart,
-// copyFix); copyFix stores the bytes left and returns (0 until found).
-var copyStart, copyFix uintptr
+// preciseLen is the precise loop's length in bytes (7 instructions: CBZ,
+// MOVBU, MOVB, ADD, ADD, SUB, B), which ends just before the fixup.
+const preciseLen = 7 * 4
+
+// copyStart, copyPrecise and copyFix are CopyUser's start, its precise
+// byte loop and the store of the bytes left (0 until found): a fault in
+// [copyStart, copyPrecise) resumes at copyPrecise, one in [copyPrecise,
+// copyFix) at copyFix.
+var copyStart, copyPrecise, copyFix uintptr
 
 // UserFixup is the exception table: for a kernel-mode fault at pc, where
 // to resume if pc is one of CopyUser's loads or stores (ok false for any
 // other pc). The caller has checked that the faulting address is the
-// program's.
+// program's, so the loads of CopyUser's arguments never come here.
 func UserFixup(pc uintptr) (resume uintptr, ok bool) {
 	if copyFix == 0 {
 		findCopyFix()
 	}
-	if copyFix == 0 || pc < copyStart || pc >= copyFix {
+	switch {
+	case copyFix == 0 || pc < copyStart || pc >= copyFix:
 		return 0, false
+	case pc < copyPrecise:
+		return copyPrecise, true
 	}
 	return copyFix, true
 }
 
-// findCopyFix finds CopyUser's first RET (within its first 32
-// instructions); the instruction before it is the fixup.
+// findCopyFix finds CopyUser's first RET (within its first 64
+// instructions); the instruction before it is the fixup, and the precise
+// loop the preciseLen bytes before that.
 func findCopyFix() {
 	start := copyUserPC()
-	for i := uintptr(4); i < 32*4; i += 4 {
+	for i := uintptr(4); i < 64*4; i += 4 {
 		if *word[uint32](start + i) == ret {
-			copyStart, copyFix = start, start+i-4
+			copyStart, copyPrecise, copyFix = start, start+i-4-preciseLen, start+i-4
 			return
 		}
 	}

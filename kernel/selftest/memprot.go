@@ -538,3 +538,64 @@ func execFaultCodes(t *T) {
 		}
 	}
 }
+
+// testCopyPartial: a write from, and a read into, a buffer that runs
+// from a file's last page into a page of its shared mapping wholly past
+// its end (which passes the range checks and faults in the copy) moves
+// exactly the bytes before the boundary, for lengths that end in each of
+// the kernel copy's steps (64-byte blocks, words, bytes): the socket
+// layer returns what its copy moved, so this checks the copy's fault
+// fix-up is exact. (Linux's unix sockets say EFAULT for a send that
+// faults within its first buffer.)
+func testCopyPartial(t *T) {
+	f, err := os.CreateTemp("", "copypartial")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := f.Truncate(pageSize); err != nil {
+		t.Fatalf("%v", err)
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, 2*pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatalf("mmap: %v", err)
+	}
+	defer syscall.Munmap(m)
+	for i := range pageSize {
+		m[i] = byte(i*13 + 5)
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatalf("socketpair: %v", err)
+	}
+	defer syscall.Close(fds[0])
+	defer syscall.Close(fds[1])
+	syscall.SetNonblock(fds[1], true)
+	got := make([]byte, 1024)
+	ks := []int{1, 7, 8, 9, 63, 64, 65, 71, 72, 127, 128, 200, 511}
+	for _, k := range ks {
+		n, err := syscall.Write(fds[0], m[pageSize-k:pageSize+100])
+		if n != k || err != nil {
+			t.Errorf("send of %d bytes, %d before the page past the end: %d, %v; want %d", k+100, k, n, err, k)
+		}
+		if n > 0 {
+			if r, _ := syscall.Read(fds[1], got); r != n || !bytes.Equal(got[:r], m[pageSize-k:pageSize-k+r]) {
+				t.Errorf("send of %d bytes, %d before the page past the end: %d received, or other bytes", k+100, k, r)
+			}
+		}
+	}
+	data := make([]byte, 1024)
+	for i := range data {
+		data[i] = byte(i*7 + 3)
+	}
+	for _, k := range ks {
+		syscall.Write(fds[0], data[:k+100])
+		n, err := syscall.Read(fds[1], m[pageSize-k:pageSize+100])
+		if n != k || err != nil || !bytes.Equal(m[pageSize-k:pageSize], data[:k]) {
+			t.Errorf("receive of %d bytes, %d before the page past the end: %d, %v (bytes right: %v); want %d", k+100, k, n, err, bytes.Equal(m[pageSize-k:pageSize], data[:k]), k)
+		}
+		for n, _ := syscall.Read(fds[1], got); n > 0; n, _ = syscall.Read(fds[1], got) {
+		}
+	}
+}

@@ -104,6 +104,7 @@ var tests = []test{
 	{"TestPipeReadUnmapSignals", testPipeReadUnmapSignals},
 	{"TestTaskInfo", testTaskInfo},
 	{"TestMemoryProtection", testMemoryProtection},
+	{"TestCopyPartial", testCopyPartial},
 	{"TestMemoryHugeLengths", testMemoryHugeLengths},
 	{"TestMemoryPageTablesFreed", testMemoryPageTablesFreed},
 	{"TestMemoryImageRules", testMemoryImageRules},
