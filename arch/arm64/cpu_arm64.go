@@ -9,6 +9,9 @@ func TLBIPage(va uintptr)
 // TLBIAll drops every translation on every CPU (TLBI VMALLE1IS).
 func TLBIAll()
 
+// TLBILocal drops every translation on this CPU only.
+func TLBILocal()
+
 // TableSync makes page-table writes visible to the table walker (DSB, ISB).
 func TableSync()
 

@@ -28,6 +28,14 @@ TEXT ·TLBIAll(SB),NOSPLIT,$0
 	ISB	$15
 	RET
 
+// func TLBILocal(): drop every translation on this CPU.
+TEXT ·TLBILocal(SB),NOSPLIT,$0
+	DSB	$14	// ST: the page-table writes first
+	TLBI	VMALLE1
+	DSB	$7	// NSH
+	ISB	$15
+	RET
+
 // func TableSync(): make page-table writes visible to the table walker.
 TEXT ·TableSync(SB),NOSPLIT,$0
 	DSB	$10

@@ -70,6 +70,10 @@ var shoot struct {
 func flushAll()            { amd64.FlushTLB() }
 func flushPage(va uintptr) { amd64.Invlpg(va) }
 
+// RefreshTLB drops this CPU's translations but the global ones (a CR3
+// reload; kernel/time.go's periodic refresh).
+func RefreshTLB() { amd64.FlushTLB() }
+
 // shootdown makes every CPU drop its translations of [start, end) and
 // returns when they all have. The caller holds vmMutex and no spin lock.
 func (s Space[E]) shootdown(start, end uintptr) {

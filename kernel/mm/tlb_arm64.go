@@ -33,6 +33,10 @@ var shoot struct {
 func flushAll()            { arm64.TLBIAll() }
 func flushPage(va uintptr) { arm64.TLBIPage(va) }
 
+// RefreshTLB drops every translation on this CPU (kernel/time.go's
+// periodic refresh).
+func RefreshTLB() { arm64.TLBILocal() }
+
 // shootdown makes every CPU drop its translations of [start, end); they
 // have when it returns.
 func (s Space[E]) shootdown(start, end uintptr) {
