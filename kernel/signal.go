@@ -108,12 +108,56 @@ func sigInit(t, parent *sched.Task) {
 }
 
 // sendSignal makes sig pending for t as kill (byKill) or tgkill sends it.
+// A program's own signals to a thread running on another CPU are paced:
+// the sender waits until that CPU's last signal interrupt is sigIPIGap
+// old. The Go runtime's garbage collector, to stop a goroutine that is
+// in assembly without a safe point (a long memmove), sends it SIGURG
+// again as soon as the last one was handled, 5 µs apart at the least;
+// the thread then spends most of its time in its signal handler and the
+// copy crawls (a 128 MiB copy, 85 ms alone, took 0.7-5.5 s beside a
+// collection under TCG; docs/preemption.md, "Signal storms"). The wait
+// is the sender's (spinning, at most sigIPIGap), on its own CPU; a
+// first signal, or one after a quiet spell, goes at once. Signals the
+// kernel raises itself (timers, faults, the power button) are not paced.
+const sigIPIGap = 50_000 // ns
+
+// sigIPIAt is, per CPU, when it was last sent a paced signal interrupt.
+var sigIPIAt [sched.MaxCPUs]struct {
+	at int64
+	_  [56]byte
+}
+
+// sendSignal makes sig pending for t as kill (byKill) or tgkill sends it;
+// an interrupt to the CPU running t is paced (sigIPIGap).
 func sendSignal(t *sched.Task, sig int, byKill bool) {
 	from := signal.FromTkill
 	if byKill {
 		from = signal.FromKill
 	}
-	sendSignalFrom(t, sig, from)
+	if !sigs.Send(t.Index(), sig, from) {
+		return
+	}
+	t.Interrupt()
+	cpu := t.RunningOn()
+	if cpu < 0 || cpu == sched.This().ID {
+		return
+	}
+	k := &sigIPIAt[cpu].at
+	for {
+		last, now := atomic.LoadInt64(k), nanotime()
+		if now-last < sigIPIGap {
+			sched.Pause()
+			continue
+		}
+		if atomic.CompareAndSwapInt64(k, last, now) {
+			break
+		}
+	}
+	// The wait may have let t enter the kernel (and take the signal) or
+	// move to another CPU.
+	if cpu := t.RunningOn(); cpu >= 0 && cpu != sched.This().ID && signalPending(t) {
+		signalIPI(cpu)
+	}
 }
 
 // sendSignalFrom makes sig pending for t, sent by from (signal.Send), ends
