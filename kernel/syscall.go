@@ -39,6 +39,10 @@ func syscall(r *Regs) {
 	}
 	var ret uintptr
 	var err abi.Errno
+	var start int64
+	if calllog.Trace {
+		start = nanotime()
+	}
 	switch nr {
 	case unix.SYS_READ:
 		ret, err = sysRead(int(a0), a1, a2)
@@ -315,7 +319,7 @@ func syscall(r *Regs) {
 		ret = -uintptr(err)
 	}
 	if calllog.Trace {
-		calllog.TraceCall[callEnv](t.TID, nr, a0, a1, a2, ret)
+		calllog.TraceCall[callEnv](t.TID, nr, a0, a1, a2, ret, start, nanotime())
 	}
 	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()

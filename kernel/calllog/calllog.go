@@ -115,11 +115,15 @@ func ENOSYS[E Env](nr uintptr) {
 	e.Release()
 }
 
-// TraceCall prints system call nr of thread tid (Trace).
-func TraceCall[E Env](tid int32, nr, a0, a1, a2, ret uintptr) {
+// TraceCall prints system call nr of thread tid (Trace), which began at
+// start and ended at end (ns since boot): the start in µs, the time it
+// took in µs at the end, as strace -ttt -T.
+func TraceCall[E Env](tid int32, nr, a0, a1, a2, ret uintptr, start, end int64) {
 	var e E
 	e.Acquire()
-	e.Log("strace [")
+	e.Log("strace ")
+	e.Dec(start / 1e3)
+	e.Print(" [")
 	e.Dec(int64(tid))
 	e.Print("] ")
 	e.Print(abi.SysName(nr))
@@ -131,6 +135,8 @@ func TraceCall[E Env](tid int32, nr, a0, a1, a2, ret uintptr) {
 	e.Hex(uint64(a2), 1)
 	e.Print(") = ")
 	e.Dec(int64(ret))
-	e.Print("\n")
+	e.Print(" <")
+	e.Dec((end - start) / 1e3)
+	e.Print(">\n")
 	e.Release()
 }
