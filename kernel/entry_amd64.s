@@ -142,6 +142,13 @@ TEXT ·forkret(SB),NOSPLIT|NOFRAME,$0
 	CALL	·taskEntry(SB)
 	JMP	·userReturn(SB)
 
+// kthread is where a kernel task (kthread.go) first runs, at the top of
+// its kernel stack: its body runs the pending switch finalizer first and
+// never returns.
+TEXT ·kthread(SB),NOSPLIT|NOFRAME,$0
+	CALL	·kthreadMain(SB)
+	CALL	·kthreadReturned(SB)
+
 // trapCommon is reached from the vector stubs on the IST stack with the
 // vector and error code pushed. It saves everything, switches FS to the
 // CPU's trap TLS block, calls trap(r) and returns with IRETQ.
@@ -256,6 +263,7 @@ TEXT ·setFS(SB),NOSPLIT,$0-8
 
 ADDRESS(·syscallEntryPC, ·syscallEntry)
 ADDRESS(·forkretPC, ·forkret)
+ADDRESS(·kthreadPC, ·kthread)
 ADDRESS(·rt0PC, _rt0_amd64_linux)
 ADDRESS(·imageEnd, runtime·end)
 

@@ -399,6 +399,14 @@ TEXT ·forkret(SB),NOSPLIT|NOFRAME,$0
 	ADD	$16, RSP
 	B	·userRestore(SB)
 
+// kthread is where a kernel task (kthread.go) first runs, at the top of
+// its kernel stack: its body runs the pending switch finalizer first and
+// never returns.
+TEXT ·kthread(SB),NOSPLIT|NOFRAME,$0
+	SUB	$16, RSP
+	CALL	·kthreadMain(SB)
+	CALL	·kthreadReturned(SB)
+
 // sigreturnCode is the restorer the kernel gives a signal handler in X30
 // when the program named none (Go on arm64 names none): rt_sigreturn.
 TEXT ·sigreturnCode(SB),NOSPLIT|NOFRAME,$0
@@ -408,6 +416,7 @@ TEXT ·sigreturnCode(SB),NOSPLIT|NOFRAME,$0
 
 ADDRESS(·sigreturnPC, ·sigreturnCode)
 ADDRESS(·forkretPC, ·forkret)
+ADDRESS(·kthreadPC, ·kthread)
 ADDRESS(·rt0PC, _rt0_arm64_linux)
 ADDRESS(·imageEnd, runtime·end)
 ADDRESS(·bssStart, runtime·bss)

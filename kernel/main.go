@@ -64,6 +64,7 @@ func kmain(a0, a1 uintptr) {
 	powerInit(c)
 	shareStarted()
 	startInit()
+	startCommitter()
 	sched.Idle(idleWait)
 }
 

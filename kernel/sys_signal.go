@@ -51,7 +51,7 @@ func sysKill(pid, sig int) abi.Errno {
 	t := sched.Current()
 	if sigs.Mask[t.Index()]&signal.Bit(sig) != 0 {
 		for i := 0; i < sched.MaxTasks; i++ {
-			if u := sched.TaskAt(i); u.Alive() && sigs.Mask[i]&signal.Bit(sig) == 0 {
+			if u := sched.TaskAt(i); u.Alive() && !u.Kernel && sigs.Mask[i]&signal.Bit(sig) == 0 {
 				t = u
 				break
 			}

@@ -49,7 +49,7 @@ func processTarget(sig int) *sched.Task {
 	var first, waiting, other *sched.Task
 	for i := 0; i < sched.MaxTasks; i++ {
 		u := sched.TaskAt(i)
-		if !u.Alive() {
+		if !u.Alive() || u.Kernel {
 			continue
 		}
 		if first == nil {

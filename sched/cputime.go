@@ -71,8 +71,8 @@ func (t *Task) CPUTime(now int64) int64 {
 	}
 }
 
-// ProcessCPUTime is the CPU time of every task but the idle ones, exited
-// tasks included, at now.
+// ProcessCPUTime is the CPU time of every task but the idle ones and the
+// kernel's own (Task.Kernel), exited tasks included, at now.
 func ProcessCPUTime(now int64) int64 {
 	for {
 		g := atomic.LoadUint32(&exitGen)
@@ -81,7 +81,7 @@ func ProcessCPUTime(now int64) int64 {
 		}
 		sum := atomic.LoadInt64(&exited)
 		for i := int32(0); i < atomic.LoadInt32(&ntasks); i++ {
-			if t := &tasks[i]; t.Alive() {
+			if t := &tasks[i]; t.Alive() && !t.Kernel {
 				sum += t.CPUTime(now)
 			}
 		}

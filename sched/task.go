@@ -41,6 +41,7 @@ type Task struct {
 	KStackLo, KStackHi uintptr // kernel stack, set by the kernel
 	UserFS             uintptr // user FS base (TLS), restored on return to user code
 	TID                int32
+	Kernel             bool // the kernel's own task, not one of the program's threads (set by its creator)
 
 	state uint64 // atomic: wait count << 32 | state
 	oncpu int32  // atomic: 1 + the CPU running the task, 0 if none
@@ -139,7 +140,7 @@ func Alloc() *Task {
 				}
 			}
 			t.TID = atomic.AddInt32(&nextTID, 1) - 1
-			t.UserFS = 0
+			t.UserFS, t.Kernel = 0, false
 			t.fin, t.prev = finNone, 0
 			t.wq, t.key, t.condAddr, t.deadline, t.latest, t.mx = 0, 0, 0, 0, 0, 0
 			t.woken, t.intrAddr = WakeUp, 0

@@ -200,6 +200,31 @@ func (d *Disks[E]) ReadOnly(i int) bool { return d.m[i].fs.ReadOnly() }
 // and makes every mounted disk's calls durable (sync(2), syncfs).
 func (d *Disks[E]) SyncAll() abi.Errno { return d.syncAll(false) }
 
+// CommitOld commits every mounted disk's running journal transaction
+// that is older than ext4's commit interval (the kernel's committer,
+// once a second). It waits for each mount's lock in turn.
+func (d *Disks[E]) CommitOld() {
+	for i := range d.m {
+		m := &d.m[i]
+		m.mu.Lock()
+		if m.on {
+			m.fs.CommitOld()
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Journaled reports whether a disk is mounted read-write with a journal
+// (for which the committer runs).
+func (d *Disks[E]) Journaled() bool {
+	for i := range d.m {
+		if m := &d.m[i]; m.on && m.fs.Journaled() && !m.fs.ReadOnly() {
+			return true
+		}
+	}
+	return false
+}
+
 // EndAll is SyncAll at the program's end: the journals are checkpointed
 // too, so the disks read right without a replay (debugfs, a mount that
 // does not replay); they stay mounted for the calls still running.

@@ -358,6 +358,9 @@ func (f *FS[E]) mount(env E, opts int) (Refusal, bool, Errno) {
 // ReadOnly says whether the mount is read-only.
 func (f *FS[E]) ReadOnly() bool { return f.ro }
 
+// Journaled reports whether the mount writes through a jbd2 journal.
+func (f *FS[E]) Journaled() bool { return f.journal }
+
 // Unmount writes back what is dirty, flushes the disk and frees the
 // cache's pages.
 func (f *FS[E]) Unmount() Errno {
@@ -588,6 +591,22 @@ func (f *FS[E]) UUID() [16]byte { return f.uuid }
 // times of writes within files' blocks is left running (their data is
 // flushed all the same).
 func (f *FS[E]) Sync() Errno { return f.sync(false) }
+
+// CommitOld commits the journal's running transaction if it is older
+// than commitAge (5 s), as Linux's jbd2 thread does whatever the calls
+// do: the kernel's committer calls it every second, so work no fsync
+// covered is durable within about 6 s. A failure leaves the file system
+// read-only, as any commit's.
+func (f *FS[E]) CommitOld() Errno {
+	if !f.mounted || f.failed || !f.journal || f.ro || f.jstart == 0 || f.env.Now()-f.jstart <= commitAge {
+		return 0
+	}
+	e := f.jcommit()
+	if e != 0 {
+		f.fail()
+	}
+	return e
+}
 
 // Checkpoint is Sync, then the journal's committed blocks written home
 // and its log emptied (the program's end: the disk then reads right

@@ -76,7 +76,7 @@ func (st *State[E]) threads(s *procfs.Snapshot, add bool) (running uint32) {
 	now := st.env.Now()
 	for i := 0; i < sched.MaxTasks; i++ {
 		t := sched.TaskAt(i)
-		if !t.Alive() {
+		if !t.Alive() || t.Kernel {
 			continue
 		}
 		th := procfs.Thread{TID: t.TID, State: 'S', CPU: max(int32(t.RunningOn()), 0)}

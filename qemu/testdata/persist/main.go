@@ -12,6 +12,11 @@
 // DIR N checks that the log holds exactly records [0, N) and the state
 // says N-1. It prints "persist: ok" and exits 0, or says what is wrong
 // and exits 1.
+//
+// persist unsynced DIR writes DIR/unsynced (64 KiB) and a directory
+// DIR/unsynced.d with a file in it, without any fsync, prints "persist:
+// unsynced written" and sleeps (TestDiskCommitInterval kills the machine
+// seconds later); persist unsynced-check DIR checks they are there.
 package main
 
 import (
@@ -20,13 +25,23 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 func main() {
-	if len(os.Args) < 4 {
-		fail("usage: persist write DIR FROM TO | persist read DIR N")
+	if len(os.Args) < 3 || len(os.Args) < 4 && os.Args[1] != "unsynced" && os.Args[1] != "unsynced-check" {
+		fail("usage: persist write DIR FROM TO | persist read DIR N | persist unsynced DIR | persist unsynced-check DIR")
 	}
 	dir := os.Args[2]
+	switch os.Args[1] {
+	case "unsynced":
+		unsynced(dir)
+		return
+	case "unsynced-check":
+		unsyncedCheck(dir)
+		fmt.Println("persist: ok")
+		return
+	}
 	from := atoi(os.Args[3])
 	check(dir, from)
 	if os.Args[1] == "write" {
@@ -123,4 +138,41 @@ func atoi(s string) int {
 func fail(format string, args ...any) {
 	fmt.Printf("persist: "+format+"\n", args...)
 	os.Exit(1)
+}
+
+// unsyncedData is what unsynced writes.
+func unsyncedData() []byte {
+	b := make([]byte, 64<<10)
+	for i := range b {
+		b[i] = byte(i*7 + i>>8)
+	}
+	return b
+}
+
+// unsynced writes files and a directory without fsync and waits to be
+// killed: only the kernel's periodic commit can make them durable.
+func unsynced(dir string) {
+	if err := os.WriteFile(filepath.Join(dir, "unsynced"), unsyncedData(), 0o644); err != nil {
+		fail("writing: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "unsynced.d"), 0o755); err != nil {
+		fail("mkdir: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "unsynced.d", "f"), []byte("in a directory\n"), 0o644); err != nil {
+		fail("writing: %v", err)
+	}
+	fmt.Println("persist: unsynced written")
+	time.Sleep(10 * time.Minute)
+	fail("not killed")
+}
+
+// unsyncedCheck fails unless unsynced's files are there, whole.
+func unsyncedCheck(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "unsynced"))
+	if err != nil || !bytes.Equal(b, unsyncedData()) {
+		fail("unsynced: %d bytes, %v; want its 64 KiB", len(b), err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "unsynced.d", "f")); err != nil || string(b) != "in a directory\n" {
+		fail("unsynced.d/f: %q, %v", b, err)
+	}
 }
