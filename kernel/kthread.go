@@ -18,11 +18,14 @@ func startCommitter() {
 		return
 	}
 	t := sched.Alloc()
-	if t == nil || kernelStack(t) == 0 {
+	if t == nil {
 		klog("disk: no task for the journal's committer: transactions commit only at fsync, sync and when full\n")
 		return
 	}
-	t.Kernel = true
+	t.Kernel = true // at once: Alloc made the slot live
+	if kernelStack(t) == 0 {
+		outOfMemory()
+	}
 	sigInit(t, t)
 	sigs.Mask[t.Index()] = ^uint64(0)
 	timerSlackInit(t, nil)

@@ -116,9 +116,12 @@ func sigInit(t, parent *sched.Task) {
 // the thread then spends most of its time in its signal handler and the
 // copy crawls (a 128 MiB copy, 85 ms alone, took 0.7-5.5 s beside a
 // collection under TCG; docs/preemption.md, "Signal storms"). The wait
-// is the sender's (spinning, at most sigIPIGap), on its own CPU; a
-// first signal, or one after a quiet spell, goes at once. Signals the
-// kernel raises itself (timers, faults, the power button) are not paced.
+// is the sender's, spinning on its own CPU for at most sigIPIGap
+// whatever other senders do (then it sends anyway), and only when an
+// interrupt is to follow; a first signal, or one after a quiet spell,
+// goes at once. A stamp from a CPU whose clock runs ahead (a TSC skew
+// the boot check found) reads as elapsed. Signals the kernel raises
+// itself (timers, faults, the power button) are not paced.
 const sigIPIGap = 50_000 // ns
 
 // sigIPIAt is, per CPU, when it was last sent a paced signal interrupt.
@@ -139,19 +142,18 @@ func sendSignal(t *sched.Task, sig int, byKill bool) {
 	}
 	t.Interrupt()
 	cpu := t.RunningOn()
-	if cpu < 0 || cpu == sched.This().ID {
+	if cpu < 0 || cpu == sched.This().ID || !signalPending(t) {
 		return
 	}
 	k := &sigIPIAt[cpu].at
-	for {
+	for start := nanotime(); ; {
 		last, now := atomic.LoadInt64(k), nanotime()
-		if now-last < sigIPIGap {
+		if d := now - last; d >= 0 && d < sigIPIGap && now-start < sigIPIGap {
 			sched.Pause()
 			continue
 		}
-		if atomic.CompareAndSwapInt64(k, last, now) {
-			break
-		}
+		atomic.StoreInt64(k, now)
+		break
 	}
 	// The wait may have let t enter the kernel (and take the signal) or
 	// move to another CPU.

@@ -165,11 +165,13 @@ func (t *Task) G() uintptr { return uintptr(unsafe.Pointer(&t.g)) }
 func Current() *Task { return taskAt(This().cur) }
 
 // FindTID returns the live task with thread ID tid, or nil; never a CPU's
-// idle task. The task may exit at any time after; callers only use the
+// idle task nor the kernel's own (Kernel): tgkill, thread clocks and
+// SIGEV_THREAD_ID timers say ESRCH/EINVAL for them, as Linux for a TID
+// outside the process. The task may exit at any time after; callers only use the
 // result for per-slot state that a new task in the slot resets.
 func FindTID(tid int32) *Task {
 	for i := int32(0); i < atomic.LoadInt32(&ntasks); i++ {
-		if t := &tasks[i]; t.TID == tid && t.Alive() {
+		if t := &tasks[i]; t.TID == tid && t.Alive() && !t.Kernel {
 			return t
 		}
 	}
