@@ -328,6 +328,9 @@ func (s *service) setRoutes(rs []abi.NetRoute) {
 // writeResolvConf writes lease l's DNS servers and search list into
 // path (/etc/resolv.conf in an image) in kernel/etc's form; nil: none
 // (the lease is gone). An empty path: nowhere (a hosted test's service).
+// It writes path.tmp and renames it over path, so that Go's resolver,
+// which rereads the file when it changes, never reads it empty or half
+// written during a renewal.
 func writeResolvConf(path string, l *Lease) {
 	if path == "" {
 		return
@@ -354,7 +357,13 @@ func writeResolvConf(path string, l *Lease) {
 	}
 	var text [etc.MaxSize]byte
 	b = append(b, text[:etc.ResolvConf(text[:], &r)]...)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	tmp := path + ".tmp"
+	err := os.WriteFile(tmp, b, 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		fmt.Fprintf(os.Stderr, "netsvc: %s: %v\n", path, err)
 	}
 }
