@@ -216,6 +216,22 @@ func testProcfs(t *T) {
 	if tasks, err := os.ReadDir(filepath.Join(pidDir, "task")); err != nil || len(tasks) < 1 {
 		t.Errorf("task/: %d entries, %v", len(tasks), err)
 	}
+	// The program's threads are task/'s and no others: tgkill finds no
+	// TID it does not list (the kernel's own task, the journal's
+	// committer where a disk is mounted, is not one of them: ESRCH, as
+	// Linux for a TID outside the process).
+	if tasks, err := os.ReadDir("/proc/self/task"); err == nil {
+		listed, top := map[int]bool{}, 0
+		for _, e := range tasks {
+			n, _ := strconv.Atoi(e.Name())
+			listed[n], top = true, max(top, n)
+		}
+		for tid := 1; tid <= top; tid++ {
+			if err := syscall.Tgkill(1, tid, 0); !listed[tid] && err != syscall.ESRCH {
+				t.Errorf("tgkill(1, %d, 0) = %v, but task/ does not list %d", tid, err, tid)
+			}
+		}
+	}
 
 	// Descriptors: fd/ lists the open ones; 10 more opened, 10 more
 	// listed, each named by its path; a pipe and a socket by their kind.
