@@ -13,15 +13,15 @@ func copyUserPC() uintptr
 // ret is RET's encoding (RET X30).
 const ret = 0xd65f03c0
 
-// preciseLen is the precise loop's length in bytes (7 instructions: CBZ,
+// bytesLen is the byte loop's length in bytes (7 instructions: CBZ,
 // MOVBU, MOVB, ADD, ADD, SUB, B), which ends just before the fixup.
-const preciseLen = 7 * 4
+const bytesLen = 7 * 4
 
-// copyStart, copyPrecise and copyFix are CopyUser's start, its precise
-// byte loop and the store of the bytes left (0 until found): a fault in
-// [copyStart, copyPrecise) resumes at copyPrecise, one in [copyPrecise,
+// copyStart, copyBytes and copyFix are CopyUser's start, its byte loop
+// and the store of the bytes left (0 until found): a fault in
+// [copyStart, copyBytes) resumes at copyBytes, one in [copyBytes,
 // copyFix) at copyFix.
-var copyStart, copyPrecise, copyFix uintptr
+var copyStart, copyBytes, copyFix uintptr
 
 // UserFixup is the exception table: for a kernel-mode fault at pc, where
 // to resume if pc is one of CopyUser's loads or stores (ok false for any
@@ -34,20 +34,20 @@ func UserFixup(pc uintptr) (resume uintptr, ok bool) {
 	switch {
 	case copyFix == 0 || pc < copyStart || pc >= copyFix:
 		return 0, false
-	case pc < copyPrecise:
-		return copyPrecise, true
+	case pc < copyBytes:
+		return copyBytes, true
 	}
 	return copyFix, true
 }
 
 // findCopyFix finds CopyUser's first RET (within its first 64
-// instructions); the instruction before it is the fixup, and the precise
-// loop the preciseLen bytes before that.
+// instructions); the instruction before it is the fixup, and the byte
+// loop the bytesLen bytes before that.
 func findCopyFix() {
 	start := copyUserPC()
 	for i := uintptr(4); i < 64*4; i += 4 {
 		if *word[uint32](start + i) == ret {
-			copyStart, copyPrecise, copyFix = start, start+i-4-preciseLen, start+i-4
+			copyStart, copyBytes, copyFix = start, start+i-4-bytesLen, start+i-4
 			return
 		}
 	}

@@ -5,12 +5,11 @@
 // The kernel's one routine that touches the program's memory for a
 // system call: 64-byte blocks through R3-R10 (LDP/STP), then 8-byte
 // words, then bytes, R0, R1 and R2 (the bytes left) advanced only after
-// each step's stores. A fault at a user address on a load or store
-// before the precise loop resumes at it (UserFixup): it redoes the
-// faulting step's bytes one at a time; a fault in it resumes at the
-// store of R2, so the result is exactly the bytes not copied. The first
-// RET follows that store; UserFixup finds both at run time. Nothing but
-// UserFixup reaches the precise loop.
+// each step's stores. A fault at a user address on a load or store of a
+// block or a word resumes at the byte loop (UserFixup), which redoes the
+// faulting step's bytes one at a time; a fault in the byte loop resumes
+// at the store of R2, so the result is exactly the bytes not copied. The
+// first RET follows that store; UserFixup finds both at run time.
 TEXT ·CopyUser(SB),NOSPLIT|NOFRAME,$0-32
 	MOVD	dst+0(FP), R0
 	MOVD	src+8(FP), R1
@@ -48,14 +47,6 @@ bytes:
 	ADD	$1, R0
 	SUB	$1, R2
 	B	bytes
-precise:
-	CBZ	R2, done
-	MOVBU	(R1), R3
-	MOVB	R3, (R0)
-	ADD	$1, R1
-	ADD	$1, R0
-	SUB	$1, R2
-	B	precise
 done:
 	MOVD	R2, left+24(FP)
 	RET
