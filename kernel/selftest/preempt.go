@@ -293,9 +293,20 @@ func testWokenFirst(t *T) {
 		defer runtime.UnlockOSThread()
 		atomic.StoreInt32(&tids[n], int32(unix.Gettid()))
 		for turn := uint32(1); turn <= attempts; turn++ {
+			// Waits of at most 4 ms with a Gosched between: to the
+			// runtime a raw wait is a goroutine running, and one of
+			// over 10 ms (the first turn's, which X's set-up and the
+			// trace's start can make 20 ms) gets sysmon's preemption
+			// signal, which reached W as X woke it in a failed run:
+			// W spent its budget in the handler and the hand-off of
+			// its locked thread before it looked.
+			giveUp := time.Now().Add(time.Second)
 			for atomic.LoadUint32(&wake) < turn {
-				if rawFutexWait(&wake, turn-1, time.Second) == syscall.ETIMEDOUT {
-					return
+				if rawFutexWait(&wake, turn-1, 4*time.Millisecond) == syscall.ETIMEDOUT {
+					if time.Now().After(giveUp) {
+						return
+					}
+					runtime.Gosched()
 				}
 			}
 			if i := stuck.Load(); i >= 0 {
