@@ -96,6 +96,9 @@ func kernelOption(opt []byte) {
 		if v, ok := cmdline.CutPrefix(opt, "disk="); ok {
 			disks.Add(v)
 		}
+		if v, ok := cmdline.CutPrefix(opt, "root="); ok {
+			disks.AddRoot(v)
+		}
 		if v, ok := cmdline.CutPrefix(opt, "exe="); ok && len(v) > 1 && v[0] == '/' && len(v) < len(exePath) {
 			exeLen = copy(exePath[:], v)
 		}

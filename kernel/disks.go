@@ -8,6 +8,7 @@ import (
 	"yolk/kernel/abi"
 	"yolk/kernel/cmdline"
 	"yolk/kernel/disk"
+	"yolk/kernel/fs"
 	"yolk/kernel/namei"
 	"yolk/kernel/procfs"
 	"yolk/kernel/procsnap"
@@ -36,9 +37,16 @@ func (diskenv) PrintBytes(b []byte)                { kprintBytes(b) }
 func (diskenv) Unback(c int, off int64)            { vm.UnbackFile(disk.Area(c), off) }
 
 // diskMount mounts the file system of each disk yolk.disk names on its
-// path (at boot, the devices still polled).
+// path (at boot, the devices still polled): the root's first (yolk.root).
 func diskMount() {
+	root := disks.Root()
+	if root >= 0 && root < namei.MaxDisks {
+		rootMount(root)
+	}
 	for k := 0; k < disks.N && k < namei.MaxDisks; k++ {
+		if k == root {
+			continue
+		}
 		o := &disks.D[k]
 		dev := diskByName(o)
 		if dev < 0 {
@@ -59,6 +67,59 @@ func diskMount() {
 		if e := (shareenv{}).Mount(o.Path(), namei.MountDisk+int32(k)); e != 0 {
 			klogErrno("disk: cannot mount on ", o.Path(), int64(e))
 		}
+	}
+}
+
+// rootMount mounts disk k's file system as the root (yolk.root): the
+// working directory goes to its root, and what was mounted on the
+// in-memory root — /proc, /sys, the shares — is mounted on the disk's
+// directories of the same paths, beside the in-memory file system's
+// /dev and /tmp (docs/disks.md, "The root on a disk"). A disk that is
+// missing or cannot be mounted leaves the root in memory, saying so.
+func rootMount(k int) {
+	o := &disks.D[k]
+	dev := diskByName(o)
+	if dev < 0 {
+		kprint("yolk: root: ")
+		kprintBytes(o.Name())
+		kprint(": no such disk: the root stays in memory\n")
+		return
+	}
+	if dsk.Mount(k, dev, blks.Rdev(dev), blks.Name(dev), o.ReadOnly, blks.ReadOnly(dev)) != 0 {
+		kprint("yolk: root: the root stays in memory\n")
+		return
+	}
+	var st [2]unix.Stat_t
+	vfs.Stat(fs.AtCWD, devDir[:4], 0, &st[0])
+	vfs.Stat(fs.AtCWD, tmpDir[:], 0, &st[1])
+	dsk.SetRoot(k)
+	namei.SetRoot(namei.MountDisk+int32(k), int32(st[0].Ino-1), int32(st[1].Ino-1))
+	vfs.Hide()
+	for i, path := range procDirs {
+		p := copy(etcPath[:], path)
+		rootPoint(etcPath[:p], int32(namei.MountProc+i))
+	}
+	rootPoint(devDir[:4], namei.MountDev)
+	rootPoint(tmpDir[:], namei.MountTmp)
+	for i := 0; i < shares.NumMounts(); i++ {
+		if m := shares.Mount(i); m.Dev >= 0 {
+			rootPoint(m.Path(), int32(i+1))
+		}
+	}
+	kprint("yolk: root: ")
+	kprintBytes(blks.Name(dev))
+	kprint(" is /\n")
+	if cwdLen != 0 {
+		if e := chdirPath(cwdPath[:cwdLen]); e != 0 {
+			klogErrno("yolk.cwd: cannot change to ", cwdPath[:cwdLen], int64(e))
+		}
+	}
+}
+
+// rootPoint mounts m on path of the root disk, or says why not.
+func rootPoint(path []byte, m int32) {
+	if e := mountAt(path, m); e != 0 {
+		klogErrno("root: cannot mount on ", path, int64(e))
 	}
 }
 

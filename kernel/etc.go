@@ -61,7 +61,7 @@ func procInit() {
 		p := copy(etcPath[:], path)
 		e := vfs.Mkdir(fs.AtCWD, etcPath[:p], 0o555)
 		if e == 0 {
-			e = mountAt(etcPath[:p], int32(namei.MountProc+i))
+			e = fs.Errno(mountAt(etcPath[:p], int32(namei.MountProc+i)))
 		}
 		if e != 0 {
 			klogErrno("proc: ", etcPath[:p], int64(e))

@@ -31,6 +31,7 @@ func (nameienv) Proc(op int, pl *namei.Place, a *namei.Args, b []byte) (namei.Pl
 func (nameienv) Disk(op int, pl *namei.Place, a *namei.Args, b []byte) (namei.Place, uintptr, abi.Errno) {
 	return dsk.Walk(op, pl, a, b)
 }
+func (nameienv) DiskPoint(pl *namei.Place) (namei.Place, bool) { return dsk.DiskPoint(pl) }
 func (nameienv) Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno) {
 	return vfs.Cross(d, path, flags, rest)
 }
@@ -40,14 +41,22 @@ func onPath(dirfd int, path []byte, op int, a *namei.Args) (uintptr, abi.Errno) 
 	return namei.Walk[nameienv](dirfd, path, op, a)
 }
 
-// mountAt makes directory path of the in-memory file system the mount
-// point of mount m.
-func mountAt(path []byte, m int32) fs.Errno {
+// mountAt makes directory path of the root file system the mount point
+// of mount m: the in-memory file system's, or with a disk as the root
+// (yolk.root), that disk's (made if missing and the disk is writable).
+func mountAt(path []byte, m int32) abi.Errno {
+	if _, on := namei.RootOnDisk(); on {
+		p, depth, e := dsk.MountPoint(path, m)
+		if e == 0 {
+			namei.SetParent(m, int32(p), depth)
+		}
+		return e
+	}
 	p, e := vfs.Mount(path, m)
 	if e == 0 {
-		namei.SetParent(m, p)
+		namei.SetParent(m, p, 0)
 	}
-	return e
+	return abi.Errno(e)
 }
 
 // pathStart is where a path call on dirfd and path starts: the root, the
@@ -56,7 +65,7 @@ func mountAt(path []byte, m int32) fs.Errno {
 func pathStart(dirfd int, path []byte) (pl namei.Place, e abi.Errno) {
 	pl = namei.Place{R: share.Ref{H: -1}, Depth: -1, Path: path, D: fs.AtCWD}
 	if len(path) > 0 && path[0] == '/' {
-		return pl, 0
+		return namei.Abs(path), 0
 	}
 	if int32(dirfd) == unix.AT_FDCWD {
 		if procCwd.on {

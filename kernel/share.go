@@ -71,12 +71,14 @@ func (shareenv) CwdEntered()   { procCwd.on = false; dsk.LeaveCwd() }
 
 // Mount makes the mount point, in the in-memory file system.
 func (shareenv) Mount(p []byte, id int32) abi.Errno {
-	for i := 1; i <= len(p); i++ {
-		if i == len(p) || p[i] == '/' {
-			vfs.Mkdir(fs.AtCWD, p[:i], 0o755)
+	if _, on := namei.RootOnDisk(); !on {
+		for i := 1; i <= len(p); i++ {
+			if i == len(p) || p[i] == '/' {
+				vfs.Mkdir(fs.AtCWD, p[:i], 0o755)
+			}
 		}
 	}
-	return abi.Errno(mountAt(p, id))
+	return mountAt(p, id)
 }
 
 var shareUmask uint32 = 0o022 // the process's umask, as vfs has it (atomic)

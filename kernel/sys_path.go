@@ -303,7 +303,7 @@ func twoPaths(op, np uintptr, pb, nb *userPath) (opath, npath []byte, e abi.Errn
 // memTwo runs op on rename's or link's paths when both start on the
 // in-memory file system; fs.ECross if either does not stay there.
 func memTwo(odirfd int, opath []byte, ndirfd int, npath []byte, op func(od, nd int) fs.Errno) abi.Errno {
-	if shares.CwdOn() {
+	if !memStart(odirfd, opath) || !memStart(ndirfd, npath) {
 		return abi.Errno(fs.ECross)
 	}
 	od, e := dirHandle(odirfd, opath)
@@ -319,6 +319,22 @@ func memTwo(odirfd int, opath []byte, ndirfd int, npath []byte, op func(od, nd i
 	fsPut(od)
 	fsPut(nd)
 	return e
+}
+
+// memStart reports whether a path call on dirfd and path may start in
+// the in-memory file system (dirHandle's): an absolute path while the
+// root is in memory, a relative one while the working directory is
+// there, or one from an in-memory directory's descriptor.
+func memStart(dirfd int, path []byte) bool {
+	if len(path) > 0 && path[0] == '/' {
+		_, disk := namei.RootOnDisk()
+		return !disk
+	}
+	if int32(dirfd) == unix.AT_FDCWD {
+		_, _, _, disk := dsk.Cwd()
+		return !disk && !shares.CwdOn() && !procCwd.on
+	}
+	return true // dirHandle says
 }
 
 func sysRenameat2(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Errno {
@@ -357,7 +373,7 @@ func sysLinkat(odirfd int, op uintptr, ndirfd int, np uintptr, flags int) abi.Er
 			return badFD(odirfd, abi.Errno(unix.EPERM)) // the console, epoll, eventfd: no inode to name
 		}
 		e = abi.Errno(fs.ECross)
-		if !shares.CwdOn() || len(npath) > 0 && npath[0] == '/' || int32(ndirfd) != unix.AT_FDCWD {
+		if memStart(ndirfd, npath) {
 			nd, de := dirHandle(ndirfd, npath)
 			if e = de; e == 0 {
 				e = abi.Errno(vfs.Link(od, opath, nd, npath, flags))

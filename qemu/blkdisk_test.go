@@ -20,13 +20,14 @@ func TestParseDisk(t *testing.T) {
 		{f + ",ro", Disk{File: f, If: "virtio", ReadOnly: true}},
 		{f + ",if=nvme:/data", Disk{File: f, If: "nvme", GuestPath: "/data"}},
 		{f + ",if=virtio,ro:/mnt/x", Disk{File: f, If: "virtio", ReadOnly: true, GuestPath: "/mnt/x"}},
+		{f + ":/", Disk{File: f, If: "virtio", GuestPath: "/"}}, // the root
 	} {
 		got, err := ParseDisk(c.in)
 		if err != nil || got != c.want {
 			t.Errorf("ParseDisk(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", f + ",if=scsi", f + ",rw", filepath.Join(dir, "none.img"), dir, f + ":/", f + ":/a/../b", f + ":/a b"} {
+	for _, bad := range []string{"", f + ",if=scsi", f + ",rw", filepath.Join(dir, "none.img"), dir, f + ":/a/../b", f + ":/a b"} {
 		if d, err := ParseDisk(bad); err == nil {
 			t.Errorf("ParseDisk(%q) = %+v, want an error", bad, d)
 		}

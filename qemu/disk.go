@@ -18,7 +18,8 @@ import (
 // The kernel names the n-th virtio disk vd(a+n) and the n-th NVMe
 // one nvme(n)n1, and is told where each is to be mounted with
 // yolk.disk=NAME:GUESTPATH[:ro] (default /mnt/disk0, /mnt/disk1, … by
-// position among the -disk flags).
+// position among the -disk flags; GUESTPATH / makes the disk the root,
+// which the kernel also takes as yolk.root=NAME).
 type Disk struct {
 	File      string // absolute
 	If        string // "virtio" or "nvme"
@@ -75,8 +76,8 @@ func (d Disk) check() error {
 	if !st.Mode().IsRegular() && st.Mode()&os.ModeDevice == 0 {
 		return fmt.Errorf("disk: %s is not a file", d.File)
 	}
-	if g := d.GuestPath; g != "" && (!path.IsAbs(g) || path.Clean(g) != g || g == "/" || len(g) > 255 || strings.ContainsAny(g, " \t\n:")) {
-		return fmt.Errorf("disk %s: guest path %q: want a clean absolute path other than /, without spaces or colons (at most 255 bytes)", d.File, g)
+	if g := d.GuestPath; g != "" && (!path.IsAbs(g) || path.Clean(g) != g || len(g) > 255 || strings.ContainsAny(g, " \t\n:")) {
+		return fmt.Errorf("disk %s: guest path %q: want a clean absolute path (/: the root) without spaces or colons (at most 255 bytes)", d.File, g)
 	}
 	if d.If != "virtio" && d.If != "nvme" {
 		return fmt.Errorf("disk %s: interface %q: want virtio or nvme", d.File, d.If)

@@ -3,6 +3,7 @@ package cmdline
 // The disks the host tool attached (docs/disks.md): one option each,
 //
 //	yolk.disk=NAME:GUESTPATH[:ro]
+//	yolk.root=NAME[:ro]      (the same as yolk.disk=NAME:/[:ro])
 //
 // NAME the kernel's name of the block device (vda, vdb, … in the order
 // of the virtio-blk devices; nvme0n1, … for NVMe) or LABEL=L, the disk
@@ -49,7 +50,8 @@ type Disks struct {
 }
 
 // Add parses yolk.disk's value v into the table; a malformed one, or one
-// past MaxDisks, only sets Bad.
+// past MaxDisks, only sets Bad. GUESTPATH "/" makes the disk the root,
+// as yolk.root does.
 func (t *Disks) Add(v []byte) {
 	i := 0
 	for i < len(v) && v[i] != ':' {
@@ -63,7 +65,40 @@ func (t *Disks) Add(v []byte) {
 	if n := len(rest); n >= 3 && string(rest[n-3:]) == ":ro" {
 		rest, ro = rest[:n-3], true
 	}
-	if t.N == MaxDisks || len(name) == 0 || len(name) > len(t.D[0].name) || len(rest) < 2 || rest[0] != '/' || len(rest) > len(t.D[0].path) {
+	t.add(name, rest, ro)
+}
+
+// AddRoot parses yolk.root's value, NAME[:ro] (NAME as yolk.disk's): the
+// disk whose file system is the root, /.
+func (t *Disks) AddRoot(v []byte) {
+	ro := false
+	if n := len(v); n >= 3 && string(v[n-3:]) == ":ro" {
+		v, ro = v[:n-3], true
+	}
+	for _, c := range v {
+		if c == ':' {
+			t.Bad = true
+			return
+		}
+	}
+	t.add(v, slash[:], ro)
+}
+
+var slash = [...]byte{'/'}
+
+// Root is the index of the disk that is the root, -1 if none.
+func (t *Disks) Root() int {
+	for i := 0; i < t.N; i++ {
+		if p := t.D[i].Path(); len(p) == 1 {
+			return i
+		}
+	}
+	return -1
+}
+
+func (t *Disks) add(name, rest []byte, ro bool) {
+	if t.N == MaxDisks || len(name) == 0 || len(name) > len(t.D[0].name) || len(rest) < 1 || rest[0] != '/' || len(rest) > len(t.D[0].path) ||
+		len(rest) == 1 && t.Root() >= 0 {
 		t.Bad = true
 		return
 	}

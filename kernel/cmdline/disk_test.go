@@ -27,13 +27,25 @@ func TestDisks(t *testing.T) {
 	if _, ok := d.D[0].Label(); ok {
 		t.Error("vda has a label")
 	}
-	for _, v := range []string{"", "vda", "vda:", "vda:rel", ":/x", "VDA:/x", "v/a:/x", "vda:/",
+	for _, v := range []string{"", "vda", "vda:", "vda:rel", ":/x", "VDA:/x", "v/a:/x",
 		"LABEL=:/x", "LABEL=a b:/x", "LABEL=0123456789abcdefg:/x", "vdaaaaaaaaaaaaaaaa:/x", "Label=x:/x"} {
 		var b Disks
 		b.Add([]byte(v))
 		if !b.Bad || b.N != 0 {
 			t.Errorf("%q accepted", v)
 		}
+	}
+	var r Disks
+	r.Add([]byte("vdb:/data"))
+	r.AddRoot([]byte("LABEL=root:ro"))
+	r.Add([]byte("vdc:/")) // a second root
+	r.AddRoot([]byte("vda:/x"))
+	if r.N != 2 || !r.Bad || r.Root() != 1 || string(r.D[1].Name()) != "LABEL=root" || !r.D[1].ReadOnly || string(r.D[1].Path()) != "/" {
+		t.Errorf("root: %d disks, bad %v, root %d", r.N, r.Bad, r.Root())
+	}
+	var r2 Disks
+	if r2.Add([]byte("vda:/")); r2.Root() != 0 || r2.Bad || r2.D[0].ReadOnly {
+		t.Errorf("vda:/: root %d, bad %v", r2.Root(), r2.Bad)
 	}
 	var full Disks
 	for i := 0; i <= MaxDisks; i++ {

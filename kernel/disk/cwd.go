@@ -89,6 +89,9 @@ func (d *Disks[E]) Getcwd(b []byte) (int, abi.Errno, bool) {
 		ino = up
 	}
 	point := env[E]().Point(c.m)
+	if len(point) == 1 {
+		point = nil // "/": the disk is the root
+	}
 	n := len(point) + len(b) - end
 	if n+1 > len(b) {
 		return 0, abi.Errno(unix.ERANGE), true

@@ -72,12 +72,13 @@ const stageSize = 512 << 10
 // Disks is the table of disk mounts and of the open files on them. Its
 // zero value has none.
 type Disks[E Env[E]] struct {
-	m     [namei.MaxDisks]mount[E]
-	files [NumFiles]File
-	cwd   cwd
-	maps  [NumMaps]mapSlot // the mapped inodes (mmap.go)
-	tabMu sched.TWALock    // the page cache's index and pages' contents
-	tab   pageTab
+	m      [namei.MaxDisks]mount[E]
+	files  [NumFiles]File
+	cwd    cwd
+	points points           // the root disk's mount points (points.go)
+	maps   [NumMaps]mapSlot // the mapped inodes (mmap.go)
+	tabMu  sched.TWALock    // the page cache's index and pages' contents
+	tab    pageTab
 }
 
 // env is E's zero value, for the calls that need no device.

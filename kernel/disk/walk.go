@@ -25,6 +25,13 @@ func (d *Disks[E]) Walk(op int, pl *namei.Place, a *namei.Args, b []byte) (next 
 	defer d.cut() // a truncation's (O_TRUNC, truncate(2)), after the unlock
 	m.lock()
 	defer m.mu.Unlock()
+	return d.walk(op, i, pl, a, b)
+}
+
+// walk is Walk under the mount's lock (its returns outside Walk, whose
+// defers stay open-coded: no deferprocStack in kernel context).
+func (d *Disks[E]) walk(op, i int, pl *namei.Place, a *namei.Args, b []byte) (next namei.Place, r uintptr, e abi.Errno) {
+	m := &d.m[i]
 	dir, depth, path := pl.Ino, pl.Depth, pl.Path
 	follow := namei.Follows(op, a.Flags)
 	for {
@@ -59,6 +66,9 @@ func (d *Disks[E]) Walk(op int, pl *namei.Place, a *namei.Args, b []byte) (next 
 		case unix.S_IFLNK:
 			return d.moved(pl.M, i, ino, dir, depth, rest, b)
 		case unix.S_IFDIR:
+			if t := d.pointAt(i, ino, name); t != 0 {
+				return namei.Mounted(t, rest), 0, namei.ErrMoved
+			}
 		default:
 			return next, 0, abi.Errno(unix.ENOTDIR)
 		}
@@ -99,7 +109,7 @@ func (d *Disks[E]) moved(mt int32, i int, ino, dir uint32, depth int, rest, b []
 	}
 	n += copy(b[n:], rest)
 	if b[0] == '/' {
-		return namei.At(fs.AtCWD, b[:n]), 0, namei.ErrMoved
+		return namei.Abs(b[:n]), 0, namei.ErrMoved
 	}
 	return namei.DiskAt(mt, dir, depth, b[:n]), 0, namei.ErrMoved
 }
@@ -121,6 +131,12 @@ func (d *Disks[E]) last(op, i int, mt int32, dir uint32, depth int, name []byte,
 		}
 		if slash && typ != unix.S_IFDIR {
 			return next, 0, abi.Errno(unix.ENOTDIR)
+		}
+		if t := d.pointAt(i, ino, name); t != 0 {
+			if op == namei.OpUnlink {
+				return next, 0, abi.Errno(unix.EBUSY) // rmdir of a mount point
+			}
+			return namei.Mounted(t, nil), 0, namei.ErrMoved
 		}
 	} else if le != abi.ENOENT {
 		return next, 0, le

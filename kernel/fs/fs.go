@@ -174,6 +174,7 @@ type FS[E Env] struct {
 	pages    int64 // file pages held
 	maxPages int64
 	cuts     bool // some inode's cut may be set (TakeCut)
+	hidden   bool // the root is hidden (Hide)
 	lastID   uint64
 	inodes   [NumInodes]inode
 	files    [NumFiles]file

@@ -91,3 +91,51 @@ func TestCross(t *testing.T) {
 		t.Errorf("Cross into a short buffer = %v, want ENAMETOOLONG", e)
 	}
 }
+
+// TestHide: with the root hidden (a disk is the root), ".." into it and
+// an absolute link target leave with MountUp and what is left; walks
+// below it, and the kernel's own absolute paths, stay.
+func TestHide(t *testing.T) {
+	f, _ := newFS(t, 64, 64)
+	for _, d := range []string{"/tmp", "/tmp/sub", "/dev"} {
+		if e := f.Mkdir(AtCWD, []byte(d), 0o755); e != 0 {
+			t.Fatalf("mkdir %s: %v", d, e)
+		}
+	}
+	if e := f.Symlink([]byte("/proc/self/fd"), AtCWD, []byte("/dev/fd")); e != 0 {
+		t.Fatal(e)
+	}
+	var st unix.Stat_t
+	if e := f.Stat(AtCWD, []byte("/tmp"), 0, &st); e != 0 {
+		t.Fatal(e)
+	}
+	tmp := AtIno(int32(st.Ino - 1))
+	f.Hide()
+	var buf [PathMax]byte
+	for _, c := range []struct {
+		path  string
+		flags int
+		mount int32
+		rest  string
+	}{
+		{"sub/../x", 0, 0, ""},
+		{"..", 0, MountUp, ""},
+		{"../etc/hosts", 0, MountUp, "etc/hosts"},
+		{"sub/../../a", 0, MountUp, "a"},
+		{"../dev/fd/3", 0, MountUp, "dev/fd/3"},
+		{"/dev/fd/3", 0, MountUp, "proc/self/fd/3"},
+		{"/dev/fd", 0, MountUp, "proc/self/fd"},
+		{"/dev/fd", unix.AT_SYMLINK_NOFOLLOW, 0, ""},
+	} {
+		m, n, e := f.Cross(tmp, []byte(c.path), c.flags, buf[:])
+		if m != c.mount || string(buf[:n]) != c.rest || e != 0 && e != unix.ENOENT {
+			t.Errorf("Cross(/tmp, %q, %#x) = %d %q %v, want %d %q", c.path, c.flags, m, buf[:n], e, c.mount, c.rest)
+		}
+	}
+	if e := f.Stat(tmp, []byte(".."), 0, &st); e != ECross {
+		t.Errorf("Stat(/tmp/..) = %v, want ECross", e)
+	}
+	if e := f.Stat(AtCWD, []byte("/tmp/sub"), 0, &st); e != 0 {
+		t.Errorf("the kernel's Stat(/tmp/sub) = %v", e)
+	}
+}

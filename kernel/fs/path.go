@@ -174,10 +174,8 @@ func (f *FS[E]) walkTo(dir int, path []byte, mode int, rest []byte) (r walkResul
 				next = f.inodeOf(ent)
 			}
 		}
-		if next >= 0 && f.inodes[next].mount != 0 && kind == lastNorm {
-			// Another file system is mounted here: the caller goes on
-			// there with what is left (the mounted root stands for
-			// next, so a last link is the mounted root's business).
+		// leave: the walk goes on elsewhere (mount) with what is left.
+		leave := func(mount int32) (walkResult, int32, int, Errno) {
 			for k := n - 1; k >= 0 && rest != nil; k-- {
 				p := stack[k]
 				if rn == 0 {
@@ -190,7 +188,16 @@ func (f *FS[E]) walkTo(dir int, path []byte, mode int, rest []byte) (r walkResul
 				}
 				rn += copy(rest[rn:], p)
 			}
-			return r, f.inodes[next].mount, rn, ECross
+			return r, mount, rn, ECross
+		}
+		if next >= 0 && f.inodes[next].mount != 0 && kind == lastNorm {
+			// Another file system is mounted here: the caller goes on
+			// there with what is left (the mounted root stands for
+			// next, so a last link is the mounted root's business).
+			return leave(f.inodes[next].mount)
+		}
+		if kind == lastDotDot && next == f.root && f.hidden {
+			return leave(MountUp) // "..": back on the disk that is the root
 		}
 		if last {
 			r.slash = r.slash || slash
@@ -226,6 +233,9 @@ func (f *FS[E]) walkTo(dir int, path []byte, mode int, rest []byte) (r walkResul
 		stack[n] = t
 		n++
 		if len(t) > 0 && t[0] == '/' {
+			if f.hidden {
+				return leave(MountUp) // from the root, which is a disk's
+			}
 			cur = f.root
 		}
 	}
@@ -282,6 +292,21 @@ func (f *FS[E]) walkNew(dir int, path []byte, dirOK bool) (walkResult, Errno) {
 // the kernel's file layer asks Cross where to go on. It never reaches a
 // program.
 const ECross = Errno(0x10000)
+
+// MountUp is the mount Cross gives when the walk leaves a hidden root
+// (Hide): by ".." into it, or by a link's absolute target; the path
+// still to resolve goes from the real root.
+const MountUp = -1
+
+// Hide makes the root directory one that paths walked by programs never
+// reach (a disk is the root, and this file system's /dev and /tmp are
+// mounted on it): ".." into it and absolute link targets leave with
+// ECross and MountUp. Paths the kernel walks from it itself still work.
+func (f *FS[E]) Hide() {
+	f.env.Lock()
+	f.hidden = true
+	f.env.Unlock()
+}
 
 // AtIno names directory ino in place of a directory handle.
 func AtIno(ino int32) int { return atIno - int(ino) }

@@ -34,15 +34,18 @@ import (
 	"yolk/kernel/share"
 )
 
-// Mount IDs, as fs.Mount is given them: 0 is the root in-memory file
-// system, 1 to share.MaxShares the shares (the share's mount index + 1),
-// then /proc and /sys, then the disks' file systems (MountDisk + the
-// disk mount's index).
+// Mount IDs, as fs.Mount is given them: 0 is the in-memory file system,
+// 1 to share.MaxShares the shares (the share's mount index + 1), then
+// /proc and /sys, then the disks' file systems (MountDisk + the disk
+// mount's index), then the in-memory file system's /dev and /tmp where
+// a disk is the root (MountDev, MountTmp: SetRoot).
 const (
 	MountProc = share.MaxShares + 1 + iota
 	MountSys
 	MountDisk
-	NumMounts = MountDisk + MaxDisks
+	MountDev  = MountDisk + MaxDisks
+	MountTmp  = MountDev + 1
+	NumMounts = MountTmp + 1
 )
 
 // MaxDisks is how many disk file systems may be mounted.
@@ -63,7 +66,7 @@ const (
 // Kind is mount m's kind.
 func Kind(m int32) int {
 	switch {
-	case m == 0:
+	case m == 0 || m >= MountDev:
 		return Mem
 	case m <= share.MaxShares:
 		return Share
@@ -73,13 +76,37 @@ func Kind(m int32) int {
 	return Proc
 }
 
-// parents are the in-memory directories holding each mount point: where
-// ".." at the mounted root goes (SetParent, at boot).
-var parents [NumMounts]int32
+// The root: the in-memory file system's (0), or a disk's (yolk.root=,
+// SetRoot). Set at boot, before tasks run.
+var root int32
 
-// SetParent records that mount m's mount point is in-memory directory
-// ino's.
-func SetParent(m, ino int32) { parents[m] = ino }
+// SetRoot makes disk mount m the root; binds[MountDev-MountDev] and
+// binds[MountTmp-MountDev] are the in-memory file system's /dev and /tmp,
+// which SetRoot's caller mounts on the disk (MountDev, MountTmp).
+func SetRoot(m int32, dev, tmp int32) {
+	root = m
+	binds = [2]int32{dev, tmp}
+}
+
+// RootOnDisk reports whether a disk is the root, and which mount.
+func RootOnDisk() (int32, bool) { return root, root != 0 }
+
+var binds [2]int32 // in-memory directories: MountDev's, MountTmp's
+
+// parents are the directories holding each mount point: where ".." at
+// the mounted root goes (SetParent, at boot). With a disk as the root,
+// they are that disk's directories (ino, depth names below its root).
+var parents [NumMounts]struct {
+	ino   int32
+	depth int32
+}
+
+// SetParent records that mount m's mount point is in directory ino of
+// the root (the in-memory file system's, or with a disk as the root,
+// depth names below the disk's root).
+func SetParent(m, ino int32, depth int) {
+	parents[m].ino, parents[m].depth = ino, int32(depth)
+}
 
 // Place is where a path call stands: a mount and where on it the rest of
 // the path goes from.
@@ -145,6 +172,10 @@ type Env interface {
 	Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno)
 	// Disk is Proc's for a disk's file system.
 	Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno)
+	// DiskPoint is, for Where, the Mounted place where pl's path
+	// leaves its disk at a mount point before its last name, and true;
+	// false if it stays.
+	DiskPoint(pl *Place) (Place, bool)
 	// Cross is the in-memory file system's fs.Cross.
 	Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno)
 	// ShareDev is the device of share mount m.
@@ -179,7 +210,34 @@ func At(d int, path []byte) Place {
 
 // Up is path from the directory holding mount m's mount point: where
 // ".." at m's root goes.
-func Up(m int32, path []byte) Place { return At(fs.AtIno(parents[m]), path) }
+func Up(m int32, path []byte) Place {
+	if root != 0 {
+		return DiskAt(root, uint32(parents[m].ino), int(parents[m].depth), path)
+	}
+	return At(fs.AtIno(parents[m].ino), path)
+}
+
+// Abs is absolute path (or path from the root): from the in-memory
+// file system's root, or the root disk's.
+func Abs(path []byte) Place {
+	if root != 0 {
+		return DiskAt(root, DiskRoot, 0, path)
+	}
+	return At(fs.AtCWD, path)
+}
+
+// Mounted is the place a walk goes on at when it reaches mount m's
+// mount point on a disk with rest still to walk: namei.Walk makes it
+// Root(m, rest). A disk's walk returns it with ErrMoved.
+func Mounted(m int32, rest []byte) Place {
+	for len(rest) > 0 && rest[0] == '/' {
+		rest = rest[1:]
+	}
+	return Place{M: m, D: fs.AtCWD, R: share.Ref{H: -1}, Depth: crossing, Path: rest}
+}
+
+// crossing marks a Mounted place.
+const crossing = -2
 
 // DiskAt is path from directory ino of disk mount m, depth names below
 // its root.
@@ -191,6 +249,12 @@ func DiskAt(m int32, ino uint32, depth int, path []byte) Place {
 func Root[E Env](m int32, path []byte) Place {
 	pl := Place{M: m, D: fs.AtCWD, R: share.Ref{H: -1}, Depth: -1, Path: path}
 	switch {
+	case Kind(m) == Mem:
+		d := fs.AtCWD
+		if m >= MountDev {
+			d = fs.AtIno(binds[m-MountDev])
+		}
+		return At(d, path)
 	case m == MountProc:
 		pl.Node = procfs.ProcRoot
 	case m == MountSys:
@@ -231,9 +295,12 @@ func Walk[E Env](dirfd int, upath []byte, op int, args *Args) (uintptr, abi.Errn
 			}
 			m, n, ce := env.Cross(pl.D, pl.Path, flags, b)
 			if e = abi.Errno(ce); ce == 0 {
-				if m == 0 {
+				switch m {
+				case 0:
 					e = abi.ENOENT // the mount point went since the call (not done: unmounts)
-				} else {
+				case fs.MountUp:
+					next, e = Abs(b[:n]), ErrMoved
+				default:
 					next, e = Root[E](m, b[:n]), ErrMoved
 				}
 			}
@@ -245,12 +312,12 @@ func Walk[E Env](dirfd int, upath []byte, op int, args *Args) (uintptr, abi.Errn
 			pl.R.Link = b
 			r, e = env.Share(op, noEscapeP(&pl), a)
 			if e == ErrMoved {
-				next = At(fs.AtCWD, b[:pl.R.LinkLen])
+				next = Abs(b[:pl.R.LinkLen])
 			}
 		case Proc:
 			next, r, e = env.Proc(op, noEscapeP(&pl), a, b)
 		case Disk:
-			if rest, up := Climb(pl.Path, pl.Depth); up {
+			if rest, up := Climb(pl.Path, pl.Depth); up && pl.M != root {
 				next, e = Up(pl.M, rest), ErrMoved
 				break
 			}
@@ -264,8 +331,16 @@ func Walk[E Env](dirfd int, upath []byte, op int, args *Args) (uintptr, abi.Errn
 			env.Done(noEscapeP(&next))
 			return 0, abi.Errno(unix.ELOOP)
 		}
-		pl = next
+		pl = resolve[E](next)
 	}
+}
+
+// resolve is pl, or where a Mounted place goes on.
+func resolve[E Env](pl Place) Place {
+	if pl.Depth == crossing {
+		return Root[E](pl.M, pl.Path)
+	}
+	return pl
 }
 
 // Where resolves dirfd and path to the place of the file system that
@@ -284,7 +359,11 @@ func Where[E Env](dirfd int, upath []byte, bufs *[2][fs.PathMax]byte) (Place, ab
 			if ce != 0 || m == 0 {
 				return pl, abi.Errno(ce) // pl stays: here
 			}
-			next = Root[E](m, b[:n])
+			if m == fs.MountUp {
+				next = Abs(b[:n])
+			} else {
+				next = Root[E](m, b[:n])
+			}
 		case Share:
 			rest, up := Climb(pl.R.Rel, pl.Depth)
 			if !up {
@@ -295,7 +374,11 @@ func Where[E Env](dirfd int, upath []byte, bufs *[2][fs.PathMax]byte) (Place, ab
 			return pl, 0
 		case Disk:
 			rest, up := Climb(pl.Path, pl.Depth)
-			if !up {
+			if !up || pl.M == root {
+				if n, ok := env.DiskPoint(noEscapeP(&pl)); ok {
+					next = resolve[E](n) // the last name is a mount point
+					break
+				}
 				return pl, 0
 			}
 			next = Up(pl.M, rest)

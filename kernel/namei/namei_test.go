@@ -49,6 +49,7 @@ func (fakeEnv) Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.E
 func (fakeEnv) Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno) {
 	return Place{}, 0, abi.ENOSYS
 }
+func (fakeEnv) DiskPoint(pl *Place) (Place, bool) { return Place{}, false }
 func (fakeEnv) Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno) {
 	return 1, copy(rest, strings.TrimLeft(strings.TrimPrefix(string(path), "/mnt"), "/")), 0
 }
@@ -56,11 +57,17 @@ func (fakeEnv) ShareDev(m int32) int { return 0 }
 func (fakeEnv) Done(pl *Place)       { dones++ }
 
 func itoa(d int) string {
+	if d >= 0 && d < 10 {
+		return string(rune('0' + d))
+	}
 	if d == fs.AtCWD {
 		return "cwd"
 	}
 	if d == fs.AtIno(7) {
 		return "ino7"
+	}
+	if d == fs.AtIno(6) {
+		return "ino6"
 	}
 	return "?"
 }
@@ -69,7 +76,7 @@ func itoa(d int) string {
 // follows a link out of it through the root, stops a link loop at 40
 // moves with ELOOP, and drops every place's references.
 func TestWalk(t *testing.T) {
-	SetParent(1, 7)
+	SetParent(1, 7, 0)
 	for _, c := range []struct {
 		path  string
 		want  []string
@@ -139,5 +146,97 @@ func TestFollows(t *testing.T) {
 		if got := Follows(c.op, c.flags); got != c.want {
 			t.Errorf("Follows(%d, %#x) = %v", c.op, c.flags, got)
 		}
+	}
+}
+
+// rootEnv models a disk as the root (SetRoot): the in-memory /tmp
+// (directory 6) and /proc are mounted on the disk's directories of those
+// names; the disk's "link" is a link to /tmp/y.
+type rootEnv struct{ fakeEnv }
+
+func (rootEnv) Start(dirfd int, path []byte) (Place, abi.Errno) { return Abs(path), 0 }
+func (rootEnv) Mem(op int, pl *Place, a *Args) (uintptr, abi.Errno) {
+	visits = append(visits, "mem:"+itoa(pl.D)+":"+string(pl.Path))
+	if strings.HasPrefix(string(pl.Path), "..") {
+		return 0, abi.Errno(fs.ECross) // ".." into the hidden root
+	}
+	return 0, 0
+}
+func (rootEnv) Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno) {
+	if !strings.HasPrefix(string(path), "..") {
+		return 0, 0, 0
+	}
+	return fs.MountUp, copy(rest, strings.TrimLeft(strings.TrimPrefix(string(path), ".."), "/")), 0
+}
+func (rootEnv) Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno) {
+	visits = append(visits, "proc:"+string(pl.Path))
+	if p := string(pl.Path); strings.HasPrefix(p, "..") {
+		n := copy(b, strings.TrimLeft(p[2:], "/"))
+		return Up(pl.M, b[:n]), 0, ErrMoved
+	}
+	return Place{}, 0, 0
+}
+func (rootEnv) Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno) {
+	visits = append(visits, "disk:"+itoa(int(pl.Ino))+":"+itoa(pl.Depth)+":"+string(pl.Path))
+	p := strings.TrimLeft(string(pl.Path), "/")
+	for _, m := range []struct {
+		name string
+		id   int32
+	}{{"proc", MountProc}, {"tmp", MountTmp}} {
+		if p == m.name || strings.HasPrefix(p, m.name+"/") {
+			n := copy(b, p[len(m.name):])
+			return Mounted(m.id, b[:n]), 0, ErrMoved
+		}
+	}
+	if p == "link" {
+		return Abs(b[:copy(b, "/tmp/y")]), 0, ErrMoved
+	}
+	return Place{}, 0, 0
+}
+func (rootEnv) DiskPoint(pl *Place) (Place, bool) {
+	if p := strings.TrimLeft(string(pl.Path), "/"); strings.HasPrefix(p, "tmp/") {
+		return Mounted(MountTmp, pl.Path[len(pl.Path)-len(p)+3:]), true
+	}
+	return Place{}, false
+}
+
+// TestWalkRootDisk: with a disk as the root, absolute paths start on
+// it, cross into the mounts on its directories, and come back to it by
+// ".." from a mounted root (the in-memory file system's hidden root
+// included) and by absolute link targets; Where finds the in-memory
+// file system under /tmp.
+func TestWalkRootDisk(t *testing.T) {
+	SetRoot(MountDisk, 5, 6)
+	SetParent(MountProc, DiskRoot, 0)
+	defer SetRoot(0, 0, 0)
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"/a/b", []string{"disk:2:0:/a/b"}},
+		{"/proc/self", []string{"disk:2:0:/proc/self", "proc:self"}},
+		{"/proc", []string{"disk:2:0:/proc", "proc:"}},
+		{"/tmp/x", []string{"disk:2:0:/tmp/x", "mem:ino6:x"}},
+		{"/tmp/../a", []string{"disk:2:0:/tmp/../a", "mem:ino6:../a", "disk:2:0:a"}},
+		{"/proc/../a", []string{"disk:2:0:/proc/../a", "proc:../a", "disk:2:0:a"}},
+		{"/link", []string{"disk:2:0:/link", "disk:2:0:/tmp/y", "mem:ino6:y"}},
+	} {
+		visits = nil
+		var a Args
+		if _, err := Walk[rootEnv](unix.AT_FDCWD, []byte(c.path), OpStat, &a); err != 0 {
+			t.Errorf("%s: %v", c.path, err)
+		}
+		if strings.Join(visits, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: visited %q, want %q", c.path, visits, c.want)
+		}
+	}
+	var bufs [2][fs.PathMax]byte
+	pl, err := Where[rootEnv](unix.AT_FDCWD, []byte("/tmp/x"), &bufs)
+	if err != 0 || Kind(pl.M) != Mem || pl.D != fs.AtIno(6) || string(pl.Path) != "x" {
+		t.Errorf("Where(/tmp/x) = mount %d, dir %d, %q, %v", pl.M, pl.D, pl.Path, err)
+	}
+	pl, err = Where[rootEnv](unix.AT_FDCWD, []byte("/a/b"), &bufs)
+	if err != 0 || pl.M != MountDisk || string(pl.Path) != "/a/b" {
+		t.Errorf("Where(/a/b) = mount %d, %q, %v", pl.M, pl.Path, err)
 	}
 }

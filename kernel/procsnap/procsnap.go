@@ -203,6 +203,7 @@ const (
 	MntPipe  = 21
 	MntSock  = 22
 	MntDisk  = 23 // + the disk mount's index
+	MntTmp   = 31 // the in-memory /tmp, where a disk is the root
 )
 
 // Lock and Unlock take and drop the state's lock, which Begin, Fill,

@@ -67,8 +67,25 @@ func (st *State[E]) fillMounts(s *procfs.Snapshot) {
 		s.AddMount(procfs.Mount{ID: id, Parent: parent, Major: major, Minor: minor, Flags: flags,
 			Root: s.PutString(root), Point: s.PutString(point), Type: s.PutString(typ), Source: s.PutString(src), Opts: s.PutString(opts)})
 	}
-	add(MntRoot, MntRoot, 0, fs.Dev, "/", "/", "tmpfs", "rootfs", "mode=755", procfs.MountRelAtime)
+	rootDisk := -1 // a disk is the root (yolk.root): listed first, as the root
+	for i := 0; rootDisk < 0; i++ {
+		_, _, point, _, on, ok := st.env.Disk(i)
+		if !ok {
+			break
+		}
+		if on && len(point) == 1 {
+			rootDisk = i
+		}
+	}
+	if rootDisk < 0 {
+		add(MntRoot, MntRoot, 0, fs.Dev, "/", "/", "tmpfs", "rootfs", "mode=755", procfs.MountRelAtime)
+	} else {
+		st.addDisk(s, rootDisk, MntRoot)
+	}
 	add(MntDev, MntRoot, 0, fs.Dev, "/dev", "/dev", "tmpfs", "rootfs", "mode=755", procfs.MountNoSuid|procfs.MountRelAtime)
+	if rootDisk >= 0 {
+		add(MntTmp, MntRoot, 0, fs.Dev, "/tmp", "/tmp", "tmpfs", "rootfs", "mode=1777", procfs.MountNoSuid|procfs.MountNoDev|procfs.MountRelAtime)
+	}
 	add(MntProc, MntRoot, 0, fs.Dev+1, "/", "/proc", "proc", "proc", "", pseudo)
 	add(MntSys, MntRoot, 0, fs.Dev+2, "/", "/sys", "sysfs", "sysfs", "", pseudo)
 	add(MntCgroup, MntSys, 0, fs.Dev+3, "/", "/sys/fs/cgroup", "cgroup2", "cgroup2", "nsdelegate", pseudo)
@@ -85,23 +102,28 @@ func (st *State[E]) fillMounts(s *procfs.Snapshot) {
 			Opts: s.PutString("trans=virtio")})
 	}
 	for i := 0; ; i++ {
-		rdev, name, point, ro, on, ok := st.env.Disk(i)
+		_, _, _, _, on, ok := st.env.Disk(i)
 		if !ok {
 			break
 		}
-		if !on {
-			continue // no file system there: only its mount point, in memory
+		if on && i != rootDisk { // else no file system there: only its mount point, in memory
+			st.addDisk(s, i, int32(MntDisk+i))
 		}
-		var src [32]byte
-		n := copy(src[:], "/dev/")
-		n += copy(src[n:], name)
-		flags := uint32(procfs.MountRelAtime)
-		if ro {
-			flags |= procfs.MountRO | procfs.MountSuperRO
-		}
-		s.AddMount(procfs.Mount{ID: int32(MntDisk + i), Parent: MntRoot, Major: unix.Major(rdev), Minor: unix.Minor(rdev),
-			Flags: flags, Root: s.PutString("/"), Point: s.Put(point), Type: s.PutString("ext4"), Source: s.Put(src[:n])})
 	}
+}
+
+// addDisk lists disk mount i's file system as mount id.
+func (st *State[E]) addDisk(s *procfs.Snapshot, i int, id int32) {
+	rdev, name, point, ro, _, _ := st.env.Disk(i)
+	var src [32]byte
+	n := copy(src[:], "/dev/")
+	n += copy(src[n:], name)
+	flags := uint32(procfs.MountRelAtime)
+	if ro {
+		flags |= procfs.MountRO | procfs.MountSuperRO
+	}
+	s.AddMount(procfs.Mount{ID: id, Parent: MntRoot, Major: unix.Major(rdev), Minor: unix.Minor(rdev),
+		Flags: flags, Root: s.PutString("/"), Point: s.Put(point), Type: s.PutString("ext4"), Source: s.Put(src[:n])})
 }
 
 // fillSys fills the system's numbers: CPU times, uptime, load, memory.

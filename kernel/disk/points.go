@@ -1,0 +1,153 @@
+package disk
+
+import (
+	"golang.org/x/sys/unix"
+
+	"yolk/kernel/abi"
+	"yolk/kernel/ext4"
+	"yolk/kernel/namei"
+)
+
+// The root on a disk (yolk.root=, docs/disks.md): the other file
+// systems are mounted on directories of that disk — /proc, /sys, the
+// in-memory file system's /dev and /tmp, the shares, the other disks. A
+// walk that reaches one of them by name goes on at the mounted root
+// (namei.Mounted); ".." at the mounted root comes back (namei.Up).
+
+// maxPoints bounds the mount points on the root disk: /proc, /sys,
+// /dev, /tmp, the shares and the other disks.
+const maxPoints = 32
+
+type points struct {
+	on bool // a disk is the root
+	m  int  // its mount index
+	n  int  // entries in use
+	at [maxPoints]struct {
+		ino    uint32
+		target int32
+	}
+}
+
+// SetRoot makes disk mount i (mounted) the root: the working directory
+// is its root now. At boot, before tasks run.
+func (d *Disks[E]) SetRoot(i int) {
+	d.points.on, d.points.m = true, i
+	d.chdir(i, namei.DiskRoot, 0)
+}
+
+// pointAt is the mount whose mount point is directory ino of disk mount
+// i, reached by name; 0 if none.
+func (d *Disks[E]) pointAt(i int, ino uint32, name []byte) int32 {
+	p := &d.points
+	if !p.on || i != p.m || len(name) == 0 || isDot(name) || isDotDot(name) {
+		return 0
+	}
+	for k := 0; k < p.n; k++ {
+		if p.at[k].ino == ino {
+			return p.at[k].target
+		}
+	}
+	return 0
+}
+
+// MountPoint makes directory path (absolute) of the root disk the mount
+// point of mount target, making the directories missing on the way (mode
+// 0755) if the disk is writable. It returns the directory holding it and
+// how many names that is below the root (where ".." at the mounted root
+// goes). At boot, before tasks run: no lock is taken.
+func (d *Disks[E]) MountPoint(path []byte, target int32) (parent uint32, depth int, e abi.Errno) {
+	p := &d.points
+	if !p.on {
+		return 0, 0, abi.EINVAL
+	}
+	if p.n == maxPoints {
+		return 0, 0, abi.Errno(unix.ENOSPC)
+	}
+	f := &d.m[p.m].fs
+	dir := uint32(namei.DiskRoot)
+	full := path
+	for {
+		for len(path) > 0 && path[0] == '/' {
+			path = path[1:]
+		}
+		j := 0
+		for j < len(path) && path[j] != '/' {
+			j++
+		}
+		name := path[:j]
+		if len(name) == 0 {
+			return 0, 0, abi.Errno(unix.EBUSY) // the root itself
+		}
+		if isDot(name) || isDotDot(name) || len(name) > ext4.NameMax {
+			return 0, 0, abi.EINVAL
+		}
+		ino, le := f.Lookup(dir, name)
+		if le == abi.ENOENT && !f.ReadOnly() {
+			ino, le = f.Mkdir(dir, name, 0o755, 0, 0)
+			if le == 0 {
+				p := env[E]()
+				p.Print("yolk: root: made directory ")
+				p.PrintBytes(full[:len(full)-len(path)+j])
+				p.Print(" (a mount point)\n")
+			}
+		}
+		if le != 0 {
+			return 0, 0, le
+		}
+		if st, se := f.Stat(ino); se != 0 || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return 0, 0, abi.Errno(unix.ENOTDIR)
+		}
+		if t := d.pointAt(p.m, ino, name); t != 0 {
+			return 0, 0, abi.Errno(unix.EBUSY) // on another mount's point
+		}
+		rest := path[j:]
+		for len(rest) > 0 && rest[0] == '/' {
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			p.at[p.n].ino, p.at[p.n].target = ino, target
+			p.n++
+			return dir, depth, 0
+		}
+		dir, path = ino, rest
+		depth++
+	}
+}
+
+// DiskPoint is, for namei.Where, the place where pl's path leaves its
+// disk at a mount point before its last name, and true; false if it
+// stays (links on the way are not followed, as parent does not).
+func (d *Disks[E]) DiskPoint(pl *namei.Place) (namei.Place, bool) {
+	i := index(pl.M)
+	if !d.points.on || i != d.points.m {
+		return namei.Place{}, false
+	}
+	m := &d.m[i]
+	m.lock()
+	defer m.mu.Unlock()
+	dir, path := pl.Ino, pl.Path
+	for len(path) > 0 && path[len(path)-1] == '/' {
+		path = path[:len(path)-1]
+	}
+	for {
+		for len(path) > 0 && path[0] == '/' {
+			path = path[1:]
+		}
+		j := 0
+		for j < len(path) && path[j] != '/' {
+			j++
+		}
+		if j == len(path) {
+			return namei.Place{}, false
+		}
+		name := path[:j]
+		ino, e := lookup(&m.fs, dir, name)
+		if e != 0 {
+			return namei.Place{}, false // the operation's own walk says
+		}
+		if t := d.pointAt(i, ino, name); t != 0 {
+			return namei.Mounted(t, path[j:]), true
+		}
+		dir, path = ino, path[j:]
+	}
+}
