@@ -3,7 +3,8 @@ package ext4
 // Changing directories: entries added in the first block with room (the
 // leaf its hash leads to in an indexed directory, split in two by hash
 // when full: dxwrite.go), removed by merging into the entry before, a new
-// block appended when none has room. An indexed directory whose index
+// block appended when none has room — but a directory whose one block is
+// full becomes indexed instead (dir_index), as Linux's. An indexed directory whose index
 // node is full stops being indexed (its index blocks become empty entry
 // blocks): Linux would split the node too; e2fsck -D indexes it again.
 
@@ -131,6 +132,25 @@ func (f *FS[E]) addEntry(in *Inode, name []byte, ino uint32, ft uint8) Errno {
 			return e
 		}
 	}
+	if n == 1 && f.compat&CompatDirIndex != 0 && in.Flags&FlagIndex == 0 {
+		// Its first block is full: indexed from now on, as Linux's.
+		if ok, e := f.makeIndexed(in, name, ino, ft); ok || e != 0 {
+			return e
+		}
+		if in.Flags&FlagIndex != 0 {
+			// Indexed, but the name found no room in a split leaf
+			// (not seen: a leaf of one long name): linear again.
+			if e := f.unindex(in); e != 0 {
+				return e
+			}
+			for n = 0; n < f.dirBlocks(in); n++ {
+				ok, e := f.insertIn(in, n, name, ino, ft)
+				if ok || e != 0 {
+					return e
+				}
+			}
+		}
+	}
 	// A new block at the end.
 	i, e := f.newDataBlock(in, n)
 	if e != 0 {
@@ -224,60 +244,94 @@ func (f *FS[E]) removeEntry(in *Inode, name []byte) (uint32, Errno) {
 }
 
 // changeEntry finds name in in and removes it (remove) or points it at
-// ino with file type ft; it answers the inode it named.
+// ino with file type ft; it answers the inode it named. In an indexed
+// directory it looks in the leaves the name's hash leads to.
 func (f *FS[E]) changeEntry(in *Inode, name []byte, ino uint32, ft uint8, remove bool) (uint32, Errno) {
 	if in.Flags&FlagInlineData != 0 {
 		return 0, EOPNOTSUPP
 	}
+	if in.Flags&FlagIndex != 0 && f.compat&CompatDirIndex != 0 {
+		var w dxWhere
+		_, e := f.dxLookup(in, name, &w)
+		for n, blk := 0, w.leaf; e == 0 && n < 1<<16; n++ {
+			old, found, e := f.changeIn(in, blk, name, ino, ft, remove)
+			if found || e != 0 {
+				return old, e
+			}
+			next, ok, e := f.dxNext(in, &w.path, w.levels, w.hash)
+			if e != 0 {
+				return 0, e
+			}
+			if !ok {
+				return 0, ENOENT
+			}
+			blk = next
+		}
+		if e == 0 {
+			e = ENOENT
+		}
+		if e != errBadDx {
+			return 0, e
+		}
+	}
 	n := f.dirBlocks(in)
 	for lblk := uint64(0); lblk < n; lblk++ {
-		i, end, e := f.dirBlock(in, lblk)
-		if e != 0 {
-			return 0, e
+		old, found, e := f.changeIn(in, lblk, name, ino, ft, remove)
+		if found || e != 0 {
+			return old, e
 		}
-		b := f.data(i)
-		prev, at := -1, -1
-		if !(isDxNode(in, lblk, b) && lblk != 0) {
-			for off := 0; off < end; {
-				d, e := f.entryAt(b, off, end)
-				if e != 0 {
-					f.put(i)
-					return 0, e
-				}
-				if d.ino != 0 && string(d.name) == string(name) {
-					at = off
-					break
-				}
-				prev = off
-				off += d.recLen
-			}
-		}
-		f.put(i)
-		if at < 0 {
-			continue
-		}
-		w, _, e := f.dirWrite(in, lblk)
-		if e != 0 {
-			return 0, e
-		}
-		b = f.data(w)
-		old := le32(b, at)
-		switch {
-		case !remove:
-			put32(b, at, ino)
-			if f.incompat&IncompatFiletype != 0 {
-				b[at+7] = ft
-			}
-		case prev >= 0:
-			put16(b, prev+4, le16(b, prev+4)+le16(b, at+4))
-		default:
-			put32(b, at, 0)
-		}
-		f.dirDone(in, w)
-		f.put(w)
-		return old, 0
 	}
 	return 0, ENOENT
+}
+
+// changeIn is changeEntry in block lblk: found false if name is not
+// there.
+func (f *FS[E]) changeIn(in *Inode, lblk uint64, name []byte, ino uint32, ft uint8, remove bool) (uint32, bool, Errno) {
+	i, end, e := f.dirBlock(in, lblk)
+	if e != 0 {
+		return 0, false, e
+	}
+	b := f.data(i)
+	prev, at := -1, -1
+	if !(isDxNode(in, lblk, b) && lblk != 0) {
+		for off := 0; off < end; {
+			d, e := f.entryAt(b, off, end)
+			if e != 0 {
+				f.put(i)
+				return 0, false, e
+			}
+			if d.ino != 0 && string(d.name) == string(name) {
+				at = off
+				break
+			}
+			prev = off
+			off += d.recLen
+		}
+	}
+	f.put(i)
+	if at < 0 {
+		return 0, false, 0
+	}
+	w, _, e := f.dirWrite(in, lblk)
+	if e != 0 {
+		return 0, false, e
+	}
+	b = f.data(w)
+	old := le32(b, at)
+	switch {
+	case !remove:
+		put32(b, at, ino)
+		if f.incompat&IncompatFiletype != 0 {
+			b[at+7] = ft
+		}
+	case prev >= 0:
+		put16(b, prev+4, le16(b, prev+4)+le16(b, at+4))
+	default:
+		put32(b, at, 0)
+	}
+	f.dirDone(in, w)
+	f.put(w)
+	return old, true, 0
 }
 
 // dirEmpty says whether directory in holds only "." and "..".

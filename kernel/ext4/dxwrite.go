@@ -149,3 +149,80 @@ func (f *FS[E]) splitLeaf(in *Inode, w *dxWhere, node []byte, co, count, li, end
 	put16(node, co+2, uint32(count+1))
 	return true, 0
 }
+
+// makeIndexed turns directory in, one linear block with no room for the
+// name, into an htree, as Linux's make_indexed_dir: block 0 becomes the
+// index root ("." kept, ".." spanning the rest of the block, which holds
+// the root's info and entries), its other entries move to a new leaf at
+// block 1, which is split by hash in two (do_split), and the name goes
+// where its hash leads. ok false: block 0 does not start with "." and
+// ".." as mkdir lays them out (left linear).
+func (f *FS[E]) makeIndexed(in *Inode, name []byte, ino uint32, ft uint8) (bool, Errno) {
+	ri, end, e := f.dirWrite(in, 0)
+	if e != 0 {
+		return false, e
+	}
+	defer f.put(ri)
+	b := f.data(ri)
+	dot, e := f.entryAt(b, 0, end)
+	if e != 0 {
+		return false, e
+	}
+	dd, e := f.entryAt(b, dot.recLen, end)
+	if e != 0 {
+		return false, e
+	}
+	if string(dot.name) != "." || dot.recLen != direntLen(1) || string(dd.name) != ".." || dxRootInfo+8+8 > end {
+		return false, 0
+	}
+	// The other entries, packed into the new leaf.
+	li, e := f.newDataBlock(in, 1)
+	if e != 0 {
+		return false, e
+	}
+	leaf := f.data(li)
+	at, last := 0, -1
+	for off := dot.recLen + dd.recLen; off < end; {
+		d, e := f.entryAt(b, off, end)
+		if e != 0 {
+			f.put(li)
+			return false, e
+		}
+		if d.ino != 0 {
+			l := direntLen(len(d.name))
+			copy(leaf[at:at+l], b[off:off+l])
+			put16(leaf, at+4, uint32(l))
+			last = at
+			at += l
+		}
+		off += d.recLen
+	}
+	if last < 0 {
+		f.put(li)
+		return false, 0 // nothing to move: there was room
+	}
+	put16(leaf, last+4, uint32(f.blockEnd()-last))
+	f.dirDone(in, li)
+	f.put(li)
+	// Block 0: the root.
+	clear(b[dxRootInfo:])
+	put16(b, dot.recLen+4, uint32(len(b)-dot.recLen))
+	b[dxRootInfo+4], b[dxRootInfo+5] = f.defHash, 8 // hash version, info length; 0 levels
+	co := dxRootInfo + 8
+	limit := (len(b) - co) / 8
+	if f.csum {
+		limit-- // the dx tail
+	}
+	put16(b, co, uint32(limit))
+	put16(b, co+2, 1)
+	put32(b, co+4, 1) // hash 0 on: block 1
+	in.Flags |= FlagIndex
+	in.Size = 2 * uint64(f.bs)
+	f.dxSetCsum(in, b, true)
+	f.dirty(ri)
+	var w dxWhere
+	if _, e := f.dxLookup(in, name, &w); e != 0 {
+		return false, e // the root just written is one dxLookup takes: never errBadDx
+	}
+	return f.dxSplit(in, &w, name, ino, ft)
+}

@@ -215,6 +215,20 @@ func TestWrite(t *testing.T) {
 					t.Fatalf("many/%s through the index: %d %v %v", en.Name(), ino, indexed, e)
 				}
 			}
+			// The directory made here became indexed when its first
+			// block filled (as Linux's make_indexed_dir): every name
+			// left is found through its index.
+			wide, _ := fs2.Lookup(ext4.RootIno, []byte("wide"))
+			ents, _ = os.ReadDir(filepath.Join(model, "wide"))
+			for _, en := range ents {
+				if cf.name != "default" && cf.name != "nocsum" && cf.name != "1k" {
+					break
+				}
+				ino, indexed, e := fs2.DxLookup(wide, []byte(en.Name()))
+				if !indexed || e != 0 || ino == 0 {
+					t.Fatalf("wide/%s through the index: %d %v %v", en.Name(), ino, indexed, e)
+				}
+			}
 			// huge-sparse is 5 GiB long: its data only is compared.
 			compareTree(t, fs2, model, ext4.RootIno, true, map[uint64]uint32{}, "huge-sparse")
 			want := make([]byte, 200)
@@ -298,7 +312,8 @@ func changes(w *twin) {
 			w.unlink("many/" + e.Name())
 		}
 	}
-	// A new directory with enough names to take several blocks.
+	// A new directory with enough names to take several blocks: indexed
+	// when its first fills.
 	w.mkdir("wide")
 	for i := 0; i < 300; i++ {
 		w.create("wide/n"+strconv.Itoa(i)+strings.Repeat("z", 30), 0)
