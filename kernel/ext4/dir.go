@@ -338,6 +338,11 @@ func (f *FS[E]) dxNext(in *Inode, path *[2]struct{ lblk, k uint64 }, levels int,
 }
 
 // lookup finds name in directory in.
+// isDots reports whether name is "." or "..".
+func isDots(name []byte) bool {
+	return len(name) == 1 && name[0] == '.' || len(name) == 2 && name[0] == '.' && name[1] == '.'
+}
+
 func (f *FS[E]) lookup(in *Inode, name []byte) (uint32, Errno) {
 	if !in.IsDir() {
 		return 0, ENOTDIR
@@ -347,6 +352,9 @@ func (f *FS[E]) lookup(in *Inode, name []byte) (uint32, Errno) {
 	}
 	if in.Flags&FlagInlineData != 0 {
 		return f.inlineLookup(in, name)
+	}
+	if isDots(name) {
+		return f.findInBlock(in, 0, name) // only ever in the first block, as Linux's ext4_find_entry knows
 	}
 	if in.Flags&FlagIndex != 0 && f.compat&CompatDirIndex != 0 {
 		ino, e := f.dxLookup(in, name, nil)

@@ -250,6 +250,14 @@ func (f *FS[E]) changeEntry(in *Inode, name []byte, ino uint32, ft uint8, remove
 	if in.Flags&FlagInlineData != 0 {
 		return 0, EOPNOTSUPP
 	}
+	if isDots(name) {
+		// "." and ".." are in the first block, an index root's too.
+		old, found, e := f.changeIn(in, 0, name, ino, ft, remove)
+		if !found && e == 0 {
+			e = ENOENT
+		}
+		return old, e
+	}
 	if in.Flags&FlagIndex != 0 && f.compat&CompatDirIndex != 0 {
 		var w dxWhere
 		_, e := f.dxLookup(in, name, &w)
@@ -329,7 +337,12 @@ func (f *FS[E]) changeIn(in *Inode, lblk uint64, name []byte, ino uint32, ft uin
 	default:
 		put32(b, at, 0)
 	}
-	f.dirDone(in, w)
+	if lblk == 0 && isDxNode(in, 0, b) {
+		f.dxSetCsum(in, b, true) // "..", changed in an index root: its dx tail, not a leaf's
+		f.dirty(w)
+	} else {
+		f.dirDone(in, w)
+	}
 	f.put(w)
 	return old, true, 0
 }

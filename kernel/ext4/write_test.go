@@ -218,8 +218,12 @@ func TestWrite(t *testing.T) {
 			// The directory made here became indexed when its first
 			// block filled (as Linux's make_indexed_dir): every name
 			// left is found through its index.
-			wide, _ := fs2.Lookup(ext4.RootIno, []byte("wide"))
-			ents, _ = os.ReadDir(filepath.Join(model, "wide"))
+			wp, _ := fs2.Lookup(ext4.RootIno, []byte("wideparent"))
+			wide, _ := fs2.Lookup(wp, []byte("wide"))
+			if up, e := fs2.Lookup(wide, []byte("..")); up != wp || e != 0 {
+				t.Errorf("wideparent/wide/.. = %d, %v; want %d", up, e, wp)
+			}
+			ents, _ = os.ReadDir(filepath.Join(model, "wideparent", "wide"))
 			for _, en := range ents {
 				if cf.name != "default" && cf.name != "nocsum" && cf.name != "1k" {
 					break
@@ -321,4 +325,7 @@ func changes(w *twin) {
 	for i := 0; i < 300; i += 2 {
 		w.unlink("wide/n" + strconv.Itoa(i) + strings.Repeat("z", 30))
 	}
+	// Moved to another parent: its index root's ".." changes.
+	w.mkdir("wideparent")
+	w.rename("wide", "wideparent/wide")
 }
