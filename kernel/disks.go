@@ -102,8 +102,8 @@ func rootMount(k int) {
 	rootPoint(devDir[:4], namei.MountDev)
 	rootPoint(tmpDir[:], namei.MountTmp)
 	for i := 0; i < shares.NumMounts(); i++ {
-		if m := shares.Mount(i); m.Dev >= 0 {
-			rootPoint(m.Path(), int32(i+1))
+		if m := shares.Mount(i); m.Dev >= 0 && !memPath(m.Path()) {
+			rootPoint(m.Path(), int32(i+1)) // one below /tmp or /dev stays where it is
 		}
 	}
 	kprint("yolk: root: ")

@@ -36,7 +36,7 @@ func unpackInitrd(pa, n uintptr) {
 		kprint("\n")
 		mm.FreeModule(pa, n)
 	}
-	if cwdLen != 0 && shares.MountOf(cwdPath[:cwdLen]) < 0 { // on a share: shareStarted
+	if cwdLen != 0 && shares.MountOf(cwdPath[:cwdLen]) < 0 && disks.Root() < 0 { // on a share: shareStarted; on a root disk: rootMount
 		if e := vfs.Chdir(fs.AtCWD, cwdPath[:cwdLen]); e != 0 {
 			klogErrno("yolk.cwd: cannot change to ", cwdPath[:cwdLen], int64(e))
 		}

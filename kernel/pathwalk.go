@@ -43,20 +43,36 @@ func onPath(dirfd int, path []byte, op int, a *namei.Args) (uintptr, abi.Errno) 
 
 // mountAt makes directory path of the root file system the mount point
 // of mount m: the in-memory file system's, or with a disk as the root
-// (yolk.root), that disk's (made if missing and the disk is writable).
+// (yolk.root), that disk's (made if missing and the disk is writable) —
+// except below the in-memory /dev and /tmp mounted on it (memPath).
 func mountAt(path []byte, m int32) abi.Errno {
-	if _, on := namei.RootOnDisk(); on {
+	if !memPath(path) {
 		p, depth, e := dsk.MountPoint(path, m)
 		if e == 0 {
-			namei.SetParent(m, int32(p), depth)
+			namei.SetDiskParent(m, p, depth)
 		}
 		return e
 	}
 	p, e := vfs.Mount(path, m)
 	if e == 0 {
-		namei.SetParent(m, p, 0)
+		namei.SetParent(m, p)
 	}
 	return abi.Errno(e)
+}
+
+// memPath reports whether absolute path p is the in-memory file
+// system's: always while it is the root; with a disk as the root, below
+// its /dev and /tmp.
+func memPath(p []byte) bool {
+	if _, on := namei.RootOnDisk(); !on {
+		return true
+	}
+	for _, d := range [...][]byte{devDir[:4], tmpDir[:]} {
+		if len(p) > len(d) && string(p[:len(d)]) == string(d) && p[len(d)] == '/' {
+			return true
+		}
+	}
+	return false
 }
 
 // pathStart is where a path call on dirfd and path starts: the root, the

@@ -74,12 +74,14 @@ func (procenv) SigThread(i int) (pending, blocked uint64) {
 
 // Cwd: a working directory on /proc or /sys, on a share (read without
 // its lock: a chdir meanwhile may leave a stale or mixed path, never a
-// fault), or the in-memory file system's.
+// fault), on a disk, or the in-memory file system's.
 func (procenv) Cwd(s *procfs.Snapshot, b []byte) (int, bool) {
 	if procCwd.on {
 		return procfs.Path(procCwd.node, s, b), true
 	} else if shares.CwdOn() {
 		return copy(b, shares.CwdPath()), true
+	} else if n, e, on := dsk.Getcwd(b); on {
+		return n - 1, e == 0 && n > 1
 	} else if n, e := vfs.Getcwd(b); e == 0 && n > 1 {
 		return n - 1, true
 	}

@@ -104,7 +104,7 @@ func procPathLocked(op int, pl *namei.Place, a *namei.Args, b []byte) (next name
 	case out == procfs.WalkUp:
 		return namei.Up(pl.M, b[:k]), 0, namei.ErrMoved
 	case out == procfs.WalkLink:
-		return namei.At(fs.AtCWD, b[:k]), 0, namei.ErrMoved
+		return namei.Abs(b[:k]), 0, namei.ErrMoved
 	}
 	procState.Fill(s, procfs.Needs(n))
 	mode := procfs.Mode(n, s)

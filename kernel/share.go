@@ -71,7 +71,7 @@ func (shareenv) CwdEntered()   { procCwd.on = false; dsk.LeaveCwd() }
 
 // Mount makes the mount point, in the in-memory file system.
 func (shareenv) Mount(p []byte, id int32) abi.Errno {
-	if _, on := namei.RootOnDisk(); !on {
+	if memPath(p) {
 		for i := 1; i <= len(p); i++ {
 			if i == len(p) || p[i] == '/' {
 				vfs.Mkdir(fs.AtCWD, p[:i], 0o755)

@@ -10,6 +10,7 @@ import (
 	"yolk/kernel/epoll"
 	"yolk/kernel/fs"
 	"yolk/kernel/mm"
+	"yolk/kernel/namei"
 	"yolk/kernel/net"
 	"yolk/kernel/procfs"
 	"yolk/kernel/socket"
@@ -101,13 +102,45 @@ func (netenv) Block(w net.Wait, deadline int64) abi.Errno {
 	return 0
 }
 
+// A unix socket's node is the in-memory file system's (it holds the
+// socket's ID): a path that resolves elsewhere — a disk, a share, /proc,
+// or with a disk as the root anything outside /dev and /tmp — cannot be
+// bound (EPERM, Linux's answer on a file system without special files),
+// and connect finds no socket there (ECONNREFUSED, or the lookup's
+// error).
 func (netenv) BindPath(name []byte, id uint64) net.Errno {
-	return vfs.BindSocket(fs.AtCWD, name, 0o777, id)
+	if !sockNode(name) {
+		return unix.EPERM
+	}
+	e := vfs.BindSocket(fs.AtCWD, name, 0o777, id)
+	if e == fs.ECross {
+		return unix.EPERM
+	}
+	return e
 }
 
 func (netenv) UnbindPath(name []byte) { vfs.Unlink(fs.AtCWD, name, 0) }
 
-func (netenv) SocketAt(name []byte) (uint64, net.Errno) { return vfs.SocketAt(fs.AtCWD, name) }
+func (netenv) SocketAt(name []byte) (uint64, net.Errno) {
+	if sockNode(name) {
+		if id, e := vfs.SocketAt(fs.AtCWD, name); e != fs.ECross {
+			return id, e
+		}
+	}
+	if _, e := onPath(unix.AT_FDCWD, name, namei.OpStat, &namei.Args{}); e != 0 {
+		return 0, net.Errno(e)
+	}
+	return 0, unix.ECONNREFUSED
+}
+
+// sockNode reports whether a unix socket's path starts in the in-memory
+// file system.
+func sockNode(name []byte) bool {
+	if len(name) > 0 && name[0] == '/' {
+		return memPath(name)
+	}
+	return memStart(unix.AT_FDCWD, name)
+}
 
 // Kinds of descriptors in flight besides net.KindSocket.
 const (

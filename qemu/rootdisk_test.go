@@ -18,7 +18,8 @@ import (
 // file and the mount points the kernel made. The second boot names the
 // root by its label, mounted read-only (yolk.root=LABEL=rootfs:ro; the
 // harness's yolk.disk for the same device finds it mounted already): the
-// file is there and a create gives EROFS.
+// file is there and a create gives EROFS, and the program starts in
+// yolk.cwd on the disk. Both boots have a share at /tmp/sh.
 func TestDiskRoot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and boots images")
@@ -53,21 +54,29 @@ func TestDiskRoot(t *testing.T) {
 			if out, err := exec.Command(mkfs, "-q", "-F", "-L", "rootfs", "-d", tree, disk, "16M").CombinedOutput(); err != nil {
 				t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 			}
-			boot := func(arg string, d Disk, env ...string) string {
+			share := filepath.Join(dir, "share")
+			if err := os.Mkdir(share, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(share, "shared"), []byte("from the host\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			boot := func(arg, start string, d Disk, env ...string) string {
 				var serial bytes.Buffer
-				res, err := Run(t.Context(), Config{Image: img, Arch: c.arch, Machine: c.machine, Args: []string{arg},
-					Disks: []Disk{d}, Env: env, Timeout: 3 * time.Minute, Stdout: &serial, Stderr: &serial})
+				res, err := Run(t.Context(), Config{Image: img, Arch: c.arch, Machine: c.machine, Args: []string{arg, start},
+					Disks: []Disk{d}, Shares: []Share{{HostDir: share, GuestPath: "/tmp/sh"}},
+					Env: env, Timeout: 3 * time.Minute, Stdout: &serial, Stderr: &serial})
 				out := serial.String()
 				if err != nil || res.TimedOut || res.ExitCode != 0 || !strings.Contains(out, "rootdisk: ok") {
 					t.Fatalf("rootdisk %s: %v, exit %d (timed out %v)\n%s", arg, err, res.ExitCode, res.TimedOut, out)
 				}
-				if !strings.Contains(out, "yolk: root: vda is /") {
-					t.Errorf("rootdisk %s: no report of the root on serial:\n%s", arg, out)
+				if !strings.Contains(out, "yolk: root: vda is /") || strings.Contains(out, "cannot") {
+					t.Errorf("rootdisk %s: no report of the root on serial, or a complaint:\n%s", arg, out)
 				}
 				e2fsckClean(t, disk)
 				return out
 			}
-			t.Log(boot("rw", Disk{File: disk, If: "virtio", GuestPath: "/"}))
+			t.Log(boot("rw", "/", Disk{File: disk, If: "virtio", GuestPath: "/"}))
 			dbg := func(cmd string) string {
 				out, err := exec.Command("debugfs", "-R", cmd, disk).Output()
 				if err != nil {
@@ -87,7 +96,7 @@ func TestDiskRoot(t *testing.T) {
 			// The device stays writable: a read-only one refuses a
 			// journal that needs recovery, as Linux's does, and the
 			// first boot's end checkpoints without unmounting.
-			boot("ro", Disk{File: disk, If: "virtio"}, "yolk.root=LABEL=rootfs:ro")
+			boot("ro", "/sub/dir", Disk{File: disk, If: "virtio"}, "yolk.root=LABEL=rootfs:ro", "yolk.cwd=/sub/dir")
 		})
 	}
 }

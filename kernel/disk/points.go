@@ -50,6 +50,16 @@ func (d *Disks[E]) pointAt(i int, ino uint32, name []byte) int32 {
 	return 0
 }
 
+// pointNamed reports whether name in directory dir of mount mt (file
+// system f, its lock held) is a mount point.
+func (d *Disks[E]) pointNamed(mt int32, f *ext4.FS[E], dir uint32, name []byte) bool {
+	if !d.points.on {
+		return false
+	}
+	ino, e := lookup(f, dir, name)
+	return e == 0 && d.pointAt(index(mt), ino, name) != 0
+}
+
 // MountPoint makes directory path (absolute) of the root disk the mount
 // point of mount target, making the directories missing on the way (mode
 // 0755) if the disk is writable. It returns the directory holding it and

@@ -133,8 +133,13 @@ func (d *Disks[E]) last(op, i int, mt int32, dir uint32, depth int, name []byte,
 			return next, 0, abi.Errno(unix.ENOTDIR)
 		}
 		if t := d.pointAt(i, ino, name); t != 0 {
-			if op == namei.OpUnlink {
+			switch {
+			case op == namei.OpUnlink && f.ReadOnly():
+				return next, 0, abi.Errno(unix.EROFS) // Linux's mnt_want_write comes first
+			case op == namei.OpUnlink && a.Flags&unix.AT_REMOVEDIR != 0:
 				return next, 0, abi.Errno(unix.EBUSY) // rmdir of a mount point
+			case op == namei.OpUnlink:
+				return next, 0, abi.Errno(unix.EISDIR)
 			}
 			return namei.Mounted(t, nil), 0, namei.ErrMoved
 		}
@@ -308,8 +313,9 @@ func (d *Disks[E]) Rename(o, n *namei.Place, flags int) abi.Errno {
 			// Linux finds the two parents on different mounts.
 			return abi.Errno(unix.EXDEV)
 		}
-		if isDot(oname) || isDotDot(oname) || isDot(nname) || isDotDot(nname) {
-			return abi.Errno(unix.EBUSY)
+		if isDot(oname) || isDotDot(oname) || isDot(nname) || isDotDot(nname) ||
+			d.pointNamed(o.M, f, od, oname) || d.pointNamed(n.M, f, nd, nname) {
+			return abi.Errno(unix.EBUSY) // a mount point, as Linux's
 		}
 		return f.Rename(od, oname, nd, nname)
 	})

@@ -94,18 +94,21 @@ func RootOnDisk() (int32, bool) { return root, root != 0 }
 var binds [2]int32 // in-memory directories: MountDev's, MountTmp's
 
 // parents are the directories holding each mount point: where ".." at
-// the mounted root goes (SetParent, at boot). With a disk as the root,
-// they are that disk's directories (ino, depth names below its root).
+// the mounted root goes (SetParent, SetDiskParent, at boot).
 var parents [NumMounts]struct {
 	ino   int32
 	depth int32
+	disk  bool // a directory of the root disk, depth names below its root
 }
 
-// SetParent records that mount m's mount point is in directory ino of
-// the root (the in-memory file system's, or with a disk as the root,
-// depth names below the disk's root).
-func SetParent(m, ino int32, depth int) {
-	parents[m].ino, parents[m].depth = ino, int32(depth)
+// SetParent records that mount m's mount point is in in-memory
+// directory ino.
+func SetParent(m, ino int32) { parents[m].ino, parents[m].disk = ino, false }
+
+// SetDiskParent records that mount m's mount point is in directory ino
+// of the root disk, depth names below its root.
+func SetDiskParent(m int32, ino uint32, depth int) {
+	parents[m].ino, parents[m].depth, parents[m].disk = int32(ino), int32(depth), true
 }
 
 // Place is where a path call stands: a mount and where on it the rest of
@@ -211,7 +214,7 @@ func At(d int, path []byte) Place {
 // Up is path from the directory holding mount m's mount point: where
 // ".." at m's root goes.
 func Up(m int32, path []byte) Place {
-	if root != 0 {
+	if parents[m].disk {
 		return DiskAt(root, uint32(parents[m].ino), int(parents[m].depth), path)
 	}
 	return At(fs.AtIno(parents[m].ino), path)

@@ -76,7 +76,7 @@ func itoa(d int) string {
 // follows a link out of it through the root, stops a link loop at 40
 // moves with ELOOP, and drops every place's references.
 func TestWalk(t *testing.T) {
-	SetParent(1, 7, 0)
+	SetParent(1, 7)
 	for _, c := range []struct {
 		path  string
 		want  []string
@@ -207,7 +207,7 @@ func (rootEnv) DiskPoint(pl *Place) (Place, bool) {
 // file system under /tmp.
 func TestWalkRootDisk(t *testing.T) {
 	SetRoot(MountDisk, 5, 6)
-	SetParent(MountProc, DiskRoot, 0)
+	SetDiskParent(MountProc, DiskRoot, 0)
 	defer SetRoot(0, 0, 0)
 	for _, c := range []struct {
 		path string

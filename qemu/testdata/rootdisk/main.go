@@ -5,9 +5,13 @@
 // are the disk's, that /proc, /sys, /dev and /tmp are the kernel's over
 // the disk's directories of those names, that ".." from each of them
 // comes back to the disk, and that renames, a unix socket in /tmp and
-// an fsynced file work. rootdisk rw writes /persist.txt; rootdisk ro
-// (a read-only root) reads it back and checks that writes give EROFS.
-// It prints "rootdisk: ok", or each failure and exits 1.
+// an fsynced file work, that mount points are busy, that unix sockets
+// bind only in the kernel's trees, and that a share mounted at /tmp/sh
+// (holding a file "shared") comes back to /tmp by "..". rootdisk rw
+// START writes /persist.txt; rootdisk ro START (a read-only root) reads
+// it back and checks that writes give EROFS; START is the working
+// directory the program must start in (yolk.cwd). It prints "rootdisk:
+// ok", or each failure and exits 1.
 package main
 
 import (
@@ -31,14 +35,21 @@ func fail(format string, a ...any) {
 const hello = "hello from the disk\n"
 
 func main() {
-	if len(os.Args) != 2 || os.Args[1] != "rw" && os.Args[1] != "ro" {
-		fmt.Println("usage: rootdisk rw|ro")
+	if len(os.Args) != 3 || os.Args[1] != "rw" && os.Args[1] != "ro" {
+		fmt.Println("usage: rootdisk rw|ro START")
 		os.Exit(2)
 	}
 	ro := os.Args[1] == "ro"
-	if wd, err := os.Getwd(); err != nil || wd != "/" {
-		fail("getwd at the start = %q, %v; want /", wd, err)
+	// What a mount point's rmdir, rename and unlink give: on a read-only
+	// root EROFS comes first, as Linux's.
+	busy, isdir := syscall.EBUSY, syscall.EISDIR
+	if ro {
+		busy, isdir = syscall.EROFS, syscall.EROFS
 	}
+	if wd, err := os.Getwd(); err != nil || wd != os.Args[2] {
+		fail("getwd at the start = %q, %v; want %s", wd, err, os.Args[2])
+	}
+	os.Chdir("/")
 	for _, p := range []string{"/hello.txt", "/link", "/sub/rel", "hello.txt", "/sub/dir/../../hello.txt", "/proc/../hello.txt"} {
 		if b, err := os.ReadFile(p); err != nil || string(b) != hello {
 			fail("read %s = %q, %v", p, b, err)
@@ -69,6 +80,54 @@ func main() {
 	if l, err := os.Readlink("/proc/self/cwd"); err != nil || l != "/" {
 		fail("readlink /proc/self/cwd = %q, %v", l, err)
 	}
+	// /proc/self/root and cwd lead to the disk.
+	if b, err := os.ReadFile("/proc/self/root/hello.txt"); err != nil || string(b) != hello {
+		fail("read /proc/self/root/hello.txt = %q, %v", b, err)
+	}
+	os.Chdir("/sub/dir")
+	if l, err := os.Readlink("/proc/self/cwd"); err != nil || l != "/sub/dir" {
+		fail("readlink /proc/self/cwd in /sub/dir = %q, %v", l, err)
+	}
+	if b, err := os.ReadFile("/proc/self/cwd/../../hello.txt"); err != nil || string(b) != hello {
+		fail("read /proc/self/cwd/../../hello.txt = %q, %v", b, err)
+	}
+	os.Chdir("/")
+	// A share below /tmp: its ".." is /tmp.
+	var sh, tmp syscall.Stat_t
+	syscall.Stat("/tmp", &tmp)
+	if err := syscall.Stat("/tmp/sh/..", &sh); err != nil || sh.Dev != tmp.Dev || sh.Ino != tmp.Ino {
+		fail("stat /tmp/sh/.. = dev %#x ino %d, %v; want /tmp's, dev %#x ino %d", sh.Dev, sh.Ino, err, tmp.Dev, tmp.Ino)
+	}
+	if b, err := os.ReadFile("/tmp/sh/shared"); err != nil || string(b) != "from the host\n" {
+		fail("read /tmp/sh/shared = %q, %v", b, err)
+	}
+	// Mount points are busy.
+	for _, c := range []struct {
+		what string
+		err  error
+		want syscall.Errno
+	}{
+		{"rename /tmp /tmp2", syscall.Rename("/tmp", "/tmp2"), busy},
+		{"rename /sub /proc", syscall.Rename("/sub", "/proc"), busy}, // (os.Rename says EEXIST itself over a directory)
+		{"unlink /tmp", syscall.Unlink("/tmp"), isdir},
+	} {
+		if !errors.Is(c.err, c.want) {
+			fail("%s = %v, want %v", c.what, c.err, c.want)
+		}
+	}
+	// Unix sockets: their nodes are the kernel's.
+	if l, err := net.Listen("unix", "/y.sock"); !errors.Is(err, syscall.EPERM) {
+		fail("listen on /y.sock (the disk) = %v, want EPERM", err)
+		if l != nil {
+			l.Close()
+		}
+	}
+	if _, err := net.Dial("unix", "/hello.txt"); !errors.Is(err, syscall.ECONNREFUSED) {
+		fail("dial /hello.txt = %v, want ECONNREFUSED", err)
+	}
+	if _, err := net.Dial("unix", "/none.sock"); !errors.Is(err, syscall.ENOENT) {
+		fail("dial /none.sock = %v, want ENOENT", err)
+	}
 	if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil || !strings.Contains(string(mi), " / / ") || !strings.Contains(string(mi), " - ext4 /dev/vda ") || !strings.Contains(string(mi), " /tmp /tmp ") {
 		fail("/proc/self/mountinfo: no ext4 root on /dev/vda and tmpfs /tmp: %v\n%s", err, mi)
 	}
@@ -91,8 +150,8 @@ func main() {
 	if err := os.Rename("/tmp/u", "/moved"); !errors.Is(err, syscall.EXDEV) {
 		fail("rename /tmp/u /moved = %v, want EXDEV", err)
 	}
-	if err := syscall.Rmdir("/proc"); !errors.Is(err, syscall.EBUSY) {
-		fail("rmdir /proc = %v, want EBUSY", err)
+	if err := syscall.Rmdir("/proc"); !errors.Is(err, busy) {
+		fail("rmdir /proc = %v, want %v", err, busy)
 	}
 	// ".." from each mounted root and from directories on the disk.
 	for _, c := range []struct{ dir, wd, up string }{{"/tmp", "/tmp", ".."}, {"/proc", "/proc", ".."}, {"/dev", "/dev", ".."}, {"/sub/dir", "/sub/dir", "../.."}, {"/", "/", ".."}} {
