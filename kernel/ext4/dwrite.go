@@ -3,8 +3,10 @@ package ext4
 // Changing directories: entries added in the first block with room (the
 // leaf its hash leads to in an indexed directory, split in two by hash
 // when full: dxwrite.go), removed by merging into the entry before, a new
-// block appended when none has room — but a directory whose one block is
-// full becomes indexed instead (dir_index), as Linux's. An indexed directory whose index
+// block appended when none has room. A linear directory stays linear
+// (Linux indexes one when its first block fills, and lists indexed ones
+// in hash order; here a listing's cookie is a byte offset, which a
+// split moves entries under: dxwrite.go). An indexed directory whose index
 // node is full stops being indexed (its index blocks become empty entry
 // blocks): Linux would split the node too; e2fsck -D indexes it again.
 
@@ -130,25 +132,6 @@ func (f *FS[E]) addEntry(in *Inode, name []byte, ino uint32, ft uint8) Errno {
 		ok, e := f.insertIn(in, lblk, name, ino, ft)
 		if ok || e != 0 {
 			return e
-		}
-	}
-	if n == 1 && f.compat&CompatDirIndex != 0 && in.Flags&FlagIndex == 0 {
-		// Its first block is full: indexed from now on, as Linux's.
-		if ok, e := f.makeIndexed(in, name, ino, ft); ok || e != 0 {
-			return e
-		}
-		if in.Flags&FlagIndex != 0 {
-			// Indexed, but the name found no room in a split leaf
-			// (not seen: a leaf of one long name): linear again.
-			if e := f.unindex(in); e != 0 {
-				return e
-			}
-			for n = 0; n < f.dirBlocks(in); n++ {
-				ok, e := f.insertIn(in, n, name, ino, ft)
-				if ok || e != 0 {
-					return e
-				}
-			}
 		}
 	}
 	// A new block at the end.

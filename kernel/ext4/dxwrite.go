@@ -1,7 +1,8 @@
 package ext4
 
 // Splitting a full htree leaf: its entries sorted by hash, the upper half
-// moved to a new block at the directory's end, an index entry for it
+// moved to a new block at the directory's end (the lower half stays in
+// place: a listing's cookie is a byte offset), an index entry for it
 // inserted in the node above (its key the first moved hash, with the
 // collision bit when the hash continues from the lower half, as Linux's
 // do_split), then the new name put where its hash belongs.
@@ -66,7 +67,47 @@ func (f *FS[E]) dxSplit(in *Inode, w *dxWhere, name []byte, ino uint32, ft uint8
 	if w.hash > key&^1 || w.hash == key && key&1 == 0 {
 		target = newLblk
 	}
+	if ok, e := f.insertIn(in, target, name, ino, ft); ok || e != 0 || target == newLblk {
+		return ok, e
+	}
+	// The lower half's room is in pieces too small for the name: packed
+	// after all (a listing in progress may then skip an entry).
+	if e := f.packLeaf(in, target); e != 0 {
+		return false, e
+	}
 	return f.insertIn(in, target, name, ino, ft)
+}
+
+// packLeaf moves leaf lblk's entries to its start, its free room to its
+// end.
+func (f *FS[E]) packLeaf(in *Inode, lblk uint64) Errno {
+	li, end, e := f.dirWrite(in, lblk)
+	if e != 0 {
+		return e
+	}
+	defer f.put(li)
+	leaf := f.data(li)
+	at, last := 0, -1
+	for off := 0; off < end; {
+		rec := int(le16(leaf, off+4))
+		if rec < direntLen(1) || off+rec > end {
+			return EUCLEAN
+		}
+		if ino := le32(leaf, off); ino != 0 {
+			l := direntLen(int(leaf[off+6]))
+			copy(leaf[at:at+l], leaf[off:off+l])
+			put16(leaf, at+4, uint32(l))
+			last = at
+			at += l
+		}
+		off += rec
+	}
+	if last < 0 {
+		return EUCLEAN
+	}
+	put16(leaf, last+4, uint32(f.blockEnd()-last))
+	f.dirDone(in, li)
+	return 0
 }
 
 // splitLeaf moves the upper half (by hash) of leaf buffer li to a new
@@ -116,30 +157,27 @@ func (f *FS[E]) splitLeaf(in *Inode, w *dxWhere, node []byte, co, count, li, end
 		l := direntLen(nl)
 		copy(nb[at:at+l], leaf[off:off+l])
 		put16(nb, at+4, uint32(l))
-		put32(leaf, off, 0) // moved: dropped below
+		put32(leaf, off, 0) // moved: its room merged below
 		last = at
 		at += l
 	}
 	put16(nb, last+4, uint32(f.blockEnd()-last))
 	f.dirDone(in, bi)
 	f.put(bi)
-	// The lower half packed at the leaf's start.
-	at, last = 0, -1
+	// The lower half stays where it is, each moved entry's room merged
+	// into the entry before (a first one left empty): a listing's cookie
+	// is a byte offset, and an entry that moved under it would be
+	// skipped; one moved to the new block may be listed twice instead.
+	prev := -1
 	for off := 0; off < end; {
 		rec := int(le16(leaf, off+4))
-		if ino := le32(leaf, off); ino != 0 {
-			l := direntLen(int(leaf[off+6]))
-			copy(leaf[at:at+l], leaf[off:off+l])
-			put16(leaf, at+4, uint32(l))
-			last = at
-			at += l
+		if le32(leaf, off) == 0 && prev >= 0 {
+			put16(leaf, prev+4, le16(leaf, prev+4)+uint32(rec))
+		} else {
+			prev = off
 		}
 		off += rec
 	}
-	if last < 0 {
-		return false, EUCLEAN
-	}
-	put16(leaf, last+4, uint32(f.blockEnd()-last))
 	f.dirDone(in, li)
 	// The index entry, after the leaf's.
 	k := int(w.path[w.levels].k) + 1
@@ -148,81 +186,4 @@ func (f *FS[E]) splitLeaf(in *Inode, w *dxWhere, node []byte, co, count, li, end
 	put32(node, co+k*8+4, uint32(newLblk))
 	put16(node, co+2, uint32(count+1))
 	return true, 0
-}
-
-// makeIndexed turns directory in, one linear block with no room for the
-// name, into an htree, as Linux's make_indexed_dir: block 0 becomes the
-// index root ("." kept, ".." spanning the rest of the block, which holds
-// the root's info and entries), its other entries move to a new leaf at
-// block 1, which is split by hash in two (do_split), and the name goes
-// where its hash leads. ok false: block 0 does not start with "." and
-// ".." as mkdir lays them out (left linear).
-func (f *FS[E]) makeIndexed(in *Inode, name []byte, ino uint32, ft uint8) (bool, Errno) {
-	ri, end, e := f.dirWrite(in, 0)
-	if e != 0 {
-		return false, e
-	}
-	defer f.put(ri)
-	b := f.data(ri)
-	dot, e := f.entryAt(b, 0, end)
-	if e != 0 {
-		return false, e
-	}
-	dd, e := f.entryAt(b, dot.recLen, end)
-	if e != 0 {
-		return false, e
-	}
-	if string(dot.name) != "." || dot.recLen != direntLen(1) || string(dd.name) != ".." || dxRootInfo+8+8 > end {
-		return false, 0
-	}
-	// The other entries, packed into the new leaf.
-	li, e := f.newDataBlock(in, 1)
-	if e != 0 {
-		return false, e
-	}
-	leaf := f.data(li)
-	at, last := 0, -1
-	for off := dot.recLen + dd.recLen; off < end; {
-		d, e := f.entryAt(b, off, end)
-		if e != 0 {
-			f.put(li)
-			return false, e
-		}
-		if d.ino != 0 {
-			l := direntLen(len(d.name))
-			copy(leaf[at:at+l], b[off:off+l])
-			put16(leaf, at+4, uint32(l))
-			last = at
-			at += l
-		}
-		off += d.recLen
-	}
-	if last < 0 {
-		f.put(li)
-		return false, 0 // nothing to move: there was room
-	}
-	put16(leaf, last+4, uint32(f.blockEnd()-last))
-	f.dirDone(in, li)
-	f.put(li)
-	// Block 0: the root.
-	clear(b[dxRootInfo:])
-	put16(b, dot.recLen+4, uint32(len(b)-dot.recLen))
-	b[dxRootInfo+4], b[dxRootInfo+5] = f.defHash, 8 // hash version, info length; 0 levels
-	co := dxRootInfo + 8
-	limit := (len(b) - co) / 8
-	if f.csum {
-		limit-- // the dx tail
-	}
-	put16(b, co, uint32(limit))
-	put16(b, co+2, 1)
-	put32(b, co+4, 1) // hash 0 on: block 1
-	in.Flags |= FlagIndex
-	in.Size = 2 * uint64(f.bs)
-	f.dxSetCsum(in, b, true)
-	f.dirty(ri)
-	var w dxWhere
-	if _, e := f.dxLookup(in, name, &w); e != 0 {
-		return false, e // the root just written is one dxLookup takes: never errBadDx
-	}
-	return f.dxSplit(in, &w, name, ino, ft)
 }

@@ -34,3 +34,17 @@ func (f *FS[E]) Pinned() int {
 	}
 	return n
 }
+
+// DxLeaf is the leaf block of directory dir that name's hash leads to
+// through its index; ok false if it is not indexed.
+func (f *FS[E]) DxLeaf(dir uint32, name []byte) (uint64, bool) {
+	in, e := f.inode(dir)
+	if e != 0 || in.Flags&FlagIndex == 0 {
+		return 0, false
+	}
+	var w dxWhere
+	if _, e := f.dxLookup(&in, name, &w); e != 0 {
+		return 0, false
+	}
+	return w.leaf, true
+}

@@ -204,8 +204,8 @@ func TestWrite(t *testing.T) {
 			// splits: every name is found through it. (With 1 KiB blocks
 			// its index node fills, and it is made linear instead; ext3's
 			// and ext2's images are checked by e2fsck and the compare.)
-			many, _ := fs2.Lookup(ext4.RootIno, []byte("many"))
-			ents, _ := os.ReadDir(filepath.Join(model, "many"))
+			many := mustLookup(t, fs2, "wideparent", "many")
+			ents, _ := os.ReadDir(filepath.Join(model, "wideparent", "many"))
 			for _, en := range ents {
 				if cf.name != "default" && cf.name != "nocsum" {
 					break
@@ -215,23 +215,12 @@ func TestWrite(t *testing.T) {
 					t.Fatalf("many/%s through the index: %d %v %v", en.Name(), ino, indexed, e)
 				}
 			}
-			// The directory made here became indexed when its first
-			// block filled (as Linux's make_indexed_dir): every name
-			// left is found through its index.
+			// The indexed directory, moved under another: its index
+			// root's ".." names the new parent.
 			wp, _ := fs2.Lookup(ext4.RootIno, []byte("wideparent"))
-			wide, _ := fs2.Lookup(wp, []byte("wide"))
-			if up, e := fs2.Lookup(wide, []byte("..")); up != wp || e != 0 {
-				t.Errorf("wideparent/wide/.. = %d, %v; want %d", up, e, wp)
-			}
-			ents, _ = os.ReadDir(filepath.Join(model, "wideparent", "wide"))
-			for _, en := range ents {
-				if cf.name != "default" && cf.name != "nocsum" && cf.name != "1k" {
-					break
-				}
-				ino, indexed, e := fs2.DxLookup(wide, []byte(en.Name()))
-				if !indexed || e != 0 || ino == 0 {
-					t.Fatalf("wide/%s through the index: %d %v %v", en.Name(), ino, indexed, e)
-				}
+			moved, _ := fs2.Lookup(wp, []byte("many"))
+			if up, e := fs2.Lookup(moved, []byte("..")); up != wp || e != 0 || moved != many {
+				t.Errorf("wideparent/many/.. = %d, %v; want %d (many %d, moved %d)", up, e, wp, many, moved)
 			}
 			// huge-sparse is 5 GiB long: its data only is compared.
 			compareTree(t, fs2, model, ext4.RootIno, true, map[uint64]uint32{}, "huge-sparse")
@@ -250,6 +239,18 @@ func TestWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustLookup(t *testing.T, fs *ext4.FS[env], names ...string) uint32 {
+	t.Helper()
+	ino := uint32(ext4.RootIno)
+	for _, n := range names {
+		var e ext4.Errno
+		if ino, e = fs.Lookup(ino, []byte(n)); e != 0 {
+			t.Fatalf("lookup %v: %v", names, e)
+		}
+	}
+	return ino
 }
 
 // changes is the sequence of changes TestWrite makes.
@@ -316,8 +317,7 @@ func changes(w *twin) {
 			w.unlink("many/" + e.Name())
 		}
 	}
-	// A new directory with enough names to take several blocks: indexed
-	// when its first fills.
+	// A new directory with enough names to take several blocks.
 	w.mkdir("wide")
 	for i := 0; i < 300; i++ {
 		w.create("wide/n"+strconv.Itoa(i)+strings.Repeat("z", 30), 0)
@@ -325,7 +325,8 @@ func changes(w *twin) {
 	for i := 0; i < 300; i += 2 {
 		w.unlink("wide/n" + strconv.Itoa(i) + strings.Repeat("z", 30))
 	}
-	// Moved to another parent: its index root's ".." changes.
+	// The indexed directory moved to another parent: its index root's
+	// ".." changes.
 	w.mkdir("wideparent")
-	w.rename("wide", "wideparent/wide")
+	w.rename("many", "wideparent/many")
 }
