@@ -31,7 +31,9 @@ func (nameienv) Proc(op int, pl *namei.Place, a *namei.Args, b []byte) (namei.Pl
 func (nameienv) Disk(op int, pl *namei.Place, a *namei.Args, b []byte) (namei.Place, uintptr, abi.Errno) {
 	return dsk.Walk(op, pl, a, b)
 }
-func (nameienv) DiskPoint(pl *namei.Place) (namei.Place, bool) { return dsk.DiskPoint(pl) }
+func (nameienv) DiskPoint(pl *namei.Place, b []byte) (namei.Place, bool) {
+	return dsk.DiskPoint(pl, b)
+}
 func (nameienv) Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno) {
 	return vfs.Cross(d, path, flags, rest)
 }

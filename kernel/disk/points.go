@@ -124,18 +124,27 @@ func (d *Disks[E]) MountPoint(path []byte, target int32) (parent uint32, depth i
 	}
 }
 
-// DiskPoint is, for namei.Where, the place where pl's path leaves its
-// disk at a mount point before its last name, and true; false if it
-// stays (links on the way are not followed, as parent does not).
-func (d *Disks[E]) DiskPoint(pl *namei.Place) (namei.Place, bool) {
+// DiskPoint is, for namei.Where, where pl's path goes on before its
+// last name: at a mount point on the way (namei.Mounted), or at a
+// symbolic link's target (written into b with the rest of the path:
+// namei.Abs for an absolute one, else from the link's directory), and
+// true; false if the last name's directory is on this disk (or the
+// lookup failed: the operation's own walk says why).
+func (d *Disks[E]) DiskPoint(pl *namei.Place, b []byte) (namei.Place, bool) {
 	i := index(pl.M)
-	if !d.points.on || i != d.points.m {
+	m := &d.m[i]
+	if !m.on {
 		return namei.Place{}, false
 	}
-	m := &d.m[i]
 	m.lock()
 	defer m.mu.Unlock()
-	dir, path := pl.Ino, pl.Path
+	return d.wherePath(pl, i, b)
+}
+
+// wherePath is DiskPoint under the mount's lock.
+func (d *Disks[E]) wherePath(pl *namei.Place, i int, b []byte) (namei.Place, bool) {
+	f := &d.m[i].fs
+	dir, depth, path := pl.Ino, pl.Depth, pl.Path
 	for len(path) > 0 && path[len(path)-1] == '/' {
 		path = path[:len(path)-1]
 	}
@@ -150,14 +159,29 @@ func (d *Disks[E]) DiskPoint(pl *namei.Place) (namei.Place, bool) {
 		if j == len(path) {
 			return namei.Place{}, false
 		}
-		name := path[:j]
-		ino, e := lookup(&m.fs, dir, name)
+		name, rest := path[:j], path[j:]
+		ino, e := lookup(f, dir, name)
 		if e != 0 {
-			return namei.Place{}, false // the operation's own walk says
+			return namei.Place{}, false
 		}
 		if t := d.pointAt(i, ino, name); t != 0 {
-			return namei.Mounted(t, path[j:]), true
+			return namei.Mounted(t, rest), true
 		}
-		dir, path = ino, path[j:]
+		st, e := f.Stat(ino)
+		if e != 0 {
+			return namei.Place{}, false
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			next, _, e := d.moved(pl.M, i, ino, dir, depth, rest, b)
+			return next, e == namei.ErrMoved
+		}
+		switch {
+		case isDot(name):
+		case isDotDot(name):
+			depth--
+		default:
+			depth++
+		}
+		dir, path = ino, rest
 	}
 }

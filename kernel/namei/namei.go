@@ -175,10 +175,10 @@ type Env interface {
 	Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno)
 	// Disk is Proc's for a disk's file system.
 	Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno)
-	// DiskPoint is, for Where, the Mounted place where pl's path
-	// leaves its disk at a mount point before its last name, and true;
-	// false if it stays.
-	DiskPoint(pl *Place) (Place, bool)
+	// DiskPoint is, for Where, where pl's path goes on before its last
+	// name: a Mounted place at a mount point, or a symbolic link's
+	// target (written into b), and true; false if it stays.
+	DiskPoint(pl *Place, b []byte) (Place, bool)
 	// Cross is the in-memory file system's fs.Cross.
 	Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno)
 	// ShareDev is the device of share mount m.
@@ -376,15 +376,15 @@ func Where[E Env](dirfd int, upath []byte, bufs *[2][fs.PathMax]byte) (Place, ab
 		case Proc:
 			return pl, 0
 		case Disk:
-			rest, up := Climb(pl.Path, pl.Depth)
-			if !up || pl.M == root {
-				if n, ok := env.DiskPoint(noEscapeP(&pl)); ok {
-					next = resolve[E](n) // the last name is a mount point
-					break
-				}
+			if rest, up := Climb(pl.Path, pl.Depth); up && pl.M != root {
+				next = Up(pl.M, rest)
+				break
+			}
+			n, ok := env.DiskPoint(noEscapeP(&pl), b)
+			if !ok {
 				return pl, 0
 			}
-			next = Up(pl.M, rest)
+			next = resolve[E](n) // a mount point or a link on the way
 		}
 		env.Done(noEscapeP(&pl))
 		if hops == fs.MaxSymlinks {

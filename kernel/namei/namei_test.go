@@ -49,7 +49,7 @@ func (fakeEnv) Proc(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.E
 func (fakeEnv) Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.Errno) {
 	return Place{}, 0, abi.ENOSYS
 }
-func (fakeEnv) DiskPoint(pl *Place) (Place, bool) { return Place{}, false }
+func (fakeEnv) DiskPoint(pl *Place, b []byte) (Place, bool) { return Place{}, false }
 func (fakeEnv) Cross(d int, path []byte, flags int, rest []byte) (int32, int, fs.Errno) {
 	return 1, copy(rest, strings.TrimLeft(strings.TrimPrefix(string(path), "/mnt"), "/")), 0
 }
@@ -193,7 +193,7 @@ func (rootEnv) Disk(op int, pl *Place, a *Args, b []byte) (Place, uintptr, abi.E
 	}
 	return Place{}, 0, 0
 }
-func (rootEnv) DiskPoint(pl *Place) (Place, bool) {
+func (rootEnv) DiskPoint(pl *Place, b []byte) (Place, bool) {
 	if p := strings.TrimLeft(string(pl.Path), "/"); strings.HasPrefix(p, "tmp/") {
 		return Mounted(MountTmp, pl.Path[len(pl.Path)-len(p)+3:]), true
 	}

@@ -199,6 +199,32 @@ func main() {
 			fail("create /new on a read-only root = %v, want EROFS", err)
 		}
 	} else {
+		// rename and link through links on the way (as a root's
+		// /var/run -> /run), relative and absolute.
+		err := os.Mkdir("/real", 0o755)
+		if err == nil {
+			err = os.Symlink("real", "/lnk")
+		}
+		if err == nil {
+			err = os.Symlink("/real", "/alnk")
+		}
+		if err == nil {
+			err = os.WriteFile("/lnk/a", []byte("a"), 0o644)
+		}
+		if err == nil {
+			err = syscall.Rename("/lnk/a", "/alnk/b")
+		}
+		if err == nil {
+			err = syscall.Link("/alnk/b", "/lnk/c")
+		}
+		if err != nil {
+			fail("rename and link through links: %v", err)
+		} else if b, err := os.ReadFile("/real/c"); err != nil || string(b) != "a" {
+			fail("/real/c after the rename and link through links = %q, %v", b, err)
+		}
+		if err := syscall.Rename("/alnk/b", "/tmp/b"); !errors.Is(err, syscall.EXDEV) {
+			fail("rename /alnk/b /tmp/b = %v, want EXDEV", err)
+		}
 		f, err := os.Create("/persist.tmp")
 		if err == nil {
 			_, err = f.WriteString("persisted\n")
