@@ -337,12 +337,12 @@ func (f *FS[E]) dxNext(in *Inode, path *[2]struct{ lblk, k uint64 }, levels int,
 	return 0, false, 0
 }
 
-// lookup finds name in directory in.
 // isDots reports whether name is "." or "..".
 func isDots(name []byte) bool {
 	return len(name) == 1 && name[0] == '.' || len(name) == 2 && name[0] == '.' && name[1] == '.'
 }
 
+// lookup finds name in directory in.
 func (f *FS[E]) lookup(in *Inode, name []byte) (uint32, Errno) {
 	if !in.IsDir() {
 		return 0, ENOTDIR
@@ -356,6 +356,18 @@ func (f *FS[E]) lookup(in *Inode, name []byte) (uint32, Errno) {
 	if isDots(name) {
 		return f.findInBlock(in, 0, name) // only ever in the first block, as Linux's ext4_find_entry knows
 	}
+	m := &f.missed
+	if m.gen == f.dirGen && m.dir == in.Ino && m.n == len(name) && string(m.name[:m.n]) == string(name) {
+		return 0, ENOENT // looked up just now, and no directory changed since
+	}
+	ino, e := f.lookupIn(in, name)
+	if e == ENOENT {
+		m.gen, m.dir, m.n = f.dirGen, in.Ino, copy(m.name[:], name)
+	}
+	return ino, e
+}
+
+func (f *FS[E]) lookupIn(in *Inode, name []byte) (uint32, Errno) {
 	if in.Flags&FlagIndex != 0 && f.compat&CompatDirIndex != 0 {
 		ino, e := f.dxLookup(in, name, nil)
 		if e != errBadDx {

@@ -128,9 +128,15 @@ func (f *FS[E]) addEntry(in *Inode, name []byte, ino uint32, ft uint8) Errno {
 		}
 	}
 	n := f.dirBlocks(in)
-	for lblk := uint64(0); lblk < n; lblk++ {
+	start := uint64(0) // the block that took the last entry, then on round
+	if f.room.dir == in.Ino && f.room.lblk < n {
+		start = f.room.lblk
+	}
+	for k := uint64(0); k < n; k++ {
+		lblk := (start + k) % n
 		ok, e := f.insertIn(in, lblk, name, ino, ft)
 		if ok || e != 0 {
+			f.room.dir, f.room.lblk = in.Ino, lblk
 			return e
 		}
 	}
@@ -139,6 +145,7 @@ func (f *FS[E]) addEntry(in *Inode, name []byte, ino uint32, ft uint8) Errno {
 	if e != 0 {
 		return e
 	}
+	f.room.dir, f.room.lblk = in.Ino, n
 	defer f.put(i)
 	f.putEntry(f.data(i), 0, f.blockEnd(), ino, name, ft)
 	f.dirDone(in, i)

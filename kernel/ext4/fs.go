@@ -57,6 +57,24 @@ type FS[E Env] struct {
 
 	name [NameMax]byte // an entry's name handed to a Filler
 
+	// dirGen counts changes to directory blocks (getWrite of a
+	// directory block, abort). missed is the last lookup that found
+	// nothing, good while dirGen is what it was: a create's own check
+	// of the name (newName) right after the walk's does not scan the
+	// directory again. room is the block of directory room.dir that
+	// took the last entry added: addEntry looks there first.
+	dirGen uint64
+	missed struct {
+		gen  uint64
+		dir  uint32
+		n    int
+		name [NameMax]byte
+	}
+	room struct {
+		dir  uint32
+		lblk uint64
+	}
+
 	gen uint32 // the last inode generation given
 
 	c  cache

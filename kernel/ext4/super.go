@@ -201,6 +201,8 @@ const (
 // does not implement, named in the Refusal); the Refusal also says why a
 // mount asked read-write is read-only (f.ReadOnly()).
 func (f *FS[E]) Mount(env E, opts int) (Refusal, Errno) {
+	f.dirGen++ // a memo of an earlier mount's lookups is stale
+	f.room.dir = 0
 	r, again, e := f.mount(env, opts)
 	if !again {
 		return r, e

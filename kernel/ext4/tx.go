@@ -82,6 +82,7 @@ func (f *FS[E]) begin() Errno {
 // leaves the file system as it was before it (or before its last
 // transaction, for a call of several).
 func (f *FS[E]) abort() {
+	f.dirGen++ // directory blocks go back to their bytes before the call
 	if !f.tx.open {
 		// A begin that failed (restart, unindex: the mount is
 		// read-only): the last transaction ended; its state is current.
@@ -107,6 +108,9 @@ func (f *FS[E]) abort() {
 // getWrite pins block blk for change in the open transaction (read from
 // the disk unless fresh, then zeroed).
 func (f *FS[E]) getWrite(blk uint64, class int, fresh bool) (int, Errno) {
+	if class == clDir {
+		f.dirGen++ // a directory changes: lookups' memo (dir.go) is stale
+	}
 	if fresh {
 		f.unrevoke(blk) // freed, then allocated again as metadata
 	}
