@@ -106,3 +106,60 @@ func TestListDuringSplits(t *testing.T) {
 	}
 	fsck(t, img)
 }
+
+// TestMissedLookup: the memo of a lookup that found nothing is dropped
+// by every change that can make the name appear (a create, a link, a
+// rename onto it) and kept by none that cannot matter.
+func TestMissedLookup(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the tree's owners need root")
+	}
+	img := makeImage(t, tree(t), "64M")
+	fs, _, r, e := mount(t, img, false)
+	if e != 0 {
+		t.Fatalf("mount: %v %s", e, r.Msg)
+	}
+	root := uint32(ext4.RootIno)
+	miss := func(step string) {
+		t.Helper()
+		if _, e := fs.Lookup(root, []byte("x")); e != ext4.ENOENT {
+			t.Fatalf("%s: lookup x = %v, want ENOENT", step, e)
+		}
+	}
+	hit := func(step string) uint32 {
+		t.Helper()
+		ino, e := fs.Lookup(root, []byte("x"))
+		if e != 0 {
+			t.Fatalf("%s: lookup x = %v", step, e)
+		}
+		return ino
+	}
+	miss("at first")
+	ino, e := fs.Mknod(root, []byte("x"), ext4.SIFREG|0o644, 0, 0, 0)
+	if e != 0 || hit("after the create") != ino {
+		t.Fatalf("create: %v", e)
+	}
+	if e := fs.Unlink(root, []byte("x")); e != 0 {
+		t.Fatal(e)
+	}
+	miss("after the unlink")
+	y, e := fs.Mknod(root, []byte("y"), ext4.SIFREG|0o644, 0, 0, 0)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	miss("after another name's create")
+	if e := fs.Link(y, root, []byte("x")); e != 0 || hit("after a link") != y {
+		t.Fatalf("link: %v", e)
+	}
+	if e := fs.Unlink(root, []byte("x")); e != 0 {
+		t.Fatal(e)
+	}
+	miss("after the link's unlink")
+	if e := fs.Rename(root, []byte("y"), root, []byte("x")); e != 0 || hit("after a rename onto it") != y {
+		t.Fatalf("rename: %v", e)
+	}
+	if e := fs.Unmount(); e != 0 {
+		t.Fatal(e)
+	}
+	fsck(t, img)
+}
