@@ -102,12 +102,20 @@ func hasTail(b []byte) bool {
 }
 
 // isDxNode says whether block lblk of in (given its bytes) is a node of
-// the htree index.
+// the htree index: block 0, or one that starts with a node's empty
+// entry spanning the block (no name) and a node's limit. A leaf whose
+// entries were all removed also starts with an empty entry spanning it
+// when there is no checksum tail, but keeps its first name's length.
 func isDxNode(in *Inode, lblk uint64, b []byte) bool {
 	if in.Flags&FlagIndex == 0 {
 		return false
 	}
-	return lblk == 0 || le32(b, 0) == 0 && int(le16(b, 4)) == len(b)
+	if lblk == 0 {
+		return true
+	}
+	limit := (len(b) - 8) / 8
+	return le32(b, 0) == 0 && int(le16(b, 4)) == len(b) && b[6] == 0 &&
+		(int(le16(b, 8)) == limit || int(le16(b, 8)) == limit-1) // the dx tail's entry
 }
 
 // dirBlock pins block lblk of directory in, checked: its checksum (the

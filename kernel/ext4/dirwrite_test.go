@@ -163,3 +163,43 @@ func TestMissedLookup(t *testing.T) {
 	}
 	fsck(t, img)
 }
+
+// TestEmptiedLeaf: without checksums, a leaf whose names were all
+// removed starts like an index node (an empty entry spanning the block);
+// it stays a leaf, and the directory stays indexed as names come back.
+// It was taken for a node: the next insert there gave the index up.
+func TestEmptiedLeaf(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("the tree's owners need root")
+	}
+	img := makeImage(t, tree(t), "64M", "-O", "^metadata_csum")
+	fs, _, r, e := mount(t, img, false)
+	if e != 0 {
+		t.Fatalf("mount: %v %s", e, r.Msg)
+	}
+	many, e := fs.Lookup(ext4.RootIno, []byte("many"))
+	if e != 0 {
+		t.Fatal(e)
+	}
+	for _, n := range list(t, fs, many, 1000).names {
+		if n == "." || n == ".." {
+			continue
+		}
+		if e := fs.Unlink(many, []byte(n)); e != 0 {
+			t.Fatalf("unlink %q: %v", n, e)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		name := "back-" + strconv.Itoa(i)
+		if _, e := fs.Mknod(many, []byte(name), ext4.SIFREG|0o644, 0, 0, 0); e != 0 {
+			t.Fatalf("create %s: %v", name, e)
+		}
+		if _, indexed, e := fs.DxLookup(many, []byte(name)); !indexed || e != 0 {
+			t.Fatalf("after %d names came back the directory is not indexed (%v, %v)", i+1, indexed, e)
+		}
+	}
+	if e := fs.Unmount(); e != 0 {
+		t.Fatal(e)
+	}
+	fsck(t, img)
+}
