@@ -47,27 +47,33 @@ func diskMount() {
 		if k == root {
 			continue
 		}
-		o := &disks.D[k]
-		dev := diskByName(o)
-		if dev < 0 {
-			kprint("yolk: disk: ")
-			kprintBytes(o.Name())
-			kprint(": no such disk: not mounted\n")
-			continue
-		}
-		if dsk.Mounted(blks.Rdev(dev)) {
-			kprint("yolk: disk: ")
-			kprintBytes(o.Name())
-			kprint(": mounted already: not mounted again\n")
-			continue
-		}
-		if dsk.Mount(k, dev, blks.Rdev(dev), blks.Name(dev), o.ReadOnly, blks.ReadOnly(dev)) != 0 {
-			continue
-		}
-		if e := (shareenv{}).Mount(o.Path(), namei.MountDisk+int32(k)); e != 0 {
-			klogErrno("disk: cannot mount on ", o.Path(), int64(e))
+		if _, ok := mountDisk(k); ok {
+			o := &disks.D[k]
+			if e := (shareenv{}).Mount(o.Path(), namei.MountDisk+int32(k)); e != 0 {
+				klogErrno("disk: cannot mount on ", o.Path(), int64(e))
+			}
 		}
 	}
+}
+
+// mountDisk mounts the file system of the disk yolk.disk option k names
+// as disk mount k, or says why not: its block device.
+func mountDisk(k int) (int, bool) {
+	o := &disks.D[k]
+	dev := diskByName(o)
+	if dev < 0 {
+		kprint("yolk: disk: ")
+		kprintBytes(o.Name())
+		kprint(": no such disk: not mounted\n")
+		return -1, false
+	}
+	if dsk.Mounted(blks.Rdev(dev)) {
+		kprint("yolk: disk: ")
+		kprintBytes(o.Name())
+		kprint(": mounted already: not mounted again\n")
+		return -1, false
+	}
+	return dev, dsk.Mount(k, dev, blks.Rdev(dev), blks.Name(dev), o.ReadOnly, blks.ReadOnly(dev)) == 0
 }
 
 // rootMount mounts disk k's file system as the root (yolk.root): the
@@ -77,15 +83,8 @@ func diskMount() {
 // /dev and /tmp (docs/disks.md, "The root on a disk"). A disk that is
 // missing or cannot be mounted leaves the root in memory, saying so.
 func rootMount(k int) {
-	o := &disks.D[k]
-	dev := diskByName(o)
-	if dev < 0 {
-		kprint("yolk: root: ")
-		kprintBytes(o.Name())
-		kprint(": no such disk: the root stays in memory\n")
-		return
-	}
-	if dsk.Mount(k, dev, blks.Rdev(dev), blks.Name(dev), o.ReadOnly, blks.ReadOnly(dev)) != 0 {
+	dev, ok := mountDisk(k)
+	if !ok {
 		kprint("yolk: root: the root stays in memory\n")
 		return
 	}

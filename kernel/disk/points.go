@@ -77,14 +77,7 @@ func (d *Disks[E]) MountPoint(path []byte, target int32) (parent uint32, depth i
 	dir := uint32(namei.DiskRoot)
 	full := path
 	for {
-		for len(path) > 0 && path[0] == '/' {
-			path = path[1:]
-		}
-		j := 0
-		for j < len(path) && path[j] != '/' {
-			j++
-		}
-		name := path[:j]
+		name, rest := nextName(path)
 		if len(name) == 0 {
 			return 0, 0, abi.Errno(unix.EBUSY) // the root itself
 		}
@@ -95,10 +88,10 @@ func (d *Disks[E]) MountPoint(path []byte, target int32) (parent uint32, depth i
 		if le == abi.ENOENT && !f.ReadOnly() {
 			ino, le = f.Mkdir(dir, name, 0o755, 0, 0)
 			if le == 0 {
-				p := env[E]()
-				p.Print("yolk: root: made directory ")
-				p.PrintBytes(full[:len(full)-len(path)+j])
-				p.Print(" (a mount point)\n")
+				e0 := env[E]()
+				e0.Print("yolk: root: made directory ")
+				e0.PrintBytes(full[:len(full)-len(rest)])
+				e0.Print(" (a mount point)\n")
 			}
 		}
 		if le != 0 {
@@ -110,11 +103,7 @@ func (d *Disks[E]) MountPoint(path []byte, target int32) (parent uint32, depth i
 		if t := d.pointAt(p.m, ino, name); t != 0 {
 			return 0, 0, abi.Errno(unix.EBUSY) // on another mount's point
 		}
-		rest := path[j:]
-		for len(rest) > 0 && rest[0] == '/' {
-			rest = rest[1:]
-		}
-		if len(rest) == 0 {
+		if next, _ := nextName(rest); len(next) == 0 {
 			p.at[p.n].ino, p.at[p.n].target = ino, target
 			p.n++
 			return dir, depth, 0
@@ -141,7 +130,9 @@ func (d *Disks[E]) DiskPoint(pl *namei.Place, b []byte) (namei.Place, bool) {
 	return d.wherePath(pl, i, b)
 }
 
-// wherePath is DiskPoint under the mount's lock.
+// wherePath is DiskPoint under the mount's lock. (When the path stays,
+// the operation walks it again, parent: pl's path, a slice, may not be
+// stored through the pointer in kernel context — a write barrier.)
 func (d *Disks[E]) wherePath(pl *namei.Place, i int, b []byte) (namei.Place, bool) {
 	f := &d.m[i].fs
 	dir, depth, path := pl.Ino, pl.Depth, pl.Path
@@ -149,20 +140,13 @@ func (d *Disks[E]) wherePath(pl *namei.Place, i int, b []byte) (namei.Place, boo
 		path = path[:len(path)-1]
 	}
 	for {
-		for len(path) > 0 && path[0] == '/' {
-			path = path[1:]
-		}
-		j := 0
-		for j < len(path) && path[j] != '/' {
-			j++
-		}
-		if j == len(path) {
+		name, rest := nextName(path)
+		if len(rest) == 0 {
 			return namei.Place{}, false
 		}
-		name, rest := path[:j], path[j:]
 		ino, e := lookup(f, dir, name)
 		if e != 0 {
-			return namei.Place{}, false
+			return namei.Place{}, false // the operation's own walk says why
 		}
 		if t := d.pointAt(i, ino, name); t != 0 {
 			return namei.Mounted(t, rest), true

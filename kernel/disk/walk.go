@@ -35,14 +35,7 @@ func (d *Disks[E]) walk(op, i int, pl *namei.Place, a *namei.Args, b []byte) (ne
 	dir, depth, path := pl.Ino, pl.Depth, pl.Path
 	follow := namei.Follows(op, a.Flags)
 	for {
-		for len(path) > 0 && path[0] == '/' {
-			path = path[1:]
-		}
-		j := 0
-		for j < len(path) && path[j] != '/' {
-			j++
-		}
-		name, rest := path[:j], path[j:]
+		name, rest := nextName(path)
 		k := 0
 		for k < len(rest) && rest[k] == '/' {
 			k++
@@ -367,17 +360,11 @@ func parent[E Env[E]](f *ext4.FS[E], dir uint32, path []byte) (uint32, []byte, a
 		path = path[:len(path)-1]
 	}
 	for {
-		for len(path) > 0 && path[0] == '/' {
-			path = path[1:]
+		name, rest := nextName(path)
+		if len(rest) == 0 {
+			return dir, name, 0
 		}
-		j := 0
-		for j < len(path) && path[j] != '/' {
-			j++
-		}
-		if j == len(path) {
-			return dir, path, 0
-		}
-		ino, e := lookup(f, dir, path[:j])
+		ino, e := lookup(f, dir, name)
 		if e != 0 {
 			return 0, nil, e
 		}
@@ -386,8 +373,21 @@ func parent[E Env[E]](f *ext4.FS[E], dir uint32, path []byte) (uint32, []byte, a
 			return 0, nil, e
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return 0, nil, abi.Errno(unix.ENOTDIR) // a link on the way: not followed here (docs/disks.md)
+			return 0, nil, abi.Errno(unix.ENOTDIR) // a link on the way: namei.Where followed it (DiskPoint)
 		}
-		dir, path = ino, path[j:]
+		dir, path = ino, rest
 	}
+}
+
+// nextName splits path into its first name (leading slashes skipped)
+// and the rest, from the slash after the name on.
+func nextName(path []byte) (name, rest []byte) {
+	for len(path) > 0 && path[0] == '/' {
+		path = path[1:]
+	}
+	j := 0
+	for j < len(path) && path[j] != '/' {
+		j++
+	}
+	return path[:j], path[j:]
 }

@@ -15,14 +15,7 @@ import (
 // moving entries under the listing's byte-offset cookie: they were
 // skipped (a dozen here).
 func TestListDuringSplits(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("the tree's owners need root")
-	}
-	img := makeImage(t, tree(t), "64M")
-	fs, _, r, e := mount(t, img, false)
-	if e != 0 {
-		t.Fatalf("mount: %v %s", e, r.Msg)
-	}
+	img, fs := treeImage(t)
 	many, e := fs.Lookup(ext4.RootIno, []byte("many"))
 	if e != 0 {
 		t.Fatal(e)
@@ -111,14 +104,7 @@ func TestListDuringSplits(t *testing.T) {
 // by every change that can make the name appear (a create, a link, a
 // rename onto it) and kept by none that cannot matter.
 func TestMissedLookup(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("the tree's owners need root")
-	}
-	img := makeImage(t, tree(t), "64M")
-	fs, _, r, e := mount(t, img, false)
-	if e != 0 {
-		t.Fatalf("mount: %v %s", e, r.Msg)
-	}
+	img, fs := treeImage(t)
 	root := uint32(ext4.RootIno)
 	miss := func(step string) {
 		t.Helper()
@@ -169,14 +155,7 @@ func TestMissedLookup(t *testing.T) {
 // it stays a leaf, and the directory stays indexed as names come back.
 // It was taken for a node: the next insert there gave the index up.
 func TestEmptiedLeaf(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("the tree's owners need root")
-	}
-	img := makeImage(t, tree(t), "64M", "-O", "^metadata_csum")
-	fs, _, r, e := mount(t, img, false)
-	if e != 0 {
-		t.Fatalf("mount: %v %s", e, r.Msg)
-	}
+	img, fs := treeImage(t, "-O", "^metadata_csum")
 	many, e := fs.Lookup(ext4.RootIno, []byte("many"))
 	if e != 0 {
 		t.Fatal(e)
@@ -202,4 +181,19 @@ func TestEmptiedLeaf(t *testing.T) {
 		t.Fatal(e)
 	}
 	fsck(t, img)
+}
+
+// treeImage is the test tree's image (mkfs.ext4 with opts, its
+// directories indexed), mounted read-write.
+func treeImage(t *testing.T, opts ...string) (string, *ext4.FS[env]) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("the tree's owners need root")
+	}
+	img := makeImage(t, tree(t), "64M", opts...)
+	fs, _, r, e := mount(t, img, false)
+	if e != 0 {
+		t.Fatalf("mount: %v %s", e, r.Msg)
+	}
+	return img, fs
 }
