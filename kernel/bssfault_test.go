@@ -171,6 +171,7 @@ var faultKept = map[string]faultKeep{
 	"yolk/kernel/mm.bssFaulted":  {"yolk/kernel/mm.faultKeep", "BSSReclaim: the boot never touched it before"},
 	// Written or read by the boot's own steps after BSSSplit.
 	"yolk/kernel.fsgsbase":       {"yolk/kernel.setupCPU", "amd64: setupCPU(0) reads it (and every trap's and system call's entry)"},
+	"yolk/kernel.xsaveOn":        {"yolk/kernel.setupCPU", "amd64: setupCPU(0) reads it (and every trap's entry and the full return)"},
 	"yolk/drivers/lapic.apic":    {"yolk/drivers/lapic.Init", "amd64: intcInit's local APIC set-up writes it (the kick of a halted lock waiter sends through it)"},
 	"yolk/sched.ncpu":            {"yolk/sched.Init", "writes it"},
 	"yolk/sched.wakeVector":      {"yolk/sched.Init", "writes it"},

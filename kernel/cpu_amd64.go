@@ -145,6 +145,15 @@ func setupCPU(id int) {
 	if fsgsbase != 0 {
 		amd64.SetCR4(amd64.CR4() | 1<<16) // CR4.FSGSBASE
 	}
+	if xsaveOn != 0 {
+		xsaveEnable()
+	}
+}
+
+// xsaveEnable turns on this CPU's XSAVE and its AVX state (XCR0).
+func xsaveEnable() {
+	amd64.SetCR4(amd64.CR4() | 1<<18) // CR4.OSXSAVE
+	amd64.Xsetbv(0, xcr0)
 }
 
 // prepareCPU gives CPU id its trap stacks (and points its TSS at them).
@@ -165,7 +174,16 @@ var (
 	hasTSCAdj  bool
 	hypervisor bool
 	cpuidEDX1  uint32 // AT_HWCAP
+	// xsaveOn: the FP state is XSAVE's, with AVX (XCR0 = xcr0), not
+	// FXSAVE's alone (read by the entry assembly).
+	xsaveOn uint8
 )
+
+// xcr0 is the state the kernel enables and saves where the CPU has XSAVE
+// and AVX: x87, SSE and AVX, so that programs get AVX and AVX2 as on
+// Linux (Go's runtime asks XGETBV). AVX-512's state (another 1,856 bytes
+// a save) and AMX's are left off.
+const xcr0 = 7
 
 // mxcsrMask are the MXCSR bits FXRSTOR accepts (probeCPU).
 var mxcsrMask uint32 = 0xFFBF
@@ -187,11 +205,19 @@ func probeCPU() {
 		fsgsbase = 1
 	}
 	hasTSCAdj = b7&2 != 0
+	// XSAVE and AVX, with the AVX state where the standard format puts it
+	// (fpStateSize's layout).
+	if max, _, _, _ := amd64.Cpuid(0, 0); max >= 0xD && c1&(1<<26) != 0 && c1&(1<<28) != 0 {
+		if a, b, _, _ := amd64.Cpuid(0xD, 2); a == 256 && b == 576 {
+			xsaveOn = 1
+			xsaveEnable()
+		}
+	}
 	// The MXCSR bits this CPU has (FXSAVE's MXCSR_MASK; 0 means the
 	// original SSE set, 0xFFBF): rt_sigreturn clears the others, as
 	// Linux does, before FXRSTOR would fault on them.
-	var buf [fpStateSize + 16]byte
-	fx := (uintptr(unsafe.Pointer(&buf)) + 15) &^ 15
+	var buf [fpStateSize + 64]byte
+	fx := (uintptr(unsafe.Pointer(&buf)) + 63) &^ 63
 	fpSave(fx)
 	if m := *at[uint32](fx + fxMXCSRMask); m != 0 {
 		mxcsrMask = m

@@ -35,6 +35,38 @@
 	WRMSR
 
 // GETFS_AX reads the FS base into AX (clobbers CX, DX).
+// FPSAVE saves the FP state at (R12), 64-byte aligned, fpStateSize bytes:
+// XSAVE of x87, SSE and AVX (xcr0) or, without XSAVE (xsaveOn), FXSAVE.
+// XSAVE writes only XSTATE_BV of its header and XRSTOR faults unless the
+// header's next 16 bytes are zero, so they are zeroed first. Clobbers AX,
+// DX.
+#define FPSAVE \
+	CMPB	·xsaveOn(SB), $0; \
+	JEQ	7(PC); \
+	MOVQ	$0, 520(R12); \
+	MOVQ	$0, 528(R12); \
+	MOVL	$7, AX; \
+	XORL	DX, DX; \
+	XSAVE64	(R12); \
+	JMP	2(PC); \
+	FXSAVE64	(R12)
+
+// FPRESTORE loads the FP state FPSAVE saved at (R12). Clobbers AX, DX.
+#define FPRESTORE \
+	CMPB	·xsaveOn(SB), $0; \
+	JEQ	5(PC); \
+	MOVL	$7, AX; \
+	XORL	DX, DX; \
+	XRSTOR64	(R12); \
+	JMP	2(PC); \
+	FXRSTOR64	(R12)
+
+// FPAREA points R12 at the FP state's area in the fpFrame (896) bytes
+// at SP: 64-byte aligned.
+#define FPAREA \
+	LEAQ	63(SP), R12; \
+	ANDQ	$~63, R12
+
 #define GETFS_AX \
 	CMPB	·fsgsbase(SB), $0; \
 	JEQ	3(PC); \
@@ -107,13 +139,14 @@ TEXT ·syscallEntry(SB),NOSPLIT|NOFRAME,$0
 	CALL	·syscall(SB)
 	ADDQ	$16, SP
 	// rt_sigreturn marks its frame (Vector != -1): every register must be
-	// restored, FP/SSE state from the address in Error, so leave by IRETQ.
+	// restored, the FP state from the address in Error, so leave by IRETQ.
 	CMPQ	128(SP), $-1
 	JEQ	fast
-	MOVQ	136(SP), AX
-	TESTQ	AX, AX
-	JZ	2(PC)
-	FXRSTOR64	(AX)
+	MOVQ	136(SP), R12
+	TESTQ	R12, R12
+	JZ	full
+	FPRESTORE
+full:
 	JMP	·trapReturn(SB)
 fast:
 	JMP	·userReturn(SB)
@@ -162,14 +195,12 @@ TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
 	MOVQ	0(GS), AX	// CPU.Self
 	ADDQ	$48, AX	// CPU.TrapTLS
 	SETFS_AX
-	// The interrupted code's FP/SSE registers: the handler's Go code may
-	// use them. trap finds the area at (r-528+15)&^15.
+	// The interrupted code's FP state: the handler's Go code may use its
+	// registers. trap finds the area at (r-fpFrame+63)&^63 (fxArea).
 	MOVQ	SP, BX
-	SUBQ	$528, SP
-	MOVQ	SP, DX
-	ADDQ	$15, DX
-	ANDQ	$~15, DX
-	FXSAVE64	(DX)
+	SUBQ	$896, SP
+	FPAREA
+	FPSAVE
 	// Point the trap g's stack bounds at this nesting level's 8 KiB slice
 	// of the trap stack (the slices are 8 KiB aligned), keeping the outer
 	// level's lower bound to restore.
@@ -184,13 +215,11 @@ TEXT ·trapCommon(SB),NOSPLIT|NOFRAME,$0
 	ADDQ	$16, SP
 	POPQ	AX
 	CALL	trapBounds<>(SB)
-	MOVQ	SP, DX
-	ADDQ	$15, DX
-	ANDQ	$~15, DX
-	FXRSTOR64	(DX)
+	FPAREA
+	FPRESTORE
 	TESTQ	BX, BX
 	JNZ	totask
-	ADDQ	$528, SP
+	ADDQ	$896, SP
 	JMP	·trapReturn(SB)
 totask:
 	// The trap came from application code, so the current task's kernel
@@ -199,18 +228,16 @@ totask:
 	// in kernel TLS, like a system call. The task may switch (preemption)
 	// and resume on another CPU; it returns to application code with
 	// every register from the frame.
-	LEAQ	528(SP), SI	// the frame
+	LEAQ	896(SP), SI	// the frame
 	MOVQ	16(GS), DI	// CPU.KStackTop
 	SUBQ	$184, DI	// regsSize
 	MOVQ	DI, BX
 	MOVQ	$23, CX
 	REP;	MOVSQ
 	MOVQ	BX, SP
-	SUBQ	$528, SP
-	MOVQ	SP, DX
-	ADDQ	$15, DX
-	ANDQ	$~15, DX
-	FXSAVE64	(DX)
+	SUBQ	$896, SP
+	FPAREA
+	FPSAVE
 	MOVQ	0(GS), AX	// CPU.Self
 	ADDQ	$32, AX	// CPU.TLS
 	SETFS_AX
@@ -218,11 +245,9 @@ totask:
 	MOVQ	BX, 0(SP)
 	CALL	·preemptUser(SB)
 	ADDQ	$16, SP
-	MOVQ	SP, DX
-	ADDQ	$15, DX
-	ANDQ	$~15, DX
-	FXRSTOR64	(DX)
-	ADDQ	$528, SP
+	FPAREA
+	FPRESTORE
+	ADDQ	$896, SP
 	JMP	·trapReturn(SB)
 
 // trapBounds sets the trap g's stack to [AX, AX+8 KiB) (clobbers DX).
@@ -274,10 +299,11 @@ TEXT ·vectorPC(SB),NOSPLIT,$0-16
 	MOVQ	AX, ret+8(FP)
 	RET
 
-// func fpSave(addr uintptr): the FP/SSE state to addr (512 bytes, 16-aligned).
+// func fpSave(addr uintptr): the FP state to addr (fpStateSize bytes,
+// 64-aligned).
 TEXT ·fpSave(SB),NOSPLIT,$0-8
-	MOVQ	addr+0(FP), AX
-	FXSAVE64	(AX)
+	MOVQ	addr+0(FP), R12
+	FPSAVE
 	RET
 
 // func getbp() uintptr: the caller's frame pointer.

@@ -49,9 +49,23 @@ func (r *Regs) fp() uintptr { return uintptr(r.BP) }
 
 func (r *Regs) pc() uintptr { return uintptr(r.IP) }
 
-// fpSave stores the FP/SSE state at addr (FXSAVE: fpStateSize bytes,
-// 16-aligned).
+// fpSave stores the FP/SSE/AVX state at addr (fpStateSize bytes,
+// 64-aligned): XSAVE's standard format, or FXSAVE's 512 bytes where the
+// kernel does not use XSAVE (xsaveOn).
 func fpSave(addr uintptr)
+
+// The FP state's save area. With XSAVE (xsaveOn), its standard format
+// for XCR0 = x87|SSE|AVX: the FXSAVE image, the XSAVE header, then the
+// upper halves of YMM0–15. Otherwise only the FXSAVE image is used.
+const (
+	fpStateSize = 832
+	fxStateSize = 512 // the FXSAVE image
+	xsHeader    = 512 // the XSAVE header: XSTATE_BV, XCOMP_BV, reserved
+	xsHeaderEnd = 576
+	// xstateFX are XSTATE_BV's x87 and SSE bits: a frame that holds no
+	// more restores AVX's registers to their initial state.
+	xstateFX = 3
+)
 
 // exitFPState is where the FP/SSE state of a thread leaving a system call
 // is: live in the registers (0). The system-call entry does not save them,

@@ -296,7 +296,7 @@ func signalStart(r *Regs, sig int, act signal.Action, sp uintptr) (as signal.Alt
 // handler or room for the frame it ends the machine as SIGSEGV's default
 // action does.
 func forceSegv(r *Regs) {
-	var buf [fpStateSize + 16]byte
+	var buf [fpStateSize + 64]byte
 	if !signalUser(r, exitFP(&buf, exitFPState(r)), int(unix.SIGSEGV), siKernel, 0) {
 		killedBy(int(unix.SIGSEGV), "a bad signal frame, no usable handler")
 	}
@@ -306,15 +306,15 @@ func forceSegv(r *Regs) {
 // (c: the call, if it was interrupted); the FP/SSE state for its frame is
 // the one saved at fp or, if fp is 0, the live one.
 func deliverAtExit(r *Regs, fp uintptr, c *sysCall) bool {
-	var buf [fpStateSize + 16]byte
+	var buf [fpStateSize + 64]byte
 	return deliverSignal(r, exitFP(&buf, fp), c)
 }
 
 // exitFP puts the FP/SSE state for a signal frame made on the way out of a
 // system call in buf — the one saved at fp or, if fp is 0, the live one —
-// and returns its 16-byte-aligned address there.
-func exitFP(buf *[fpStateSize + 16]byte, fp uintptr) uintptr {
-	fx := (uintptr(unsafe.Pointer(buf)) + 15) &^ 15
+// and returns its 64-byte-aligned address there (XSAVE's alignment).
+func exitFP(buf *[fpStateSize + 64]byte, fp uintptr) uintptr {
+	fx := (uintptr(unsafe.Pointer(buf)) + 63) &^ 63
 	if fp != 0 {
 		for i := uintptr(0); i < fpStateSize; i += 8 {
 			*at[uint64](fx + i) = *at[uint64](fp + i)

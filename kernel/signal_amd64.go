@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"yolk/kernel/mm"
@@ -9,13 +10,21 @@ import (
 )
 
 // The amd64 signal frame (Linux's rt_sigframe): the restorer's address,
-// then the ucontext and siginfo, the FXSAVE area above them.
+// then the ucontext and siginfo, the FP state above them — with XSAVE,
+// as Linux's: the XSAVE area, 64-byte aligned, whose FXSAVE image's
+// software bytes (fpx_sw_bytes) say how large it is, followed by a
+// second magic number; the ucontext's flags say UC_FP_XSTATE.
 const (
-	ucSize      = 304 // flags, link, stack, mcontext (23 gregs, fpregs, reserved), 8-byte mask
-	ucGregs     = 40
-	ucFpregs    = ucGregs + 23*8
-	ucSigmask   = ucSize - 8
-	fpStateSize = 512
+	ucSize    = 304 // flags, link, stack, mcontext (23 gregs, fpregs, reserved), 8-byte mask
+	ucGregs   = 40
+	ucFpregs  = ucGregs + 23*8
+	ucSigmask = ucSize - 8
+
+	ucFPXstate  = 1 // uc_flags: the frame's FP state is XSAVE's
+	fpxSW       = 464
+	fpxMagic1   = 0x46505853
+	fpxMagic2   = 0x46505845
+	sigFPXState = fpStateSize + 4 // the XSAVE area and the second magic number
 
 	// sigNeedFlags: a handler is usable with SA_SIGINFO and a restorer
 	// (the runtime's sigreturn trampoline).
@@ -30,11 +39,15 @@ func signalFrame(r *Regs, fx uintptr, sig int, act signal.Action, code int32, ad
 	if !ok {
 		return false
 	}
-	fp := (sp - fpStateSize) &^ 63
+	n := uintptr(fxStateSize)
+	if xsaveOn != 0 {
+		n = sigFPXState
+	}
+	fp := (sp - n) &^ 63
 	info := fp - sigInfoSize
 	uc := (info - ucSize) &^ 15
 	frame := uc - 8
-	end := fp + fpStateSize
+	end := fp + n
 	if !mm.UserW(frame, end-frame) {
 		return false
 	}
@@ -47,8 +60,20 @@ func signalFrame(r *Regs, fx uintptr, sig int, act signal.Action, code int32, ad
 		f.put64(uc+ucGregs+uintptr(i)*8, v)
 	}
 	f.put64(uc+ucFpregs, uint64(fp))
-	for i := uintptr(0); i < fpStateSize; i += 8 {
+	for i := uintptr(0); i < n&^7; i += 8 {
 		f.put64(fp+i, *at[uint64](fx + i))
+	}
+	if xsaveOn != 0 {
+		f.put64(uc, ucFPXstate)
+		sw := f.bytes(fp+fpxSW, fxStateSize-fpxSW)
+		clear(sw)
+		f.put32(fp+fpxSW, fpxMagic1)
+		f.put32(fp+fpxSW+4, sigFPXState) // extended_size
+		f.put64(fp+fpxSW+8, xcr0)        // xfeatures
+		f.put32(fp+fpxSW+16, fpStateSize)
+		f.put32(fp+fpStateSize, fpxMagic2)
+		clear(f.bytes(fp+xsHeader+8, xsHeaderEnd-xsHeader-8)) // XSAVE writes XSTATE_BV alone
+
 	}
 	f.put64(frame, act.Restorer)
 	i := sched.Current().Index()
@@ -92,9 +117,9 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 // caller raises SIGSEGV — if the frame is not readable or its FP/SSE
 // state misaligned or not writable (then nothing is restored), or if the
 // restored RIP or RSP is outside the lower half (IRETQ would fault on a
-// non-canonical RIP after the user's FS base is loaded). Reserved MXCSR
-// bits are cleared in the frame, as Linux does, since FXRSTOR faults on
-// them.
+// non-canonical RIP after the user's FS base is loaded). The FP state is
+// copied into the kernel (fpIn); reserved MXCSR bits are cleared, as
+// Linux does, since FXRSTOR and XRSTOR fault on them.
 func rtSigreturn(r *Regs) bool {
 	f := frameBuf{base: uintptr(r.SP)}
 	uc := f.base
@@ -103,11 +128,8 @@ func rtSigreturn(r *Regs) bool {
 	}
 	fp := uintptr(f.get64(uc + ucFpregs))
 	fx := sigFPArea(sched.Current().Index())
-	if fp != 0 && (fp&15 != 0 || mm.CopyIn(bytesAt(fx, fpStateSize), fp) != 0) {
+	if fp != 0 && (fp&15 != 0 || !fpIn(fx, fp)) {
 		return false
-	}
-	if fp != 0 {
-		*at[uint32](fx + fxMXCSR) &= mxcsrMask
 	}
 	var g [23]uint64
 	for i := range g {
@@ -122,7 +144,7 @@ func rtSigreturn(r *Regs) bool {
 	r.Flags = g[17]&0x40CD5 | 0x202
 	r.Vector, r.Error = 0, 0
 	if fp != 0 {
-		r.Error = uint64(fx) // FXRSTOR on the way out reads the kernel's copy
+		r.Error = uint64(fx) // the full return's XRSTOR reads the kernel's copy
 	}
 	sigs.Mask[sched.Current().Index()] = f.get64(uc+ucSigmask) &^ signal.Unblockable
 	// As on Linux, whose IRET fails on it: the registers are restored,
@@ -130,17 +152,64 @@ func rtSigreturn(r *Regs) bool {
 	return mm.UserHalf(r.SP) && mm.UserHalf(r.IP)
 }
 
-// frameBufSize holds the written part of a frame: the restorer, the
-// ucontext, siginfo and the FXSAVE area, with their alignment.
-const frameBufSize = 8 + ucSize + 15 + sigInfoSize + 63 + fpStateSize
+// fpIn copies the FP state of the frame at fp to the kernel's area fx
+// and makes it one XRSTOR (or FXRSTOR) takes: MXCSR's reserved bits
+// cleared; with XSAVE, the XSAVE area if the frame's software bytes and
+// second magic number say it holds one, else the FXSAVE image alone with
+// AVX's registers to be reset (Linux's "fx_only"). false if the frame
+// cannot be read or its XSAVE header is one XRSTOR would fault on.
+func fpIn(fx, fp uintptr) bool {
+	b := bytesAt(fx, fpStateSize)
+	le := binary.LittleEndian
+	if mm.CopyIn(b[:fxStateSize], fp) != 0 {
+		return false
+	}
+	le.PutUint32(b[fxMXCSR:], le.Uint32(b[fxMXCSR:])&mxcsrMask)
+	if xsaveOn == 0 {
+		return true
+	}
+	bv := uint64(xstateFX)
+	if le.Uint32(b[fpxSW:]) == fpxMagic1 && le.Uint32(b[fpxSW+4:]) == sigFPXState && le.Uint32(b[fpxSW+16:]) == fpStateSize {
+		var m2 [4]byte
+		if mm.CopyIn(m2[:], fp+fpStateSize) == 0 && le.Uint32(m2[:]) == fpxMagic2 {
+			if mm.CopyIn(b[fxStateSize:], fp+fxStateSize) != 0 {
+				return false
+			}
+			// As Linux's validate_user_xstate_header: state the kernel
+			// did not enable, the compacted format or reserved bytes
+			// make the frame bad.
+			bv = le.Uint64(b[xsHeader:])
+			if bv&^xcr0 != 0 || !zero(b[xsHeader+8:xsHeaderEnd]) {
+				return false
+			}
+		}
+	}
+	clear(b[xsHeader:xsHeaderEnd])
+	le.PutUint64(b[xsHeader:], bv)
+	return true
+}
 
-// sigFP holds, per task, the FP/SSE state rt_sigreturn copied in from the
-// frame, which the full return restores with FXRSTOR: never the
+// frameBufSize holds the written part of a frame: the restorer, the
+// ucontext, siginfo and the FP state, with their alignment.
+const frameBufSize = 8 + ucSize + 15 + sigInfoSize + 63 + sigFPXState
+
+// sigFP holds, per task, the FP state rt_sigreturn copied in from the
+// frame, which the full return restores with XRSTOR or FXRSTOR: never the
 // program's memory, which another thread could unmap or change (reserved
 // MXCSR bits) between the check and the instruction.
-var sigFP [sched.MaxTasks*fpStateSize + 16]byte
+var sigFP [sched.MaxTasks*fpStateSize + 64]byte
 
-// sigFPArea is task slot i's 16-byte-aligned FXSAVE area in sigFP.
+// sigFPArea is task slot i's 64-byte-aligned FP state area in sigFP.
 func sigFPArea(i int) uintptr {
-	return (uintptr(unsafe.Pointer(&sigFP[0]))+15)&^15 + uintptr(i)*fpStateSize
+	return (uintptr(unsafe.Pointer(&sigFP[0]))+63)&^63 + uintptr(i)*fpStateSize
+}
+
+// zero reports whether b holds only zero bytes.
+func zero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

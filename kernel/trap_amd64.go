@@ -156,8 +156,13 @@ func userFixup(r *Regs, addr uintptr) bool {
 	return ok
 }
 
-// fxArea is the FP/SSE save area trapCommon keeps below the frame r.
-func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - 528 + 15) &^ 15 }
+// fxArea is the FP state's save area trapCommon keeps below the frame r
+// (fpFrame bytes reserved, the area 64-byte aligned in them).
+func fxArea(r *Regs) uintptr { return (uintptr(unsafe.Pointer(r)) - fpFrame + 63) &^ 63 }
+
+// fpFrame is the stack trapCommon reserves for the FP state's area
+// (entry_amd64.s).
+const fpFrame = fpStateSize + 64
 
 // ShootdownIPI interrupts CPU cpu for a TLB shootdown (mm.Env).
 func (mmenv) ShootdownIPI(cpu int) { sendIPI(cpu, vecShootdown) }

@@ -232,7 +232,7 @@ var userRuleAllowed = map[string]struct {
 	"kernel/cpu_amd64.go: loadTable":      {n: 2, why: "LGDT's and LIDT's operand, a variable on this stack"},
 	"kernel/rpi3_arm64.go: piRelease":     {n: 1, why: "a secondary CPU's spin-table slot, through the physical map, at boot"},
 	"kernel/signal.go: exitFP":            {n: 3, why: whyFP},
-	"kernel/signal_amd64.go: rtSigreturn": {n: 2, why: whyFP + "; the program's copy comes in through mm.CopyIn"},
+	"kernel/signal_amd64.go: fpIn":        {n: 1, why: whyFP + "; the program's copy comes in through mm.CopyIn"},
 	"kernel/signal_amd64.go: signalFrame": {n: 1, why: whyFP + "; the frame goes out through the frame's mm copies"},
 	"kernel/signal_arm64.go: signalFrame": {n: 3, why: whyFP + "; the frame goes out through the frame's mm copies"},
 	"kernel/sys_yolk.go: sysTaskInfo":     {n: 1, why: "a pipe's sequence word, only when it is the task's condition"},

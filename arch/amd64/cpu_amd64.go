@@ -22,6 +22,10 @@ func SetCR3(v uintptr)
 func CR4() uintptr
 func SetCR4(v uintptr)
 
+// Xsetbv writes extended control register xcr (0: XCR0, the state
+// components XSAVE manages and the OS has enabled); CR4.OSXSAVE first.
+func Xsetbv(xcr uint32, v uint64)
+
 // Rdtsc reads the time-stamp counter.
 func Rdtsc() uint64
 

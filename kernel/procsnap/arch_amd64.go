@@ -10,17 +10,20 @@ import (
 type archEnv interface {
 	// APICID is CPU i's local APIC ID.
 	APICID(i int) uint32
+	// XCR0 is the XSAVE state the kernel enabled (0: it does not use
+	// XSAVE).
+	XCR0() uint64
 }
 
 // fillArch fills the CPUs' model from CPUID, as Linux's cpuinfo_x86, and
-// their APIC IDs. XCR0 is 0: the kernel never sets CR4.OSXSAVE (it saves
-// the FXSAVE state only), so the features that need XSAVE-managed
-// registers (AVX and after) are not the program's, as CPUID's OSXSAVE
-// bit tells Go's runtime. cpu MHz is the TSC's calibrated rate.
+// their APIC IDs. The features whose registers need XSAVE state the
+// kernel did not enable (XCR0: AVX-512's, AMX's, or AVX's too on a CPU
+// without XSAVE) are not the program's, as XGETBV tells Go's runtime.
+// cpu MHz is the TSC's calibrated rate.
 func fillArch[E Env](env E, s *procfs.Snapshot) {
 	s.Arch = procfs.ArchAMD64
 	s.Model.KHz = clock.Hz() / 1000
-	s.Model.ReadCPUID(amd64.Cpuid, 0)
+	s.Model.ReadCPUID(amd64.Cpuid, env.XCR0())
 	for i := 0; i < int(s.NumCPU); i++ {
 		s.CPUs[i].APICID = env.APICID(i)
 	}

@@ -53,6 +53,7 @@ func (testEnv) Cwd(*procfs.Snapshot, []byte) (int, bool) {
 func (testEnv) ShareArea(*procfs.Snapshot, *procfs.Area) {}
 func (testEnv) FilePages() int64                         { return 0 }
 func (testEnv) APICID(int) uint32                        { return 0 }
+func (testEnv) XCR0() uint64                             { return 7 }
 func (testEnv) HWCap() uint64                            { return 0 }
 
 func (testEnv) Iface(i int, p *net.Iface) bool {

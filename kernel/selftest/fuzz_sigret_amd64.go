@@ -3,6 +3,8 @@ package main
 import (
 	"math/rand/v2"
 	"unsafe"
+
+	"golang.org/x/sys/cpu"
 )
 
 // sigretReserved are MXCSR's reserved bits.
@@ -28,7 +30,7 @@ func sigretFrame(rng *rand.Rand, buf *[3 * pageSize]byte, mask uint64, land uint
 	fxsave(fp)
 	putU32(buf[fp-base:], 24, 0x1F80) // MXCSR
 	kind, want := "random registers", sigretLands
-	switch rng.IntN(9) {
+	switch rng.IntN(10) {
 	case 1:
 		kind = "reserved FP control bits"
 		putU32(buf[fp-base:], 24, 0x1F80|1<<(16+rng.IntN(16)))
@@ -50,6 +52,35 @@ func sigretFrame(rng *rand.Rand, buf *[3 * pageSize]byte, mask uint64, land uint
 	case 7:
 		kind, want = "no frame", sigretFaults
 		return []uintptr{0x7e0000000000, 0xffff800000000000, 8}[rng.IntN(3)], kind, want
+	case 8:
+		// An XSAVE area as a signal frame holds one (Linux's software
+		// bytes and second magic number). Its header either holds some
+		// of x87, SSE and AVX (the frame lands) or one field XRSTOR
+		// faults on: XSTATE_BV with state not enabled, XCOMP_BV, a
+		// reserved byte (as Linux, SIGSEGV).
+		if !cpu.X86.HasAVX {
+			break // frames hold the FXSAVE image alone
+		}
+		kind = "an XSAVE header"
+		fb := buf[fp-base:]
+		putU32(fb, 464, 0x46505853)
+		putU32(fb, 468, 832+4)
+		putU64(fb, 472, 7)
+		putU32(fb, 480, 832)
+		putU32(fb, 832, 0x46505845)
+		clear(fb[512:576])
+		putU64(fb, 512, rng.Uint64N(8))
+		if rng.IntN(2) == 0 {
+			kind, want = "an XSAVE header XRSTOR faults on", sigretFaults
+			switch rng.IntN(3) {
+			case 0:
+				putU64(fb, 512, 8<<rng.IntN(60))
+			case 1:
+				putU64(fb, 520, 1<<63|rng.Uint64N(8))
+			case 2:
+				fb[528+rng.IntN(48)] = byte(1 + rng.IntN(255))
+			}
+		}
 	}
 	return uc, kind, want
 }
