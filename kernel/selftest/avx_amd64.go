@@ -4,11 +4,11 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 	"golang.org/x/sys/unix"
+
+	"yolk/arch/amd64"
 )
 
 func init() {
@@ -23,7 +23,6 @@ var (
 
 func ymmSpin(out *[16][4]uint64, want, limit uint64) (seen uint64)
 func ymmClobberPCs() (handler, restorer uintptr)
-func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 
 // ymmWant is Y i's quadword q as ymmSpin loads it.
 func ymmWant(i, q int) uint64 { return uint64(0x3000000000000001+i) + uint64(q)<<60 }
@@ -38,7 +37,7 @@ func ymmWant(i, q int) uint64 { return uint64(0x3000000000000001+i) + uint64(q)<
 // FXSAVE image alone: X0-X15 come back, the upper halves are reset to 0
 // (Linux's "fx_only"). Runs on the host's Linux too.
 func testAVXState(t *T) {
-	_, _, c1, _ := cpuid(1, 0)
+	_, _, c1, _ := amd64.Cpuid(1, 0)
 	if c1&(1<<28) == 0 || c1&(1<<26) == 0 {
 		t.Logf("this CPU has no AVX (or no XSAVE): nothing to check")
 		return
@@ -54,14 +53,7 @@ func testAVXState(t *T) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	handler, restorer := ymmClobberPCs()
-	const saSiginfo, saOnstack, saRestorer = 4, 0x08000000, 0x04000000
-	act := [4]uint64{uint64(handler), saSiginfo | saOnstack | saRestorer, uint64(restorer), 0}
-	var oldAct [4]uint64
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(unix.SIGUSR2), uintptr(unsafe.Pointer(&act)), uintptr(unsafe.Pointer(&oldAct)), 8, 0, 0); e != 0 {
-		t.Fatalf("rt_sigaction(SIGUSR2): %v", e)
-	}
-	defer syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(unix.SIGUSR2), uintptr(unsafe.Pointer(&oldAct)), 0, 8, 0, 0)
+	defer ownHandler(t, unix.SIGUSR2, ymmClobberPCs)()
 	// A timer every 2 ms to this thread: its signals come at the timer's
 	// interrupt, in the middle of the spin.
 	id, e := timerCreate(unix.CLOCK_MONOTONIC, &sigevent{notify: sigevThreadID, signo: int32(unix.SIGUSR2), tid: int32(unix.Gettid())})

@@ -451,14 +451,7 @@ func testTimerSignals(t *T) {
 	// interrupt. The
 	// signal has a handler of its own that counts it: os/signal would
 	// merge signals its goroutine had no time to take.
-	handler, restorer := sigCounterPCs()
-	const saSiginfo, saOnstack, saRestorer = 4, 0x08000000, 0x04000000
-	act := [4]uint64{uint64(handler), saSiginfo | saOnstack | saRestorer, uint64(restorer), 0}
-	var oldAct [4]uint64
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(unix.SIGUSR2), uintptr(unsafe.Pointer(&act)), uintptr(unsafe.Pointer(&oldAct)), 8, 0, 0); e != 0 {
-		t.Fatalf("rt_sigaction(SIGUSR2): %v", e)
-	}
-	defer syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(unix.SIGUSR2), uintptr(unsafe.Pointer(&oldAct)), 0, 8, 0, 0)
+	defer ownHandler(t, unix.SIGUSR2, sigCounterPCs)()
 	count0 := atomic.LoadUint64(&sigCount)
 	busy := runtime.GOMAXPROCS(0)
 	type armedSpent struct {
@@ -692,5 +685,21 @@ func benchProfiled(on bool) func(*testing.B) {
 			b.StopTimer()
 			pprof.StopCPUProfile()
 		}
+	}
+}
+
+// ownHandler makes the assembly handler pcs names sig's action (with
+// SA_SIGINFO, SA_ONSTACK and its restorer: no Go runtime in between) and
+// returns the call that puts the old action back.
+func ownHandler(t *T, sig syscall.Signal, pcs func() (handler, restorer uintptr)) (restore func()) {
+	handler, restorer := pcs()
+	const saSiginfo, saOnstack, saRestorer = 4, 0x08000000, 0x04000000
+	act := [4]uint64{uint64(handler), saSiginfo | saOnstack | saRestorer, uint64(restorer), 0}
+	var old [4]uint64
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+		t.Fatalf("rt_sigaction(%v): %v", sig, e)
+	}
+	return func() {
+		syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
 	}
 }
