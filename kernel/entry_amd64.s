@@ -34,7 +34,6 @@
 	MOVL	$0xC0000100, CX; \
 	WRMSR
 
-// GETFS_AX reads the FS base into AX (clobbers CX, DX).
 // FPSAVE saves the FP state at (R12), 64-byte aligned, fpStateSize bytes:
 // XSAVE of x87, SSE and AVX (xcr0) or, without XSAVE (xsaveOn), FXSAVE.
 // XSAVE writes only XSTATE_BV of its header and XRSTOR faults unless the
@@ -67,6 +66,7 @@
 	LEAQ	63(SP), R12; \
 	ANDQ	$~63, R12
 
+// GETFS_AX reads the FS base into AX (clobbers CX, DX).
 #define GETFS_AX \
 	CMPB	·fsgsbase(SB), $0; \
 	JEQ	3(PC); \

@@ -73,7 +73,6 @@ func signalFrame(r *Regs, fx uintptr, sig int, act signal.Action, code int32, ad
 		f.put32(fp+fpxSW+16, fpStateSize)
 		f.put32(fp+fpStateSize, fpxMagic2)
 		clear(f.bytes(fp+xsHeader+8, xsHeaderEnd-xsHeader-8)) // XSAVE writes XSTATE_BV alone
-
 	}
 	f.put64(frame, act.Restorer)
 	i := sched.Current().Index()
