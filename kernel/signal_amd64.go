@@ -60,24 +60,28 @@ func signalFrame(r *Regs, fx uintptr, sig int, act signal.Action, code int32, ad
 		f.put64(uc+ucGregs+uintptr(i)*8, v)
 	}
 	f.put64(uc+ucFpregs, uint64(fp))
-	for i := uintptr(0); i < n&^7; i += 8 {
-		f.put64(fp+i, *at[uint64](fx + i))
-	}
+	// The FP state goes out from where it is, not through f: a trap's
+	// stack slice has no room for a second copy. Linux's software bytes
+	// and the header's reserved bytes are written into it first: XRSTOR
+	// ignores both (XSAVE writes neither).
+	b := bytesAt(fx, fpStateSize)
+	var magic2 [4]byte
 	if xsaveOn != 0 {
 		f.put64(uc, ucFPXstate)
-		sw := f.bytes(fp+fpxSW, fxStateSize-fpxSW)
-		clear(sw)
-		f.put32(fp+fpxSW, fpxMagic1)
-		f.put32(fp+fpxSW+4, sigFPXState) // extended_size
-		f.put64(fp+fpxSW+8, xcr0)        // xfeatures
-		f.put32(fp+fpxSW+16, fpStateSize)
-		f.put32(fp+fpStateSize, fpxMagic2)
-		clear(f.bytes(fp+xsHeader+8, xsHeaderEnd-xsHeader-8)) // XSAVE writes XSTATE_BV alone
+		le := binary.LittleEndian
+		clear(b[fpxSW:fxStateSize])
+		le.PutUint32(b[fpxSW:], fpxMagic1)
+		le.PutUint32(b[fpxSW+4:], sigFPXState) // extended_size
+		le.PutUint64(b[fpxSW+8:], xcr0)        // xfeatures
+		le.PutUint32(b[fpxSW+16:], fpStateSize)
+		clear(b[xsHeader+8 : xsHeaderEnd])
+		le.PutUint32(magic2[:], fpxMagic2)
 	}
 	f.put64(frame, act.Restorer)
 	i := sched.Current().Index()
 	f.put64(uc+ucSigmask, sigs.FrameMask(i))
-	if !f.out(end - frame) {
+	if !f.out(fp-frame) || mm.CopyOut(fp, b[:min(n, fpStateSize)]) != 0 ||
+		xsaveOn != 0 && mm.CopyOut(fp+fpStateSize, magic2[:]) != 0 {
 		return false
 	}
 	sigs.Handled(i, sig, act)
@@ -188,9 +192,9 @@ func fpIn(fx, fp uintptr) bool {
 	return true
 }
 
-// frameBufSize holds the written part of a frame: the restorer, the
-// ucontext, siginfo and the FP state, with their alignment.
-const frameBufSize = 8 + ucSize + 15 + sigInfoSize + 63 + sigFPXState
+// frameBufSize holds the frame below its FP state: the restorer, the
+// ucontext and siginfo, with their alignment.
+const frameBufSize = 8 + ucSize + 15 + sigInfoSize + 63
 
 // sigFP holds, per task, the FP state rt_sigreturn copied in from the
 // frame, which the full return restores with XRSTOR or FXRSTOR: never the
