@@ -36,12 +36,15 @@
 
 // FPSAVE saves the FP state at (R12), 64-byte aligned, fpStateSize bytes:
 // XSAVE of x87, SSE and AVX (xcr0) or, without XSAVE (xsaveOn), FXSAVE.
-// XSAVE writes only XSTATE_BV of its header and XRSTOR faults unless the
-// header's next 16 bytes are zero, so they are zeroed first. Clobbers AX,
+// XSAVE writes only XSTATE_BV's bits for the state it saves (the others
+// stay as they were) and nothing else of its header, and XRSTOR faults on
+// other bits set there or unless the header's next 16 bytes are zero: so
+// all three words are zeroed first (the area is on a stack). Clobbers AX,
 // DX.
 #define FPSAVE \
 	CMPB	·xsaveOn(SB), $0; \
-	JEQ	7(PC); \
+	JEQ	8(PC); \
+	MOVQ	$0, 512(R12); \
 	MOVQ	$0, 520(R12); \
 	MOVQ	$0, 528(R12); \
 	MOVL	$7, AX; \
