@@ -323,26 +323,39 @@ func testProcfs(t *T) {
 		}
 	}
 
-	// The system: stat's CPUs and boot time, loadavg, the mounts.
+	// The system: stat's CPUs and boot time, loadavg, the mounts. The
+	// snapshot is taken between two readings of uptime.
+	uptime := func() float64 {
+		up, err := os.ReadFile(filepath.Join(procDir, "uptime"))
+		var upS, idleS float64
+		if _, e := fmt.Sscan(string(up), &upS, &idleS); err != nil || e != nil || upS <= 0 {
+			t.Errorf("uptime %q: %v %v", up, err, e)
+		}
+		return upS
+	}
+	up0 := uptime()
 	sys, err := fs.Stat()
 	if err != nil {
 		t.Fatalf("Stat (system): %v", err)
 	}
-	up, err := os.ReadFile(filepath.Join(procDir, "uptime"))
-	var upS, idleS float64
-	if _, e := fmt.Sscan(string(up), &upS, &idleS); err != nil || e != nil || upS <= 0 {
-		t.Errorf("uptime %q: %v %v", up, err, e)
-	}
-	if boot := float64(time.Now().Unix()) - upS; math.Abs(boot-float64(sys.BootTime)) > 3 {
-		t.Errorf("btime %d, want now less uptime: %.0f", sys.BootTime, boot)
+	// btime is the wall clock at boot, in whole seconds: the wall clock
+	// when uptime was read, less uptime. The read is bracketed by two
+	// readings of the wall clock, since a loaded host can stall the
+	// guest for seconds between any two instructions.
+	before := time.Now()
+	upS := uptime()
+	after := time.Now()
+	unixS := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+	if lo, hi := unixS(before)-upS-1.1, unixS(after)-upS+0.1; float64(sys.BootTime) < lo || float64(sys.BootTime) > hi {
+		t.Errorf("btime %d, want the wall clock less uptime (%.2f s): between %.2f and %.2f", sys.BootTime, upS, lo, hi)
 	}
 	if len(sys.CPU) != runtime.NumCPU() || sys.ProcessesRunning < 1 {
 		t.Errorf("stat: %d CPUs (want %d), %d running", len(sys.CPU), runtime.NumCPU(), sys.ProcessesRunning)
 	}
-	// Each CPU is busy or idle: their sum is the uptime, per CPU (the
-	// copy was made over some time: within a second).
-	if sum := sys.CPUTotal.User + sys.CPUTotal.System + sys.CPUTotal.Idle; math.Abs(sum-upS*float64(len(sys.CPU))) > float64(len(sys.CPU))*1.5 {
-		t.Errorf("stat's CPU times add up to %.2f s, want %d × uptime %.2f s", sum, len(sys.CPU), upS)
+	// Each CPU is busy or idle: their sum is the uptime, per CPU, at the
+	// snapshot (the copy was made over some time: within a second).
+	if n, sum := float64(len(sys.CPU)), sys.CPUTotal.User+sys.CPUTotal.System+sys.CPUTotal.Idle; sum < n*(up0-1) || sum > n*(upS+1) {
+		t.Errorf("stat's CPU times add up to %.2f s, want %.0f × uptime, between %.2f and %.2f s", sum, n, up0, upS)
 	}
 	// The load average counts every 5 s since boot the threads running
 	// (the reader at least): after the first period it is above 0.
