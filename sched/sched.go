@@ -445,10 +445,15 @@ const Slice = 10_000_000 // ns
 
 // YieldSlice yields if the current task has run for a Slice since it was
 // switched to, or has used its Budget while a woken task waits; it is
-// called at the end of a system call. With nothing ready the slice starts
-// over, so that a task alone on its CPU looks at the ready queue once per
-// Slice, not at every system call.
+// called at the end of a system call. With nothing ready it returns
+// without reading the clock (under QEMU's TCG an RDTSC costs 140 ns, a
+// fifth of a system call), and a task that then finds a task waiting
+// after a Slice alone on its CPU gives way at once. With a task waiting
+// but a Yield that finds none (another CPU took it) the slice starts over.
 func YieldSlice() {
+	if empty(qWoken) && empty(qSpent) {
+		return
+	}
 	c := This()
 	now := clock.Nanotime()
 	if now-c.ranSince >= Slice {

@@ -15,7 +15,8 @@ import (
 // with operations only at its ends cannot do.
 type WaitQueue struct {
 	lock       TWALock
-	head, tail uintptr
+	head, tail uintptr // head: stored atomically, so that Wake may look at it without the lock
+	wakes      uint32  // Wake's calls: its atomic increment orders the caller's change before Wake reads head
 }
 
 func (q *WaitQueue) addr() uintptr { return uintptr(unsafe.Pointer(q)) }
@@ -128,7 +129,7 @@ func (t *Task) commitBlock() {
 		if q.tail != 0 {
 			taskAt(q.tail).wnext = t.addr()
 		} else {
-			q.head = t.addr()
+			atomic.StoreUintptr(&q.head, t.addr())
 		}
 		q.tail = t.addr()
 		t.setState(stBlocked)
@@ -151,7 +152,7 @@ func (q *WaitQueue) unlink(t *Task) {
 	if t.wprev != 0 {
 		taskAt(t.wprev).wnext = t.wnext
 	} else {
-		q.head = t.wnext
+		atomic.StoreUintptr(&q.head, t.wnext)
 	}
 	if t.wnext != 0 {
 		taskAt(t.wnext).wprev = t.wprev
@@ -194,7 +195,19 @@ func (t *Task) leaveWait(why Woken) {
 
 // Wake makes up to n tasks blocked on q with key ready, oldest first, and
 // returns how many it woke.
+//
+// An empty q costs no lock. No lost wake-up: the caller has changed the
+// condition its waiters named (Block's condAddr) before it calls Wake,
+// and the increment of q.wakes, an atomic read-modify-write, orders that
+// change before the load of q.head; commitBlock stores q.head, then
+// (after the lock's release, as atomic) loads the condition. At least one
+// of the two sees the other's store: Wake sees the waiter queued, or the
+// waiter sees the condition changed and wakes itself.
 func (q *WaitQueue) Wake(key uintptr, n int) int {
+	atomic.AddUint32(&q.wakes, 1)
+	if atomic.LoadUintptr(&q.head) == 0 {
+		return 0
+	}
 	var woken uintptr // singly linked through wnext
 	count := 0
 	q.lock.Lock()
