@@ -52,7 +52,7 @@ func (l *TWALock) Unlock() {
 	l.owner = 0
 	This().locks--
 	s := l.l.UnlockSlot()
-	if atomic.LoadUint64(&lockHalted) != 0 {
+	if s != nil && atomic.LoadUint64(&lockHalted) != 0 {
 		kickHalted(s)
 	}
 }

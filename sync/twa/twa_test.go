@@ -290,24 +290,34 @@ func TestHash(t *testing.T) {
 func sectorOf(p *uint64) uintptr { return uintptr(unsafe.Pointer(p)) / sector }
 
 // TestUnlockNotifiesPromotedTicket checks, slot by slot, that Unlock
-// increments exactly one slot of the waiting array: the one of the ticket
-// it promotes to immediate successor, grant+1 after the handover. Nothing
-// else may run in the test binary meanwhile (tests are sequential).
+// increments exactly one slot of the waiting array, the one of the ticket
+// it promotes to immediate successor (grant+1 after the handover), when
+// that ticket has been taken; and none when it has not (no long-term
+// waiter to move on). Nothing else may run in the test binary meanwhile
+// (tests are sequential).
 func TestUnlockNotifiesPromotedTicket(t *testing.T) {
 	for _, start := range []uint32{0, 41, ^uint32(0) - 1, ^uint32(0)} {
-		l := at[Spin](start)
-		l.Lock() // ticket start
-		before := snapshot()
-		l.Unlock() // grant start+1: promotes ticket start+2
-		after := snapshot()
-		want := waitSlot(unsafe.Pointer(l), start+2)
-		for i := range after {
-			d := after[i] - before[i]
-			switch {
-			case &waitArray.slot[i] == want && d != 1:
-				t.Errorf("start %d: slot of ticket %d changed by %d, want 1", start, start+2, d)
-			case &waitArray.slot[i] != want && d != 0:
-				t.Errorf("start %d: unrelated slot %d changed by %d", start, i, d)
+		for waiters := uint32(0); waiters <= 2; waiters++ {
+			l := at[Spin](start)
+			l.Lock() // ticket start
+			// Waiters' tickets start+1 .. start+waiters, taken but not
+			// waited on (Unlock does not look at the waiters).
+			atomic.AddUint32(&l.ticket, waiters)
+			before := snapshot()
+			l.Unlock() // grant start+1: promotes ticket start+2
+			after := snapshot()
+			var want *uint64
+			if waiters == 2 {
+				want = waitSlot(unsafe.Pointer(l), start+2)
+			}
+			for i := range after {
+				d := after[i] - before[i]
+				switch {
+				case &waitArray.slot[i] == want && d != 1:
+					t.Errorf("start %d, %d waiting: slot of ticket %d changed by %d, want 1", start, waiters, start+2, d)
+				case &waitArray.slot[i] != want && d != 0:
+					t.Errorf("start %d, %d waiting: slot %d changed by %d, want 0", start, waiters, i, d)
+				}
 			}
 		}
 	}
