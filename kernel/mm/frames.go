@@ -154,6 +154,21 @@ func failing() bool {
 
 // AllocFrame returns a zeroed frame, or 0 when memory is exhausted.
 func AllocFrame() uintptr {
+	f := allocFrame()
+	if f != 0 {
+		clear(bytesAt(Phys(f), PageSize))
+	}
+	return f
+}
+
+// AllocFrameDirty is AllocFrame without the zeroing, for a page its
+// user writes before it reads any byte of it (a socket's ring: bytes
+// are read only where they were written). Under QEMU's TCG zeroing a
+// page costs more than a small socket write's whole path through the
+// ring.
+func AllocFrameDirty() uintptr { return allocFrame() }
+
+func allocFrame() uintptr {
 	fail := failing()
 	if fail && failAt.left == 0 {
 		return 0
@@ -178,9 +193,6 @@ func AllocFrame() uintptr {
 	if fail && f != 0 {
 		failAt.left--
 		failAt.taken++
-	}
-	if f != 0 {
-		clear(bytesAt(Phys(f), PageSize))
 	}
 	return f
 }
