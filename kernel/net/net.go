@@ -623,6 +623,20 @@ func (n *Net[E]) SetNonblocking(s int, on bool) {
 	n.socks[s].nonblock = on
 }
 
+// Mode is what a send (send true) or receive on s needs to know before
+// it starts, in one look: O_NONBLOCK, the type, and SO_SNDTIMEO or
+// SO_RCVTIMEO in nanoseconds (0: none).
+func (n *Net[E]) Mode(s int, send bool) (nonblock bool, typ int, timeout int64) {
+	n.env.Lock()
+	p := &n.socks[s]
+	nonblock, typ, timeout = p.nonblock, int(p.typ), p.rcvtimeo
+	if send {
+		timeout = p.sndtimeo
+	}
+	n.env.Unlock()
+	return nonblock, typ, timeout
+}
+
 // Timeout is s's SO_RCVTIMEO (send false) or SO_SNDTIMEO in nanoseconds,
 // 0 for none.
 func (n *Net[E]) Timeout(s int, send bool) int64 {

@@ -160,7 +160,13 @@ func (k Calls[E]) peerAddr(sa []byte) (net.Addr, abi.Errno) {
 // deadline is when a blocking call on s gives up (SO_RCVTIMEO,
 // SO_SNDTIMEO), 0 for never.
 func (k Calls[E]) deadline(s int, send bool) int64 {
-	if t := k.socks().Timeout(s, send); t != 0 {
+	return k.deadlineIn(k.socks().Timeout(s, send))
+}
+
+// deadlineIn is the deadline of a call that started now with timeout t
+// (0: none).
+func (k Calls[E]) deadlineIn(t int64) int64 {
+	if t != 0 {
 		return k.env().Now() + t
 	}
 	return 0
@@ -215,12 +221,13 @@ func copyLen(b []byte, p, lp uintptr, n int) abi.Errno {
 // until all is sent, a message send until it is queued.
 func (k Calls[E]) send(s int, v *net.Iov, flags int, to *net.Addr, ctl *net.Ctl) (uintptr, abi.Errno) {
 	socks := k.socks()
-	nb := flags&unix.MSG_DONTWAIT != 0 || socks.Nonblocking(s)
+	nb, typ, timeout := socks.Mode(s, true)
+	nb = nb || flags&unix.MSG_DONTWAIT != 0
 	if nb {
 		flags |= unix.MSG_DONTWAIT
 	}
-	stream := socks.Type(s) == unix.SOCK_STREAM
-	deadline := k.deadline(s, true)
+	stream := typ == unix.SOCK_STREAM
+	deadline := k.deadlineIn(timeout)
 	done := 0
 	for {
 		n, w, e := socks.SendMsg(s, v, done, flags, to, ctl)
@@ -254,12 +261,13 @@ func (k Calls[E]) send(s int, v *net.Iov, flags int, to *net.Addr, ctl *net.Ctl)
 // file or an error (MSG_WAITALL on a stream: until v is full).
 func (k Calls[E]) recv(s int, v *net.Iov, flags int, m *net.Msg) abi.Errno {
 	socks := k.socks()
-	nb := flags&unix.MSG_DONTWAIT != 0 || socks.Nonblocking(s)
+	nb, typ, timeout := socks.Mode(s, false)
+	nb = nb || flags&unix.MSG_DONTWAIT != 0
 	if nb {
 		flags |= unix.MSG_DONTWAIT
 	}
-	waitAll := flags&unix.MSG_WAITALL != 0 && flags&unix.MSG_PEEK == 0 && socks.Type(s) == unix.SOCK_STREAM
-	deadline := k.deadline(s, false)
+	waitAll := flags&unix.MSG_WAITALL != 0 && flags&unix.MSG_PEEK == 0 && typ == unix.SOCK_STREAM
+	deadline := k.deadlineIn(timeout)
 	done := 0
 	var cred net.Cred
 	for {
