@@ -325,7 +325,7 @@ func syscall(r *Regs) {
 	sched.YieldSlice()
 	userSync()
 	if err != abi.EINTR && !isRestart(err) {
-		restoreMask() // a temporary mask only holds for a signal the call was interrupted by
+		sigs.RestoreMask(t.Index()) // a temporary mask only holds for a signal the call was interrupted by
 	}
 	if isRestart(err) {
 		// Interrupted: the signal's delivery decides the result
@@ -337,7 +337,7 @@ func syscall(r *Regs) {
 	} else if signalPending(t) {
 		deliverAtExit(r, exitFPState(r), nil)
 	}
-	if restoreMask() && signalPending(t) {
+	if sigs.RestoreMask(t.Index()) && signalPending(t) {
 		deliverAtExit(r, exitFPState(r), nil) // one the restored mask lets through
 	}
 }

@@ -93,13 +93,28 @@ func (ts *timerState) armBy(n int64) {
 // and for the earliest a CPU-time timer of the task could expire
 // (kernel/timer), so that a thread that never enters the kernel gets its
 // SIGPROF.
+//
+// It runs at the end of every system call, so it makes one armBy of the
+// earliest time (under QEMU's TCG every call and return costs a lookup of
+// translated code: five armBy calls were a quarter of getpid).
 func userSync() {
-	timerSync()
 	c := sched.This()
 	ts := &percpu[c.ID].timer
-	ts.armBy(c.PreemptAt())
-	ts.armBy(timers.Deadline())
-	ts.armBy(max(ts.tlbNext, 1)) // 0: never refreshed yet, so at once
+	n := max(ts.tlbNext, 1) // 0: never refreshed yet, so at once
+	n = earliest(n, c.TimerNext())
+	n = earliest(n, timers.MonoNext())
+	n = earliest(n, c.PreemptAt())
+	n = earliest(n, timers.Deadline())
+	ts.armBy(n)
+}
+
+// earliest is the earlier of deadlines a and b, either of which may be 0
+// (none).
+func earliest(a, b int64) int64 {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // timerInterrupt is the vecTimer handler: wake the tasks that are due and
