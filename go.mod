@@ -4,6 +4,7 @@ go 1.26.3
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.74.0
 	github.com/prometheus/procfs v0.23.0
