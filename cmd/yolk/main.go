@@ -27,6 +27,11 @@
 // its grub.cfg; run -board pc boots such a disk from a disk controller.
 //
 //	yolk test [-run re] [-v] [-short] [-timeout 10m] [...] [-smp 1] [...] packages [-args ...]
+//	yolk prof [-o cpu.pprof] [-n 1000] [-interval 5ms] [-delay 5s] [-kill] [run's flags] app.elf [arg ...]
+//
+// prof boots an image as run does, with QEMU's gdb stub on a free loopback
+// port, samples the guest's stacks through it and writes a pprof profile
+// of the guest's time, the kernel's included (package qemu/gdbprof).
 //
 // test builds each package's test binary with the kernel linked in, boots
 // it and prints go test's "ok", "FAIL" and "?" lines; see "yolk test -h".
@@ -70,6 +75,7 @@ func usage() {
   yolk run [flags] -disk FILE[,if=virtio|nvme][,ro][:GUESTPATH] ... app.elf [arg ...]
   yolk disk create -size 1G [-from DIR] [-label LABEL] FILE
   yolk test [flags] [packages] [-args ...]   (yolk test -h for its flags)
+  yolk prof [-o cpu.pprof] [-n 1000] [-interval 5ms] [-delay 5s] [-kill] [run's flags] app.elf [arg ...]
 
 run exits with the guest program's status (2: Go panic, 125: kernel fault
 report), or 123: guest reset without a report (triple fault), 124: timeout,
@@ -89,6 +95,8 @@ func main() {
 		os.Exit(run(os.Args[2:]))
 	case "test":
 		os.Exit(test(os.Args[2:]))
+	case "prof":
+		os.Exit(prof(os.Args[2:]))
 	case "image":
 		os.Exit(diskImage(os.Args[2:]))
 	case "disk":
@@ -318,8 +326,12 @@ func runNet(net string, netSet bool, fwds []qemu.Forward, board string) (string,
 	return net, nil
 }
 
-func run(args []string) int {
-	fs := flag.NewFlagSet("yolk run", flag.ExitOnError)
+func run(args []string) int { return boot("yolk run", args, nil) }
+
+// boot is yolk run, and yolk prof when p is not nil (prof.go: its flags,
+// and the sampler attached to the gdb stub while the guest runs).
+func boot(name string, args []string, p *profiler) int {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	accel := fs.String("accel", "auto", "accelerator: auto (KVM if a probe boot works), kvm or tcg")
 	machine := fs.String("machine", "", "QEMU machine: microvm (default), pc, q35, firecracker (Firecracker's machine on QEMU microvm: no ACPI, RTC, PCI or shares; the exit is an i8042 reset) or cloud-hypervisor (Cloud Hypervisor's on QEMU microvm: hardware-reduced ACPI, virtio-pci through ECAM with MSI-X, no PIT, PIC or shares; the exit is ACPI S5) for amd64 images; virt (GICv2, default) or virt-gicv3 for arm64")
 	mem := fs.String("m", "", "guest RAM, as for QEMU -m (default 128M; -board pc -firmware uefi: "+qemu.UEFIMemory+")")
@@ -343,6 +355,10 @@ func run(args []string) int {
 		fs.PrintDefaults()
 		fmt.Fprintln(os.Stderr, "exit status: the guest's (2: Go panic, 125: kernel fault report), or 123: guest reset\n"+
 			"without a report (triple fault), 124: timeout, 126: QEMU failed, 127: QEMU not installed, 130: interrupted")
+	}
+	if p != nil {
+		p.addFlags(fs)
+		fs.Usage = p.usage(fs)
 	}
 	fs.Parse(args)
 	if fs.NArg() < 1 {
@@ -439,6 +455,12 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "yolk run: -board %q: want rpi3 or pc\n", *board)
 		return 2
 	}
+	if p != nil {
+		if err := p.check(*gdb, *board); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			return 2
+		}
+	}
 	var initrd string
 	if *dir != "" {
 		tmp, err := os.MkdirTemp("", "yolk-run-")
@@ -495,15 +517,25 @@ func run(args []string) int {
 		return 2
 	}
 	fmt.Fprintln(os.Stderr, choice)
+	symbols := fs.Arg(0)
+	if *board != "" { // the card's ELF, kept beside it
+		symbols = filepath.Join(strings.TrimSuffix(symbols, ".img"), "kernel8.elf")
+	}
 	if *gdb != 0 {
-		symbols := fs.Arg(0)
-		if *board != "" { // the card's ELF, kept beside it
-			symbols = filepath.Join(strings.TrimSuffix(symbols, ".img"), "kernel8.elf")
-		}
 		fmt.Fprintf(os.Stderr, "yolk: the guest waits for a debugger on port %d; attach with:\n  %s\n(then: break main.main, continue)\n", *gdb, qemu.GDBCommand(symbols, *gdb))
 	}
 
-	res, err := qemu.Run(ctx, qemu.Config{
+	runCtx, extra := ctx, []string(nil)
+	if p != nil {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		if extra, err = p.start(runCtx, cancel, arch, symbols); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+			return 1
+		}
+	}
+	res, err := qemu.Run(runCtx, qemu.Config{
 		QEMU:     qemuBin,
 		Image:    fs.Arg(0),
 		Arch:     arch,
@@ -523,10 +555,16 @@ func run(args []string) int {
 		Shares:   shares,
 		Disks:    disks,
 		GDB:      *gdb,
+		Extra:    extra,
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 	})
+	if p != nil {
+		if code, done := p.end(ctx); done {
+			return code
+		}
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(os.Stderr, "yolk: interrupted")
 		return 130
@@ -538,5 +576,5 @@ func run(args []string) int {
 	for _, m := range res.Messages {
 		fmt.Fprintln(os.Stderr, m)
 	}
-	return res.ExitCode
+	return p.status(res.ExitCode)
 }
