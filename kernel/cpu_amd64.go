@@ -173,7 +173,11 @@ var (
 	hasTSCDL   bool
 	hasTSCAdj  bool
 	hypervisor bool
-	cpuidEDX1  uint32 // AT_HWCAP
+	// tcg: the hypervisor is QEMU's TCG (CPUID 0x40000000 says
+	// "TCGTCGTCGTCG"), whose CPUs all read the host's one time-stamp
+	// counter.
+	tcg       bool
+	cpuidEDX1 uint32 // AT_HWCAP
 	// xsaveOn: the FP state is XSAVE's, with AVX (XCR0 = xcr0), not
 	// FXSAVE's alone (read by the entry assembly).
 	xsaveOn uint8
@@ -200,6 +204,10 @@ func probeCPU() {
 	hasRDRAND = c1&(1<<30) != 0
 	hasTSCDL = c1&(1<<24) != 0
 	hypervisor = c1&(1<<31) != 0
+	if hypervisor {
+		_, b, c, d := amd64.Cpuid(0x40000000, 0)
+		tcg = b == 0x54474354 && c == 0x43544743 && d == 0x47435447 // "TCGT" "CGTC" "GTCG"
+	}
 	_, b7, _, _ := amd64.Cpuid(7, 0)
 	if b7&1 != 0 {
 		fsgsbase = 1
