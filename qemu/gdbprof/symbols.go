@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"yolk/qemu/image"
 )
 
 // Symbolizer maps program counters of a Go ELF image (a yolk image, the
@@ -80,36 +81,11 @@ func OpenSymbolizer(path string) (*Symbolizer, error) {
 }
 
 func newSymbolizer(f *elf.File) (*Symbolizer, error) {
-	pcln := f.Section(".gopclntab")
-	if pcln == nil {
-		return nil, errors.New("no .gopclntab section (not a Go image?)")
-	}
-	pclndata, err := pcln.Data()
-	if err != nil {
-		return nil, err
-	}
 	text := f.Section(".text")
 	if text == nil {
 		return nil, errors.New("no .text section")
 	}
-	textStart := text.Addr
-	// The line table is relative to runtime.text, the start of .text
-	// unless the image was linked externally.
-	if syms, err := f.Symbols(); err == nil {
-		for _, s := range syms {
-			if s.Name == "runtime.text" {
-				textStart = s.Value
-				break
-			}
-		}
-	}
-	var symtab []byte
-	if s := f.Section(".gosymtab"); s != nil {
-		if symtab, err = s.Data(); err != nil {
-			return nil, err
-		}
-	}
-	tab, err := gosym.NewTable(symtab, gosym.NewLineTable(pclndata, textStart))
+	tab, err := image.GoTable(f)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,16 @@ func OpenSymbolizer(path string) (*Symbolizer, error) {
 }
 
 func newSymbolizer(f *elf.File) (*Symbolizer, error) {
+	tab, err := GoTable(f)
+	if err != nil {
+		return nil, err
+	}
+	return &Symbolizer{tab: tab}, nil
+}
+
+// GoTable is the Go symbol and line table of Go ELF image f, from its
+// .gopclntab (and .gosymtab, if any), based at runtime.text.
+func GoTable(f *elf.File) (*gosym.Table, error) {
 	pcln := f.Section(".gopclntab")
 	if pcln == nil {
 		return nil, errors.New("no .gopclntab section (not a Go image?)")
@@ -53,11 +63,8 @@ func newSymbolizer(f *elf.File) (*Symbolizer, error) {
 			return nil, err
 		}
 	}
-	tab, err := gosym.NewTable(symtab, gosym.NewLineTable(pclndata, textStart))
-	if err != nil {
-		return nil, err
-	}
-	return &Symbolizer{tab: tab}, nil
+	return gosym.NewTable(symtab, gosym.NewLineTable(pclndata, textStart))
+
 }
 
 // Frame describes one symbolized program counter.
