@@ -224,10 +224,6 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 // ends (restoreMask), as the calls that wait with a mask of their own.
 func setTempMask(m uint64) { sigs.SetTempMask(sched.Current().Index(), m) }
 
-// restoreMask puts back the mask the current task's call replaced, if it
-// did, and reports whether it did.
-func restoreMask() bool { return sigs.RestoreMask(sched.Current().Index()) }
-
 // powerButton is the machine's power button (ACPI's, arm64 virt's GPIO
 // key: powerInit): SIGTERM to the program, as Linux's init passes a
 // shutdown on to its services; the program's exit then powers off
