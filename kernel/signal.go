@@ -221,7 +221,7 @@ func deliverSignal(r *Regs, fx uintptr, c *sysCall) bool {
 }
 
 // setTempMask gives the current task the mask m until its system call
-// ends (restoreMask), as the calls that wait with a mask of their own.
+// ends (sigs.RestoreMask at the system call's exit), as the calls that wait with a mask of their own.
 func setTempMask(m uint64) { sigs.SetTempMask(sched.Current().Index(), m) }
 
 // powerButton is the machine's power button (ACPI's, arm64 virt's GPIO
