@@ -79,6 +79,8 @@ type Disks[E Env[E]] struct {
 	maps   [NumMaps]mapSlot // the mapped inodes (mmap.go)
 	tabMu  sched.TWALock    // the page cache's index and pages' contents
 	tab    pageTab
+	// fullSaid: the console was told that the index was full (atomic).
+	fullSaid uint32
 }
 
 // env is E's zero value, for the calls that need no device.

@@ -57,6 +57,7 @@ type mapSlot struct {
 	gen   uint32 // shrinking truncations (cut)
 	cut   bool   // shrunk: pages past size to take from the mappings
 	pages int32  // the slot's pages in the cache, under tabMu
+	hi    uint32 // every cached page's index is below it, under tabMu
 }
 
 // slotOf is mount i's slot for ino, -1 if it is not mapped; the mount's
@@ -129,42 +130,82 @@ func (d *Disks[E]) MapOpen(h int, off, n uintptr, sharedWrite bool) (int, bool, 
 // fill puts the page at file offset o of slot c into the cache if it is
 // not there, read from ext4; the mount's lock is held.
 func (d *Disks[E]) fill(m *mount[E], c int, o uint64) abi.Errno {
-	return d.fillFrom(m, c, o, nil)
+	e, _ := d.fillFrom(m, c, o, nil)
+	return e
 }
 
 // fillFrom is fill with the page's bytes taken from src (a whole page
 // just written to the file) instead of read back when src is not nil.
-func (d *Disks[E]) fillFrom(m *mount[E], c int, o uint64, src []byte) abi.Errno {
+// had reports that the page was in the cache (nothing was done).
+func (d *Disks[E]) fillFrom(m *mount[E], c int, o uint64, src []byte) (e abi.Errno, had bool) {
 	idx := uint32(o / pageSize)
 	d.tabMu.Lock()
 	have := d.tab.get(c, idx) != 0
 	d.tabMu.Unlock()
 	if have {
-		return 0
+		return 0, true
 	}
 	e0 := env[E]()
 	a := e0.AllocPage()
 	if a == 0 {
-		return abi.ENOMEM
+		return abi.ENOMEM, false
 	}
 	if src != nil {
 		copy(pageAt(a), src)
 	} else if _, e := m.fs.ReadAt(d.maps[c].ino, pageAt(a), uint64(idx)*pageSize); e != 0 {
 		e0.FreePage(a)
-		return e
+		return e, false
 	}
 	d.tabMu.Lock()
-	ok := d.tab.put(c, idx, a)
-	if ok {
-		d.maps[c].pages++
+	if d.tab.get(c, idx) != 0 {
+		// A shared area's fault made the page meanwhile (Fault takes
+		// tabMu only): it is the cache's, and mapped.
+		d.tabMu.Unlock()
+		e0.FreePage(a)
+		return 0, true
 	}
+	ok := d.put(c, idx, a)
 	d.tabMu.Unlock()
 	if !ok {
 		e0.FreePage(a)
 		atomic.StoreUint32(&d.maps[c].full, 1)
-		return abi.ENOMEM
+		d.fullOnce()
+		return abi.ENOMEM, false
 	}
-	return 0
+	return 0, false
+}
+
+// put adds page a at (c, idx) to the index, counted in the slot; false
+// when the index is full, or a chunk of it is needed and no page is left.
+// tabMu is held.
+func (d *Disks[E]) put(c int, idx uint32, a uintptr) bool {
+	for {
+		full, need := d.tab.put(c, idx, a)
+		if full {
+			return false
+		}
+		if need < 0 {
+			break
+		}
+		p := env[E]().AllocPage()
+		if p == 0 {
+			return false
+		}
+		d.tab.addChunk(need, p)
+	}
+	s := &d.maps[c]
+	s.pages++
+	s.hi = max(s.hi, idx+1)
+	return true
+}
+
+// fullOnce says on the console, the first time, that the cache could not
+// take a page: the inode's pages not cached are SIGBUS in its mappings
+// from then on, not zeroes, until its last mapping goes.
+func (d *Disks[E]) fullOnce() {
+	if atomic.CompareAndSwapUint32(&d.fullSaid, 0, 1) {
+		env[E]().Print("yolk: disk: the page cache of mapped files is full (4 GiB, or memory): a mapping's page it cannot hold is SIGBUS\n")
+	}
 }
 
 // MapRef adds delta to slot c's areas (mm's FileRef, under the address
@@ -200,16 +241,19 @@ func (d *Disks[E]) unref(m *mount[E], c int) {
 // lock is held and no mapping reaches them.
 func (d *Disks[E]) freePages(c int, from uint32) {
 	e0 := env[E]()
+	s := &d.maps[c]
 	d.tabMu.Lock()
-	for i := 0; i < tabSize; {
-		sl, idx, a, ok := d.tab.at(i)
-		if ok && sl == c && idx >= from {
-			d.tab.del(i) // i holds the next entry of the cluster now
-			d.maps[c].pages--
-			e0.FreePage(a)
-			continue
+	for idx := from; idx < s.hi && s.pages > 0; idx++ {
+		if i := d.tab.find(c, idx); i >= 0 {
+			e0.FreePage(d.tab.at(i).page)
+			if emptied := d.tab.del(i); emptied != 0 {
+				e0.FreePage(emptied)
+			}
+			s.pages--
 		}
-		i++
+	}
+	if from == 0 {
+		s.hi = 0
 	}
 	d.tabMu.Unlock()
 }
@@ -320,11 +364,10 @@ func (d *Disks[E]) Fault(c int, off int64, shared bool, frame uintptr) (uintptr,
 		if a = e0.AllocPage(); a == 0 {
 			return 0, false
 		}
-		if !d.tab.put(c, idx, a) {
+		if !d.put(c, idx, a) {
 			e0.FreePage(a)
 			return 0, false
 		}
-		s.pages++
 	}
 	if shared {
 		return a, true
@@ -343,7 +386,7 @@ func (d *Disks[E]) wrote(m *mount[E], i int, ino uint32, b []byte, off int64) {
 		return
 	}
 	s := &d.maps[c]
-	for o := off &^ (pageSize - 1); o < off+int64(len(b)); o += pageSize {
+	for o := off &^ (pageSize - 1); o < off+int64(len(b)); {
 		d.tabMu.Lock()
 		a := d.tab.get(c, uint32(o/pageSize))
 		if a != 0 {
@@ -351,13 +394,20 @@ func (d *Disks[E]) wrote(m *mount[E], i int, ino uint32, b []byte, off int64) {
 			copy(pageAt(a)[lo-o:hi-o], b[lo-off:hi-off])
 		}
 		d.tabMu.Unlock()
-		var src []byte // a whole page written: its bytes, not read back
-		if o >= off && o+pageSize <= off+int64(len(b)) {
-			src = b[o-off : o-off+pageSize]
+		if a == 0 {
+			var src []byte // a whole page written: its bytes, not read back
+			if o >= off && o+pageSize <= off+int64(len(b)) {
+				src = b[o-off : o-off+pageSize]
+			}
+			e, had := d.fillFrom(m, c, uint64(o), src)
+			if had {
+				continue // a fault made the page meanwhile: the bytes go into it
+			}
+			if e != 0 {
+				atomic.StoreUint32(&s.full, 1)
+			}
 		}
-		if a == 0 && d.fillFrom(m, c, uint64(o), src) != 0 {
-			atomic.StoreUint32(&s.full, 1)
-		}
+		o += pageSize
 	}
 	if end := off + int64(len(b)); end > atomic.LoadInt64(&s.size) {
 		atomic.StoreInt64(&s.size, end)

@@ -3,16 +3,118 @@ package disk
 import (
 	"math/rand"
 	"testing"
+	"unsafe"
 )
+
+// chunks hands a pageTab its chunks from Go memory, as the kernel hands
+// it pages, and takes back those it frees.
+type chunks struct {
+	live map[uintptr]*chunk
+}
+
+func newChunks() *chunks { return &chunks{live: map[uintptr]*chunk{}} }
+
+// put is pageTab.put with the chunks it asks for added; false if full.
+func (cs *chunks) put(t *testing.T, tab *pageTab, slot int, idx uint32, a uintptr) bool {
+	t.Helper()
+	for {
+		full, need := tab.put(slot, idx, a)
+		if full {
+			return false
+		}
+		if need < 0 {
+			return true
+		}
+		if tab.chunk[need] != 0 {
+			t.Fatalf("put asked for chunk %d, which is there", need)
+		}
+		c := new(chunk)
+		p := uintptr(unsafe.Pointer(c))
+		cs.live[p] = c
+		tab.addChunk(need, p)
+	}
+}
+
+// del is pageTab.del with the chunk it empties checked and taken back.
+func (cs *chunks) del(t *testing.T, tab *pageTab, i int) {
+	t.Helper()
+	if a := tab.del(i); a != 0 {
+		c := cs.live[a]
+		if c == nil {
+			t.Fatalf("del freed %#x, not a chunk", a)
+		}
+		for _, e := range c {
+			if e != (entry{}) {
+				t.Fatalf("del freed a chunk holding %+v", e)
+			}
+		}
+		delete(cs.live, a)
+	}
+}
+
+// check compares the table with the reference: every entry found, each
+// chunk's count right, no chunk empty, and a scan sees each entry once.
+func (cs *chunks) check(t *testing.T, tab *pageTab, ref map[uint64]uintptr) {
+	t.Helper()
+	if tab.n != len(ref) {
+		t.Fatalf("%d entries, want %d", tab.n, len(ref))
+	}
+	for k, a := range ref {
+		if got := tab.get(int(k>>32)-1, uint32(k)); got != a {
+			t.Fatalf("get(%d, %d) = %#x, want %#x", int(k>>32)-1, uint32(k), got, a)
+		}
+	}
+	seen, held := 0, 0
+	for c := range tab.chunk {
+		if tab.chunk[c] == 0 {
+			if tab.used[c] != 0 {
+				t.Fatalf("chunk %d missing, count %d", c, tab.used[c])
+			}
+			continue
+		}
+		held++
+		n := 0
+		for i := c << chunkBits; i < (c+1)<<chunkBits; i++ {
+			if e := tab.at(i); e.key != 0 {
+				if ref[e.key] != e.page {
+					t.Fatalf("entry %d: (%d, %d) %#x not in the reference", i, int(e.key>>32)-1, uint32(e.key), e.page)
+				}
+				n++
+			}
+		}
+		if n == 0 || n != int(tab.used[c]) {
+			t.Fatalf("chunk %d holds %d entries, counted %d", c, n, tab.used[c])
+		}
+		seen += n
+	}
+	if seen != len(ref) {
+		t.Fatalf("a scan saw %d entries, want %d", seen, len(ref))
+	}
+	if held != len(cs.live) {
+		t.Fatalf("%d chunks in the table, %d given", held, len(cs.live))
+	}
+}
 
 // TestPageTab drives the page cache's index with random puts, gets and
 // deletions (one at a time and a slot's all at once, as freePages does)
-// against a map, with keys that crowd a few clusters, and checks that
-// every entry is found and a scan sees each exactly as the map has it.
+// against a map, in a table nine tenths full of other slots' pages (long
+// clusters, some wrapping around its end), and checks that every entry is
+// found, a scan sees each exactly as the map has it, and chunks come and
+// go with their entries.
 func TestPageTab(t *testing.T) {
-	var tab pageTab
+	tab, cs := new(pageTab), newChunks()
 	ref := map[uint64]uintptr{}
 	r := rand.New(rand.NewSource(1))
+	for n, slot := 0, 8; n < tabSize*9/10; slot++ {
+		for idx := uint32(0); idx < 5000 && n < tabSize*9/10; idx++ {
+			a := uintptr(r.Int63()) | 1
+			if !cs.put(t, tab, slot, idx, a) {
+				t.Fatalf("put refused at %d entries", tab.n)
+			}
+			ref[tabKey(slot, idx)] = a
+			n++
+		}
+	}
 	for step := 0; step < 200000; step++ {
 		slot, idx := r.Intn(8), uint32(r.Intn(6000))
 		k := tabKey(slot, idx)
@@ -22,7 +124,7 @@ func TestPageTab(t *testing.T) {
 				continue
 			}
 			a := uintptr(r.Int63()) | 1
-			if !tab.put(slot, idx, a) {
+			if !cs.put(t, tab, slot, idx, a) {
 				t.Fatalf("step %d: put refused at %d entries", step, tab.n)
 			}
 			ref[k] = a
@@ -32,9 +134,9 @@ func TestPageTab(t *testing.T) {
 			}
 			i := tab.find(slot, idx)
 			if i < 0 {
-				t.Fatalf("step %d: (%d, %d) not in a scan", step, slot, idx)
+				t.Fatalf("step %d: (%d, %d) not found", step, slot, idx)
 			}
-			tab.del(i)
+			cs.del(t, tab, i)
 			delete(ref, k)
 		default:
 			if got, want := tab.get(slot, idx), ref[k]; got != want {
@@ -42,14 +144,13 @@ func TestPageTab(t *testing.T) {
 			}
 		}
 		if step%20000 == 0 {
-			// A slot's pages all removed by the scan freePages makes.
+			// A slot's pages all removed by page index, as freePages
+			// does.
 			gone := r.Intn(8)
-			for i := 0; i < tabSize; {
-				if s, _, _, ok := tab.at(i); ok && s == gone {
-					tab.del(i)
-					continue
+			for idx := uint32(0); idx < 6000; idx++ {
+				if i := tab.find(gone, idx); i >= 0 {
+					cs.del(t, tab, i)
 				}
-				i++
 			}
 			for k := range ref {
 				if int(k>>32)-1 == gone {
@@ -58,38 +159,28 @@ func TestPageTab(t *testing.T) {
 			}
 		}
 	}
-	if tab.n != len(ref) {
-		t.Fatalf("%d entries, want %d", tab.n, len(ref))
+	cs.check(t, tab, ref)
+	// Everything removed: every chunk goes back.
+	for k := range ref {
+		cs.del(t, tab, tab.find(int(k>>32)-1, uint32(k)))
+		delete(ref, k)
 	}
-	for k, a := range ref {
-		if got := tab.get(int(k>>32)-1, uint32(k)); got != a {
-			t.Fatalf("get(%d, %d) = %#x, want %#x", int(k>>32)-1, uint32(k), got, a)
-		}
-	}
-	seen := 0
-	for i := 0; i < tabSize; i++ {
-		if s, x, a, ok := tab.at(i); ok {
-			if ref[tabKey(s, x)] != a {
-				t.Fatalf("entry %d: (%d, %d) %#x not in the reference", i, s, x, a)
-			}
-			seen++
-		}
-	}
-	if seen != len(ref) {
-		t.Fatalf("a scan saw %d entries, want %d", seen, len(ref))
+	cs.check(t, tab, ref)
+	if len(cs.live) != 0 {
+		t.Fatalf("%d chunks kept by an empty table", len(cs.live))
 	}
 }
 
 // TestPageTabFull: the table refuses a put when one entry is left, and
 // every entry is still found.
 func TestPageTabFull(t *testing.T) {
-	tab := new(pageTab)
+	tab, cs := new(pageTab), newChunks()
 	for i := 0; i < tabSize-1; i++ {
-		if !tab.put(i%3, uint32(i), uintptr(i+1)) {
+		if !cs.put(t, tab, i%3, uint32(i), uintptr(i+1)) {
 			t.Fatalf("put %d refused", i)
 		}
 	}
-	if tab.put(5, 1, 1) {
+	if cs.put(t, tab, 5, 1, 1) {
 		t.Fatalf("a put into the last empty entry was taken")
 	}
 	for i := 0; i < tabSize-1; i++ {
@@ -99,5 +190,20 @@ func TestPageTabFull(t *testing.T) {
 	}
 	if tab.get(5, 1) != 0 {
 		t.Fatalf("a key never put was found")
+	}
+}
+
+// TestPageTabLocality: a file's pages in order fill chunks densely, so
+// the index costs about a page per 256 pages cached.
+func TestPageTabLocality(t *testing.T) {
+	tab, cs := new(pageTab), newChunks()
+	const pages = 64 << 10 // a 256 MiB file
+	for idx := uint32(0); idx < pages; idx++ {
+		if !cs.put(t, tab, 3, idx, uintptr(idx)+1) {
+			t.Fatalf("put %d refused", idx)
+		}
+	}
+	if got, most := len(cs.live), pages>>chunkBits*3/2; got > most {
+		t.Fatalf("%d chunks for %d pages, want at most %d", got, pages, most)
 	}
 }
