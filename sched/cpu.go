@@ -61,6 +61,10 @@ type CPU struct {
 
 	switches uint64 // atomic: task switches made here
 	ranSince int64  // when the current task began its slice (YieldSlice)
+	// alone: YieldSlice found nothing ready since the current task's
+	// slice began; the slice starts over when a task is seen waiting
+	// (restart), not counted from its stale start.
+	alone bool
 	// switchedAt is when the current task was switched to (its CPU time,
 	// Task.used).
 	switchedAt int64

@@ -124,7 +124,7 @@ func switchTo(next *Task, fin uint32) {
 	case finBlock, finMutex:
 		cur.used = 0
 	}
-	c.switchedAt, c.ranSince = now, now
+	c.switchedAt, c.ranSince, c.alone = now, now, false
 	spentAt := int64(math.MaxInt64)
 	if next.addr() != c.idle {
 		spentAt = now + spentAfter - next.used + c.usedBefore
@@ -447,15 +447,19 @@ const Slice = 10_000_000 // ns
 // switched to, or has used its Budget while a woken task waits; it is
 // called at the end of a system call. With nothing ready it returns
 // without reading the clock (under QEMU's TCG an RDTSC costs 140 ns, a
-// fifth of a system call), and a task that then finds a task waiting
-// after a Slice alone on its CPU gives way at once. With a task waiting
-// but a Yield that finds none (another CPU took it) the slice starts over.
+// fifth of a system call), marking the task alone: its slice starts when
+// it first finds a task waiting (restart), so that it does not give way
+// at once for a task some other CPU is about to take. With a task
+// waiting but a Yield that finds none (another CPU took it) the slice
+// starts over.
 func YieldSlice() {
 	if empty(qWoken) && empty(qSpent) {
+		This().alone = true
 		return
 	}
 	c := This()
 	now := clock.Nanotime()
+	c.restart(now)
 	if now-c.ranSince >= Slice {
 		c.ranSince = now
 		Yield()
@@ -486,6 +490,7 @@ func yieldWoken(why uint8) {
 func Preempt(woke bool) {
 	c := This()
 	now := clock.Nanotime()
+	c.restart(now)
 	if atomic.LoadUint32(&c.preemptKicked) != 0 {
 		atomic.StoreUint32(&c.preemptKicked, 0)
 	}
@@ -506,6 +511,14 @@ func Preempt(woke bool) {
 		yieldWoken(WhyWoke)
 	} else if c.curSpent(now) && wokenUncovered() {
 		yieldWoken(WhyBudget)
+	}
+}
+
+// restart starts the slice of a task that was alone on its CPU
+// (YieldSlice) now that it sees tasks wait.
+func (c *CPU) restart(now int64) {
+	if c.alone {
+		c.alone, c.ranSince = false, now
 	}
 }
 
@@ -543,13 +556,17 @@ func (c *CPU) PreemptAt() int64 {
 		atomic.AndUint64(&claimedMask, ^self)&self != 0 && !empty(qWoken) {
 		preemptSpent()
 	}
-	if wokenUncovered() {
+	uncovered := wokenUncovered()
+	if !uncovered && empty(qSpent) && empty(qWoken) {
+		return 0
+	}
+	if c.alone {
+		c.restart(clock.Nanotime())
+	}
+	if uncovered {
 		return min(c.ranSince+Slice, c.switchedAt+Budget-taskAt(c.cur).used+c.usedBefore)
 	}
-	if !empty(qSpent) || !empty(qWoken) {
-		return c.ranSince + Slice
-	}
-	return 0
+	return c.ranSince + Slice
 }
 
 // Exit ends the current task. Its slot is freed by the next task's finalizer.
