@@ -28,6 +28,9 @@ import (
 // runs with interrupts masked (haltForKick, per architecture); a kick that
 // arrives after the waiter stopped halting is an interrupt with nothing to
 // do. Slots shared by several locks or tickets only cause extra kicks.
+// An Unlock that finds no ticket behind the new successor's increments no
+// slot and kicks nobody: a waiter that takes such a ticket after it
+// reads the new grant and is no long-term waiter (UnlockSlot's comment).
 
 // haltAfter is the number of polls a long-term waiter makes before it
 // halts: about 20–50 µs under emulation, a few µs on real cores — longer

@@ -8,8 +8,9 @@
 // the immediate successor polls grant; waiters further back ("long-term",
 // more than one ticket from grant) poll a slot of one 4096-slot waiting
 // array shared by all locks, chosen by hashing (lock address, ticket).
-// Unlock stores the new grant — the handover — and then increments the
-// slot of the waiter that has just become the immediate successor. Only a
+// Unlock stores the new grant — the handover — and then, if a ticket
+// was taken behind the new successor's, increments the slot of the waiter
+// that has just become the immediate successor. Only a
 // single poller's cache line is invalidated by the handover store, however
 // long the queue, which is what keeps handover fast under contention.
 //
@@ -31,8 +32,9 @@
 // one-time 32 KiB plus two 128-byte guard sectors for the whole program.
 // Lock is one atomic add and one load when free, behind one call (Go's
 // inliner rejects the generic Lock; Unlock and TryLock inline). Unlock is
-// a load, a store and, unlike a ticket lock's, an atomic add on a second
-// cache line, the waiting-array slot, even when nobody waits.
+// two loads and a store when at most one waiter is queued; with more it
+// adds, unlike a ticket lock's, an atomic add on a second cache line, the
+// waiting-array slot.
 //
 // What it may not do. It never parks: waiting goroutines stay runnable and
 // poll. With the Yield policy a waiter yields the processor with
@@ -200,7 +202,8 @@ func (l *Lock[P]) tryLock() (uint32, bool) {
 // The order is the paper's: first the grant store, which is the handover
 // and which the immediate successor observes directly; then, outside the
 // critical path, the atomic increment of the waiting-array slot of ticket
-// k+1, the waiter that has just become the immediate successor.
+// k+1, the waiter that has just become the immediate successor (skipped
+// when no such ticket was taken: UnlockSlot).
 //
 // Why no wake-up is lost. Let waiter W hold ticket t = k+1 in long-term
 // waiting. W loads its slot (snapshot u) and then loads grant; it waits
