@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,21 +23,15 @@ func TestDebugGDB(t *testing.T) {
 		t.Fatal("gdb-multiarch not found; install it with: apt-get update && apt-get install -y gdb-multiarch (make test does)")
 	}
 	tmp := t.TempDir()
-	yolk := filepath.Join(tmp, "yolk")
-	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	app := filepath.Join(tmp, "app")
-	os.MkdirAll(app, 0o755)
-	os.WriteFile(filepath.Join(app, "go.mod"), []byte("module example.com/app\n\ngo 1.26\n"), 0o644)
-	os.WriteFile(filepath.Join(app, "main.go"), []byte(`package main
+	yolk := buildYolk(t)
+	app := writeApp(t, tmp, "app", `package main
 
 import "fmt"
 
 var answer = 42
 
 func main() { fmt.Println("answer", answer) }
-`), 0o644)
+`)
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
 			img := filepath.Join(tmp, arch+".elf")

@@ -89,14 +89,8 @@ func buildAndRun(t *testing.T, arch string, cases []runCase) {
 	}
 	t.Log(choice)
 	tmp := t.TempDir()
-	yolk := filepath.Join(tmp, "yolk")
-	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	app := filepath.Join(tmp, "app")
-	os.MkdirAll(app, 0o755)
-	os.WriteFile(filepath.Join(app, "go.mod"), []byte("module example.com/app\n\ngo 1.26\n"), 0o644)
-	os.WriteFile(filepath.Join(app, "main.go"), []byte(`package main
+	yolk := buildYolk(t)
+	app := writeApp(t, tmp, "app", `package main
 
 import (
 	"fmt"
@@ -179,7 +173,7 @@ func main() {
 }
 
 var badAddr uintptr = 0x10
-`), 0o644)
+`)
 	// rt_sigreturn through hand-made frames (amd64): the kernel checks a
 	// frame before it restores it (sigreturnAt, fakeFrame).
 	os.WriteFile(filepath.Join(app, "sigret_amd64.s"), []byte(`#include "textflag.h"
@@ -274,10 +268,7 @@ func exit7Addr() uint64                   { return 0 }
 }
 
 func TestRunUsageErrors(t *testing.T) {
-	yolk := filepath.Join(t.TempDir(), "yolk")
-	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	yolk := buildYolk(t)
 	img := fakeELF(t, elf.EM_X86_64)
 	armImg := fakeELF(t, elf.EM_AARCH64)
 	notELF := filepath.Join(t.TempDir(), "not.elf")

@@ -22,17 +22,8 @@ func TestNetProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	yolk := filepath.Join(tmp, "yolk")
-	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	write := func(dir, src string) string {
-		d := filepath.Join(tmp, dir)
-		os.MkdirAll(d, 0o755)
-		os.WriteFile(filepath.Join(d, "go.mod"), []byte("module example.com/"+dir+"\n\ngo 1.26\n"), 0o644)
-		os.WriteFile(filepath.Join(d, "main.go"), []byte(src), 0o644)
-		return d
-	}
+	yolk := buildYolk(t)
+	write := func(dir, src string) string { return writeApp(t, tmp, dir, src) }
 	netApp := write("netapp", `package main
 
 import (

@@ -20,14 +20,8 @@ import (
 // taken. And the flags it refuses. Needs QEMU; $YOLK_ACCEL as TestGuest.
 func TestProf(t *testing.T) {
 	tmp := t.TempDir()
-	yolk := filepath.Join(tmp, "yolk")
-	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	app := filepath.Join(tmp, "app")
-	os.MkdirAll(app, 0o755)
-	os.WriteFile(filepath.Join(app, "go.mod"), []byte("module example.com/app\n\ngo 1.26\n"), 0o644)
-	os.WriteFile(filepath.Join(app, "main.go"), []byte(`package main
+	yolk := buildYolk(t)
+	app := writeApp(t, tmp, "app", `package main
 
 import (
 	"fmt"
@@ -52,7 +46,7 @@ func main() {
 	fmt.Println("spun", h != 0)
 	os.Exit(3)
 }
-`), 0o644)
+`)
 	img := filepath.Join(tmp, "app.elf")
 	if out, err := exec.Command(yolk, "build", "-o", img, app).CombinedOutput(); err != nil {
 		t.Fatalf("yolk build: %v\n%s", err, out)

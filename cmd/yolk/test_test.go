@@ -18,16 +18,6 @@ import (
 	"yolk/qemu"
 )
 
-// buildYolk builds the yolk command into a temporary directory.
-func buildYolk(t *testing.T) string {
-	t.Helper()
-	yolk := filepath.Join(t.TempDir(), "yolk")
-	if out, err := exec.Command("go", "build", "-o", yolk, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return yolk
-}
-
 // runIn runs a command in dir and returns its stdout, stderr and exit status.
 func runIn(t *testing.T, dir, name string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
