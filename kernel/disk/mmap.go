@@ -243,18 +243,19 @@ func (d *Disks[E]) freePages(c int, from uint32) {
 	e0 := env[E]()
 	s := &d.maps[c]
 	d.tabMu.Lock()
-	for idx := from; idx < s.hi && s.pages > 0; idx++ {
-		if i := d.tab.find(c, idx); i >= 0 {
-			e0.FreePage(d.tab.at(i).page)
-			if emptied := d.tab.del(i); emptied != 0 {
-				e0.FreePage(emptied)
-			}
-			s.pages--
+	w := d.tab.walk(c, from, s.hi)
+	for s.pages > 0 {
+		i := d.tab.next(&w)
+		if i < 0 {
+			break
 		}
+		e0.FreePage(d.tab.at(i).page)
+		if emptied := d.tab.del(i); emptied != 0 {
+			e0.FreePage(emptied)
+		}
+		s.pages--
 	}
-	if from == 0 {
-		s.hi = 0
-	}
+	s.hi = min(s.hi, from)
 	d.tabMu.Unlock()
 }
 
@@ -272,9 +273,15 @@ func (d *Disks[E]) writeBack(m *mount[E], c int) abi.Errno {
 	d.tabMu.Lock()
 	left := s.pages
 	d.tabMu.Unlock()
-	for off := int64(0); off < size && left > 0; off += pageSize {
+	for idx := uint64(0); int64(idx*pageSize) < size && left > 0; idx++ {
+		off := int64(idx * pageSize)
 		d.tabMu.Lock()
-		a := d.tab.get(c, uint32(off/pageSize))
+		if !d.tab.runCached(c, idx) {
+			d.tabMu.Unlock()
+			idx = nextRun(idx) - 1
+			continue
+		}
+		a := d.tab.get(c, uint32(idx))
 		d.tabMu.Unlock()
 		if a == 0 {
 			continue
@@ -405,6 +412,7 @@ func (d *Disks[E]) wrote(m *mount[E], i int, ino uint32, b []byte, off int64) {
 			}
 			if e != 0 {
 				atomic.StoreUint32(&s.full, 1)
+				d.fullOnce()
 			}
 		}
 		o += pageSize

@@ -21,8 +21,8 @@ type pageTab struct {
 	n     int
 }
 
-// tabSize is how many pages the cache can hold at once (4 GiB: more than
-// most guests' memory, which runs out first).
+// tabSize is one more than how many pages the cache can hold at once (4
+// GiB: more than most guests' memory, which runs out first).
 const (
 	tabBits   = 20
 	tabSize   = 1 << tabBits
@@ -49,6 +49,72 @@ func tabKey(slot int, idx uint32) uint64 { return uint64(slot+1)<<32 | uint64(id
 func home(key uint64) int {
 	run := (key >> runBits) * 0x9E3779B97F4A7C15 >> (64 - (tabBits - runBits))
 	return int(run<<runBits | key&(1<<runBits-1))
+}
+
+// runCached reports whether a page of idx's run of slot's may be in the
+// table: the run's home chunk is there. A run whose home chunk is
+// missing has no page in the table (each entry is at its home or past it
+// in a cluster that starts there), so a walk by page index skips it
+// whole.
+func (t *pageTab) runCached(slot int, idx uint64) bool {
+	return t.chunk[home(tabKey(slot, uint32(idx)))>>chunkBits] != 0
+}
+
+// nextRun is the first page index of the run after idx's.
+func nextRun(idx uint64) uint64 { return (idx>>runBits + 1) << runBits }
+
+// slotWalk finds a slot's entries with page indexes in [from, hi), for a
+// caller that removes each one it is given (del) before asking for the
+// next: by page index, skipping the runs not cached, when the range is
+// at most walkMost pages; else by a scan of the table's chunks (a sparse
+// file, written far past its end), so that neither costs more than about
+// the table's size.
+type slotWalk struct {
+	slot     int
+	from, hi uint64
+	pos      uint64 // the next page index, or the scan's next entry
+	scan     bool
+}
+
+const walkMost = tabSize / 4
+
+func (t *pageTab) walk(slot int, from, hi uint32) slotWalk {
+	w := slotWalk{slot: slot, from: uint64(from), hi: uint64(hi), pos: uint64(from)}
+	if w.hi > w.from+walkMost {
+		w.scan, w.pos = true, 0
+	}
+	return w
+}
+
+// next is the walk's next entry, -1 when there are no more.
+func (t *pageTab) next(w *slotWalk) int {
+	if !w.scan {
+		for ; w.pos < w.hi; w.pos++ {
+			if !t.runCached(w.slot, w.pos) {
+				w.pos = nextRun(w.pos) - 1
+				continue
+			}
+			if i := t.find(w.slot, uint32(w.pos)); i >= 0 {
+				w.pos++
+				return i
+			}
+		}
+		return -1
+	}
+	for w.pos < tabSize {
+		e := t.at(int(w.pos))
+		if e == nil {
+			w.pos = (w.pos>>chunkBits + 1) << chunkBits
+			continue
+		}
+		// Not advanced past a match: the caller removes it, and the
+		// place then holds the next entry of its cluster, if any.
+		if idx := uint64(uint32(e.key)); e.key != 0 && int(e.key>>32)-1 == w.slot && idx >= w.from && idx < w.hi {
+			return int(w.pos)
+		}
+		w.pos++
+	}
+	return -1
 }
 
 // at is entry i, nil if its chunk is missing (the entry is empty).

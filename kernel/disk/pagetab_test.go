@@ -144,16 +144,23 @@ func TestPageTab(t *testing.T) {
 			}
 		}
 		if step%20000 == 0 {
-			// A slot's pages all removed by page index, as freePages
-			// does.
-			gone := r.Intn(8)
-			for idx := uint32(0); idx < 6000; idx++ {
-				if i := tab.find(gone, idx); i >= 0 {
-					cs.del(t, tab, i)
-				}
+			// A slot's pages from a page index on all removed, as
+			// freePages does: by page index, or, every other time, by
+			// the scan (the range made large).
+			gone, from := r.Intn(8), uint32(r.Intn(3000))
+			hi := uint32(6000)
+			if step%40000 == 0 {
+				hi = 1 << 31
+			}
+			w := tab.walk(gone, from, hi)
+			if w.scan != (hi == 1<<31) {
+				t.Fatalf("walk of [%d, %d): scan %v", from, hi, w.scan)
+			}
+			for i := tab.next(&w); i >= 0; i = tab.next(&w) {
+				cs.del(t, tab, i)
 			}
 			for k := range ref {
-				if int(k>>32)-1 == gone {
+				if int(k>>32)-1 == gone && uint32(k) >= from {
 					delete(ref, k)
 				}
 			}
@@ -205,5 +212,42 @@ func TestPageTabLocality(t *testing.T) {
 	}
 	if got, most := len(cs.live), pages>>chunkBits*3/2; got > most {
 		t.Fatalf("%d chunks for %d pages, want at most %d", got, pages, most)
+	}
+}
+
+// TestPageTabSparse: a slot's walk finds every page of a file cached at
+// far-apart indexes, by page index when the range is small, by the scan
+// when not, and leaves the other slots' pages.
+func TestPageTabSparse(t *testing.T) {
+	for _, tc := range []struct {
+		at   []uint32
+		scan bool
+	}{
+		{[]uint32{0, 1, 255, 256, 70000, 200000}, false},
+		{[]uint32{0, 1, 255, 256, 70000, 1 << 28, 1<<32 - 2}, true},
+	} {
+		tab, cs := new(pageTab), newChunks()
+		for _, idx := range tc.at {
+			if !cs.put(t, tab, 5, idx, uintptr(idx)+1) {
+				t.Fatalf("put %d refused", idx)
+			}
+		}
+		cs.put(t, tab, 6, 1<<20, 1) // another slot's page in between
+		cs.put(t, tab, 5, 3, 1)     // in the range too; (5, 0) is below it
+		w := tab.walk(5, 1, tc.at[len(tc.at)-1]+1)
+		if w.scan != tc.scan {
+			t.Fatalf("%v: scan %v", tc.at, w.scan)
+		}
+		n := 0
+		for i := tab.next(&w); i >= 0; i = tab.next(&w) {
+			cs.del(t, tab, i)
+			n++
+		}
+		if n != len(tc.at)-1+1 {
+			t.Fatalf("%v: walk found %d pages", tc.at, n)
+		}
+		if tab.get(5, 0) == 0 || tab.get(6, 1<<20) == 0 || tab.n != 2 {
+			t.Fatalf("%v: %d entries left, (5, 0) %#x, (6, 2^20) %#x", tc.at, tab.n, tab.get(5, 0), tab.get(6, 1<<20))
+		}
 	}
 }
