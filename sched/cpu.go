@@ -61,9 +61,9 @@ type CPU struct {
 
 	switches uint64 // atomic: task switches made here
 	ranSince int64  // when the current task began its slice (YieldSlice)
-	// alone: YieldSlice found nothing ready since the current task's
-	// slice began; the slice starts over when a task is seen waiting
-	// (restart), not counted from its stale start.
+	// alone: YieldSlice found nothing ready at a system call of the
+	// current task; a slice that ended meanwhile starts over when the
+	// scheduler next looks (restart), instead of ending at once.
 	alone bool
 	// switchedAt is when the current task was switched to (its CPU time,
 	// Task.used).
@@ -91,9 +91,9 @@ type CPU struct {
 
 	timers timers
 
-	// haltOn is the waiting-array slot this CPU halts on in a TWALock
-	// wait, 0 if none; lockHalts and lockKicks count those halts and the
-	// interrupts sent to end them (lockhalt.go).
+	// haltOn is the word (a lock's grant or a waiting-array slot) this
+	// CPU halts on in a TWALock wait, 0 if none; lockHalts and lockKicks
+	// count those halts and the interrupts sent to end them (lockhalt.go).
 	haltOn    uintptr // atomic
 	lockHalts uint64  // atomic
 	lockKicks uint64  // atomic

@@ -447,11 +447,11 @@ const Slice = 10_000_000 // ns
 // switched to, or has used its Budget while a woken task waits; it is
 // called at the end of a system call. With nothing ready it returns
 // without reading the clock (under QEMU's TCG an RDTSC costs 140 ns, a
-// fifth of a system call), marking the task alone: its slice starts when
-// it first finds a task waiting (restart), so that it does not give way
-// at once for a task some other CPU is about to take. With a task
-// waiting but a Yield that finds none (another CPU took it) the slice
-// starts over.
+// fifth of a system call), marking the task alone: when it next finds
+// a task waiting, a slice that ended meanwhile starts over (restart), so
+// that it does not give way at once for a task some other CPU is about
+// to take. With a task waiting but a Yield that finds none (another CPU
+// took it) the slice starts over.
 func YieldSlice() {
 	if empty(qWoken) && empty(qSpent) {
 		This().alone = true
@@ -515,10 +515,18 @@ func Preempt(woke bool) {
 }
 
 // restart starts the slice of a task that was alone on its CPU
-// (YieldSlice) now that it sees tasks wait.
+// (YieldSlice) anew if a Slice has passed since it began: the slice
+// starts over at most once per Slice, as when YieldSlice read the clock
+// at every call. Not more often: the queues are empty for a moment at
+// every switch on another CPU (the next task is taken before the last
+// one is queued again), and a task whose system calls fell in those
+// moments would otherwise never give way.
 func (c *CPU) restart(now int64) {
 	if c.alone {
-		c.alone, c.ranSince = false, now
+		c.alone = false
+		if now-c.ranSince >= Slice {
+			c.ranSince = now
+		}
 	}
 }
 
