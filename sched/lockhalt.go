@@ -6,31 +6,33 @@ import (
 	"unsafe"
 )
 
-// Halting lock waiters. A TWALock waiter far back in the queue (a
-// long-term waiter of the TWA paper, polling its waiting-array slot)
-// polls for haltAfter pauses and then halts its CPU until the slot
-// changes. On real cores that only happens under long critical sections;
-// on a virtual machine with more vCPUs than the host has cores it is the
-// point: a vCPU that polls takes a host core from the lock's holder or
-// its immediate successor, whose vCPU threads then wait for the host to
-// run them, and every handover costs a host time slice (1.5–1.7 ms per
-// handover at 4 vCPUs on 2 host cores, docs/smp.md). A halted vCPU gives
-// its host core back. The immediate successor keeps polling the grant: it
-// is next, and waking it would add a host wake-up to every handover.
+// Halting lock waiters. A TWALock waiter polls for haltAfter pauses and
+// then halts its CPU until the word it polls changes: a waiter far back in
+// the queue (a long-term waiter of the TWA paper) its waiting-array slot,
+// the immediate successor the lock's grant. On real cores that only
+// happens under long critical sections; on a virtual machine with more
+// vCPUs than the host has cores it is the point: a vCPU that polls takes
+// a host core from the lock's holder, whose vCPU thread then waits for
+// the host to run it, and every handover costs a host time slice (1.5–1.7
+// ms per handover at 4 vCPUs on 2 host cores, docs/smp.md). A halted vCPU
+// gives its host core back. A successor that halts costs its handover a
+// host wake-up, so it polls as long as a long-term waiter first: about
+// what a short critical section and its handover take many times over.
 //
-// Protocol (no lost wake-up): the waiter stores the slot it sleeps on
-// (CPU.haltOn) and its bit in lockHalted, then rereads the slot, and halts
-// only if it has not changed; TWALock.Unlock increments the slot
-// (twa.Lock.UnlockSlot), then reads lockHalted and kicks each CPU whose
-// haltOn is that slot. All four accesses are sequentially consistent, so
-// either the waiter's reread sees the increment or the releaser sees the
-// waiter. The kick is an interrupt that ends the halt although the waiter
-// runs with interrupts masked (haltForKick, per architecture); a kick that
-// arrives after the waiter stopped halting is an interrupt with nothing to
-// do. Slots shared by several locks or tickets only cause extra kicks.
-// An Unlock that finds no ticket behind the new successor's increments no
-// slot and kicks nobody: a waiter that takes such a ticket after it
-// reads the new grant and is no long-term waiter (UnlockSlot's comment).
+// Protocol (no lost wake-up): the waiter stores the word it sleeps on
+// (CPU.haltOn) and its bit in lockHalted, then rereads the word, and
+// halts only if it has not changed; TWALock.Unlock stores the grant and
+// increments the slot (twa.Lock.UnlockSlot), then reads lockHalted and
+// kicks each CPU whose haltOn is that lock's grant or that slot. All four
+// accesses are sequentially consistent, so either the waiter's reread
+// sees the store or the increment, or the releaser sees the waiter. The
+// kick is an interrupt that ends the halt although the waiter runs with
+// interrupts masked (haltForKick, per architecture); a kick that arrives
+// after the waiter stopped halting is an interrupt with nothing to do.
+// Slots shared by several locks or tickets only cause extra kicks. An
+// Unlock that finds no ticket behind the new successor's increments no
+// slot: a waiter that takes such a ticket after it reads the new grant
+// and is no long-term waiter (UnlockSlot's comment).
 
 // haltAfter is the number of polls a long-term waiter makes before it
 // halts: about 20–50 µs under emulation, a few µs on real cores — longer
@@ -46,12 +48,21 @@ var lockHalted uint64 // atomic
 // context: nosplit, no allocation, no runtime calls.
 type lockWait struct{}
 
-// AwaitEqual polls w until it holds v (the immediate successor).
+// AwaitEqual polls the grant w until it holds v (the immediate
+// successor), halting this CPU after haltAfter polls.
 //
 //go:nosplit
 func (lockWait) AwaitEqual(w *uint32, v uint32) {
-	for atomic.LoadUint32(w) != v {
-		pause()
+	for i := 0; atomic.LoadUint32(w) != v; i++ {
+		if i < haltAfter || ncpu == 1 || !sleepOn(unsafe.Pointer(w)) {
+			pause()
+			continue
+		}
+		if atomic.LoadUint32(w) != v {
+			halt()
+		}
+		awake()
+		i = 0
 	}
 }
 
@@ -61,39 +72,61 @@ func (lockWait) AwaitEqual(w *uint32, v uint32) {
 //go:nosplit
 func (lockWait) AwaitChange(w *uint64, old uint64) {
 	for i := 0; atomic.LoadUint64(w) == old; i++ {
-		if i < haltAfter || ncpu == 1 {
+		if i < haltAfter || ncpu == 1 || !sleepOn(unsafe.Pointer(w)) {
 			pause()
 			continue
 		}
-		c := This()
-		bit := uint64(1) << uint(c.ID)
-		if atomic.LoadUint64(&online)&bit == 0 {
-			pause() // this CPU cannot take a kick yet
-			continue
-		}
-		atomic.StoreUintptr(&c.haltOn, uintptr(unsafe.Pointer(w)))
-		orMask(&lockHalted, bit)
 		if atomic.LoadUint64(w) == old {
-			atomic.AddUint64(&c.lockHalts, 1)
-			haltForKick()
+			halt()
 		}
-		andMask(&lockHalted, ^bit)
-		atomic.StoreUintptr(&c.haltOn, 0)
+		awake()
 		i = 0
 	}
 }
 
-// kickHalted wakes the CPUs halted on slot s after an Unlock incremented
-// it.
+// sleepOn says that this CPU is about to halt until word w changes (its
+// haltOn, then its bit in lockHalted); false if it cannot take a kick
+// yet. awake takes it back.
 //
 //go:nosplit
-func kickHalted(s *uint64) {
+func sleepOn(w unsafe.Pointer) bool {
+	c := This()
+	bit := uint64(1) << uint(c.ID)
+	if atomic.LoadUint64(&online)&bit == 0 {
+		return false
+	}
+	atomic.StoreUintptr(&c.haltOn, uintptr(w))
+	orMask(&lockHalted, bit)
+	return true
+}
+
+//go:nosplit
+func awake() {
+	c := This()
+	andMask(&lockHalted, ^(uint64(1) << uint(c.ID)))
+	atomic.StoreUintptr(&c.haltOn, 0)
+}
+
+// halt halts this CPU until a kick (or any interrupt).
+//
+//go:nosplit
+func halt() {
+	atomic.AddUint64(&This().lockHalts, 1)
+	haltForKick()
+}
+
+// kickHalted wakes the CPUs halted on a lock's grant or on slot s (nil
+// if none) after an Unlock stored the one and incremented the other.
+//
+//go:nosplit
+func kickHalted(grant *uint32, s *uint64) {
 	m := atomic.LoadUint64(&lockHalted)
 	for m != 0 {
 		i := bits.TrailingZeros64(m)
 		m &^= 1 << uint(i)
 		c := &cpus[i]
-		if atomic.LoadUintptr(&c.haltOn) == uintptr(unsafe.Pointer(s)) {
+		if on := atomic.LoadUintptr(&c.haltOn); on == uintptr(unsafe.Pointer(grant)) ||
+			s != nil && on == uintptr(unsafe.Pointer(s)) {
 			atomic.AddUint64(&c.lockKicks, 1)
 			kickLock(c)
 		}

@@ -9,8 +9,8 @@ import (
 // TWALock is the kernel's spin lock: the ticket lock augmented with a
 // waiting array of "TWA – Ticket Locks Augmented with a Waiting Array"
 // (package sync/twa with the lockWait policy: nosplit, no allocation, no
-// runtime calls; a long-term waiter halts its CPU after a while, see
-// lockhalt.go), for short critical sections. It adds two checks that a
+// runtime calls; a waiter halts its CPU after a while, see lockhalt.go),
+// for short critical sections. It adds two checks that a
 // kernel needs: Lock asserts that interrupts are off (an interrupt handler
 // taking a lock that the code it interrupted holds would deadlock, and
 // kernel code never runs with them on), and the CPU counts the spin locks
@@ -52,8 +52,8 @@ func (l *TWALock) Unlock() {
 	l.owner = 0
 	This().locks--
 	s := l.l.UnlockSlot()
-	if s != nil && atomic.LoadUint64(&lockHalted) != 0 {
-		kickHalted(s)
+	if atomic.LoadUint64(&lockHalted) != 0 {
+		kickHalted(l.l.Grant(), s)
 	}
 }
 

@@ -162,6 +162,13 @@ func (l *Lock[P]) wait(tx uint32) {
 	p.AwaitEqual(&l.grant, tx)
 }
 
+// Grant is the address of l's grant counter, the word the immediate
+// successor polls (Policy.AwaitEqual): a policy whose successor may stop
+// polling (a kernel's CPU that halts) is woken by a release through it.
+//
+//go:nosplit
+func (l *Lock[P]) Grant() *uint32 { return &l.grant }
+
 // loadGapHook, if not nil, is called by a long-term waiter between its two
 // loads (slot, then grant) with its ticket. Tests set it to hold a waiter
 // there while a release runs, the interleaving that the order of the loads
