@@ -9,9 +9,14 @@ import (
 )
 
 func sysClone(r *Regs, flags, stack, tls uintptr) (uintptr, abi.Errno) {
+	if flags&unix.CLONE_THREAD == 0 {
+		// A new process (fork, vfork, os/exec): yolk runs one program.
+		logENOSYS(unix.SYS_CLONE)
+		return 0, abi.ENOSYS
+	}
 	const need = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD
 	if flags&need != need {
-		return 0, abi.EINVAL // threads only: there is one process
+		return 0, abi.EINVAL // a thread shares everything (Linux's rules, and stricter)
 	}
 	if flags&unix.CLONE_SETTLS != 0 && !tlsOK(tls) {
 		return 0, abi.EPERM // as Linux's set_new_tls, before a thread exists
