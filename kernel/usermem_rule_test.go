@@ -169,7 +169,8 @@ var userRuleAllowed = map[string]struct {
 	// The disks' page cache (mmap.go): pages the Env supplied, and a
 	// private mapping's frame through the physical map, kernel memory
 	// (the program reaches them through its page tables only).
-	"kernel/disk/mmap.go: pageAt": {n: 1, sealed: true, why: "a page of the disks' page cache or a frame mm gave: kernel memory"},
+	"kernel/disk/mmap.go: pageAt":           {n: 1, sealed: true, why: "a page of the disks' page cache or a frame mm gave: kernel memory"},
+	"kernel/disk/pagetab.go: (*pageTab).at": {n: 1, sealed: true, why: "an entry of the page cache index's chunk, a page the kernel gave it: kernel memory"},
 
 	// The journal's view of a block the file system journals: Add's
 	// caller names its buffer by address (ext4's metadata cache, kernel
