@@ -192,6 +192,7 @@ var faultOtherBranch = map[[2]string]string{
 	{"yolk/kernel.trap", "yolk/kernel.sigs"}:               "arm64: after the dispatch, for a trap from the program (the signal check)",
 	{"yolk/kernel.syncException", "yolk/kernel.crashMode"}: "arm64: BRK only",
 	{"yolk/sched.assertKernel", "yolk/sched.dieWhy"}:       "the assertion failed: the kernel is dying",
+	{"yolk/sched.(*TWALock).Lock", "yolk/sched.dieWhy"}:    "its interrupts-off assertion failed: the kernel is dying",
 	// PageFault's program branch: after the BSS branch returned, with
 	// mmLock held, not the allocator's lock; a BSS fault there is an
 	// ordinary nested fault (bssFault takes only the allocator's lock).

@@ -144,6 +144,11 @@ func Online() uint64 { return atomic.LoadUint64(&online) }
 // This returns the current CPU.
 func This() *CPU
 
+// kernelCPU is This, or nil if interrupts are on (assertKernel's check
+// and This in one call: a spin lock's acquire makes it, and under QEMU's
+// TCG each call and return costs a lookup of translated code).
+func kernelCPU() *CPU
+
 // KernelTLS is the FS base to use while in the kernel on c.
 func (c *CPU) KernelTLS() uintptr { return uintptr(unsafe.Pointer(&c.TLS)) }
 

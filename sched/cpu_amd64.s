@@ -6,6 +6,19 @@ TEXT ·This(SB),NOSPLIT,$0-8
 	MOVQ	AX, ret+0(FP)
 	RET
 
+// func kernelCPU() *CPU
+TEXT ·kernelCPU(SB),NOSPLIT,$0-8
+	PUSHFQ
+	POPQ	AX
+	BTQ	$9, AX	// RFLAGS.IF
+	JCS	on
+	MOVQ	0(GS), AX	// CPU.Self
+	MOVQ	AX, ret+0(FP)
+	RET
+on:
+	MOVQ	$0, ret+0(FP)
+	RET
+
 // func swtch(from, to *Context, g uintptr)
 //
 // The minimal switch: Go's ABI has no callee-saved registers besides SP, BP

@@ -6,6 +6,17 @@ TEXT ·This(SB),NOSPLIT,$0-8
 	MOVD	R0, ret+0(FP)
 	RET
 
+// func kernelCPU() *CPU
+TEXT ·kernelCPU(SB),NOSPLIT,$0-8
+	MRS	DAIF, R0
+	TBZ	$7, R0, on	// DAIF.I clear: IRQs unmasked
+	MRS	TPIDR_EL1, R0	// CPU.Self
+	MOVD	R0, ret+0(FP)
+	RET
+on:
+	MOVD	ZR, ret+0(FP)
+	RET
+
 // func setCPUBase(c uintptr)
 TEXT ·setCPUBase(SB),NOSPLIT,$0-8
 	MOVD	c+0(FP), R0

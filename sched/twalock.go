@@ -27,9 +27,11 @@ type TWALock struct {
 
 // Lock acquires l.
 func (l *TWALock) Lock() {
-	assertKernel()
+	c := kernelCPU() // with interrupts off the task stays on c
+	if c == nil {
+		die(dieIntsOn)
+	}
 	l.l.Lock()
-	c := This()
 	c.locks++
 	l.owner = int32(c.ID + 1)
 }
@@ -47,10 +49,10 @@ func (l *TWALock) TryLock() bool {
 	return true
 }
 
-// Unlock releases l.
+// Unlock releases l, which this CPU holds.
 func (l *TWALock) Unlock() {
+	cpus[l.owner-1].locks-- // this CPU's, without a call to This
 	l.owner = 0
-	This().locks--
 	s := l.l.UnlockSlot()
 	if atomic.LoadUint64(&lockHalted) != 0 {
 		kickHalted(l.l.Grant(), s)
