@@ -23,7 +23,7 @@ import (
 // (CPU.haltOn) and its bit in lockHalted, then rereads the word, and
 // halts only if it has not changed; TWALock.Unlock stores the grant and
 // increments the slot (twa.Lock.UnlockSlot), then reads lockHalted and
-// kicks each CPU whose haltOn is that lock's grant or that slot. All four
+// kicks each CPU whose haltOn is that lock's grant or that slot. All these
 // accesses are sequentially consistent, so either the waiter's reread
 // sees the store or the increment, or the releaser sees the waiter. The
 // kick is an interrupt that ends the halt although the waiter runs with
@@ -34,8 +34,7 @@ import (
 // slot: a waiter that takes such a ticket after it reads the new grant
 // and is no long-term waiter (UnlockSlot's comment).
 
-// haltAfter is the number of polls a long-term waiter makes before it
-// halts: about 20–50 µs under emulation, a few µs on real cores — longer
+// haltAfter is the number of polls a waiter makes before it halts: about 20–50 µs under emulation, a few µs on real cores — longer
 // than a short critical section and its handover, so that without
 // oversubscription waiters rarely halt.
 const haltAfter = 1 << 10
@@ -44,8 +43,8 @@ const haltAfter = 1 << 10
 var lockHalted uint64 // atomic
 
 // lockWait is TWALock's waiting policy (twa.Policy): the twa.Spin policy,
-// except that long-term waiters halt after haltAfter polls. Kernel
-// context: nosplit, no allocation, no runtime calls.
+// except that waiters halt after haltAfter polls. Kernel context:
+// nosplit, no allocation, no runtime calls.
 type lockWait struct{}
 
 // AwaitEqual polls the grant w until it holds v (the immediate

@@ -39,11 +39,13 @@ func (l *TWALock) Lock() {
 // TryLock acquires l if it is free and nobody waits, and reports whether
 // it did.
 func (l *TWALock) TryLock() bool {
-	assertKernel()
+	c := kernelCPU()
+	if c == nil {
+		die(dieIntsOn)
+	}
 	if !l.l.TryLock() {
 		return false
 	}
-	c := This()
 	c.locks++
 	l.owner = int32(c.ID + 1)
 	return true
