@@ -34,8 +34,9 @@ import (
 // slot: a waiter that takes such a ticket after it reads the new grant
 // and is no long-term waiter (UnlockSlot's comment).
 
-// haltAfter is the number of polls a waiter makes before it halts: about 20–50 µs under emulation, a few µs on real cores — longer
-// than a short critical section and its handover, so that without
+// haltAfter is the number of polls a waiter makes before it halts:
+// about 20–50 µs under emulation, a few µs on real cores — longer than a
+// short critical section and its handover, so that without
 // oversubscription waiters rarely halt.
 const haltAfter = 1 << 10
 
