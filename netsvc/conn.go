@@ -6,6 +6,7 @@ package netsvc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -272,6 +273,78 @@ func (s *service) accept(c *conn) {
 	}
 }
 
+// rxWriter takes a stream endpoint's bytes into its socket's receive
+// ring in the kernel (NetRx) as the endpoint's Read hands them over, so
+// the bytes are not copied into the service first. A view of rxDirect
+// bytes or more (the host's coalesced segments, behind a tap) goes to
+// the kernel straight from the netstack's buffer; when the ring takes
+// only part of it, Write says so and the rest stays in the endpoint
+// (gVisor's Read consumes what the writer took, no more). Smaller views
+// (a frame's payload each) are gathered into buf, up to chunk, and go in
+// one call: a call for each would cost more than the copy. Gathered
+// bytes the ring does not take are the caller's to keep.
+type rxWriter struct {
+	k    kernelCalls
+	sock uint64
+	buf  []byte // gathered, not yet taken (the endpoint counts them read)
+	full bool   // the ring took less than it was given: NetOpRxRoom comes
+	err  error  // a NetRx failed: the socket is done
+}
+
+// rxDirect is the size from which a view goes to the kernel as it is.
+const rxDirect = 4 << 10
+
+var errRxFull = errors.New("the socket's ring is full")
+
+func (w *rxWriter) start(sock uint64) {
+	w.sock, w.buf, w.full, w.err = sock, w.buf[:0], false, nil
+}
+
+func (w *rxWriter) Write(p []byte) (int, error) {
+	if len(p) < rxDirect && len(w.buf)+len(p) <= chunk && !w.full && w.err == nil {
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	}
+	if !w.flush() {
+		return 0, errRxFull
+	}
+	if len(p) < rxDirect {
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	}
+	if n := w.give(p); n < len(p) {
+		return n, errRxFull
+	}
+	return len(p), nil
+}
+
+// flush gives the gathered bytes to the ring: false if it did not take
+// them all (what it did not take stays at buf's front).
+func (w *rxWriter) flush() bool {
+	if w.full || w.err != nil {
+		return false
+	}
+	if len(w.buf) == 0 {
+		return true
+	}
+	n := w.give(w.buf)
+	w.buf = w.buf[:copy(w.buf, w.buf[n:])]
+	return len(w.buf) == 0
+}
+
+// give is one NetRx: the bytes the ring took.
+func (w *rxWriter) give(p []byte) int {
+	r, e := w.k.Net(abi.NetCall{Op: abi.NetRx, Sock: w.sock}, p)
+	if e != 0 {
+		w.err = e
+		return 0
+	}
+	if int(r.N) < len(p) {
+		w.full = true
+	}
+	return int(r.N)
+}
+
 func (s *service) stream(c *conn) {
 	if c.connecting {
 		if c.ep.Readiness(waiter.EventOut|waiter.EventErr|waiter.EventHUp) == 0 {
@@ -287,37 +360,48 @@ func (s *service) stream(c *conn) {
 	}
 	// Receive: from the endpoint to the kernel's ring.
 	for !c.rxFull && !c.eof {
-		if len(c.rx) == 0 {
-			w := &s.rxw
-			w.Reset()
-			_, e := c.ep.Read(&tcpip.LimitedWriter{W: w, N: chunk}, tcpip.ReadOptions{})
-			if e != nil {
-				switch e.(type) {
-				case *tcpip.ErrWouldBlock:
-				case *tcpip.ErrClosedForReceive:
-					c.eof = true
-					s.call(&abi.NetCall{Op: abi.NetFin, Sock: c.id})
-				default:
-					s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
-					s.drop(c)
-					return
-				}
+		if len(c.rx) > 0 { // what the ring could not take last time
+			r := abi.NetCall{Op: abi.NetRx, Sock: c.id}
+			if err := s.callBuf(&r, c.rx); err != nil {
+				s.drop(c)
+				return
+			}
+			if c.rx = c.rx[r.N:]; len(c.rx) > 0 {
+				c.rxFull = true
 				break
 			}
-			c.rx = w.Bytes()
-			if len(c.rx) == 0 {
-				break
-			}
+			c.rx = nil
 		}
-		r := abi.NetCall{Op: abi.NetRx, Sock: c.id}
-		if err := s.callBuf(&r, c.rx); err != nil {
+		w := &s.rxw
+		w.start(c.id)
+		res, e := c.ep.Read(w, tcpip.ReadOptions{})
+		w.flush()
+		if w.err != nil {
 			s.drop(c)
 			return
 		}
-		c.rx = c.rx[r.N:]
-		if len(c.rx) > 0 {
+		if len(w.buf) > 0 {
+			c.rx = bytes.Clone(w.buf) // read from the endpoint, not taken by the ring: kept here
+		}
+		if w.full {
 			c.rxFull = true
-			c.rx = bytes.Clone(c.rx) // what the kernel's ring could not take keeps; the shared buffer does not
+			break
+		}
+		if e != nil {
+			switch e.(type) {
+			case *tcpip.ErrWouldBlock:
+			case *tcpip.ErrClosedForReceive:
+				c.eof = true
+				s.call(&abi.NetCall{Op: abi.NetFin, Sock: c.id})
+			default:
+				s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
+				s.drop(c)
+				return
+			}
+			break
+		}
+		if res.Count == 0 {
+			break
 		}
 	}
 	// Send: from the kernel's ring to the endpoint.

@@ -308,7 +308,7 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) 
 	if csumOK && !ipv4HeaderOK(frame) {
 		csumOK = false
 	}
-	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithData(frame)})
+	pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: rxBuffer(frame)})
 	defer pkt.DecRef()
 	hdr, ok := pkt.LinkHeader().Consume(header.EthernetMinimumSize)
 	if !ok {
@@ -333,6 +333,59 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) 
 	if csumOK {
 		l.rxCsumOK.Store(false)
 	}
+}
+
+// rxBuffer copies frame into a buffer for the stack. A TCP segment with
+// splitMin bytes of payload or more gets its headers and its payload in
+// chunks of their own: gVisor's IPv4 and IPv6 layers hold a view of the
+// network header (a second reference to its chunk) while they ask for
+// the header's bytes again, and a chunk shared so is copied whole, copy
+// on write, with the payload in it (64 KiB for the host's coalesced
+// segments). A chunk of the headers alone costs about a hundred bytes.
+func rxBuffer(frame []byte) buffer.Buffer {
+	if h := tcpHeaders(frame); h > 0 && len(frame)-h >= splitMin {
+		b, payload := buffer.MakeWithData(frame[:h]), buffer.MakeWithData(frame[h:])
+		b.Merge(&payload) // not Append, which fills the headers' chunk first
+		return b
+	}
+	return buffer.MakeWithData(frame)
+}
+
+const splitMin = 512
+
+// tcpHeaders is the length of frame's Ethernet, IP and TCP headers if
+// it is a TCP segment over IPv4 (not a fragment) or IPv6 (no extension
+// headers) whose headers it holds whole; else 0.
+func tcpHeaders(frame []byte) int {
+	const eth = header.EthernetMinimumSize
+	if len(frame) < eth+header.IPv4MinimumSize {
+		return 0
+	}
+	var l int
+	switch header.Ethernet(frame).Type() {
+	case header.IPv4ProtocolNumber:
+		ip := header.IPv4(frame[eth:])
+		hl := int(ip.HeaderLength())
+		if ip.Protocol() != uint8(header.TCPProtocolNumber) || ip.More() || ip.FragmentOffset() != 0 || hl < header.IPv4MinimumSize {
+			return 0
+		}
+		l = eth + hl
+	case header.IPv6ProtocolNumber:
+		if len(frame) < eth+header.IPv6MinimumSize || header.IPv6(frame[eth:]).NextHeader() != uint8(header.TCPProtocolNumber) {
+			return 0
+		}
+		l = eth + header.IPv6MinimumSize
+	default:
+		return 0
+	}
+	if len(frame) < l+header.TCPMinimumSize {
+		return 0
+	}
+	off := int(header.TCP(frame[l:]).DataOffset())
+	if off < header.TCPMinimumSize || len(frame) < l+off {
+		return 0
+	}
+	return l + off
 }
 
 // ipv4HeaderOK reports whether frame is not IPv4, or its IPv4 header's

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
@@ -283,5 +284,76 @@ func BenchmarkChannelTx(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// rxFrame is an Ethernet frame of an IPv4 or IPv6 TCP segment with
+// opts bytes of TCP options and payload bytes of payload.
+func rxFrame(v6 bool, opts, payload int, fragment bool) []byte {
+	tl := header.TCPMinimumSize + opts
+	var ip []byte
+	if v6 {
+		ip = make([]byte, header.IPv6MinimumSize+tl+payload)
+		header.IPv6(ip).Encode(&header.IPv6Fields{PayloadLength: uint16(tl + payload), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64,
+			SrcAddr: tcpip.AddrFrom16([16]byte{0xfe, 0x80, 15: 1}), DstAddr: tcpip.AddrFrom16([16]byte{0xfe, 0x80, 15: 2})})
+	} else {
+		ip = make([]byte, header.IPv4MinimumSize+tl+payload)
+		f := &header.IPv4Fields{TotalLength: uint16(len(ip)), Protocol: uint8(header.TCPProtocolNumber), TTL: 64,
+			SrcAddr: tcpip.AddrFrom4([4]byte{10, 0, 2, 2}), DstAddr: tcpip.AddrFrom4([4]byte{10, 0, 2, 15})}
+		if fragment {
+			f.Flags = header.IPv4FlagMoreFragments
+		}
+		header.IPv4(ip).Encode(f)
+	}
+	hl := len(ip) - tl - payload
+	header.TCP(ip[hl:]).Encode(&header.TCPFields{SrcPort: 1, DstPort: 2, DataOffset: uint8(tl), Flags: header.TCPFlagAck, WindowSize: 1000})
+	for i := range payload {
+		ip[hl+tl+i] = byte(i)
+	}
+	eth := make([]byte, header.EthernetMinimumSize, header.EthernetMinimumSize+len(ip))
+	typ := header.IPv4ProtocolNumber
+	if v6 {
+		typ = header.IPv6ProtocolNumber
+	}
+	header.Ethernet(eth).Encode(&header.EthernetFields{Type: typ})
+	return append(eth, ip...)
+}
+
+// TestRxBufferSplit: a TCP segment with a payload reaches the stack with
+// its headers (Ethernet, IP, TCP with its options) in a view of their own
+// and the payload in another; anything else (a fragment, a short
+// payload, a frame cut inside its headers, UDP) stays one view. The
+// bytes are the frame's either way.
+func TestRxBufferSplit(t *testing.T) {
+	udp := rxFrame(false, 0, 1000, false)
+	header.IPv4(udp[header.EthernetMinimumSize:]).Encode(&header.IPv4Fields{TotalLength: 1040, Protocol: uint8(header.UDPProtocolNumber), TTL: 64})
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		head  int // the first view's length; 0: one view
+	}{
+		{"IPv4, 12 bytes of options", rxFrame(false, 12, 1448, false), 14 + 20 + 32},
+		{"IPv6", rxFrame(true, 0, 60000, false), 14 + 40 + 20},
+		{"IPv4, a fragment", rxFrame(false, 0, 1448, true), 0},
+		{"IPv4, a short payload", rxFrame(false, 0, splitMin-1, false), 0},
+		{"IPv4, cut in its options", rxFrame(false, 40, 0, false)[:14+20+30], 0},
+		{"IPv4 UDP", udp, 0},
+	} {
+		b := rxBuffer(c.frame)
+		views := b.AsViewList()
+		n := 0
+		for v := views.Front(); v != nil; v = v.Next() {
+			n++
+		}
+		switch {
+		case c.head == 0 && n != 1:
+			t.Errorf("%s: %d views, want 1", c.name, n)
+		case c.head != 0 && (n != 2 || views.Front().Size() != c.head):
+			t.Errorf("%s: %d views, the first of %d bytes; want 2, the first %d", c.name, n, views.Front().Size(), c.head)
+		}
+		if !bytes.Equal(b.Flatten(), c.frame) {
+			t.Errorf("%s: the buffer's bytes differ from the frame's", c.name)
+		}
+		b.Release()
 	}
 }

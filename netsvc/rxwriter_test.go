@@ -1,0 +1,146 @@
+package netsvc
+
+import (
+	"bytes"
+	"errors"
+	"math/rand"
+	"syscall"
+	"testing"
+
+	"yolk/kernel/abi"
+)
+
+// ringKernel plays the kernel's side of NetRx for one socket: a ring
+// that takes up to room bytes, as kernel/net's serve does.
+type ringKernel struct {
+	kernelCalls
+	room  int
+	got   []byte
+	calls int
+}
+
+func (k *ringKernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
+	if c.Op != abi.NetRx {
+		return c, syscall.EINVAL
+	}
+	k.calls++
+	n := min(k.room, len(buf))
+	k.got = append(k.got, buf[:n]...)
+	k.room -= n
+	c.N = uintptr(n)
+	return c, 0
+}
+
+// TestRxWriter: views of random sizes handed to the writer as gVisor's
+// Read hands them (what Write took is consumed; on an error the rest of
+// the view stays and Read stops), with the ring's room running out and
+// coming back at random. The ring gets the stream in order, nothing
+// twice, nothing lost: what it took plus the writer's gathered rest plus
+// what stays in the endpoint is the whole stream. Views of rxDirect or
+// more go in one call each; smaller ones are gathered.
+func TestRxWriter(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	var stream []byte
+	for i := 0; i < 4000; i++ {
+		n := 1 + r.Intn(1500)
+		if r.Intn(4) == 0 {
+			n = rxDirect + r.Intn(60<<10)
+		}
+		v := make([]byte, n)
+		r.Read(v)
+		stream = append(stream, v...)
+	}
+	k := &ringKernel{}
+	w := &rxWriter{k: k}
+	var kept []byte // the service's c.rx: gathered, not taken
+	pos := 0        // the endpoint's read position
+	for rounds := 0; pos < len(stream); rounds++ {
+		if rounds > 100000 {
+			t.Fatal("no progress")
+		}
+		k.room += r.Intn(96 << 10)
+		if len(kept) > 0 {
+			n := min(k.room, len(kept))
+			k.got = append(k.got, kept[:n]...)
+			k.room -= n
+			if kept = kept[n:]; len(kept) > 0 {
+				continue
+			}
+		}
+		// One Read: views of the queued bytes, each at most 64 KiB.
+		w.start(7)
+		for pos < len(stream) {
+			v := stream[pos:min(pos+1+r.Intn(64<<10), len(stream))]
+			before := k.calls
+			n, err := w.Write(v)
+			pos += n
+			if err != nil {
+				if !errors.Is(err, errRxFull) || n == len(v) {
+					t.Fatalf("Write(%d bytes) = %d, %v", len(v), n, err)
+				}
+				break
+			}
+			if n != len(v) {
+				t.Fatalf("Write(%d bytes) = %d, nil: a short write without an error", len(v), n)
+			}
+			if len(v) >= rxDirect && k.calls-before > 2 {
+				t.Fatalf("a view of %d bytes took %d calls", len(v), k.calls-before)
+			}
+		}
+		w.flush()
+		if w.err != nil {
+			t.Fatal(w.err)
+		}
+		if len(w.buf) > 0 {
+			if !w.full {
+				t.Fatal("gathered bytes left without the ring full")
+			}
+			kept = bytes.Clone(w.buf)
+		}
+	}
+	all := append(append([]byte(nil), k.got...), kept...)
+	if !bytes.Equal(all, stream) {
+		t.Fatalf("the ring got %d bytes and %d are kept, of %d; they differ from the stream", len(k.got), len(kept), len(stream))
+	}
+	if k.calls > len(stream)/1000 {
+		t.Errorf("%d NetRx calls for %d bytes: small views are not gathered", k.calls, len(stream))
+	}
+}
+
+// TestRxWriterFull: a ring with no room takes nothing, and the writer
+// says so at once, for a small view and a large one; a NetRx error ends
+// the writer.
+func TestRxWriterFull(t *testing.T) {
+	k := &ringKernel{}
+	w := &rxWriter{k: k}
+	w.start(1)
+	if n, err := w.Write(make([]byte, 100)); n != 100 || err != nil {
+		t.Fatalf("a small view: %d, %v; want gathered", n, err)
+	}
+	if n, err := w.Write(make([]byte, rxDirect)); n != 0 || !errors.Is(err, errRxFull) {
+		t.Fatalf("a large view behind a full ring: %d, %v", n, err)
+	}
+	if n, err := w.Write(make([]byte, 10)); n != 0 || !errors.Is(err, errRxFull) {
+		t.Fatalf("a small view after the ring said full: %d, %v", n, err)
+	}
+	if len(w.buf) != 100 || !w.full {
+		t.Fatalf("%d bytes gathered, full %v; want 100, true", len(w.buf), w.full)
+	}
+	calls := k.calls
+	w.flush()
+	if k.calls != calls {
+		t.Error("flush called the kernel after it said full")
+	}
+
+	w.k = failKernel{}
+	w.start(2)
+	if n, err := w.Write(make([]byte, rxDirect)); n != 0 || err == nil || w.err == nil {
+		t.Fatalf("a failing NetRx: %d, %v, writer's error %v", n, err, w.err)
+	}
+}
+
+type failKernel struct{ kernelCalls }
+
+func (failKernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
+	return c, syscall.EFAULT
+}
