@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 
@@ -37,6 +38,7 @@ type conn struct {
 	rx         []byte // received, not yet taken by the kernel
 	rxFull     bool   // the kernel's ring was full: wait for NetOpRxRoom
 	tx         []byte // taken from the kernel, not yet accepted by the endpoint
+	txLeft     int    // bytes the kernel's ring still held at the last NetTx
 	txMore     bool   // the kernel may have more (NetOpTx)
 	shutWr     bool   // send a FIN once tx is empty
 	orphaned   bool   // closed: the user timeout bounds what is left
@@ -345,6 +347,59 @@ func (w *rxWriter) give(p []byte) int {
 	return int(r.N)
 }
 
+// txReader is what a stream endpoint's Write reads: first pre, the
+// bytes a NetTx already took into the service's buffer, then the rest
+// of the socket's transmit ring, with a NetTx into the netstack's own
+// buffer for each read. Len is what the kernel said waits, so the
+// netstack sizes its buffers to it; it reads no more than it can queue.
+type txReader struct {
+	k    kernelCalls
+	sock uint64
+	pre  []byte
+	left int   // bytes still in the kernel's ring
+	n    int   // bytes read
+	err  error // a NetTx failed: nothing more is read
+
+	asked bool // a NetTx was made: left is the kernel's word of now
+}
+
+// txFirst bounds the first NetTx of a stream's round, which goes through
+// the service's buffer: an answer of a few hundred bytes needs no second
+// call, and bulk data goes straight to the netstack's buffers.
+const txFirst = 4 << 10
+
+func (r *txReader) start(sock uint64, pre []byte, left int) {
+	r.sock, r.pre, r.left, r.n, r.err, r.asked = sock, pre, left, 0, nil, false
+}
+
+func (r *txReader) Len() int { return len(r.pre) + r.left }
+
+func (r *txReader) Read(p []byte) (int, error) {
+	if len(r.pre) > 0 {
+		k := copy(p, r.pre)
+		r.pre, r.n = r.pre[k:], r.n+k
+		return k, nil
+	}
+	if r.left == 0 || r.err != nil {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	t, e := r.k.Net(abi.NetCall{Op: abi.NetTx, Sock: r.sock}, p[:min(len(p), r.left)])
+	r.asked = true
+	if e != 0 {
+		r.err = e
+		return 0, io.EOF // what was read is queued; the error ends the round
+	}
+	r.left, r.n = int(t.Left), r.n+int(t.N)
+	if t.N == 0 {
+		r.left = 0
+		return 0, io.EOF
+	}
+	return int(t.N), nil
+}
+
 func (s *service) stream(c *conn) {
 	if c.connecting {
 		if c.ep.Readiness(waiter.EventOut|waiter.EventErr|waiter.EventHUp) == 0 {
@@ -404,21 +459,50 @@ func (s *service) stream(c *conn) {
 			break
 		}
 	}
-	// Send: from the kernel's ring to the endpoint.
+	// Send: from the kernel's ring to the endpoint. Not knowing how many
+	// bytes wait, the service takes up to txFirst into its buffer, and the
+	// kernel says how many more wait (Left); the endpoint's Write reads
+	// those through txReader, from the kernel's ring straight into the
+	// netstack's buffers.
 	for {
-		if len(c.tx) == 0 && c.txMore {
+		shared := false // c.tx is in s.buf
+		if len(c.tx) == 0 && c.txMore && c.txLeft == 0 {
 			t := abi.NetCall{Op: abi.NetTx, Sock: c.id}
-			if err := s.callBuf(&t, s.buf); err != nil || t.N == 0 {
+			if err := s.callBuf(&t, s.buf[:txFirst]); err != nil || t.N == 0 {
 				c.txMore = false
 			} else {
-				c.tx = append(c.tx[:0], s.buf[:t.N]...)
+				c.tx, c.txLeft, shared = s.buf[:t.N], int(t.Left), true
 			}
 		}
-		if len(c.tx) == 0 {
+		if len(c.tx) == 0 && (!c.txMore || c.txLeft == 0) {
 			break
 		}
-		n, e := c.ep.Write(bytes.NewReader(c.tx), tcpip.WriteOptions{})
-		c.tx = c.tx[n:]
+		r := &s.txr
+		r.start(c.id, c.tx, c.txLeft)
+		n, e := c.ep.Write(r, tcpip.WriteOptions{})
+		if int(n) != r.n && e == nil {
+			// Bytes taken from the kernel's ring that the endpoint did not
+			// queue are lost: only this goroutine writes to it, so it
+			// does not happen; if it did, the stream is broken.
+			s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(unix.EIO)})
+			s.drop(c)
+			return
+		}
+		c.txLeft = r.left
+		if r.err != nil || c.txLeft == 0 && (shared || r.asked) {
+			// The kernel's ring was empty at a NetTx of this round, after
+			// the round's events: a NetOpTx comes with the next bytes.
+			// (A Left from an earlier round is stale: not enough.)
+			c.txMore, c.txLeft = false, 0
+		}
+		switch {
+		case len(r.pre) == 0:
+			c.tx = nil
+		case shared:
+			c.tx = bytes.Clone(r.pre) // the endpoint's buffer was full; s.buf is the next connection's
+		default:
+			c.tx = r.pre
+		}
 		if e != nil {
 			if _, ok := e.(*tcpip.ErrWouldBlock); !ok {
 				s.call(&abi.NetCall{Op: abi.NetReset, Sock: c.id, Errno: int32(errno(e))})
@@ -448,7 +532,7 @@ func (s *service) stream(c *conn) {
 // drop forgets a connection that failed; the kernel's close releases it.
 func (s *service) drop(c *conn) {
 	c.eof = true
-	c.rx, c.tx, c.txMore = nil, nil, false
+	c.rx, c.tx, c.txMore, c.txLeft = nil, nil, false, 0
 	if c.closing {
 		c.ep.Abort()
 		s.release(c)

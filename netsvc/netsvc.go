@@ -82,6 +82,7 @@ type service struct {
 	buf   []byte           // NetTx's and NetDgramOut's buffer
 	rxbuf []byte           // SysNICRecv's: many frames a call
 	rxw   rxWriter         // the endpoints' reads into the kernel's rings
+	txr   txReader         // the endpoints' writes from the kernel's rings
 	evs   [64]abi.NetEvent // NetPoll's
 
 	// The frames to send, as SysNICSendRecords's records (the link's
@@ -196,7 +197,7 @@ func open(k kernelCalls, o openConf) (*service, Lease, error) {
 		return nil, l, errNoNIC
 	}
 	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk), rxbuf: make([]byte, 128<<10),
-		quit: make(chan struct{}), devMTU: info.MTU, resolv: o.resolv, rxw: rxWriter{k: k, buf: make([]byte, 0, chunk)}}
+		quit: make(chan struct{}), devMTU: info.MTU, resolv: o.resolv, rxw: rxWriter{k: k, buf: make([]byte, 0, chunk)}, txr: txReader{k: k}}
 	if info.Prefix == 0 {
 		// No yolk.net: ask DHCP, as a machine on a LAN or in a cloud
 		// does, before the netstack takes the NIC.

@@ -28,6 +28,7 @@ type NetCall struct {
 	Buf    uintptr // NetPoll: []NetEvent; NetRx, NetTx, NetDgramIn, NetDgramOut: bytes
 	Len    uintptr
 	N      uintptr // out: events, or bytes moved
+	Left   uintptr // NetTx, out: the bytes Sock still has to send after these
 }
 
 // NetCall.Op.
@@ -37,7 +38,7 @@ const (
 	NetConnected            // Sock's connect finished: Errno 0, or its error
 	NetAccepted             // a connection came for listener Sock (Local, LPort, Remote, RPort): out Sock is its socket; EAGAIN if the queue is full (NetOpAcceptRoom comes)
 	NetRx                   // Len bytes at Buf arrived for stream Sock: N taken (fewer if its ring is full: NetOpRxRoom comes)
-	NetTx                   // take up to Len bytes Sock has to send into Buf: N given
+	NetTx                   // take up to Len bytes Sock has to send into Buf: N given, Left still waiting
 	NetFin                  // Sock's peer shut its sending side (end of file after what came)
 	NetReset                // Sock's connection is gone: Errno (ECONNRESET, ETIMEDOUT...)
 	NetDgramIn              // a datagram for UDP Sock from Remote, RPort: Len bytes at Buf

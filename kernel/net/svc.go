@@ -361,7 +361,7 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 	case abi.NetTx:
 		got, ok := n.iovOut(v, min(p.txn, v.Len), p, &p.tx, p.txr)
 		n.txDrop(p, got)
-		c.N = uintptr(got)
+		c.N, c.Left = uintptr(got), uintptr(p.txn)
 		if got > 0 {
 			n.bump(s)
 		}
