@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 
@@ -351,17 +350,25 @@ func (w *rxWriter) give(p []byte) int {
 // bytes a NetTx already took into the service's buffer, then the rest
 // of the socket's transmit ring, with a NetTx into the netstack's own
 // buffer for each read. Len is what the kernel said waits, so the
-// netstack sizes its buffers to it; it reads no more than it can queue.
+// netstack sizes its buffers to it and reads no more than it can queue.
+//
+// gVisor reads exactly min(Len, its room) bytes: an end of file before
+// that makes its read loop spin forever (View.ReadFrom takes EOF for
+// success). So a ring that holds fewer bytes than Left said — the
+// kernel threw them away: a close with bytes unread, a disconnect — or
+// a failing NetTx is an error (short), and the endpoint queues none of
+// the round's bytes (ErrBadBuffer); the socket dropped them anyway.
 type txReader struct {
-	k    kernelCalls
-	sock uint64
-	pre  []byte
-	left int   // bytes still in the kernel's ring
-	n    int   // bytes read
-	err  error // a NetTx failed: nothing more is read
-
+	k     kernelCalls
+	sock  uint64
+	pre   []byte
+	left  int  // bytes still in the kernel's ring
+	n     int  // bytes read
 	asked bool // a NetTx was made: left is the kernel's word of now
+	short bool // the ring had fewer bytes than promised, or a NetTx failed
 }
+
+var errTxShort = errors.New("the socket's transmit ring holds fewer bytes than it said")
 
 // txFirst bounds the first NetTx of a stream's round, which goes through
 // the service's buffer: an answer of a few hundred bytes needs no second
@@ -369,7 +376,7 @@ type txReader struct {
 const txFirst = 4 << 10
 
 func (r *txReader) start(sock uint64, pre []byte, left int) {
-	r.sock, r.pre, r.left, r.n, r.err, r.asked = sock, pre, left, 0, nil, false
+	r.sock, r.pre, r.left, r.n, r.asked, r.short = sock, pre, left, 0, false, false
 }
 
 func (r *txReader) Len() int { return len(r.pre) + r.left }
@@ -380,23 +387,20 @@ func (r *txReader) Read(p []byte) (int, error) {
 		r.pre, r.n = r.pre[k:], r.n+k
 		return k, nil
 	}
-	if r.left == 0 || r.err != nil {
-		return 0, io.EOF
+	if r.left == 0 || r.short {
+		r.short = true // asked for more than Len: the ring gave less
+		return 0, errTxShort
 	}
 	if len(p) == 0 {
 		return 0, nil
 	}
 	t, e := r.k.Net(abi.NetCall{Op: abi.NetTx, Sock: r.sock}, p[:min(len(p), r.left)])
 	r.asked = true
-	if e != 0 {
-		r.err = e
-		return 0, io.EOF // what was read is queued; the error ends the round
+	if e != 0 || t.N == 0 {
+		r.short, r.left = true, 0
+		return 0, errTxShort
 	}
 	r.left, r.n = int(t.Left), r.n+int(t.N)
-	if t.N == 0 {
-		r.left = 0
-		return 0, io.EOF
-	}
 	return int(t.N), nil
 }
 
@@ -480,6 +484,13 @@ func (s *service) stream(c *conn) {
 		r := &s.txr
 		r.start(c.id, c.tx, c.txLeft)
 		n, e := c.ep.Write(r, tcpip.WriteOptions{})
+		if r.short {
+			// The kernel threw the ring's bytes away (or the call failed):
+			// the endpoint queued none of this round's, and nothing more
+			// is to be sent before the socket's next events.
+			c.tx, c.txMore, c.txLeft = nil, false, 0
+			break
+		}
 		if int(n) != r.n && e == nil {
 			// Bytes taken from the kernel's ring that the endpoint did not
 			// queue are lost: only this goroutine writes to it, so it
@@ -489,7 +500,7 @@ func (s *service) stream(c *conn) {
 			return
 		}
 		c.txLeft = r.left
-		if r.err != nil || c.txLeft == 0 && (shared || r.asked) {
+		if c.txLeft == 0 && (shared || r.asked) {
 			// The kernel's ring was empty at a NetTx of this round, after
 			// the round's events: a NetOpTx comes with the next bytes.
 			// (A Left from an earlier round is stale: not enough.)

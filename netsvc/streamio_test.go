@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"syscall"
 	"testing"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/buffer"
 
@@ -210,5 +211,38 @@ func TestTxReader(t *testing.T) {
 	got = append(append(got, pre...), k.ring...)
 	if !bytes.Equal(got, stream) {
 		t.Fatalf("%d bytes through the reader differ from the %d written", len(got), len(stream))
+	}
+}
+
+// TestTxReaderShort: the kernel's ring holds fewer bytes than its last
+// Left said (it threw them away: a close with bytes unread, a
+// disconnect), or a NetTx fails. The netstack's read of the promised
+// count ends with an error and the reader says short; before, the reader
+// said end of file and gVisor's read loop spun forever.
+func TestTxReaderShort(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		k    kernelCalls
+	}{
+		{"a shorter ring", &txKernel{ring: make([]byte, 100)}},
+		{"a failing NetTx", failKernel{}},
+	} {
+		tr := &txReader{k: c.k}
+		tr.start(1, []byte("pre"), 10000)
+		done := make(chan error, 1)
+		go func() {
+			var b buffer.Buffer
+			_, err := b.WriteFromReader(tr, int64(tr.Len()))
+			b.Release()
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !tr.short {
+				t.Errorf("%s: the read ended with %v, short %v; want an error and short", c.name, err, tr.short)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the netstack's read of %d promised bytes did not end", c.name, tr.Len())
+		}
 	}
 }
