@@ -13,24 +13,33 @@ import (
 	"yolk/kernel/abi"
 )
 
-// ringKernel plays the kernel's side of NetRx for one socket: a ring
-// that takes up to room bytes, as kernel/net's serve does.
+// ringKernel plays the kernel's side of one stream socket for the
+// service, as kernel/net's serve does: NetRx into a receive ring that
+// takes up to room bytes (kept in got), NetTx from a transmit ring
+// holding what the program wrote (ring), with Left.
 type ringKernel struct {
 	kernelCalls
 	room  int
 	got   []byte
+	ring  []byte
 	calls int
 }
 
 func (k *ringKernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
-	if c.Op != abi.NetRx {
+	k.calls++
+	switch c.Op {
+	case abi.NetRx:
+		n := min(k.room, len(buf))
+		k.got = append(k.got, buf[:n]...)
+		k.room -= n
+		c.N = uintptr(n)
+	case abi.NetTx:
+		n := copy(buf, k.ring)
+		k.ring = k.ring[n:]
+		c.N, c.Left = uintptr(n), uintptr(len(k.ring))
+	default:
 		return c, syscall.EINVAL
 	}
-	k.calls++
-	n := min(k.room, len(buf))
-	k.got = append(k.got, buf[:n]...)
-	k.room -= n
-	c.N = uintptr(n)
 	return c, 0
 }
 
@@ -148,25 +157,6 @@ func (failKernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
 	return c, syscall.EFAULT
 }
 
-// txKernel plays the kernel's side of NetTx: a transmit ring holding
-// the bytes a program wrote.
-type txKernel struct {
-	kernelCalls
-	ring  []byte
-	calls int
-}
-
-func (k *txKernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
-	if c.Op != abi.NetTx {
-		return c, syscall.EINVAL
-	}
-	k.calls++
-	n := copy(buf, k.ring)
-	k.ring = k.ring[n:]
-	c.N, c.Left = uintptr(n), uintptr(len(k.ring))
-	return c, 0
-}
-
 // TestTxReader: the netstack's Write reads a stream through txReader as
 // gVisor's does (at most min(Len, the room in its send buffer), in views
 // of up to 64 KiB), the program writing more between rounds. What the
@@ -176,7 +166,7 @@ func (k *txKernel) Net(c abi.NetCall, buf []byte) (abi.NetCall, syscall.Errno) {
 func TestTxReader(t *testing.T) {
 	r := rand.New(rand.NewSource(2))
 	var stream, got []byte
-	k := &txKernel{}
+	k := &ringKernel{}
 	tr := &txReader{k: k}
 	sbuf := make([]byte, txFirst)
 	var pre []byte
@@ -224,7 +214,7 @@ func TestTxReaderShort(t *testing.T) {
 		name string
 		k    kernelCalls
 	}{
-		{"a shorter ring", &txKernel{ring: make([]byte, 100)}},
+		{"a shorter ring", &ringKernel{ring: make([]byte, 100)}},
 		{"a failing NetTx", failKernel{}},
 	} {
 		tr := &txReader{k: c.k}
