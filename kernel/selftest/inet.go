@@ -521,6 +521,18 @@ func testTCPChurn(t *T) {
 	if after.Sockets > before.Sockets || after.SocketPages > before.SocketPages {
 		t.Errorf("%d connections: sockets %d → %d, their pages %d → %d", conns, before.Sockets, after.Sockets, before.SocketPages, after.SocketPages)
 	}
+	if before.FramesFree-after.FramesFree > slack {
+		// Look again once the last goroutines have surely finished and
+		// the heap is returned once more (100 ms was short once on a
+		// loaded host: 146 frames fewer, sockets and rings exact): a
+		// leak stays, the heap's wobble does not.
+		time.Sleep(time.Second)
+		runtime.GC()
+		debug.FreeOSMemory()
+		after2 := kstats(t)
+		t.Logf("%d frames fewer free at first; a second later %d", before.FramesFree-after.FramesFree, before.FramesFree-after2.FramesFree)
+		after.FramesFree = after2.FramesFree
+	}
 	if lost := before.FramesFree - after.FramesFree; lost > slack {
 		t.Errorf("%d connections: %d frames fewer free (%d before, %d after)", conns, lost, before.FramesFree, after.FramesFree)
 	}
