@@ -6,8 +6,10 @@ import (
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
 
 	"yolk/kernel/abi"
 )
@@ -18,7 +20,11 @@ import (
 //
 //   - Receive: the loop hands it the records of a SysNICRecv (many frames
 //     a call); each frame is copied once, into a pooled chunk, its
-//     Ethernet header consumed, and handed up in the loop's goroutine.
+//     Ethernet header consumed, and handed up in the loop's goroutine
+//     through gVisor's receive offload (GRO): a batch's in-order TCP
+//     segments of one flow go up as one packet, as Linux's GRO does
+//     (QEMU's user network and a tap without offloads send 1,448-byte
+//     segments; each cost the stack a pass of its own).
 //   - Transmit: WritePackets (any goroutine of the stack) copies each
 //     packet's bytes straight into a record of the transmit batch — no
 //     clone of the packet, no view, nothing kept that the stack must
@@ -56,6 +62,11 @@ type nicLink struct {
 	// RXChecksumValidated — a per-frame answer, as Linux's
 	// CHECKSUM_UNNECESSARY, not the whole link's.
 	rxCsumOK atomic.Bool
+	// gro coalesces a batch's segments (the loop's goroutine only: from
+	// deliver to the flush at the batch's end); up hands them to the
+	// stack.
+	gro gro.GRO
+	up  rxUp
 
 	txMu      sync.Mutex
 	tx        []byte // records waiting for the loop
@@ -81,25 +92,26 @@ const (
 )
 
 func newNICLink(mtu uint32, addr tcpip.LinkAddress, offload bool, notify func()) *nicLink {
-	return &nicLink{mtu: mtu, addr: addr, notify: notify, offload: offload}
+	l := &nicLink{mtu: mtu, addr: addr, notify: notify, offload: offload}
+	l.up.l = l
+	l.gro.Init(true)
+	return l
 }
 
 // SupportedGSO is the host's GSO (the device's) where the NIC takes
-// offload headers; the stack asks when it makes a TCP endpoint.
+// offload headers, gVisor's own elsewhere: its TCP sender then keeps
+// and sends segments of up to 64 KiB and cuts them into frames only as
+// they leave (sendTCPBatch), not one segment a frame through its send
+// loop. The stack asks when it makes a TCP endpoint.
 func (l *nicLink) SupportedGSO() stack.SupportedGSO {
 	if l.offload {
 		return stack.HostGSOSupported
 	}
-	return stack.GSONotSupported
+	return stack.GVisorGSOSupported
 }
 
-// GSOMaxSize is the largest segment the stack hands down (0: none).
-func (l *nicLink) GSOMaxSize() uint32 {
-	if l.offload {
-		return gsoMaxSize
-	}
-	return 0
-}
+// GSOMaxSize is the largest segment the stack hands down.
+func (l *nicLink) GSOMaxSize() uint32 { return gsoMaxSize }
 
 var _ stack.GSOEndpoint = (*nicLink)(nil)
 
@@ -294,16 +306,19 @@ func flowBucket(frame []byte) int {
 }
 
 // deliver gives the stack one received frame (copied: frame is the
-// caller's again at once); csumOK: the NIC says its transport checksum
-// need not be checked (abi.NICRecordCsumOK). The word reaches gVisor
-// through Capabilities while the stack takes the frame (rxCsumOK), which
-// holds only because the loop's goroutine alone calls deliver and
-// gVisor reads that capability nowhere but where it takes a frame
+// caller's again at once) through GRO, which may hold it until flushRx;
+// csumOK: the NIC says its transport checksum need not be checked
+// (abi.NICRecordCsumOK). The word rides with the packet
+// (RXChecksumValidated, which GRO also sets for the segments it checked
+// and merged) to rxUp, and reaches the stack through Capabilities while
+// the stack takes the packet (rxCsumOK), which holds only because the
+// loop's goroutine alone calls deliver and flushRx and gVisor reads that
+// capability nowhere but where it takes a packet
 // (TestRXChecksumCapabilityReaders checks the module in use). As Linux's
 // CHECKSUM_UNNECESSARY, it covers the transport checksum only: an IPv4
 // header's own checksum, which gVisor would skip with it too, is checked
-// here first (a frame whose header fails goes up unflagged, and gVisor
-// drops it).
+// here first (a frame whose header fails goes up unflagged, and GRO or
+// the stack drops it).
 func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) {
 	if csumOK && !ipv4HeaderOK(frame) {
 		csumOK = false
@@ -326,13 +341,82 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) 
 		pkt.PktType = tcpip.PacketOtherHost
 	}
 	pkt.NetworkProtocolNumber = eth.Type()
-	if csumOK {
-		l.rxCsumOK.Store(true)
+	l.up.d = d
+	if groFrame(frame, csumOK) {
+		pkt.RXChecksumValidated = true
+		l.gro.Dispatcher = &l.up
+		l.gro.Enqueue(pkt) // holds a reference to what it keeps
+		return
 	}
-	d.DeliverNetworkPacket(pkt.NetworkProtocolNumber, pkt)
-	if csumOK {
-		l.rxCsumOK.Store(false)
+	// Anything else goes up at once, behind what GRO holds.
+	l.gro.Flush()
+	pkt.RXChecksumValidated = csumOK
+	l.up.DeliverNetworkPacket(pkt.NetworkProtocolNumber, pkt)
+}
+
+// groFrame reports whether frame is a TCP segment GRO may take: its IP
+// length is the frame's (no Ethernet padding, which GRO would count as
+// payload), its IPv4 header checksum is right, and its TCP checksum is
+// right or vouched for by the NIC (csumOK). GRO is given checked
+// segments only: its own check of an unchecked one sums from the wrong
+// offset (gVisor's PacketData.ChecksumAtOffset counts from the start of
+// the buffer, before the consumed link header, so every segment failed
+// it and none was merged) — the check here is the one the stack would
+// have made, moved.
+func groFrame(frame []byte, csumOK bool) bool {
+	const eth = header.EthernetMinimumSize
+	h := tcpHeaders(frame)
+	if h == 0 {
+		return false
 	}
+	var src, dst tcpip.Address
+	var ipLen int
+	switch header.Ethernet(frame).Type() {
+	case header.IPv4ProtocolNumber:
+		ip := header.IPv4(frame[eth:])
+		if int(ip.TotalLength()) != len(frame)-eth || !ip.IsChecksumValid() {
+			return false
+		}
+		src, dst, ipLen = ip.SourceAddress(), ip.DestinationAddress(), int(ip.HeaderLength())
+	default: // IPv6, TCP right after the fixed header (tcpHeaders)
+		ip := header.IPv6(frame[eth:])
+		if header.IPv6MinimumSize+int(ip.PayloadLength()) != len(frame)-eth {
+			return false
+		}
+		src, dst, ipLen = ip.SourceAddress(), ip.DestinationAddress(), header.IPv6MinimumSize
+	}
+	if csumOK {
+		return true
+	}
+	seg := frame[eth+ipLen:]
+	return checksum.Checksum(seg, header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(seg)))) == 0xffff
+}
+
+// flushRx hands the stack what GRO holds: the loop calls it at the end
+// of each batch of frames.
+func (l *nicLink) flushRx() { l.gro.Flush() }
+
+// rxUp is GRO's dispatcher: it hands a packet to the stack with the
+// checksum word GRO or the NIC gave it (pkt.RXChecksumValidated, which
+// the stack's NIC would overwrite from Capabilities).
+type rxUp struct {
+	l *nicLink
+	d stack.NetworkDispatcher
+}
+
+func (u *rxUp) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	ok := pkt.RXChecksumValidated
+	if ok {
+		u.l.rxCsumOK.Store(true)
+	}
+	u.d.DeliverNetworkPacket(proto, pkt)
+	if ok {
+		u.l.rxCsumOK.Store(false)
+	}
+}
+
+func (u *rxUp) DeliverLinkPacket(proto tcpip.NetworkProtocolNumber, pkt *stack.PacketBuffer) {
+	u.d.DeliverLinkPacket(proto, pkt)
 }
 
 // rxBuffer copies frame into a buffer for the stack. A TCP segment with

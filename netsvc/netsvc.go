@@ -466,6 +466,7 @@ func (s *service) framesIn() bool {
 				s.link.deliver(d, f, w&abi.NICRecordCsumOK != 0)
 			}
 		}
+		s.link.flushRx()
 	}
 }
 

@@ -140,6 +140,7 @@ func TestRxCsumOK(t *testing.T) {
 		{false, false, true, true},
 	} {
 		l.deliver(d, syn(40000+uint16(i), c.bad, c.badIP), c.flagged)
+		l.flushRx()
 		if got := answered(c.want); got != c.want {
 			t.Errorf("SYN %d (TCP checksum wrong %v, IP's wrong %v, flagged %v): answered %v, want %v", i, c.bad, c.badIP, c.flagged, got, c.want)
 		}
