@@ -6,7 +6,6 @@ import (
 
 	"gvisor.dev/gvisor/pkg/buffer"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
@@ -365,31 +364,21 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) 
 // have made, moved.
 func groFrame(frame []byte, csumOK bool) bool {
 	const eth = header.EthernetMinimumSize
-	h := tcpHeaders(frame)
-	if h == 0 {
+	if tcpHeaders(frame) == 0 {
 		return false
 	}
-	var src, dst tcpip.Address
-	var ipLen int
 	switch header.Ethernet(frame).Type() {
 	case header.IPv4ProtocolNumber:
 		ip := header.IPv4(frame[eth:])
 		if int(ip.TotalLength()) != len(frame)-eth || !ip.IsChecksumValid() {
 			return false
 		}
-		src, dst, ipLen = ip.SourceAddress(), ip.DestinationAddress(), int(ip.HeaderLength())
 	default: // IPv6, TCP right after the fixed header (tcpHeaders)
-		ip := header.IPv6(frame[eth:])
-		if header.IPv6MinimumSize+int(ip.PayloadLength()) != len(frame)-eth {
+		if header.IPv6MinimumSize+int(header.IPv6(frame[eth:]).PayloadLength()) != len(frame)-eth {
 			return false
 		}
-		src, dst, ipLen = ip.SourceAddress(), ip.DestinationAddress(), header.IPv6MinimumSize
 	}
-	if csumOK {
-		return true
-	}
-	seg := frame[eth+ipLen:]
-	return checksum.Checksum(seg, header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(len(seg)))) == 0xffff
+	return csumOK || tcpSumOK(frame)
 }
 
 // flushRx hands the stack what GRO holds: the loop calls it at the end

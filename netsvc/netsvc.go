@@ -79,11 +79,15 @@ type service struct {
 	mu    sync.Mutex
 	dirty map[*conn]bool
 	conns map[uint64]*conn
-	buf   []byte           // NetTx's and NetDgramOut's buffer
-	rxbuf []byte           // SysNICRecv's: many frames a call
-	rxw   rxWriter         // the endpoints' reads into the kernel's rings
-	txr   txReader         // the endpoints' writes from the kernel's rings
-	evs   [64]abi.NetEvent // NetPoll's
+	buf   []byte // NetTx's and NetDgramOut's buffer
+	rxbuf []byte // SysNICRecv's: many frames a call
+	// rxRecs is the frames of rxbuf's batch; acksThinned counts the
+	// plain ACKs later ones superseded (thinAcks).
+	rxRecs      []rxRec
+	acksThinned uint64
+	rxw         rxWriter         // the endpoints' reads into the kernel's rings
+	txr         txReader         // the endpoints' writes from the kernel's rings
+	evs         [64]abi.NetEvent // NetPoll's
 
 	// The frames to send, as SysNICSendRecords's records (the link's
 	// batch taken by framesOut), from txOff on; with the NIC's transmit
@@ -448,22 +452,28 @@ func (s *service) framesIn() bool {
 		// listener's queue that overflowed turns cookies on for every
 		// SYN here, not after it.
 		s.flood.look()
-		b := buf[:r]
-		for len(b) >= 4 {
+		recs := s.rxRecs[:0]
+		for b := buf[:r]; len(b) >= 4; {
 			w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 			l := int(w & abi.NICRecordLenMask)
 			if 4+l > len(b) {
 				break
 			}
-			f := b[4 : 4+l]
+			recs = append(recs, rxRec{f: b[4 : 4+l], csumOK: w&abi.NICRecordCsumOK != 0})
 			b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
-			switch {
+		}
+		s.rxRecs = recs
+		thinAcks(recs)
+		for _, rec := range recs {
+			switch f := rec.f; {
+			case rec.skip:
+				s.acksThinned++
 			case s.dhcpIn != nil && isDHCPReply(f):
 				s.dhcpFrameIn(bytes.Clone(f))
 			case !s.flood.admit(f):
 				// A flood's SYN the listeners are too far behind for.
 			case d != nil:
-				s.link.deliver(d, f, w&abi.NICRecordCsumOK != 0)
+				s.link.deliver(d, f, rec.csumOK)
 			}
 		}
 		s.link.flushRx()
@@ -534,6 +544,7 @@ func Diag() string {
 	states := map[string]int{}
 	held := 0
 	s.nicMu.Lock()
+	thinned := s.acksThinned
 	for _, c := range s.conns {
 		if c.typ == unix.SOCK_STREAM {
 			states[tcp.EndpointState(c.ep.State()).String()]++
@@ -553,8 +564,8 @@ func Diag() string {
 	s.link.txMu.Unlock()
 	return fmt.Sprintf("netsvc: endpoints %v, %d held for a full queue; TCP: %d established, %d passive opens, %d resets sent, %d received, "+
 		"listen overflows %d SYNs dropped, %d ACKs dropped, SYN cookies sent %d, received %d, cookies for every SYN %d times (now %v), %d SYNs dropped early, "+
-		"%d retransmits, %d timeouts; NIC: %d frames in, %d out, %d dropped, %d transmit-full, %d dropped by the link's queue",
+		"%d retransmits, %d timeouts; NIC: %d frames in, %d out, %d dropped, %d transmit-full, %d dropped by the link's queue, %d plain ACKs thinned",
 		states, held, st.CurrentEstablished.Value(), st.PassiveConnectionOpenings.Value(), st.ResetsSent.Value(), st.ResetsReceived.Value(),
 		st.ListenOverflowSynDrop.Value(), st.ListenOverflowAckDrop.Value(), st.ListenOverflowSynCookieSent.Value(), st.ListenOverflowSynCookieRcvd.Value(),
-		floods, flooding, early, st.Retransmits.Value(), st.Timeouts.Value(), info.RxFrames, info.TxFrames, info.Dropped, info.TxFull, txDropped)
+		floods, flooding, early, st.Retransmits.Value(), st.Timeouts.Value(), info.RxFrames, info.TxFrames, info.Dropped, info.TxFull, txDropped, thinned)
 }
