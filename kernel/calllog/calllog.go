@@ -39,8 +39,8 @@ var (
 	// Stats (yolk.syscallstats=1) counts system calls by number and
 	// prints the counts at exit, like strace -c.
 	Stats      bool
-	count      [512]uint64
-	enosysSeen [512 / 64]uint64 // numbers already logged
+	count      [512 + privateN]uint64 // Linux's numbers, then yolk's own from abi's 0x1000
+	enosysSeen [512 / 64]uint64       // numbers already logged
 	enosysN    uint64
 	calls      uint64
 )
@@ -50,10 +50,19 @@ func Entered() { atomic.AddUint64(&calls, 1) }
 
 // Count counts system call nr by its number (Stats).
 func Count(nr uintptr) {
-	if Stats && nr < uintptr(len(count)) {
+	if !Stats {
+		return
+	}
+	if nr >= privateBase && nr < privateBase+privateN {
+		nr = 512 + nr - privateBase
+	}
+	if nr < uintptr(len(count)) {
 		atomic.AddUint64(&count[nr], 1)
 	}
 }
+
+// yolk's own calls (kernel/abi: 0x1000 on) are counted after Linux's.
+const privateBase, privateN = 0x1000, 64
 
 // Calls is the number of system calls made, Unimplemented the number of
 // those that were ENOSYS for want of an implementation.
@@ -71,7 +80,12 @@ func PrintStats[E Env]() {
 	for nr, n := range count {
 		if n := atomic.LoadUint64(&n); n != 0 {
 			e.Log("syscalls: ")
-			e.Print(abi.SysName(uintptr(nr)))
+			if nr >= 512 {
+				e.Print("yolk ")
+				e.Hex(uint64(privateBase+nr-512), 4)
+			} else {
+				e.Print(abi.SysName(uintptr(nr)))
+			}
 			e.Print(" ")
 			e.Dec(int64(n))
 			e.Print("\n")
