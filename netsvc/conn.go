@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -47,6 +49,11 @@ type conn struct {
 	held       tcpip.Endpoint
 	heldWQ     *waiter.Queue
 	heldPeer   tcpip.FullAddress
+	// rxLater is set by rxTimer, started when the kernel had no page for
+	// an empty ring's first bytes (ENOBUFS): no reader will make room
+	// and say so, so the service tries again after rxRetry.
+	rxLater atomic.Bool
+	rxTimer *time.Timer
 }
 
 func addr(ip [16]byte, port uint16) tcpip.FullAddress {
@@ -289,7 +296,10 @@ type rxWriter struct {
 	sock uint64
 	buf  []byte // gathered, not yet taken (the endpoint counts them read)
 	full bool   // the ring took less than it was given: NetOpRxRoom comes
-	err  error  // a NetRx failed: the socket is done
+	// nobufs: the kernel had no page for the ring's first bytes
+	// (ENOBUFS); full is set too, but no NetOpRxRoom comes.
+	nobufs bool
+	err    error // a NetRx failed: the socket is done
 }
 
 // rxDirect is the size from which a view goes to the kernel as it is.
@@ -298,7 +308,7 @@ const rxDirect = 4 << 10
 var errRxFull = errors.New("the socket's ring is full")
 
 func (w *rxWriter) start(sock uint64) {
-	w.sock, w.buf, w.full, w.err = sock, w.buf[:0], false, nil
+	w.sock, w.buf, w.full, w.nobufs, w.err = sock, w.buf[:0], false, false, nil
 }
 
 func (w *rxWriter) Write(p []byte) (int, error) {
@@ -336,6 +346,10 @@ func (w *rxWriter) flush() bool {
 // give is one NetRx: the bytes the ring took.
 func (w *rxWriter) give(p []byte) int {
 	r, e := w.k.Net(abi.NetCall{Op: abi.NetRx, Sock: w.sock}, p)
+	if e == unix.ENOBUFS {
+		w.full, w.nobufs = true, true
+		return 0
+	}
 	if e != 0 {
 		w.err = e
 		return 0
@@ -418,10 +432,17 @@ func (s *service) stream(c *conn) {
 		}
 	}
 	// Receive: from the endpoint to the kernel's ring.
+	if c.rxLater.Swap(false) {
+		c.rxFull = false
+	}
 	for !c.rxFull && !c.eof {
 		if len(c.rx) > 0 { // what the ring could not take last time
 			r := abi.NetCall{Op: abi.NetRx, Sock: c.id}
-			if err := s.callBuf(&r, c.rx); err != nil {
+			if err := s.callBuf(&r, c.rx); err == unix.ENOBUFS {
+				c.rxFull = true
+				s.retryRx(c)
+				break
+			} else if err != nil {
 				s.drop(c)
 				return
 			}
@@ -444,6 +465,9 @@ func (s *service) stream(c *conn) {
 		}
 		if w.full {
 			c.rxFull = true
+			if w.nobufs {
+				s.retryRx(c)
+			}
 			break
 		}
 		if e != nil {
@@ -541,6 +565,24 @@ func (s *service) stream(c *conn) {
 }
 
 // drop forgets a connection that failed; the kernel's close releases it.
+// retryRx serves c again after rxRetry: the kernel had no page for the
+// first bytes of its empty ring (ENOBUFS).
+func (s *service) retryRx(c *conn) {
+	if c.rxTimer != nil {
+		c.rxTimer.Reset(rxRetry)
+		return
+	}
+	c.rxTimer = time.AfterFunc(rxRetry, func() {
+		c.rxLater.Store(true)
+		s.mu.Lock()
+		s.dirty[c] = true
+		s.mu.Unlock()
+		s.wake()
+	})
+}
+
+const rxRetry = 20 * time.Millisecond
+
 func (s *service) drop(c *conn) {
 	c.eof = true
 	c.rx, c.tx, c.txMore, c.txLeft = nil, nil, false, 0

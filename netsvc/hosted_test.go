@@ -691,3 +691,34 @@ func TestListenAgain(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestRxNoPages: when the kernel has no page for a connection's empty
+// ring (NetRx says ENOBUFS), the service tries again by itself — no
+// NetOpRxRoom comes for a ring no reader will empty — and once pages
+// are to be had the echo comes back whole.
+func TestRxNoPages(t *testing.T) {
+	h := newHosted(t, hostedOpts{})
+	held := h.k.Env.AllocPage() // the limit needs a page in use (0 is none)
+	h.k.Env.SetLimit(h.k.Env.InUse())
+	msg := bytes.Repeat([]byte("no pages "), 1000)
+	c := h.tcp4
+	c.SetDeadline(time.Now().Add(4 * bound))
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * rxRetry) // NetRx refused a few times
+	h.k.Env.SetLimit(0)
+	h.k.Env.FreePage(held)
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("echo after the pages came back: %v", err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatal("the echo differs from what was sent")
+	}
+	c.SetDeadline(time.Time{})
+	if err := h.health(); err != nil {
+		t.Error(err)
+	}
+	h.finish()
+}

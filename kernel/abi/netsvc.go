@@ -37,7 +37,7 @@ const (
 	NetPoll                 // the sockets with work: up to Len bytes of NetEvent at Buf; N events
 	NetConnected            // Sock's connect finished: Errno 0, or its error
 	NetAccepted             // a connection came for listener Sock (Local, LPort, Remote, RPort): out Sock is its socket; EAGAIN if the queue is full (NetOpAcceptRoom comes)
-	NetRx                   // Len bytes at Buf arrived for stream Sock: N taken (fewer if its ring is full: NetOpRxRoom comes)
+	NetRx                   // Len bytes at Buf arrived for stream Sock: N taken (fewer if its ring is full: NetOpRxRoom comes); ENOBUFS if the ring is empty and no page is to be had (try again later: no NetOpRxRoom comes)
 	NetTx                   // take up to Len bytes Sock has to send into Buf: N given, Left still waiting
 	NetFin                  // Sock's peer shut its sending side (end of file after what came)
 	NetReset                // Sock's connection is gone: Errno (ECONNRESET, ETIMEDOUT...)

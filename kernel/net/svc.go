@@ -346,17 +346,23 @@ func (n *Net[E]) serve(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 			c.N = uintptr(v.Len) // nobody reads: taken and dropped
 			return 0
 		}
-		k := n.back(p, &p.pages, p.r+p.n, min(RingSize-p.n, v.Len)) // short if memory is out: the service retries on RxRoom
+		k := n.back(p, &p.pages, p.r+p.n, min(RingSize-p.n, v.Len)) // short if memory is out
 		got, ok := n.fromIov(v, 0, k, p)
 		c.N = uintptr(got)
-		if k < v.Len {
-			p.svcFull = true
-		}
 		if got > 0 {
 			n.bump(s)
 		}
 		if !ok {
 			return unix.EFAULT
+		}
+		if k < v.Len {
+			if p.n == 0 {
+				// No page for an empty ring's first bytes: no reader will
+				// make room and say so (NetOpRxRoom); the service tries
+				// again later.
+				return unix.ENOBUFS
+			}
+			p.svcFull = true // NetOpRxRoom when a read makes room
 		}
 	case abi.NetTx:
 		got, ok := n.iovOut(v, min(p.txn, v.Len), p, &p.tx, p.txr)

@@ -503,3 +503,56 @@ func TestServiceAddr6(t *testing.T) {
 		t.Errorf("connect to %x with no IPv6 address: %v, want ENETUNREACH", dst.ip, e)
 	}
 }
+
+// TestServiceRxNoPages: a NetRx with no page to be had says ENOBUFS
+// when the ring is empty (no reader would make room and say so), and
+// takes what it can with NetOpRxRoom to come when the ring holds bytes.
+func TestServiceRxNoPages(t *testing.T) {
+	env := newEnv(t, 4096)
+	n := new(testNet)
+	n.Init(env)
+	n.ServiceUp([4]byte{10, 0, 2, 15}, 24)
+	call := func(c *abi.NetCall, buf []byte) Errno { return n.Service(c, kbuf(buf)) }
+	l, _ := n.Socket(unix.AF_INET, unix.SOCK_STREAM, 0, true)
+	if e := n.BindInet(l, sin4([4]byte{}, 8080)); e != 0 {
+		t.Fatal(e)
+	}
+	n.Listen(l, 4)
+	ev := svcPoll(t, n)
+	acc := abi.NetCall{Op: abi.NetAccepted, Sock: ev[0].Sock, LPort: 8080, RPort: 40000,
+		Local: v4Addr([]byte{10, 0, 2, 15}).ip, Remote: v4Addr([]byte{10, 0, 2, 2}).ip}
+	if e := call(&acc, nil); e != 0 {
+		t.Fatalf("NetAccepted: %v", e)
+	}
+	a, _, e := n.Accept(l)
+	if e != 0 {
+		t.Fatalf("accept: %v", e)
+	}
+	svcPoll(t, n)
+	in := make([]byte, 3*PageSize)
+	// A byte queued on a pair holds a page: the limit is not 0 (none).
+	x, _, e := n.Pair(unix.SOCK_STREAM, 0, true)
+	if e != 0 {
+		t.Fatal(e)
+	}
+	n.Send(x, &Iov{One: in[:1], Len: 1}, 0, 0, nil)
+	env.SetLimit(env.InUse())
+	rx := abi.NetCall{Op: abi.NetRx, Sock: acc.Sock}
+	if e := call(&rx, in); e != unix.ENOBUFS || rx.N != 0 {
+		t.Fatalf("NetRx into an empty ring, no page to be had: %d, %v; want 0, ENOBUFS", rx.N, e)
+	}
+	env.SetLimit(env.InUse() + 1)
+	rx = abi.NetCall{Op: abi.NetRx, Sock: acc.Sock}
+	if e := call(&rx, in); e != 0 || rx.N != PageSize {
+		t.Fatalf("NetRx with one page to be had: %d, %v; want %d, 0", rx.N, e, PageSize)
+	}
+	buf := make([]byte, 2*PageSize)
+	var m Msg
+	if _, e := n.Recv(a, &Iov{One: buf, Len: len(buf)}, unix.MSG_DONTWAIT, &m); e != 0 || m.N != PageSize {
+		t.Fatalf("read: %d, %v", m.N, e)
+	}
+	if ev := svcPoll(t, n); len(ev) != 1 || ev[0].Ops&abi.NetOpRxRoom == 0 {
+		t.Errorf("events after the short NetRx's bytes were read: %+v; want NetOpRxRoom", ev)
+	}
+	env.SetLimit(0)
+}
