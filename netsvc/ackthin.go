@@ -7,32 +7,44 @@ import (
 )
 
 // rxRec is one frame of a SysNICRecv batch: the frame, the NIC's
-// checksum word (abi.NICRecordCsumOK) and whether a later pure ACK of
-// its flow in the same batch makes it needless (thinAcks).
+// checksum word (abi.NICRecordCsumOK), and what scanBatch found: that a
+// later ACK of its flow makes it needless (skip), or that it must not
+// be merged by GRO into its flow's frame before it (noGRO).
 type rxRec struct {
 	f      []byte
 	csumOK bool
 	skip   bool
+	noGRO  bool
 }
 
-// thinAcks marks the pure ACKs of a batch that the next frame of their
-// flow in the batch, a pure ACK acknowledging more, supersedes. QEMU's
-// user network acknowledges nearly every segment it takes, and a batch
-// held about forty of one flow's ACKs: each cost the stack a pass
-// (IP, the demultiplexer, the TCP processor, an attempt to send). TCP
-// keeps what it needs from the last: an ACK is cumulative, the window is
-// the newest, the congestion window grows by the segments acknowledged
-// (not by the ACKs counted), and duplicate ACKs are never dropped (the
-// later one must acknowledge more). Only plain ACKs are thinned: no
-// payload, no flag but ACK, no option but timestamps; the superseding
-// frame's checksum is checked here (a damaged ACK must not stand for
-// others). At most len(thinFlows) flows a batch are followed; frames of
-// others pass untouched.
-func thinAcks(recs []rxRec) {
+// scanBatch looks at a batch's TCP frames flow by flow, from the last to
+// the first.
+//
+// Thinning: it marks skip on a plain ACK (no payload, no flag but ACK,
+// no option but timestamps) that lies between two frames of its flow
+// in the batch — one before it acknowledging less, and a plain ACK after
+// it acknowledging more. QEMU's user network acknowledges nearly every
+// segment it takes, and a batch held about forty of one flow's ACKs:
+// each cost the stack a pass (IP, the demultiplexer, the TCP processor,
+// an attempt to send). TCP keeps what it needs from the ACK after: an ACK
+// is cumulative, the newest window stands, and the congestion window
+// grows by the segments acknowledged, not by the ACKs counted. A
+// duplicate ACK (the same number as the frame before it, or the first
+// of its flow in the batch, which may repeat the last batch's) is never
+// dropped. The superseding frame's checksums are checked here (a
+// damaged ACK must not stand for others).
+//
+// GRO: it marks noGRO on a frame whose window differs from the frame of
+// its flow before it, so that GRO, which keeps the first segment's TCP
+// header, does not merge the new window away.
+//
+// At most len(thinFlows) flows a batch are followed; frames of others
+// pass untouched.
+func scanBatch(recs []rxRec) {
 	var flows [thinFlows]thinFlow
 	n := 0
 	for i := len(recs) - 1; i >= 0; i-- {
-		k, ack, plain, ok := ackKey(recs[i].f)
+		k, seg, ok := ackKey(recs[i].f)
 		if !ok {
 			continue // not TCP: no flow of ours
 		}
@@ -45,25 +57,46 @@ func thinAcks(recs []rxRec) {
 				continue // untracked, untouched
 			}
 			n++
-			flows[j].key = k
-			flows[j].plain = false
+			flows[j] = thinFlow{key: k, next: -1}
 		}
 		fl := &flows[j]
-		if plain && fl.plain && ack.LessThan(fl.ack) {
-			recs[i].skip = true // fl still stands next for the earlier ones
-			continue
+		if nx := fl.next; nx >= 0 {
+			// i is the frame before nx in its flow.
+			if fl.superseded && seg.ack.LessThan(fl.seg.ack) {
+				recs[nx].skip = true
+			}
+			if seg.win != fl.seg.win {
+				recs[nx].noGRO = true
+			}
 		}
-		fl.plain = plain && (recs[i].csumOK || tcpSumOK(recs[i].f))
-		fl.ack = ack
+		// Is i superseded by nx, the next frame of its flow? nx's word
+		// stands for i's if it is a plain ACK acknowledging more, and
+		// either checked or itself superseded by a checked one.
+		sup := false
+		if seg.plain && fl.next >= 0 && fl.seg.plain && seg.ack.LessThan(fl.seg.ack) {
+			sup = recs[fl.next].skip || fl.superseded || sumOK(recs[fl.next])
+		}
+		fl.next, fl.seg, fl.superseded = i, seg, sup
 	}
 }
+
+// sumOK reports whether rec's frame, a TCP segment, has right checksums
+// (or the NIC's word for its transport checksum).
+func sumOK(rec rxRec) bool { return rec.csumOK && ipv4HeaderOK(rec.f) || tcpSumOK(rec.f) }
 
 const thinFlows = 16
 
 type thinFlow struct {
-	key   flowKey
-	plain bool // the flow's next frame (so far from the end) is a plain ACK
+	key        flowKey
+	next       int     // the flow's frame after the one being looked at (-1: none yet)
+	seg        tcpInfo // next's
+	superseded bool    // next is a plain ACK a later checked one supersedes
+}
+
+type tcpInfo struct {
 	ack   tcpSeq
+	win   uint16
+	plain bool
 }
 
 type flowKey struct {
@@ -76,14 +109,13 @@ type tcpSeq uint32
 
 func (a tcpSeq) LessThan(b tcpSeq) bool { return int32(a-b) < 0 }
 
-// ackKey is frame's TCP flow and acknowledgement number, and whether
-// it is a plain ACK (thinAcks); ok is false for a frame that is not a
-// TCP segment tcpHeaders finds.
-func ackKey(frame []byte) (k flowKey, ack tcpSeq, plain, ok bool) {
+// ackKey is frame's TCP flow, acknowledgement number, window and
+// whether it is a plain ACK (scanBatch); ok is false for a frame that is
+// not a TCP segment tcpHeaders finds.
+func ackKey(frame []byte) (k flowKey, seg tcpInfo, ok bool) {
 	const eth = header.EthernetMinimumSize
-	h := tcpHeaders(frame)
-	if h == 0 {
-		return k, 0, false, false
+	if tcpHeaders(frame) == 0 {
+		return k, seg, false
 	}
 	var ipLen, segLen int
 	switch header.Ethernet(frame).Type() {
@@ -98,10 +130,10 @@ func ackKey(frame []byte) (k flowKey, ack tcpSeq, plain, ok bool) {
 	}
 	tc := header.TCP(frame[eth+ipLen:])
 	k.sp, k.dp = tc.SourcePort(), tc.DestinationPort()
-	ack = tcpSeq(tc.AckNumber())
 	off := int(tc.DataOffset())
-	plain = tc.Flags() == header.TCPFlagAck && segLen == off && onlyTimestamps(tc[header.TCPMinimumSize:off])
-	return k, ack, plain, true
+	seg = tcpInfo{ack: tcpSeq(tc.AckNumber()), win: tc.WindowSize(),
+		plain: tc.Flags() == header.TCPFlagAck && segLen == off && onlyTimestamps(tc[header.TCPMinimumSize:off])}
+	return k, seg, true
 }
 
 // onlyTimestamps reports whether TCP options o hold nothing but

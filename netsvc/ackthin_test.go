@@ -1,6 +1,7 @@
 package netsvc
 
 import (
+	"bytes"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -8,9 +9,14 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 )
 
-// ackFrame is an IPv4 TCP segment from the peer's port sp to 80, padded
-// to Ethernet's 60 bytes as a NIC delivers short frames.
+// ackFrame is an IPv4 TCP segment from the peer's port sp to 80 with
+// window 512, padded to Ethernet's 60 bytes as a NIC delivers short
+// frames.
 func ackFrame(sp uint16, ack uint32, flags header.TCPFlags, opts, payload []byte) []byte {
+	return winFrame(sp, ack, 512, flags, opts, payload)
+}
+
+func winFrame(sp uint16, ack uint32, win uint16, flags header.TCPFlags, opts, payload []byte) []byte {
 	tl := 20 + 20 + len(opts) + len(payload)
 	f := make([]byte, max(14+tl, 60))
 	copy(f[0:], svcMAC[:])
@@ -20,7 +26,7 @@ func ackFrame(sp uint16, ack uint32, flags header.TCPFlags, opts, payload []byte
 	ip.Encode(&header.IPv4Fields{TotalLength: uint16(tl), TTL: 64, Protocol: 6, SrcAddr: tcpip.AddrFrom4(peerIP), DstAddr: tcpip.AddrFrom4(svcIP)})
 	ip.SetChecksum(^ip.CalculateChecksum())
 	tc := header.TCP(f[34 : 14+tl])
-	tc.Encode(&header.TCPFields{SrcPort: sp, DstPort: 80, SeqNum: 7, AckNum: ack, DataOffset: uint8(20 + len(opts)), Flags: flags, WindowSize: 512})
+	tc.Encode(&header.TCPFields{SrcPort: sp, DstPort: 80, SeqNum: 7, AckNum: ack, DataOffset: uint8(20 + len(opts)), Flags: flags, WindowSize: win})
 	copy(tc[20:], opts)
 	copy(tc[20+len(opts):], payload)
 	xsum := header.PseudoHeaderChecksum(6, tcpip.AddrFrom4(peerIP), tcpip.AddrFrom4(svcIP), uint16(len(tc)))
@@ -28,55 +34,72 @@ func ackFrame(sp uint16, ack uint32, flags header.TCPFlags, opts, payload []byte
 	return f
 }
 
-// TestThinAcks: in a batch, a plain ACK goes when its flow's next frame
-// is a plain ACK acknowledging more, and only then.
-func TestThinAcks(t *testing.T) {
+// TestScanBatch: in a batch, a plain ACK goes when the frame of its flow
+// before it acknowledges less and the one after it is a checked plain
+// ACK acknowledging more, and only then; a frame whose window differs
+// from the one before it in its flow is kept from GRO.
+func TestScanBatch(t *testing.T) {
 	ack := header.TCPFlagAck
+	a := func(sp uint16, n uint32) []byte { return ackFrame(sp, n, ack, nil, nil) }
 	ts := []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}
 	sack := []byte{1, 1, 5, 10, 0, 0, 0x10, 0, 0, 0, 0x20, 0}
-	bad := ackFrame(1, 900, ack, nil, nil)
-	bad[len(bad)-7] ^= 1 // in the TCP header's window: the checksum fails
+	bad := a(1, 900)
+	bad[len(bad)-7] ^= 1 // in the TCP header's urgent pointer: the checksum fails
+	badIP := a(1, 900)
+	badIP[24] ^= 1 // the IPv4 header checksum fails
+	data := func(n uint32, win uint16) []byte { return winFrame(1, n, win, ack, nil, []byte("data")) }
 	for _, c := range []struct {
-		name   string
-		frames [][]byte
-		skip   string
+		name    string
+		frames  [][]byte
+		flagged int // index of a frame the NIC vouches for (-1: none)
+		skip    string
+		noGRO   string // "" if not checked
 	}{
-		{"one flow's ACKs", [][]byte{ackFrame(1, 100, ack, nil, nil), ackFrame(1, 200, ack, nil, nil), ackFrame(1, 300, ack, nil, nil)}, "yyn"},
-		{"with timestamps", [][]byte{ackFrame(1, 100, ack, ts, nil), ackFrame(1, 200, ack, ts, nil)}, "yn"},
-		{"duplicates stay", [][]byte{ackFrame(1, 100, ack, nil, nil), ackFrame(1, 100, ack, nil, nil), ackFrame(1, 100, ack, nil, nil)}, "nnn"},
-		{"an older one after", [][]byte{ackFrame(1, 300, ack, nil, nil), ackFrame(1, 200, ack, nil, nil)}, "nn"},
-		{"across the wrap", [][]byte{ackFrame(1, 0xffffff00, ack, nil, nil), ackFrame(1, 0x10, ack, nil, nil)}, "yn"},
-		{"two flows interleaved", [][]byte{ackFrame(1, 100, ack, nil, nil), ackFrame(2, 100, ack, nil, nil), ackFrame(1, 200, ack, nil, nil), ackFrame(2, 200, ack, nil, nil)}, "yynn"},
-		{"data between", [][]byte{ackFrame(1, 100, ack, nil, nil), ackFrame(1, 200, ack|header.TCPFlagPsh, nil, []byte("x")), ackFrame(1, 300, ack, nil, nil)}, "nnn"},
-		{"data after", [][]byte{ackFrame(1, 100, ack, nil, nil), ackFrame(1, 200, ack, nil, []byte("data"))}, "nn"},
-		{"SACK stays", [][]byte{ackFrame(1, 100, ack, sack, nil), ackFrame(1, 200, ack, nil, nil)}, "nn"},
-		{"SACK supersedes nothing", [][]byte{ackFrame(1, 100, ack, nil, nil), ackFrame(1, 200, ack, sack, nil)}, "nn"},
-		{"FIN", [][]byte{ackFrame(1, 100, ack, nil, nil), ackFrame(1, 200, ack|header.TCPFlagFin, nil, nil)}, "nn"},
-		{"a damaged ACK stands for none", [][]byte{ackFrame(1, 100, ack, nil, nil), bad}, "nn"},
-		{"not TCP between", [][]byte{ackFrame(1, 100, ack, nil, nil), arpFrame(), ackFrame(1, 200, ack, nil, nil)}, "ynn"},
+		{"one flow's ACKs", [][]byte{a(1, 100), a(1, 200), a(1, 300), a(1, 400)}, -1, "nyyn", ""},
+		{"with timestamps", [][]byte{ackFrame(1, 100, ack, ts, nil), ackFrame(1, 200, ack, ts, nil), ackFrame(1, 300, ack, ts, nil)}, -1, "nyn", ""},
+		{"duplicates stay", [][]byte{a(1, 100), a(1, 100), a(1, 100)}, -1, "nnn", ""},
+		{"duplicates, then more", [][]byte{a(1, 100), a(1, 100), a(1, 200)}, -1, "nnn", ""},
+		{"a repeat, then more", [][]byte{a(1, 100), a(1, 200), a(1, 200), a(1, 300)}, -1, "nnnn", ""},
+		{"an older one after", [][]byte{a(1, 100), a(1, 300), a(1, 200)}, -1, "nnn", ""},
+		{"across the wrap", [][]byte{a(1, 0xfffffe00), a(1, 0xffffff00), a(1, 0x10)}, -1, "nyn", ""},
+		{"two flows interleaved", [][]byte{a(1, 100), a(2, 100), a(1, 200), a(2, 200), a(1, 300), a(2, 300)}, -1, "nnyynn", ""},
+		{"data between", [][]byte{a(1, 100), data(200, 512), a(1, 300)}, -1, "nnn", ""},
+		{"data before", [][]byte{data(100, 512), a(1, 200), a(1, 300)}, -1, "nyn", ""},
+		{"SACK stays", [][]byte{a(1, 50), ackFrame(1, 100, ack, sack, nil), a(1, 200)}, -1, "nnn", ""},
+		{"SACK supersedes nothing", [][]byte{a(1, 50), a(1, 100), ackFrame(1, 200, ack, sack, nil)}, -1, "nnn", ""},
+		{"FIN", [][]byte{a(1, 50), a(1, 100), ackFrame(1, 200, ack|header.TCPFlagFin, nil, nil)}, -1, "nnn", ""},
+		{"a damaged ACK stands for none", [][]byte{a(1, 50), a(1, 100), bad}, -1, "nnn", ""},
+		{"the NIC's word covers TCP, not IP", [][]byte{a(1, 50), a(1, 100), badIP}, 2, "nnn", ""},
+		{"the NIC's word", [][]byte{a(1, 50), a(1, 100), bad}, 2, "nyn", ""},
+		{"not TCP between", [][]byte{a(1, 50), a(1, 100), arpFrame(), a(1, 200)}, -1, "nynn", ""},
+		{"windows", [][]byte{data(1, 512), data(1, 512), data(1, 0), data(1, 0), winFrame(1, 1, 65535, ack, nil, nil)}, -1, "nnnnn", "nnyny"},
 	} {
 		recs := make([]rxRec, len(c.frames))
 		for i, f := range c.frames {
-			recs[i].f = f
+			recs[i] = rxRec{f: f, csumOK: i == c.flagged}
 		}
-		thinAcks(recs)
-		got := ""
+		scanBatch(recs)
+		skip, noGRO := "", ""
 		for _, r := range recs {
-			got += map[bool]string{true: "y", false: "n"}[r.skip]
+			skip += map[bool]string{true: "y", false: "n"}[r.skip]
+			noGRO += map[bool]string{true: "y", false: "n"}[r.noGRO]
 		}
-		if got != c.skip {
-			t.Errorf("%s: skipped %s, want %s", c.name, got, c.skip)
+		if skip != c.skip {
+			t.Errorf("%s: skipped %s, want %s", c.name, skip, c.skip)
+		}
+		if c.noGRO != "" && noGRO != c.noGRO {
+			t.Errorf("%s: kept from GRO %s, want %s", c.name, noGRO, c.noGRO)
 		}
 	}
 
 	// Past thinFlows flows, the others pass untouched.
 	var recs []rxRec
-	for round := uint32(1); round <= 2; round++ {
+	for round := uint32(1); round <= 3; round++ {
 		for p := uint16(1); p <= thinFlows+4; p++ {
-			recs = append(recs, rxRec{f: ackFrame(p, 100*round, ack, nil, nil)})
+			recs = append(recs, rxRec{f: a(p, 100*round)})
 		}
 	}
-	thinAcks(recs)
+	scanBatch(recs)
 	skipped := 0
 	for _, r := range recs {
 		if r.skip {
@@ -84,7 +107,7 @@ func TestThinAcks(t *testing.T) {
 		}
 	}
 	if skipped != thinFlows {
-		t.Errorf("%d flows of two ACKs each: %d skipped, want %d", thinFlows+4, skipped, thinFlows)
+		t.Errorf("%d flows of three ACKs each: %d skipped, want %d", thinFlows+4, skipped, thinFlows)
 	}
 }
 
@@ -95,4 +118,40 @@ func arpFrame() []byte {
 	copy(f[6:], peerMAC[:])
 	f[12], f[13] = 0x08, 0x06
 	return f
+}
+
+// TestGroFrame: which segments GRO is given.
+func TestGroFrame(t *testing.T) {
+	payload := make([]byte, 100)
+	good := winFrame(1, 1, 512, header.TCPFlagAck, nil, payload)
+	bad := bytes.Clone(good)
+	bad[len(bad)-1] ^= 1
+	opts := bytes.Clone(good[:34]) // an IPv4 header with 4 bytes of options
+	opts = append(opts, 1, 1, 1, 0)
+	opts = append(opts, good[34:]...)
+	ip := header.IPv4(opts[14:])
+	ip.SetHeaderLength(24)
+	ip.SetTotalLength(ip.TotalLength() + 4)
+	ip.SetChecksum(0)
+	ip.SetChecksum(^ip.CalculateChecksum())
+	for _, c := range []struct {
+		name   string
+		f      []byte
+		csumOK bool
+		want   bool
+	}{
+		{"data", good, false, true},
+		{"data, the NIC's word", good, true, true},
+		{"a wrong checksum", bad, false, false},
+		{"a wrong checksum, the NIC's word", bad, true, true},
+		{"a plain ACK", ackFrame(1, 1, header.TCPFlagAck, nil, nil), false, false},
+		{"a plain ACK with timestamps, unpadded", ackFrame(1, 1, header.TCPFlagAck, []byte{1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2}, nil), true, false},
+		{"padded", winFrame(1, 1, 512, header.TCPFlagAck, nil, []byte("x")), true, false},
+		{"IPv4 options", opts, true, false},
+		{"not TCP", arpFrame(), true, false},
+	} {
+		if got := groFrame(c.f, c.csumOK); got != c.want {
+			t.Errorf("%s: groFrame %v, want %v", c.name, got, c.want)
+		}
+	}
 }

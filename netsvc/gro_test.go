@@ -47,7 +47,8 @@ func TestRxGRO(t *testing.T) {
 	defer ln.Close()
 	d := l.dispatcherOf()
 
-	// seg is a TCP segment from the peer's port to 80.
+	// seg is a TCP segment from the peer's port to 80 with window win.
+	win := uint16(65535)
 	seg := func(port uint16, seq, ack uint32, flags header.TCPFlags, payload []byte) []byte {
 		f := make([]byte, 14+20+20+len(payload))
 		copy(f[0:], svcMAC[:])
@@ -57,7 +58,7 @@ func TestRxGRO(t *testing.T) {
 		ip.Encode(&header.IPv4Fields{TotalLength: uint16(40 + len(payload)), TTL: 64, Protocol: 6, SrcAddr: tcpip.AddrFrom4(peerIP), DstAddr: tcpip.AddrFrom4(svcIP)})
 		ip.SetChecksum(^ip.CalculateChecksum())
 		tc := header.TCP(f[34:])
-		tc.Encode(&header.TCPFields{SrcPort: port, DstPort: 80, SeqNum: seq, AckNum: ack, DataOffset: 20, Flags: flags, WindowSize: 65535})
+		tc.Encode(&header.TCPFields{SrcPort: port, DstPort: 80, SeqNum: seq, AckNum: ack, DataOffset: 20, Flags: flags, WindowSize: win})
 		copy(tc[20:], payload)
 		xsum := header.PseudoHeaderChecksum(6, tcpip.AddrFrom4(peerIP), tcpip.AddrFrom4(svcIP), uint16(20+len(payload)))
 		tc.SetChecksum(^checksum.Checksum(tc, xsum))
@@ -92,10 +93,10 @@ func TestRxGRO(t *testing.T) {
 		sent     []byte
 	}
 	open := func(port uint16) *flow {
-		l.deliver(d, seg(port, 1000, 0, header.TCPFlagSyn, nil), false)
+		l.deliver(d, seg(port, 1000, 0, header.TCPFlagSyn, nil), false, true)
 		l.flushRx()
 		iss := synAck(port)
-		l.deliver(d, seg(port, 1001, iss+1, header.TCPFlagAck, nil), false)
+		l.deliver(d, seg(port, 1001, iss+1, header.TCPFlagAck, nil), false, true)
 		l.flushRx()
 		c, err := ln.Accept()
 		if err != nil {
@@ -137,7 +138,7 @@ func TestRxGRO(t *testing.T) {
 	// Ten segments of one flow in one batch: one segment for TCP.
 	before, from := segs(), len(a.sent)
 	for i := 0; i < 10; i++ {
-		l.deliver(d, next(a, 1448), false)
+		l.deliver(d, next(a, 1448), false, true)
 	}
 	l.flushRx()
 	if got := segs() - before; got != 1 {
@@ -151,16 +152,16 @@ func TestRxGRO(t *testing.T) {
 	before = segs()
 	var held []byte
 	for i := 0; i < 8; i++ {
-		l.deliver(d, next(a, 1000), false)
+		l.deliver(d, next(a, 1000), false, true)
 		fr := next(b, 1000)
 		if i == 3 {
 			held = fr
 			continue
 		}
-		l.deliver(d, fr, false)
+		l.deliver(d, fr, false, true)
 	}
 	l.flushRx()
-	l.deliver(d, held, false)
+	l.deliver(d, held, false, true)
 	l.flushRx()
 	if got := segs() - before; got > 4 {
 		t.Errorf("two flows of eight segments, one gap: TCP saw %d segments, want at most 4", got)
@@ -173,21 +174,53 @@ func TestRxGRO(t *testing.T) {
 	// padding (a 1-byte segment, padded to 60 bytes) after two in order
 	// goes up unmerged: the padding is not payload.
 	fromA, fromB = len(a.sent), len(b.sent)
-	l.deliver(d, next(a, 500), false)
-	l.deliver(d, next(a, 500), false)
+	l.deliver(d, next(a, 500), false, true)
+	l.deliver(d, next(a, 500), false, true)
 	good := next(a, 500)
 	bad := bytes.Clone(good)
 	bad[len(bad)-1] ^= 0xff
-	l.deliver(d, bad, false)
-	l.deliver(d, next(a, 500), false)
-	l.deliver(d, next(b, 1000), false)
-	l.deliver(d, next(b, 1000), false)
+	l.deliver(d, bad, false, true)
+	l.deliver(d, next(a, 500), false, true)
+	l.deliver(d, next(b, 1000), false, true)
+	l.deliver(d, next(b, 1000), false, true)
 	fr := next(b, 1)
-	l.deliver(d, append(fr, make([]byte, 60-len(fr))...), true) // flagged: GRO checks nothing
+	l.deliver(d, append(fr, make([]byte, 60-len(fr))...), true, true) // flagged: GRO checks nothing
 	l.flushRx()
-	l.deliver(d, good, false)
-	l.deliver(d, next(b, 700), false) // nothing extra before it
+	l.deliver(d, good, false, true)
+	l.deliver(d, next(b, 700), false, true) // nothing extra before it
 	l.flushRx()
 	check(a, fromA)
 	check(b, fromB)
+
+	// A window update right after data in one batch reaches TCP: the
+	// data closes the window, the plain ACK after it opens it, and a
+	// write goes out at once (merged into the data, the ACK's window
+	// was lost until a zero-window probe, a second or more later).
+	fromA = len(a.sent)
+	win = 0
+	l.deliver(d, next(a, 1000), false, true)
+	win = 65535
+	l.deliver(d, seg(a.port, a.seq, a.ack, header.TCPFlagAck, nil), false, true)
+	l.flushRx()
+	check(a, fromA)
+	time.Sleep(20 * time.Millisecond)
+	l.takeTx(nil) // the stack's ACKs so far
+	if _, err := a.c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	sent := 0
+	for end := time.Now().Add(500 * time.Millisecond); sent == 0 && time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		b, _ := l.takeTx(nil)
+		for len(b) >= 4 {
+			w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+			n := int(w & abi.NICRecordLenMask)
+			if f := b[4 : 4+n]; len(f) > 54 && header.TCP(f[34:]).DestinationPort() == a.port {
+				sent += len(f) - 54
+			}
+			b = b[min((4+n+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
+		}
+	}
+	if sent != 5 {
+		t.Errorf("a write after a window update that followed data in one batch: %d bytes sent within 500 ms, want 5", sent)
+	}
 }

@@ -318,7 +318,7 @@ func flowBucket(frame []byte) int {
 // header's own checksum, which gVisor would skip with it too, is checked
 // here first (a frame whose header fails goes up unflagged, and GRO or
 // the stack drops it).
-func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) {
+func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK, gro bool) {
 	if csumOK && !ipv4HeaderOK(frame) {
 		csumOK = false
 	}
@@ -341,7 +341,7 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) 
 	}
 	pkt.NetworkProtocolNumber = eth.Type()
 	l.up.d = d
-	if groFrame(frame, csumOK) {
+	if gro && groFrame(frame, csumOK) {
 		pkt.RXChecksumValidated = true
 		l.gro.Dispatcher = &l.up
 		l.gro.Enqueue(pkt) // holds a reference to what it keeps
@@ -353,24 +353,28 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK bool) 
 	l.up.DeliverNetworkPacket(pkt.NetworkProtocolNumber, pkt)
 }
 
-// groFrame reports whether frame is a TCP segment GRO may take: its IP
-// length is the frame's (no Ethernet padding, which GRO would count as
-// payload), its IPv4 header checksum is right, and its TCP checksum is
-// right or vouched for by the NIC (csumOK). GRO is given checked
-// segments only: its own check of an unchecked one sums from the wrong
-// offset (gVisor's PacketData.ChecksumAtOffset counts from the start of
-// the buffer, before the consumed link header, so every segment failed
-// it and none was merged) — the check here is the one the stack would
-// have made, moved.
+// groFrame reports whether frame is a TCP segment GRO may take: it
+// carries payload (GRO keeps the first segment's header: an ACK merged
+// into the data before it would lose its window, so GRO sees data
+// only), its IPv4 header has no options (GRO passes those up at once,
+// ahead of the flow's segments it holds), its IP length is the frame's
+// (no Ethernet padding, which GRO would count as payload), its IPv4
+// header checksum is right, and its TCP checksum is right or vouched
+// for by the NIC (csumOK). GRO is given checked segments only: its own
+// check of an unchecked one sums from the wrong offset (gVisor's
+// PacketData.ChecksumAtOffset counts from the start of the buffer,
+// before the consumed link header, so every segment failed it and none
+// was merged) — the check here is the one the stack would have made,
+// moved.
 func groFrame(frame []byte, csumOK bool) bool {
 	const eth = header.EthernetMinimumSize
-	if tcpHeaders(frame) == 0 {
+	if h := tcpHeaders(frame); h == 0 || h == len(frame) {
 		return false
 	}
 	switch header.Ethernet(frame).Type() {
 	case header.IPv4ProtocolNumber:
 		ip := header.IPv4(frame[eth:])
-		if int(ip.TotalLength()) != len(frame)-eth || !ip.IsChecksumValid() {
+		if ip.HeaderLength() != header.IPv4MinimumSize || int(ip.TotalLength()) != len(frame)-eth || !ip.IsChecksumValid() {
 			return false
 		}
 	default: // IPv6, TCP right after the fixed header (tcpHeaders)

@@ -82,7 +82,7 @@ type service struct {
 	buf   []byte // NetTx's and NetDgramOut's buffer
 	rxbuf []byte // SysNICRecv's: many frames a call
 	// rxRecs is the frames of rxbuf's batch; acksThinned counts the
-	// plain ACKs later ones superseded (thinAcks).
+	// plain ACKs later ones superseded (scanBatch).
 	rxRecs      []rxRec
 	acksThinned uint64
 	rxw         rxWriter         // the endpoints' reads into the kernel's rings
@@ -463,7 +463,7 @@ func (s *service) framesIn() bool {
 			b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
 		}
 		s.rxRecs = recs
-		thinAcks(recs)
+		scanBatch(recs)
 		for _, rec := range recs {
 			switch f := rec.f; {
 			case rec.skip:
@@ -473,7 +473,7 @@ func (s *service) framesIn() bool {
 			case !s.flood.admit(f):
 				// A flood's SYN the listeners are too far behind for.
 			case d != nil:
-				s.link.deliver(d, f, rec.csumOK)
+				s.link.deliver(d, f, rec.csumOK, !rec.noGRO)
 			}
 		}
 		s.link.flushRx()

@@ -139,7 +139,7 @@ func TestRxCsumOK(t *testing.T) {
 		{false, true, true, false},
 		{false, false, true, true},
 	} {
-		l.deliver(d, syn(40000+uint16(i), c.bad, c.badIP), c.flagged)
+		l.deliver(d, syn(40000+uint16(i), c.bad, c.badIP), c.flagged, true)
 		l.flushRx()
 		if got := answered(c.want); got != c.want {
 			t.Errorf("SYN %d (TCP checksum wrong %v, IP's wrong %v, flagged %v): answered %v, want %v", i, c.bad, c.badIP, c.flagged, got, c.want)
