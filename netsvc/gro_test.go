@@ -18,18 +18,16 @@ import (
 	"yolk/kernel/abi"
 )
 
-// TestRxGRO: a batch's in-order segments of one flow reach the stack's
-// TCP as one segment (the link's GRO), and the stream arrives whole and
-// in order — also when a batch misses a segment that a later batch
-// brings, and when a batch mixes two flows. Nothing is held past the
-// batch's flushRx.
-func TestRxGRO(t *testing.T) {
+// linkStack is a netstack on a nicLink without offloads, at svcIP, the
+// peer's address resolved (its answers go out at once, not behind
+// ARP), listening on TCP port 80.
+func linkStack(t *testing.T) (*nicLink, *stack.Stack, *gonet.TCPListener) {
 	l := newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), false, func() {})
 	st := stack.New(stack.Options{
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol},
 	})
-	defer st.Destroy()
+	t.Cleanup(st.Destroy)
 	if e := st.CreateNIC(1, l); e != nil {
 		t.Fatal(e)
 	}
@@ -44,7 +42,17 @@ func TestRxGRO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
+	return l, st, ln
+}
+
+// TestRxGRO: a batch's in-order segments of one flow reach the stack's
+// TCP as one segment (the link's GRO), and the stream arrives whole and
+// in order — also when a batch misses a segment that a later batch
+// brings, and when a batch mixes two flows. Nothing is held past the
+// batch's flushRx.
+func TestRxGRO(t *testing.T) {
+	l, st, ln := linkStack(t)
 	d := l.dispatcherOf()
 
 	// seg is a TCP segment from the peer's port to 80 with window win.

@@ -17,10 +17,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/checksum"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
-	"gvisor.dev/gvisor/pkg/tcpip/network/arp"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	"gvisor.dev/gvisor/pkg/tcpip/stack"
-	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 )
 
 // TestOffloadEcho: with a NIC that takes offload records, the service's
@@ -73,27 +69,7 @@ func TestOffloadEcho(t *testing.T) {
 // header checksum is wrong is dropped too (the flag vouches for the
 // transport checksum only).
 func TestRxCsumOK(t *testing.T) {
-	l := newNICLink(1500, tcpip.LinkAddress(svcMAC[:]), false, func() {})
-	st := stack.New(stack.Options{
-		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, arp.NewProtocol},
-		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol},
-	})
-	defer st.Destroy()
-	if e := st.CreateNIC(1, l); e != nil {
-		t.Fatal(e)
-	}
-	st.AddProtocolAddress(1, tcpip.ProtocolAddress{Protocol: ipv4.ProtocolNumber,
-		AddressWithPrefix: tcpip.AddressWithPrefix{Address: tcpip.AddrFrom4(svcIP), PrefixLen: 24}}, stack.AddressProperties{})
-	sub, _ := tcpip.NewSubnet(tcpip.AddrFrom4([4]byte{10, 0, 2, 0}), tcpip.MaskFromBytes([]byte{255, 255, 255, 0}))
-	st.SetRouteTable([]tcpip.Route{{Destination: sub, NIC: 1}})
-	if e := st.AddStaticNeighbor(1, ipv4.ProtocolNumber, tcpip.AddrFrom4(peerIP), tcpip.LinkAddress(peerMAC[:])); e != nil {
-		t.Fatal(e) // a SYN-ACK then goes out at once, not behind ARP
-	}
-	ln, err := gonet.ListenTCP(st, tcpip.FullAddress{NIC: 1, Port: 80}, ipv4.ProtocolNumber)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	l, _, _ := linkStack(t)
 	syn := func(port uint16, badCsum, badIP bool) []byte {
 		f := make([]byte, 14+20+20)
 		copy(f[0:], svcMAC[:])
