@@ -34,6 +34,22 @@ func winFrame(sp uint16, ack uint32, win uint16, flags header.TCPFlags, opts, pa
 	return f
 }
 
+// v6Frame is an IPv6 TCP segment from the peer's port sp to 80.
+func v6Frame(sp uint16, ack uint32, payload []byte) []byte {
+	pl := 20 + len(payload)
+	f := make([]byte, 14+40+pl)
+	copy(f[0:], svcMAC[:])
+	copy(f[6:], peerMAC[:])
+	f[12], f[13] = 0x86, 0xdd
+	src, dst := tcpip.AddrFrom16(peerLL), tcpip.AddrFrom16(svcLL)
+	header.IPv6(f[14:]).Encode(&header.IPv6Fields{PayloadLength: uint16(pl), TransportProtocol: header.TCPProtocolNumber, HopLimit: 64, SrcAddr: src, DstAddr: dst})
+	tc := header.TCP(f[54:])
+	tc.Encode(&header.TCPFields{SrcPort: sp, DstPort: 80, SeqNum: 7, AckNum: ack, DataOffset: 20, Flags: header.TCPFlagAck, WindowSize: 512})
+	copy(tc[20:], payload)
+	tc.SetChecksum(^checksum.Checksum(tc, header.PseudoHeaderChecksum(header.TCPProtocolNumber, src, dst, uint16(pl))))
+	return f
+}
+
 // TestScanBatch: in a batch, a plain ACK goes when the frame of its flow
 // before it acknowledges less and the one after it is a checked plain
 // ACK acknowledging more, and only then; a frame whose window differs
@@ -72,6 +88,8 @@ func TestScanBatch(t *testing.T) {
 		{"the NIC's word covers TCP, not IP", [][]byte{a(1, 50), a(1, 100), badIP}, 2, "nnn", ""},
 		{"the NIC's word", [][]byte{a(1, 50), a(1, 100), bad}, 2, "nyn", ""},
 		{"not TCP between", [][]byte{a(1, 50), a(1, 100), arpFrame(), a(1, 200)}, -1, "nynn", ""},
+		{"IPv6", [][]byte{v6Frame(1, 100, nil), v6Frame(1, 200, nil), v6Frame(1, 300, nil)}, -1, "nyn", ""},
+		{"IPv6, a damaged one after", [][]byte{v6Frame(1, 100, nil), v6Frame(1, 200, nil), func() []byte { f := v6Frame(1, 300, nil); f[len(f)-1] ^= 1; return f }()}, -1, "nnn", ""},
 		{"windows", [][]byte{data(1, 512), data(1, 512), data(1, 0), data(1, 0), winFrame(1, 1, 65535, ack, nil, nil)}, -1, "nnnnn", "nnyny"},
 	} {
 		recs := make([]rxRec, len(c.frames))
@@ -149,6 +167,9 @@ func TestGroFrame(t *testing.T) {
 		{"padded", winFrame(1, 1, 512, header.TCPFlagAck, nil, []byte("x")), true, false},
 		{"IPv4 options", opts, true, false},
 		{"not TCP", arpFrame(), true, false},
+		{"IPv6 data", v6Frame(1, 1, payload), false, true},
+		{"IPv6 data, a wrong checksum", func() []byte { f := v6Frame(1, 1, payload); f[len(f)-1] ^= 1; return f }(), false, false},
+		{"an IPv6 plain ACK", v6Frame(1, 1, nil), true, false},
 	} {
 		if got := groFrame(c.f, c.csumOK); got != c.want {
 			t.Errorf("%s: groFrame %v, want %v", c.name, got, c.want)
