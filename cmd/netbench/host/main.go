@@ -52,6 +52,7 @@ var (
 	baseELF  = flag.String("base", "", "target base: another yolk image of cmd/netbench (e.g. main's build: yolk build -o base.elf ./cmd/netbench), booted as yolk is")
 	smps     = flag.String("smp", "1,2", "guest CPU counts, comma-separated")
 	rounds   = flag.Int("rounds", 3, "boots of each target and CPU count (alternating targets)")
+	warmup   = flag.Bool("warmup", true, "boot the first target once before round 1 and discard its numbers (a run's first boot is slow whatever the target)")
 	machine  = flag.String("machine", "pc", "QEMU machine: pc or q35")
 	dur      = flag.Duration("d", 5*time.Second, "wrk duration of each HTTP run")
 	conns    = flag.Int("c", 4, "wrk connections")
@@ -129,6 +130,12 @@ func run(ctx context.Context) error {
 		cpus = append(cpus, n)
 	}
 	ts := strings.Split(*targets, ",")
+	if *warmup {
+		fmt.Printf("warm-up: %s smp%d, numbers discarded\n", ts[0], cpus[0])
+		if _, err := boot(ctx, g, ts[0], cpus[0], 0); err != nil {
+			return fmt.Errorf("warm-up boot of %s: %w", ts[0], err)
+		}
+	}
 	for round := 1; round <= *rounds; round++ {
 		for _, n := range cpus {
 			order := ts
