@@ -327,7 +327,9 @@ func testPipeEpoll(t *T) {
 		t.Errorf("read of an empty O_NONBLOCK pipe: %v", err)
 	}
 	// A write from another thread wakes a blocked epoll_wait.
+	wrote := make(chan struct{})
 	go func() {
+		defer close(wrote)
 		time.Sleep(20 * time.Millisecond)
 		syscall.Write(w, []byte("ping"))
 	}()
@@ -340,6 +342,12 @@ func testPipeEpoll(t *T) {
 	if n, _ := syscall.Read(r, buf); string(buf[:n]) != "ping" {
 		t.Errorf("read %q", buf[:n])
 	}
+	// The writer's call must have returned before w is closed below: the
+	// reader can read "ping" while that thread is still in the call,
+	// holding the file, and a close meanwhile ends the pipe's writer only
+	// when the call lets go (as on Linux). Under load (CI, microvm:2)
+	// the close below once came first: no EPOLLHUP, EAGAIN at the end.
+	<-wrote
 	// Level-triggered: reported while ready.
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: 1}
 	if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_MOD, r, &ev); err != nil {
