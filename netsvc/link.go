@@ -94,6 +94,7 @@ func newNICLink(mtu uint32, addr tcpip.LinkAddress, offload bool, notify func())
 	l := &nicLink{mtu: mtu, addr: addr, notify: notify, offload: offload}
 	l.up.l = l
 	l.gro.Init(true)
+	l.gro.Dispatcher = &l.up
 	return l
 }
 
@@ -343,7 +344,6 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK, gro b
 	l.up.d = d
 	if gro && groFrame(frame, csumOK) {
 		pkt.RXChecksumValidated = true
-		l.gro.Dispatcher = &l.up
 		l.gro.Enqueue(pkt) // holds a reference to what it keeps
 		return
 	}
@@ -358,9 +358,10 @@ func (l *nicLink) deliver(d stack.NetworkDispatcher, frame []byte, csumOK, gro b
 // into the data before it would lose its window, so GRO sees data
 // only), its IPv4 header has no options (GRO passes those up at once,
 // ahead of the flow's segments it holds), its IP length is the frame's
-// (no Ethernet padding, which GRO would count as payload), its IPv4
-// header checksum is right, and its TCP checksum is right or vouched
-// for by the NIC (csumOK). GRO is given checked segments only: its own
+// (no Ethernet padding, which GRO would count as payload), and its
+// checksums are right: the NIC vouches for the TCP one (csumOK, which
+// deliver has already withdrawn for a wrong IPv4 header checksum), or
+// tcpSumOK checks both. GRO is given checked segments only: its own
 // check of an unchecked one sums from the wrong offset (gVisor's
 // PacketData.ChecksumAtOffset counts from the start of the buffer,
 // before the consumed link header, so every segment failed it and none
@@ -374,7 +375,7 @@ func groFrame(frame []byte, csumOK bool) bool {
 	switch header.Ethernet(frame).Type() {
 	case header.IPv4ProtocolNumber:
 		ip := header.IPv4(frame[eth:])
-		if ip.HeaderLength() != header.IPv4MinimumSize || int(ip.TotalLength()) != len(frame)-eth || !ip.IsChecksumValid() {
+		if ip.HeaderLength() != header.IPv4MinimumSize || int(ip.TotalLength()) != len(frame)-eth {
 			return false
 		}
 	default: // IPv6, TCP right after the fixed header (tcpHeaders)
