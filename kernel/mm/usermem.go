@@ -1,10 +1,12 @@
 package mm
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"yolk/boot"
 	"yolk/kernel/abi"
+	"yolk/sched"
 )
 
 // The user-memory rule: the program cannot be trusted to pass good
@@ -66,18 +68,43 @@ func userRange(p, n uintptr, need uint32) bool {
 	if p < 1<<32 {
 		return p >= imageLo && p+n <= imageHi && (need&ProtWrite == 0 || p >= imageRO) && !bootTables(p, n)
 	}
-	mmLock.Lock()
-	defer mmLock.Unlock()
-	for p < p+n {
-		i := findVMA(p)
-		if i >= nvmas || vmas[i].start > p || vmas[i].prot == 0 || vmas[i].prot&need != need {
+	for {
+		// The table is read without mmLock (the check runs in every
+		// system call that takes a buffer): what was read counts only
+		// if no change was under way or made meanwhile.
+		s := atomic.LoadUint32(&vmSeq)
+		if s&1 == 0 {
+			ok := areasAllow(p, p+n, need)
+			if areasUnchanged(s) {
+				return ok
+			}
+		}
+		sched.Pause()
+	}
+}
+
+// areasAllow reports whether areas cover [p, end) with the access need.
+// It may run while the table changes (userRange then throws its answer
+// away): every index stays in the array and the walk ends, whatever it
+// reads.
+func areasAllow(p, end uintptr, need uint32) bool {
+	for k := 0; p < end; k++ {
+		if k == len(vmas) {
 			return false
 		}
-		if vmas[i].end >= p+n {
+		i := findVMA(p)
+		if i >= nvmas || i >= len(vmas) {
+			return false
+		}
+		v := &vmas[i]
+		start, stop, prot := v.start, v.end, v.prot
+		if start > p || stop <= p || prot == 0 || prot&need != need {
+			return false
+		}
+		if stop >= end {
 			return true
 		}
-		n -= vmas[i].end - p
-		p = vmas[i].end
+		p = stop
 	}
 	return true
 }

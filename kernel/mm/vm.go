@@ -100,8 +100,14 @@ func (s Space[E]) flushRefs() {
 }
 
 var (
-	vmMutex    sched.Mutex
-	mmLock     sched.TWALock
+	vmMutex sched.Mutex
+	mmLock  sched.TWALock
+	// vmSeq counts the area table's changes, two per change: odd while
+	// one is under way (changeAreas to areasChanged, under mmLock). The
+	// user-memory check reads the table without mmLock and keeps what
+	// it read only if vmSeq was even and has not moved (a sequence
+	// count, as Linux's seqcount_t): usermem.go.
+	vmSeq      uint32
 	vmas       [4096]vma
 	nvmas      int
 	mmapCursor uintptr = mmapStart
@@ -190,6 +196,18 @@ func (s Space[E]) unback(start, end uintptr) {
 			}
 		}
 	}
+}
+
+// changeAreas takes mmLock for a change of the area table and makes
+// vmSeq odd; areasChanged makes it even and lets mmLock go.
+func changeAreas() {
+	mmLock.Lock()
+	atomic.AddUint32(&vmSeq, 1)
+}
+
+func areasChanged() {
+	atomic.AddUint32(&vmSeq, 1)
+	mmLock.Unlock()
 }
 
 // findVMA returns the index of the first area that ends above a.
@@ -378,9 +396,9 @@ func (s Space[E]) Map(addr, n uintptr, prot uint32, fixed bool, c Charge) (uintp
 			return 0, err
 		}
 	}
-	mmLock.Lock()
+	changeAreas()
 	a, e := areaPlace(addr, n, vma{prot: prot, noCharge: c != ChargeWrite}, fixed)
-	mmLock.Unlock()
+	areasChanged()
 	s.flushRefs()
 	return a, e
 }
@@ -408,9 +426,9 @@ func (s Space[E]) MapFile(addr, n uintptr, prot uint32, fixed bool, file int32, 
 			return 0, err
 		}
 	}
-	mmLock.Lock()
+	changeAreas()
 	a, e := areaPlace(addr, n, vma{prot: prot, file: file, off: off, shared: shared, noWrite: noWrite, noCharge: c != ChargeWrite}, fixed)
-	mmLock.Unlock()
+	areasChanged()
 	if e != 0 {
 		logRef(file, -1)
 	}
@@ -457,9 +475,9 @@ func (s Space[E]) Unmap(addr, n uintptr) abi.Errno {
 // remove forgets the areas in [addr, addr+n) and then unbacks the range;
 // vmMutex is held.
 func (s Space[E]) remove(addr, n uintptr) abi.Errno {
-	mmLock.Lock()
+	changeAreas()
 	ok := removeVMA(addr, addr+n)
-	mmLock.Unlock()
+	areasChanged()
 	if !ok {
 		return abi.ENOMEM
 	}
@@ -560,7 +578,7 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 	}
 	vmMutex.Lock()
 	defer vmMutex.Unlock()
-	mmLock.Lock()
+	changeAreas()
 	var err abi.Errno
 	weakens := false
 	if prot&ProtWrite != 0 && protectCharged(addr, addr+n) {
@@ -569,6 +587,7 @@ func (s Space[E]) Protect(addr, n uintptr, prot uint32) abi.Errno {
 		weakens = protectWeakens(addr, addr+n, prot)
 		err = areaProtect(addr, n, prot)
 	}
+	atomic.AddUint32(&vmSeq, 1) // the areas are changed; mmLock stays for the entries
 	changed := false
 	if err == 0 && prot != 0 && weakens {
 		for va := addr; va < addr+n; va += PageSize {

@@ -1,6 +1,10 @@
 package mm
 
-import "yolk/arch/amd64"
+import (
+	"sync/atomic"
+
+	"yolk/arch/amd64"
+)
 
 // archMapFlags are amd64's mmap flags MAP_SHARED_VALIDATE accepts beside
 // the generic ones (MapFileType): MAP_32BIT, MAP_ABOVE4G.
@@ -69,3 +73,7 @@ func UnmapLow() {
 // pteWritten orders a page-table write before the accesses that use it:
 // nothing to do on x86, whose table walks see the CPU's own stores in order.
 func pteWritten() {}
+
+// areasUnchanged reports whether vmSeq still holds s, read after the
+// reads of the area table before it: amd64 does not reorder loads.
+func areasUnchanged(s uint32) bool { return atomic.LoadUint32(&vmSeq) == s }

@@ -1,6 +1,10 @@
 package mm
 
-import "yolk/arch/arm64"
+import (
+	"sync/atomic"
+
+	"yolk/arch/arm64"
+)
 
 // archMapFlags are arm64's mmap flags MAP_SHARED_VALIDATE accepts beside
 // the generic ones (MapFileType): none.
@@ -70,3 +74,10 @@ func UnmapLow() {}
 // (DSB ISHST; ISB): an arm64 table walk may otherwise miss the new entry
 // and fault (TCG never does; hardware may).
 func pteWritten() { arm64.TableSync() }
+
+// areasUnchanged reports whether vmSeq still holds s, read after the
+// reads of the area table before it. arm64 may satisfy an earlier load
+// after a load-acquire; a compare-and-swap's release half orders the
+// earlier loads before it (where Linux's read_seqcount_retry has a
+// read barrier).
+func areasUnchanged(s uint32) bool { return atomic.CompareAndSwapUint32(&vmSeq, s, s) }
