@@ -2,6 +2,7 @@ package net
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -529,7 +530,7 @@ func (n *Net[E]) establish(s, l int32) Errno {
 		return unix.ENOBUFS
 	}
 	cp := &n.socks[c]
-	cp.refs = 0 // no descriptor until accepted
+	atomic.StoreInt32(&cp.refs, 0) // no descriptor until accepted
 	cp.family, cp.v6only = lp.family, lp.v6only
 	cp.opts = lp.opts &^ (optReuseAddr | optReusePort)
 	cp.tcp = lp.tcp

@@ -409,10 +409,10 @@ func (n *Net[E]) Pair(typ, proto int, nonblock bool) (a, b int, e Errno) {
 		e = n.connectPair(sa, sb)
 	}
 	if e != 0 {
-		n.socks[sa].refs = 0
+		atomic.StoreInt32(&n.socks[sa].refs, 0)
 		n.release(sa, false)
 		if sb >= 0 {
-			n.socks[sb].refs = 0
+			atomic.StoreInt32(&n.socks[sb].refs, 0)
 			n.release(sb, false)
 		}
 		return -1, -1, e
@@ -451,7 +451,7 @@ func (n *Net[E]) unpeer(p *sock) {
 }
 
 func (n *Net[E]) maybeFree(p *sock) {
-	if p.dead && p.links == 0 && p.refs == 0 {
+	if p.dead && p.links == 0 && atomic.LoadInt32(&p.refs) == 0 {
 		n.freeSlot(p)
 	}
 }
@@ -648,21 +648,42 @@ func (n *Net[E]) Timeout(s int, send bool) int64 {
 	return n.socks[s].rcvtimeo
 }
 
-// Ref adds a reference to socket s (a descriptor dup'ed, a call in
-// progress).
+// Ref adds a reference to socket s, on which the caller holds one (its
+// descriptor, under the file table's lock; a record in flight), so the
+// slot cannot be freed meanwhile: an atomic add, no lock. The socket
+// lock's holders read refs atomically too.
 func (n *Net[E]) Ref(s int) {
-	n.env.Lock()
-	n.socks[s].refs++
-	n.env.Unlock()
+	atomic.AddInt32(&n.socks[s].refs, 1)
 }
 
-// Close drops a reference to socket s; the last one closes it.
+// Close drops a reference to socket s; the last one closes it. A drop
+// that leaves references while no socket is in flight takes no lock (a
+// call's own reference, the common case): nothing happens then but the
+// count. With sockets in flight the lock is taken, for gc when only
+// records in flight are left (Linux's unix_gc; a socket that went in
+// flight while the count dropped gets that look too).
 func (n *Net[E]) Close(s int) {
+	p := &n.socks[s]
+	for {
+		r := atomic.LoadInt32(&p.refs)
+		if r <= 1 || atomic.LoadInt32(&n.scm.inflight) != 0 {
+			break
+		}
+		if atomic.CompareAndSwapInt32(&p.refs, r, r-1) {
+			if atomic.LoadInt32(&n.scm.inflight) != 0 {
+				n.env.Lock()
+				if atomic.LoadInt32(&p.refs) == p.nflight {
+					n.gc()
+				}
+				n.env.Unlock()
+			}
+			return
+		}
+	}
 	n.env.Lock()
 	defer n.env.Unlock()
-	p := &n.socks[s]
-	if p.refs--; p.refs > 0 {
-		if p.refs == p.nflight {
+	if r := atomic.AddInt32(&p.refs, -1); r > 0 {
+		if r == p.nflight {
 			n.gc() // only in flight: perhaps in a cycle no descriptor reaches
 		}
 		return

@@ -2,6 +2,7 @@ package net
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -137,7 +138,7 @@ func (n *Net[E]) ctlAdd(c *Ctl, kind, h int) Errno {
 	n.scm.freeFlight = f.next
 	*f = flight{kind: uint8(kind), h: int32(h)}
 	if kind == KindSocket {
-		n.scm.inflight++
+		atomic.AddInt32(&n.scm.inflight, 1)
 		n.socks[h].nflight++
 	}
 	if c.tail != 0 {
@@ -173,7 +174,7 @@ func (n *Net[E]) TakeFD(fds *int32) (kind, h int, ok bool) {
 	f := &n.scm.flights[*fds-1]
 	kind, h = int(f.kind), int(f.h)
 	if f.kind == KindSocket {
-		n.scm.inflight--
+		atomic.AddInt32(&n.scm.inflight, -1)
 		n.socks[h].nflight--
 	}
 	next := f.next
@@ -191,7 +192,7 @@ func (n *Net[E]) dropRef(kind uint8, h int32) {
 		return
 	}
 	p := &n.socks[h]
-	if p.refs--; p.refs == 0 {
+	if atomic.AddInt32(&p.refs, -1) == 0 {
 		p.zap = n.scm.zap
 		n.scm.zap = h + 1
 	}
@@ -202,7 +203,7 @@ func (n *Net[E]) dropList(i int32) {
 	for i != 0 {
 		f := &n.scm.flights[i-1]
 		if f.kind == KindSocket {
-			n.scm.inflight--
+			atomic.AddInt32(&n.scm.inflight, -1)
 			n.socks[f.h].nflight--
 		}
 		n.dropRef(f.kind, f.h)
@@ -224,7 +225,7 @@ func (n *Net[E]) dupList(i int32) (head int32, count int) {
 			break
 		}
 		if f.kind == KindSocket {
-			n.socks[f.h].refs++
+			atomic.AddInt32(&n.socks[f.h].refs, 1)
 		} else {
 			n.env.Hold(int(f.kind), int(f.h))
 		}
@@ -452,7 +453,7 @@ func (n *Net[E]) consumeStream(p *sock, k int) {
 // readable). Bounded: a pass over the sockets and the records, with a
 // fixed stack.
 func (n *Net[E]) gc() {
-	if n.scm.inflight == 0 {
+	if atomic.LoadInt32(&n.scm.inflight) == 0 {
 		return
 	}
 	for i := range n.live() {
@@ -463,7 +464,7 @@ func (n *Net[E]) gc() {
 	}
 	sp := 0
 	for i := range n.live() {
-		if p := &n.socks[i]; p.used && !p.dead && p.refs > p.held {
+		if p := &n.socks[i]; p.used && !p.dead && atomic.LoadInt32(&p.refs) > p.held {
 			p.mark = true
 			n.scm.stack[sp] = int32(i)
 			sp++
@@ -484,10 +485,10 @@ func (n *Net[E]) gc() {
 	// unix_collect_skb), which drops them.
 	for i := range n.live() {
 		p := &n.socks[i]
-		if !p.used || p.dead || p.held == 0 || p.mark || p.refs == 0 {
+		if !p.used || p.dead || p.held == 0 || p.mark || atomic.LoadInt32(&p.refs) == 0 {
 			continue
 		}
-		p.refs++ // kept while its own queue goes
+		atomic.AddInt32(&p.refs, 1) // kept while its own queue goes
 		n.dropQueue(p)
 		if p.state == stListen {
 			for e := p.qhead; e >= 0; e = n.socks[e].qnext {

@@ -2,6 +2,7 @@ package net
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -491,7 +492,7 @@ func (n *Net[E]) accepted(c *abi.NetCall) Errno {
 		return unix.ENFILE
 	}
 	cp := &n.socks[cs]
-	cp.refs = 0
+	atomic.StoreInt32(&cp.refs, 0)
 	cp.family, cp.v6only, cp.tcp = lp.family, lp.v6only, lp.tcp
 	cp.opts = lp.opts &^ (optReuseAddr | optReusePort)
 	cp.local = inetAddr{ip: c.Local, port: c.LPort}

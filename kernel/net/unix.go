@@ -2,6 +2,7 @@ package net
 
 import (
 	"golang.org/x/sys/unix"
+	"sync/atomic"
 
 	"yolk/kernel/abi"
 )
@@ -181,7 +182,7 @@ func (n *Net[E]) Connect(s int, a *Addr) (Wait, Errno) {
 		return Wait{}, unix.ENOMEM
 	}
 	cp := &n.socks[c]
-	cp.refs = 0 // no descriptor until accepted
+	atomic.StoreInt32(&cp.refs, 0) // no descriptor until accepted
 	if e = n.connectPair(int32(s), c); e != 0 {
 		n.release(c, false)
 		return Wait{}, e
@@ -269,7 +270,8 @@ func (n *Net[E]) Accept(s int) (int, Wait, Errno) {
 		p.qtail = -1
 	}
 	p.qlen--
-	cp.qnext, cp.listener, cp.refs = -1, -1, 1
+	cp.qnext, cp.listener = -1, -1
+	atomic.StoreInt32(&cp.refs, 1)
 	if p.family == unix.AF_UNIX {
 		// Linux's unix_sock_inherit_flags.
 		cp.opts |= p.opts & (optPassCred | optPassSec)
