@@ -139,6 +139,9 @@ func (t *Table[E]) Changed(addr uintptr) {
 // instances' ready lists.
 func (t *Table[E]) drain() {
 	for i := range t.csummary {
+		if atomic.LoadUint64(&t.csummary[i]) == 0 {
+			continue // a load, not a swap, for what is usually nothing
+		}
 		for sw := atomic.SwapUint64(&t.csummary[i], 0); sw != 0; sw &= sw - 1 {
 			k := i*64 + bits.TrailingZeros64(sw)
 			for cw := atomic.SwapUint64(&t.changed[k], 0); cw != 0; cw &= cw - 1 {
