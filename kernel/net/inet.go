@@ -427,11 +427,11 @@ func (n *Net[E]) connectInet(s int32, sa []byte) (Wait, Errno) {
 		}
 		p.ss, err, first = ssConnecting, unix.EINPROGRESS, true
 	}
-	if first && p.nonblock {
+	if first && p.nonblock.Load() {
 		return Wait{}, unix.EINPROGRESS
 	}
 	if p.state == stSynSent {
-		if p.nonblock {
+		if p.nonblock.Load() {
 			return Wait{}, err
 		}
 		return n.wait(s), unix.EAGAIN

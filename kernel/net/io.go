@@ -570,9 +570,9 @@ func (n *Net[E]) Setsockopt(s, level, name int, val []byte) Errno {
 			t = sec*1e9 + usec*1e3
 		}
 		if name == unix.SO_RCVTIMEO {
-			p.rcvtimeo = t
+			p.rcvtimeo.Store(t)
 		} else {
-			p.sndtimeo = t
+			p.sndtimeo.Store(t)
 		}
 	case unix.SO_LINGER:
 		if len(val) < 8 {
@@ -676,9 +676,9 @@ func (n *Net[E]) Getsockopt(s, level, name int, out *[16]byte) (int, Errno) {
 		binary.LittleEndian.PutUint32(out[8:], id)
 		return 12, 0
 	case unix.SO_RCVTIMEO, unix.SO_SNDTIMEO:
-		t := p.rcvtimeo
+		t := p.rcvtimeo.Load()
 		if name == unix.SO_SNDTIMEO {
-			t = p.sndtimeo
+			t = p.sndtimeo.Load()
 		}
 		binary.LittleEndian.PutUint64(out[0:], uint64(t/1e9))
 		binary.LittleEndian.PutUint64(out[8:], uint64(t%1e9/1e3))

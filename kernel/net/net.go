@@ -142,7 +142,7 @@ type sock struct {
 	typ      uint8
 	state    uint8
 	shut     uint8
-	nonblock bool
+	nonblock atomic.Bool
 	path     bool  // named by a path (else abstract, if named)
 	addrLen  uint8 // the sockaddr's length as Linux keeps it; 0: unnamed
 	opts     uint16
@@ -160,13 +160,14 @@ type sock struct {
 	msgs     int32 // messages queued (datagram, seqpacket)
 	sndbuf   int32
 	rcvbuf   int32
-	rcvtimeo int64 // SO_RCVTIMEO, SO_SNDTIMEO in nanoseconds; 0: none
-	sndtimeo int64
-	r, n     int // the receive ring: read position, bytes queued
-	seq      uint32
-	name     [AddrMax - 2]byte     // AF_UNIX: its name
-	pages    [maxRingPages]uintptr // held while they hold bytes (back, consumed)
-	rxOn     bool                  // it has a receive side (a connected or datagram socket; not a listener)
+	// SO_RCVTIMEO, SO_SNDTIMEO in nanoseconds (0: none) and O_NONBLOCK:
+	// atomics, which Mode reads without the lock.
+	rcvtimeo, sndtimeo atomic.Int64
+	r, n               int // the receive ring: read position, bytes queued
+	seq                uint32
+	name               [AddrMax - 2]byte     // AF_UNIX: its name
+	pages              [maxRingPages]uintptr // held while they hold bytes (back, consumed)
+	rxOn               bool                  // it has a receive side (a connected or datagram socket; not a listener)
 
 	// AF_INET, AF_INET6 (inet.go).
 	v6only   bool     // IPV6_V6ONLY
@@ -359,7 +360,8 @@ func (n *Net[E]) Socket(family, typ, proto int, nonblock bool) (int, Errno) {
 		return -1, e
 	}
 	p := &n.socks[s]
-	p.family, p.nonblock = uint8(family), nonblock
+	p.family = uint8(family)
+	p.nonblock.Store(nonblock)
 	if isInet(p.family) {
 		p.local = wildcard(p.family)
 	} else {
@@ -391,7 +393,7 @@ func (n *Net[E]) socket(typ, proto int, nonblock bool) (int32, Errno) {
 	}
 	s, e := n.newSock(typ)
 	if e == 0 {
-		n.socks[s].nonblock = nonblock
+		n.socks[s].nonblock.Store(nonblock)
 	}
 	return s, e
 }
@@ -614,27 +616,26 @@ func (n *Net[E]) Type(s int) int {
 func (n *Net[E]) Nonblocking(s int) bool {
 	n.env.Lock()
 	defer n.env.Unlock()
-	return n.socks[s].nonblock
+	return n.socks[s].nonblock.Load()
 }
 
 func (n *Net[E]) SetNonblocking(s int, on bool) {
 	n.env.Lock()
 	defer n.env.Unlock()
-	n.socks[s].nonblock = on
+	n.socks[s].nonblock.Store(on)
 }
 
 // Mode is what a send (send true) or receive on s needs to know before
 // it starts, in one look: O_NONBLOCK, the type, and SO_SNDTIMEO or
-// SO_RCVTIMEO in nanoseconds (0: none).
+// SO_RCVTIMEO in nanoseconds (0: none). No lock: the caller holds a
+// reference (the slot is not reused), the type never changes, the rest
+// are atomics; a change racing with the call is seen or not, as on Linux.
 func (n *Net[E]) Mode(s int, send bool) (nonblock bool, typ int, timeout int64) {
-	n.env.Lock()
 	p := &n.socks[s]
-	nonblock, typ, timeout = p.nonblock, int(p.typ), p.rcvtimeo
 	if send {
-		timeout = p.sndtimeo
+		return p.nonblock.Load(), int(p.typ), p.sndtimeo.Load()
 	}
-	n.env.Unlock()
-	return nonblock, typ, timeout
+	return p.nonblock.Load(), int(p.typ), p.rcvtimeo.Load()
 }
 
 // Timeout is s's SO_RCVTIMEO (send false) or SO_SNDTIMEO in nanoseconds,
@@ -643,9 +644,9 @@ func (n *Net[E]) Timeout(s int, send bool) int64 {
 	n.env.Lock()
 	defer n.env.Unlock()
 	if send {
-		return n.socks[s].sndtimeo
+		return n.socks[s].sndtimeo.Load()
 	}
-	return n.socks[s].rcvtimeo
+	return n.socks[s].rcvtimeo.Load()
 }
 
 // Ref adds a reference to socket s, on which the caller holds one (its
