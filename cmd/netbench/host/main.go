@@ -50,6 +50,7 @@ var (
 	targets  = flag.String("targets", "linux,yolk", "guests, comma-separated: linux, yolk, base (the -base image)")
 	netMode  = flag.String("net", "user", "the guests' network: user (QEMU's, through port forwards on 127.0.0.1) or tap (a tap device this command makes and removes, the host 10.0.2.2/24 on it, the guest 10.0.2.15: needs root)")
 	baseELF  = flag.String("base", "", "target base: another yolk image of cmd/netbench (e.g. main's build: yolk build -o base.elf ./cmd/netbench), booted as yolk is")
+	baseEnv  = flag.String("baseenv", "", "for target base: kernel options or environment, comma-separated KEY=VALUE (e.g. yolk.idlepoll=20), to compare an option with the same image as -base")
 	smps     = flag.String("smp", "1,2", "guest CPU counts, comma-separated")
 	rounds   = flag.Int("rounds", 3, "boots of each target and CPU count (alternating targets)")
 	warmup   = flag.Bool("warmup", true, "boot the first target once before round 1 and discard its numbers (a run's first boot is slow whatever the target)")
@@ -302,6 +303,9 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			Timeout: 5 * time.Minute, Net: qemu.NetUser, Forwards: fwds, Stdout: log, Stderr: log}
 		if tap != "" {
 			c.Net, c.Forwards, c.Env = qemu.NetTap+tap, nil, []string{"yolk.net=" + tapGuest + "/24," + tapHost}
+		}
+		if t == "base" && *baseEnv != "" {
+			c.Env = append(c.Env, strings.Split(*baseEnv, ",")...)
 		}
 		go func() {
 			r, err := qemu.Run(ctx, c)
