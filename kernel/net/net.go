@@ -613,17 +613,10 @@ func (n *Net[E]) Type(s int) int {
 }
 
 // Nonblocking reports whether s is O_NONBLOCK; SetNonblocking sets it.
-func (n *Net[E]) Nonblocking(s int) bool {
-	n.env.Lock()
-	defer n.env.Unlock()
-	return n.socks[s].nonblock.Load()
-}
+// Both are atomics, without the lock (Mode).
+func (n *Net[E]) Nonblocking(s int) bool { return n.socks[s].nonblock.Load() }
 
-func (n *Net[E]) SetNonblocking(s int, on bool) {
-	n.env.Lock()
-	defer n.env.Unlock()
-	n.socks[s].nonblock.Store(on)
-}
+func (n *Net[E]) SetNonblocking(s int, on bool) { n.socks[s].nonblock.Store(on) }
 
 // Mode is what a send (send true) or receive on s needs to know before
 // it starts, in one look: O_NONBLOCK, the type, and SO_SNDTIMEO or
@@ -641,8 +634,6 @@ func (n *Net[E]) Mode(s int, send bool) (nonblock bool, typ int, timeout int64) 
 // Timeout is s's SO_RCVTIMEO (send false) or SO_SNDTIMEO in nanoseconds,
 // 0 for none.
 func (n *Net[E]) Timeout(s int, send bool) int64 {
-	n.env.Lock()
-	defer n.env.Unlock()
 	if send {
 		return n.socks[s].sndtimeo.Load()
 	}
