@@ -77,8 +77,12 @@ func cpuinfoX86(o *out, s *Snapshot, i int) {
 	o.str("\nfpu\t\t: yes\nfpu_exception\t: yes\ncpuid level\t: ")
 	o.dec(uint64(m.CPUIDLevel))
 	o.str("\nwp\t\t: yes\nflags\t\t:")
+	rdseedBroken := m.zen5RDSEEDBroken()
 	for k := range x86Flags {
 		f := &x86Flags[k]
+		if f.bit == capRDSEED && rdseedBroken {
+			continue
+		}
 		if m.Caps[f.bit/32]&(1<<(f.bit%32)) != 0 {
 			o.ch(' ')
 			o.str(f.name)
@@ -120,6 +124,29 @@ func cpuinfoX86(o *out, s *Snapshot, i int) {
 		o.ch(']')
 	}
 	o.str("\n\n")
+}
+
+// zen5RDSEEDBroken reports whether Linux leaves rdseed out on this CPU:
+// AMD's Zen 5 (family 0x1a) can return 0 with CF set from RDSEED's 16-
+// and 32-bit forms (AMD-SB-7055), and Linux's init_amd_zen5 clears the
+// capability unless the model and stepping are one of the two with a
+// fixed microcode and the microcode is at least that. It is decided
+// here, where it is shown, because the microcode is the caller's
+// (ReadCPUID).
+func (m *CPUModel) zen5RDSEEDBroken() bool {
+	if string(m.Vendor[:]) != "AuthenticAMD" || m.Family != 0x1a {
+		return false
+	}
+	if md := m.Model; !(md <= 0x2f || md >= 0x40 && md <= 0x4f || md >= 0x60 && md <= 0x7f) {
+		return false // not Zen 5 (Linux's X86_FEATURE_ZEN5 models)
+	}
+	switch {
+	case m.Model == 0x02 && m.Stepping == 1:
+		return m.Microcode < 0x0b00215a
+	case m.Model == 0x11 && m.Stepping == 0:
+		return m.Microcode < 0x0b101054
+	}
+	return true
 }
 
 // x86Power names CPUID 0x80000007 EDX's bits (x86_power_flags); bit 8,
@@ -211,6 +238,7 @@ const (
 	capAVX2       = 9*32 + 5
 	capMPX        = 9*32 + 14
 	capAVX512F    = 9*32 + 16
+	capRDSEED     = 9*32 + 18
 	capAVX512DQ   = 9*32 + 17
 	capAVX512IFMA = 9*32 + 21
 	capAVX512PF   = 9*32 + 26

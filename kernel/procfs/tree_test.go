@@ -193,3 +193,44 @@ func TestNeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestZen5RDSEED checks that rdseed is left out on AMD's Zen 5 unless its
+// microcode has the fix, as Linux does (AMD-SB-7055), and named elsewhere.
+func TestZen5RDSEED(t *testing.T) {
+	for _, c := range []struct {
+		family, model, stepping uint32
+		microcode               uint32
+		want                    bool
+	}{
+		{0x1a, 0x02, 1, 0x01000065, false}, // a hypervisor's made-up microcode
+		{0x1a, 0x02, 1, 0x0b002159, false},
+		{0x1a, 0x02, 1, 0x0b00215a, true},
+		{0x1a, 0x11, 0, 0x0b101054, true},
+		{0x1a, 0x11, 1, 0x0b101054, false}, // another stepping: no fix known
+		{0x1a, 0x44, 0, 0xffffffff, false},
+		{0x1a, 0x50, 0, 0, true}, // not a Zen 5 model
+		{0x19, 0x01, 1, 0, true}, // Zen 3
+	} {
+		sig := c.stepping | (c.model&0xf)<<4 | (c.model>>4)<<16 | 0xf<<8 | (c.family-0xf)<<20
+		cpuid := func(leaf, sub uint32) (a, b, cx, d uint32) {
+			switch leaf {
+			case 0:
+				return 7, 0x68747541, 0x444d4163, 0x69746e65 // AuthenticAMD
+			case 1:
+				return sig, 0, 0, 0
+			case 7:
+				if sub == 0 {
+					return 0, 1 << 18, 0, 0 // rdseed
+				}
+			}
+			return 0, 0, 0, 0
+		}
+		s := fake()
+		s.Model.Microcode = c.microcode
+		s.Model.ReadCPUID(cpuid, 0)
+		flags := statusMap(strings.ReplaceAll(render(t, s, procfs.ProcRoot, "cpuinfo"), "\t", ""))["flags"]
+		if got := strings.Contains(" "+flags+" ", " rdseed "); got != c.want {
+			t.Errorf("family %#x model %#x stepping %d microcode %#x: rdseed named %v, want %v", c.family, c.model, c.stepping, c.microcode, got, c.want)
+		}
+	}
+}
