@@ -106,10 +106,7 @@ func (s *service) newConn(ev *abi.NetEvent, proto tcpip.TransportProtocolNumber)
 
 func (s *service) watch(c *conn) {
 	c.entry = waiter.NewFunctionEntry(waiter.EventIn|waiter.EventOut|waiter.EventErr|waiter.EventHUp, func(waiter.EventMask) {
-		s.mu.Lock()
-		s.dirty[c] = true
-		s.mu.Unlock()
-		s.wake()
+		s.markDirty(c)
 	})
 	c.wq.EventRegister(&c.entry)
 }
@@ -574,10 +571,7 @@ func (s *service) retryRx(c *conn) {
 	}
 	c.rxTimer = time.AfterFunc(rxRetry, func() {
 		c.rxLater.Store(true)
-		s.mu.Lock()
-		s.dirty[c] = true
-		s.mu.Unlock()
-		s.wake()
+		s.markDirty(c)
 	})
 }
 

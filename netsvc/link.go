@@ -72,6 +72,11 @@ type nicLink struct {
 	txFrames  int
 	txFlow    [txBuckets]uint16 // frames waiting, by flowBucket
 	txDropped uint64
+	// txLooking is set while the loop's round will still take the queue
+	// (lookTx to the takeTx that finds it empty): a frame queued then
+	// needs no kick, which would only make the loop run a round that
+	// finds nothing.
+	txLooking bool
 }
 
 const (
@@ -221,8 +226,9 @@ func (l *nicLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 		l.txFrames++
 		n++
 	}
+	kick := n > 0 && !l.txLooking
 	l.txMu.Unlock()
-	if n > 0 {
+	if kick {
 		l.notify()
 	}
 	return n, nil // what was dropped is not an error, as the channel endpoint says
@@ -265,8 +271,19 @@ func (l *nicLink) takeTx(buf []byte) ([]byte, int) {
 	b, n := l.tx, l.txFrames
 	l.tx, l.txFrames = buf[:0], 0
 	l.txFlow = [txBuckets]uint16{}
+	if n == 0 {
+		l.txLooking = false // from here on a frame queued kicks the loop
+	}
 	l.txMu.Unlock()
 	return b, n
+}
+
+// lookTx says the loop's round has begun and will take the queue before
+// it ends (takeTx until it finds the queue empty).
+func (l *nicLink) lookTx() {
+	l.txMu.Lock()
+	l.txLooking = true
+	l.txMu.Unlock()
 }
 
 // flowBucket is the bucket of frame's flow: a hash of its IPv4 or IPv6

@@ -78,9 +78,15 @@ type service struct {
 	kick  chan struct{}
 	mu    sync.Mutex
 	dirty map[*conn]bool
-	conns map[uint64]*conn
-	buf   []byte // NetTx's and NetDgramOut's buffer
-	rxbuf []byte // SysNICRecv's: many frames a call
+	// dirtyNext is the set a round hands dirty's writers while it serves
+	// dirty's, so that no round makes a map. dirtyLooking is set from a
+	// round's start until it takes dirty: a connection marked then needs
+	// no kick (markDirty).
+	dirtyNext    map[*conn]bool
+	dirtyLooking bool
+	conns        map[uint64]*conn
+	buf          []byte // NetTx's and NetDgramOut's buffer
+	rxbuf        []byte // SysNICRecv's: many frames a call
 	// rxRecs is the frames of rxbuf's batch; acksThinned counts the
 	// plain ACKs later ones superseded (scanBatch).
 	rxRecs      []rxRec
@@ -200,7 +206,7 @@ func open(k kernelCalls, o openConf) (*service, Lease, error) {
 	if info.Present == 0 {
 		return nil, l, errNoNIC
 	}
-	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk), rxbuf: make([]byte, 128<<10),
+	s := &service{k: k, kick: make(chan struct{}, 1), dirty: map[*conn]bool{}, dirtyNext: map[*conn]bool{}, conns: map[uint64]*conn{}, buf: make([]byte, chunk), rxbuf: make([]byte, 128<<10),
 		quit: make(chan struct{}), devMTU: info.MTU, resolv: o.resolv, rxw: rxWriter{k: k, buf: make([]byte, 0, chunk)}, txr: txReader{k: k}}
 	if info.Prefix == 0 {
 		// No yolk.net: ask DHCP, as a machine on a LAN or in a cloud
@@ -360,6 +366,18 @@ func (s *service) callBuf(c *abi.NetCall, buf []byte) error {
 	return nil
 }
 
+// markDirty has the loop serve c: in the round under way if that round
+// has not taken the dirty set yet, else in one it is kicked for.
+func (s *service) markDirty(c *conn) {
+	s.mu.Lock()
+	s.dirty[c] = true
+	kick := !s.dirtyLooking
+	s.mu.Unlock()
+	if kick {
+		s.wake()
+	}
+}
+
 func (s *service) wake() {
 	select {
 	case s.kick <- struct{}{}:
@@ -394,8 +412,16 @@ func (s *service) waitFD(f *os.File) {
 	}
 }
 
-// loop is the service: frames in, the kernel's work, the endpoints'
-// events, frames out, until nothing is left; then it waits.
+// loop is the service: at each kick, a round of frames in, the kernel's
+// work, the endpoints' events and frames out; then it waits for the next.
+// Every source of work kicks it when it has some: the kernel's two
+// eventfds at each interrupt that brought frames and each socket's work
+// (waitFD), the link at each frame the netstack queues, an endpoint's
+// notification, the timers that retry. So a round is not followed by one
+// that only looks again: at every wake-up of a quiet service that round
+// cost two system calls (NetPoll, NICRecv) and found nothing. A round
+// that left work behind (more of the kernel's events than it takes at
+// once) runs again at once.
 func (s *service) loop() {
 	for {
 		select {
@@ -403,39 +429,49 @@ func (s *service) loop() {
 		case <-s.quit:
 			return
 		}
-		for s.round() {
+		for more := true; more; {
+			// A kick that came before the round is the round's: it
+			// looks at every source after this. (A kick sent to the
+			// loop while it waits is handed over and leaves the
+			// channel empty; a second one before the loop runs would
+			// otherwise make it run a round that finds nothing.)
+			select {
+			case <-s.kick:
+			default:
+			}
+			more = s.round()
 		}
 	}
 }
 
-// round does one pass; true if it did anything. The kernel's requests go
-// to the stack before the frames that came meanwhile, and listen returns
-// only once its request was polled (the kernel's net.ListenWait): a
-// listen that returned before a peer's SYN was sent (the program said it
-// serves, the peer connected) is an endpoint listening when the SYN
-// reaches the stack, not a reset.
-func (s *service) round() bool {
+// round does one pass; true if it left work behind. The kernel's
+// requests go to the stack before the frames that came meanwhile, and
+// listen returns only once its request was polled (the kernel's
+// net.ListenWait): a listen that returned before a peer's SYN was sent
+// (the program said it serves, the peer connected) is an endpoint
+// listening when the SYN reaches the stack, not a reset.
+func (s *service) round() (more bool) {
 	s.nicMu.Lock()
 	defer s.nicMu.Unlock()
-	did := s.kernelWork()
-	if s.framesIn() {
-		did = true
-	}
-	if s.ndp.apply(s.st) {
-		did = true
-	}
+	s.link.lookTx()
+	s.mu.Lock()
+	s.dirtyLooking = true
+	s.mu.Unlock()
+	more = s.kernelWork()
+	s.framesIn()
+	s.ndp.apply(s.st)
 	s.mu.Lock()
 	dirty := s.dirty
-	s.dirty = map[*conn]bool{}
+	s.dirty = s.dirtyNext
+	s.dirtyLooking = false
 	s.mu.Unlock()
 	for c := range dirty {
 		s.serve(c)
-		did = true
 	}
-	if s.framesOut() {
-		did = true
-	}
-	return did
+	clear(dirty)
+	s.dirtyNext = dirty
+	s.framesOut()
+	return more
 }
 
 func (s *service) framesIn() bool {
@@ -521,7 +557,8 @@ func (s *service) framesOut() bool {
 // under this).
 const txRetry = 200 * time.Microsecond
 
-// kernelWork takes the kernel's pending work and starts it.
+// kernelWork takes the kernel's pending work and starts it; true if
+// there may be more (it took as many events as it has room for).
 func (s *service) kernelWork() bool {
 	c := abi.NetCall{Op: abi.NetPoll}
 	if err := s.callBuf(&c, unsafe.Slice((*byte)(unsafe.Pointer(&s.evs)), unsafe.Sizeof(s.evs))); err != nil || c.N == 0 {
@@ -530,7 +567,7 @@ func (s *service) kernelWork() bool {
 	for _, ev := range s.evs[:c.N] {
 		s.event(&ev)
 	}
-	return true
+	return int(c.N) == len(s.evs)
 }
 
 // Diag is a line about the service for a person reading a test's log:
