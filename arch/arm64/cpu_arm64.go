@@ -23,3 +23,7 @@ func ISAR0() uint64
 
 // SpinRelease stores entry at a spin-table slot, cleaned to memory, then SEV.
 func SpinRelease(slot, entry uintptr)
+
+// LoadAfterLoads is *p, loaded after every earlier load of this CPU (DMB
+// ISHLD, then the load): a sequence count's re-check.
+func LoadAfterLoads(p *uint32) uint32

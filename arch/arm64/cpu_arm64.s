@@ -66,3 +66,14 @@ TEXT ·SpinRelease(SB),NOSPLIT,$0-16
 	DSB	$15	// SY
 	SEV
 	RET
+
+// func LoadAfterLoads(p *uint32) uint32: *p, loaded after every load
+// before the call (DMB ISHLD, then a plain load), as a sequence count's
+// re-check needs (Linux's smp_rmb in read_seqcount_retry); unlike a
+// compare-and-swap it does not write the count's cache line.
+TEXT ·LoadAfterLoads(SB),NOSPLIT,$0-12
+	MOVD	p+0(FP), R0
+	DMB	$9	// ISHLD
+	MOVWU	(R0), R1
+	MOVW	R1, ret+8(FP)
+	RET

@@ -1,10 +1,6 @@
 package mm
 
-import (
-	"sync/atomic"
-
-	"yolk/arch/arm64"
-)
+import "yolk/arch/arm64"
 
 // archMapFlags are arm64's mmap flags MAP_SHARED_VALIDATE accepts beside
 // the generic ones (MapFileType): none.
@@ -77,7 +73,8 @@ func pteWritten() { arm64.TableSync() }
 
 // areasUnchanged reports whether vmSeq still holds s, read after the
 // reads of the area table before it. arm64 may satisfy an earlier load
-// after a load-acquire; a compare-and-swap's release half orders the
-// earlier loads before it (where Linux's read_seqcount_retry has a
-// read barrier).
-func areasUnchanged(s uint32) bool { return atomic.CompareAndSwapUint32(&vmSeq, s, s) }
+// after a load-acquire, so the re-read follows a load barrier (DMB
+// ISHLD, where Linux's read_seqcount_retry has smp_rmb). It writes
+// nothing: a compare-and-swap here, which also orders them, made every
+// user-memory check on every CPU write vmSeq's cache line.
+func areasUnchanged(s uint32) bool { return arm64.LoadAfterLoads(&vmSeq) == s }
