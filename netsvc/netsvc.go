@@ -468,7 +468,13 @@ func (s *service) round() (more bool) {
 	for c := range dirty {
 		s.serve(c)
 	}
-	clear(dirty)
+	if len(dirty) > dirtyKeep {
+		// A map costs its largest size to clear and walk ever after:
+		// one that held a burst's connections is dropped.
+		dirty = map[*conn]bool{}
+	} else {
+		clear(dirty)
+	}
 	s.dirtyNext = dirty
 	s.framesOut()
 	return more
@@ -556,6 +562,10 @@ func (s *service) framesOut() bool {
 // before the next try (QEMU's device takes a kick's frames in well
 // under this).
 const txRetry = 200 * time.Microsecond
+
+// dirtyKeep is the most connections a dirty set may have held and
+// still be reused (round).
+const dirtyKeep = 1024
 
 // kernelWork takes the kernel's pending work and starts it; true if
 // there may be more (it took as many events as it has room for).
