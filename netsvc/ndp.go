@@ -128,7 +128,7 @@ func (w *addrWatch) OnRemoved(stack.AddressRemovalReason) {}
 
 // apply, in the service loop, adds and removes the routes and tells the
 // kernel the global addresses that came.
-func (d *ndp) apply(st *stack.Stack) bool {
+func (d *ndp) apply(st *stack.Stack) {
 	d.mu.Lock()
 	routes, addrs := d.routes, d.addrs
 	d.routes, d.addrs = nil, nil
@@ -157,5 +157,4 @@ func (d *ndp) apply(st *stack.Stack) bool {
 		c := abi.NetCall{Op: op, Local: a.Address.As16(), Len: uintptr(a.PrefixLen)}
 		d.s.call(&c)
 	}
-	return len(routes)+len(addrs) > 0
 }

@@ -480,16 +480,14 @@ func (s *service) round() (more bool) {
 	return more
 }
 
-func (s *service) framesIn() bool {
+func (s *service) framesIn() {
 	buf := s.rxbuf
 	d := s.link.dispatcherOf()
-	did := false
 	for {
 		r, e := s.k.NICRecv(buf)
 		if e != 0 {
-			return did
+			return
 		}
-		did = true
 		// Under a flood this loop does not end while frames come: a
 		// listener's queue that overflowed turns cookies on for every
 		// SYN here, not after it.
