@@ -238,8 +238,8 @@ const (
 	capAVX2       = 9*32 + 5
 	capMPX        = 9*32 + 14
 	capAVX512F    = 9*32 + 16
-	capRDSEED     = 9*32 + 18
 	capAVX512DQ   = 9*32 + 17
+	capRDSEED     = 9*32 + 18
 	capAVX512IFMA = 9*32 + 21
 	capAVX512PF   = 9*32 + 26
 	capAVX512ER   = 9*32 + 27
