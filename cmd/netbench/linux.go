@@ -21,9 +21,14 @@ func unameRelease() string {
 
 // linuxInit does, as Linux's pid 1 in linuxref's initramfs, what an init
 // and ip(8) would: the modules in /modules in name order (finit_module),
-// lo up, and eth0 (when there is one) up with 10.0.2.15/24 (QEMU's user
-// network; slirp's gateway 10.0.2.2 is on that link, no route needed).
+// /proc mounted (for "/cpu"), lo up, and eth0 (when there is one) up with
+// 10.0.2.15/24 (QEMU's user network; slirp's gateway 10.0.2.2 is on that
+// link, no route needed).
 func linuxInit() {
+	os.Mkdir("/proc", 0o555)
+	if err := unix.Mount("proc", "/proc", "proc", 0, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "netbench: init: mount /proc:", err)
+	}
 	mods, _ := filepath.Glob("/modules/*.ko")
 	sort.Strings(mods)
 	for _, m := range mods {

@@ -11,9 +11,13 @@
 // network: a net/http server on ADDR answering a small body at "/", a bulk
 // sink on -sink (reads a connection to its end, then answers with the byte
 // count), and "/push?addr=10.0.2.2:PORT&n=BYTES", which dials the host
-// through slirp's gateway and writes n bytes. "/quit" (or -for) ends it.
+// through slirp's gateway and writes n bytes; "/cpu" answers with the
+// guest's CPU time so far from /proc/stat (busy and idle, in USER_HZ
+// ticks, all CPUs), which the host reads around each run for the CPU cost
+// of a request or a megabyte; -udp echoes every datagram to its sender.
+// "/quit" (or -for) ends it.
 //
-//	netbench -serve :8080 -sink :8081 [-for 5m]
+//	netbench -serve :8080 -sink :8081 [-udp :8082] [-for 5m]
 //
 // As pid 1 on Linux (not on yolk, whose uname release says yolk) it first
 // does what an init would: loads the kernel modules in /modules (virtio_net
@@ -44,6 +48,7 @@ var (
 	benchTime = flag.Duration("benchtime", time.Second, "target time of each benchmark")
 	serve     = flag.String("serve", "", "serve HTTP on this address instead of running the benchmarks")
 	sink      = flag.String("sink", "", "with -serve: the bulk sink's address")
+	udpEcho   = flag.String("udp", "", "with -serve: echo UDP datagrams on this address")
 	serveFor  = flag.Duration("for", 5*time.Minute, "with -serve: exit after this long")
 )
 
@@ -317,6 +322,7 @@ func serveMain() {
 		once.Do(func() { close(quit) })
 	})
 	mux.HandleFunc("/push", push)
+	mux.HandleFunc("/cpu", cpuTime)
 	ln, err := net.Listen("tcp", *serve)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench:", err)
@@ -331,6 +337,14 @@ func serveMain() {
 			os.Exit(1)
 		}
 		go sinkLoop(sl)
+	}
+	if *udpEcho != "" {
+		pc, err := net.ListenPacket("udp", *udpEcho)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "netbench:", err)
+			os.Exit(1)
+		}
+		go echoLoop(pc)
 	}
 	fmt.Printf("netbench: serving on %s (sink %q)\n", *serve, *sink)
 	select {
@@ -364,6 +378,51 @@ func sinkLoop(ln net.Listener) {
 			c.Write(out[:])
 		}()
 	}
+}
+
+// echoLoop sends every datagram back to where it came from.
+func echoLoop(pc net.PacketConn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "netbench: udp echo:", err)
+			return
+		}
+		pc.WriteTo(buf[:n], from)
+	}
+}
+
+// cpuTime answers "BUSY IDLE": the first line of /proc/stat (all CPUs),
+// in USER_HZ ticks; busy is user, nice, system, irq and softirq, idle is
+// idle and iowait (steal is the host's, guest time is in user already).
+func cpuTime(w http.ResponseWriter, r *http.Request) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		http.Error(w, "/proc/stat: no cpu line: "+line, http.StatusInternalServerError)
+		return
+	}
+	var busy, idle uint64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			http.Error(w, "/proc/stat: "+line, http.StatusInternalServerError)
+			return
+		}
+		switch i {
+		case 0, 1, 2, 5, 6:
+			busy += n
+		case 3, 4:
+			idle += n
+		}
+	}
+	fmt.Fprintf(w, "%d %d\n", busy, idle)
 }
 
 // push dials addr (the host through slirp's gateway, 10.0.2.2 only) and

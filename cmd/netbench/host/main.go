@@ -8,7 +8,12 @@
 //   - HTTP through the forward with wrk (keep-alive, and "Connection:
 //     close": a new connection per request): requests/s, p50 and p99;
 //   - bulk TCP host→guest through a forward and guest→host through slirp's
-//     gateway 10.0.2.2 to a sink on the host's 127.0.0.1: MB/s.
+//     gateway 10.0.2.2 to a sink on the host's 127.0.0.1: MB/s;
+//   - UDP request/response through a forward (-c clients, each with one
+//     datagram outstanding, echoed by the guest): responses/s, p50, p99
+//     and datagrams lost;
+//   - the guest's CPU time each of these took, from its /proc/stat before
+//     and after (netbench's "/cpu"): µs of guest CPU a request, ms a MB.
 //
 // With -net tap the same runs go over a tap device it makes (and removes
 // at the end) instead of QEMU's user network: the host is 10.0.2.2/24 on
@@ -37,6 +42,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +69,7 @@ var (
 	bootWait = flag.Duration("bootwait", 3*time.Minute, "how long to wait for the guest's server")
 	bootN    = flag.Int("boot", 0, "instead: boot the trivial programs (with and without net, netsvc auto/on/off) this many times each on -bootmachines")
 	bootMs   = flag.String("bootmachines", "pc,microvm", "machines for -boot")
+	udpRows  = flag.Bool("udp", true, "measure UDP request/response (false for a -base image older than netbench's -udp)")
 )
 
 // Modules virtio_net needs on Debian's cloud kernel (all =m there), in load
@@ -267,8 +274,16 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
+	udpPort, err := freeUDPPort()
+	if err != nil {
+		return nil, err
+	}
 	fwds := []qemu.Forward{{HostAddr: "127.0.0.1", HostPort: httpPort, GuestPort: 8080}, {HostAddr: "127.0.0.1", HostPort: sinkPort, GuestPort: 8081}}
 	args := []string{"-serve", ":8080", "-sink", ":8081", "-for", "4m"}
+	if *udpRows {
+		fwds = append(fwds, qemu.Forward{UDP: true, HostAddr: "127.0.0.1", HostPort: udpPort, GuestPort: 8082})
+		args = append(args, "-udp", ":8082")
+	}
 	logPath := filepath.Join(*outDir, fmt.Sprintf("%s-smp%d-%d.log", t, n, round))
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -282,7 +297,11 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 	case "linux":
 		netdev := "user,id=net0"
 		for _, f := range fwds {
-			netdev += fmt.Sprintf(",hostfwd=tcp:%s:%d-:%d", f.HostAddr, f.HostPort, f.GuestPort)
+			proto := "tcp"
+			if f.UDP {
+				proto = "udp"
+			}
+			netdev += fmt.Sprintf(",hostfwd=%s:%s:%d-:%d", proto, f.HostAddr, f.HostPort, f.GuestPort)
 		}
 		if tap != "" {
 			netdev = "tap,id=net0,ifname=" + tap + ",script=no,downscript=no"
@@ -318,9 +337,9 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 		return nil, fmt.Errorf("target %q: want linux, yolk or base", t)
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	sinkAddr, pushFrom := fmt.Sprintf("127.0.0.1:%d", sinkPort), "127.0.0.1"
+	sinkAddr, pushFrom, udpAddr := fmt.Sprintf("127.0.0.1:%d", sinkPort), "127.0.0.1", fmt.Sprintf("127.0.0.1:%d", udpPort)
 	if tap != "" {
-		base, sinkAddr, pushFrom = "http://"+tapGuest+":8080", tapGuest+":8081", tapHost
+		base, sinkAddr, pushFrom, udpAddr = "http://"+tapGuest+":8080", tapGuest+":8081", tapHost, tapGuest+":8082"
 	}
 	if err := waitUp(ctx, base+"/", done); err != nil {
 		return nil, fmt.Errorf("%w (console in %s)", err, logPath)
@@ -330,24 +349,38 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 		suffix = "-" + strconv.Itoa(n)
 	}
 	var lines []string
-	for _, mode := range []struct{ name, hdr string }{{"FwdHTTPKeepAlive", ""}, {"FwdHTTPNewConn", "Connection: close"}} {
-		l, err := runWrk(ctx, base+"/", mode.hdr)
+	// measure runs f between two readings of the guest's CPU time and
+	// adds its cost per unit (f's count of them) to f's line.
+	measure := func(name, unit string, perUnit float64, f func() (string, float64, error)) {
+		cpu0, cerr := guestCPU(base)
+		l, units, err := f()
 		if err != nil {
-			lines = append(lines, fmt.Sprintf("# %s: %s", mode.name, oneLine(err)))
-			continue
+			lines = append(lines, fmt.Sprintf("# %s: %s", name, oneLine(err)))
+			return
 		}
-		lines = append(lines, "Benchmark"+mode.name+suffix+"\t"+l)
+		if cpu1, err := guestCPU(base); cerr == nil && err == nil && units > 0 {
+			l += fmt.Sprintf("\t%.1f %s", float64(cpu1-cpu0)*perUnit/units, unit)
+		} else if cerr != nil || err != nil {
+			fmt.Fprintf(os.Stderr, "netbench host: %s: guest CPU time not read: %v %v\n", name, cerr, err)
+		}
+		lines = append(lines, "Benchmark"+name+suffix+"\t"+l)
+	}
+	const tickUS = 1e6 / 100 // /proc/stat counts USER_HZ (100) ticks
+	for _, mode := range []struct{ name, hdr string }{{"FwdHTTPKeepAlive", ""}, {"FwdHTTPNewConn", "Connection: close"}} {
+		measure(mode.name, "cpu-us/op", tickUS, func() (string, float64, error) { return runWrk(ctx, base+"/", mode.hdr) })
 	}
 	size := int64(*bulkMiB) << 20
-	if l, err := bulkIn(ctx, sinkAddr, size); err != nil {
-		lines = append(lines, "# FwdBulkHostToGuest: "+oneLine(err))
-	} else {
-		lines = append(lines, "BenchmarkFwdBulkHostToGuest"+suffix+"\t"+l)
-	}
-	if l, err := bulkOut(ctx, base, pushFrom, size); err != nil {
-		lines = append(lines, "# FwdBulkGuestToHost: "+oneLine(err))
-	} else {
-		lines = append(lines, "BenchmarkFwdBulkGuestToHost"+suffix+"\t"+l)
+	mb := float64(size) / 1e6
+	measure("FwdBulkHostToGuest", "cpu-ms/MB", tickUS/1e3, func() (string, float64, error) {
+		l, err := bulkIn(ctx, sinkAddr, size)
+		return l, mb, err
+	})
+	measure("FwdBulkGuestToHost", "cpu-ms/MB", tickUS/1e3, func() (string, float64, error) {
+		l, err := bulkOut(ctx, base, pushFrom, size)
+		return l, mb, err
+	})
+	if *udpRows {
+		measure("FwdUDPRoundTrip", "cpu-us/op", tickUS, func() (string, float64, error) { return udpRR(ctx, udpAddr) })
 	}
 	hc := &http.Client{Timeout: 10 * time.Second}
 	if resp, err := hc.Get(base + "/quit"); err == nil {
@@ -396,8 +429,8 @@ var (
 )
 
 // runWrk runs wrk (one thread, -c connections, -d) with an optional header
-// and returns "N ns/op req/s p50-ms p99-ms".
-func runWrk(ctx context.Context, url, hdr string) (string, error) {
+// and returns "N ns/op req/s p50-ms p99-ms" and the requests served.
+func runWrk(ctx context.Context, url, hdr string) (string, float64, error) {
 	args := []string{"-t1", "-c" + strconv.Itoa(*conns), "-d" + strconv.Itoa(int(dur.Seconds())) + "s", "--timeout", "5s", "--latency"}
 	if hdr != "" {
 		args = append(args, "-H", hdr)
@@ -407,14 +440,14 @@ func runWrk(ctx context.Context, url, hdr string) (string, error) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("wrk: %v: %s", err, out)
+		return "", 0, fmt.Errorf("wrk: %v: %s", err, out)
 	}
 	s := string(out)
 	m := wrkReqs.FindStringSubmatch(s)
 	r := wrkRate.FindStringSubmatch(s)
 	p := wrkPct.FindAllStringSubmatch(s, -1)
 	if m == nil || r == nil || len(p) != 2 {
-		return "", fmt.Errorf("wrk output not understood: %s", s)
+		return "", 0, fmt.Errorf("wrk output not understood: %s", s)
 	}
 	if e := wrkErrs.FindStringSubmatch(s); e != nil {
 		fmt.Fprintf(os.Stderr, "netbench host: wrk socket errors: %s\n", e[1])
@@ -430,7 +463,114 @@ func runWrk(ctx context.Context, url, hdr string) (string, error) {
 		}
 		return f
 	}
-	return fmt.Sprintf("%s\t%.0f ns/op\t%.1f req/s\t%.3f p50-ms\t%.3f p99-ms", m[1], 1e9/rate, rate, ms(p[0][2], p[0][3]), ms(p[1][2], p[1][3])), nil
+	n, _ := strconv.ParseFloat(m[1], 64)
+	return fmt.Sprintf("%s\t%.0f ns/op\t%.1f req/s\t%.3f p50-ms\t%.3f p99-ms", m[1], 1e9/rate, rate, ms(p[0][2], p[0][3]), ms(p[1][2], p[1][3])), n, nil
+}
+
+// guestCPU reads the guest's busy CPU time, in USER_HZ ticks over all its
+// CPUs, from netbench's "/cpu".
+func guestCPU(base string) (int64, error) {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get(base + "/cpu")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return 0, fmt.Errorf("/cpu: %s: %s", resp.Status, b)
+	}
+	var busy, idle int64
+	if _, err := fmt.Sscan(string(b), &busy, &idle); err != nil {
+		return 0, fmt.Errorf("/cpu: %q: %v", b, err)
+	}
+	return busy, nil
+}
+
+// udpRR runs -c clients against the guest's UDP echo at addr for -d, each
+// with one datagram outstanding (64 bytes, its sequence number first),
+// and returns "N ns/op resp/s p50-ms p99-ms lost" and N. A datagram not
+// echoed within udpWait counts as lost and the client sends the next.
+func udpRR(ctx context.Context, addr string) (string, float64, error) {
+	const udpWait = 250 * time.Millisecond
+	type res struct {
+		lat  []time.Duration
+		lost int
+		err  error
+	}
+	ch := make(chan res, *conns)
+	start := time.Now()
+	end := start.Add(*dur)
+	for i := 0; i < *conns; i++ {
+		go func() {
+			var r res
+			defer func() { ch <- r }()
+			c, err := net.Dial("udp", addr)
+			if err != nil {
+				r.err = err
+				return
+			}
+			defer c.Close()
+			var out, in [64]byte
+			for seq := uint64(1); time.Now().Before(end) && ctx.Err() == nil; seq++ {
+				binary.BigEndian.PutUint64(out[:], seq)
+				t0 := time.Now()
+				if _, err := c.Write(out[:]); err != nil {
+					r.err = err
+					return
+				}
+				c.SetReadDeadline(t0.Add(udpWait))
+				for {
+					n, err := c.Read(in[:])
+					if err != nil {
+						if ne, ok := err.(net.Error); ok && ne.Timeout() {
+							r.lost++
+							break
+						}
+						r.err = err
+						return
+					}
+					if n == len(in) && binary.BigEndian.Uint64(in[:]) == seq {
+						r.lat = append(r.lat, time.Since(t0))
+						break
+					}
+					// An echo of a datagram given up for lost.
+				}
+			}
+		}()
+	}
+	var all []time.Duration
+	lost := 0
+	var firstErr error
+	for i := 0; i < *conns; i++ {
+		r := <-ch
+		all = append(all, r.lat...)
+		lost += r.lost
+		if r.err != nil && firstErr == nil {
+			firstErr = r.err
+		}
+	}
+	el := time.Since(start)
+	if firstErr != nil {
+		return "", 0, firstErr
+	}
+	if len(all) == 0 {
+		return "", 0, fmt.Errorf("no datagram echoed (%d lost)", lost)
+	}
+	slices.Sort(all)
+	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))]) / 1e6 }
+	n := len(all)
+	rate := float64(n) / el.Seconds()
+	return fmt.Sprintf("%d\t%.0f ns/op\t%.1f resp/s\t%.3f p50-ms\t%.3f p99-ms\t%d lost", n, 1e9/rate, rate, pct(0.50), pct(0.99), lost), float64(n), nil
+}
+
+func freeUDPPort() (int, error) {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port, nil
 }
 
 // bulkIn writes size bytes to the guest's sink at addr (the forward on
