@@ -175,7 +175,7 @@ func (s *service) event(ev *abi.NetEvent) {
 		}
 		c.listener = true
 	}
-	if ops&abi.NetOpTx != 0 {
+	if ops&(abi.NetOpTx|abi.NetOpDgram) != 0 {
 		c.txMore = true
 	}
 	if ops&abi.NetOpShutWr != 0 {
@@ -587,21 +587,28 @@ func (s *service) drop(c *conn) {
 }
 
 func (s *service) dgrams(c *conn) {
+	in := &s.dgramIn
 	for {
-		var w bytes.Buffer
-		res, e := c.ep.Read(&tcpip.LimitedWriter{W: &w, N: maxDgram}, tcpip.ReadOptions{NeedRemoteAddr: true})
+		in.buf.Reset()
+		in.w = tcpip.LimitedWriter{W: &in.buf, N: maxDgram}
+		res, e := c.ep.Read(&in.w, tcpip.ReadOptions{NeedRemoteAddr: true})
 		if e != nil {
 			break
 		}
-		in := abi.NetCall{Op: abi.NetDgramIn, Sock: c.id, Remote: ip16(res.RemoteAddr.Addr), RPort: res.RemoteAddr.Port}
-		s.callBuf(&in, w.Bytes())
+		call := abi.NetCall{Op: abi.NetDgramIn, Sock: c.id, Remote: ip16(res.RemoteAddr.Addr), RPort: res.RemoteAddr.Port}
+		s.callBuf(&call, in.buf.Bytes())
 	}
+	// Only after the kernel said datagrams wait (NetOpDgram, at every
+	// send), and only while it says more do: a call that finds none
+	// is one a datagram coming in would otherwise cost.
 	out := s.buf[:maxDgram] // the endpoint copies what it is given
-	for {
+	for c.txMore {
 		o := abi.NetCall{Op: abi.NetDgramOut, Sock: c.id}
 		if err := s.callBuf(&o, out); err != nil {
+			c.txMore = false
 			break
 		}
+		c.txMore = o.Left != 0
 		to := addr(o.Remote, o.RPort)
 		c.ep.Write(bytes.NewReader(out[:o.N]), tcpip.WriteOptions{To: &to})
 	}

@@ -24,6 +24,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -76,8 +77,13 @@ type service struct {
 	st    *stack.Stack
 	link  *nicLink
 	kick  chan struct{}
-	mu    sync.Mutex
-	dirty map[*conn]bool
+	// nicWork and kernWork are set when the NIC's eventfd, or the
+	// socket layer's, was signalled (waitFD), and cleared by the round
+	// that looks there (framesIn, kernelWork): a round another source
+	// kicked makes no system call to find nothing.
+	nicWork, kernWork atomic.Bool
+	mu                sync.Mutex
+	dirty             map[*conn]bool
 	// dirtyNext is the set a round hands dirty's writers while it serves
 	// dirty's, so that no round makes a map. dirtyLooking is set from a
 	// round's start until it takes dirty: a connection marked then needs
@@ -86,7 +92,13 @@ type service struct {
 	dirtyLooking bool
 	conns        map[uint64]*conn
 	buf          []byte // NetTx's and NetDgramOut's buffer
-	rxbuf        []byte // SysNICRecv's: many frames a call
+	// dgramIn is where a datagram read from an endpoint waits for
+	// NetDgramIn (dgrams), kept so that reading costs no allocation.
+	dgramIn struct {
+		buf bytes.Buffer
+		w   tcpip.LimitedWriter
+	}
+	rxbuf []byte // SysNICRecv's: many frames a call
 	// rxRecs is the frames of rxbuf's batch; acksThinned counts the
 	// plain ACKs later ones superseded (scanBatch).
 	rxRecs      []rxRec
@@ -257,6 +269,7 @@ func (s *service) up(info *abi.NICInfo) error {
 		return err
 	}
 	s.files[0] = os.NewFile(uintptr(nicfd), "netsvc-nic") // registered with the netpoller
+	s.nicWork.Store(true)
 	if e := s.k.NICNotify(nicfd); e != 0 {
 		return fmt.Errorf("SysNICNotify: %v", e)
 	}
@@ -266,14 +279,14 @@ func (s *service) up(info *abi.NICInfo) error {
 		return err
 	}
 	s.files[1] = os.NewFile(uintptr(netfd), "netsvc-net")
+	s.kernWork.Store(true)
 	up := abi.NetCall{Op: abi.NetUp, Buf: uintptr(netfd), Len: uintptr(info.Prefix)}
 	copy(up.Local[:], v4Mapped(info.Addr))
 	if err := s.call(&up); err != nil {
 		return fmt.Errorf("NetUp: %v", err)
 	}
-	for _, f := range s.files {
-		s.wg.Go(func() { s.waitFD(f) })
-	}
+	s.wg.Go(func() { s.waitFD(s.files[0], &s.nicWork) })
+	s.wg.Go(func() { s.waitFD(s.files[1], &s.kernWork) })
 	s.wg.Go(s.loop)
 	return nil
 }
@@ -319,6 +332,7 @@ func Exclusive(f func()) {
 	svc.nicMu.Lock()
 	defer func() {
 		svc.k.NICNotify(svc.nicfd)
+		svc.nicWork.Store(true)
 		svc.nicMu.Unlock()
 		svc.wake()
 	}()
@@ -385,9 +399,9 @@ func (s *service) wake() {
 	}
 }
 
-// waitFD waits on an eventfd through the netpoller and wakes the loop at
-// every signal.
-func (s *service) waitFD(f *os.File) {
+// waitFD waits on an eventfd through the netpoller and, at every signal,
+// sets work and wakes the loop.
+func (s *service) waitFD(f *os.File, work *atomic.Bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		Err = err
@@ -408,6 +422,7 @@ func (s *service) waitFD(f *os.File) {
 			}
 			return
 		}
+		work.Store(true)
 		s.wake()
 	}
 }
@@ -419,9 +434,12 @@ func (s *service) waitFD(f *os.File) {
 // (waitFD), the link at each frame the netstack queues, an endpoint's
 // notification, the timers that retry. So a round is not followed by one
 // that only looks again: at every wake-up of a quiet service that round
-// cost two system calls (NetPoll, NICRecv) and found nothing. A round
-// that left work behind (more of the kernel's events than it takes at
-// once) runs again at once.
+// cost two system calls (NetPoll, NICRecv) and found nothing. Nor does a
+// round look where no signal came: NetPoll only after the socket layer's
+// eventfd, NICRecv only after the NIC's (nicWork, kernWork), and not
+// once more after a batch that left room for any frame. A round that
+// left work behind (more of the kernel's events than it takes at once)
+// runs again at once.
 func (s *service) loop() {
 	for {
 		select {
@@ -457,8 +475,15 @@ func (s *service) round() (more bool) {
 	s.mu.Lock()
 	s.dirtyLooking = true
 	s.mu.Unlock()
-	more = s.kernelWork()
-	s.framesIn()
+	if s.kernWork.Swap(false) {
+		more = s.kernelWork()
+		if more {
+			s.kernWork.Store(true)
+		}
+	}
+	if s.nicWork.Swap(false) {
+		s.framesIn()
+	}
 	s.ndp.apply(s.st)
 	s.mu.Lock()
 	dirty := s.dirty
@@ -517,6 +542,11 @@ func (s *service) framesIn() {
 			}
 		}
 		s.link.flushRx()
+		if len(buf)-r >= abi.NICRecordMaxGSO {
+			// Room for any frame was left: none waited (SysNICRecv),
+			// and the next to come brings a signal.
+			return
+		}
 	}
 }
 

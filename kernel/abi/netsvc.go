@@ -28,7 +28,7 @@ type NetCall struct {
 	Buf    uintptr // NetPoll: []NetEvent; NetRx, NetTx, NetDgramIn, NetDgramOut: bytes
 	Len    uintptr
 	N      uintptr // out: events, or bytes moved
-	Left   uintptr // NetTx, out: the bytes Sock still has to send after these
+	Left   uintptr // NetTx, NetDgramOut, out: the bytes Sock still has to send after these (0: nothing)
 }
 
 // NetCall.Op.
@@ -42,7 +42,7 @@ const (
 	NetFin                  // Sock's peer shut its sending side (end of file after what came)
 	NetReset                // Sock's connection is gone: Errno (ECONNRESET, ETIMEDOUT...)
 	NetDgramIn              // a datagram for UDP Sock from Remote, RPort: Len bytes at Buf
-	NetDgramOut             // the next datagram UDP Sock sends: into Buf (Len bytes), to Remote, RPort; N its length, EAGAIN if none
+	NetDgramOut             // the next datagram UDP Sock sends: into Buf (Len bytes), to Remote, RPort; N its length, Left nonzero if more wait; EAGAIN if none
 	NetRelease              // the service is done with closed socket Sock: its slot may go
 	NetOffline              // Len 1: other addresses are unreachable (ENETUNREACH) until Len 0 (a test that must send nothing out)
 	NetAddr6                // the NIC has IPv6 address Local, prefix Len (autoconfigured): IPv6 addresses are reachable through the service

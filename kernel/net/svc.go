@@ -568,7 +568,7 @@ func (n *Net[E]) dgramOut(s int32, p *sock, c *abi.NetCall, v *Iov) Errno {
 		return unix.EFAULT // the datagram stays queued
 	}
 	n.txDrop(p, len(h)+l)
-	c.N = uintptr(l)
+	c.N, c.Left = uintptr(l), uintptr(p.txn)
 	n.bump(s)
 	return 0
 }

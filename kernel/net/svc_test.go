@@ -130,18 +130,25 @@ func TestService(t *testing.T) {
 		t.Errorf("read on the accepted connection = %q, %v", buf[:m.N], e)
 	}
 
-	// Datagrams.
+	// Datagrams: NetDgramOut says whether more wait (Left).
 	u, _ := n.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0, true)
-	if k, _, e := n.Send(u, &Iov{One: []byte("query"), Len: 5}, 0, 0, &Addr{Raw: sin4(gw, 53)}); k != 5 || e != 0 {
-		t.Fatalf("sendto the gateway = %d, %v", k, e)
+	for _, q := range []string{"query", "again"} {
+		if k, _, e := n.Send(u, &Iov{One: []byte(q), Len: 5}, 0, 0, &Addr{Raw: sin4(gw, 53)}); k != 5 || e != 0 {
+			t.Fatalf("sendto the gateway = %d, %v", k, e)
+		}
 	}
 	ev = events()
 	if len(ev) != 1 || ev[0].Ops != abi.NetOpBind|abi.NetOpDgram {
 		t.Fatalf("events after sendto: %+v", ev)
 	}
-	out2 := abi.NetCall{Op: abi.NetDgramOut, Sock: ev[0].Sock}
-	if e := call(&out2, out); e != 0 || string(out[:out2.N]) != "query" || out2.RPort != 53 || [4]byte(out2.Remote[12:]) != gw {
-		t.Errorf("NetDgramOut = %q to %v:%d, %v", out[:out2.N], out2.Remote, out2.RPort, e)
+	for i, q := range []string{"query", "again"} {
+		out2 := abi.NetCall{Op: abi.NetDgramOut, Sock: ev[0].Sock}
+		if e := call(&out2, out); e != 0 || string(out[:out2.N]) != q || out2.RPort != 53 || [4]byte(out2.Remote[12:]) != gw || (out2.Left != 0) != (i == 0) {
+			t.Errorf("NetDgramOut %d = %q to %v:%d, Left %d, %v", i, out[:out2.N], out2.Remote, out2.RPort, out2.Left, e)
+		}
+	}
+	if e := call(&abi.NetCall{Op: abi.NetDgramOut, Sock: ev[0].Sock}, out); e != unix.EAGAIN {
+		t.Errorf("NetDgramOut with none waiting: %v, want EAGAIN", e)
 	}
 	call(&abi.NetCall{Op: abi.NetDgramIn, Sock: ev[0].Sock, Remote: v4Addr(gw[:]).ip, RPort: 53}, []byte("answer"))
 	if _, e := n.Recv(u, &Iov{One: buf, Len: 64}, unix.MSG_DONTWAIT, &m); e != 0 || string(buf[:m.N]) != "answer" || [4]byte(m.Addr[4:8]) != gw {
