@@ -195,6 +195,15 @@ func tapUp(name, addr string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root: making a tap device needs it")
 	}
+	// Another link on the same subnet (a tap left by hand) would take
+	// the host's traffic for the guest: it would never answer.
+	if out, err := exec.Command("ip", "-4", "route", "show", "to", "match", tapGuest).Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 2 && f[0] != "default" && f[1] == "dev" {
+				return fmt.Errorf("%s is already routed through %s (%s): remove that link first", tapGuest, f[2], strings.TrimSpace(l))
+			}
+		}
+	}
 	for _, args := range [][]string{
 		{"tuntap", "add", "dev", name, "mode", "tap"},
 		{"addr", "add", addr, "dev", name},
