@@ -82,8 +82,11 @@ type service struct {
 	// that looks there (framesIn, kernelWork): a round another source
 	// kicked makes no system call to find nothing.
 	nicWork, kernWork atomic.Bool
-	mu                sync.Mutex
-	dirty             map[*conn]bool
+	// waitLost is set if an eventfd's waiter stopped on an error:
+	// every round then looks at both, as no signal says when.
+	waitLost atomic.Bool
+	mu       sync.Mutex
+	dirty    map[*conn]bool
 	// dirtyNext is the set a round hands dirty's writers while it serves
 	// dirty's, so that no round makes a map. dirtyLooking is set from a
 	// round's start until it takes dirty: a connection marked then needs
@@ -418,7 +421,9 @@ func (s *service) waitFD(f *os.File, work *atomic.Bool) {
 			select {
 			case <-s.quit: // stopped
 			default:
-				fmt.Fprintf(os.Stderr, "netsvc: eventfd: %v %v; the service stops waiting on it\n", err, rerr)
+				fmt.Fprintf(os.Stderr, "netsvc: eventfd: %v %v; the service stops waiting on it and looks at every round\n", err, rerr)
+				s.waitLost.Store(true)
+				s.wake()
 			}
 			return
 		}
@@ -475,13 +480,14 @@ func (s *service) round() (more bool) {
 	s.mu.Lock()
 	s.dirtyLooking = true
 	s.mu.Unlock()
-	if s.kernWork.Swap(false) {
+	lost := s.waitLost.Load()
+	if s.kernWork.Swap(false) || lost {
 		more = s.kernelWork()
 		if more {
 			s.kernWork.Store(true)
 		}
 	}
-	if s.nicWork.Swap(false) {
+	if s.nicWork.Swap(false) || lost {
 		s.framesIn()
 	}
 	s.ndp.apply(s.st)

@@ -7,7 +7,7 @@ package abi
 const (
 	SysNICInfo   = 0x1010 // copy NICInfo to a0
 	SysNICSend   = 0x1011 // send the Ethernet frame of a1 bytes at a0 (no FCS): EINVAL outside [14, 1518] bytes, EAGAIN while the transmit queue is full
-	SysNICRecv   = 0x1012 // move received frames into the a1 bytes at a0 as records (NICRecord*); returns the bytes written, EAGAIN when none waits (or another thread is taking them) — fewer than a1 less the largest record only when no more waited, EINVAL if a1 cannot hold the largest record (NICRecordMax, NICRecordMaxGSO with NICOffloadRx)
+	SysNICRecv   = 0x1012 // move received frames into the a1 bytes at a0 as records (NICRecord*); returns the bytes written, EAGAIN when none waits (or another thread is taking them) — fewer than min(a1, 1 MiB) less the largest record only when no more waited (or a fault ended the copy: EFAULT if it took none), EINVAL if a1 cannot hold the largest record (NICRecordMax, NICRecordMaxGSO with NICOffloadRx)
 	SysNICNotify = 0x1013 // a0: an eventfd the kernel adds 1 to whenever frames arrive (-1: none); EBADF if a0 is no eventfd
 	SysNICInject = 0x1014 // test call (TestCalls): the frame of a1 bytes at a0 arrives as if received; EAGAIN if the ring is full, EINVAL outside [14, 1518]
 	// SysNICSendRecords sends the frames in the a1 bytes at a0, as

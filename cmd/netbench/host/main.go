@@ -45,6 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"yolk/qemu"
@@ -195,13 +196,24 @@ func tapUp(name, addr string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root: making a tap device needs it")
 	}
-	// Another link on the same subnet (a tap left by hand) would take
-	// the host's traffic for the guest: it would never answer.
-	if out, err := exec.Command("ip", "-4", "route", "show", "to", "match", tapGuest).Output(); err == nil {
-		for _, l := range strings.Split(string(out), "\n") {
-			if f := strings.Fields(l); len(f) > 2 && f[0] != "default" && f[1] == "dev" {
-				return fmt.Errorf("%s is already routed through %s (%s): remove that link first", tapGuest, f[2], strings.TrimSpace(l))
-			}
+	// A route to the guest as specific as the tap's /24 (a tap left by
+	// hand on the same subnet) would take the host's traffic for the
+	// guest: it would never answer.
+	out, err := exec.Command("ip", "-4", "route", "show", "to", "match", tapGuest).Output()
+	if err != nil {
+		return fmt.Errorf("ip route show to match %s: %v", tapGuest, err)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] == "default" {
+			continue
+		}
+		bits := 32
+		if _, b, ok := strings.Cut(f[0], "/"); ok {
+			bits, _ = strconv.Atoi(b)
+		}
+		if bits >= 24 {
+			return fmt.Errorf("%s is already routed (%s): remove that route or its link first", tapGuest, strings.TrimSpace(l))
 		}
 	}
 	for _, args := range [][]string{
@@ -534,7 +546,7 @@ func udpRR(ctx context.Context, addr string) (string, float64, error) {
 			for seq := uint64(1); time.Now().Before(end) && ctx.Err() == nil; seq++ {
 				binary.BigEndian.PutUint64(out[:], seq)
 				t0 := time.Now()
-				if _, err := c.Write(out[:]); err != nil {
+				if _, err := c.Write(out[:]); err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
 					r.err = err
 					return
 				}
@@ -542,7 +554,9 @@ func udpRR(ctx context.Context, addr string) (string, float64, error) {
 				for {
 					n, err := c.Read(in[:])
 					if err != nil {
-						if ne, ok := err.(net.Error); ok && ne.Timeout() {
+						// Lost: not echoed in time, or an ICMP error
+						// (the guest's echo not up yet) for it.
+						if ne, ok := err.(net.Error); ok && ne.Timeout() || errors.Is(err, syscall.ECONNREFUSED) {
 							r.lost++
 							break
 						}
