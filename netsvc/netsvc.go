@@ -85,8 +85,13 @@ type service struct {
 	// waitLost is set if an eventfd's waiter stopped on an error:
 	// every round then looks at both, as no signal says when.
 	waitLost atomic.Bool
-	mu       sync.Mutex
-	dirty    map[*conn]bool
+	// pending is set by every source of work (wake, waitFD) and
+	// cleared at each round's start; busy while a goroutine runs rounds
+	// (rounds). A source sets pending, then kicks the loop only if no
+	// goroutine runs rounds: the one that does looks again.
+	pending, busy atomic.Bool
+	mu            sync.Mutex
+	dirty         map[*conn]bool
 	// dirtyNext is the set a round hands dirty's writers while it serves
 	// dirty's, so that no round makes a map. dirtyLooking is set from a
 	// round's start until it takes dirty: a connection marked then needs
@@ -395,15 +400,42 @@ func (s *service) markDirty(c *conn) {
 	}
 }
 
+// wake has a round run after every source's work so far: the one
+// running now looks again (rounds), or the loop is kicked.
 func (s *service) wake() {
+	s.pending.Store(true)
+	if s.busy.Load() {
+		return
+	}
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
+// rounds runs rounds until a round finds that no source signalled since
+// it began, unless another goroutine runs them: then that one sees
+// pending when it ends (or before), and runs another. The stores and
+// loads of pending and busy are sequentially consistent, so a source
+// that set pending while busy was true is seen by its runner's last
+// look.
+func (s *service) rounds() {
+	for s.pending.Load() {
+		if !s.busy.CompareAndSwap(false, true) {
+			return
+		}
+		for {
+			s.pending.Store(false)
+			if !s.round() && !s.pending.Load() {
+				break
+			}
+		}
+		s.busy.Store(false)
+	}
+}
+
 // waitFD waits on an eventfd through the netpoller and, at every signal,
-// sets work and wakes the loop.
+// sets work and runs rounds.
 func (s *service) waitFD(f *os.File, work *atomic.Bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -427,24 +459,30 @@ func (s *service) waitFD(f *os.File, work *atomic.Bool) {
 			}
 			return
 		}
+		// The round runs here, not in the loop's goroutine: an
+		// interrupt's or a socket's work costs no hand-off between
+		// goroutines, which at two CPUs or more woke another thread
+		// each time (the Go runtime's wakep).
 		work.Store(true)
-		s.wake()
+		s.pending.Store(true)
+		s.rounds()
 	}
 }
 
-// loop is the service: at each kick, a round of frames in, the kernel's
-// work, the endpoints' events and frames out; then it waits for the next.
-// Every source of work kicks it when it has some: the kernel's two
-// eventfds at each interrupt that brought frames and each socket's work
-// (waitFD), the link at each frame the netstack queues, an endpoint's
-// notification, the timers that retry. So a round is not followed by one
-// that only looks again: at every wake-up of a quiet service that round
-// cost two system calls (NetPoll, NICRecv) and found nothing. Nor does a
-// round look where no signal came: NetPoll only after the socket layer's
-// eventfd, NICRecv only after the NIC's (nicWork, kernWork), and not
-// once more after a batch that left room for any frame. A round that
-// left work behind (more of the kernel's events than it takes at once)
-// runs again at once.
+// loop is the service's own goroutine: at each kick, rounds (frames
+// in, the kernel's work, the endpoints' events and frames out) until no
+// source signalled. The eventfds' waiters run their rounds themselves
+// (waitFD); the loop runs those of the sources that must not: the link
+// at each frame the netstack queues and an endpoint's notification
+// (both from gVisor's goroutines, holding its locks), the timers that
+// retry. Every source of work sets pending when it has some, so a round
+// is not followed by one that only looks again: at every wake-up of a
+// quiet service that round cost two system calls (NetPoll, NICRecv) and
+// found nothing. Nor does a round look where no signal came: NetPoll
+// only after the socket layer's eventfd, NICRecv only after the NIC's
+// (nicWork, kernWork), and not once more after a batch that left room
+// for any frame. A round that left work behind (more of the kernel's
+// events than it takes at once) runs again at once.
 func (s *service) loop() {
 	for {
 		select {
@@ -452,18 +490,7 @@ func (s *service) loop() {
 		case <-s.quit:
 			return
 		}
-		for more := true; more; {
-			// A kick that came before the round is the round's: it
-			// looks at every source after this. (A kick sent to the
-			// loop while it waits is handed over and leaves the
-			// channel empty; a second one before the loop runs would
-			// otherwise make it run a round that finds nothing.)
-			select {
-			case <-s.kick:
-			default:
-			}
-			more = s.round()
-		}
+		s.rounds()
 	}
 }
 
