@@ -127,6 +127,12 @@ type service struct {
 
 	flood synFlood // SYN cookies for every SYN while a flood lasts (synflood.go)
 
+	// twCap is how many connections may be closing before one that
+	// enters TIME_WAIT leaves it at once; twShort is whether the
+	// netstack is set so (timewait.go).
+	twCap   int64
+	twShort bool
+
 	// Stopping, which only a hosted test does (hosted_test.go): quit
 	// ends the goroutines, which wg counts; files are the eventfds.
 	quit  chan struct{}
@@ -271,6 +277,7 @@ func (s *service) up(info *abi.NICInfo) error {
 	sack := tcpip.TCPSACKEnabled(true)
 	s.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
 	s.flood.st = s.st
+	s.twCap = timeWaitCap(memTotal())
 
 	nicfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -518,6 +525,7 @@ func (s *service) round() (more bool) {
 		s.framesIn()
 	}
 	s.ndp.apply(s.st)
+	s.timeWaitCheck()
 	s.mu.Lock()
 	dirty := s.dirty
 	s.dirty = s.dirtyNext
