@@ -19,11 +19,12 @@ import (
 //
 //   - Receive: the loop hands it the records of a SysNICRecv (many frames
 //     a call); each frame is copied once, into a pooled chunk, its
-//     Ethernet header consumed, and handed up in the loop's goroutine
-//     through gVisor's receive offload (GRO): a batch's in-order TCP
-//     segments of one flow go up as one packet, as Linux's GRO does
-//     (QEMU's user network and a tap without offloads send 1,448-byte
-//     segments; each cost the stack a pass of its own).
+//     Ethernet header consumed, and handed up in the round's goroutine
+//     (rounds run one at a time: service.rounds) through gVisor's
+//     receive offload (GRO): a batch's in-order TCP segments of one flow
+//     go up as one packet, as Linux's GRO does (QEMU's user network and
+//     a tap without offloads send 1,448-byte segments; each cost the
+//     stack a pass of its own).
 //   - Transmit: WritePackets (any goroutine of the stack) copies each
 //     packet's bytes straight into a record of the transmit batch — no
 //     clone of the packet, no view, nothing kept that the stack must
@@ -61,7 +62,7 @@ type nicLink struct {
 	// RXChecksumValidated — a per-frame answer, as Linux's
 	// CHECKSUM_UNNECESSARY, not the whole link's.
 	rxCsumOK atomic.Bool
-	// gro coalesces a batch's segments (the loop's goroutine only: from
+	// gro coalesces a batch's segments (one round at a time only: from
 	// deliver to the flush at the batch's end); up hands them to the
 	// stack.
 	gro gro.GRO
@@ -328,8 +329,8 @@ func flowBucket(frame []byte) int {
 // (abi.NICRecordCsumOK). The word rides with the packet
 // (RXChecksumValidated, which GRO also sets for the segments it checked
 // and merged) to rxUp, and reaches the stack through Capabilities while
-// the stack takes the packet (rxCsumOK), which holds only because the
-// loop's goroutine alone calls deliver and flushRx and gVisor reads that
+// the stack takes the packet (rxCsumOK), which holds only because
+// rounds, one at a time, alone call deliver and flushRx and gVisor reads that
 // capability nowhere but where it takes a packet
 // (TestRXChecksumCapabilityReaders checks the module in use). As Linux's
 // CHECKSUM_UNNECESSARY, it covers the transport checksum only: an IPv4

@@ -72,7 +72,7 @@ var errNoNIC = errors.New("no NIC")
 type service struct {
 	k     kernelCalls
 	ndp   *ndp
-	nicMu sync.Mutex // held while the loop uses the NIC; Exclusive takes it
+	nicMu sync.Mutex // held while a round uses the NIC; Exclusive takes it
 	nicfd int
 	st    *stack.Stack
 	link  *nicLink
@@ -132,6 +132,8 @@ type service struct {
 	// netstack is set so (timewait.go).
 	twCap   int64
 	twShort bool
+	// The netstack's counters timeWaitCheck reads (Stats copies them all).
+	tcpConnected, tcpEstablished *tcpip.StatCounter
 
 	// Stopping, which only a hosted test does (hosted_test.go): quit
 	// ends the goroutines, which wg counts; files are the eventfds.
@@ -278,6 +280,7 @@ func (s *service) up(info *abi.NICInfo) error {
 	s.st.SetTransportProtocolOption(tcp.ProtocolNumber, &sack)
 	s.flood.st = s.st
 	s.twCap = timeWaitCap(memTotal())
+	s.tcpConnected, s.tcpEstablished = s.st.Stats().TCP.CurrentConnected, s.st.Stats().TCP.CurrentEstablished
 
 	nicfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
@@ -414,6 +417,10 @@ func (s *service) wake() {
 	if s.busy.Load() {
 		return
 	}
+	s.kickLoop()
+}
+
+func (s *service) kickLoop() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -425,19 +432,31 @@ func (s *service) wake() {
 // pending when it ends (or before), and runs another. The stores and
 // loads of pending and busy are sequentially consistent, so a source
 // that set pending while busy was true is seen by its runner's last
-// look.
-func (s *service) rounds() {
+// look. An eventfd's waiter (own) runs one round at most: while it runs
+// rounds nobody reads its eventfd, and its source's signals would go
+// unseen (a steady flow on the other source would keep it there); work
+// left after its round goes to the loop.
+func (s *service) rounds(own bool) {
 	for s.pending.Load() {
 		if !s.busy.CompareAndSwap(false, true) {
 			return
 		}
 		for {
 			s.pending.Store(false)
-			if !s.round() && !s.pending.Load() {
+			if s.round() {
+				s.pending.Store(true) // work left behind: another round at once
+			}
+			if own || !s.pending.Load() {
 				break
 			}
 		}
 		s.busy.Store(false)
+		if own {
+			if s.pending.Load() {
+				s.kickLoop()
+			}
+			return
+		}
 	}
 }
 
@@ -472,24 +491,26 @@ func (s *service) waitFD(f *os.File, work *atomic.Bool) {
 		// each time (the Go runtime's wakep).
 		work.Store(true)
 		s.pending.Store(true)
-		s.rounds()
+		s.rounds(true)
 	}
 }
 
-// loop is the service's own goroutine: at each kick, rounds (frames
-// in, the kernel's work, the endpoints' events and frames out) until no
-// source signalled. The eventfds' waiters run their rounds themselves
-// (waitFD); the loop runs those of the sources that must not: the link
-// at each frame the netstack queues and an endpoint's notification
-// (both from gVisor's goroutines, holding its locks), the timers that
-// retry. Every source of work sets pending when it has some, so a round
-// is not followed by one that only looks again: at every wake-up of a
-// quiet service that round cost two system calls (NetPoll, NICRecv) and
-// found nothing. Nor does a round look where no signal came: NetPoll
-// only after the socket layer's eventfd, NICRecv only after the NIC's
-// (nicWork, kernWork), and not once more after a batch that left room
-// for any frame. A round that left work behind (more of the kernel's
-// events than it takes at once) runs again at once.
+// loop is the service's own goroutine. ("The loop" elsewhere in this
+// package is the service's rounds, whichever goroutine runs them.) At each
+// kick it runs rounds (frames in, the kernel's work, the endpoints' events
+// and frames out) until no source signalled. The eventfds' waiters run
+// their rounds themselves (waitFD), one each, and leave the loop what work
+// remains; the loop runs the rounds of the sources that must not: the link
+// at each frame the netstack queues and an endpoint's notification (both
+// from gVisor's goroutines, holding its locks), the timers that retry.
+// Every source of work sets pending when it has some, so a round is not
+// followed by one that only looks again: at every wake-up of a quiet
+// service that round cost two system calls (NetPoll, NICRecv) and found
+// nothing. Nor does a round look where no signal came: NetPoll only after
+// the socket layer's eventfd, NICRecv only after the NIC's (nicWork,
+// kernWork), and not once more after a batch that left room for any frame.
+// A round that left work behind (more of the kernel's events than it takes
+// at once) runs again at once.
 func (s *service) loop() {
 	for {
 		select {
@@ -497,7 +518,7 @@ func (s *service) loop() {
 		case <-s.quit:
 			return
 		}
-		s.rounds()
+		s.rounds(false)
 	}
 }
 

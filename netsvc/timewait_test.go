@@ -128,7 +128,8 @@ func TestTimeWaitCapOfMemory(t *testing.T) {
 		{128 << 20, 512},
 		{1 << 30, 4096},
 		{1 << 40, 256 << 10}, // the hash's limit
-		{0, 1},
+		{32 << 20, 256},      // a page of buckets at least
+		{0, 256},
 	} {
 		if got := timeWaitCap(c.mem); got != c.want {
 			t.Errorf("timeWaitCap(%d MiB) = %d, want %d", c.mem>>20, got, c.want)

@@ -19,8 +19,8 @@ import (
 	"yolk/kernel/net"
 )
 
-// The loop runs one round a kick (netsvc.go): these tests fail if a
-// source of work does not kick it, which the other hosted tests, whose
+// The service runs a round only when a source of work signals (netsvc.go:
+// wake, rounds): these tests fail if a source does not, which the other hosted tests, whose
 // TCP retransmissions rescue a stall, do not show.
 
 // TestLoopKickOffLoop: frames the netstack queues from a goroutine not
