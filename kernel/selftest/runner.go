@@ -54,6 +54,14 @@ func (t *T) Logf(format string, args ...any) {
 	t.mu.Unlock()
 }
 
+// Progressf prints a line of t's log to the console at once, not at the
+// test's end: how far a test got that can wedge the whole machine (every
+// CPU in the kernel with interrupts off, where the watchdog below cannot
+// run and only the host's timeout ends the boot).
+func (t *T) Progressf(format string, args ...any) {
+	fmt.Printf("    "+format+"\n", args...)
+}
+
 func (t *T) Errorf(format string, args ...any) {
 	t.Logf(format, args...)
 	t.mu.Lock()

@@ -363,6 +363,7 @@ func testKernelLocks(t *T) {
 		name string
 		kind int
 	}{{"TWA", abi.LockTWA}, {"CES", abi.LockCES}, {"dispatch", abi.LockDispatch}} {
+		t.Progressf("%s: %d threads for 2 s", c.name, threads)
 		start, err := lockTest(c.kind, 0, 0)
 		if err != nil {
 			t.Fatalf("lock test syscall: %v", err)
@@ -418,6 +419,7 @@ func testKernelLockHalts(t *T, threads int) {
 		t.Logf("TWA halts: needs 3 CPUs for a waiter behind the immediate successor")
 		return
 	}
+	t.Progressf("TWA halts: %d threads, sections of 4000 PAUSEs", threads)
 	start, err := lockTest(abi.LockTWA, 0, 0)
 	if err != nil {
 		t.Fatalf("lock test syscall: %v", err)
