@@ -249,10 +249,24 @@ func (l *Lock[P]) Unlock() {
 // W's grant load, come after the grant store: W reads k or more and is
 // not a long-term waiter.
 //
+// The grant is stored by an atomic add (only the holder writes grant, so
+// it stores grant+1 as a plain store would), a read-modify-write, not by
+// a store: the argument needs the ticket load after the grant store, and
+// QEMU's TCG, emulating arm64 on an x86 host, does not keep a store
+// (STLR) ahead of a later load (LDAR) of another word, as Arm's
+// architecture does: the host's store buffer still holds the grant while
+// the ticket is read. A store-buffering test under qemu-aarch64 saw both
+// stores missed in 15 % of rounds; here a long-term waiter took the
+// ticket this release missed, read the old grant and waited on a slot
+// nobody incremented, and the kernel's lock stopped every CPU
+// (TestSMPKernelLocks on virt-gicv3 with 4 CPUs, 4 boots in 32;
+// TestBurstsCollidingLocks under qemu-aarch64, make hosted). An atomic
+// read-modify-write is a full barrier there (a locked instruction); on
+// amd64 Go's store is one already (XCHG).
+//
 //go:nosplit
 func (l *Lock[P]) UnlockSlot() *uint64 {
-	k := atomic.LoadUint32(&l.grant) + 1 // only the holder writes grant
-	atomic.StoreUint32(&l.grant, k)
+	k := atomic.AddUint32(&l.grant, 1)
 	if atomic.LoadUint32(&l.ticket)-k <= longTermThreshold {
 		return nil
 	}

@@ -1,0 +1,71 @@
+package twa
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+// TestStoreThenLoad checks what UnlockSlot's grant write relies on: an
+// atomic read-modify-write (here Swap) of one word is visible before a
+// later load of another, the store-buffering pattern (thread A writes x
+// and reads y, thread B writes y and reads x: at least one must see the
+// other's write). It also counts, for the log only, the rounds in which
+// Go's atomic Store missed both: none on amd64 (its store is XCHG) or on
+// Arm's cores (STLR, then LDAR), many under qemu-aarch64 on an x86 host
+// (make hosted runs this package there), where QEMU's TCG lets the store
+// wait in the host's store buffer — why the grant is not stored.
+func TestStoreThenLoad(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs: the two threads must run at once")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	rounds := 100000
+	if testing.Short() {
+		rounds = 20000
+	}
+	if missed := storeBuffering(rounds, true); missed != 0 {
+		t.Errorf("Swap: %d of %d rounds saw neither write: a read-modify-write is no full barrier here", missed, rounds)
+	}
+	t.Logf("Store: %d of %d rounds saw neither write", storeBuffering(rounds, false), rounds)
+}
+
+// storeBuffering runs rounds of the store-buffering pattern on two locked
+// threads, writing with Swap or Store, and returns the rounds in which
+// both threads' loads missed the other's write.
+func storeBuffering(rounds int, swap bool) (missed int) {
+	var x, y, start, done atomic.Uint32
+	missedB := make([]bool, rounds)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for i := uint32(1); int(i) <= rounds; i++ {
+			for start.Load() < i {
+			}
+			if swap {
+				y.Swap(i)
+			} else {
+				y.Store(i)
+			}
+			missedB[i-1] = x.Load() < i
+			done.Store(i)
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for i := uint32(1); int(i) <= rounds; i++ {
+		start.Store(i)
+		if swap {
+			x.Swap(i)
+		} else {
+			x.Store(i)
+		}
+		missedA := y.Load() < i
+		for done.Load() < i {
+		}
+		if missedA && missedB[i-1] {
+			missed++
+		}
+	}
+	return missed
+}
