@@ -149,7 +149,7 @@ func rtSigreturn(r *Regs) bool {
 	if fp != 0 {
 		r.Error = uint64(fx) // the full return's XRSTOR reads the kernel's copy
 	}
-	sigs.Mask[sched.Current().Index()] = f.get64(uc+ucSigmask) &^ signal.Unblockable
+	sigs.SetMask(sched.Current().Index(), f.get64(uc+ucSigmask))
 	// As on Linux, whose IRET fails on it: the registers are restored,
 	// and the SIGSEGV frame records the bad RIP or RSP.
 	return mm.UserHalf(r.SP) && mm.UserHalf(r.IP)

@@ -115,7 +115,7 @@ func sysRtSigreturn(r *Regs, t *sched.Task) {
 			r.V[i] = f.get64(fp + 16 + uintptr(i)*8)
 		}
 	}
-	sigs.Mask[t.Index()] = f.get64(uc+ucSigmask) &^ signal.Unblockable
+	sigs.SetMask(t.Index(), f.get64(uc+ucSigmask))
 	if signalPending(t) {
 		deliverSignal(r, fpState(r), nil)
 	}

@@ -413,7 +413,7 @@ func (s *service) markDirty(c *conn) {
 // wake has a round run after every source's work so far: the one
 // running now looks again (rounds), or the loop is kicked.
 func (s *service) wake() {
-	s.pending.Store(true)
+	s.pending.Swap(true) // not Store: see rounds
 	if s.busy.Load() {
 		return
 	}
@@ -429,10 +429,16 @@ func (s *service) kickLoop() {
 
 // rounds runs rounds until a round finds that no source signalled since
 // it began, unless another goroutine runs them: then that one sees
-// pending when it ends (or before), and runs another. The stores and
-// loads of pending and busy are sequentially consistent, so a source
-// that set pending while busy was true is seen by its runner's last
-// look. An eventfd's waiter (own) runs one round at most: while it runs
+// pending when it ends (or before), and runs another. A source sets
+// pending and then reads busy; a runner clears busy and then reads
+// pending: both writes are read-modify-writes (Swap, CompareAndSwap), so
+// each is visible before the load after it and a source that set pending
+// while busy was true is seen by its runner's last look. A plain Store
+// would do on amd64 and on Arm's hardware, not under QEMU's TCG
+// emulating arm64 on an x86 host, where a store (STLR) can still wait in
+// the host's store buffer while a later load of another word reads
+// (sync/twa's UnlockSlot has the measurement): both sides would miss
+// each other and the work would wait for the next signal. An eventfd's waiter (own) runs one round at most: while it runs
 // rounds nobody reads its eventfd, and its source's signals would go
 // unseen (a steady flow on the other source would keep it there); work
 // left after its round goes to the loop.
@@ -450,7 +456,7 @@ func (s *service) rounds(own bool) {
 				break
 			}
 		}
-		s.busy.Store(false)
+		s.busy.Swap(false) // not Store: see above
 		if own {
 			if s.pending.Load() {
 				s.kickLoop()

@@ -132,10 +132,10 @@ func (t *Task) commitBlock() {
 			atomic.StoreUintptr(&q.head, t.addr())
 		}
 		q.tail = t.addr()
-		t.setState(stBlocked)
+		t.blockState()
 		q.lock.Unlock()
 	} else {
-		t.setState(stBlocked)
+		t.blockState()
 	}
 	// A futex word is the program's memory, which another thread may
 	// have unmapped: it is read through the user copy, and a fault wakes

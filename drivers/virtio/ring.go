@@ -199,8 +199,7 @@ func (q *Queue) Add(bufs []Buffer, out int) (head uint16, err Error) {
 // says whether the device wants a notification for them: not if it asked
 // for none (the used ring's NO_NOTIFY flag) or, with VIRTIO_F_EVENT_IDX,
 // if the avail_event it wrote lies outside the chains just published
-// (§2.7.10). The read comes after the store (both sequentially consistent
-// atomics: on amd64 XCHG then MOV, on arm64 STLR then LDAR), so a device
+// (§2.7.10). The read comes after the store (storeAvailWord), so a device
 // that clears NO_NOTIFY or moves avail_event and then looks at idx cannot
 // be missed by both.
 func (q *Queue) Publish() (notify bool) {
@@ -221,8 +220,18 @@ func (q *Queue) Publish() (notify bool) {
 // old to new passes event, modulo 2^16.
 func needEvent(event, new, old uint16) bool { return new-event-1 < new-old }
 
+// storeAvailWord and storeUsedEvent write with an atomic swap, not a
+// store: the driver reads the device's side next (Publish: avail_event
+// or NO_NOTIFY; EnableInterrupts: the used index), and the store must be
+// visible first, the full barrier of §2.7.13's "mb". Go's store is one on
+// amd64 (XCHG) and orders a later load on Arm's cores (STLR, then LDAR),
+// but not under QEMU's TCG emulating arm64 on an x86 host, where it can
+// wait in the host's store buffer while the load reads (sync/twa's
+// UnlockSlot has the measurement): a request published while the device
+// went idle would get no notification. A swap is a locked instruction
+// there.
 func (q *Queue) storeAvailWord() {
-	atomic.StoreUint32(at[uint32](q.virt+availOff(uintptr(q.size))), uint32(q.published)<<16|uint32(q.availFlags))
+	atomic.SwapUint32(at[uint32](q.virt+availOff(uintptr(q.size))), uint32(q.published)<<16|uint32(q.availFlags))
 }
 
 // Pending reports whether the device has returned chains Next has not yet
@@ -305,7 +314,7 @@ func (q *Queue) EnableInterrupts() (pending bool) {
 }
 
 func (q *Queue) storeUsedEvent(v uint16) {
-	atomic.StoreUint32(at[uint32](q.virt+usedEventOff(uintptr(q.size))), uint32(v))
+	atomic.SwapUint32(at[uint32](q.virt+usedEventOff(uintptr(q.size))), uint32(v))
 }
 
 // The shadow: per descriptor, the free list's link, and for a chain's

@@ -267,7 +267,19 @@ func (s *State[E]) Top(i int, act Action, sp uintptr) (AltStack, uintptr) {
 // (RestoreMask), as the calls that wait with a mask of their own.
 func (s *State[E]) SetTempMask(i int, m uint64) {
 	s.saved[i], s.restore[i] = s.Mask[i], true
-	s.Mask[i] = m &^ Unblockable
+	s.SetMask(i, m)
+}
+
+// SetMask sets task slot i's mask to m (less the unblockable signals).
+// It is written with an atomic swap: the task reads its pending set next
+// (on its way back to the program), while a sender adds to that set and
+// then reads the mask, and a signal this unblocks must be seen by one of
+// them. A plain store can still wait in a store buffer while that load
+// reads: on Arm's cores, and under QEMU's TCG emulating arm64 on an x86
+// host even for Go's atomic store (sync/twa's UnlockSlot). The signal was
+// then delivered only at the task's next kernel entry.
+func (s *State[E]) SetMask(i int, m uint64) {
+	atomic.SwapUint64(&s.Mask[i], m&^Unblockable)
 }
 
 // FrameMask is the mask a signal frame of task slot i saves for
@@ -288,7 +300,7 @@ func (s *State[E]) RestoreMask(i int) bool {
 		return false
 	}
 	s.restore[i] = false
-	s.Mask[i] = s.saved[i]
+	s.SetMask(i, s.saved[i])
 	return true
 }
 
@@ -306,20 +318,20 @@ func (s *State[E]) Handled(i, sig int, act Action) {
 // Procmask is rt_sigprocmask's change of task slot i's mask by set (if
 // change) as how says; it returns the mask before.
 func (s *State[E]) Procmask(i, how int, set uint64, change bool) (uint64, abi.Errno) {
-	m := &s.Mask[i]
-	old := *m
+	old := s.Mask[i]
 	if change {
+		m := old
 		switch how {
 		case unix.SIG_BLOCK:
-			*m |= set
+			m |= set
 		case unix.SIG_UNBLOCK:
-			*m &^= set
+			m &^= set
 		case unix.SIG_SETMASK:
-			*m = set
+			m = set
 		default:
 			return old, abi.EINVAL
 		}
-		*m &^= Unblockable
+		s.SetMask(i, m)
 	}
 	return old, 0
 }

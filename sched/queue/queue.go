@@ -30,6 +30,15 @@
 // one operation per processor index runs at a time (in the kernel: interrupts
 // off around queue operations, or separate processor slots for interrupt
 // handlers).
+//
+// hpPublish: a hazard pointer is published with an atomic swap, not a
+// store, because the load that validates it must come after it. Go's
+// sequentially consistent store orders that on amd64 (XCHG) and on Arm's
+// cores (STLR, then LDAR), but not under QEMU's TCG emulating arm64 on an
+// x86 host, where the store can wait in the host's store buffer while the
+// load reads: a reclaimer could scan past the pointer and reuse the node.
+// A swap is a locked instruction there (sync/twa's UnlockSlot has the
+// measurement); on amd64 it is the same XCHG.
 package queue
 
 import (
@@ -214,7 +223,7 @@ func (d *Domain) prepare(it *Item) uintptr {
 func (d *Domain) link(pr *proc, q *Queue, n uintptr) uintptr {
 	for {
 		tail := atomic.LoadUintptr(&q.tail)
-		atomic.StoreUintptr(&pr.hp1, tail) // publish, full fence
+		atomic.SwapUintptr(&pr.hp1, tail) // publish, full fence (hpPublish)
 		if tail != atomic.LoadUintptr(&q.tail) {
 			continue
 		}
@@ -252,7 +261,7 @@ func (d *Domain) Dequeue(p int, q *Queue) (*Item, error) {
 	var head, item uintptr
 	for {
 		head = atomic.LoadUintptr(&q.head)
-		atomic.StoreUintptr(&pr.hp1, head) // publish, full fence
+		atomic.SwapUintptr(&pr.hp1, head) // publish, full fence (hpPublish)
 		if head != atomic.LoadUintptr(&q.head) {
 			continue
 		}
@@ -262,7 +271,7 @@ func (d *Domain) Dequeue(p int, q *Queue) (*Item, error) {
 		// from 0: this loop runs at most twice.
 		next := atomic.LoadUintptr(&h.next)
 		for {
-			atomic.StoreUintptr(&pr.hp2, next)
+			atomic.SwapUintptr(&pr.hp2, next) // hpPublish
 			n := atomic.LoadUintptr(&h.next)
 			if n == next {
 				break
