@@ -438,7 +438,9 @@ func (s *service) kickLoop() {
 // emulating arm64 on an x86 host, where a store (STLR) can still wait in
 // the host's store buffer while a later load of another word reads
 // (sync/twa's UnlockSlot has the measurement): both sides would miss
-// each other and the work would wait for the next signal. An eventfd's waiter (own) runs one round at most: while it runs
+// each other and the work would wait for the next signal.
+//
+// An eventfd's waiter (own) runs one round at most: while it runs
 // rounds nobody reads its eventfd, and its source's signals would go
 // unseen (a steady flow on the other source would keep it there); work
 // left after its round goes to the loop.

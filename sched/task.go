@@ -119,13 +119,13 @@ func (t *Task) setState(s uint32) {
 // blockState is setState(stBlocked) for commitBlock, which then reads the
 // futex word and the signal word, while a waker writes one of them and
 // then reads the state: the state is written with an atomic swap, so that
-// it is visible before those loads. A store would be on amd64 (XCHG) and
-// on Arm's cores (STLR, then LDAR), not under QEMU's TCG emulating arm64
-// on an x86 host, where it can wait in the host's store buffer while the
-// loads read (sync/twa's UnlockSlot has the measurement): a signal sent
-// then found the task not yet blocked and it not yet pending, and was
-// lost for the wait (pause, sigsuspend and sigtimedwait without a wait
-// queue to take the lock of).
+// it is visible before those loads. Go's atomic store is enough for that
+// on amd64 (XCHG) and on Arm's cores (STLR, then LDAR), but not under
+// QEMU's TCG emulating arm64 on an x86 host, where it can wait in the
+// host's store buffer while the loads read (sync/twa's UnlockSlot has the
+// measurement): a signal sent then found the task not yet blocked and
+// itself not yet pending, and was lost for the wait (pause, sigsuspend
+// and sigtimedwait, which have no wait queue whose lock orders them).
 func (t *Task) blockState() {
 	atomic.SwapUint64(&t.state, atomic.LoadUint64(&t.state)&^0xffffffff|uint64(stBlocked))
 }

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestStoreThenLoad checks what UnlockSlot's grant write relies on: an
@@ -24,23 +25,33 @@ func TestStoreThenLoad(t *testing.T) {
 	if testing.Short() {
 		rounds = 20000
 	}
-	if missed := storeBuffering(rounds, true); missed != 0 {
-		t.Errorf("Swap: %d of %d rounds saw neither write: a read-modify-write is no full barrier here", missed, rounds)
+	// At most a second each: on a busy host a round waits for both
+	// threads to run at once.
+	if n, missed := storeBuffering(rounds, time.Second, true); missed != 0 {
+		t.Errorf("Swap: %d of %d rounds saw neither write: a read-modify-write is no full barrier here", missed, n)
 	}
-	t.Logf("Store: %d of %d rounds saw neither write", storeBuffering(rounds, false), rounds)
+	n, missed := storeBuffering(rounds, time.Second, false)
+	t.Logf("Store: %d of %d rounds saw neither write", missed, n)
 }
 
-// storeBuffering runs rounds of the store-buffering pattern on two locked
-// threads, writing with Swap or Store, and returns the rounds in which
-// both threads' loads missed the other's write.
-func storeBuffering(rounds int, swap bool) (missed int) {
-	var x, y, start, done atomic.Uint32
+// storeBuffering runs up to rounds rounds, for at most d, of the
+// store-buffering pattern on two locked threads, writing with Swap or
+// Store, and returns the rounds run and those in which both threads'
+// loads missed the other's write.
+func storeBuffering(rounds int, d time.Duration, swap bool) (n, missed int) {
+	var x, y, start, ack atomic.Uint32
+	var stop atomic.Bool
 	missedB := make([]bool, rounds)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		for i := uint32(1); int(i) <= rounds; i++ {
+		for i := uint32(1); ; i++ {
 			for start.Load() < i {
+			}
+			if stop.Load() {
+				return
 			}
 			if swap {
 				y.Swap(i)
@@ -48,12 +59,14 @@ func storeBuffering(rounds int, swap bool) (missed int) {
 				y.Store(i)
 			}
 			missedB[i-1] = x.Load() < i
-			done.Store(i)
+			ack.Store(i)
 		}
 	}()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	for i := uint32(1); int(i) <= rounds; i++ {
+	end := time.Now().Add(d)
+	i := uint32(1)
+	for ; int(i) <= rounds && (i%1024 != 0 || time.Now().Before(end)); i++ {
 		start.Store(i)
 		if swap {
 			x.Swap(i)
@@ -61,11 +74,14 @@ func storeBuffering(rounds int, swap bool) (missed int) {
 			x.Store(i)
 		}
 		missedA := y.Load() < i
-		for done.Load() < i {
+		for ack.Load() < i {
 		}
 		if missedA && missedB[i-1] {
 			missed++
 		}
 	}
-	return missed
+	stop.Store(true)
+	start.Store(i) // the first round not run: the thread sees stop
+	<-exited
+	return int(i - 1), missed
 }
