@@ -21,11 +21,14 @@ import (
 //
 // Protocol (no lost wake-up): the waiter stores the word it sleeps on
 // (CPU.haltOn) and its bit in lockHalted, then rereads the word, and
-// halts only if it has not changed; TWALock.Unlock stores the grant and
+// halts only if it has not changed; TWALock.Unlock adds to the grant and
 // increments the slot (twa.Lock.UnlockSlot), then reads lockHalted and
 // kicks each CPU whose haltOn is that lock's grant or that slot. All these
-// accesses are sequentially consistent, so either the waiter's reread
-// sees the store or the increment, or the releaser sees the waiter. The
+// accesses are sequentially consistent, and each write before a load of
+// another word is a read-modify-write (a CAS, an add: UnlockSlot says why
+// a store is not enough under QEMU's TCG for arm64), so either the
+// waiter's reread sees the grant or the increment, or the releaser sees
+// the waiter. The
 // kick is an interrupt that ends the halt although the waiter runs with
 // interrupts masked (haltForKick, per architecture); a kick that arrives
 // after the waiter stopped halting is an interrupt with nothing to do.

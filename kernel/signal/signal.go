@@ -198,7 +198,7 @@ func (s *State[E]) Discard(i, sig int) { atomic.AndUint64(&s.Pending[i], ^Bit(si
 // Unblocked reports whether task slot i has a pending signal it does not
 // block.
 func (s *State[E]) Unblocked(i int) bool {
-	return atomic.LoadUint64(&s.Pending[i])&^s.Mask[i] != 0
+	return atomic.LoadUint64(&s.Pending[i])&^atomic.LoadUint64(&s.Mask[i]) != 0 // after the sender's Or: SetMask
 }
 
 // Source is what a siginfo says of a signal's sender: si_code, the word

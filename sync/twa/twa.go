@@ -8,10 +8,10 @@
 // the immediate successor polls grant; waiters further back ("long-term",
 // more than one ticket from grant) poll a slot of one 4096-slot waiting
 // array shared by all locks, chosen by hashing (lock address, ticket).
-// Unlock stores the new grant — the handover — and then, if a ticket
+// Unlock advances the grant — the handover — and then, if a ticket
 // was taken behind the new successor's, increments the slot of the waiter
 // that has just become the immediate successor. Only a
-// single poller's cache line is invalidated by the handover store, however
+// single poller's cache line is invalidated by the handover's write, however
 // long the queue, which is what keeps handover fast under contention.
 //
 // Guarantees. Mutual exclusion. FIFO admission: the lock is granted in the
@@ -32,7 +32,7 @@
 // one-time 32 KiB plus two 128-byte guard sectors for the whole program.
 // Lock is one atomic add and one load when free, behind one call (Go's
 // inliner rejects the generic Lock; Unlock and TryLock inline). Unlock is
-// two loads and a store when at most one waiter is queued; with more it
+// an atomic add and a load when at most one waiter is queued; with more it
 // adds, unlike a ticket lock's, an atomic add on a second cache line, the
 // waiting-array slot.
 //
@@ -256,10 +256,11 @@ func (l *Lock[P]) Unlock() {
 // (STLR) ahead of a later load (LDAR) of another word, as Arm's
 // architecture does: the host's store buffer still holds the grant while
 // the ticket is read. A store-buffering test under qemu-aarch64 saw both
-// stores missed in 15 % of rounds; here a long-term waiter took the
+// stores missed in a quarter to a third of its rounds in most runs
+// (TestStoreThenLoad); here a long-term waiter took the
 // ticket this release missed, read the old grant and waited on a slot
 // nobody incremented, and the kernel's lock stopped every CPU
-// (TestSMPKernelLocks on virt-gicv3 with 4 CPUs, 4 boots in 32;
+// (TestSMPKernelLocks on virt-gicv3 with 4 CPUs, 5 boots in 40;
 // TestBurstsCollidingLocks under qemu-aarch64, make hosted). An atomic
 // read-modify-write is a full barrier there (a locked instruction); on
 // amd64 Go's store is one already (XCHG).
