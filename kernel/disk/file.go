@@ -98,12 +98,13 @@ func (d *Disks[E]) InUse(dev int, ino uint32) bool {
 // any more if a file was closed since.
 func (m *mount[E]) lock() {
 	m.mu.Lock()
-	// A swap, not a load and a store: the last Unref sets reap after its
+	// Cleared by a swap, not a store: the last Unref sets reap after its
 	// count reaches 0, and the reap's InUse must see that count. A store
 	// of 0 could reach memory after those loads (QEMU's TCG emulating
 	// arm64 on an x86 host: sync/twa's UnlockSlot) and erase a later
 	// close's 1, its orphan then freed only at the mount's next close.
-	if atomic.SwapUint32(&m.reap, 0) != 0 {
+	// The load first keeps every call's lock from writing the flag.
+	if atomic.LoadUint32(&m.reap) != 0 && atomic.SwapUint32(&m.reap, 0) != 0 {
 		m.fs.ReapOrphans(false)
 	}
 }
