@@ -416,10 +416,22 @@ func (h *hosted) dialHealth() {
 }
 
 func (h *hosted) dial(a tcpip.FullAddress, proto tcpip.NetworkProtocolNumber, d time.Duration) (*gonet.TCPConn, error) {
+	return h.dialFrom(nil, a, proto, d)
+}
+
+// dialFrom is dial with each attempt from the peer's port *ports, which
+// it increments (an attempt refused leaves its port taken for a while);
+// ports nil: ephemeral ports.
+func (h *hosted) dialFrom(ports *uint16, a tcpip.FullAddress, proto tcpip.NetworkProtocolNumber, d time.Duration) (*gonet.TCPConn, error) {
 	end := time.Now().Add(d)
 	for {
+		var from tcpip.FullAddress
+		if ports != nil {
+			from = tcpip.FullAddress{NIC: a.NIC, Port: *ports}
+			*ports++
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
-		c, err := gonet.DialContextTCP(ctx, h.peer, a, proto)
+		c, err := gonet.DialTCPWithBind(ctx, h.peer, from, a, proto)
 		cancel()
 		if err == nil || time.Now().After(end) {
 			return c, err
