@@ -13,8 +13,8 @@
 // count), and "/push?addr=10.0.2.2:PORT&n=BYTES", which dials the host
 // through slirp's gateway and writes n bytes; "/cpu" answers with the
 // guest's CPU time so far from /proc/stat (busy and idle, in USER_HZ
-// ticks, all CPUs), which the host reads around each run for the CPU cost
-// of a request or a megabyte; -udp echoes every datagram to its sender.
+// ticks, all CPUs) and its context switches (ctxt), which the host reads
+// around each run for the cost of a request or a megabyte; -udp echoes every datagram to its sender.
 // "/quit" (or -for) ends it.
 //
 //	netbench -serve :8080 -sink :8081 [-udp :8082] [-for 5m]
@@ -422,7 +422,13 @@ func cpuTime(w http.ResponseWriter, r *http.Request) {
 			idle += n
 		}
 	}
-	fmt.Fprintf(w, "%d %d\n", busy, idle)
+	var ctxt uint64
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "ctxt "); ok {
+			ctxt, _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	fmt.Fprintf(w, "%d %d %d\n", busy, idle, ctxt)
 }
 
 // push dials addr (the host through slirp's gateway, 10.0.2.2 only) and

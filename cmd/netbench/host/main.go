@@ -13,7 +13,8 @@
 //     datagram outstanding, echoed by the guest): responses/s, p50, p99
 //     and datagrams lost;
 //   - the guest's CPU time each of these took, from its /proc/stat before
-//     and after (netbench's "/cpu"): µs of guest CPU a request, ms a MB.
+//     and after (netbench's "/cpu"): µs of guest CPU a request, ms a MB;
+//     and its context switches (ctxt), a request or a MB.
 //
 // With -net tap the same runs go over a tap device it makes (and removes
 // at the end) instead of QEMU's user network: the host is 10.0.2.2/24 on
@@ -390,7 +391,12 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			return
 		}
 		if cpu1, err := guestCPU(base); cerr == nil && err == nil && units > 0 {
-			l += fmt.Sprintf("\t%.1f %s", float64(cpu1-cpu0)*perUnit/units, unit)
+			l += fmt.Sprintf("\t%.1f %s", float64(cpu1.busy-cpu0.busy)*perUnit/units, unit)
+			per := "op"
+			if strings.HasSuffix(unit, "/MB") {
+				per = "MB"
+			}
+			l += fmt.Sprintf("\t%.2f switches/%s", float64(cpu1.ctxt-cpu0.ctxt)/units, per)
 		} else if cerr != nil || err != nil {
 			fmt.Fprintf(os.Stderr, "netbench host: %s: guest CPU time not read: %v %v\n", name, cerr, err)
 		}
@@ -498,24 +504,28 @@ func runWrk(ctx context.Context, url, hdr string) (string, float64, error) {
 	return fmt.Sprintf("%s\t%.0f ns/op\t%.1f req/s\t%.3f p50-ms\t%.3f p99-ms", m[1], 1e9/rate, rate, ms(p[0][2], p[0][3]), ms(p[1][2], p[1][3])), n, nil
 }
 
-// guestCPU reads the guest's busy CPU time, in USER_HZ ticks over all its
-// CPUs, from netbench's "/cpu".
-func guestCPU(base string) (int64, error) {
+// cpuCount is what netbench's "/cpu" answers: the guest's busy CPU time,
+// in USER_HZ ticks over all its CPUs, and its context switches.
+type cpuCount struct{ busy, ctxt int64 }
+
+// guestCPU reads the guest's counts from netbench's "/cpu".
+func guestCPU(base string) (cpuCount, error) {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	resp, err := hc.Get(base + "/cpu")
 	if err != nil {
-		return 0, err
+		return cpuCount{}, err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
-		return 0, fmt.Errorf("/cpu: %s: %s", resp.Status, b)
+		return cpuCount{}, fmt.Errorf("/cpu: %s: %s", resp.Status, b)
 	}
-	var busy, idle int64
-	if _, err := fmt.Sscan(string(b), &busy, &idle); err != nil {
-		return 0, fmt.Errorf("/cpu: %q: %v", b, err)
+	var c cpuCount
+	var idle int64
+	if _, err := fmt.Sscan(string(b), &c.busy, &idle, &c.ctxt); err != nil {
+		return cpuCount{}, fmt.Errorf("/cpu: %q: %v", b, err)
 	}
-	return busy, nil
+	return c, nil
 }
 
 // udpRR runs -c clients against the guest's UDP echo at addr for -d, each
