@@ -396,7 +396,9 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			if strings.HasSuffix(unit, "/MB") {
 				per = "MB"
 			}
-			l += fmt.Sprintf("\t%.2f switches/%s", float64(cpu1.ctxt-cpu0.ctxt)/units, per)
+			if cpu1.ctxt != 0 {
+				l += fmt.Sprintf("\t%.2f switches/%s", float64(cpu1.ctxt-cpu0.ctxt)/units, per)
+			}
 		} else if cerr != nil || err != nil {
 			fmt.Fprintf(os.Stderr, "netbench host: %s: guest CPU time not read: %v %v\n", name, cerr, err)
 		}
@@ -522,8 +524,11 @@ func guestCPU(base string) (cpuCount, error) {
 	}
 	var c cpuCount
 	var idle int64
-	if _, err := fmt.Sscan(string(b), &c.busy, &idle, &c.ctxt); err != nil {
+	if _, err := fmt.Sscan(string(b), &c.busy, &idle); err != nil {
 		return cpuCount{}, fmt.Errorf("/cpu: %q: %v", b, err)
+	}
+	if f := strings.Fields(string(b)); len(f) > 2 { // not from an image older than the count
+		c.ctxt, _ = strconv.ParseInt(f[2], 10, 64)
 	}
 	return c, nil
 }
