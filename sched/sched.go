@@ -121,8 +121,10 @@ func switchTo(next *Task, fin uint32) {
 	switch fin {
 	case finReady:
 		cur.used += now - c.switchedAt
+		atomic.AddUint64(&cur.nivcsw, 1)
 	case finBlock, finMutex:
 		cur.used = 0
+		atomic.AddUint64(&cur.nvcsw, 1)
 	}
 	c.switchedAt, c.ranSince, c.alone = now, now, false
 	spentAt := int64(math.MaxInt64)

@@ -80,6 +80,9 @@ type Task struct {
 	// cpuTime is the CPU time the task used before its current run, in ns
 	// (atomic; cputime.go).
 	cpuTime int64
+	// nvcsw and nivcsw count the task's switches away: it blocked, or
+	// it was preempted or yielded with work left (atomic; cputime.go).
+	nvcsw, nivcsw uint64
 }
 
 var tasks [MaxTasks]Task
@@ -160,6 +163,8 @@ func Alloc() *Task {
 			t.woken, t.intrAddr = WakeUp, 0
 			t.used = 0
 			atomic.StoreInt64(&t.cpuTime, 0)
+			atomic.StoreUint64(&t.nvcsw, 0)
+			atomic.StoreUint64(&t.nivcsw, 0)
 			return t
 		}
 	}

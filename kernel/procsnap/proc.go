@@ -88,6 +88,7 @@ func (st *State[E]) threads(s *procfs.Snapshot, add bool) (running uint32) {
 			continue
 		}
 		th.UserNS = uint64(t.CPUTime(now))
+		th.Voluntary, th.Involuntary = t.Switches()
 		th.SigPending, th.SigBlocked = st.env.SigThread(i)
 		if !s.AddThread(th) {
 			break

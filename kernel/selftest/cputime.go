@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -227,6 +229,47 @@ func testCPUClocks(t *T) {
 		t.Errorf("times = %d, %+v: want a positive tick count and no children's time", ticks, tms)
 	}
 	t.Logf("thread %v, process %v, getrusage self %v, times %v", t1, p1, ruSelf, tmsCPU)
+
+	// Context switches, as Linux counts them: five sleeps of this
+	// (locked) thread are five voluntary switches at least; the
+	// process's counts take in the thread's; /proc's status for the
+	// thread says what getrusage says, read between two calls.
+	ru := func(who int) unix.Rusage {
+		var r unix.Rusage
+		if err := unix.Getrusage(who, &r); err != nil {
+			t.Fatalf("getrusage(%d): %v", who, err)
+		}
+		return r
+	}
+	th0 := ru(unix.RUSAGE_THREAD)
+	for range 5 {
+		time.Sleep(time.Millisecond)
+		unix.Nanosleep(&unix.Timespec{Nsec: 1e6}, nil)
+	}
+	th1 := ru(unix.RUSAGE_THREAD)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", unix.Gettid()))
+	th2, pr := ru(unix.RUSAGE_THREAD), ru(unix.RUSAGE_SELF)
+	if err != nil {
+		t.Fatalf("the thread's status: %v", err)
+	}
+	var vol, invol int64 = -1, -1
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+			vol, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		} else if v, ok := strings.CutPrefix(l, "nonvoluntary_ctxt_switches:"); ok {
+			invol, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if th1.Nvcsw-th0.Nvcsw < 5 {
+		t.Errorf("getrusage(RUSAGE_THREAD): %d voluntary switches over five sleeps (%d before, %d after), want 5 or more", th1.Nvcsw-th0.Nvcsw, th0.Nvcsw, th1.Nvcsw)
+	}
+	if vol < th1.Nvcsw || vol > th2.Nvcsw || invol < th1.Nivcsw || invol > th2.Nivcsw {
+		t.Errorf("the thread's status: %d voluntary and %d involuntary switches, want %d..%d and %d..%d (getrusage before and after)", vol, invol, th1.Nvcsw, th2.Nvcsw, th1.Nivcsw, th2.Nivcsw)
+	}
+	if pr.Nvcsw < th2.Nvcsw || pr.Nivcsw < th2.Nivcsw {
+		t.Errorf("getrusage(RUSAGE_SELF): %d voluntary and %d involuntary switches, fewer than the thread's %d and %d", pr.Nvcsw, pr.Nivcsw, th2.Nvcsw, th2.Nivcsw)
+	}
+	t.Logf("switches: thread %d voluntary, %d involuntary; process %d, %d", th2.Nvcsw, th2.Nivcsw, pr.Nvcsw, pr.Nivcsw)
 }
 
 // sigevent is struct sigevent as the Go runtime fills it.

@@ -51,22 +51,28 @@ func ClockGetres(id int32, p uintptr) abi.Errno {
 // times give it all as user time and no system time (utime+stime, what
 // callers add up, is the whole).
 
-// Getrusage is getrusage: RUSAGE_SELF is the process's CPU time, RUSAGE_THREAD the
-// caller's, RUSAGE_CHILDREN zero (there are none); every other field zero.
+// Getrusage is getrusage: RUSAGE_SELF is the process's CPU time and
+// context switches, RUSAGE_THREAD the caller's, RUSAGE_CHILDREN zero
+// (there are none); every other field zero.
 func (x *Timers[E]) Getrusage(who int32, p uintptr) abi.Errno {
 	var env E
 	var ns int64
+	var nv, niv uint64
 	switch who {
 	case unix.RUSAGE_SELF:
-		ns = sched.ProcessCPUTime(env.Now())
+		ns, nv, niv = sched.ProcessUsage(env.Now())
 	case unix.RUSAGE_THREAD:
 		ns = sched.Current().CPUTime(env.Now())
+		nv, niv = sched.Current().Switches()
 	case unix.RUSAGE_CHILDREN:
 	default:
 		return abi.EINVAL
 	}
-	var ru [18]int64 // struct rusage: ru_utime first, the rest 0
+	// struct rusage: ru_utime first, ru_nvcsw and ru_nivcsw last, the
+	// rest 0.
+	var ru [18]int64
 	ru[0], ru[1] = ns/1e9, ns%1e9/1e3
+	ru[16], ru[17] = int64(nv), int64(niv)
 	return mm.Put(p, ru)
 }
 
