@@ -323,6 +323,7 @@ func serveMain() {
 	})
 	mux.HandleFunc("/push", push)
 	mux.HandleFunc("/cpu", cpuTime)
+	mux.HandleFunc("/threads", threads)
 	ln, err := net.Listen("tcp", *serve)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench:", err)
@@ -393,9 +394,10 @@ func echoLoop(pc net.PacketConn) {
 	}
 }
 
-// cpuTime answers "BUSY IDLE": the first line of /proc/stat (all CPUs),
+// cpuTime answers "BUSY IDLE CTXT": the first line of /proc/stat (all CPUs),
 // in USER_HZ ticks; busy is user, nice, system, irq and softirq, idle is
-// idle and iowait (steal is the host's, guest time is in user already).
+// idle and iowait (steal is the host's, guest time is in user already);
+// CTXT is its context switches.
 func cpuTime(w http.ResponseWriter, r *http.Request) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
@@ -460,4 +462,44 @@ func push(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Close()
 	fmt.Fprintf(w, "%d %d\n", sent, time.Since(start).Nanoseconds())
+}
+
+// threads answers a line "TID VOLUNTARY INVOLUNTARY TICKS" for each of the
+// process's threads: its context switches and its CPU time (user and
+// system, USER_HZ ticks), from /proc/self/task, for the host to compare
+// where two guests' switches go (cmd/netbench/host -threads).
+func threads(w http.ResponseWriter, r *http.Request) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		st, err1 := os.ReadFile("/proc/self/task/" + e.Name() + "/status")
+		sa, err2 := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
+		if err1 != nil || err2 != nil {
+			continue // the thread exited
+		}
+		var vol, invol string
+		for _, l := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
+				vol = strings.TrimSpace(v)
+			} else if v, ok := strings.CutPrefix(l, "nonvoluntary_ctxt_switches:"); ok {
+				invol = strings.TrimSpace(v)
+			}
+		}
+		// The fields after the command's closing parenthesis: state is
+		// field 3, utime and stime 14 and 15.
+		var ticks uint64
+		if i := strings.LastIndexByte(string(sa), ')'); i >= 0 {
+			if f := strings.Fields(string(sa[i+1:])); len(f) > 12 {
+				u, _ := strconv.ParseUint(f[11], 10, 64)
+				s, _ := strconv.ParseUint(f[12], 10, 64)
+				ticks = u + s
+			}
+		}
+		fmt.Fprintf(&b, "%s %s %s %d\n", e.Name(), vol, invol, ticks)
+	}
+	io.WriteString(w, b.String())
 }

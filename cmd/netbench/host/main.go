@@ -72,6 +72,7 @@ var (
 	bootN    = flag.Int("boot", 0, "instead: boot the trivial programs (with and without net, netsvc auto/on/off) this many times each on -bootmachines")
 	bootMs   = flag.String("bootmachines", "pc,microvm", "machines for -boot")
 	udpRows  = flag.Bool("udp", true, "measure UDP request/response (false for a -base image older than netbench's -udp)")
+	thrFlag  = flag.Bool("threads", false, "after each HTTP row, a comment line with the guest program's threads' context switches a request (voluntary+involuntary) and CPU ticks in that row, busiest first (netbench's /threads)")
 )
 
 // Modules virtio_net needs on Debian's cloud kernel (all =m there), in load
@@ -406,7 +407,19 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 	}
 	const tickUS = 1e6 / 100 // /proc/stat counts USER_HZ (100) ticks
 	for _, mode := range []struct{ name, hdr string }{{"FwdHTTPKeepAlive", ""}, {"FwdHTTPNewConn", "Connection: close"}} {
-		measure(mode.name, "cpu-us/op", tickUS, func() (string, float64, error) { return runWrk(ctx, base+"/", mode.hdr) })
+		var t0 map[string][2]int64
+		if *thrFlag {
+			t0 = guestThreads(base)
+		}
+		var reqs float64
+		measure(mode.name, "cpu-us/op", tickUS, func() (string, float64, error) {
+			l, n, err := runWrk(ctx, base+"/", mode.hdr)
+			reqs = n
+			return l, n, err
+		})
+		if *thrFlag && reqs > 0 {
+			lines = append(lines, "# threads "+mode.name+suffix+": "+threadDeltas(t0, guestThreads(base), reqs))
+		}
 	}
 	size := int64(*bulkMiB) << 20
 	mb := float64(size) / 1e6
@@ -704,3 +717,47 @@ func bulkOut(ctx context.Context, base, listen string, size int64) (string, erro
 }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " | ") }
+
+// guestThreads reads netbench's /threads: for each thread id its context
+// switches (voluntary and involuntary) and CPU ticks; nil if it cannot.
+func guestThreads(base string) map[string][2]int64 {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get(base + "/threads")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "netbench host: /threads: %v\n", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := map[string][2]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		var tid string
+		var vol, invol, ticks int64
+		if n, _ := fmt.Sscan(l, &tid, &vol, &invol, &ticks); n == 4 {
+			m[tid] = [2]int64{vol + invol, ticks}
+		}
+	}
+	return m
+}
+
+// threadDeltas formats, busiest first, each thread's switches a request
+// and its CPU ticks between readings a and b (a thread new in b counts
+// from zero).
+func threadDeltas(a, b map[string][2]int64, reqs float64) string {
+	type d struct {
+		tid    string
+		sw, tk int64
+	}
+	var ds []d
+	for tid, v := range b {
+		if dv := (d{tid, v[0] - a[tid][0], v[1] - a[tid][1]}); dv.sw > 0 || dv.tk > 0 {
+			ds = append(ds, dv)
+		}
+	}
+	slices.SortFunc(ds, func(x, y d) int { return int(y.sw - x.sw) })
+	var sb strings.Builder
+	for _, v := range ds {
+		fmt.Fprintf(&sb, " %s:%.2f/%dt", v.tid, float64(v.sw)/reqs, v.tk)
+	}
+	return strings.TrimSpace(sb.String())
+}
