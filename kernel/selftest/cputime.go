@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -249,10 +250,14 @@ func testCPUClocks(t *T) {
 	th1 := ru(unix.RUSAGE_THREAD)
 	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", unix.Gettid()))
 	th2, pr := ru(unix.RUSAGE_THREAD), ru(unix.RUSAGE_SELF)
-	if err != nil {
+	var vol, invol int64 = -1, -1
+	if _, e := os.Stat("/proc/self"); err != nil && os.IsNotExist(e) {
+		// Only Linux without /proc mounted (qemu/linuxref's init).
+		t.Logf("no /proc: the thread's status not compared")
+		vol, invol = th1.Nvcsw, th1.Nivcsw
+	} else if err != nil {
 		t.Fatalf("the thread's status: %v", err)
 	}
-	var vol, invol int64 = -1, -1
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "voluntary_ctxt_switches:"); ok {
 			vol, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -268,6 +273,33 @@ func testCPUClocks(t *T) {
 	}
 	if pr.Nvcsw < th2.Nvcsw || pr.Nivcsw < th2.Nivcsw {
 		t.Errorf("getrusage(RUSAGE_SELF): %d voluntary and %d involuntary switches, fewer than the thread's %d and %d", pr.Nvcsw, pr.Nivcsw, th2.Nvcsw, th2.Nivcsw)
+	}
+	// A sched_yield while other threads wait for a CPU gives this one's
+	// up with work left: an involuntary switch, as Linux counts it.
+	// One thread more than there are CPUs spins until it comes, each
+	// with a P of its own (GOMAXPROCS raised for them: a goroutine
+	// without a P is no thread waiting for a CPU).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.NumCPU() + 2))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() + 1 {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for !stop.Load() {
+			}
+		})
+	}
+	iv0, yields := ru(unix.RUSAGE_THREAD).Nivcsw, 0
+	for end := time.Now().Add(5 * time.Second); ru(unix.RUSAGE_THREAD).Nivcsw == iv0 && time.Now().Before(end); yields++ {
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if iv1 := ru(unix.RUSAGE_THREAD).Nivcsw; iv1 == iv0 {
+		t.Errorf("getrusage(RUSAGE_THREAD): no involuntary switch after %d sched_yields with %d threads spinning (%d before and after)", yields, runtime.NumCPU()+1, iv0)
+	} else {
+		t.Logf("involuntary: %d → %d after %d sched_yields", iv0, iv1, yields)
 	}
 	t.Logf("switches: thread %d voluntary, %d involuntary; process %d, %d", th2.Nvcsw, th2.Nivcsw, pr.Nvcsw, pr.Nivcsw)
 }
