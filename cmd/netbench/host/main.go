@@ -417,8 +417,10 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			reqs = n
 			return l, n, err
 		})
-		if *thrFlag && reqs > 0 {
-			lines = append(lines, "# threads "+mode.name+suffix+": "+threadDeltas(t0, guestThreads(base), reqs))
+		if t0 != nil && reqs > 0 {
+			if t1 := guestThreads(base); t1 != nil {
+				lines = append(lines, "# threads "+mode.name+suffix+": "+threadDeltas(t0, t1, reqs))
+			}
 		}
 	}
 	size := int64(*bulkMiB) << 20
@@ -719,7 +721,8 @@ func bulkOut(ctx context.Context, base, listen string, size int64) (string, erro
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", " | ") }
 
 // guestThreads reads netbench's /threads: for each thread id its context
-// switches (voluntary and involuntary) and CPU ticks; nil if it cannot.
+// switches (voluntary and involuntary) and CPU ticks; nil (and a line on
+// stderr) if it cannot, as from an image older than /threads.
 func guestThreads(base string) map[string][2]int64 {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	resp, err := hc.Get(base + "/threads")
@@ -729,6 +732,10 @@ func guestThreads(base string) map[string][2]int64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		fmt.Fprintf(os.Stderr, "netbench host: /threads: %s\n", resp.Status)
+		return nil
+	}
 	m := map[string][2]int64{}
 	for _, l := range strings.Split(string(b), "\n") {
 		var tid string
