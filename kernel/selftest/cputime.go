@@ -274,9 +274,11 @@ func testCPUClocks(t *T) {
 	if pr.Nvcsw < th2.Nvcsw || pr.Nivcsw < th2.Nivcsw {
 		t.Errorf("getrusage(RUSAGE_SELF): %d voluntary and %d involuntary switches, fewer than the thread's %d and %d", pr.Nvcsw, pr.Nivcsw, th2.Nvcsw, th2.Nivcsw)
 	}
-	// A sched_yield while other threads wait for a CPU gives this one's
-	// up with work left: an involuntary switch, as Linux counts it.
-	// One thread more than there are CPUs spins until it comes, each
+	// A thread that gives its CPU up with work left, at a sched_yield
+	// while other threads wait for a CPU or preempted for one of them,
+	// makes an involuntary switch, as Linux counts it (the guest runs
+	// show the preemption often comes first, before any yield). One
+	// thread more than there are CPUs spins until it comes, each
 	// with a P of its own (GOMAXPROCS raised for them: a goroutine
 	// without a P is no thread waiting for a CPU).
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(runtime.NumCPU() + 2))
