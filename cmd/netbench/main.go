@@ -15,7 +15,9 @@
 // guest's CPU time so far from /proc/stat (busy and idle, in USER_HZ
 // ticks, all CPUs) and its context switches (ctxt), which the host reads
 // around each run for the cost of a request or a megabyte; -udp echoes every datagram to its sender.
-// "/quit" (or -for) ends it.
+// "/debug/pprof/trace?seconds=N" and "/debug/pprof/profile?seconds=N" are
+// net/http/pprof's Go execution trace and CPU profile of the guest program
+// (the host's -trace fetches the first). "/quit" (or -for) ends it.
 //
 //	netbench -serve :8080 -sink :8081 [-udp :8082] [-for 5m]
 //
@@ -33,6 +35,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"regexp"
 	"runtime"
@@ -324,6 +327,8 @@ func serveMain() {
 	mux.HandleFunc("/push", push)
 	mux.HandleFunc("/cpu", cpuTime)
 	mux.HandleFunc("/threads", threads)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	ln, err := net.Listen("tcp", *serve)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "netbench:", err)

@@ -14,7 +14,10 @@
 //     and datagrams lost;
 //   - the guest's CPU time each of these took, from its /proc/stat before
 //     and after (netbench's "/cpu"): µs of guest CPU a request, ms a MB;
-//     and its context switches (ctxt), a request or a MB.
+//     and its context switches (ctxt), a request or a MB;
+//   - the host CPU time QEMU's process took (its threads' user and system
+//     time, from the host's /proc): µs a request, ms a MB. On a host with
+//     few cores it says whether the guest's rows are limited by the host.
 //
 // With -net tap the same runs go over a tap device it makes (and removes
 // at the end) instead of QEMU's user network: the host is 10.0.2.2/24 on
@@ -72,6 +75,7 @@ var (
 	bootN    = flag.Int("boot", 0, "instead: boot the trivial programs (with and without net, netsvc auto/on/off) this many times each on -bootmachines")
 	bootMs   = flag.String("bootmachines", "pc,microvm", "machines for -boot")
 	udpRows  = flag.Bool("udp", true, "measure UDP request/response (false for a -base image older than netbench's -udp)")
+	traceDur = flag.Duration("trace", 0, "fetch a Go execution trace of this length from the middle of each keep-alive row (netbench's /debug/pprof/trace) into <out>/<target>-smp<N>-<round>.trace, for go tool trace; the row's numbers then include the tracer's cost")
 	thrFlag  = flag.Bool("threads", false, "after each HTTP row, a comment line with the guest program's threads' context switches a request (voluntary+involuntary) and CPU ticks in that row, busiest first (netbench's /threads)")
 )
 
@@ -386,7 +390,9 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 	// adds its cost per unit (f's count of them) to f's line.
 	measure := func(name, unit string, perUnit float64, f func() (string, float64, error)) {
 		cpu0, cerr := guestCPU(base)
+		host0, herr := qemuCPU()
 		l, units, err := f()
+		host1, herr1 := qemuCPU()
 		if err != nil {
 			lines = append(lines, fmt.Sprintf("# %s: %s", name, oneLine(err)))
 			return
@@ -399,6 +405,9 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 			}
 			if cpu1.ctxt != 0 {
 				l += fmt.Sprintf("\t%.2f switches/%s", float64(cpu1.ctxt-cpu0.ctxt)/units, per)
+			}
+			if herr == nil && herr1 == nil {
+				l += fmt.Sprintf("\t%.1f host-%s", float64(host1-host0)*perUnit/units, unit)
 			}
 		} else if cerr != nil || err != nil {
 			fmt.Fprintf(os.Stderr, "netbench host: %s: guest CPU time not read: %v %v\n", name, cerr, err)
@@ -413,6 +422,15 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 		}
 		var reqs float64
 		measure(mode.name, "cpu-us/op", tickUS, func() (string, float64, error) {
+			if *traceDur > 0 && mode.hdr == "" {
+				tr := make(chan error, 1)
+				go func() { tr <- fetchTrace(ctx, base, strings.TrimSuffix(logPath, ".log")+".trace") }()
+				defer func() {
+					if err := <-tr; err != nil {
+						fmt.Fprintf(os.Stderr, "netbench host: trace: %v\n", err)
+					}
+				}()
+			}
 			l, n, err := runWrk(ctx, base+"/", mode.hdr)
 			reqs = n
 			return l, n, err
@@ -519,6 +537,79 @@ func runWrk(ctx context.Context, url, hdr string) (string, float64, error) {
 	}
 	n, _ := strconv.ParseFloat(m[1], 64)
 	return fmt.Sprintf("%s\t%.0f ns/op\t%.1f req/s\t%.3f p50-ms\t%.3f p99-ms", m[1], 1e9/rate, rate, ms(p[0][2], p[0][3]), ms(p[1][2], p[1][3])), n, nil
+}
+
+// fetchTrace waits until the row is under way ((-d - -trace)/2 in), then
+// writes the guest program's Go execution trace of -trace to path.
+func fetchTrace(ctx context.Context, base, path string) error {
+	if *traceDur >= *dur {
+		return fmt.Errorf("-trace %v must be shorter than -d %v", *traceDur, *dur)
+	}
+	select {
+	case <-time.After((*dur - *traceDur) / 2):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	hc := &http.Client{Timeout: *traceDur + 20*time.Second}
+	resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/trace?seconds=%g", base, traceDur.Seconds()))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s: %s", resp.Status, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// qemuCPU is the CPU time, in USER_HZ ticks (the host's /proc/PID/stat,
+// user and system), of the one QEMU process this program runs (boots are
+// one at a time): its direct child whose name starts "qemu-system".
+func qemuCPU() (int64, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	me := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime(14) stime(15): comm may hold
+		// spaces, so the fields are counted after its closing parenthesis.
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open || !bytes.HasPrefix(b[open+1:end], []byte("qemu-system")) {
+			continue
+		}
+		f := strings.Fields(string(b[end+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != me || pid == me {
+			continue
+		}
+		u, err1 := strconv.ParseInt(f[11], 10, 64)
+		st, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+		}
+		return u + st, nil
+	}
+	return 0, errors.New("no QEMU process of ours in /proc")
 }
 
 // cpuCount is what netbench's "/cpu" answers: the guest's busy CPU time,
