@@ -15,6 +15,7 @@ type rxRec struct {
 	csumOK bool
 	skip   bool
 	noGRO  bool
+	tcp    bool // a TCP segment (scanBatch)
 }
 
 // scanBatch looks at a batch's TCP frames flow by flow, from the last to
@@ -39,8 +40,8 @@ type rxRec struct {
 // header, does not merge the new window away.
 //
 // At most len(thinFlows) flows a batch are followed; frames of others
-// pass untouched.
-func scanBatch(recs []rxRec) {
+// pass untouched. It returns the count of TCP segments not skipped.
+func scanBatch(recs []rxRec) (segs int) {
 	var flows [thinFlows]thinFlow
 	n := 0
 	for i := len(recs) - 1; i >= 0; i-- {
@@ -48,6 +49,7 @@ func scanBatch(recs []rxRec) {
 		if !ok {
 			continue // not TCP: no flow of ours
 		}
+		recs[i].tcp = true
 		j := 0
 		for j < n && flows[j].key != k {
 			j++
@@ -78,6 +80,12 @@ func scanBatch(recs []rxRec) {
 		}
 		fl.next, fl.seg, fl.superseded = i, seg, sup
 	}
+	for _, r := range recs {
+		if r.tcp && !r.skip {
+			segs++
+		}
+	}
+	return segs
 }
 
 // sumOK reports whether rec's frame, a TCP segment, has right checksums

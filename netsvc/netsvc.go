@@ -551,7 +551,9 @@ func (s *service) round() (more bool) {
 		}
 	}
 	if s.nicWork.Swap(false) || lost {
-		s.framesIn()
+		if s.framesIn() {
+			runtime.Gosched()
+		}
 	}
 	s.ndp.apply(s.st)
 	s.timeWaitCheck()
@@ -575,7 +577,27 @@ func (s *service) round() (more bool) {
 	return more
 }
 
-func (s *service) framesIn() {
+// quietSegs is the most TCP segments a batch may hold for framesIn to
+// have the round yield for the processors.
+const quietSegs = 4
+
+// framesIn takes the NIC's frames to the stack. It reports whether the
+// round is to yield for gVisor's TCP processors before it looks at the
+// connections they mark.
+//
+// gVisor's TCP hands each segment to a processor goroutine and wakes it:
+// with a P idle, the runtime starts a thread on another CPU for it, which
+// processes the segment while the round goes on and marks the connection
+// after the round has looked, so the loop runs a second round for it. A
+// batch of a few TCP segments (quiet traffic, where that hand-off is most
+// of the cost) is delivered with those wake-ups held back, and the round
+// yields: the processors run on its thread and their marks land in this
+// round. A larger batch is delivered as before: under load the other CPU
+// processing segments beside the round is worth its hand-offs, and a
+// yield would let every ready goroutine run before the round goes on
+// (docs/net-bench.md, "The TCP processors run on the round's thread").
+func (s *service) framesIn() (yield bool) {
+	var large bool
 	buf := s.rxbuf
 	d := s.link.dispatcherOf()
 	for {
@@ -598,7 +620,13 @@ func (s *service) framesIn() {
 			b = b[min((4+l+abi.NICRecordAlign-1)&^(abi.NICRecordAlign-1), len(b)):]
 		}
 		s.rxRecs = recs
-		scanBatch(recs)
+		segs := scanBatch(recs)
+		quiet := wakeHold && segs > 0 && segs <= quietSegs
+		if quiet {
+			holdWakes()
+		}
+		large = large || segs > quietSegs
+		yield = quiet && !large
 		for _, rec := range recs {
 			switch f := rec.f; {
 			case rec.skip:
@@ -612,6 +640,9 @@ func (s *service) framesIn() {
 			}
 		}
 		s.link.flushRx()
+		if quiet {
+			releaseWakes()
+		}
 		if len(buf)-r >= abi.NICRecordMaxGSO {
 			// Room for any frame was left: none waited (SysNICRecv),
 			// and the next to come brings a signal.
