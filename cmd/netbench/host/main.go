@@ -30,6 +30,7 @@
 //	go run ./cmd/netbench/host [-targets linux,yolk] [-smp 1,2] [-rounds 3]
 //	    [-machine pc] [-d 5s] [-c 4] [-bulk 64] [-out out/netbench]
 //	    [-targets linux,yolk,base -base OTHER.elf] [-net user|tap]
+//	    [-threads] [-trace 2s]
 package main
 
 import (
