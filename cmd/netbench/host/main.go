@@ -16,8 +16,8 @@
 //     and after (netbench's "/cpu"): µs of guest CPU a request, ms a MB;
 //     and its context switches (ctxt), a request or a MB;
 //   - the host CPU time QEMU's process took (its threads' user and system
-//     time, from the host's /proc): µs a request, ms a MB. On a host with
-//     few cores it says whether the guest's rows are limited by the host.
+//     time, from the host's /proc): µs a request, ms a MB, QEMU's own
+//     work included, which the guest's clock does not see.
 //
 // With -net tap the same runs go over a tap device it makes (and removes
 // at the end) instead of QEMU's user network: the host is 10.0.2.2/24 on
