@@ -21,6 +21,7 @@ func (callEnv) Print(s string)           { kprint(s) }
 func (callEnv) Dec(v int64)              { kprintDec(v) }
 func (callEnv) Hex(v uint64, digits int) { kprintHex(v, digits) }
 func (callEnv) TimerIRQs(cpu int) uint64 { return atomic.LoadUint64(&percpu[cpu].timer.fired) }
+func (callEnv) TimerArms(cpu int) uint64 { return atomic.LoadUint64(&percpu[cpu].timer.arms) }
 
 func printSyscallStats()   { calllog.PrintStats[callEnv]() }
 func logENOSYS(nr uintptr) { calllog.ENOSYS[callEnv](nr) }

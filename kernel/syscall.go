@@ -39,9 +39,12 @@ func syscall(r *Regs) {
 	}
 	var ret uintptr
 	var err abi.Errno
-	var start int64
+	var start, cpu0 int64
 	if calllog.Trace {
 		start = nanotime()
+	}
+	if calllog.Stats {
+		cpu0 = t.CPUTime(nanotime())
 	}
 	switch nr {
 	case unix.SYS_READ:
@@ -320,6 +323,9 @@ func syscall(r *Regs) {
 	}
 	if calllog.Trace {
 		calllog.TraceCall[callEnv](t.TID, nr, a0, a1, a2, ret, start, nanotime())
+	}
+	if calllog.Stats {
+		calllog.Took(nr, t.CPUTime(nanotime())-cpu0)
 	}
 	r.sysReturn(ret, t.UserFS)
 	sched.YieldSlice()

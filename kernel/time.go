@@ -31,7 +31,8 @@ type timerState struct {
 	armedAt int64 // when the interrupt was programmed to arrive
 	lead    int64 // running median of the observed lateness, ns
 	fired   uint64
-	tlbNext int64 // when this CPU's TLB is next refreshed (refreshTLB)
+	arms    uint64 // times the timer was programmed (yolk.syscallstats=1)
+	tlbNext int64  // when this CPU's TLB is next refreshed (refreshTLB)
 }
 
 // tlbRefresh is how often a CPU running application code drops its TLB
@@ -63,6 +64,7 @@ const (
 func (ts *timerState) arm(deadline int64) {
 	at := deadline - ts.lead
 	ts.armed, ts.armedAt = deadline, at
+	ts.arms++
 	timerProgram(at)
 }
 

@@ -1,7 +1,8 @@
 // Package calllog is the kernel's record of the system calls the program
-// makes: their count, their counts by number (yolk.syscallstats=1, like
-// strace -c, printed at exit), each call traced on the console
-// (yolk.strace=1), and each unimplemented one logged once, by name.
+// makes: their count, their counts and CPU time by number
+// (yolk.syscallstats=1, like strace -c, printed at exit), each call
+// traced on the console (yolk.strace=1), and each unimplemented one
+// logged once, by name.
 //
 // Kernel-context Go: nothing here allocates on the Go heap, stores a Go
 // pointer into memory, holds an interface value or a func variable, or
@@ -28,18 +29,22 @@ type Env interface {
 	Print(s string)
 	Dec(v int64)
 	Hex(v uint64, digits int)
-	// TimerIRQs is the count of timer interrupts CPU cpu took.
+	// TimerIRQs is the count of timer interrupts CPU cpu took,
+	// TimerArms the times its timer was programmed.
 	TimerIRQs(cpu int) uint64
+	TimerArms(cpu int) uint64
 }
 
 var (
 	// Trace (yolk.strace=1) prints each call with its first three
 	// arguments and its result.
 	Trace bool
-	// Stats (yolk.syscallstats=1) counts system calls by number and
-	// prints the counts at exit, like strace -c.
+	// Stats (yolk.syscallstats=1) counts system calls by number, and
+	// the CPU time the calling thread spent in each (Took), and prints
+	// them at exit, like strace -c.
 	Stats      bool
 	count      [512 + privateN]uint64 // Linux's numbers, then yolk's own from abi's 0x1000
+	cpuNS      [512 + privateN]uint64 // the CPU time, ns, by number (Took)
 	enosysSeen [512 / 64]uint64       // numbers already logged
 	enosysN    uint64
 	calls      uint64
@@ -50,15 +55,30 @@ func Entered() { atomic.AddUint64(&calls, 1) }
 
 // Count counts system call nr by its number (Stats).
 func Count(nr uintptr) {
+	if i, ok := index(nr); ok {
+		atomic.AddUint64(&count[i], 1)
+	}
+}
+
+// Took adds ns, the CPU time the calling thread spent in one call of
+// system call nr (its time blocked not counted: only its runs), to nr's
+// (Stats).
+func Took(nr uintptr, ns int64) {
+	if i, ok := index(nr); ok && ns > 0 {
+		atomic.AddUint64(&cpuNS[i], uint64(ns))
+	}
+}
+
+// index is nr's slot in count and cpuNS; false without Stats, or for a
+// number beyond the table.
+func index(nr uintptr) (uintptr, bool) {
 	if !Stats {
-		return
+		return 0, false
 	}
 	if nr >= privateBase && nr < privateBase+privateN {
 		nr = 512 + nr - privateBase
 	}
-	if nr < uintptr(len(count)) {
-		atomic.AddUint64(&count[nr], 1)
-	}
+	return nr, nr < uintptr(len(count))
 }
 
 // yolk's own calls (kernel/abi: 0x1000 on) are counted after Linux's.
@@ -69,8 +89,8 @@ const privateBase, privateN = 0x1000, 64
 func Calls() uint64         { return atomic.LoadUint64(&calls) }
 func Unimplemented() uint64 { return atomic.LoadUint64(&enosysN) }
 
-// PrintStats prints the system-call counts (yolk.syscallstats=1)
-// and the task switches per CPU.
+// PrintStats prints the system-call counts and CPU time
+// (yolk.syscallstats=1) and the task switches per CPU.
 func PrintStats[E Env]() {
 	if !Stats {
 		return
@@ -88,6 +108,11 @@ func PrintStats[E Env]() {
 			}
 			e.Print(" ")
 			e.Dec(int64(n))
+			ns := atomic.LoadUint64(&cpuNS[nr])
+			e.Print(" cpu-us ")
+			e.Dec(int64(ns / 1000))
+			e.Print(" ns/call ")
+			e.Dec(int64(ns / n))
 			e.Print("\n")
 		}
 	}
@@ -100,6 +125,8 @@ func PrintStats[E Env]() {
 		e.Dec(int64(sched.CPUAt(i).WakeIPIs()))
 		e.Print(" timer interrupts ")
 		e.Dec(int64(e.TimerIRQs(i)))
+		e.Print(" timer arms ")
+		e.Dec(int64(e.TimerArms(i)))
 		e.Print(" preemptions ")
 		e.Dec(int64(sched.CPUAt(i).Preempts()))
 		e.Print(" preemption IPIs ")

@@ -1,8 +1,11 @@
 package calllog
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+
+	"yolk/kernel/abi"
 )
 
 // hostEnv prints into out.
@@ -14,9 +17,10 @@ func (hostEnv) Acquire()                 {}
 func (hostEnv) Release()                 {}
 func (hostEnv) Log(s string)             { out.WriteString("yolk: " + s) }
 func (hostEnv) Print(s string)           { out.WriteString(s) }
-func (hostEnv) Dec(v int64)              { out.WriteString(strings.Repeat("#", int(v%8))) }
+func (hostEnv) Dec(v int64)              { out.WriteString(strconv.FormatInt(v, 10)) }
 func (hostEnv) Hex(v uint64, digits int) { out.WriteString("0x") }
 func (hostEnv) TimerIRQs(cpu int) uint64 { return 0 }
+func (hostEnv) TimerArms(cpu int) uint64 { return 0 }
 
 // An unimplemented call is counted each time and logged once, by name;
 // numbers beyond the table share its last bit.
@@ -48,9 +52,37 @@ func TestCount(t *testing.T) {
 	if count[1] != 1 {
 		t.Errorf("count %d, want 1", count[1])
 	}
+	Took(1, 1500)
+	Took(1, -1) // a clock that stepped back: not counted
+	if cpuNS[1] != 1500 {
+		t.Errorf("CPU time %d ns, want 1500", cpuNS[1])
+	}
 	c := Calls()
 	Entered()
 	if Calls() != c+1 {
 		t.Errorf("Entered did not count")
+	}
+}
+
+// The report gives each number's count and the CPU time its calls took,
+// in all and a call.
+func TestPrintStats(t *testing.T) {
+	Stats = true
+	defer func() { Stats = false }()
+	count, cpuNS = [len(count)]uint64{}, [len(cpuNS)]uint64{}
+	out.Reset()
+	Count(0)
+	Count(0)
+	Took(0, 3000)
+	Count(privateBase + 0x20)
+	Took(privateBase+0x20, 7)
+	PrintStats[hostEnv]()
+	for _, want := range []string{
+		"yolk: syscalls: " + abi.SysName(0) + " 2 cpu-us 3 ns/call 1500\n",
+		"yolk: syscalls: yolk 0x 1 cpu-us 0 ns/call 7\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
 	}
 }
