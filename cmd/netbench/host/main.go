@@ -30,7 +30,7 @@
 //	go run ./cmd/netbench/host [-targets linux,yolk] [-smp 1,2] [-rounds 3]
 //	    [-machine pc] [-d 5s] [-c 4] [-bulk 64] [-out out/netbench]
 //	    [-targets linux,yolk,base -base OTHER.elf] [-net user|tap]
-//	    [-threads] [-trace 2s]
+//	    [-threads] [-trace 2s] [-profile 2s]
 package main
 
 import (
@@ -77,6 +77,7 @@ var (
 	bootMs   = flag.String("bootmachines", "pc,microvm", "machines for -boot")
 	udpRows  = flag.Bool("udp", true, "measure UDP request/response (false for a -base image older than netbench's -udp)")
 	traceDur = flag.Duration("trace", 0, "fetch a Go execution trace of this length from the middle of each keep-alive row (netbench's /debug/pprof/trace) into <out>/<target>-smp<N>-<round>.trace, for go tool trace; the row's numbers then include the tracer's cost")
+	profDur  = flag.Duration("profile", 0, "fetch a Go CPU profile of this length from the middle of each keep-alive row (netbench's /debug/pprof/profile: the program's SIGPROF samples, its system calls' time included) into <out>/<target>-smp<N>-<round>.pprof, for go tool pprof")
 	thrFlag  = flag.Bool("threads", false, "after each HTTP row, a comment line with the guest program's threads' context switches a request (voluntary+involuntary) and CPU ticks in that row, busiest first (netbench's /threads)")
 )
 
@@ -423,12 +424,18 @@ func boot(ctx context.Context, g *guest, t string, n, round int) ([]string, erro
 		}
 		var reqs float64
 		measure(mode.name, "cpu-us/op", tickUS, func() (string, float64, error) {
-			if *traceDur > 0 && mode.hdr == "" {
+			for _, f := range []struct {
+				what, ext string
+				d         time.Duration
+			}{{"trace", ".trace", *traceDur}, {"profile", ".pprof", *profDur}} {
+				if f.d <= 0 || mode.hdr != "" {
+					continue
+				}
 				tr := make(chan error, 1)
-				go func() { tr <- fetchTrace(ctx, base, strings.TrimSuffix(logPath, ".log")+".trace") }()
+				go func() { tr <- fetchPprof(ctx, base, f.what, f.d, strings.TrimSuffix(logPath, ".log")+f.ext) }()
 				defer func() {
 					if err := <-tr; err != nil {
-						fmt.Fprintf(os.Stderr, "netbench host: trace: %v\n", err)
+						fmt.Fprintf(os.Stderr, "netbench host: %s: %v\n", f.what, err)
 					}
 				}()
 			}
@@ -540,19 +547,20 @@ func runWrk(ctx context.Context, url, hdr string) (string, float64, error) {
 	return fmt.Sprintf("%s\t%.0f ns/op\t%.1f req/s\t%.3f p50-ms\t%.3f p99-ms", m[1], 1e9/rate, rate, ms(p[0][2], p[0][3]), ms(p[1][2], p[1][3])), n, nil
 }
 
-// fetchTrace waits until the row is under way ((-d - -trace)/2 in), then
-// writes the guest program's Go execution trace of -trace to path.
-func fetchTrace(ctx context.Context, base, path string) error {
-	if *traceDur >= *dur {
-		return fmt.Errorf("-trace %v must be shorter than -d %v", *traceDur, *dur)
+// fetchPprof waits until the row is under way ((-d - d)/2 in), then
+// writes the guest program's net/http/pprof answer of d (what: trace or
+// profile) to path.
+func fetchPprof(ctx context.Context, base, what string, d time.Duration, path string) error {
+	if d >= *dur {
+		return fmt.Errorf("-%s %v must be shorter than -d %v", what, d, *dur)
 	}
 	select {
-	case <-time.After((*dur - *traceDur) / 2):
+	case <-time.After((*dur - d) / 2):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	hc := &http.Client{Timeout: *traceDur + 20*time.Second}
-	resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/trace?seconds=%g", base, traceDur.Seconds()))
+	hc := &http.Client{Timeout: d + 20*time.Second}
+	resp, err := hc.Get(fmt.Sprintf("%s/debug/pprof/%s?seconds=%g", base, what, d.Seconds()))
 	if err != nil {
 		return err
 	}
