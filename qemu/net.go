@@ -3,6 +3,7 @@ package qemu
 import (
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,4 +165,36 @@ func withNetConf(env []string, net string) []string {
 		return env
 	}
 	return append(slices.Clone(env), UserNetConf)
+}
+
+// TapRouteTaken is a route of the host's that matches hostCIDR's address
+// (the host's end of a tap link about to be made, IPv4) at least as
+// specifically as hostCIDR's prefix, as a tap left by hand on the same
+// subnet has; "" if there is none (or no ip command to ask). Such a
+// route would take the traffic meant for the new link: the guest would
+// never hear the host.
+func TapRouteTaken(hostCIDR string) string {
+	addr, p, _ := strings.Cut(hostCIDR, "/")
+	prefix, err := strconv.Atoi(p)
+	if err != nil {
+		prefix = 32
+	}
+	out, err := exec.Command("ip", "-4", "route", "show", "to", "match", addr).Output()
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 0 || f[0] == "default" {
+			continue
+		}
+		bits := 32
+		if _, b, ok := strings.Cut(f[0], "/"); ok {
+			bits, _ = strconv.Atoi(b)
+		}
+		if bits >= prefix {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

@@ -15,6 +15,9 @@ import (
 func tapLink(t *testing.T, name, hostCIDR string) {
 	t.Helper()
 	exec.Command("ip", "link", "del", name).Run()
+	if l := TapRouteTaken(hostCIDR); l != "" {
+		t.Fatalf("%s is already routed (%s): the guest's traffic would go there, and the guest would never hear the host; remove that route or its link", hostCIDR, l)
+	}
 	for _, args := range [][]string{
 		{"tuntap", "add", "dev", name, "mode", "tap"},
 		{"addr", "add", hostCIDR, "dev", name},

@@ -207,22 +207,8 @@ func tapUp(name, addr string) error {
 	// A route to the guest as specific as the tap's /24 (a tap left by
 	// hand on the same subnet) would take the host's traffic for the
 	// guest: it would never answer.
-	out, err := exec.Command("ip", "-4", "route", "show", "to", "match", tapGuest).Output()
-	if err != nil {
-		return fmt.Errorf("ip route show to match %s: %v", tapGuest, err)
-	}
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		if len(f) == 0 || f[0] == "default" {
-			continue
-		}
-		bits := 32
-		if _, b, ok := strings.Cut(f[0], "/"); ok {
-			bits, _ = strconv.Atoi(b)
-		}
-		if bits >= 24 {
-			return fmt.Errorf("%s is already routed (%s): remove that route or its link first", tapGuest, strings.TrimSpace(l))
-		}
+	if l := qemu.TapRouteTaken(addr); l != "" {
+		return fmt.Errorf("%s is already routed (%s): remove that route or its link first", addr, l)
 	}
 	for _, args := range [][]string{
 		{"tuntap", "add", "dev", name, "mode", "tap"},
