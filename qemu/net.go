@@ -183,7 +183,13 @@ func TapRouteTaken(hostCIDR string) string {
 	if err != nil {
 		return ""
 	}
-	for _, l := range strings.Split(string(out), "\n") {
+	return routeAtLeast(string(out), prefix)
+}
+
+// routeAtLeast is the first of routes (ip route's lines) other than the
+// default whose prefix is at least prefix bits long; "" if none.
+func routeAtLeast(routes string, prefix int) string {
+	for _, l := range strings.Split(routes, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 0 || f[0] == "default" {
 			continue

@@ -116,3 +116,25 @@ func containsRun(args, want []string) bool {
 	}
 	return false
 }
+
+// A route to the tap's subnet as specific as the tap's, or more, is taken;
+// the default route and wider ones are not.
+func TestRouteAtLeast(t *testing.T) {
+	routes := "default via 192.0.2.1 dev eth0 \n10.0.0.0/8 dev br0 scope link \n10.0.2.0/24 dev yprof0 proto kernel scope link src 10.0.2.2 linkdown \n"
+	for _, c := range []struct {
+		routes string
+		prefix int
+		want   string
+	}{
+		{routes, 24, "10.0.2.0/24 dev yprof0 proto kernel scope link src 10.0.2.2 linkdown"},
+		{routes, 25, ""},
+		{routes, 8, "10.0.0.0/8 dev br0 scope link"},
+		{"default via 192.0.2.1 dev eth0\n", 0, ""},
+		{"10.0.2.2 dev tap9 scope link\n", 24, "10.0.2.2 dev tap9 scope link"}, // a host route
+		{"", 24, ""},
+	} {
+		if got := routeAtLeast(c.routes, c.prefix); got != c.want {
+			t.Errorf("routeAtLeast(%q, %d) = %q, want %q", c.routes, c.prefix, got, c.want)
+		}
+	}
+}
